@@ -1,0 +1,33 @@
+"""The actor kernel: actors with private state and bounded mailboxes, under supervisors.
+
+It knows nothing of agents. Messages are msgspec Structs dispatched by type; asks are
+answered through a one-shot slot; crashes follow structured concurrency unless a child
+opts into a restart policy; messages no handler will see become dead letters; every
+mailbox event can be traced through structlog.
+"""
+
+from .actor import Actor, handler
+from .cell import Restart
+from .mailbox import DeadLetter, Mailbox, MailboxStatistics, Overflow
+from .ref import ActorRef
+from .reply import Reply
+from .supervisor import DEAD_LETTERS_KEPT, Supervisor, SupervisorStatistics
+from .tracing import add_trace_sink, capture_trace, enable_tracing
+
+__all__ = [
+    "DEAD_LETTERS_KEPT",
+    "Actor",
+    "ActorRef",
+    "DeadLetter",
+    "Mailbox",
+    "MailboxStatistics",
+    "Overflow",
+    "Reply",
+    "Restart",
+    "Supervisor",
+    "SupervisorStatistics",
+    "add_trace_sink",
+    "capture_trace",
+    "enable_tracing",
+    "handler",
+]

@@ -1,0 +1,113 @@
+"""The ``Actor`` base class and the ``@handler`` decorator: private state, explicit dispatch.
+
+Each subclass gets a table from message type to handler, built once when the class is
+defined, so dispatch is one dict lookup on ``type(msg)`` and a message the actor cannot
+handle is refused when it is sent, not when it is dequeued.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
+
+from .reply import Reply
+
+if TYPE_CHECKING:
+    from .cell import Cell
+    from .ref import ActorRef
+
+Handler = tuple[Callable[..., Any], bool]
+"""(function taking (actor, message), whether it is async)."""
+
+_HANDLES = "__agentswf_handles__"
+
+
+def handler(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Mark a method as the handler of the message type annotated on its one parameter."""
+    params = list(inspect.signature(fn).parameters)
+    if len(params) != 2:
+        raise TypeError(f"handler {fn.__qualname__} must take (self, message), got {params}")
+    setattr(fn, _HANDLES, params[1])
+    return fn
+
+
+class Actor:
+    """Handles one message at a time; subclass it and mark methods with ``@handler``.
+
+    Only the kernel calls the handlers and hooks, from the actor's own task, so the
+    instance's state needs no locks. Talk to an actor through its ``ActorRef``.
+    """
+
+    _handlers: ClassVar[dict[type, Handler]] = {}
+    _cell: Cell
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        by_name: dict[str, Callable[..., Any]] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                if callable(value) and hasattr(value, _HANDLES):
+                    by_name[attr] = value
+                elif attr in by_name:
+                    del by_name[attr]  # overridden by something that is not a handler
+        table: dict[type, Handler] = {}
+        for fn in by_name.values():
+            message_type = _message_type(cls, fn)
+            if message_type in table:
+                raise TypeError(f"{cls.__qualname__} has two handlers for {message_type.__name__}")
+            table[message_type] = (fn, inspect.iscoroutinefunction(fn))
+        cls._handlers = table
+
+    @property
+    def ref(self) -> ActorRef:
+        """This actor's own reference, e.g. to tell itself a message from a background task."""
+        return self._cell.ref
+
+    @property
+    def name(self) -> str:
+        return self._cell.name
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` beside the handlers; cancelled when the actor stops, and its error crashes the actor."""
+        self._cell.start_soon(fn, *args)
+
+    def defer(self) -> Reply:
+        """Take over answering the ask being handled: the handler's return value is then ignored.
+
+        Call it from the handler. While handling a tell it returns a reply whose
+        ``set``/``fail`` do nothing. If the actor stops or crashes before answering,
+        the asker gets ``ActorStopped`` or ``ActorCrashed``.
+        """
+        return self._cell.defer()
+
+    def stop(self) -> None:
+        """Stop this actor after the current message (a normal exit: ``Restart.PERMANENT`` restarts it)."""
+        self._cell.request_exit()
+
+    async def on_start(self) -> None:
+        """Runs in the actor's task before its first message (and after each restart)."""
+
+    async def on_stop(self) -> None:
+        """Runs in the actor's task when it stops, crashes or is cancelled, shielded, within the grace."""
+
+
+def _message_type(cls: type, fn: Callable[..., Any]) -> type:
+    param = getattr(fn, _HANDLES)
+    try:
+        hints = typing.get_type_hints(fn, localns=dict(vars(cls)))
+    except NameError as exc:
+        raise TypeError(
+            f"cannot resolve the message type of {cls.__qualname__}.{fn.__name__}: {exc}; "
+            "define message types at module or class level"
+        ) from None
+    message_type = hints.get(param)
+    if not (isinstance(message_type, type) and issubclass(message_type, msgspec.Struct)):
+        raise TypeError(
+            f"{cls.__qualname__}.{fn.__name__} must annotate its message parameter "
+            f"with a msgspec.Struct subclass, got {message_type!r}"
+        )
+    return message_type

@@ -1,0 +1,245 @@
+"""One supervised child: its task, its instances one after another, its restarts and its stop.
+
+The mailbox belongs to the cell, not to an instance, so a restart keeps the queue.
+The cell's task runs in the supervisor's task group; a crash that is not restarted
+leaves that task as the original exception, which is how it escalates.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentswf.errors import ActorCrashed, ActorStopped
+
+from . import tracing
+from .mailbox import Envelope, Mailbox
+from .reply import NO_REPLY, Reply
+
+if TYPE_CHECKING:
+    from .actor import Actor
+    from .ref import ActorRef
+
+
+class Restart(enum.Enum):
+    """When a supervised child is started again (Erlang's child restart types)."""
+
+    PERMANENT = "permanent"
+    """After any exit: a crash, or the actor stopping itself."""
+    TRANSIENT = "transient"
+    """Only after a crash."""
+    TEMPORARY = "temporary"
+    """Never: a crash is recorded (``ref.error``) and the actor stays stopped."""
+
+
+# A crash escalates when the child has no restart policy or has spent its restart budget;
+# a child with a policy that crashes while being stopped is recorded, not escalated.
+
+
+class Cell:
+    """The kernel side of one child; see the module docstring."""
+
+    def __init__(
+        self,
+        factory: type[Actor],
+        args: tuple[Any, ...],
+        mailbox: Mailbox,
+        *,
+        restart: Restart | None,
+        max_restarts: int,
+        restart_period: float,
+        stop_grace: float,
+    ) -> None:
+        self.name = mailbox.name
+        self.mailbox = mailbox
+        self.error: BaseException | None = None
+        self._factory = factory
+        self._args = args
+        self._restart = restart
+        self._max_restarts = max_restarts
+        self._restart_period = restart_period
+        self._restarted_at: deque[float] = deque()
+        self._budget_spent = False
+        self._stop_grace = stop_grace
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
+        self._task_id: int | None = None
+        self._exit = False  # leave the loop after the current message
+        self._current: Envelope | None = None
+        self._deferred: set[Reply] = set()
+        self._tasks: anyio.abc.TaskGroup | None = None
+        from .ref import ActorRef
+
+        self.ref: ActorRef = ActorRef(self)
+
+    @property
+    def alive(self) -> bool:
+        return not self.mailbox.closed
+
+    # Running -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """The child's task: run instances until stopped, restarting as the policy says."""
+        self._task_id = anyio.get_current_task().id
+        error: BaseException | None = None
+        try:
+            with self._scope:
+                while not self.mailbox.closed:
+                    error = await self._incarnate()
+                    if not self._restarts_after(error):
+                        break
+                    error = None
+        finally:
+            self.error = error
+            self.mailbox.close(error)
+            self._done.set()
+        if error is not None and (self._restart is None or self._budget_spent):
+            raise error
+
+    def _restarts_after(self, error: BaseException | None) -> bool:
+        if self.mailbox.closed:  # stopped from outside
+            return False
+        restart = self._restart
+        if restart is Restart.PERMANENT or (restart is Restart.TRANSIENT and error is not None):
+            now = anyio.current_time()
+            recent = self._restarted_at
+            while recent and now - recent[0] > self._restart_period:
+                recent.popleft()
+            if len(recent) >= self._max_restarts:
+                self._budget_spent = True
+                return False
+            recent.append(now)
+            self.mailbox.restarts += 1
+            self._exit = False
+            return True
+        return False
+
+    async def _incarnate(self) -> BaseException | None:
+        """Run one instance to its end; return the error that crashed it, if any."""
+        actor = self._factory(*self._args)
+        actor._cell = self
+        error: BaseException | None = None
+        try:
+            async with anyio.create_task_group() as tasks:
+                self._tasks = tasks
+                await actor.on_start()
+                await self._loop(actor)
+                tasks.cancel_scope.cancel()  # end the background tasks with the instance
+        except Exception as exc:
+            error = _only_error(exc)
+        finally:
+            self._tasks = None
+            self._settle(error)
+            with anyio.move_on_after(self._stop_grace, shield=True):
+                await actor.on_stop()
+        return error
+
+    async def _loop(self, actor: Actor) -> None:
+        get = self.mailbox.get
+        mailbox = self.mailbox
+        handlers = actor._handlers
+        while not self._exit:
+            envelope = await get()
+            if envelope is None:
+                continue
+            message, reply, _ = envelope
+            fn, is_async = handlers[type(message)]
+            self._current = envelope
+            tracing_on = tracing.enabled
+            if tracing_on:
+                started = time.perf_counter()
+            try:
+                result = fn(actor, message)
+                if is_async:
+                    result = await result
+            except Exception as exc:
+                self._current = None
+                mailbox.failed += 1
+                if tracing_on:
+                    self._trace("mailbox.failed", message, started)
+                if reply is not None:
+                    reply.fail(_crashed(self.name, message, exc))
+                raise
+            self._current = None
+            mailbox.handled += 1
+            if reply is not None and reply._owner is None:
+                reply.set(result)
+            if tracing_on:
+                self._trace("mailbox.handled", message, started)
+
+    def _settle(self, error: BaseException | None) -> None:
+        """An instance ended: fail the asks it still owed, dead-letter the message it was cut off in."""
+        if self._current is not None:
+            message, reply, _ = self._current
+            self._current = None
+            self.mailbox.dead_letter(message, "interrupted when the actor stopped")
+            if reply is not None:
+                reply.fail(_crashed(self.name, message, error) if error else _stopped(self.name, message))
+        for reply in list(self._deferred):
+            reply.fail(
+                _crashed(self.name, None, error) if error else ActorStopped(f"actor {self.name!r} stopped before answering")
+            )
+        self._deferred.clear()
+
+    def _trace(self, event: str, message: Any, started: float) -> None:
+        tracing.emit(event, {**self.mailbox._fields(message), "handling_s": time.perf_counter() - started})
+
+    # Called from inside the actor ----------------------------------------------------
+
+    def defer(self) -> Reply:
+        current = self._current
+        if current is None or current[1] is None:
+            return NO_REPLY
+        reply = current[1]
+        if reply._open and reply._owner is None:
+            reply._owner = self._deferred
+            self._deferred.add(reply)
+        return reply
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        if self._tasks is None:
+            raise RuntimeError(f"actor {self.name!r} is not running; start background tasks from its hooks or handlers")
+        self._tasks.start_soon(fn, *args)
+
+    def request_exit(self) -> None:
+        self._exit = True
+        self.mailbox.wake()
+
+    # Stopping from outside -----------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Refuse and drain queued messages now, let the current one finish within the grace, then cancel."""
+        if self._task_id is not None and anyio.get_current_task().id == self._task_id:
+            self.mailbox.close()
+            self.request_exit()
+            return
+        self.mailbox.close()
+        self.request_exit()
+        with anyio.move_on_after(self._stop_grace):
+            await self._done.wait()
+        if not self._done.is_set():
+            self._scope.cancel()
+            await self._done.wait()
+
+
+def _only_error(exc: Exception) -> BaseException:
+    """The single error inside nested one-error groups, else ``exc`` itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _crashed(name: str, message: Any, cause: BaseException | None) -> ActorCrashed:
+    what = f" handling {type(message).__name__}" if message is not None else " before answering"
+    error = ActorCrashed(f"actor {name!r} crashed{what}: {cause!r}")
+    error.__cause__ = cause
+    return error
+
+
+def _stopped(name: str, message: Any) -> ActorStopped:
+    return ActorStopped(f"actor {name!r} stopped before answering {type(message).__name__}")

@@ -1,0 +1,107 @@
+"""``ActorRef``: the only way to talk to an actor, safe to share with any task.
+
+It checks the message type against the actor's handler table before anything is
+queued, so a wrong message fails where it was sent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentswf.errors import AskTimeout, UnhandledMessage
+
+from .mailbox import MailboxStatistics
+from .reply import Reply
+
+if TYPE_CHECKING:
+    from .cell import Cell
+
+
+class ActorRef:
+    """A handle on one supervised actor: tell, ask, stop, statistics."""
+
+    __slots__ = ("_cell", "_mailbox", "_handlers")
+
+    def __init__(self, cell: Cell) -> None:
+        self._cell = cell
+        self._mailbox = cell.mailbox
+        self._handlers = cell._factory._handlers
+
+    def __repr__(self) -> str:
+        return f"<ActorRef {self.name!r} {'alive' if self.alive else 'stopped'}>"
+
+    @property
+    def name(self) -> str:
+        return self._mailbox.name
+
+    @property
+    def alive(self) -> bool:
+        """False once the actor has stopped for good (a restart in progress counts as alive)."""
+        return not self._mailbox.closed
+
+    @property
+    def error(self) -> BaseException | None:
+        """The crash that stopped the actor for good, if one did."""
+        return self._cell.error
+
+    def statistics(self) -> MailboxStatistics:
+        return self._mailbox.statistics()
+
+    async def tell(self, message: Any) -> None:
+        """Send without waiting for an answer; waits for space under ``Overflow.BLOCK``.
+
+        To a stopped actor the message becomes a dead letter and nothing is raised.
+        """
+        if type(message) not in self._handlers:
+            raise self._unhandled(message)
+        await anyio.lowlevel.checkpoint()
+        await self._mailbox.send(message, None)
+
+    def tell_nowait(self, message: Any) -> None:
+        """Send without waiting at all; ``MailboxFull`` if the mailbox is full, whatever its policy."""
+        if type(message) not in self._handlers:
+            raise self._unhandled(message)
+        self._mailbox.send_nowait(message, None)
+
+    async def ask(self, message: Any, timeout: float | None = None) -> Any:
+        """Send and wait for the handler's answer (``None`` waits forever).
+
+        Raises ``AskTimeout`` after ``timeout`` seconds (the message is withdrawn if still
+        queued; a late answer is dropped), ``ActorStopped`` if the actor is or becomes
+        stopped first, ``ActorCrashed`` if it crashes handling the message.
+        """
+        if type(message) not in self._handlers:
+            raise self._unhandled(message)
+        if timeout is None:
+            return await self._ask(message)
+        with anyio.move_on_after(timeout):
+            return await self._ask(message)
+        raise AskTimeout(f"actor {self.name!r} did not answer {type(message).__name__} within {timeout} s")
+
+    async def _ask(self, message: Any) -> Any:
+        mailbox = self._mailbox
+        reply = Reply(anyio.Event())
+        await mailbox.send(message, reply)
+        try:
+            await reply._event.wait()  # type: ignore[union-attr]  # an ask's reply has an event
+        except BaseException:
+            if reply._open:  # the asker gave up: leave nothing behind
+                reply._abandon()
+                mailbox.withdraw(reply)
+            raise
+        return reply._result()
+
+    async def stop(self) -> None:
+        """Stop this actor: queued messages are refused now, the current one gets the grace.
+
+        Called from the actor's own handler it returns at once and the actor stops after it.
+        """
+        await self._cell.stop()
+
+    def _unhandled(self, message: Any) -> UnhandledMessage:
+        return UnhandledMessage(
+            f"actor {self.name!r} ({self._cell._factory.__name__}) has no handler for "
+            f"{type(message).__name__}; it handles {', '.join(t.__name__ for t in self._handlers) or 'nothing'}"
+        )

@@ -1,0 +1,67 @@
+"""The one-shot answer to an ask: a slot and an event, which is all a reply needs.
+
+A second stream per ask would cost more than the exchange itself. A ``Reply`` is
+answered at most once: by the kernel when the handler returns or raises, or by the
+actor later if the handler took it over with ``Actor.defer()``. Once answered or
+abandoned (its asker timed out or was cancelled) further answers are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+
+class Reply:
+    """An ask's pending answer; ``set`` or ``fail`` it once, later calls do nothing."""
+
+    __slots__ = ("_event", "_value", "_error", "_open", "_owner")
+
+    def __init__(self, event: anyio.Event | None) -> None:
+        self._event = event
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._open = event is not None
+        # The set of deferred replies this one is listed in, if the handler deferred it.
+        self._owner: set[Reply] | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether an answer is still awaited (false once answered, abandoned, or for a tell)."""
+        return self._open
+
+    def set(self, value: Any) -> None:
+        """Answer the ask with ``value``."""
+        if self._open:
+            self._value = value
+            self._close()
+
+    def fail(self, error: BaseException) -> None:
+        """Make the ask raise ``error``."""
+        if self._open:
+            self._error = error
+            self._close()
+
+    def _close(self) -> None:
+        self._open = False
+        if self._owner is not None:
+            self._owner.discard(self)
+            self._owner = None
+        self._event.set()  # type: ignore[union-attr]  # open implies an event
+
+    def _abandon(self) -> None:
+        """The asker is gone: drop any later answer and any deferral listing."""
+        self._open = False
+        if self._owner is not None:
+            self._owner.discard(self)
+            self._owner = None
+
+    def _result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+NO_REPLY = Reply(None)
+"""What ``defer()`` returns while handling a tell: answering it does nothing."""

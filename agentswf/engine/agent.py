@@ -1,0 +1,468 @@
+"""The AgentActor: one agent's turns, its socket, and what its `wfa` may do now.
+
+Every request an agent's `wfa` sends arrives here as a message, so the agent's state
+(in a turn or not, answer accepted, call ids) changes one message at a time. What is
+allowed is decided by the pure rules in `rules.py`; this actor does the I/O around
+them: it runs the harness, keeps the deadline, and tells the Recorder.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from ..actors import Actor, ActorRef, Reply, handler
+from ..harnesses.base import Attempt, AttemptResult, Harness
+from ..launcher.listener import ConnectionBudget, listen, serve
+from ..launcher.place import make_agent_dir
+from ..wire import (
+    DEFAULT_WAITING_SECONDS,
+    MIN_WAITING_SECONDS,
+    Request,
+    Response,
+    ResultRequest,
+    WaitingRequest,
+    accepted,
+    refused,
+)
+from ..wire.teaching import ReadError, Taught
+from . import rules
+from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered
+from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
+
+RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
+AGENT_MAILBOX_CAPACITY = 128
+
+
+class WfaCall(msgspec.Struct, frozen=True):
+    """A decoded `wfa` request that arrived on this agent's socket."""
+
+    request: Request
+
+
+class StartTurn(msgspec.Struct, frozen=True):
+    call_id: str
+    n: int
+    prompt: str
+    nudge_prompt: str
+    taught: Any  # wire.teaching.Taught
+    deadline: float  # on the event loop's clock; math.inf for none
+    nudge: bool = True
+
+
+class Describe(msgspec.Struct, frozen=True):
+    """Asked once the agent is open: where its launcher is."""
+
+
+class CancelTurn(msgspec.Struct, frozen=True):
+    call_id: str
+    reason: str
+
+
+class CallRegistered(msgspec.Struct, frozen=True):
+    """Told to the run: a call id is this agent's."""
+
+    call_id: str
+    agent: str
+
+
+class WhoseCall(msgspec.Struct, frozen=True):
+    """Asked of the run: which agent a call id belongs to, if any."""
+
+    call_id: str
+
+
+class _AttemptEnded(msgspec.Struct, frozen=True):
+    call_id: str
+    result: Any  # AttemptResult
+
+
+class _TurnTimer(msgspec.Struct, frozen=True):
+    call_id: str
+    what: str  # "deadline", "release" or "wait"
+
+
+class _TurnSettled(msgspec.Struct, frozen=True):
+    call_id: str
+
+
+class _QueuedExpired(msgspec.Struct, frozen=True):
+    call_id: str
+
+
+def wall_ms(loop_time: float) -> int | None:
+    """A time on the event loop's clock as Unix milliseconds (None for no time at all)."""
+    if math.isinf(loop_time):
+        return None
+    return int((time.time() + loop_time - anyio.current_time()) * 1000)
+
+
+@dataclass
+class _Turn:
+    call_id: str
+    n: int
+    prompt: str
+    nudge_prompt: str
+    taught: Taught
+    deadline: float
+    nudge_allowed: bool
+    reply: Reply
+    started_at: float
+    nudged: bool = False
+    accepted: bool = False
+    value: Any = None
+    attempt_running: bool = False
+    waiting_until: float | None = None
+    outcome: Outcome | None = None
+    session: str | None = None
+    usage: Any = None
+    attempt_done: anyio.Event = field(default_factory=anyio.Event)
+    scopes: list[anyio.CancelScope] = field(default_factory=list)
+    settle_waiters: list[Reply] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSetup:
+    """Everything an AgentActor is started with."""
+
+    key: str
+    harness: Harness
+    cwd: Path
+    env: Mapping[str, str]
+    sockets: Path  # the run's directory of agent sockets
+    run: ActorRef
+    recorder: ActorRef
+    budget: ConnectionBudget
+
+
+class AgentActor(Actor):
+    def __init__(self, setup: AgentSetup) -> None:
+        super().__init__()
+        self.key = setup.key
+        self.harness = setup.harness
+        self.cwd = setup.cwd
+        self.env = dict(setup.env)
+        self.run = setup.run
+        self.recorder = setup.recorder
+        self.budget = setup.budget
+        self.socket_path, self.launcher = make_agent_dir(setup.sockets)
+        self.calls: dict[str, rules.CallView] = {}
+        self.turn: _Turn | None = None
+        self.pending: deque[tuple[StartTurn, Reply]] = deque()
+        self.session: str | None = None
+
+    async def on_start(self) -> None:
+        listener = await listen(self.socket_path)
+
+        async def handle(request: Request) -> Response:
+            return await self.ref.ask(WfaCall(request))
+
+        self.start_soon(serve, listener, handle, self.budget)
+
+    @handler
+    def describe(self, msg: Describe) -> Path:
+        """The agent's launcher, once its socket is listening."""
+        return self.launcher
+
+    # Turns --------------------------------------------------------------------------
+
+    @handler
+    async def start_turn(self, msg: StartTurn) -> None:
+        """Start a turn, or queue it behind the one running; its deadline runs while queued."""
+        reply = self.defer()
+        if self.turn is not None:
+            self.pending.append((msg, reply))
+            if not math.isinf(msg.deadline):
+                self.start_soon(self._queued_timer, msg.call_id, msg.deadline)
+            return
+        await self._begin(msg, reply)
+
+    async def _begin(self, msg: StartTurn, reply: Reply) -> None:
+        now = anyio.current_time()
+        turn = _Turn(
+            msg.call_id, msg.n, msg.prompt, msg.nudge_prompt, msg.taught, msg.deadline, msg.nudge, reply, now
+        )
+        turn.attempt_done.set()
+        self.turn = turn
+        self.calls[msg.call_id] = rules.CallView(self.key, "open", msg.deadline)
+        await self.run.tell(CallRegistered(msg.call_id, self.key))
+        await self.recorder.ask(
+            CallOpened(msg.call_id, self.key, msg.n, msg.prompt, msg.taught.schema, wall_ms(msg.deadline))
+        )
+        if now >= msg.deadline:
+            self._finish(turn, TimedOut("the turn's deadline passed while it waited for the agent's earlier turns"))
+            return
+        if not math.isinf(msg.deadline):
+            self._spawn(turn, self._timer, turn.call_id, "deadline", msg.deadline)
+        self._launch(turn)
+
+    async def _queued_timer(self, call_id: str, at: float) -> None:
+        await anyio.sleep_until(at)
+        await self.ref.tell(_QueuedExpired(call_id))
+
+    @handler
+    async def queued_expired(self, msg: _QueuedExpired) -> None:
+        """A queued turn's deadline passed before it could start: it ends timed-out now."""
+        for index, (start, reply) in enumerate(self.pending):
+            if start.call_id == msg.call_id:
+                del self.pending[index]
+                break
+        else:
+            return
+        self.calls[start.call_id] = rules.CallView(self.key, "expired", start.deadline)
+        await self.run.tell(CallRegistered(start.call_id, self.key))
+        await self.recorder.ask(
+            CallOpened(start.call_id, self.key, start.n, start.prompt, start.taught.schema, wall_ms(start.deadline))
+        )
+        now = time.time()
+        outcome = TimedOut("the turn's deadline passed while it waited for the agent's earlier turns")
+        record = Turn(outcome=outcome, agent=self.key, call_id=start.call_id, n=start.n, started_at=now, ended_at=now)
+        await self.recorder.ask(TurnEnded(record))
+        reply.set(record)
+
+    async def _next(self) -> None:
+        if self.pending:
+            start, reply = self.pending.popleft()
+            await self._begin(start, reply)
+
+    def _launch(self, turn: _Turn) -> None:
+        attempt = Attempt(
+            agent=self.key,
+            call_id=turn.call_id,
+            turn=turn.n,
+            nudge=turn.nudged,
+            prompt=turn.nudge_prompt if turn.nudged else turn.prompt,
+            launcher=self.launcher,
+            cwd=self.cwd,
+            env=self.env,
+            session=self.session,
+        )
+        turn.attempt_running = True
+        turn.attempt_done = anyio.Event()
+        self._spawn(turn, self._run_attempt, turn, attempt)
+
+    async def _run_attempt(self, turn: _Turn, attempt: Attempt) -> None:
+        try:
+            try:
+                result = await self.harness.run(attempt)
+            except Exception as error:  # a harness that breaks fails the turn, not the run
+                result = AttemptResult(
+                    rules.AttemptEnding("failed", reason=f"the agent could not be run: {error}", retryable=False)
+                )
+            await self.ref.tell(_AttemptEnded(turn.call_id, result))
+        finally:
+            turn.attempt_done.set()
+
+    async def _timer(self, call_id: str, what: str, at: float) -> None:
+        await anyio.sleep_until(at)
+        await self.ref.tell(_TurnTimer(call_id, what))
+
+    def _spawn(self, turn: _Turn, fn: Callable[..., Any], *args: Any) -> None:
+        scope = anyio.CancelScope()
+        turn.scopes.append(scope)
+
+        async def in_scope() -> None:
+            with scope:
+                await fn(*args)
+
+        self.start_soon(in_scope)
+
+    def _current(self, call_id: str) -> _Turn | None:
+        turn = self.turn
+        if turn is None or turn.call_id != call_id or turn.outcome is not None:
+            return None
+        return turn
+
+    @handler
+    def attempt_ended(self, msg: _AttemptEnded) -> None:
+        turn = self._current(msg.call_id)
+        if turn is None:
+            return
+        result: AttemptResult = msg.result
+        turn.attempt_running = False
+        self.session = result.session or self.session
+        turn.session = self.session
+        turn.usage = result.usage or turn.usage
+        waiting = turn.waiting_until is not None and anyio.current_time() < turn.waiting_until
+        step = rules.after_attempt(
+            result.ending, accepted=turn.accepted, nudged=turn.nudged, nudge_allowed=turn.nudge_allowed, waiting=waiting
+        )
+        self._take(turn, step, result.ending)
+
+    def _take(self, turn: _Turn, step: rules.TurnNext, ending: rules.AttemptEnding) -> None:
+        if step == "answered":
+            self._finish(turn, Answered(turn.value))
+        elif step == "nudge":
+            turn.nudged = True
+            turn.waiting_until = None
+            self._launch(turn)
+        elif step == "wait":
+            assert turn.waiting_until is not None
+            self._spawn(turn, self._timer, turn.call_id, "wait", turn.waiting_until)
+        elif step == "unanswered":
+            after = " after a check-in" if turn.nudged else ""
+            self._finish(turn, Unanswered(f"the agent finished{after} without an accepted answer"))
+        elif step == "failed":
+            self._finish(turn, Failed(ending.reason, ending.retryable))
+        elif step == "blocked":
+            self._finish(turn, Blocked(ending.reason))
+        else:
+            self._finish(turn, TimedOut(ending.reason))
+
+    @handler
+    def turn_timer(self, msg: _TurnTimer) -> None:
+        turn = self._current(msg.call_id)
+        if turn is None:
+            return
+        if msg.what == "deadline" and not turn.accepted:
+            self.calls[turn.call_id] = rules.CallView(self.key, "expired", turn.deadline)
+            self._finish(turn, TimedOut("the turn's deadline passed before an answer was accepted"))
+        elif msg.what in ("deadline", "release"):
+            self._finish(turn, Answered(turn.value))
+        elif msg.what == "wait" and not turn.attempt_running:
+            turn.waiting_until = None
+            ending = rules.AttemptEnding("exited")
+            step = rules.after_attempt(
+                ending, accepted=turn.accepted, nudged=turn.nudged, nudge_allowed=turn.nudge_allowed, waiting=False
+            )
+            self._take(turn, step, ending)
+
+    @handler
+    def cancel_turn(self, msg: CancelTurn) -> None:
+        """Cancel a running or queued turn; answered once its CLI is gone."""
+        reply = self.defer()
+        for index, (start, queued) in enumerate(self.pending):
+            if start.call_id == msg.call_id:
+                del self.pending[index]
+                queued.set(None)
+                reply.set(None)
+                return
+        turn = self.turn
+        if turn is None or turn.call_id != msg.call_id:
+            reply.set(None)
+            return
+        turn.settle_waiters.append(reply)
+        if turn.outcome is None:
+            self._finish(turn, Cancelled(msg.reason))
+
+    def _finish(self, turn: _Turn, outcome: Outcome) -> None:
+        """End the turn: stop its CLI and timers, then settle once the CLI is gone."""
+        turn.outcome = outcome
+        if self.calls[turn.call_id].state == "open":
+            self.calls[turn.call_id] = rules.CallView(self.key, "ended", turn.deadline)
+        for scope in turn.scopes:
+            scope.cancel()
+
+        async def settle() -> None:
+            await turn.attempt_done.wait()
+            await self.ref.tell(_TurnSettled(turn.call_id))
+
+        self.start_soon(settle)
+
+    @handler
+    async def turn_settled(self, msg: _TurnSettled) -> None:
+        turn = self.turn
+        if turn is None or turn.call_id != msg.call_id or turn.outcome is None:
+            return
+        self.turn = None
+        record = Turn(
+            outcome=turn.outcome,
+            agent=self.key,
+            call_id=turn.call_id,
+            n=turn.n,
+            nudged=turn.nudged,
+            started_at=time.time() - (anyio.current_time() - turn.started_at),
+            ended_at=time.time(),
+            usage=turn.usage,
+            session=turn.session,
+        )
+        await self.recorder.ask(TurnEnded(record))
+        turn.reply.set(record)
+        for waiter in turn.settle_waiters:
+            waiter.set(None)
+        await self._next()
+
+    # wfa ----------------------------------------------------------------------------
+
+    def _view(self) -> rules.AgentView:
+        return rules.AgentView(self.key, supports_waiting=self.harness.supports_waiting)
+
+    async def _call(self, call_id: str) -> rules.CallView | None:
+        call = self.calls.get(call_id)
+        if call is not None:
+            return call
+        owner = await self.run.ask(WhoseCall(call_id))
+        return None if owner is None else rules.CallView(owner, "open")
+
+    @handler
+    async def wfa(self, msg: WfaCall) -> Response:
+        request = msg.request
+        if isinstance(request, ResultRequest):
+            return await self._result(request)
+        if isinstance(request, WaitingRequest):
+            return await self._waiting(request)
+        command = type(request).__struct_config__.tag
+        return refused(str(command), "unsupported-command", f"wfa {command} isn't available in this run.")
+
+    async def _result(self, request: ResultRequest) -> Response:
+        now = anyio.current_time()
+        refusal = rules.judge_result(self._view(), request.call_id, await self._call(request.call_id), now)
+        if refusal is not None:
+            return refused("result", refusal.code, refusal.message)
+        turn = self.turn
+        assert turn is not None and turn.call_id == request.call_id
+        try:
+            value = turn.taught.read(request.args, request.input)
+        except ReadError as error:
+            await self.recorder.ask(
+                CandidateSeen(request.call_id, time.time(), request.args, request.input, False, str(error))
+            )
+            return refused("result", "invalid-result", self._fix_hint(turn, str(error)))
+        await self.recorder.ask(ResultAccepted(request.call_id, value))
+        await self.recorder.ask(CandidateSeen(request.call_id, time.time(), request.args, request.input, True))
+        turn.accepted = True
+        turn.value = value
+        self.calls[turn.call_id] = rules.CallView(self.key, "accepted", turn.deadline)
+        if not turn.attempt_running:
+            self._finish(turn, Answered(value))
+        else:
+            release_at = min(turn.deadline, now + RELEASE_GRACE_SECONDS)
+            self._spawn(turn, self._timer, turn.call_id, "release", release_at)
+        return accepted("result", stdout="wfa: result accepted.\n")
+
+    def _fix_hint(self, turn: _Turn, error: str) -> str:
+        usage = f"{self.launcher} result {turn.call_id}"
+        if turn.taught.form == "flags":
+            usage += " " + turn.taught.flags_usage()
+        elif turn.taught.form == "json":
+            usage += " <<'WF_JSON' (the JSON on the lines after, then WF_JSON)"
+        return (
+            f"the answer doesn't fit: {error}\nFix it and run wfa result again.\nusage: {usage}"
+        )
+
+    async def _waiting(self, request: WaitingRequest) -> Response:
+        now = anyio.current_time()
+        refusal = rules.judge_waiting(self._view(), request.call_id, await self._call(request.call_id), now)
+        if refusal is not None:
+            return refused("waiting", refusal.code, refusal.message)
+        reason = request.reason.strip()
+        if not reason or len(request.reason.encode()) > 2048:
+            return refused("waiting", "invalid-request", "--reason must be non-blank text of at most 2,048 bytes.")
+        turn = self.turn
+        assert turn is not None
+        requested = None if request.timeout_ms is None else request.timeout_ms / 1000
+        turn.waiting_until = rules.waiting_until(
+            now, turn.deadline, requested, default=DEFAULT_WAITING_SECONDS, minimum=MIN_WAITING_SECONDS
+        )
+        until_ms, deadline_ms = wall_ms(turn.waiting_until), wall_ms(turn.deadline)
+        text = f"wfa: waiting granted until {until_ms}"
+        text += f"; the turn's deadline is {deadline_ms}.\n" if deadline_ms is not None else ".\n"
+        return accepted("waiting", stdout=text, value={"wait_until_ms": until_ms, "deadline_ms": deadline_ms})

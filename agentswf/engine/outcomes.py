@@ -1,0 +1,95 @@
+"""How a turn ends: six outcomes, values rather than exceptions.
+
+A turn that does not answer is not an error of the workflow; it is a fact the
+workflow decides about, so `agent.run` returns it instead of raising.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, Union
+
+import msgspec
+
+
+class _Outcome(msgspec.Struct, frozen=True, tag_field="kind"):
+    answered: ClassVar[bool] = False
+
+    @property
+    def kind(self) -> str:
+        return type(self).__struct_config__.tag  # type: ignore[return-value]
+
+
+class Answered(_Outcome, tag="answered"):
+    """The agent's answer was accepted; `value` is it, validated by the turn's schema."""
+
+    value: Any
+    answered: ClassVar[bool] = True
+
+
+class Unanswered(_Outcome, tag="unanswered"):
+    """The agent finished, was nudged, and still gave no answer."""
+
+    reason: str
+
+
+class Blocked(_Outcome, tag="blocked"):
+    """The agent stopped on a prompt it could not get past (a permission, a question)."""
+
+    reason: str
+
+
+class TimedOut(_Outcome, tag="timed-out"):
+    """The turn's deadline passed before an answer was accepted."""
+
+    reason: str
+
+
+class Failed(_Outcome, tag="failed"):
+    """The agent's CLI failed; `retryable` says whether trying again may help."""
+
+    reason: str
+    retryable: bool = False
+
+
+class Cancelled(_Outcome, tag="cancelled"):
+    """The turn was cancelled: its workflow, stage or parallel branch stopped."""
+
+    reason: str
+
+
+Outcome = Union[Answered, Unanswered, Blocked, TimedOut, Failed, Cancelled]
+
+
+class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Tokens (and dollars, where the CLI prints them) a turn spent; absent, never zero, when unknown."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class Turn(msgspec.Struct, frozen=True, kw_only=True):
+    """One finished turn of one agent."""
+
+    outcome: Outcome
+    agent: str
+    call_id: str
+    n: int
+    nudged: bool = False
+    started_at: float
+    ended_at: float
+    usage: Usage | None = None
+    session: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome.answered
+
+    @property
+    def value(self) -> Any:
+        """The answer; raises if the turn was not answered, saying how it ended."""
+        if isinstance(self.outcome, Answered):
+            return self.outcome.value
+        raise ValueError(f"turn {self.n} of {self.agent} ended {self.outcome.kind}: {self.outcome.reason}")

@@ -1,0 +1,111 @@
+"""The Recorder: the one actor that writes a run's directory.
+
+Everything that happens in a run reaches disk through its mailbox, so the record has
+one writer and a single order. Writes that fsync run in a worker thread so the event
+loop never waits on the disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from ..actors import Actor, handler
+from .records import RECORD_VERSION, append_line, encode, write_whole
+
+
+class RunStarted(msgspec.Struct, frozen=True):
+    run_id: str
+    workflow: str
+    args: Any
+    cwd: str
+    started_at: float
+
+
+class CallOpened(msgspec.Struct, frozen=True):
+    call_id: str
+    agent: str
+    n: int
+    prompt: str
+    schema: Any
+    deadline_at: float | None
+
+
+class CandidateSeen(msgspec.Struct, frozen=True):
+    call_id: str
+    at: float
+    args: list[str]
+    input: str | None
+    accepted: bool
+    error: str | None = None
+
+
+class ResultAccepted(msgspec.Struct, frozen=True):
+    call_id: str
+    value: Any
+
+
+class TurnEnded(msgspec.Struct, frozen=True):
+    turn: Any  # engine.outcomes.Turn
+
+
+class Logged(msgspec.Struct, frozen=True):
+    at: float
+    message: str
+    fields: dict[str, Any]
+
+
+class RunEnded(msgspec.Struct, frozen=True):
+    outcome: str
+    reason: str | None
+    value: Any
+    started_at: float
+    ended_at: float
+
+
+class Recorder(Actor):
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = run_dir
+
+    def _call_dir(self, call_id: str) -> Path:
+        return self.run_dir / "calls" / call_id
+
+    async def _write(self, path: Path, record: Any, *, exclusive: bool = False) -> None:
+        data = encode({"version": RECORD_VERSION, **record})
+        await anyio.to_thread.run_sync(lambda: write_whole(path, data, exclusive=exclusive))
+
+    @handler
+    async def run_started(self, msg: RunStarted) -> None:
+        gitignore = self.run_dir.parent.parent / ".gitignore"
+        if not gitignore.exists():
+            gitignore.parent.mkdir(parents=True, exist_ok=True)
+            gitignore.write_text("*\n")
+        await self._write(self.run_dir / "run.json", msgspec.structs.asdict(msg))
+
+    @handler
+    async def call_opened(self, msg: CallOpened) -> None:
+        await self._write(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg))
+
+    @handler
+    def candidate_seen(self, msg: CandidateSeen) -> None:
+        append_line(self._call_dir(msg.call_id) / "candidates.jsonl", msg)
+
+    @handler
+    async def result_accepted(self, msg: ResultAccepted) -> None:
+        await self._write(self._call_dir(msg.call_id) / "result.json", {"value": msg.value}, exclusive=True)
+
+    @handler
+    def turn_ended(self, msg: TurnEnded) -> None:
+        append_line(self.run_dir / "turns.jsonl", msg.turn)
+
+    @handler
+    def logged(self, msg: Logged) -> None:
+        append_line(self.run_dir / "log.jsonl", msg)
+
+    @handler
+    async def run_ended(self, msg: RunEnded) -> None:
+        await self._write(self.run_dir / "output.json", msgspec.structs.asdict(msg))

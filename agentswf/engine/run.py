@@ -1,0 +1,106 @@
+"""The RunActor and the run's actor tree.
+
+A run's Supervisor starts the Recorder first and the RunActor second, then one
+AgentActor per opened agent; stopping goes in reverse, so agents (and their CLIs) are
+gone before the run stops answering and the Recorder writes last. The RunActor knows
+every agent and every call id of the run, which is what `wrong-agent` needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from ..actors import Actor, ActorRef, Supervisor, handler
+from ..harnesses.base import Harness
+from ..launcher.listener import ConnectionBudget
+from ..launcher.place import make_run_dir, remove_run_dir
+from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
+from .recorder import Recorder
+
+RUN_MAILBOX_CAPACITY = 256
+RECORDER_MAILBOX_CAPACITY = 1024
+STOP_GRACE_SECONDS = 5.0
+
+
+class OpenAgent(msgspec.Struct, frozen=True):
+    key: str
+    harness: Harness
+    cwd: Path
+    env: Mapping[str, str]
+
+
+class CloseAgent(msgspec.Struct, frozen=True):
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedAgent:
+    ref: ActorRef
+    launcher: Path
+
+
+class RunActor(Actor):
+    def __init__(self, supervisor: Supervisor, recorder: ActorRef, sockets: Path) -> None:
+        super().__init__()
+        self.supervisor = supervisor
+        self.recorder = recorder
+        self.sockets = sockets
+        self.budget = ConnectionBudget()
+        self.agents: dict[str, ActorRef] = {}
+        self.calls: dict[str, str] = {}
+
+    @handler
+    async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
+        setup = AgentSetup(
+            key=msg.key,
+            harness=msg.harness,
+            cwd=msg.cwd,
+            env=msg.env,
+            sockets=self.sockets,
+            run=self.ref,
+            recorder=self.recorder,
+            budget=self.budget,
+        )
+        ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
+        self.agents[msg.key] = ref
+        return OpenedAgent(ref, await ref.ask(Describe()))
+
+    @handler
+    async def close_agent(self, msg: CloseAgent) -> None:
+        ref = self.agents.pop(msg.key, None)
+        if ref is not None:
+            await ref.stop()
+
+    @handler
+    def call_registered(self, msg: CallRegistered) -> None:
+        self.calls[msg.call_id] = msg.agent
+
+    @handler
+    def whose_call(self, msg: WhoseCall) -> str | None:
+        return self.calls.get(msg.call_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RunActors:
+    run: ActorRef
+    recorder: ActorRef
+    supervisor: Supervisor
+
+
+@asynccontextmanager
+async def run_actors(record_dir: Path) -> AsyncIterator[RunActors]:
+    """The run's actors, for as long as the block lasts; nothing of them outlives it."""
+    sockets = make_run_dir()
+    try:
+        async with Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
+            recorder = supervisor.spawn(Recorder, record_dir, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY)
+            run = supervisor.spawn(RunActor, supervisor, recorder, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
+            yield RunActors(run, recorder, supervisor)
+    finally:
+        remove_run_dir(sockets)
+

@@ -1,0 +1,63 @@
+"""The one seam between the engine and an agent CLI: run one attempt of a turn.
+
+A harness turns an `Attempt` (the prompt, the launcher, the call id, whether this is
+the nudge) into a finished run of its CLI. Everything the engine decides (accepting
+answers, deadlines, nudging) stays in the engine; a harness only drives its CLI and
+reports how it ended. Cancelling `run` must leave no process behind.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from ..engine.outcomes import Usage
+from ..engine.rules import AttemptEnding
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One run of an agent's CLI within a turn: the first, or the nudge."""
+
+    agent: str
+    call_id: str
+    turn: int
+    nudge: bool
+    prompt: str
+    launcher: Path
+    cwd: Path
+    env: Mapping[str, str]
+    session: str | None = None  # the native session to resume, once there is one
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    ending: AttemptEnding
+    session: str | None = None
+    usage: Usage | None = None
+    output: str = ""
+
+
+class Harness(ABC):
+    """Drives one kind of agent CLI."""
+
+    name: ClassVar[str]
+    supports_waiting: ClassVar[bool] = False
+
+    @abstractmethod
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        """Run the CLI for `attempt` to its end."""
+
+    def attempt_env(self, attempt: Attempt) -> dict[str, str]:
+        """The variables every agent process gets, on top of the run's environment."""
+        return {
+            **attempt.env,
+            "WFA": str(attempt.launcher),
+            "WFA_CALL_ID": attempt.call_id,
+            "WFA_AGENT": attempt.agent,
+            "WFA_TURN": str(attempt.turn),
+            "WFA_NUDGE": "1" if attempt.nudge else "0",
+        }

@@ -1,0 +1,203 @@
+"""`wf.agents.open(...)` and the `Agent` a workflow gives turns to."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from ..actors import ActorRef
+from ..errors import ActorStopped, AgentClosed, DefinitionError
+from ..engine.agent import CancelTurn, StartTurn
+from ..engine.outcomes import Turn
+from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
+from ..harnesses.base import Harness
+from ..harnesses.runtime import Runtime, resolve_runtime
+from ..wire.teaching import Taught
+from .durations import Duration, to_seconds
+from .prompts import nudge_prompt, turn_prompt
+
+MAX_KEY_CHARS = 64
+_KEY_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
+
+HarnessResolver = Callable[[str, Runtime], Harness]
+
+
+def check_key(key: str) -> str:
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or not set(key) <= _KEY_CHARACTERS:
+        raise DefinitionError(
+            f"{key!r} is not an agent key: use letters, digits, '.', '_', ':' and '-', "
+            f"at most {MAX_KEY_CHARS} characters"
+        )
+    return key
+
+
+def _taught(schema: Any) -> Taught:
+    try:
+        return Taught(str if schema is None else schema)
+    except (TypeError, ValueError) as error:
+        raise DefinitionError(f"{schema!r} can't be a turn's schema: {error}") from None
+
+
+class AgentSpec(msgspec.Struct, frozen=True):
+    runtime: Runtime
+    instructions: str | None
+    cwd: str
+
+
+class Agent:
+    """One agent of the run. Its operations run one at a time, in the order given."""
+
+    def __init__(self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents) -> None:
+        self.key = key
+        self.spec = spec
+        self._ref = opened.ref
+        self._agents = agents
+        self.launcher: Path = opened.launcher
+        self._turns = 0
+        self._by_id: dict[str, tuple[Any, Turn]] = {}
+        self.closed = False
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        timeout: Duration | None = None,
+        deadline: datetime | float | None = None,
+        id: str | None = None,
+        nudge: bool = True,
+    ) -> Turn:
+        """Give the agent a turn and wait for how it ends; never raises for the outcome."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        if timeout is not None and deadline is not None:
+            raise DefinitionError("a turn takes a timeout or a deadline, not both")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise DefinitionError(f"agent {self.key}: a turn needs a prompt")
+        taught = _taught(schema)
+        identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
+        if id is not None and id in self._by_id:
+            earlier, turn = self._by_id[id]
+            if earlier != identity:
+                raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
+            return turn
+        turn_deadline = self._deadline(timeout, deadline)
+        self._turns += 1
+        call_id = secrets.token_hex(4)
+        start = StartTurn(
+            call_id=call_id,
+            n=self._turns,
+            prompt=turn_prompt(
+                prompt,
+                launcher=self.launcher,
+                call_id=call_id,
+                taught=taught,
+                instructions=self.spec.instructions if self._turns == 1 else None,
+            ),
+            nudge_prompt=nudge_prompt(launcher=self.launcher, call_id=call_id, taught=taught),
+            taught=taught,
+            deadline=turn_deadline,
+            nudge=nudge,
+        )
+        try:
+            turn: Turn = await self._ref.ask(start)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._ref.ask(CancelTurn(call_id, "the workflow cancelled the turn"))
+                except ActorStopped:
+                    pass
+            raise
+        except ActorStopped:
+            raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
+        if id is not None:
+            self._by_id[id] = (identity, turn)
+        return turn
+
+    @staticmethod
+    def _deadline(timeout: Duration | None, deadline: datetime | float | None) -> float:
+        """The turn's one deadline on the loop's clock, fixed now, before it is queued."""
+        now = anyio.current_time()
+        limit = anyio.current_effective_deadline()
+        if timeout is not None:
+            limit = min(limit, now + to_seconds(timeout, what="timeout"))
+        if deadline is not None:
+            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
+            if not math.isfinite(unix):
+                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
+            limit = min(limit, now + (unix - time.time()))
+        return limit
+
+    async def close(self) -> None:
+        """Stop the agent: a turn still running ends, and its key is not opened again."""
+        await self._agents.close(self.key)
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
+
+
+class Agents:
+    """The run's agents by key: `wf.agents.open(...)`."""
+
+    def __init__(self, run: ActorRef, cwd: Path, env: Mapping[str, str], resolve: HarnessResolver) -> None:
+        self._run = run
+        self._cwd = cwd
+        self._env = dict(env)
+        self._resolve = resolve
+        self._open: dict[str, Agent] = {}
+        self._closed: set[str] = set()
+
+    async def open(
+        self,
+        key: str,
+        *,
+        runtime: str | Runtime,
+        instructions: str | None = None,
+        cwd: str | Path | None = None,
+    ) -> Agent:
+        """Open an agent, or return the one open under `key` with the same spec."""
+        check_key(key)
+        resolved = resolve_runtime(runtime)
+        directory = (self._cwd / cwd).resolve() if cwd is not None else self._cwd
+        spec = AgentSpec(resolved, instructions, str(directory))
+        if key in self._closed:
+            raise DefinitionError(f"agent {key} was closed; its key is not opened again")
+        existing = self._open.get(key)
+        if existing is not None:
+            for field in ("runtime", "instructions", "cwd"):
+                if getattr(existing.spec, field) != getattr(spec, field):
+                    raise DefinitionError(f"agent {key} is already open with a different {field}")
+            return existing
+        if not directory.is_dir():
+            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
+        harness = self._resolve(key, resolved)
+        env = {**self._env, **resolved.env}
+        opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env))
+        agent = Agent(key, spec, opened, self)
+        self._open[key] = agent
+        return agent
+
+    async def close(self, key: str) -> bool:
+        """Close the agent under `key`; False if none is open."""
+        agent = self._open.pop(key, None)
+        if agent is None:
+            return False
+        self._closed.add(key)
+        agent.closed = True
+        await self._run.ask(CloseAgent(key))
+        return True
+
+    async def close_all(self) -> None:
+        for key in list(self._open):
+            await self.close(key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._open

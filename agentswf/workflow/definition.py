@@ -1,0 +1,68 @@
+"""`@workflow`: an async function becomes a named, described workflow."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DefinitionError
+
+MAX_NAME_CHARS = 128
+_NAME_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+NO_ARGS = object()
+
+
+@dataclass(frozen=True)
+class WorkflowDefinition:
+    """A workflow: its identity (the name names its run folder), and its function."""
+
+    fn: Callable[..., Awaitable[Any]]
+    name: str
+    description: str
+    version: str | None
+    args_type: Any  # NO_ARGS when the function takes only `wf`
+
+    @property
+    def takes_args(self) -> bool:
+        return self.args_type is not NO_ARGS
+
+
+def check_name(name: str) -> str:
+    if (
+        not isinstance(name, str)
+        or not name
+        or len(name) > MAX_NAME_CHARS
+        or name.startswith(".")
+        or not set(name) <= _NAME_CHARACTERS
+    ):
+        raise DefinitionError(
+            f"{name!r} is not a workflow name: use letters, digits, '.', '_' and '-', "
+            f"at most {MAX_NAME_CHARS} characters, not starting with '.'"
+        )
+    return name
+
+
+def workflow(
+    *, name: str, description: str, version: str | None = None
+) -> Callable[[Callable[..., Awaitable[Any]]], WorkflowDefinition]:
+    """Turn `async def f(wf)` or `async def f(wf, args)` into a WorkflowDefinition."""
+    check_name(name)
+    if not isinstance(description, str) or not description.strip():
+        raise DefinitionError(f"workflow {name!r} needs a description: one line saying what it does")
+
+    def define(fn: Callable[..., Awaitable[Any]]) -> WorkflowDefinition:
+        if not inspect.iscoroutinefunction(fn):
+            raise DefinitionError(f"workflow {name!r} must be an async function: async def {fn.__name__}(wf)")
+        params = list(inspect.signature(fn).parameters.values())
+        if len(params) not in (1, 2):
+            raise DefinitionError(f"workflow {name!r} must take (wf) or (wf, args), not {len(params)} parameters")
+        args_type: Any = NO_ARGS
+        if len(params) == 2:
+            hints = typing.get_type_hints(fn, include_extras=True)
+            args_type = hints.get(params[1].name, Any)
+        return WorkflowDefinition(fn, name, description.strip(), version, args_type)
+
+    return define

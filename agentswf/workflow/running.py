@@ -1,0 +1,123 @@
+"""`agentswf.run(...)`: run a workflow under whichever of asyncio or trio is running."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import msgspec
+
+from ..errors import DefinitionError, StopRequested
+from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
+from ..engine.recorder import RunEnded, RunStarted
+from ..engine.run import run_actors
+from ..harnesses.runtime import harness_for
+from .agents import Agents, HarnessResolver
+from .context import Workflow
+from .definition import WorkflowDefinition
+from .durations import Duration, to_seconds
+
+DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
+MAX_REASON_CHARS = 4000
+
+RunOutcome = Literal["completed", "stopped", "failed", "timed-out", "cancelled"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended. `value` is the workflow's return value when it completed."""
+
+    outcome: RunOutcome
+    value: Any
+    reason: str | None
+    run_id: str
+    run_dir: Path
+
+    @property
+    def completed(self) -> bool:
+        return self.outcome == "completed"
+
+
+def _reason(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+def decode_args(definition: WorkflowDefinition, args: Any) -> Any:
+    """`args` checked against the workflow's args type; raises DefinitionError if they don't fit."""
+    if not definition.takes_args:
+        if args is not None:
+            raise DefinitionError(f"workflow {definition.name} takes no args")
+        return None
+    try:
+        return msgspec.convert(args, definition.args_type)
+    except msgspec.ValidationError as error:
+        raise DefinitionError(f"the args of workflow {definition.name} don't fit: {error}") from None
+
+
+async def run(
+    definition: WorkflowDefinition,
+    *,
+    args: Any = None,
+    run_root: str | Path | None = None,
+    cwd: str | Path | None = None,
+    timeout: Duration | None = None,
+    env: Mapping[str, str] | None = None,
+    harnesses: HarnessResolver | None = None,
+) -> RunResult:
+    """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
+
+    `timeout` bounds the whole run (30 minutes when not given). `harnesses` replaces how
+    agents' runtimes become harnesses (agentswf.testing uses it for scripted agents).
+    """
+    if not isinstance(definition, WorkflowDefinition):
+        raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
+    checked_args = decode_args(definition, args)
+    directory = Path(cwd or os.getcwd()).resolve()
+    root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
+    root = root if root.is_absolute() else directory / root
+    seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
+    resolve = harnesses or (lambda key, runtime: harness_for(runtime))
+    run_id = new_run_id()
+    record_dir = root / definition.name / run_id
+    started = time.time()
+    outcome: RunOutcome = "completed"
+    value: Any = None
+    reason: str | None = None
+    async with run_actors(record_dir) as actors:
+        await actors.recorder.ask(RunStarted(run_id, definition.name, args, str(directory), started))
+        agents = Agents(actors.run, directory, env if env is not None else os.environ, resolve)
+        wf = Workflow(
+            name=definition.name, run_id=run_id, run_dir=record_dir, cwd=directory, agents=agents, recorder=actors.recorder
+        )
+        try:
+            with anyio.move_on_after(seconds) as deadline:
+                value = await (definition.fn(wf, checked_args) if definition.takes_args else definition.fn(wf))
+            if deadline.cancelled_caught:
+                outcome, value, reason = "timed-out", None, f"the run's timeout of {seconds:g}s passed"
+            elif wf.stop_reason is not None:
+                outcome, value, reason = "failed", None, f"stop was caught: {wf.stop_reason}"
+            else:
+                try:
+                    msgspec.json.encode(value)
+                except (TypeError, msgspec.EncodeError) as error:
+                    outcome, value, reason = "failed", None, f"the workflow's return value is not JSON: {error}"
+        except StopRequested as stop:
+            outcome, reason = "stopped", stop.reason
+        except Exception as error:
+            outcome, reason = "failed", _reason(error)
+        except anyio.get_cancelled_exc_class():
+            outcome, reason = "cancelled", "the run was cancelled"
+            raise
+        except BaseExceptionGroup as group:
+            outcome, reason = "failed", _reason(group)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await agents.close_all()
+                await actors.recorder.ask(RunEnded(outcome, reason, value, started, time.time()))
+    return RunResult(outcome, value, reason, run_id, record_dir)

@@ -1,0 +1,137 @@
+"""Actor kernel overhead against a raw anyio memory-object-stream pair, on asyncio and trio.
+
+Each measure runs ours and the baseline in the same process, several rounds each,
+and keeps the best round of each, so a noisy machine hurts both alike. Prints
+``name: ours=… baseline=… ratio=…`` with ratio = ours / baseline: seconds per ask
+for ``ask_*`` (lower is better; goal ≤ 1.0), messages per second for ``tell_*``
+(higher is better; goal ≥ 0.8).
+
+Run: PYTHONPATH=. python benchmarks/actors.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import msgspec
+
+from agentswf.actors import Actor, Supervisor, handler
+
+ASKS = 20_000
+"""Round trips per round (asks)."""
+TELLS = 100_000
+"""One-way messages per round."""
+ROUNDS = 5
+"""Rounds per measure; the best is kept."""
+CAPACITY = 64
+"""Mailbox capacity, and the baseline streams' buffer size (messages)."""
+
+
+class Ping(msgspec.Struct):
+    i: int
+
+
+class Echo(Actor):
+    @handler
+    def ping(self, msg: Ping) -> int:
+        return msg.i
+
+
+class Sink(Actor):
+    def __init__(self, total: int, done: anyio.Event) -> None:
+        super().__init__()
+        self.left = total
+        self.done = done
+
+    @handler
+    def ping(self, msg: Ping) -> None:
+        self.left -= 1
+        if not self.left:
+            self.done.set()
+
+
+async def ours_ask() -> float:
+    async with Supervisor("bench") as sup:
+        ref = sup.spawn(Echo, capacity=CAPACITY)
+        start = time.perf_counter()
+        for i in range(ASKS):
+            await ref.ask(Ping(i))
+        return (time.perf_counter() - start) / ASKS
+
+
+async def baseline_ask() -> float:
+    request_send, request_receive = anyio.create_memory_object_stream[Ping](CAPACITY)
+    reply_send, reply_receive = anyio.create_memory_object_stream[int](CAPACITY)
+
+    async def server() -> None:
+        async with request_receive, reply_send:
+            async for msg in request_receive:
+                await reply_send.send(msg.i)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server)
+        async with request_send, reply_receive:
+            start = time.perf_counter()
+            for i in range(ASKS):
+                await request_send.send(Ping(i))
+                await reply_receive.receive()
+            elapsed = time.perf_counter() - start
+    return elapsed / ASKS
+
+
+async def ours_tell() -> float:
+    done = anyio.Event()
+    async with Supervisor("bench") as sup:
+        ref = sup.spawn(Sink, TELLS, done, capacity=CAPACITY)
+        start = time.perf_counter()
+        for i in range(TELLS):
+            await ref.tell(Ping(i))
+        await done.wait()
+        return TELLS / (time.perf_counter() - start)
+
+
+async def baseline_tell() -> float:
+    send, receive = anyio.create_memory_object_stream[Ping](CAPACITY)
+    done = anyio.Event()
+
+    async def consumer() -> None:
+        left = TELLS
+        async with receive:
+            async for _ in receive:
+                left -= 1
+                if not left:
+                    done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consumer)
+        async with send:
+            start = time.perf_counter()
+            for i in range(TELLS):
+                await send.send(Ping(i))
+            await done.wait()
+            elapsed = time.perf_counter() - start
+    return TELLS / elapsed
+
+
+async def measure(backend: str) -> None:
+    for name, ours, baseline, best in (
+        ("ask", ours_ask, baseline_ask, min),
+        ("tell", ours_tell, baseline_tell, max),
+    ):
+        ours_rounds, baseline_rounds = [], []
+        for _ in range(ROUNDS):  # interleaved so drift hits both
+            ours_rounds.append(await ours())
+            baseline_rounds.append(await baseline())
+        o, b = best(ours_rounds), best(baseline_rounds)
+        unit = (lambda x: f"{x * 1e6:.1f}us") if name == "ask" else (lambda x: f"{x:,.0f}/s")
+        print(f"{name}_{backend}: ours={unit(o)} baseline={unit(b)} ratio={o / b:.2f}", flush=True)
+
+
+def main() -> None:
+    for backend in ("asyncio", "trio"):
+        anyio.run(measure, backend, backend=backend)
+
+
+if __name__ == "__main__":
+    main()
