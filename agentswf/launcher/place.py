@@ -15,23 +15,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import client
+
 RUN_DIR_MODE = 0o300
 AGENT_DIR_MODE = 0o700
 LAUNCHER_MODE = 0o500
 SOCKET_NAME = "s.sock"
 LAUNCHER_NAME = "wfa"
-CLIENT_PATH = Path(__file__).with_name("client.py").resolve()
 SOCKETS_ROOT = "/tmp"
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
 def launcher_script(socket_path: Path, *, python: str = sys.executable) -> str:
-    """The launcher: execs the client on this interpreter, isolated, with the socket."""
-    command = [os.path.abspath(python), "-S", "-I", str(CLIENT_PATH), "--at", str(socket_path)]
-    return "#!/bin/sh\nexec " + " ".join(_quote(part) for part in command) + ' "$@"\n'
+    """The launcher: the `wfa` client on this interpreter, isolated, with the agent's socket."""
+    return client.launcher_script(os.path.abspath(python), str(socket_path))
 
 
 def make_run_dir() -> Path:

@@ -10,7 +10,7 @@ WIRE_VERSION = 1
 
 MAX_STDIN_BYTES = 1024 * 1024  # what `wfa` reads from standard input
 STDIN_TIMEOUT_SECONDS = 30.0  # standard input must close within this
-MAX_REQUEST_BYTES = 2 * 1024 * 1024 + 4096  # one request line; JSON escaping can double stdin
+MAX_REQUEST_BYTES = 2 * 1024 * 1024 + 4096  # one request line: 1 MiB of text escaped as JSON
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # one response line, as the client reads it
 ANSWER_TIMEOUT_SECONDS = 30.0  # every command but `wfa tool` waits this long for its answer
 CONNECTION_LIFETIME_SECONDS = 30.0  # a connection must deliver its whole request within this

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from agentswf.actors import Actor, Restart, Supervisor, handler
-from agentswf.errors import ActorCrashed, ActorStopped
+from agentswf.errors import ActorCrashed, ActorStopped, AskTimeout
 
 from .kit import Add, Boom, Counter, Get, Hold
 
@@ -373,3 +373,20 @@ async def test_body_error_and_child_crash_are_both_raised() -> None:
             finally:
                 raise KeyError("body")
     assert {type(e) for e in caught.value.exceptions} == {ValueError, KeyError}
+
+
+async def test_nothing_leaks_a_task() -> None:
+    before = len(anyio.get_running_tasks())
+    ticks: list[int] = []
+    async with Supervisor("t") as sup:
+        sup.spawn(Background, ticks, False, capacity=4)
+        temporary = sup.spawn(Counter, capacity=4, restart=Restart.TEMPORARY)
+        transient = sup.spawn(Counter, capacity=4, restart=Restart.TRANSIENT)
+        await temporary.tell(Boom())
+        await transient.tell(Boom())
+        with pytest.raises(AskTimeout):
+            await transient.ask(Hold(anyio.Event()), timeout=0.01)
+        await anyio.sleep(0.01)
+        assert len(anyio.get_running_tasks()) > before
+    assert len(anyio.get_running_tasks()) == before
+    assert not transient._cell._deferred and transient._cell._current is None

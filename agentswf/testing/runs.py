@@ -1,0 +1,72 @@
+"""`run_workflow`: the real engine, with the named agents played by scripts."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine.records import read_lines
+from ..workflow.definition import WorkflowDefinition
+from ..workflow.durations import Duration
+from ..workflow.running import RunResult, run
+from .scripted import ScriptBook, Scripts
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """A finished test run. `value` is the workflow's return value; it raises if the run didn't complete."""
+
+    __test__ = False
+    result: RunResult
+
+    @property
+    def outcome(self) -> str:
+        return self.result.outcome
+
+    @property
+    def reason(self) -> str | None:
+        return self.result.reason
+
+    @property
+    def value(self) -> Any:
+        if self.result.outcome != "completed":
+            raise AssertionError(f"the run ended {self.result.outcome}: {self.result.reason}")
+        return self.result.value
+
+    @property
+    def run_dir(self) -> Path:
+        return self.result.run_dir
+
+    @property
+    def turns(self) -> list[dict[str, Any]]:
+        """The run's ended turns, as recorded in turns.jsonl."""
+        return list(read_lines(self.run_dir / "turns.jsonl"))
+
+    @property
+    def logs(self) -> list[dict[str, Any]]:
+        return list(read_lines(self.run_dir / "log.jsonl"))
+
+
+async def run_workflow(
+    definition: WorkflowDefinition,
+    *,
+    agents: dict[str, Scripts],
+    args: Any = None,
+    run_root: str | Path | None = None,
+    cwd: str | Path | None = None,
+    timeout: Duration | None = None,
+    supports_waiting: bool = True,
+) -> TestRun:
+    """Run `definition` for real, its agents played by `agents` (key -> script or list).
+
+    The record goes under `run_root` (a new temporary directory when not given). Raises
+    TestScriptError when an agent has no script, a list runs out or has entries left,
+    and re-raises an error raised inside a script, such as a failed assert.
+    """
+    book = ScriptBook(dict(agents), supports_waiting=supports_waiting)
+    root = run_root if run_root is not None else tempfile.mkdtemp(prefix="awf-test-runs-")
+    result = await run(definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for)
+    book.check()
+    return TestRun(result)

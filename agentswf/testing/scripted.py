@@ -1,0 +1,205 @@
+"""Scripted agents: test doubles that answer through the real socket, as an agent would.
+
+A script stands in for an agent's CLI, not for the engine: every answer it gives goes
+through the `wfa` client's own wire code, over the agent's real socket, to the real
+AgentActor. So a passing test says the channel works, not that a double works.
+
+A script is given per agent key: one entry plays every attempt (nudges included), a
+list plays one attempt each, in order. Strict by design: an agent without a script, a
+list that runs out, or a list with entries left over fails the test, naming the agent.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import msgspec
+
+from ..engine.rules import AttemptEnding
+from ..errors import TestScriptError
+from ..harnesses.base import Attempt, AttemptResult, Harness
+from ..harnesses.runtime import Runtime
+from ..launcher import client
+from ..launcher.place import SOCKET_NAME
+from ..wire import WIRE_VERSION, Response
+
+
+class ScriptedTurn:
+    """What a script function is given: the attempt's prompt, and `wfa` as calls."""
+
+    def __init__(self, attempt: Attempt) -> None:
+        self.agent = attempt.agent
+        self.prompt = attempt.prompt
+        self.call_id = attempt.call_id
+        self.n = attempt.turn
+        self.nudge = attempt.nudge
+        self._socket = str(attempt.launcher.with_name(SOCKET_NAME))
+        self.answered = False
+
+    async def request(self, command: str, **fields: Any) -> Response:
+        """Send one `wfa` request, as the client would, and return the run's response."""
+        line = {"command": command, "version": WIRE_VERSION, **fields}
+        try:
+            answer = await anyio.to_thread.run_sync(
+                client.call, self._socket, line, None, abandon_on_cancel=True
+            )
+        except (client.Unreached, client.Lost) as error:
+            raise TestScriptError(f"agent {self.agent} turn {self.n}: wfa {command} got no answer: {error}") from None
+        return msgspec.convert(answer, Response)
+
+    async def result(self, value: Any = None, *, args: Sequence[str] | None = None) -> Response:
+        """`wfa result` with `value` as JSON on standard input, or with `args` as flags."""
+        if args is not None:
+            response = await self.request("result", call_id=self.call_id, args=list(args), input=None)
+        else:
+            text = "" if value is None else msgspec.json.encode(value).decode()
+            response = await self.request("result", call_id=self.call_id, args=[], input=text)
+        self.answered = self.answered or response.ok
+        return response
+
+    async def waiting(self, reason: str, *, timeout_seconds: float | None = None) -> Response:
+        """`wfa waiting` for this turn."""
+        timeout_ms = None if timeout_seconds is None else int(timeout_seconds * 1000)
+        return await self.request("waiting", call_id=self.call_id, reason=reason, timeout_ms=timeout_ms)
+
+
+ScriptFn = Callable[[ScriptedTurn], Any]
+
+
+@dataclass(frozen=True)
+class Script:
+    """How one attempt of a scripted agent plays out."""
+
+    kind: Literal["answer", "silent", "failed", "blocked", "timed-out", "hang"]
+    fn: ScriptFn | None = None
+    reason: str = ""
+    retryable: bool = False
+
+    async def play(self, turn: ScriptedTurn) -> AttemptEnding:
+        if self.kind == "hang":
+            await anyio.sleep_forever()
+        if self.kind in ("failed", "blocked", "timed-out"):
+            return AttemptEnding(self.kind, reason=self.reason, retryable=self.retryable)  # type: ignore[arg-type]
+        if self.kind == "answer" and self.fn is not None:
+            value = self.fn(turn)
+            if inspect.isawaitable(value):
+                value = await value
+            if not turn.answered:
+                response = await turn.result(value)
+                if not response.ok:
+                    raise TestScriptError(
+                        f"agent {turn.agent} turn {turn.n}: its scripted answer was refused "
+                        f"({response.code}): {response.stderr.strip()}"
+                    )
+        return AttemptEnding("exited")
+
+
+def answer(fn: ScriptFn | Any) -> Script:
+    """Answer with `fn(turn)` (sync or async), or with `fn` itself when it isn't callable."""
+    if callable(fn):
+        return Script("answer", fn)
+    return Script("answer", lambda turn: fn)
+
+
+def silent() -> Script:
+    """End the attempt without answering (the turn is nudged once, then `unanswered`)."""
+    return Script("silent")
+
+
+def failed(reason: str = "the scripted agent failed", *, retryable: bool = False) -> Script:
+    return Script("failed", reason=reason, retryable=retryable)
+
+
+def blocked(reason: str = "the scripted agent is blocked on a prompt") -> Script:
+    return Script("blocked", reason=reason)
+
+
+def timed_out(reason: str = "the scripted agent's CLI timed out") -> Script:
+    return Script("timed-out", reason=reason)
+
+
+def hang() -> Script:
+    """Never end: the turn ends by its deadline or by being cancelled."""
+    return Script("hang")
+
+
+Scripts = Script | Sequence[Script]
+
+
+@dataclass
+class _Played:
+    entries: Script | list[Script]
+    used: int = 0
+    first_prompt: str = ""
+
+
+@dataclass
+class ScriptBook:
+    """The scripts of a test run, and what went wrong with them."""
+
+    scripts: dict[str, Scripts]
+    supports_waiting: bool = True
+    errors: list[BaseException] = field(default_factory=list)
+    played: dict[str, _Played] = field(default_factory=dict)
+
+    def harness_for(self, key: str, runtime: Runtime) -> Harness:
+        if key not in self.scripts:
+            scripted = ", ".join(sorted(self.scripts)) or "none"
+            error = TestScriptError(f"agent {key} was opened, but has no script (scripted: {scripted})")
+            self.errors.append(error)
+            raise error
+        entries = self.scripts[key]
+        self.played[key] = _Played(entries if isinstance(entries, Script) else list(entries))
+        return ScriptedHarness(key, self)
+
+    def next_entry(self, attempt: Attempt) -> Script:
+        played = self.played[attempt.agent]
+        played.first_prompt = played.first_prompt or attempt.prompt
+        played.used += 1
+        if isinstance(played.entries, Script):
+            return played.entries
+        if played.used > len(played.entries):
+            which = "the nudge" if attempt.nudge else "its first attempt"
+            first_line = attempt.prompt.strip().splitlines()[0] if attempt.prompt.strip() else ""
+            error = TestScriptError(
+                f"agent {attempt.agent} turn {attempt.turn} ({which}): its script has "
+                f"{len(played.entries)} entries, all used. It was asked: {first_line}"
+            )
+            self.errors.append(error)
+            raise error
+        return played.entries[played.used - 1]
+
+    def check(self) -> None:
+        """Raise the first script error, or one for a list with entries never played."""
+        if self.errors:
+            raise self.errors[0]
+        for key, played in self.played.items():
+            if isinstance(played.entries, list) and played.used < len(played.entries):
+                left = len(played.entries) - played.used
+                raise TestScriptError(f"agent {key}: its script has {left} entries left over, never played")
+
+
+class ScriptedHarness(Harness):
+    name = "scripted"
+
+    def __init__(self, key: str, book: ScriptBook) -> None:
+        self.key = key
+        self.book = book
+
+    @property
+    def supports_waiting(self) -> bool:  # type: ignore[override]
+        return self.book.supports_waiting
+
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        entry = self.book.next_entry(attempt)
+        try:
+            ending = await entry.play(ScriptedTurn(attempt))
+        except Exception as error:  # the test must see it, not a quietly failed turn
+            self.book.errors.append(error)
+            raise
+        return AttemptResult(ending)
+
