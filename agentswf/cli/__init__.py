@@ -1,0 +1,1 @@
+"""The `awf` command."""

@@ -1,0 +1,61 @@
+"""`awf logs`: a run's record, readable: how it ended, each turn, each answer handed in."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+
+from ..engine.records import read_json, read_lines
+
+MAX_SHOWN_CHARS = 400
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
+
+
+def _clock(unix: float | None) -> str:
+    return "--:--:--" if unix is None else time.strftime("%H:%M:%S", time.localtime(unix))
+
+
+def print_run(run_dir: Path, out: TextIO) -> None:
+    info = read_json(run_dir / "run.json")
+    output_path = run_dir / "output.json"
+    output = read_json(output_path) if output_path.exists() else None
+    out.write(f"run {info['run_id']} of {info['workflow']}, started {_clock(info.get('started_at'))} in {info['cwd']}\n")
+    if output is None:
+        out.write("  still running, or interrupted before it could record its ending\n")
+    else:
+        seconds = output["ended_at"] - output["started_at"]
+        reason = f": {output['reason']}" if output.get("reason") else ""
+        out.write(f"  ended {output['outcome']}{reason} after {seconds:.1f}s\n")
+        if output["outcome"] == "completed":
+            out.write(f"  value: {_short(output.get('value'))}\n")
+    logs = list(read_lines(run_dir / "log.jsonl"))
+    for turn in read_lines(run_dir / "turns.jsonl"):
+        outcome = turn["outcome"]
+        nudged = " (nudged)" if turn.get("nudged") else ""
+        out.write(
+            f"\n{_clock(turn.get('started_at'))} {turn['agent']} turn {turn['n']} "
+            f"[call {turn['call_id']}]: {outcome['kind']}{nudged}\n"
+        )
+        if outcome["kind"] == "answered":
+            out.write(f"  answer: {_short(outcome.get('value'))}\n")
+        else:
+            out.write(f"  reason: {_short(outcome.get('reason', ''))}\n")
+        for candidate in read_lines(run_dir / "calls" / turn["call_id"] / "candidates.jsonl"):
+            mark = "accepted" if candidate.get("accepted") else "refused"
+            given = candidate.get("args") or candidate.get("input") or ""
+            out.write(f"  {_clock(candidate.get('at'))} {mark}: {_short(given)}\n")
+            if candidate.get("error"):
+                out.write(f"    {_short(candidate['error'])}\n")
+    if logs:
+        out.write("\nlog:\n")
+        for line in logs:
+            fields = " ".join(f"{key}={value}" for key, value in (line.get("fields") or {}).items())
+            out.write(f"  {_clock(line.get('at'))} {line.get('message', '')} {fields}".rstrip() + "\n")

@@ -1,0 +1,178 @@
+"""`awf`, the operator's command: run a workflow file, read a run's record.
+
+Exit codes of `awf run`: 0 completed, 1 failed or timed out, 2 a usage error or a
+refused run, 3 stopped, 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+
+from ..__about__ import __version__
+from ..engine.records import DEFAULT_RUN_ROOT, find_run
+from ..errors import DefinitionError
+from ..wire.teaching import ReadError, Taught
+from ..workflow.definition import WorkflowDefinition
+from ..workflow.running import RunResult, run
+from .logs import print_run
+
+EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageFailure(Exception):
+    """What `awf` prints before exiting 2."""
+
+
+def load_workflow(path: Path, name: str | None) -> WorkflowDefinition:
+    """The workflow defined in the Python file at `path` (the one named `name`, if several)."""
+    if not path.is_file():
+        raise UsageFailure(f"no such file: {path}")
+    spec = importlib.util.spec_from_file_location(f"awf_workflow_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise UsageFailure(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        spec.loader.exec_module(module)
+    except DefinitionError as error:
+        raise UsageFailure(f"{path}: {error}") from None
+    found = [value for value in vars(module).values() if isinstance(value, WorkflowDefinition)]
+    if name is not None:
+        found = [definition for definition in found if definition.name == name]
+    if len(found) != 1:
+        names = ", ".join(sorted({definition.name for definition in found})) or "none"
+        wanted = f"named {name!r}" if name else "to run"
+        raise UsageFailure(f"{path} has no single workflow {wanted} (found: {names}); pick one with --workflow")
+    return found[0]
+
+
+def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
+    """The workflow's args from the words after `--`: flags by its args type, or one JSON value."""
+    if not definition.takes_args:
+        if argv:
+            raise UsageFailure(f"workflow {definition.name} takes no args, but was given {argv}")
+        return None
+    args_type = definition.args_type
+    if args_type in (list[str], tuple[str, ...]):
+        return list(argv)
+    try:
+        taught = Taught(args_type)
+        if taught.form != "json" or not argv:
+            return taught.read(argv, None if argv else "{}")
+        if len(argv) == 1:
+            return msgspec.json.decode(argv[0], type=args_type)
+    except (ReadError, msgspec.DecodeError) as error:
+        raise UsageFailure(f"workflow {definition.name}'s args: {error}") from None
+    raise UsageFailure(f"workflow {definition.name} takes its args as one JSON value after --")
+
+
+def _configure_progress() -> None:
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+        ],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
+async def _run_with_interrupt(definition: WorkflowDefinition, options: argparse.Namespace, args: Any) -> RunResult | None:
+    """Run it; None if Ctrl-C cancelled it (its record still says how it ended)."""
+    result: RunResult | None = None
+    async with anyio.create_task_group() as group:
+
+        async def watch_interrupt() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    group.cancel_scope.cancel()
+                    return
+
+        group.start_soon(watch_interrupt)
+        result = await run(
+            definition, args=args, run_root=options.run_root, cwd=options.cwd, timeout=options.timeout
+        )
+        group.cancel_scope.cancel()
+    return result
+
+
+def command_run(options: argparse.Namespace) -> int:
+    definition = load_workflow(Path(options.file), options.workflow)
+    args = parse_args(definition, options.args)
+    _configure_progress()
+    try:
+        result = anyio.run(_run_with_interrupt, definition, options, args, backend=options.backend)
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
+    if result is None:
+        print("awf: interrupted; the run was cancelled", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if options.json:
+        record = {
+            "outcome": result.outcome,
+            "reason": result.reason,
+            "value": result.value,
+            "run_id": result.run_id,
+            "run_dir": str(result.run_dir),
+        }
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(record)).decode() + "\n")
+    elif result.completed:
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(result.value)).decode() + "\n")
+    ending = result.outcome if result.reason is None else f"{result.outcome}: {result.reason}"
+    print(f"awf: {definition.name} {ending}", file=sys.stderr)
+    print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
+    return EXIT_BY_OUTCOME[result.outcome]
+
+
+def command_logs(options: argparse.Namespace) -> int:
+    root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
+    run_dir = find_run(root, options.run)
+    if run_dir is None:
+        which = f"run {options.run!r}" if options.run else "any run"
+        raise UsageFailure(f"no record of {which} under {root}")
+    print_run(run_dir, sys.stdout)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="awf", description="Run workflows of coding agents.")
+    parser.add_argument("--version", action="version", version=f"awf {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run_parser = commands.add_parser("run", help="run a workflow file")
+    run_parser.add_argument("file", help="a Python file that defines a @workflow")
+    run_parser.add_argument("args", nargs="*", help="the workflow's args, after --")
+    run_parser.add_argument("--workflow", help="which workflow, when the file defines several")
+    run_parser.add_argument("--run-root", help=f"where records go (default {DEFAULT_RUN_ROOT} under --cwd)")
+    run_parser.add_argument("--cwd", help="the run's working directory (default: here)")
+    run_parser.add_argument("--timeout", help="the whole run's time, e.g. 45m (default 30m)")
+    run_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
+    run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    run_parser.set_defaults(handler=command_run)
+
+    logs_parser = commands.add_parser("logs", help="print a run's turns and answers")
+    logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    logs_parser.set_defaults(handler=command_logs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    options = parser.parse_args(argv)
+    try:
+        return int(options.handler(options))
+    except UsageFailure as error:
+        print(f"awf: {error}", file=sys.stderr)
+        return EXIT_USAGE
