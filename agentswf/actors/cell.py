@@ -19,11 +19,11 @@ from agentswf.errors import ActorCrashed, ActorStopped
 
 from . import tracing
 from .mailbox import Envelope, Mailbox
+from .ref import ActorRef
 from .reply import NO_REPLY, Reply
 
 if TYPE_CHECKING:
     from .actor import Actor
-    from .ref import ActorRef
 
 
 class Restart(enum.Enum):
@@ -73,13 +73,7 @@ class Cell:
         self._current: Envelope | None = None
         self._deferred: set[Reply] = set()
         self._tasks: anyio.abc.TaskGroup | None = None
-        from .ref import ActorRef
-
-        self.ref: ActorRef = ActorRef(self)
-
-    @property
-    def alive(self) -> bool:
-        return not self.mailbox.closed
+        self.ref = ActorRef(self)
 
     # Running -------------------------------------------------------------------------
 
@@ -120,7 +114,11 @@ class Cell:
         return False
 
     async def _incarnate(self) -> BaseException | None:
-        """Run one instance to its end; return the error that crashed it, if any."""
+        """Run one instance to its end; return the error that crashed it, if any.
+
+        An error from the constructor or from ``on_stop`` is not a crash of a running
+        instance: it leaves the child's task and escalates whatever the restart policy.
+        """
         actor = self._factory(*self._args)
         actor._cell = self
         error: BaseException | None = None

@@ -53,7 +53,10 @@ class Supervisor:
         tasks = self._tasks
         assert tasks is not None
         if exc is None:
-            await self.stop()
+            try:
+                await self.stop()
+            except BaseException as stop_error:  # e.g. cancelled by a child crashing meanwhile
+                exc_type, exc, tb = type(stop_error), stop_error, stop_error.__traceback__
         try:
             return await tasks.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:

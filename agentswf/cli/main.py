@@ -7,7 +7,6 @@ refused run, 3 stopped, 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import signal
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from ..engine.records import DEFAULT_RUN_ROOT, find_run
 from ..errors import DefinitionError
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
+from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from .logs import print_run
 
@@ -32,29 +32,6 @@ EXIT_INTERRUPTED = 130
 
 class UsageFailure(Exception):
     """What `awf` prints before exiting 2."""
-
-
-def load_workflow(path: Path, name: str | None) -> WorkflowDefinition:
-    """The workflow defined in the Python file at `path` (the one named `name`, if several)."""
-    if not path.is_file():
-        raise UsageFailure(f"no such file: {path}")
-    spec = importlib.util.spec_from_file_location(f"awf_workflow_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise UsageFailure(f"{path} is not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent.resolve()))
-    try:
-        spec.loader.exec_module(module)
-    except DefinitionError as error:
-        raise UsageFailure(f"{path}: {error}") from None
-    found = [value for value in vars(module).values() if isinstance(value, WorkflowDefinition)]
-    if name is not None:
-        found = [definition for definition in found if definition.name == name]
-    if len(found) != 1:
-        names = ", ".join(sorted({definition.name for definition in found})) or "none"
-        wanted = f"named {name!r}" if name else "to run"
-        raise UsageFailure(f"{path} has no single workflow {wanted} (found: {names}); pick one with --workflow")
-    return found[0]
 
 
 def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
@@ -108,7 +85,10 @@ async def _run_with_interrupt(definition: WorkflowDefinition, options: argparse.
 
 
 def command_run(options: argparse.Namespace) -> int:
-    definition = load_workflow(Path(options.file), options.workflow)
+    try:
+        definition = load_workflow(options.file, options.workflow)
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
     args = parse_args(definition, options.args)
     _configure_progress()
     try:
@@ -146,13 +126,16 @@ def command_logs(options: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="awf", description="Run workflows of coding agents.")
+    parser = argparse.ArgumentParser(
+        prog="awf",
+        description="Run workflows of coding agents.",
+        epilog="awf run FILE [options] [-- workflow args…]",
+    )
     parser.add_argument("--version", action="version", version=f"awf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run_parser = commands.add_parser("run", help="run a workflow file")
     run_parser.add_argument("file", help="a Python file that defines a @workflow")
-    run_parser.add_argument("args", nargs="*", help="the workflow's args, after --")
     run_parser.add_argument("--workflow", help="which workflow, when the file defines several")
     run_parser.add_argument("--run-root", help=f"where records go (default {DEFAULT_RUN_ROOT} under --cwd)")
     run_parser.add_argument("--cwd", help="the run's working directory (default: here)")
@@ -169,8 +152,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    options = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    split = words.index("--") if "--" in words else len(words)
+    options = _parser().parse_args(words[:split])
+    options.args = words[split + 1 :]
     try:
         return int(options.handler(options))
     except UsageFailure as error:

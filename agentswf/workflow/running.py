@@ -54,6 +54,8 @@ def decode_args(definition: WorkflowDefinition, args: Any) -> Any:
         if args is not None:
             raise DefinitionError(f"workflow {definition.name} takes no args")
         return None
+    if args is None and isinstance(definition.args_type, type) and issubclass(definition.args_type, msgspec.Struct):
+        args = {}  # a Struct of defaults
     try:
         return msgspec.convert(args, definition.args_type)
     except msgspec.ValidationError as error:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from agentswf.actors import DEAD_LETTERS_KEPT, Actor, DeadLetter, Supervisor, handler
 from agentswf.errors import ActorStopped
 
-from .kit import Add, Counter, Get, Hold
+from .kit import Add, Counter, Hold
 
 pytestmark = pytest.mark.anyio
 

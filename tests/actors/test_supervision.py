@@ -378,7 +378,7 @@ async def test_body_error_and_child_crash_are_both_raised() -> None:
 async def test_nothing_leaks_a_task() -> None:
     before = len(anyio.get_running_tasks())
     ticks: list[int] = []
-    async with Supervisor("t") as sup:
+    async with Supervisor("t", stop_grace=0.02) as sup:
         sup.spawn(Background, ticks, False, capacity=4)
         temporary = sup.spawn(Counter, capacity=4, restart=Restart.TEMPORARY)
         transient = sup.spawn(Counter, capacity=4, restart=Restart.TRANSIENT)
@@ -390,3 +390,21 @@ async def test_nothing_leaks_a_task() -> None:
         assert len(anyio.get_running_tasks()) > before
     assert len(anyio.get_running_tasks()) == before
     assert not transient._cell._deferred and transient._cell._current is None
+
+
+class BadStop(Actor):
+    @handler
+    def get(self, msg: Get) -> None: ...
+
+    async def on_stop(self) -> None:
+        raise RuntimeError("on_stop failed")
+
+
+async def test_an_error_while_stopping_on_exit_reaches_the_owner() -> None:
+    log: list[str] = []
+    with pytest.raises(RuntimeError, match="on_stop failed"):
+        async with Supervisor("t") as sup:
+            sup.spawn(Counter, 0, log, capacity=1)
+            sup.spawn(BadStop, capacity=1)
+            await anyio.sleep(0.01)
+    assert "stop Counter" in log

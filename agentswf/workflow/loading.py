@@ -1,0 +1,40 @@
+"""Load a workflow from a Python file, as `awf run` does."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from ..errors import DefinitionError
+from .definition import WorkflowDefinition
+
+
+def load_workflow(path: str | Path, name: str | None = None) -> WorkflowDefinition:
+    """The workflow the file at `path` defines (the one named `name`, if it defines several).
+
+    The file's folder goes on sys.path first, so it can import its neighbours.
+    """
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise DefinitionError(f"no such file: {path}")
+    spec = importlib.util.spec_from_file_location(f"awf_workflow_{file.stem.replace('-', '_')}", file)
+    if spec is None or spec.loader is None:
+        raise DefinitionError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    if str(file.parent) not in sys.path:
+        sys.path.insert(0, str(file.parent))
+    sys.modules[spec.name] = module  # so type annotations resolve in the module's namespace
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    found = [value for value in vars(module).values() if isinstance(value, WorkflowDefinition)]
+    if name is not None:
+        found = [definition for definition in found if definition.name == name]
+    if len(found) != 1:
+        names = ", ".join(sorted({definition.name for definition in found})) or "none"
+        wanted = f"named {name!r}" if name else "to run"
+        raise DefinitionError(f"{path} has no single workflow {wanted} (found: {names}); name one with --workflow")
+    return found[0]
