@@ -15,8 +15,10 @@ from .errors import (
     StopRequested,
     WorkflowError,
 )
+from .engine.toolcall import ToolCall
 from .harnesses.runtime import Runtime
 from .workflow import Agent, RunResult, Workflow, WorkflowDefinition, run, workflow
+from .workflow.tools import Tool, tool
 
 __all__ = [
     "Agent",
@@ -34,6 +36,8 @@ __all__ = [
     "Runtime",
     "StopRequested",
     "TimedOut",
+    "Tool",
+    "ToolCall",
     "Turn",
     "Unanswered",
     "Usage",
@@ -42,5 +46,6 @@ __all__ = [
     "WorkflowError",
     "__version__",
     "run",
+    "tool",
     "workflow",
 ]

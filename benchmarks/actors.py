@@ -4,7 +4,8 @@ Each measure runs ours and the baseline in the same process, several rounds each
 and keeps the best round of each, so a noisy machine hurts both alike. Prints
 ``name: ours=… baseline=… ratio=…`` with ratio = ours / baseline: seconds per ask
 for ``ask_*`` (lower is better; goal ≤ 1.0), messages per second for ``tell_*``
-(higher is better; goal ≥ 0.8).
+(higher is better; goal ≥ 0.8). ``ask_timeout_*`` is the same ask given a timeout,
+against the same baseline without one.
 
 Run: PYTHONPATH=. python benchmarks/actors.py
 """
@@ -24,6 +25,8 @@ TELLS = 100_000
 """One-way messages per round."""
 ROUNDS = 5
 """Rounds per measure; the best is kept."""
+ASK_TIMEOUT_S = 10.0
+"""Timeout of each ask in the ``ask_timeout_*`` measure (seconds; never reached)."""
 CAPACITY = 64
 """Mailbox capacity, and the baseline streams' buffer size (messages)."""
 
@@ -51,13 +54,18 @@ class Sink(Actor):
             self.done.set()
 
 
-async def ours_ask() -> float:
+async def ours_ask(timeout: float | None = None) -> float:
     async with Supervisor("bench") as sup:
         ref = sup.spawn(Echo, capacity=CAPACITY)
         start = time.perf_counter()
         for i in range(ASKS):
-            await ref.ask(Ping(i))
+            await ref.ask(Ping(i), timeout=timeout)
         return (time.perf_counter() - start) / ASKS
+
+
+async def ours_ask_with_timeout() -> float:
+    """The same asks with a timeout, which costs a cancel scope each; the baseline has none."""
+    return await ours_ask(timeout=ASK_TIMEOUT_S)
 
 
 async def baseline_ask() -> float:
@@ -117,6 +125,7 @@ async def baseline_tell() -> float:
 async def measure(backend: str) -> None:
     for name, ours, baseline, best in (
         ("ask", ours_ask, baseline_ask, min),
+        ("ask_timeout", ours_ask_with_timeout, baseline_ask, min),
         ("tell", ours_tell, baseline_tell, max),
     ):
         ours_rounds, baseline_rounds = [], []
@@ -124,7 +133,7 @@ async def measure(backend: str) -> None:
             ours_rounds.append(await ours())
             baseline_rounds.append(await baseline())
         o, b = best(ours_rounds), best(baseline_rounds)
-        unit = (lambda x: f"{x * 1e6:.1f}us") if name == "ask" else (lambda x: f"{x:,.0f}/s")
+        unit = (lambda x: f"{x * 1e6:.1f}us") if name.startswith("ask") else (lambda x: f"{x:,.0f}/s")
         print(f"{name}_{backend}: ours={unit(o)} baseline={unit(b)} ratio={o / b:.2f}", flush=True)
 
 

@@ -37,10 +37,6 @@ class Restart(enum.Enum):
     """Never: a crash is recorded (``ref.error``) and the actor stays stopped."""
 
 
-# A crash escalates when the child has no restart policy or has spent its restart budget;
-# a child with a policy that crashes while being stopped is recorded, not escalated.
-
-
 class Cell:
     """The kernel side of one child; see the module docstring."""
 
@@ -78,7 +74,11 @@ class Cell:
     # Running -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The child's task: run instances until stopped, restarting as the policy says."""
+        """The child's task: run instances until stopped, restarting as the policy says.
+
+        A crash escalates when the child has no restart policy or has spent its restart
+        budget; a child with a policy that crashes while being stopped is only recorded.
+        """
         self._task_id = anyio.get_current_task().id
         error: BaseException | None = None
         try:

@@ -9,6 +9,7 @@ them: it runs the harness, keeps the deadline, and tells the Recorder.
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -29,6 +30,7 @@ from ..wire import (
     Request,
     Response,
     ResultRequest,
+    ToolRequest,
     WaitingRequest,
     accepted,
     refused,
@@ -36,7 +38,9 @@ from ..wire import (
 from ..wire.teaching import ReadError, Taught
 from . import rules
 from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered
+from .broker import CancelTool, RunTool, ToolDone, tool_response
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
+from .toolcall import ToolCall
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
 AGENT_MAILBOX_CAPACITY = 128
@@ -60,6 +64,12 @@ class StartTurn(msgspec.Struct, frozen=True):
 
 class Describe(msgspec.Struct, frozen=True):
     """Asked once the agent is open: where its launcher is."""
+
+
+class SetTools(msgspec.Struct, frozen=True):
+    """The agent was reopened with the same tools: the new handlers replace the old."""
+
+    tools: dict[str, Any]
 
 
 class CancelTurn(msgspec.Struct, frozen=True):
@@ -129,6 +139,17 @@ class _Turn:
     settle_waiters: list[Reply] = field(default_factory=list)
 
 
+@dataclass
+class _ToolRun:
+    """The one tool call an agent has running, and every request waiting on its answer."""
+
+    call: ToolCall
+    name: str
+    args: list[str]
+    input: str | None
+    replies: list[Reply]
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSetup:
     """Everything an AgentActor is started with."""
@@ -141,6 +162,8 @@ class AgentSetup:
     run: ActorRef
     recorder: ActorRef
     budget: ConnectionBudget
+    broker: ActorRef
+    tools: Mapping[str, Any]  # name -> workflow.tools.Tool
 
 
 class AgentActor(Actor):
@@ -153,6 +176,9 @@ class AgentActor(Actor):
         self.run = setup.run
         self.recorder = setup.recorder
         self.budget = setup.budget
+        self.broker = setup.broker
+        self.tools = dict(setup.tools)
+        self.tool_run: _ToolRun | None = None
         self.socket_path, self.launcher = make_agent_dir(setup.sockets)
         self.calls: dict[str, rules.CallView] = {}
         self.turn: _Turn | None = None
@@ -327,7 +353,8 @@ class AgentActor(Actor):
             self._finish(turn, TimedOut("the turn's deadline passed before an answer was accepted"))
         elif msg.what in ("deadline", "release"):
             self._finish(turn, Answered(turn.value))
-        elif msg.what == "wait" and not turn.attempt_running:
+        elif msg.what == "wait" and not turn.attempt_running and anyio.current_time() < turn.deadline:
+            # a wait that runs to the deadline ends there: the deadline, not a nudge, ends the turn
             turn.waiting_until = None
             ending = rules.AttemptEnding("exited")
             step = rules.after_attempt(
@@ -360,6 +387,8 @@ class AgentActor(Actor):
             self.calls[turn.call_id] = rules.CallView(self.key, "ended", turn.deadline)
         for scope in turn.scopes:
             scope.cancel()
+        if self.tool_run is not None:
+            self.broker.tell_nowait(CancelTool(self.tool_run.call.id))
 
         async def settle() -> None:
             await turn.attempt_done.wait()
@@ -393,7 +422,9 @@ class AgentActor(Actor):
     # wfa ----------------------------------------------------------------------------
 
     def _view(self) -> rules.AgentView:
-        return rules.AgentView(self.key, supports_waiting=self.harness.supports_waiting)
+        return rules.AgentView(
+            self.key, tool_running=self.tool_run is not None, supports_waiting=self.harness.supports_waiting
+        )
 
     async def _call(self, call_id: str) -> rules.CallView | None:
         call = self.calls.get(call_id)
@@ -409,6 +440,8 @@ class AgentActor(Actor):
             return await self._result(request)
         if isinstance(request, WaitingRequest):
             return await self._waiting(request)
+        if isinstance(request, ToolRequest):
+            return await self._tool(request)
         command = type(request).__struct_config__.tag
         return refused(str(command), "unsupported-command", f"wfa {command} isn't available in this run.")
 
@@ -466,3 +499,63 @@ class AgentActor(Actor):
         text = f"wfa: waiting granted until {until_ms}"
         text += f"; the turn's deadline is {deadline_ms}.\n" if deadline_ms is not None else ".\n"
         return accepted("waiting", stdout=text, value={"wait_until_ms": until_ms, "deadline_ms": deadline_ms})
+
+    # Tools --------------------------------------------------------------------------
+
+    @handler
+    def set_tools(self, msg: SetTools) -> None:
+        self.tools = dict(msg.tools)
+
+    async def _tool(self, request: ToolRequest) -> Response:
+        turn = self.turn
+        in_turn = turn is not None and turn.outcome is None
+        running = self.tool_run
+        same = running is not None and (running.name, running.args, running.input) == (
+            request.name,
+            request.args,
+            request.input,
+        )
+        refusal = rules.judge_tool(
+            self._view(),
+            in_turn=in_turn,
+            accepted=bool(turn and turn.accepted),
+            busy_with=running.name if running is not None else None,
+            same_call=same,
+            name=request.name,
+            tools=tuple(self.tools),
+        )
+        if refusal is not None:
+            return refused("tool", refusal.code, refusal.message)
+        if running is not None:  # the same call again: it gets the running call's answer
+            running.replies.append(self.defer())
+            return accepted("tool")
+        assert turn is not None
+        tool = self.tools[request.name]
+        try:
+            value = tool.taught.read(request.args, request.input)
+        except ReadError as error:
+            return refused("tool", "invalid-input", self._tool_hint(request.name, tool, str(error)))
+        call = ToolCall(secrets.token_hex(4), self.key, request.name)
+        now = anyio.current_time()
+        deadline = turn.deadline if tool.timeout is None else min(turn.deadline, now + tool.timeout)
+        self.tool_run = _ToolRun(call, request.name, request.args, request.input, [self.defer()])
+        await self.broker.tell(RunTool(call, tool, value, deadline, turn.call_id, self.ref))
+        return accepted("tool")
+
+    def _tool_hint(self, name: str, tool: Any, error: str) -> str:
+        usage = f"{self.launcher} tool {name}"
+        if tool.taught.form == "flags":
+            usage += " " + tool.taught.flags_usage()
+        elif tool.taught.form == "json":
+            usage += " <<'WF_JSON' (the JSON on the lines after, then WF_JSON)"
+        return f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\nusage: {usage}"
+
+    @handler
+    def tool_done(self, msg: ToolDone) -> None:
+        running = self.tool_run
+        if running is None or running.call.id != msg.call_id:
+            return
+        self.tool_run = None
+        response = tool_response(msg.outcome)
+        for reply in running.replies:
+            reply.set(response)

@@ -23,6 +23,8 @@ class RunStarted(msgspec.Struct, frozen=True):
     args: Any
     cwd: str
     started_at: float
+    control: str  # the run's operator socket, while it lives
+    replay_of: str | None = None
 
 
 class CallOpened(msgspec.Struct, frozen=True):
@@ -56,6 +58,32 @@ class Logged(msgspec.Struct, frozen=True):
     at: float
     message: str
     fields: dict[str, Any]
+
+
+class ToolCalled(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool call, its input redacted, and how it ended."""
+
+    call_id: str
+    turn_call_id: str
+    agent: str
+    tool: str
+    input: Any
+    outcome: str
+    result: Any = None
+    error: str = ""
+    code: str = ""
+    attempts: int = 0
+    approval: Any = None
+    started_at: float
+    ended_at: float
+
+
+class ApprovalDecided(msgspec.Struct, frozen=True):
+    call_id: str
+    tool: str
+    agent: str
+    decision: Any
+    at: float
 
 
 class RunEnded(msgspec.Struct, frozen=True):
@@ -105,6 +133,14 @@ class Recorder(Actor):
     @handler
     def logged(self, msg: Logged) -> None:
         append_line(self.run_dir / "log.jsonl", msg)
+
+    @handler
+    def tool_called(self, msg: ToolCalled) -> None:
+        append_line(self.run_dir / "tools.jsonl", msg)
+
+    @handler
+    def approval_decided(self, msg: ApprovalDecided) -> None:
+        append_line(self.run_dir / "approvals.jsonl", msg)
 
     @handler
     async def run_ended(self, msg: RunEnded) -> None:

@@ -6,6 +6,8 @@
         run.json                     what the run was started with
         turns.jsonl                  one line per ended turn: agent, call id, outcome
         log.jsonl                    wf.log lines
+        tools.jsonl                  every tool call: who, input (redacted), result or error, timing
+        approvals.jsonl              every decision on a call that needed approval
         calls/<call id>/
           call.json                  the turn's prompt, schema and deadline
           candidates.jsonl           every answer handed in, accepted or not, and why

@@ -89,6 +89,26 @@ def judge_waiting(agent: AgentView, call_id: str, call: CallView | None, now: fl
     return None
 
 
+def judge_tool(
+    agent: AgentView, *, in_turn: bool, accepted: bool, busy_with: str | None, same_call: bool, name: str, tools: tuple[str, ...]
+) -> Refusal | None:
+    """May `agent` call tool `name` now? None also when it joins the running call (`same_call`)."""
+    if not in_turn:
+        return Refusal(
+            "no-operation", "you aren't in a turn; a tool can be called only while you work on one."
+        )
+    if accepted:
+        return Refusal("result-accepted", "your answer is accepted, so the turn is ending; there is nothing more to do.")
+    if busy_with is not None and not same_call:
+        return Refusal(
+            "tool-busy", f"your call of {busy_with} is still running; call again once it answers."
+        )
+    if name not in tools:
+        listed = ", ".join(tools) if tools else "none"
+        return Refusal("unknown-tool", f"there is no tool named {name!r}; your tools are: {listed}.")
+    return None
+
+
 def waiting_until(now: float, deadline: float, requested_seconds: float | None, *, default: float, minimum: float) -> float:
     """When a granted wait ends: the request (or the default), at least the minimum, never past the deadline."""
     seconds = default if requested_seconds is None else max(requested_seconds, minimum)

@@ -1,25 +1,31 @@
 """The RunActor and the run's actor tree.
 
-A run's Supervisor starts the Recorder first and the RunActor second, then one
-AgentActor per opened agent; stopping goes in reverse, so agents (and their CLIs) are
-gone before the run stops answering and the Recorder writes last. The RunActor knows
+A run's Supervisor starts the Recorder first, then the approval desk, the ToolBroker
+and the RunActor, then one AgentActor per opened agent; stopping goes in reverse, so
+agents (and their CLIs) are gone before the run stops answering and the Recorder
+writes last. The RunActor knows
 every agent and every call id of the run, which is what `wrong-agent` needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from ..actors import Actor, ActorRef, Supervisor, handler
 from ..harnesses.base import Harness
-from ..launcher.listener import ConnectionBudget
+from ..launcher.listener import ConnectionBudget, listen
 from ..launcher.place import make_run_dir, remove_run_dir
 from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
+from .approvals import ApprovalDesk
+from .broker import Replay, ToolBroker
+from .operator import OPERATOR_SOCKET_NAME, serve_operator
+from .policy import Policy
 from .recorder import Recorder
 
 RUN_MAILBOX_CAPACITY = 256
@@ -32,6 +38,7 @@ class OpenAgent(msgspec.Struct, frozen=True):
     harness: Harness
     cwd: Path
     env: Mapping[str, str]
+    tools: Mapping[str, Any]
 
 
 class CloseAgent(msgspec.Struct, frozen=True):
@@ -45,14 +52,22 @@ class OpenedAgent:
 
 
 class RunActor(Actor):
-    def __init__(self, supervisor: Supervisor, recorder: ActorRef, sockets: Path) -> None:
+    def __init__(
+        self, supervisor: Supervisor, recorder: ActorRef, broker: ActorRef, desk: ActorRef, sockets: Path
+    ) -> None:
         super().__init__()
         self.supervisor = supervisor
         self.recorder = recorder
+        self.broker = broker
+        self.desk = desk
         self.sockets = sockets
         self.budget = ConnectionBudget()
         self.agents: dict[str, ActorRef] = {}
         self.calls: dict[str, str] = {}
+
+    async def on_start(self) -> None:
+        listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
+        self.start_soon(serve_operator, listener, self.desk)
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -65,6 +80,8 @@ class RunActor(Actor):
             run=self.ref,
             recorder=self.recorder,
             budget=self.budget,
+            broker=self.broker,
+            tools=msg.tools,
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref
@@ -89,18 +106,29 @@ class RunActor(Actor):
 class RunActors:
     run: ActorRef
     recorder: ActorRef
+    desk: ActorRef
+    broker: ActorRef
     supervisor: Supervisor
+    control: Path  # the operator socket: awf approve / reject
 
 
 @asynccontextmanager
-async def run_actors(record_dir: Path) -> AsyncIterator[RunActors]:
+async def run_actors(
+    record_dir: Path, *, policies: Sequence[Policy] = (), replay: Replay | None = None
+) -> AsyncIterator[RunActors]:
     """The run's actors, for as long as the block lasts; nothing of them outlives it."""
     sockets = make_run_dir()
     try:
         async with Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
             recorder = supervisor.spawn(Recorder, record_dir, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY)
-            run = supervisor.spawn(RunActor, supervisor, recorder, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
-            yield RunActors(run, recorder, supervisor)
+            desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
+            broker = supervisor.spawn(
+                ToolBroker, recorder, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
+            )
+            run = supervisor.spawn(
+                RunActor, supervisor, recorder, broker, desk, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY
+            )
+            yield RunActors(run, recorder, desk, broker, supervisor, sockets / OPERATOR_SOCKET_NAME)
     finally:
         remove_run_dir(sockets)
 

@@ -15,6 +15,7 @@ from .base import Harness
 from .shell import ShellHarness
 
 SHELL_PREFIX = "shell:"
+CLI_ALIASES = ("claude", "codex", "pi", "cursor")
 
 
 class Runtime(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,8 +40,11 @@ def resolve_runtime(runtime: str | Runtime) -> Runtime:
         if not command:
             raise DefinitionError("runtime 'shell:' needs a command line after the colon, like 'shell:./agent.sh'")
         return Runtime(harness="shell", command=("/bin/sh", "-c", command))
+    if runtime in CLI_ALIASES:
+        return Runtime(harness=runtime)
     raise DefinitionError(
-        f"unknown runtime {runtime!r}: use 'shell:<command line>' or Runtime(harness=…)"
+        f"unknown runtime {runtime!r}: use one of {', '.join(CLI_ALIASES)}, 'shell:<command line>', "
+        "or Runtime(harness=…)"
     )
 
 
@@ -50,7 +54,10 @@ def harness_for(runtime: Runtime) -> Harness:
         if not runtime.command:
             raise DefinitionError("a shell runtime needs command=[program, args…]")
         return ShellHarness(tuple(runtime.command) + tuple(runtime.args))
-    raise HarnessError(f"no harness named {runtime.harness!r} is available; the shell harness is")
+    raise HarnessError(
+        f"the {runtime.harness} harness is not available in this version of agentswf; "
+        "use a shell runtime ('shell:<command line>'), or script the agent in tests"
+    )
 
 
 def describe(runtime: Runtime) -> str:

@@ -43,11 +43,11 @@ class ConnectionBudget:
         return {"open": self.open, "limit": self.limit, "refused": self.refused}
 
 
-async def _read_request(stream: SocketStream) -> bytes:
-    """Bytes until the client half-closes, stopping one past the size limit."""
+async def read_request(stream: SocketStream, limit: int = MAX_REQUEST_BYTES) -> bytes:
+    """Bytes until the client half-closes, stopping one past `limit`."""
     chunks: list[bytes] = []
     size = 0
-    while size <= MAX_REQUEST_BYTES:
+    while size <= limit:
         try:
             chunk = await stream.receive(_READ_CHUNK_BYTES)
         except (anyio.EndOfStream, anyio.BrokenResourceError):
@@ -66,7 +66,7 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
     budget.open += 1
     try:
         with anyio.move_on_after(CONNECTION_LIFETIME_SECONDS) as lifetime:
-            data = await _read_request(stream)
+            data = await read_request(stream)
         if lifetime.cancelled_caught:
             return
         request = decode_request(data)

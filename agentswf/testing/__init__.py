@@ -7,12 +7,27 @@
 """
 
 from .runs import TestRun, run_workflow
-from .scripted import Script, ScriptedTurn, answer, blocked, failed, hang, silent, timed_out
+from .scripted import (
+    Script,
+    ScriptedTurn,
+    ToolFailed,
+    ToolRefused,
+    ToolResult,
+    answer,
+    blocked,
+    failed,
+    hang,
+    silent,
+    timed_out,
+)
 
 __all__ = [
     "Script",
     "ScriptedTurn",
     "TestRun",
+    "ToolFailed",
+    "ToolRefused",
+    "ToolResult",
     "answer",
     "blocked",
     "failed",

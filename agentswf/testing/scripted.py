@@ -28,6 +28,32 @@ from ..launcher.place import SOCKET_NAME
 from ..wire import WIRE_VERSION, Response
 
 
+class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The handler returned; `output` is its result as the agent reads it (JSON values)."""
+
+    kind: Literal["result"] = "result"
+    output: Any = None
+
+
+class ToolFailed(msgspec.Struct, frozen=True, kw_only=True):
+    """The handler raised (`failed`) or ran out of time (`timed-out`); `error` is the message."""
+
+    kind: Literal["failed"] = "failed"
+    outcome: Literal["failed", "timed-out"]
+    error: str
+
+
+class ToolRefused(msgspec.Struct, frozen=True, kw_only=True):
+    """The call was refused before the handler ran, with `code`."""
+
+    kind: Literal["refused"] = "refused"
+    code: str
+    error: str
+
+
+ToolAnswer = ToolResult | ToolFailed | ToolRefused
+
+
 class ScriptedTurn:
     """What a script function is given: the attempt's prompt, and `wfa` as calls."""
 
@@ -60,6 +86,19 @@ class ScriptedTurn:
             response = await self.request("result", call_id=self.call_id, args=[], input=text)
         self.answered = self.answered or response.ok
         return response
+
+    async def tool(self, name: str, input: Any = None, *, args: Sequence[str] | None = None) -> ToolAnswer:
+        """`wfa tool name` with `input` as JSON (or `args` as flags), through the same checks a real call meets."""
+        if args is not None:
+            response = await self.request("tool", name=name, args=list(args), input=None)
+        else:
+            text = "" if input is None else msgspec.json.encode(input).decode()
+            response = await self.request("tool", name=name, args=[], input=text)
+        if response.ok:
+            return ToolResult(output=response.value)
+        if response.code in ("failed", "timed-out"):
+            return ToolFailed(outcome=response.code, error=response.error)  # type: ignore[arg-type]
+        return ToolRefused(code=response.code or "", error=response.error)
 
     async def waiting(self, reason: str, *, timeout_seconds: float | None = None) -> Response:
         """`wfa waiting` for this turn."""

@@ -82,6 +82,7 @@ class Response(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     stdout: str = ""
     stderr: str = ""
     value: Any = None
+    error: str = ""  # a refusal's or failure's message alone, for code that reads it
 
     @property
     def ok(self) -> bool:
@@ -105,4 +106,5 @@ def refused(command: str, code: str, message: str, *, notice: str = "") -> Respo
         "",
         notice + text.rstrip("\n") + "\n",
         None,
+        message,
     )

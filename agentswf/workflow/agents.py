@@ -14,8 +14,9 @@ import anyio
 import msgspec
 
 from ..actors import ActorRef
-from ..errors import ActorStopped, AgentClosed, DefinitionError
-from ..engine.agent import CancelTurn, StartTurn
+from ..engine.agent import CancelTurn, SetTools, StartTurn
+from ..engine.toolcall import CURRENT_TOOL_CALL
+from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
 from ..harnesses.base import Harness
@@ -23,6 +24,7 @@ from ..harnesses.runtime import Runtime, resolve_runtime
 from ..wire.teaching import Taught
 from .durations import Duration, to_seconds
 from .prompts import nudge_prompt, turn_prompt
+from .tools import Tool, check_tools
 
 MAX_KEY_CHARS = 64
 _KEY_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
@@ -52,12 +54,22 @@ class AgentSpec(msgspec.Struct, frozen=True):
     cwd: str
 
 
+def _not_from_own_handler(key: str, what: str) -> None:
+    call = CURRENT_TOOL_CALL.get()
+    if call is not None and call.agent == key:
+        raise WorkflowError(
+            f"a tool handler can't {what} agent {key}: it is the agent that called {call.tool}, "
+            "and it is waiting for this handler. Another agent can be run."
+        )
+
+
 class Agent:
     """One agent of the run. Its operations run one at a time, in the order given."""
 
-    def __init__(self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents) -> None:
+    def __init__(self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool]) -> None:
         self.key = key
         self.spec = spec
+        self.tools = tools
         self._ref = opened.ref
         self._agents = agents
         self.launcher: Path = opened.launcher
@@ -76,6 +88,7 @@ class Agent:
         nudge: bool = True,
     ) -> Turn:
         """Give the agent a turn and wait for how it ends; never raises for the outcome."""
+        _not_from_own_handler(self.key, "run")
         if self.closed:
             raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
         if timeout is not None and deadline is not None:
@@ -101,8 +114,9 @@ class Agent:
                 call_id=call_id,
                 taught=taught,
                 instructions=self.spec.instructions if self._turns == 1 else None,
+                tools=self.tools,
             ),
-            nudge_prompt=nudge_prompt(launcher=self.launcher, call_id=call_id, taught=taught),
+            nudge_prompt=nudge_prompt(launcher=self.launcher, call_id=call_id, taught=taught, tools=self.tools),
             taught=taught,
             deadline=turn_deadline,
             nudge=nudge,
@@ -138,7 +152,17 @@ class Agent:
 
     async def close(self) -> None:
         """Stop the agent: a turn still running ends, and its key is not opened again."""
+        _not_from_own_handler(self.key, "close")
         await self._agents.close(self.key)
+
+    async def _replace_tools(self, tools: dict[str, Tool]) -> None:
+        if set(tools) != set(self.tools) or any(not tools[name].same_as(self.tools[name]) for name in tools):
+            raise DefinitionError(
+                f"agent {self.key} is already open with other tools: reopening it must give the same names, "
+                "descriptions and schemas"
+            )
+        self.tools = tools
+        await self._ref.tell(SetTools(tools))
 
     def __repr__(self) -> str:
         return f"<Agent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
@@ -160,11 +184,17 @@ class Agents:
         key: str,
         *,
         runtime: str | Runtime,
+        tools: Mapping[str, Tool] | None = None,
         instructions: str | None = None,
         cwd: str | Path | None = None,
     ) -> Agent:
-        """Open an agent, or return the one open under `key` with the same spec."""
+        """Open an agent, or return the one open under `key` with the same spec.
+
+        Reopening with tools must give the same names, descriptions and schemas (the new
+        handlers replace the old); leaving `tools` out keeps what the agent has.
+        """
         check_key(key)
+        checked = check_tools(key, tools) if tools is not None else None
         resolved = resolve_runtime(runtime)
         directory = (self._cwd / cwd).resolve() if cwd is not None else self._cwd
         spec = AgentSpec(resolved, instructions, str(directory))
@@ -175,13 +205,15 @@ class Agents:
             for field in ("runtime", "instructions", "cwd"):
                 if getattr(existing.spec, field) != getattr(spec, field):
                     raise DefinitionError(f"agent {key} is already open with a different {field}")
+            if checked is not None:
+                await existing._replace_tools(checked)
             return existing
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         harness = self._resolve(key, resolved)
         env = {**self._env, **resolved.env}
-        opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env))
-        agent = Agent(key, spec, opened, self)
+        opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
+        agent = Agent(key, spec, opened, self, checked or {})
         self._open[key] = agent
         return agent
 

@@ -12,6 +12,7 @@ import structlog
 
 from ..actors import ActorRef
 from ..errors import DefinitionError, MailboxFull, StopRequested
+from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
 from ..engine.recorder import Logged
 from .agents import Agents
 
@@ -26,11 +27,40 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
+class Approvals:
+    """Tool calls waiting for a person's decision, decided from code (`wf.approvals`)."""
+
+    def __init__(self, desk: ActorRef) -> None:
+        self._desk = desk
+
+    async def pending(self) -> list[ApprovalRequest]:
+        return await self._desk.ask(ListPending())
+
+    async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
+        """Let the call run; False if no call by that id is waiting."""
+        return await self._desk.ask(Decide(call_id, ApprovalDecision(True, reason, by)))
+
+    async def reject(self, call_id: str, *, reason: str, by: str = "workflow") -> bool:
+        """Refuse the call; the agent is told `reason`. False if no call by that id is waiting."""
+        return await self._desk.ask(Decide(call_id, ApprovalDecision(False, reason, by)))
+
+
 class Workflow:
     """What a workflow works with. Created by the run; don't construct one yourself."""
 
-    def __init__(self, *, name: str, run_id: str, run_dir: Path, cwd: Path, agents: Agents, recorder: ActorRef) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        run_id: str,
+        run_dir: Path,
+        cwd: Path,
+        agents: Agents,
+        recorder: ActorRef,
+        approvals: Approvals,
+    ) -> None:
         self.name = name
+        self.approvals = approvals
         self.run_id = run_id
         self.run_dir = run_dir
         self.cwd = cwd

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.policy import Policy
 from ..errors import DefinitionError
 
 MAX_NAME_CHARS = 128
@@ -24,6 +25,7 @@ class WorkflowDefinition:
     description: str
     version: str | None
     args_type: Any  # NO_ARGS when the function takes only `wf`
+    policies: tuple[Policy, ...] = ()
 
     @property
     def takes_args(self) -> bool:
@@ -46,10 +48,16 @@ def check_name(name: str) -> str:
 
 
 def workflow(
-    *, name: str, description: str, version: str | None = None
+    *, name: str, description: str, version: str | None = None, policies: Sequence[Policy] = ()
 ) -> Callable[[Callable[..., Awaitable[Any]]], WorkflowDefinition]:
-    """Turn `async def f(wf)` or `async def f(wf, args)` into a WorkflowDefinition."""
+    """Turn `async def f(wf)` or `async def f(wf, args)` into a WorkflowDefinition.
+
+    `policies` see every tool call of the run: they may deny it, require a person's
+    approval, redact input fields, or log it (see `agentswf.policy`).
+    """
     check_name(name)
+    if any(not callable(policy) for policy in policies):
+        raise DefinitionError(f"workflow {name!r}: each policy must be a function of the call")
     if not isinstance(description, str) or not description.strip():
         raise DefinitionError(f"workflow {name!r} needs a description: one line saying what it does")
 
@@ -63,6 +71,6 @@ def workflow(
         if len(params) == 2:
             hints = typing.get_type_hints(fn, include_extras=True)
             args_type = hints.get(params[1].name, Any)
-        return WorkflowDefinition(fn, name, description.strip(), version, args_type)
+        return WorkflowDefinition(fn, name, description.strip(), version, args_type, tuple(policies))
 
     return define

@@ -8,7 +8,9 @@ agents answer a schema they can read and guess at one they can't.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -50,15 +52,50 @@ def answer_block(launcher: Path, call_id: str, taught: Taught) -> str:
     )
 
 
+def tools_block(launcher: Path, tools: Mapping[str, Any]) -> str:
+    """The lines that teach `wfa tool`: each tool's name, description and input."""
+    command = f"{launcher} tool"
+    forms = {tool.taught.form for tool in tools.values()}
+    lines = ["You have tools the workflow runs for you. Call one with:", ""]
+    lines.append(f"{command} <name> --<option> '<value>' ...")
+    if "json" in forms:
+        lines += ["", "or, for a tool whose input is taught as JSON:", "", f"{command} <name> <<'WF_JSON'", "<json>", "WF_JSON"]
+    lines += ["", QUOTING_RULE, ""]
+    for name, tool in tools.items():
+        lines.append(f"- {name}: {tool.description.strip()}")
+        if tool.taught.form == "flags":
+            lines.append(f"  {command} {name} {tool.taught.flags_usage()}")
+        elif tool.taught.form == "none":
+            lines.append(f"  {command} {name}")
+        else:
+            schema = msgspec.json.encode(tool.taught.schema).decode()
+            lines.append(f"  Its input is JSON matching this schema: {schema}")
+            lines += [f"{command} {name} <<'WF_JSON'", "<json>", "WF_JSON"]
+    return "\n".join(lines) + "\n"
+
+
 def turn_prompt(
-    prompt: str, *, launcher: Path, call_id: str, taught: Taught, instructions: str | None = None
+    prompt: str,
+    *,
+    launcher: Path,
+    call_id: str,
+    taught: Taught,
+    instructions: str | None = None,
+    tools: Mapping[str, Any] | None = None,
 ) -> str:
-    """The whole prompt of a turn: instructions (first turn only), the ask, how to answer."""
+    """The whole prompt of a turn: instructions (first turn only), the ask, how to answer, the tools."""
     parts = [part for part in (instructions, prompt.strip()) if part]
     parts.append(answer_block(launcher, call_id, taught))
+    if tools:
+        parts.append(tools_block(launcher, tools))
     return "\n\n".join(parts)
 
 
-def nudge_prompt(*, launcher: Path, call_id: str, taught: Taught, text: str = NUDGE_TEXT) -> str:
+def nudge_prompt(
+    *, launcher: Path, call_id: str, taught: Taught, tools: Mapping[str, Any] | None = None, text: str = NUDGE_TEXT
+) -> str:
     """The check-in sent once when an agent ends its turn without an answer."""
-    return f"{text}\n\n{answer_block(launcher, call_id, taught)}"
+    parts = [text, answer_block(launcher, call_id, taught)]
+    if tools:
+        parts.append(tools_block(launcher, tools))
+    return "\n\n".join(parts)

@@ -15,10 +15,11 @@ import msgspec
 from ..errors import DefinitionError, StopRequested
 from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
 from ..engine.recorder import RunEnded, RunStarted
+from ..engine.broker import Replay
 from ..engine.run import run_actors
 from ..harnesses.runtime import harness_for
 from .agents import Agents, HarnessResolver
-from .context import Workflow
+from .context import Approvals, Workflow
 from .definition import WorkflowDefinition
 from .durations import Duration, to_seconds
 
@@ -71,11 +72,14 @@ async def run(
     timeout: Duration | None = None,
     env: Mapping[str, str] | None = None,
     harnesses: HarnessResolver | None = None,
+    replay: str | Path | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
     `timeout` bounds the whole run (30 minutes when not given). `harnesses` replaces how
     agents' runtimes become harnesses (agentswf.testing uses it for scripted agents).
+    `replay` names a recorded run's directory: every tool call is answered from its
+    record and no handler runs, for debugging a workflow's logic without side effects.
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
@@ -85,17 +89,36 @@ async def run(
     root = root if root.is_absolute() else directory / root
     seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
     resolve = harnesses or (lambda key, runtime: harness_for(runtime))
+    replayed = Replay.from_record(Path(replay)) if replay is not None else None
+    if replay is not None and not (Path(replay) / "run.json").exists():
+        raise DefinitionError(f"--replay {replay}: that is not a run's record")
     run_id = new_run_id()
     record_dir = root / definition.name / run_id
     started = time.time()
     outcome: RunOutcome = "completed"
     value: Any = None
     reason: str | None = None
-    async with run_actors(record_dir) as actors:
-        await actors.recorder.ask(RunStarted(run_id, definition.name, args, str(directory), started))
+    async with run_actors(record_dir, policies=definition.policies, replay=replayed) as actors:
+        await actors.recorder.ask(
+            RunStarted(
+                run_id,
+                definition.name,
+                args,
+                str(directory),
+                started,
+                str(actors.control),
+                str(Path(replay).resolve()) if replay is not None else None,
+            )
+        )
         agents = Agents(actors.run, directory, env if env is not None else os.environ, resolve)
         wf = Workflow(
-            name=definition.name, run_id=run_id, run_dir=record_dir, cwd=directory, agents=agents, recorder=actors.recorder
+            name=definition.name,
+            run_id=run_id,
+            run_dir=record_dir,
+            cwd=directory,
+            agents=agents,
+            recorder=actors.recorder,
+            approvals=Approvals(actors.desk),
         )
         try:
             with anyio.move_on_after(seconds) as deadline:

@@ -1,0 +1,83 @@
+"""The approval desk: tool calls that wait for a person's decision.
+
+A call that needs approval asks the desk and waits (within the call's time); a person
+decides with `awf approve` / `awf reject`, or code does through `wf.approvals`. Every
+request and decision is recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from ..actors import Actor, ActorRef, Reply, handler
+from .recorder import ApprovalDecided
+
+
+class ApprovalRequest(msgspec.Struct, frozen=True):
+    """A tool call waiting for a decision. `input` is redacted."""
+
+    call_id: str
+    tool: str
+    agent: str
+    input: Any
+    reason: str = ""
+    asked_at: float = 0.0
+
+
+class ApprovalDecision(msgspec.Struct, frozen=True):
+    approved: bool
+    reason: str = ""
+    by: str = ""
+
+
+class RequestApproval(msgspec.Struct, frozen=True):
+    request: ApprovalRequest
+
+
+class Decide(msgspec.Struct, frozen=True):
+    call_id: str
+    decision: ApprovalDecision
+
+
+class ListPending(msgspec.Struct, frozen=True):
+    pass
+
+
+class WithdrawRequest(msgspec.Struct, frozen=True):
+    """The call stopped waiting (its time ran out, or its turn ended)."""
+
+    call_id: str
+
+
+class ApprovalDesk(Actor):
+    def __init__(self, recorder: ActorRef) -> None:
+        super().__init__()
+        self.recorder = recorder
+        self.pending: dict[str, tuple[ApprovalRequest, Reply]] = {}
+
+    @handler
+    def request_approval(self, msg: RequestApproval) -> None:
+        request = msgspec.structs.replace(msg.request, asked_at=time.time())
+        self.pending[request.call_id] = (request, self.defer())
+
+    @handler
+    async def decide(self, msg: Decide) -> bool:
+        """True if a call was waiting on this decision."""
+        entry = self.pending.pop(msg.call_id, None)
+        if entry is None:
+            return False
+        request, reply = entry
+        await self.recorder.ask(ApprovalDecided(request.call_id, request.tool, request.agent, msg.decision, time.time()))
+        reply.set(msg.decision)
+        return True
+
+    @handler
+    def withdraw_request(self, msg: WithdrawRequest) -> None:
+        self.pending.pop(msg.call_id, None)
+
+    @handler
+    def list_pending(self, msg: ListPending) -> list[ApprovalRequest]:
+        return [request for request, _ in self.pending.values()]

@@ -1,0 +1,289 @@
+"""The ToolBroker: every tool call goes through it, and nothing enters or leaves unchecked.
+
+In order: the allowlist and the workflow's policies (deny wins); a person's approval
+when required; the handler, under the call's time (its timeout, never past the turn's
+deadline), retried when it is marked safe to retry; then the result must be JSON, at
+most 64 KiB, and fit the tool's `output`. Each call is recorded, its input redacted.
+The agent's actor decides whether a call may start (tool-busy and the rest); the
+broker only runs it, each call in a task of its own, and tells the agent how it ended.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import msgspec
+
+from ..actors import Actor, ActorRef, handler
+from ..errors import AskTimeout
+from ..wire import Response, accepted, refused
+from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
+from .policy import Policy, PolicyCall, decide, redact_value
+from .recorder import ToolCalled
+from .records import read_lines
+from .toolcall import CURRENT_TOOL_CALL, ToolCall
+
+MAX_TOOL_RESULT_BYTES = 64 * 1024
+TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is left
+_encoder = msgspec.json.Encoder()
+
+
+class ToolOutcome(msgspec.Struct, frozen=True):
+    """How one call ended: `result` (with `value`), `failed`, `timed-out`, or `refused` (with `code`)."""
+
+    kind: Literal["result", "failed", "timed-out", "refused"]
+    value: Any = None
+    error: str = ""
+    code: str = ""
+
+
+class RunTool(msgspec.Struct, frozen=True):
+    call: Any  # ToolCall
+    tool: Any  # workflow.tools.Tool
+    value: Any  # the checked input
+    deadline: float  # the call's deadline on the loop's clock
+    turn_call_id: str
+    agent_ref: ActorRef
+
+
+class ToolDone(msgspec.Struct, frozen=True):
+    """Told to the calling agent's actor."""
+
+    call_id: str
+    outcome: ToolOutcome
+
+
+class CancelTool(msgspec.Struct, frozen=True):
+    """The call's turn ended: its handler's signal fires."""
+
+    call_id: str
+
+
+class ReplayedCall(msgspec.Struct, frozen=True):
+    agent: str
+    tool: str
+    input: Any
+    outcome: ToolOutcome
+
+
+def _key(agent: str, tool: str, value: Any) -> bytes:
+    return _encoder.encode([agent, tool, value])
+
+
+class Replay:
+    """Recorded tool outcomes, served in order per (agent, tool, input), so no handler runs.
+
+    Inputs are matched as recorded, that is redacted; a redacted result is served redacted.
+    """
+
+    def __init__(self, calls: Sequence[ReplayedCall]) -> None:
+        self._queues: dict[bytes, list[ToolOutcome]] = {}
+        for call in calls:
+            self._queues.setdefault(_key(call.agent, call.tool, call.input), []).append(call.outcome)
+
+    @classmethod
+    def from_record(cls, run_dir: Path) -> Replay:
+        """The tool calls recorded in `run_dir`'s tools.jsonl."""
+        calls = [
+            ReplayedCall(
+                line["agent"],
+                line["tool"],
+                line.get("input"),
+                ToolOutcome(line["outcome"], line.get("result"), line.get("error", ""), line.get("code", "")),
+            )
+            for line in read_lines(run_dir / "tools.jsonl")
+        ]
+        return cls(calls)
+
+    def take(self, agent: str, tool: str, value: Any) -> ToolOutcome:
+        queue = self._queues.get(_key(agent, tool, value))
+        if not queue:
+            return ToolOutcome(
+                "failed", error=f"replay: the record has no further call of {tool} by {agent} with this input"
+            )
+        return queue.pop(0)
+
+
+def tool_response(outcome: ToolOutcome) -> Response:
+    """What `wfa tool` prints and exits with for `outcome`."""
+    if outcome.kind == "result":
+        value = outcome.value
+        if value is None:
+            text = ""
+        elif isinstance(value, str):
+            text = value
+        else:
+            text = _encoder.encode(value).decode() + "\n"
+        return accepted("tool", stdout=text, value=value)
+    code = outcome.code if outcome.kind == "refused" else outcome.kind
+    return refused("tool", code, outcome.error)
+
+
+def check_result(value: Any, output: Any) -> ToolOutcome:
+    """The handler's return value as the agent will read it, or why it can't be."""
+    if output is not None:
+        try:
+            value = msgspec.convert(value, output, from_attributes=True)
+        except msgspec.ValidationError as error:
+            return ToolOutcome("failed", error=f"the tool's result doesn't fit its output schema: {error}")
+    try:
+        encoded = _encoder.encode(value)
+    except (TypeError, msgspec.EncodeError) as error:
+        return ToolOutcome("failed", error=f"the tool returned what isn't JSON: {error}")
+    if len(encoded) > MAX_TOOL_RESULT_BYTES:
+        return ToolOutcome(
+            "failed",
+            error=f"the tool's result is {len(encoded)} bytes as JSON, over the limit of {MAX_TOOL_RESULT_BYTES}; "
+            "return a summary or a path instead",
+        )
+    return ToolOutcome("result", value=msgspec.json.decode(encoded))
+
+
+class ToolBroker(Actor):
+    def __init__(self, recorder: ActorRef, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None) -> None:
+        super().__init__()
+        self.recorder = recorder
+        self.desk = desk
+        self.policies = list(policies)
+        self.replay = replay
+        self.running: dict[str, ToolCall] = {}
+        self.scopes: dict[str, anyio.CancelScope] = {}
+
+    @handler
+    def run_tool(self, msg: RunTool) -> None:
+        self.running[msg.call.id] = msg.call
+        self.start_soon(self._call, msg)
+
+    @handler
+    def cancel_tool(self, msg: CancelTool) -> None:
+        call = self.running.get(msg.call_id)
+        if call is not None:
+            call.cancel()
+            scope = self.scopes.get(msg.call_id)
+            if scope is not None:
+                scope.cancel()
+
+    async def _call(self, msg: RunTool) -> None:
+        call: ToolCall = msg.call
+        started = time.time()
+        plain = msgspec.to_builtins(msg.value)
+        verdict = None
+        attempts = 0
+        approval: ApprovalDecision | None = None
+        try:
+            verdict = decide(
+                PolicyCall(call.tool, call.agent, plain),
+                self.policies,
+                allowed_agents=msg.tool.allowed_agents,
+                requires_approval=msg.tool.requires_approval,
+                sensitive_fields=msg.tool.sensitive_fields,
+            )
+            if not verdict.allowed:
+                outcome = ToolOutcome("refused", error=verdict.reason, code="denied")
+            elif verdict.needs_approval and (approval := await self._approval(msg, plain, verdict)) is None:
+                outcome = ToolOutcome("timed-out", error="no decision on the call's approval within its time")
+            elif approval is not None and not approval.approved:
+                why = f": {approval.reason}" if approval.reason else ""
+                outcome = ToolOutcome("refused", error=f"a person rejected this call{why}", code="rejected")
+            elif self.replay is not None:
+                outcome = self.replay.take(call.agent, call.tool, redact_value(plain, verdict.redacted))
+            else:
+                outcome, attempts = await self._attempts(msg)
+        except Exception as error:  # a broken policy fails the call, never the run
+            outcome = ToolOutcome("failed", error=f"the call could not be run: {type(error).__name__}: {error}")
+        finally:
+            self.running.pop(call.id, None)
+        redacted = verdict.redacted if verdict is not None else msg.tool.sensitive_fields
+        await self.recorder.ask(
+            ToolCalled(
+                call_id=call.id,
+                turn_call_id=msg.turn_call_id,
+                agent=call.agent,
+                tool=call.tool,
+                input=redact_value(plain, redacted),
+                outcome=outcome.kind,
+                result=redact_value(outcome.value, redacted),
+                error=outcome.error,
+                code=outcome.code,
+                attempts=attempts,
+                approval=approval,
+                started_at=started,
+                ended_at=time.time(),
+            )
+        )
+        await msg.agent_ref.tell(ToolDone(call.id, outcome))
+
+    async def _approval(self, msg: RunTool, plain: Any, verdict: Any) -> ApprovalDecision | None:
+        call: ToolCall = msg.call
+        request = ApprovalRequest(
+            call.id, call.tool, call.agent, redact_value(plain, verdict.redacted), verdict.approval_reason
+        )
+        try:
+            return await self.desk.ask(RequestApproval(request), timeout=max(0.0, msg.deadline - anyio.current_time()))
+        except AskTimeout:
+            return None
+        finally:
+            if call.cancelled or anyio.current_time() >= msg.deadline:
+                await self.desk.tell(WithdrawRequest(call.id))
+
+    async def _attempts(self, msg: RunTool) -> tuple[ToolOutcome, int]:
+        """Run the handler, retrying a raise when the tool allows; the call's time bounds all of it."""
+        attempt = 0
+        while True:
+            attempt += 1
+            outcome = await self._run_handler(msg)
+            if outcome.kind != "failed" or outcome.code != "raised" or attempt >= msg.tool.max_attempts:
+                return (msgspec.structs.replace(outcome, code="") if outcome.code == "raised" else outcome), attempt
+            pause = msg.tool.backoff * (2 ** (attempt - 1))
+            if anyio.current_time() + pause >= msg.deadline:
+                return msgspec.structs.replace(outcome, code=""), attempt
+            await anyio.sleep(pause)
+
+    async def _run_handler(self, msg: RunTool) -> ToolOutcome:
+        call: ToolCall = msg.call
+        done = anyio.Event()
+        box: dict[str, Any] = {}
+        scope = anyio.CancelScope()
+        self.scopes[call.id] = scope
+
+        async def work() -> None:
+            try:
+                with scope:
+                    CURRENT_TOOL_CALL.set(call)
+                    returned = msg.tool.invoke(msg.value, call)
+                    if inspect.isawaitable(returned):
+                        returned = await returned
+                    box["value"] = returned
+            except Exception as error:
+                box["error"] = error
+            finally:
+                done.set()
+
+        self.start_soon(work)
+        try:
+            with anyio.move_on_at(msg.deadline):
+                await done.wait()
+            if not done.is_set():
+                call.cancel()
+                scope.cancel()
+                with anyio.move_on_after(TOOL_SETTLE_GRACE_SECONDS):
+                    await done.wait()
+                settled = "" if done.is_set() else f"; it ignored its signal for {TOOL_SETTLE_GRACE_SECONDS:g}s more"
+                return ToolOutcome(
+                    "timed-out", error=f"the call's time ran out{settled}. It may have run: check before calling again."
+                )
+        finally:
+            self.scopes.pop(call.id, None)
+        if "error" in box:
+            error = box["error"]
+            return ToolOutcome("failed", error=str(error) or type(error).__name__, code="raised")
+        if "value" not in box:  # cancelled by its turn ending
+            return ToolOutcome("timed-out", error="the call was cancelled when its turn ended. It may have run.")
+        if anyio.current_time() >= msg.deadline:
+            return ToolOutcome("timed-out", error="the call finished after its time ran out. It may have run.")
+        return check_result(box["value"], msg.tool.output)

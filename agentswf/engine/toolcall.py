@@ -1,0 +1,38 @@
+"""`ToolCall`: what a tool's handler is given about the call it is handling."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+import anyio
+
+
+class ToolCall:
+    """The call a handler is given: who called, and whether its time is up.
+
+    `cancelled` turns true, and `wait_cancelled()` returns, when the call's time is up
+    or its turn ends; a handler doing long work should watch one of them.
+    """
+
+    def __init__(self, id: str, agent: str, tool: str) -> None:
+        self.id = id
+        self.agent = agent
+        self.tool = tool
+        self._cancelled = anyio.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    async def wait_cancelled(self) -> None:
+        await self._cancelled.wait()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def __repr__(self) -> str:
+        return f"<ToolCall {self.tool} {self.id} by {self.agent}>"
+
+
+CURRENT_TOOL_CALL: ContextVar[ToolCall | None] = ContextVar("agentswf_tool_call", default=None)
+"""The call whose handler is running in this task, if any: what a handler may not do depends on it."""

@@ -1,0 +1,300 @@
+"""`tool(...)`: a function of the workflow that an agent calls while it works.
+
+A tool's input is a msgspec Struct, given as `input=` or derived from the handler's own
+annotated parameters (descriptions from `Annotated[T, "…"]` or the docstring), as the
+WorkflowAI SDK does. The limits of seed 004 are checked when an agent opens with its
+tools, so a mistake fails there and not in the middle of a turn.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import msgspec
+
+from ..engine.toolcall import ToolCall
+from ..errors import DefinitionError
+from ..wire.teaching import Taught
+from .durations import Duration, to_seconds
+
+MAX_TOOLS_PER_AGENT = 16
+MAX_TOOL_NAME_CHARS = 48
+MAX_DESCRIPTION_BYTES = 1024
+MAX_INPUT_SCHEMA_BYTES = 8192
+DEFAULT_TOOL_TIMEOUT_SECONDS = 30.0
+_NAME_START = set("abcdefghijklmnopqrstuvwxyz")
+_NAME_CHARACTERS = _NAME_START | set("0123456789_")
+
+
+class _NoInput(msgspec.Struct, forbid_unknown_fields=True):
+    """A tool without input is called by its name alone."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """A tool: its handler, what the agent reads about it, and how the broker treats its calls."""
+
+    handler: Callable[..., Any]
+    description: str
+    input: type
+    output: Any = None
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT_SECONDS  # None: only the turn's deadline
+    allowed_agents: frozenset[str] | None = None
+    sensitive_fields: frozenset[str] = frozenset()
+    max_attempts: int = 1
+    backoff: float = 0.0
+    requires_approval: bool = False
+    keyword_call: bool = False  # the input was derived from the handler's parameters
+    call_param: str | None = None  # the parameter that receives the ToolCall
+    taught: Taught = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "taught", Taught(self.input))
+
+    @property
+    def takes_input(self) -> bool:
+        return self.input is not _NoInput
+
+    def invoke(self, value: Any, call: ToolCall) -> Any:
+        """Call the handler with `value` as its signature asks; may return an awaitable."""
+        if self.keyword_call:
+            kwargs = {name: getattr(value, name) for name in value.__struct_fields__}
+            if self.call_param:
+                kwargs[self.call_param] = call
+            return self.handler(**kwargs)
+        if self.call_param and self.takes_input:
+            return self.handler(value, call)
+        if self.call_param:
+            return self.handler(call)
+        return self.handler(value) if self.takes_input else self.handler()
+
+    def same_as(self, other: Tool) -> bool:
+        """The same tool as the agent sees it: description and input schema."""
+        return self.description == other.description and self.taught.schema == other.taught.schema
+
+
+def _docstring_params(doc: str) -> dict[str, str]:
+    """Parameter descriptions from a docstring's `Args:` section or `:param x:` lines."""
+    found: dict[str, str] = {}
+    in_args = False
+    for raw in doc.splitlines():
+        line = raw.strip()
+        if line.startswith(":param "):
+            name, _, text = line[len(":param ") :].partition(":")
+            found[name.strip().split()[-1]] = text.strip()
+        elif line.lower() in ("args:", "arguments:", "parameters:"):
+            in_args = True
+        elif in_args and ":" in line and not line.endswith(":"):
+            name, _, text = line.partition(":")
+            found[name.strip().split(" ")[0]] = text.strip()
+        elif in_args and not line:
+            in_args = False
+    return found
+
+
+def _summary(doc: str | None) -> str:
+    text = inspect.cleandoc(doc or "")
+    return text.split("\n\n")[0].strip()
+
+
+def _is_call_annotation(annotation: Any) -> bool:
+    return annotation is ToolCall or (isinstance(annotation, str) and annotation.endswith("ToolCall"))
+
+
+def _derive_input(handler: Callable[..., Any], name: str) -> tuple[type, str | None]:
+    """A Struct made from the handler's annotated parameters, and which one takes the call."""
+    try:
+        hints = typing.get_type_hints(handler, include_extras=True)
+    except Exception as error:
+        raise DefinitionError(f"tool {name}: its parameters' annotations can't be read: {error}") from None
+    described = _docstring_params(inspect.getdoc(handler) or "")
+    fields: list[Any] = []
+    call_param = None
+    for param in inspect.signature(handler).parameters.values():
+        annotation = hints.get(param.name, param.annotation)
+        if _is_call_annotation(annotation):
+            call_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise DefinitionError(f"tool {name}: *{param.name} can't be an input field; name each one")
+        if annotation is inspect.Parameter.empty:
+            raise DefinitionError(
+                f"tool {name}: parameter {param.name} needs a type annotation, so its input can be checked"
+            )
+        annotation = _with_description(annotation, described.get(param.name))
+        if param.default is inspect.Parameter.empty:
+            fields.append((param.name, annotation))
+        else:
+            fields.append((param.name, annotation, param.default))
+    struct = msgspec.defstruct(f"{name}_input", fields, forbid_unknown_fields=True)
+    return struct, call_param
+
+
+def _with_description(annotation: Any, docstring_text: str | None) -> Any:
+    """`Annotated[T, "text"]` (or a docstring line) as `Annotated[T, Meta(description=…)]`."""
+    if typing.get_origin(annotation) is Annotated:
+        base, *extras = typing.get_args(annotation)
+        texts = [extra for extra in extras if isinstance(extra, str)]
+        metas = [extra for extra in extras if not isinstance(extra, str)]
+        if texts:
+            metas.append(msgspec.Meta(description=" ".join(texts)))
+        return Annotated[(base, *metas)] if metas else base
+    if docstring_text:
+        return Annotated[annotation, msgspec.Meta(description=docstring_text)]
+    return annotation
+
+
+def _call_param(handler: Callable[..., Any], input_type: type) -> str | None:
+    params = list(inspect.signature(handler).parameters.values())
+    try:
+        hints = typing.get_type_hints(handler)
+    except Exception:
+        hints = {}
+    for param in params:
+        if _is_call_annotation(hints.get(param.name, param.annotation)):
+            return param.name
+    if len(params) >= 2:
+        return params[1].name
+    return None
+
+
+def _make_tool(
+    handler: Callable[..., Any],
+    *,
+    description: str | None,
+    input: type | None,
+    output: Any,
+    timeout: Duration | bool | None,
+    allowed_agents: Sequence[str] | None,
+    sensitive_fields: Sequence[str],
+    max_attempts: int,
+    backoff: Duration | None,
+    requires_approval: bool,
+) -> Tool:
+    if not callable(handler):
+        raise DefinitionError(f"a tool's handler must be a function, not {handler!r}")
+    label = getattr(handler, "__name__", "tool")
+    text = description if description is not None else _summary(handler.__doc__)
+    if timeout is False:
+        seconds: float | None = None
+    elif timeout is None or timeout is True:
+        seconds = DEFAULT_TOOL_TIMEOUT_SECONDS
+    else:
+        seconds = to_seconds(timeout, what=f"tool {label}'s timeout")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise DefinitionError(f"tool {label}: max_attempts must be a whole number of at least 1")
+    params = list(inspect.signature(handler).parameters.values())
+    if input is not None:
+        if not (isinstance(input, type) and issubclass(input, msgspec.Struct)):
+            raise DefinitionError(f"tool {label}: input must be a msgspec Struct type, not {input!r}")
+        input_type, keyword, call_param = input, False, _call_param(handler, input)
+        if call_param is None and len(params) == 0:
+            raise DefinitionError(f"tool {label}: a tool with input needs a handler that takes it")
+    elif not params:
+        input_type, keyword, call_param = _NoInput, False, None
+    else:
+        input_type, call_param = _derive_input(handler, label)
+        keyword = True
+        if not input_type.__struct_fields__:
+            input_type, keyword = _NoInput, False
+    try:
+        return Tool(
+            handler=handler,
+            description=text,
+            input=input_type,
+            output=output,
+            timeout=seconds,
+            allowed_agents=frozenset(allowed_agents) if allowed_agents is not None else None,
+            sensitive_fields=frozenset(sensitive_fields),
+            max_attempts=max_attempts,
+            backoff=0.0 if backoff is None else to_seconds(backoff, what=f"tool {label}'s backoff"),
+            requires_approval=requires_approval,
+            keyword_call=keyword,
+            call_param=call_param,
+        )
+    except (TypeError, ValueError) as error:
+        raise DefinitionError(f"tool {label}: its input can't be a schema: {error}") from None
+
+
+def tool(
+    handler: Callable[..., Any] | None = None,
+    *,
+    description: str | None = None,
+    input: type | None = None,
+    output: Any = None,
+    timeout: Duration | bool | None = None,
+    allowed_agents: Sequence[str] | None = None,
+    sensitive_fields: Sequence[str] = (),
+    max_attempts: int = 1,
+    backoff: Duration | None = None,
+    requires_approval: bool = False,
+) -> Any:
+    """Define a tool from `handler`, or, without one, a decorator that does.
+
+    `timeout` is each call's budget (30 s by default; `False` leaves only the turn's
+    deadline). `max_attempts` above 1 retries a handler that raised, after `backoff`,
+    so give it only to handlers that are safe to run twice. `output` validates what the
+    handler returns. `allowed_agents` limits which agents may call it; `sensitive_fields`
+    are redacted in the record and logs; `requires_approval` makes every call wait for a
+    person's decision.
+    """
+    options = dict(
+        description=description,
+        input=input,
+        output=output,
+        timeout=timeout,
+        allowed_agents=allowed_agents,
+        sensitive_fields=sensitive_fields,
+        max_attempts=max_attempts,
+        backoff=backoff,
+        requires_approval=requires_approval,
+    )
+    if handler is None:
+        return lambda fn: _make_tool(fn, **options)  # type: ignore[arg-type]
+    return _make_tool(handler, **options)  # type: ignore[arg-type]
+
+
+def check_tools(agent: str, tools: Mapping[str, Tool]) -> dict[str, Tool]:
+    """The agent's tools, after checking every limit; raises DefinitionError naming the first broken one."""
+    if not isinstance(tools, Mapping):
+        raise DefinitionError(f"agent {agent}: tools must be a dict of name to tool(...)")
+    if len(tools) > MAX_TOOLS_PER_AGENT:
+        raise DefinitionError(f"agent {agent} has {len(tools)} tools; an agent holds at most {MAX_TOOLS_PER_AGENT}")
+    checked: dict[str, Tool] = {}
+    for name, value in tools.items():
+        if not isinstance(value, Tool):
+            raise DefinitionError(f"agent {agent}: tool {name!r} must be made with tool(...), not {value!r}")
+        if (
+            not isinstance(name, str)
+            or not name
+            or len(name) > MAX_TOOL_NAME_CHARS
+            or name[0] not in _NAME_START
+            or not set(name) <= _NAME_CHARACTERS
+        ):
+            raise DefinitionError(
+                f"{name!r} is not a tool name: lowercase letters, digits and '_', starting with a letter, "
+                f"at most {MAX_TOOL_NAME_CHARS} characters"
+            )
+        size = len(value.description.encode())
+        if not value.description.strip() or size > MAX_DESCRIPTION_BYTES:
+            raise DefinitionError(
+                f"tool {name}: its description must be non-empty and at most {MAX_DESCRIPTION_BYTES} bytes "
+                f"(it is {size}); it is what the agent reads to decide when to call it"
+            )
+        schema = value.taught.schema
+        schema_size = len(msgspec.json.encode(schema))
+        if schema.get("type") != "object" or schema_size > MAX_INPUT_SCHEMA_BYTES:
+            raise DefinitionError(
+                f"tool {name}: its input schema must be an object of at most {MAX_INPUT_SCHEMA_BYTES} bytes "
+                f"(it is {schema_size})"
+            )
+        if value.timeout is not None and not math.isfinite(value.timeout):
+            raise DefinitionError(f"tool {name}: timeout must be finite, or False for the turn's deadline")
+        checked[name] = value
+    return checked
+
