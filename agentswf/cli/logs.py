@@ -37,6 +37,9 @@ def print_run(run_dir: Path, out: TextIO) -> None:
         if output["outcome"] == "completed":
             out.write(f"  value: {_short(output.get('value'))}\n")
     logs = list(read_lines(run_dir / "log.jsonl"))
+    tools: dict[str, list[dict[str, Any]]] = {}
+    for call in read_lines(run_dir / "tools.jsonl"):
+        tools.setdefault(call.get("turn_call_id", ""), []).append(call)
     for turn in read_lines(run_dir / "turns.jsonl"):
         outcome = turn["outcome"]
         nudged = " (nudged)" if turn.get("nudged") else ""
@@ -54,6 +57,15 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             out.write(f"  {_clock(candidate.get('at'))} {mark}: {_short(given)}\n")
             if candidate.get("error"):
                 out.write(f"    {_short(candidate['error'])}\n")
+        for call in tools.get(turn["call_id"], []):
+            took = call["ended_at"] - call["started_at"]
+            out.write(
+                f"  {_clock(call.get('started_at'))} tool {call['tool']} {_short(call.get('input'))} "
+                f"-> {call['outcome']} ({took * 1000:.0f} ms)\n"
+            )
+            shown = call.get("error") if call["outcome"] != "result" else call.get("result")
+            if shown not in (None, ""):
+                out.write(f"    {_short(shown)}\n")
     if logs:
         out.write("\nlog:\n")
         for line in logs:

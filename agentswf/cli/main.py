@@ -1,4 +1,4 @@
-"""`awf`, the operator's command: run a workflow file, read a run's record.
+"""`awf`, the operator's command: run a workflow file, decide on its tool calls, read its record.
 
 Exit codes of `awf run`: 0 completed, 1 failed or timed out, 2 a usage error or a
 refused run, 3 stopped, 130 interrupted (Ctrl-C).
@@ -17,7 +17,8 @@ import msgspec
 import structlog
 
 from ..__about__ import __version__
-from ..engine.records import DEFAULT_RUN_ROOT, find_run
+from ..engine.operator import Approve, OperatorRequest, OperatorResponse, Pending, Reject, ask_run
+from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
@@ -54,6 +55,10 @@ def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
     raise UsageFailure(f"workflow {definition.name} takes its args as one JSON value after --")
 
 
+def json_text(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
 def _configure_progress() -> None:
     structlog.configure(
         processors=[
@@ -78,7 +83,12 @@ async def _run_with_interrupt(definition: WorkflowDefinition, options: argparse.
 
         group.start_soon(watch_interrupt)
         result = await run(
-            definition, args=args, run_root=options.run_root, cwd=options.cwd, timeout=options.timeout
+            definition,
+            args=args,
+            run_root=options.run_root,
+            cwd=options.cwd,
+            timeout=options.timeout,
+            replay=_replayed_run(options),
         )
         group.cancel_scope.cancel()
     return result
@@ -115,13 +125,48 @@ def command_run(options: argparse.Namespace) -> int:
     return EXIT_BY_OUTCOME[result.outcome]
 
 
-def command_logs(options: argparse.Namespace) -> int:
+def _run_dir(options: argparse.Namespace, run: str | None) -> Path:
     root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
-    run_dir = find_run(root, options.run)
+    run_dir = find_run(root, run)
     if run_dir is None:
-        which = f"run {options.run!r}" if options.run else "any run"
+        which = f"run {run!r}" if run else "any run"
         raise UsageFailure(f"no record of {which} under {root}")
-    print_run(run_dir, sys.stdout)
+    return run_dir
+
+
+def _replayed_run(options: argparse.Namespace) -> Path | None:
+    return None if options.replay is None else _run_dir(options, options.replay)
+
+
+def command_logs(options: argparse.Namespace) -> int:
+    print_run(_run_dir(options, options.run), sys.stdout)
+    return 0
+
+
+def _ask_live_run(options: argparse.Namespace, request: OperatorRequest) -> OperatorResponse:
+    run_dir = _run_dir(options, options.run)
+    control = read_json(run_dir / "run.json").get("control")
+    if (run_dir / "output.json").exists() or not control:
+        raise UsageFailure(f"run {run_dir.name} has ended; there is nothing to decide")
+    try:
+        return ask_run(control, request)
+    except OSError as error:
+        raise UsageFailure(f"run {run_dir.name} isn't answering ({error}); it may have ended") from None
+
+
+def command_decide(options: argparse.Namespace) -> int:
+    kind = Approve if options.command == "approve" else Reject
+    response = _ask_live_run(options, kind(options.call, options.reason or "", options.by))
+    print(f"awf: {response.message}", file=sys.stderr if not response.ok else sys.stdout)
+    return 0 if response.ok else 1
+
+
+def command_pending(options: argparse.Namespace) -> int:
+    response = _ask_live_run(options, Pending())
+    for request in response.value or []:
+        why = f"  ({request['reason']})" if request.get("reason") else ""
+        print(f"{request['call_id']}  {request['agent']} → {request['tool']}  {json_text(request['input'])}{why}")
+    print(f"awf: {response.message}", file=sys.stderr)
     return 0
 
 
@@ -143,6 +188,22 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
     run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     run_parser.set_defaults(handler=command_run)
+
+    run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
+
+    for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):
+        decide_parser = commands.add_parser(name, help=text)
+        decide_parser.add_argument("run", help="the run's id or directory")
+        decide_parser.add_argument("call", help="the tool call's id (awf pending lists them)")
+        decide_parser.add_argument("--reason", required=name == "reject", help="told to the agent")
+        decide_parser.add_argument("--by", default="operator", help="who decided, for the record")
+        decide_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+        decide_parser.set_defaults(handler=command_decide)
+
+    pending_parser = commands.add_parser("pending", help="list a live run's tool calls waiting for approval")
+    pending_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    pending_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    pending_parser.set_defaults(handler=command_pending)
 
     logs_parser = commands.add_parser("logs", help="print a run's turns and answers")
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")

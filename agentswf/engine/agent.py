@@ -39,7 +39,7 @@ from ..wire.teaching import ReadError, Taught
 from . import rules
 from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered
 from .broker import CancelTool, RunTool, ToolDone, tool_response
-from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
+from .recorder import CallOpened, CandidateSeen, ResultAccepted, ToolCalled, TurnEnded
 from .toolcall import ToolCall
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
@@ -243,13 +243,17 @@ class AgentActor(Actor):
                 break
         else:
             return
-        self.calls[start.call_id] = rules.CallView(self.key, "expired", start.deadline)
+        outcome = TimedOut("the turn's deadline passed while it waited for the agent's earlier turns")
+        await self._end_queued(start, reply, "expired", outcome)
+
+    async def _end_queued(self, start: StartTurn, reply: Reply, state: rules.CallState, outcome: Outcome) -> None:
+        """A turn that never started ends now: its call is recorded, and so is how it ended."""
+        self.calls[start.call_id] = rules.CallView(self.key, state, start.deadline)
         await self.run.tell(CallRegistered(start.call_id, self.key))
         await self.recorder.ask(
             CallOpened(start.call_id, self.key, start.n, start.prompt, start.taught.schema, wall_ms(start.deadline))
         )
         now = time.time()
-        outcome = TimedOut("the turn's deadline passed while it waited for the agent's earlier turns")
         record = Turn(outcome=outcome, agent=self.key, call_id=start.call_id, n=start.n, started_at=now, ended_at=now)
         await self.recorder.ask(TurnEnded(record))
         reply.set(record)
@@ -363,13 +367,13 @@ class AgentActor(Actor):
             self._take(turn, step, ending)
 
     @handler
-    def cancel_turn(self, msg: CancelTurn) -> None:
+    async def cancel_turn(self, msg: CancelTurn) -> None:
         """Cancel a running or queued turn; answered once its CLI is gone."""
         reply = self.defer()
         for index, (start, queued) in enumerate(self.pending):
             if start.call_id == msg.call_id:
                 del self.pending[index]
-                queued.set(None)
+                await self._end_queued(start, queued, "ended", Cancelled(msg.reason))
                 reply.set(None)
                 return
         turn = self.turn
@@ -525,6 +529,7 @@ class AgentActor(Actor):
             tools=tuple(self.tools),
         )
         if refusal is not None:
+            await self._record_refused(request, refusal.code, refusal.message)
             return refused("tool", refusal.code, refusal.message)
         if running is not None:  # the same call again: it gets the running call's answer
             running.replies.append(self.defer())
@@ -534,13 +539,35 @@ class AgentActor(Actor):
         try:
             value = tool.taught.read(request.args, request.input)
         except ReadError as error:
-            return refused("tool", "invalid-input", self._tool_hint(request.name, tool, str(error)))
+            message = self._tool_hint(request.name, tool, str(error))
+            await self._record_refused(request, "invalid-input", message)
+            return refused("tool", "invalid-input", message)
         call = ToolCall(secrets.token_hex(4), self.key, request.name)
         now = anyio.current_time()
         deadline = turn.deadline if tool.timeout is None else min(turn.deadline, now + tool.timeout)
         self.tool_run = _ToolRun(call, request.name, request.args, request.input, [self.defer()])
         await self.broker.tell(RunTool(call, tool, value, deadline, turn.call_id, self.ref))
         return accepted("tool")
+
+    async def _record_refused(self, request: ToolRequest, code: str, message: str) -> None:
+        """A refused call goes in the record too: the handler never ran, so its raw input is kept."""
+        now = time.time()
+        given = request.args or request.input
+        sensitive = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
+        await self.recorder.ask(
+            ToolCalled(
+                call_id=secrets.token_hex(4),
+                turn_call_id=self.turn.call_id if self.turn is not None else "",
+                agent=self.key,
+                tool=request.name,
+                input="[redacted]" if sensitive else given,
+                outcome="refused",
+                error=message,
+                code=code,
+                started_at=now,
+                ended_at=now,
+            )
+        )
 
     def _tool_hint(self, name: str, tool: Any, error: str) -> str:
         usage = f"{self.launcher} tool {name}"
