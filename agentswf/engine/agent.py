@@ -554,7 +554,7 @@ class AgentActor(Actor):
         now = time.time()
         given = request.args or request.input
         sensitive = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
-        await self.recorder.ask(
+        await self.recorder.tell(
             ToolCalled(
                 call_id=secrets.token_hex(4),
                 turn_call_id=self.turn.call_id if self.turn is not None else "",

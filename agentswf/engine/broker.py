@@ -10,7 +10,9 @@ broker only runs it, each call in a task of its own, and tells the agent how it 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -124,8 +126,46 @@ def tool_response(outcome: ToolOutcome) -> Response:
     return refused("tool", code, outcome.error)
 
 
+def _not_json(value: Any) -> str | None:
+    """What in `value` isn't a JSON value (None if all of it is).
+
+    msgspec would encode a set, a datetime, bytes or a UUID in some form, but the agent
+    should read what the handler returned, not a guess at it: only None, bool, int, a
+    finite float, str, list/tuple, dict with str keys, and Structs or dataclasses of
+    these are JSON.
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"the number {value!r}"
+    if isinstance(value, (list, tuple)):
+        items: Any = value
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                return f"a dict key {key!r} ({type(key).__name__}, not str)"
+        items = value.values()
+    elif isinstance(value, msgspec.Struct):
+        items = [getattr(value, name) for name in value.__struct_fields__]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [getattr(value, item.name) for item in dataclasses.fields(value)]
+    else:
+        return f"a value of type {type(value).__name__}"
+    for item in items:
+        found = _not_json(item)
+        if found is not None:
+            return found
+    return None
+
+
 def check_result(value: Any, output: Any) -> ToolOutcome:
     """The handler's return value as the agent will read it, or why it can't be."""
+    try:
+        found = _not_json(value)
+    except RecursionError:
+        found = "a value nested too deeply"
+    if found is not None:
+        return ToolOutcome("failed", error=f"the tool returned what isn't JSON: {found}")
     if output is not None:
         try:
             value = msgspec.convert(value, output, from_attributes=True)
@@ -199,7 +239,7 @@ class ToolBroker(Actor):
         finally:
             self.running.pop(call.id, None)
         redacted = verdict.redacted if verdict is not None else msg.tool.sensitive_fields
-        await self.recorder.ask(
+        await self.recorder.tell(
             ToolCalled(
                 call_id=call.id,
                 turn_call_id=msg.turn_call_id,

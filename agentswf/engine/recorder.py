@@ -14,7 +14,7 @@ import anyio
 import msgspec
 
 from ..actors import Actor, handler
-from .records import RECORD_VERSION, append_line, encode, write_whole
+from .records import RECORD_VERSION, LineLog, encode, write_whole
 
 
 class RunStarted(msgspec.Struct, frozen=True):
@@ -98,6 +98,17 @@ class Recorder(Actor):
     def __init__(self, run_dir: Path) -> None:
         super().__init__()
         self.run_dir = run_dir
+        self._logs: dict[Path, LineLog] = {}
+
+    def _append(self, path: Path, record: Any) -> None:
+        log = self._logs.get(path)
+        if log is None:
+            log = self._logs[path] = LineLog(path)
+        log.append(record)
+
+    async def on_stop(self) -> None:
+        for log in self._logs.values():
+            log.close()
 
     def _call_dir(self, call_id: str) -> Path:
         return self.run_dir / "calls" / call_id
@@ -120,7 +131,7 @@ class Recorder(Actor):
 
     @handler
     def candidate_seen(self, msg: CandidateSeen) -> None:
-        append_line(self._call_dir(msg.call_id) / "candidates.jsonl", msg)
+        self._append(self._call_dir(msg.call_id) / "candidates.jsonl", msg)
 
     @handler
     async def result_accepted(self, msg: ResultAccepted) -> None:
@@ -128,19 +139,19 @@ class Recorder(Actor):
 
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
-        append_line(self.run_dir / "turns.jsonl", msg.turn)
+        self._append(self.run_dir / "turns.jsonl", msg.turn)
 
     @handler
     def logged(self, msg: Logged) -> None:
-        append_line(self.run_dir / "log.jsonl", msg)
+        self._append(self.run_dir / "log.jsonl", msg)
 
     @handler
     def tool_called(self, msg: ToolCalled) -> None:
-        append_line(self.run_dir / "tools.jsonl", msg)
+        self._append(self.run_dir / "tools.jsonl", msg)
 
     @handler
     def approval_decided(self, msg: ApprovalDecided) -> None:
-        append_line(self.run_dir / "approvals.jsonl", msg)
+        self._append(self.run_dir / "approvals.jsonl", msg)
 
     @handler
     async def run_ended(self, msg: RunEnded) -> None:

@@ -67,17 +67,41 @@ def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
         os.close(directory)
 
 
+class LineLog:
+    """An append-only JSON-lines file, kept open by its one writer.
+
+    On first use a torn last line (from a run that died mid-write) is ended, so the
+    next record starts on a line of its own.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: Any = None
+
+    def append(self, record: Any) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "ab+")
+            if self._file.tell() > 0:
+                self._file.seek(-1, os.SEEK_END)
+                if self._file.read(1) != b"\n":
+                    self._file.write(b"\n")
+        self._file.write(encode(record) + b"\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 def append_line(path: Path, record: Any) -> None:
-    """Append one JSON line; a torn earlier line is ended first so this one stays whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = encode(record) + b"\n"
-    with open(path, "ab+") as file:
-        if file.tell() > 0:
-            file.seek(-1, os.SEEK_END)
-            if file.read(1) != b"\n":
-                line = b"\n" + line
-        file.write(line)
-        file.flush()
+    """Append one JSON line to `path` (opening and closing it)."""
+    log = LineLog(path)
+    try:
+        log.append(record)
+    finally:
+        log.close()
 
 
 def read_lines(path: Path) -> Iterator[dict[str, Any]]:

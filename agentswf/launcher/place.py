@@ -2,8 +2,8 @@
 
 Each run gets `/tmp/awf-XXXX` (mode 0300: its owner can enter it but nobody can list
 it, so an agent can't find a sibling's socket), and each agent a 0700 directory in it
-holding the socket and `wfa`, a `#!/bin/sh` launcher of mode 0500 (an agent can't
-overwrite its only way to answer). `/tmp` and short names keep the socket path well
+holding the socket and `wfa`, a launcher of mode 0500 (an agent can't overwrite its
+only way to answer) that runs the client on this interpreter with `-S -I`. `/tmp` and short names keep the socket path well
 under the 104-byte limit of `sun_path`, and short enough that cheap models copy it right.
 """
 

@@ -63,6 +63,7 @@ class ScriptedTurn:
         self.call_id = attempt.call_id
         self.n = attempt.turn
         self.nudge = attempt.nudge
+        self.launcher = attempt.launcher
         self._socket = str(attempt.launcher.with_name(SOCKET_NAME))
         self.answered = False
 

@@ -12,14 +12,14 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from ..errors import DefinitionError, StopRequested
-from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
+from ..errors import ActorStopped, DefinitionError, StopRequested
+from ..engine.records import DEFAULT_RUN_ROOT, RECORD_VERSION, encode, new_run_id, write_whole
 from ..engine.recorder import RunEnded, RunStarted
 from ..engine.broker import Replay
 from ..engine.run import run_actors
 from ..harnesses.runtime import harness_for
 from .agents import Agents, HarnessResolver
-from .context import Approvals, Workflow
+from .context import Approvals, Workflow, _leaves
 from .definition import WorkflowDefinition
 from .durations import Duration, to_seconds
 
@@ -46,6 +46,8 @@ class RunResult:
 
 def _reason(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"
+    if isinstance(error, BaseExceptionGroup):  # name the errors inside, not only the group
+        text += ": " + "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(error))
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
@@ -135,7 +137,11 @@ async def run(
         except StopRequested as stop:
             outcome, reason = "stopped", stop.reason
         except Exception as error:
-            outcome, reason = "failed", _reason(error)
+            stop = next((leaf for leaf in _leaves(error) if isinstance(leaf, StopRequested)), None)
+            if stop is not None:  # wf.stop inside the workflow's own task group
+                outcome, reason = "stopped", stop.reason
+            else:
+                outcome, reason = "failed", _reason(error)
         except anyio.get_cancelled_exc_class():
             outcome, reason = "cancelled", "the run was cancelled"
             raise
@@ -143,6 +149,14 @@ async def run(
             outcome, reason = "failed", _reason(group)
         finally:
             with anyio.CancelScope(shield=True):
-                await agents.close_all()
-                await actors.recorder.ask(RunEnded(outcome, reason, value, started, time.time()))
+                ended = RunEnded(outcome, reason, value, started, time.time())
+                try:
+                    await agents.close_all()
+                    await actors.recorder.ask(ended)
+                except ActorStopped:
+                    if outcome != "cancelled":
+                        raise
+                    # the caller's cancellation stopped the run's actors too: record the ending here
+                    data = encode({"version": RECORD_VERSION, **msgspec.structs.asdict(ended)})
+                    write_whole(record_dir / "output.json", data)
     return RunResult(outcome, value, reason, run_id, record_dir)

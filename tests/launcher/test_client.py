@@ -505,6 +505,7 @@ def test_decode_response():
         "stdout": "",
         "stderr": "wfa: owe.\nwfa: send refused (no-route): no route to x.\n",
         "value": None,
+        "error": "no route to x.",
     }
     for bad in [
         b'{"exit":0,"stdout":"","stderr":""}',

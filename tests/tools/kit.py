@@ -56,13 +56,19 @@ def shell_agent(tmp_path: Path, name: str, body: str) -> str:
     return f"shell:{script}"
 
 
-def call_tool(tag: str, command: str) -> str:
-    """Shell lines running `"$WFA" tool <command>`, saving its exit code, stdout and stderr as $OUT/<tag>.*"""
-    return f'"$WFA" tool {command} >"$OUT/{tag}.out" 2>"$OUT/{tag}.err"; echo $? >"$OUT/{tag}.rc"'
+def call_tool(tag: str, command: str, heredoc: str | None = None) -> str:
+    """Shell lines running `"$WFA" tool <command>`, saving its exit code, stdout and stderr as $OUT/<tag>.*
+
+    Without `heredoc` standard input is /dev/null (a shell agent's own stdin holds its prompt).
+    """
+    saving = f'>"$OUT/{tag}.out" 2>"$OUT/{tag}.err"'
+    if heredoc is None:
+        return f'"$WFA" tool {command} </dev/null {saving}; echo $? >"$OUT/{tag}.rc"'
+    return f"\"$WFA\" tool {command} {saving} <<'WF_JSON'\n{heredoc}\nWF_JSON\necho $? >\"$OUT/{tag}.rc\""
 
 
 def answer_line() -> str:
-    return '"$WFA" result "$WFA_CALL_ID" >/dev/null 2>&1'
+    return 'echo \'"done"\' | "$WFA" result "$WFA_CALL_ID" >/dev/null 2>&1'
 
 
 class Saved(msgspec.Struct):

@@ -1,0 +1,87 @@
+"""What the ToolBroker adds to a tool call, in process, against calling the handler directly.
+
+    python benchmarks/broker.py [N]        (default N=2000)
+
+Each call goes the whole broker path: the policy verdict, the handler in a task of its
+own under the call's deadline, the result checked (JSON, size, output schema), the call
+appended to the run's record by the Recorder, and the outcome told to the calling agent
+(here a stub actor). The baseline calls the same handler directly and encodes its result
+as JSON. Prints microseconds per call for each and the ratio, on both backends.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from agentswf import tool
+from agentswf.actors import Actor, Supervisor, handler
+from agentswf.engine.approvals import ApprovalDesk
+from agentswf.engine.broker import RunTool, ToolBroker, ToolDone
+from agentswf.engine.recorder import Recorder
+from agentswf.engine.toolcall import ToolCall
+
+
+class Item(msgspec.Struct):
+    id: str
+    count: int
+
+
+def handle(item: Item) -> str:
+    return f"{item.id} seen {item.count} times"
+
+
+class Caller(Actor):
+    """Stands in for the agent's actor: it is told each call's outcome."""
+
+    def __init__(self, signal: list[anyio.Event]) -> None:
+        super().__init__()
+        self.signal = signal
+
+    @handler
+    def tool_done(self, msg: ToolDone) -> None:
+        self.signal[0].set()
+
+
+async def measure(n: int) -> tuple[float, float]:
+    noop = tool(handle, input=Item, description="Count one item.")
+    value = Item("b1", 3)
+    start = time.perf_counter()
+    for _ in range(n):
+        msgspec.json.encode(noop.invoke(value, ToolCall("c", "a", "count")))
+    direct = (time.perf_counter() - start) / n
+    with tempfile.TemporaryDirectory(prefix="awf-bench-") as root:
+        async with Supervisor("bench") as supervisor:
+            recorder = supervisor.spawn(Recorder, Path(root), name="recorder", capacity=64)
+            desk = supervisor.spawn(ApprovalDesk, recorder, name="desk", capacity=64)
+            broker = supervisor.spawn(ToolBroker, recorder, desk, (), None, name="broker", capacity=64)
+            signal = [anyio.Event()]
+            caller = supervisor.spawn(Caller, signal, name="caller", capacity=64)
+            start = time.perf_counter()
+            for index in range(n):
+                signal[0] = anyio.Event()
+                deadline = anyio.current_time() + 30
+                await broker.tell(RunTool(ToolCall(str(index), "a", "count"), noop, value, deadline, "turn", caller))
+                await signal[0].wait()
+            brokered = (time.perf_counter() - start) / n
+            await supervisor.stop()
+    return brokered, direct
+
+
+def main(argv: list[str]) -> None:
+    n = int(argv[0]) if argv else 2000
+    for backend in ("asyncio", "trio"):
+        brokered, direct = anyio.run(measure, n, backend=backend)
+        print(
+            f"broker_call_{backend}: ours={brokered * 1e6:.1f}us baseline={direct * 1e6:.2f}us "
+            f"ratio={brokered / direct:.0f} added={(brokered - direct) * 1e6:.1f}us"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,172 @@
+"""However a turn or run ends, nothing of the agent is left: no process of its group, no socket,
+no launcher, no /tmp/awf-* directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from .kit import N, awf_dirs, group_members, alive, lines, run_wf, shell_agent, text, turns
+
+pytestmark = pytest.mark.anyio
+
+# Children that outlive the CLI unless its whole group goes: plain ones, and one that ignores SIGTERM.
+SPAWN = """
+echo $$ >"$OUT/pgid"
+echo "$WFA" >"$OUT/wfa"
+sleep 1000 & echo $! >>"$OUT/pids"
+sleep 1000 & echo $! >>"$OUT/pids"
+sh -c 'trap "" TERM; echo $$ >>"$OUT/pids"; while :; do sleep 1; done' &
+while [ "$(wc -l <"$OUT/pids")" -lt 3 ]; do sleep 0.01; done
+touch "$OUT/ready"
+"""
+
+
+def assert_nothing_left(tmp_path: Path, before: set[str]) -> None:
+    pids = [int(pid) for pid in lines(tmp_path, "pids")]
+    pgid = int(text(tmp_path, "pgid"))
+    assert len(pids) == 3
+    assert [pid for pid in [pgid, *pids] if alive(pid)] == []
+    assert group_members(pgid) == []
+    launcher = Path(text(tmp_path, "wfa").strip())
+    run_dir = launcher.parent.parent
+    assert run_dir.name.startswith("awf-") and run_dir.parent == Path("/tmp")
+    assert not run_dir.exists() and not launcher.with_name("s.sock").exists()
+    assert awf_dirs() - before == set()
+
+
+async def test_answered(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + '"$WFA" result "$WFA_CALL_ID" --n 1')
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        return (await agent.run("Count.", schema=N, timeout="10s")).outcome.kind
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value == "answered"
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_answered_and_the_cli_lingers(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + '"$WFA" result "$WFA_CALL_ID" --n 1; sleep 1000')
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        return (await agent.run("Count.", schema=N, timeout=0.5)).outcome.kind
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value == "answered"
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_timed_out(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        return (await agent.run("Count.", schema=N, timeout=0.4)).outcome.kind
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value == "timed-out"
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_failed(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + "echo broken >&2; exit 3")
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        return (await agent.run("Count.", schema=N, timeout="10s")).outcome.kind
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value == "failed"
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_unanswered(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN)
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        return (await agent.run("Count.", schema=N, timeout="10s", nudge=False)).outcome.kind
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value == "unanswered"
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_cancelled(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+
+        async def item(which):
+            if which == "boom":
+                while not (tmp_path / "ready").exists():
+                    await anyio.sleep(0.01)
+                raise ValueError("boom")
+            await agent.run("Count.", schema=N, timeout="20s")
+
+        await wf.parallel(["turn", "boom"], item)
+
+    result = await run_wf(fn, tmp_path)
+    assert result.outcome == "failed" and result.reason == "ValueError: boom"
+    assert [t["outcome"]["kind"] for t in turns(result)] == ["cancelled"]
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_run_timeout(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        await agent.run("Count.", schema=N)
+
+    result = await run_wf(fn, tmp_path, timeout=0.4)
+    assert result.outcome == "timed-out"
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_workflow_error_with_an_agent_mid_turn(tmp_path):
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        async with anyio.create_task_group() as group:
+            group.start_soon(agent.run, "Count.")
+            while not (tmp_path / "ready").exists():
+                await anyio.sleep(0.01)
+            raise RuntimeError("the workflow broke")
+
+    result = await run_wf(fn, tmp_path)
+    assert result.outcome == "failed" and "the workflow broke" in result.reason
+    assert_nothing_left(tmp_path, before)
+
+
+async def test_caller_cancelled(tmp_path):
+    import agentswf
+    from agentswf import workflow
+
+    before = awf_dirs()
+    runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
+
+    @workflow(name="t", description="d")
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        await agent.run("Count.")
+
+    with anyio.move_on_after(0.5) as scope:
+        await agentswf.run(fn, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert scope.cancelled_caught
+    assert_nothing_left(tmp_path, before)
