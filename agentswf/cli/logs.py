@@ -71,3 +71,25 @@ def print_run(run_dir: Path, out: TextIO) -> None:
         for line in logs:
             fields = " ".join(f"{key}={value}" for key, value in (line.get("fields") or {}).items())
             out.write(f"  {_clock(line.get('at'))} {line.get('message', '')} {fields}".rstrip() + "\n")
+
+
+def print_trace(run_dir: Path, out: TextIO) -> None:
+    """Every message of the run: when it was sent, by whom to whom, when it was read, how long it waited."""
+    read: dict[str, dict[str, Any]] = {}
+    sent: list[dict[str, Any]] = []
+    for line in read_lines(run_dir / "messages.jsonl"):
+        if line.get("event") == "read":
+            read.setdefault(line["message_id"], line)
+        elif line.get("event") == "sent":
+            sent.append(line)
+    if not sent:
+        out.write("no messages in this run\n")
+        return
+    for line in sent:
+        mail = line["mail"]
+        seen = read.get(mail["id"])
+        when = f"read {_clock(seen['at'])} by {seen['by']}, waited {seen['at'] - mail['at']:.1f}s" if seen else "never read"
+        out.write(
+            f"{_clock(mail['at'])} {mail['sender']} -> {mail['to']} [{mail['kind']}, route {line['route']}] "
+            f"{_short(mail['text'])}\n  {when}\n"
+        )

@@ -17,14 +17,24 @@ import msgspec
 import structlog
 
 from ..__about__ import __version__
-from ..engine.operator import Approve, OperatorRequest, OperatorResponse, Pending, Reject, ask_run
+from ..engine.operator import (
+    Approve,
+    OperatorRequest,
+    OperatorResponse,
+    Pending,
+    PostAs,
+    ReadInbox,
+    Reject,
+    ask_run,
+)
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
-from .logs import print_run
+from ..wire.common import parse_duration
+from .logs import print_run, print_trace
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -161,6 +171,41 @@ def command_decide(options: argparse.Namespace) -> int:
     return 0 if response.ok else 1
 
 
+def command_inbox(options: argparse.Namespace) -> int:
+    wait = 0.0
+    if options.wait is not None:
+        wait = parse_duration(options.wait) or 0.0
+        if wait <= 0:
+            raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
+    response = _ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
+    if not response.ok:
+        print(f"awf: {response.message}", file=sys.stderr)
+        return 1
+    for mail in response.value or []:
+        kind = {"question": " (a question: awf reply … {s})", "reply": " (a reply)"}.get(mail["kind"], "")
+        print(f"from {mail['sender']}{kind.format(s=mail['sender'])}:\n{mail['text']}\n")
+    if not response.value:
+        print("awf: no messages" + (f" within {options.wait}" if options.wait else ""), file=sys.stderr)
+        return 1 if options.wait else 0
+    return 0
+
+
+def command_post(options: argparse.Namespace) -> int:
+    text = options.message if options.message is not None else sys.stdin.read()
+    if text.endswith("\n"):
+        text = text[:-1]
+    if not text:
+        raise UsageFailure("the message is empty: give it as an argument or on standard input")
+    response = _ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
+    print(f"awf: {response.message}", file=sys.stdout if response.ok else sys.stderr)
+    return 0 if response.ok else 1
+
+
+def command_trace(options: argparse.Namespace) -> int:
+    print_trace(_run_dir(options, options.run), sys.stdout)
+    return 0
+
+
 def command_pending(options: argparse.Namespace) -> int:
     response = _ask_live_run(options, Pending())
     for request in response.value or []:
@@ -204,6 +249,27 @@ def _parser() -> argparse.ArgumentParser:
     pending_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     pending_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     pending_parser.set_defaults(handler=command_pending)
+
+    inbox_parser = commands.add_parser("inbox", help="read a participant's messages in a live run")
+    inbox_parser.add_argument("run", help="the run's id or directory")
+    inbox_parser.add_argument("--as", dest="key", required=True, help="the participant's key")
+    inbox_parser.add_argument("--wait", help="wait this long for a message if there is none, e.g. 10m")
+    inbox_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    inbox_parser.set_defaults(handler=command_inbox)
+
+    for name, text in (("send", "send a message as a participant"), ("reply", "answer a question as a participant")):
+        post_parser = commands.add_parser(name, help=text)
+        post_parser.add_argument("run", help="the run's id or directory")
+        post_parser.add_argument("peer", help="the agent (or participant) to write to")
+        post_parser.add_argument("message", nargs="?", help="the message (default: standard input)")
+        post_parser.add_argument("--as", dest="key", required=True, help="the participant's key")
+        post_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+        post_parser.set_defaults(handler=command_post)
+
+    trace_parser = commands.add_parser("trace", help="who sent what to whom, when it was read, how long it waited")
+    trace_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    trace_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    trace_parser.set_defaults(handler=command_trace)
 
     logs_parser = commands.add_parser("logs", help="print a run's turns and answers")
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")

@@ -9,7 +9,6 @@ them: it runs the harness, keeps the deadline, and tells the Recorder.
 from __future__ import annotations
 
 import math
-import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from ..launcher.place import make_agent_dir
 from ..wire import (
     DEFAULT_WAITING_SECONDS,
     MIN_WAITING_SECONDS,
+    PeersRequest,
     Request,
     Response,
     ResultRequest,
@@ -35,12 +35,16 @@ from ..wire import (
     accepted,
     refused,
 )
+from ..wire.prompts import OWED_REMINDER, continuation_prompt, message_turn_prompt
 from ..wire.teaching import ReadError, Taught
 from . import rules
 from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered
-from .broker import CancelTool, RunTool, ToolDone, tool_response
-from .recorder import CallOpened, CandidateSeen, ResultAccepted, ToolCalled, TurnEnded
-from .toolcall import ToolCall
+from .agent_mail import AgentMail, notice
+from .agent_tools import AgentTools, ToolRun
+from .clock import wall_ms
+from .broker import CancelTool
+from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
+from .switchboard import DropAwait, GiveUp, MailWaiting, Register, Standing, StandingView, StateChanged, TakeMail
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
 AGENT_MAILBOX_CAPACITY = 128
@@ -64,12 +68,6 @@ class StartTurn(msgspec.Struct, frozen=True):
 
 class Describe(msgspec.Struct, frozen=True):
     """Asked once the agent is open: where its launcher is."""
-
-
-class SetTools(msgspec.Struct, frozen=True):
-    """The agent was reopened with the same tools: the new handlers replace the old."""
-
-    tools: dict[str, Any]
 
 
 class CancelTurn(msgspec.Struct, frozen=True):
@@ -108,13 +106,6 @@ class _QueuedExpired(msgspec.Struct, frozen=True):
     call_id: str
 
 
-def wall_ms(loop_time: float) -> int | None:
-    """A time on the event loop's clock as Unix milliseconds (None for no time at all)."""
-    if math.isinf(loop_time):
-        return None
-    return int((time.time() + loop_time - anyio.current_time()) * 1000)
-
-
 @dataclass
 class _Turn:
     call_id: str
@@ -124,9 +115,12 @@ class _Turn:
     taught: Taught
     deadline: float
     nudge_allowed: bool
-    reply: Reply
+    reply: Reply | None  # None for a turn a message started: nobody awaits it
     started_at: float
+    kind: str = "workflow"  # or "message"
     nudged: bool = False
+    reminded: bool = False  # of a reply it owes, once
+    next_prompt: str | None = None  # the next attempt's prompt, when mail continues the turn
     accepted: bool = False
     value: Any = None
     attempt_running: bool = False
@@ -137,17 +131,6 @@ class _Turn:
     attempt_done: anyio.Event = field(default_factory=anyio.Event)
     scopes: list[anyio.CancelScope] = field(default_factory=list)
     settle_waiters: list[Reply] = field(default_factory=list)
-
-
-@dataclass
-class _ToolRun:
-    """The one tool call an agent has running, and every request waiting on its answer."""
-
-    call: ToolCall
-    name: str
-    args: list[str]
-    input: str | None
-    replies: list[Reply]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +147,11 @@ class AgentSetup:
     budget: ConnectionBudget
     broker: ActorRef
     tools: Mapping[str, Any]  # name -> workflow.tools.Tool
+    board: ActorRef  # the switchboard
+    run_deadline: float
 
 
-class AgentActor(Actor):
+class AgentActor(AgentTools, AgentMail, Actor):
     def __init__(self, setup: AgentSetup) -> None:
         super().__init__()
         self.key = setup.key
@@ -178,20 +163,34 @@ class AgentActor(Actor):
         self.budget = setup.budget
         self.broker = setup.broker
         self.tools = dict(setup.tools)
-        self.tool_run: _ToolRun | None = None
+        self.tool_run: ToolRun | None = None
         self.socket_path, self.launcher = make_agent_dir(setup.sockets)
         self.calls: dict[str, rules.CallView] = {}
         self.turn: _Turn | None = None
         self.pending: deque[tuple[StartTurn, Reply]] = deque()
         self.session: str | None = None
+        self.board = setup.board
+        self.run_deadline = setup.run_deadline
+        self.message_turns = 0
+        self.state = "not-started"
 
     async def on_start(self) -> None:
+        await self.board.ask(Register(self.key, "agent", self.ref, self.harness.can_await))
         listener = await listen(self.socket_path)
 
         async def handle(request: Request) -> Response:
             return await self.ref.ask(WfaCall(request))
 
         self.start_soon(serve, listener, handle, self.budget)
+
+    async def on_stop(self) -> None:
+        self._announce("stopped", "its agent was closed")
+
+    def _announce(self, state: str, reason: str = "") -> None:
+        """Tell the switchboard the agent's state, as `wfa peers` shows it to its peers."""
+        if state != self.state:
+            self.state = state
+            self.board.tell_nowait(StateChanged(self.key, state, reason))
 
     @handler
     def describe(self, msg: Describe) -> Path:
@@ -211,19 +210,38 @@ class AgentActor(Actor):
             return
         await self._begin(msg, reply)
 
-    async def _begin(self, msg: StartTurn, reply: Reply) -> None:
-        now = anyio.current_time()
-        turn = _Turn(
-            msg.call_id, msg.n, msg.prompt, msg.nudge_prompt, msg.taught, msg.deadline, msg.nudge, reply, now
-        )
+    def _new_turn(
+        self,
+        call_id: str,
+        n: int,
+        prompt: str,
+        taught: Taught,
+        deadline: float,
+        *,
+        kind: str = "workflow",
+        nudge_prompt: str = "",
+        nudge: bool = False,
+        reply: Reply | None = None,
+    ) -> _Turn:
+        turn = _Turn(call_id, n, prompt, nudge_prompt, taught, deadline, nudge, reply, anyio.current_time(), kind)
         turn.attempt_done.set()
         self.turn = turn
+        return turn
+
+    async def _register_call(self, call_id: str) -> None:
+        await self.run.tell(CallRegistered(call_id, self.key))
+
+    async def _begin(self, msg: StartTurn, reply: Reply) -> None:
+        turn = self._new_turn(
+            msg.call_id, msg.n, msg.prompt, msg.taught, msg.deadline,
+            nudge_prompt=msg.nudge_prompt, nudge=msg.nudge, reply=reply,
+        )
         self.calls[msg.call_id] = rules.CallView(self.key, "open", msg.deadline)
-        await self.run.tell(CallRegistered(msg.call_id, self.key))
+        await self._register_call(msg.call_id)
         await self.recorder.ask(
             CallOpened(msg.call_id, self.key, msg.n, msg.prompt, msg.taught.schema, wall_ms(msg.deadline))
         )
-        if now >= msg.deadline:
+        if anyio.current_time() >= msg.deadline:
             self._finish(turn, TimedOut("the turn's deadline passed while it waited for the agent's earlier turns"))
             return
         if not math.isinf(msg.deadline):
@@ -259,9 +277,15 @@ class AgentActor(Actor):
         reply.set(record)
 
     async def _next(self) -> None:
-        if self.pending:
+        """After a turn: mail first (in a turn of its own), then the workflow's next turn."""
+        mail = await self.board.ask(TakeMail(self.key))
+        if mail:
+            await self._message_turn(mail, await self.board.ask(Standing(self.key)))
+        elif self.pending:
             start, reply = self.pending.popleft()
             await self._begin(start, reply)
+        else:
+            self._announce("idle")
 
     def _launch(self, turn: _Turn) -> None:
         attempt = Attempt(
@@ -269,14 +293,17 @@ class AgentActor(Actor):
             call_id=turn.call_id,
             turn=turn.n,
             nudge=turn.nudged,
-            prompt=turn.nudge_prompt if turn.nudged else turn.prompt,
+            prompt=turn.next_prompt or (turn.nudge_prompt if turn.nudged else turn.prompt),
             launcher=self.launcher,
             cwd=self.cwd,
             env=self.env,
             session=self.session,
+            started_by=turn.kind,
         )
+        turn.next_prompt = None
         turn.attempt_running = True
         turn.attempt_done = anyio.Event()
+        self._announce("working")
         self._spawn(turn, self._run_attempt, turn, attempt)
 
     async def _run_attempt(self, turn: _Turn, attempt: Attempt) -> None:
@@ -312,7 +339,7 @@ class AgentActor(Actor):
         return turn
 
     @handler
-    def attempt_ended(self, msg: _AttemptEnded) -> None:
+    async def attempt_ended(self, msg: _AttemptEnded) -> None:
         turn = self._current(msg.call_id)
         if turn is None:
             return
@@ -321,11 +348,61 @@ class AgentActor(Actor):
         self.session = result.session or self.session
         turn.session = self.session
         turn.usage = result.usage or turn.usage
+        ending = result.ending
+        if not turn.accepted and ending.kind == "exited" and ending.exit_code == 0:
+            if await self._continue_with_mail(turn):
+                return
+            standing: StandingView = await self.board.ask(Standing(self.key))
+            if standing.awaits is not None:
+                self._announce("awaiting-reply")  # the reply (or word that none comes) continues the turn
+                return
+            if standing.owes and not turn.reminded:
+                turn.reminded = True
+                turn.next_prompt = await self._reminder(turn, standing)
+                self._launch(turn)
+                return
+            if standing.owes:
+                await self.board.tell(GiveUp(self.key))
+            if turn.kind == "message":
+                self._finish(turn, Answered(None))
+                return
         waiting = turn.waiting_until is not None and anyio.current_time() < turn.waiting_until
         step = rules.after_attempt(
-            result.ending, accepted=turn.accepted, nudged=turn.nudged, nudge_allowed=turn.nudge_allowed, waiting=waiting
+            ending, accepted=turn.accepted, nudged=turn.nudged, nudge_allowed=turn.nudge_allowed, waiting=waiting
         )
-        self._take(turn, step, result.ending)
+        self._take(turn, step, ending)
+
+    async def _continue_with_mail(self, turn: _Turn) -> bool:
+        """Start the turn's next attempt with its unread mail, if it has any."""
+        mail = await self.board.ask(TakeMail(self.key))
+        if not mail:
+            return False
+        peers = await self._peers_block()
+        if turn.kind == "message":
+            turn.next_prompt = message_turn_prompt(mail, launcher=self.launcher, peers=peers, tools=self.tools)
+        else:
+            turn.next_prompt = continuation_prompt(
+                mail, launcher=self.launcher, call_id=turn.call_id, taught=turn.taught, peers=peers, tools=self.tools
+            )
+        turn.waiting_until = None
+        self._launch(turn)
+        return True
+
+    async def _reminder(self, turn: _Turn, standing: StandingView) -> str:
+        text = OWED_REMINDER.format(peers=", ".join(standing.owes), first=standing.owes[0])
+        peers = await self._peers_block()
+        if turn.kind == "message":
+            return message_turn_prompt([], launcher=self.launcher, peers=peers, tools=self.tools, reminder=text)
+        return f"{text}\n\n{turn.nudge_prompt or turn.prompt}"
+
+    @handler
+    async def mail_waiting(self, msg: MailWaiting) -> None:
+        """Mail arrived: read now if the agent has nothing running, else when its attempt ends."""
+        turn = self.turn
+        if turn is None:
+            await self._next()
+        elif turn.outcome is None and not turn.attempt_running and not turn.accepted:
+            await self._continue_with_mail(turn)
 
     def _take(self, turn: _Turn, step: rules.TurnNext, ending: rules.AttemptEnding) -> None:
         if step == "answered":
@@ -416,18 +493,20 @@ class AgentActor(Actor):
             ended_at=time.time(),
             usage=turn.usage,
             session=turn.session,
+            started_by=turn.kind,
         )
         await self.recorder.ask(TurnEnded(record))
-        turn.reply.set(record)
+        if turn.reply is not None:
+            turn.reply.set(record)
         for waiter in turn.settle_waiters:
             waiter.set(None)
         await self._next()
 
     # wfa ----------------------------------------------------------------------------
 
-    def _view(self) -> rules.AgentView:
+    def _view(self, owes: tuple[str, ...] = ()) -> rules.AgentView:
         return rules.AgentView(
-            self.key, tool_running=self.tool_run is not None, supports_waiting=self.harness.supports_waiting
+            self.key, tool_running=self.tool_run is not None, owes=owes, supports_waiting=self.harness.supports_waiting
         )
 
     async def _call(self, call_id: str) -> rules.CallView | None:
@@ -440,18 +519,29 @@ class AgentActor(Actor):
     @handler
     async def wfa(self, msg: WfaCall) -> Response:
         request = msg.request
+        if isinstance(request, PeersRequest):
+            return await self._peers(request)
+        standing: StandingView = await self.board.ask(Standing(self.key))
         if isinstance(request, ResultRequest):
-            return await self._result(request)
-        if isinstance(request, WaitingRequest):
-            return await self._waiting(request)
-        if isinstance(request, ToolRequest):
-            return await self._tool(request)
-        command = type(request).__struct_config__.tag
-        return refused(str(command), "unsupported-command", f"wfa {command} isn't available in this run.")
+            response = await self._result(request, standing)
+        elif isinstance(request, WaitingRequest):
+            response = await self._waiting(request, standing)
+        elif isinstance(request, ToolRequest):
+            response = await self._tool(request)
+        else:
+            response = await self._post(request)
+            standing = await self.board.ask(Standing(self.key))
+        lead = notice(standing)
+        if not lead or isinstance(response, type(None)):
+            return response
+        if isinstance(request, ToolRequest):  # standard output is the result's alone
+            return msgspec.structs.replace(response, stderr=lead + response.stderr)
+        return msgspec.structs.replace(response, stdout=lead + response.stdout)
 
-    async def _result(self, request: ResultRequest) -> Response:
+    async def _result(self, request: ResultRequest, standing: StandingView) -> Response:
         now = anyio.current_time()
-        refusal = rules.judge_result(self._view(), request.call_id, await self._call(request.call_id), now)
+        view = self._view(owes=standing.owes)
+        refusal = rules.judge_result(view, request.call_id, await self._call(request.call_id), now)
         if refusal is not None:
             return refused("result", refusal.code, refusal.message)
         turn = self.turn
@@ -468,6 +558,8 @@ class AgentActor(Actor):
         turn.accepted = True
         turn.value = value
         self.calls[turn.call_id] = rules.CallView(self.key, "accepted", turn.deadline)
+        if standing.awaits is not None:
+            await self.board.tell(DropAwait(self.key))  # answered: the wait for a reply is dropped
         if not turn.attempt_running:
             self._finish(turn, Answered(value))
         else:
@@ -485,11 +577,14 @@ class AgentActor(Actor):
             f"the answer doesn't fit: {error}\nFix it and run wfa result again.\nusage: {usage}"
         )
 
-    async def _waiting(self, request: WaitingRequest) -> Response:
+    async def _waiting(self, request: WaitingRequest, standing: StandingView) -> Response:
         now = anyio.current_time()
-        refusal = rules.judge_waiting(self._view(), request.call_id, await self._call(request.call_id), now)
+        view = self._view(owes=standing.owes)
+        refusal = rules.judge_waiting(view, request.call_id, await self._call(request.call_id), now)
         if refusal is not None:
             return refused("waiting", refusal.code, refusal.message)
+        if standing.awaits is not None:
+            return accepted("waiting", stdout=f"wfa: {standing.awaits}'s reply is already awaited; nothing changed.\n")
         reason = request.reason.strip()
         if not reason or len(request.reason.encode()) > 2048:
             return refused("waiting", "invalid-request", "--reason must be non-blank text of at most 2,048 bytes.")
@@ -503,86 +598,3 @@ class AgentActor(Actor):
         text = f"wfa: waiting granted until {until_ms}"
         text += f"; the turn's deadline is {deadline_ms}.\n" if deadline_ms is not None else ".\n"
         return accepted("waiting", stdout=text, value={"wait_until_ms": until_ms, "deadline_ms": deadline_ms})
-
-    # Tools --------------------------------------------------------------------------
-
-    @handler
-    def set_tools(self, msg: SetTools) -> None:
-        self.tools = dict(msg.tools)
-
-    async def _tool(self, request: ToolRequest) -> Response:
-        turn = self.turn
-        in_turn = turn is not None and turn.outcome is None
-        running = self.tool_run
-        same = running is not None and (running.name, running.args, running.input) == (
-            request.name,
-            request.args,
-            request.input,
-        )
-        refusal = rules.judge_tool(
-            self._view(),
-            in_turn=in_turn,
-            accepted=bool(turn and turn.accepted),
-            busy_with=running.name if running is not None else None,
-            same_call=same,
-            name=request.name,
-            tools=tuple(self.tools),
-        )
-        if refusal is not None:
-            await self._record_refused(request, refusal.code, refusal.message)
-            return refused("tool", refusal.code, refusal.message)
-        if running is not None:  # the same call again: it gets the running call's answer
-            running.replies.append(self.defer())
-            return accepted("tool")
-        assert turn is not None
-        tool = self.tools[request.name]
-        try:
-            value = tool.taught.read(request.args, request.input)
-        except ReadError as error:
-            message = self._tool_hint(request.name, tool, str(error))
-            await self._record_refused(request, "invalid-input", message)
-            return refused("tool", "invalid-input", message)
-        call = ToolCall(secrets.token_hex(4), self.key, request.name)
-        now = anyio.current_time()
-        deadline = turn.deadline if tool.timeout is None else min(turn.deadline, now + tool.timeout)
-        self.tool_run = _ToolRun(call, request.name, request.args, request.input, [self.defer()])
-        await self.broker.tell(RunTool(call, tool, value, deadline, turn.call_id, self.ref))
-        return accepted("tool")
-
-    async def _record_refused(self, request: ToolRequest, code: str, message: str) -> None:
-        """A refused call goes in the record too: the handler never ran, so its raw input is kept."""
-        now = time.time()
-        given = request.args or request.input
-        sensitive = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
-        await self.recorder.tell(
-            ToolCalled(
-                call_id=secrets.token_hex(4),
-                turn_call_id=self.turn.call_id if self.turn is not None else "",
-                agent=self.key,
-                tool=request.name,
-                input="[redacted]" if sensitive else given,
-                outcome="refused",
-                error=message,
-                code=code,
-                started_at=now,
-                ended_at=now,
-            )
-        )
-
-    def _tool_hint(self, name: str, tool: Any, error: str) -> str:
-        usage = f"{self.launcher} tool {name}"
-        if tool.taught.form == "flags":
-            usage += " " + tool.taught.flags_usage()
-        elif tool.taught.form == "json":
-            usage += " <<'WF_JSON' (the JSON on the lines after, then WF_JSON)"
-        return f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\nusage: {usage}"
-
-    @handler
-    def tool_done(self, msg: ToolDone) -> None:
-        running = self.tool_run
-        if running is None or running.call.id != msg.call_id:
-            return
-        self.tool_run = None
-        response = tool_response(msg.outcome)
-        for reply in running.replies:
-            reply.set(response)

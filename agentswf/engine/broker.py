@@ -20,19 +20,21 @@ from typing import Any, Literal
 
 import anyio
 import msgspec
+import structlog
 
 from ..actors import Actor, ActorRef, handler
 from ..errors import AskTimeout
 from ..wire import Response, accepted, refused
 from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
 from .policy import Policy, PolicyCall, decide, redact_value
-from .recorder import ToolCalled
+from .recorder import Logged, ToolCalled
 from .records import read_lines
 from .toolcall import CURRENT_TOOL_CALL, ToolCall
 
 MAX_TOOL_RESULT_BYTES = 64 * 1024
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is left
 _encoder = msgspec.json.Encoder()
+_log = structlog.get_logger("agentswf.tools")
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
@@ -184,6 +186,11 @@ def check_result(value: Any, output: Any) -> ToolOutcome:
     return ToolOutcome("result", value=msgspec.json.decode(encoded))
 
 
+def call_over(msg: RunTool) -> bool:
+    """The call was cancelled (its turn ended) or its time is up."""
+    return msg.call.cancelled or anyio.current_time() >= msg.deadline
+
+
 class ToolBroker(Actor):
     def __init__(self, recorder: ActorRef, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None) -> None:
         super().__init__()
@@ -223,10 +230,15 @@ class ToolBroker(Actor):
                 requires_approval=msg.tool.requires_approval,
                 sensitive_fields=msg.tool.sensitive_fields,
             )
+            if verdict.allowed and verdict.logged:
+                await self._log(msg, plain, verdict)
             if not verdict.allowed:
                 outcome = ToolOutcome("refused", error=verdict.reason, code="denied")
             elif verdict.needs_approval and (approval := await self._approval(msg, plain, verdict)) is None:
-                outcome = ToolOutcome("timed-out", error="no decision on the call's approval within its time")
+                why = "its turn ended" if call.cancelled else "its time ran out"
+                outcome = ToolOutcome(
+                    "timed-out", error=f"no decision on the call's approval before {why}; the tool did not run"
+                )
             elif approval is not None and not approval.approved:
                 why = f": {approval.reason}" if approval.reason else ""
                 outcome = ToolOutcome("refused", error=f"a person rejected this call{why}", code="rejected")
@@ -258,18 +270,53 @@ class ToolBroker(Actor):
         )
         await msg.agent_ref.tell(ToolDone(call.id, outcome))
 
+    async def _log(self, msg: RunTool, plain: Any, verdict: Any) -> None:
+        """A policy's `log()`: a line in the run's log (log.jsonl and the progress), input redacted."""
+        call: ToolCall = msg.call
+        fields = {
+            "tool": call.tool,
+            "agent": call.agent,
+            "call_id": call.id,
+            "input": redact_value(plain, verdict.redacted),
+        }
+        if verdict.log_reason:
+            fields["reason"] = verdict.log_reason
+        message = f"tool call: {call.tool} by {call.agent}"
+        _log.info(message, **fields)
+        await self.recorder.tell(Logged(time.time(), message, fields))
+
     async def _approval(self, msg: RunTool, plain: Any, verdict: Any) -> ApprovalDecision | None:
+        """A person's decision, or None when the call's time ran out or its turn ended first."""
         call: ToolCall = msg.call
         request = ApprovalRequest(
             call.id, call.tool, call.agent, redact_value(plain, verdict.redacted), verdict.approval_reason
         )
+        got: list[ApprovalDecision | None] = []
         try:
-            return await self.desk.ask(RequestApproval(request), timeout=max(0.0, msg.deadline - anyio.current_time()))
-        except AskTimeout:
-            return None
+            async with anyio.create_task_group() as group:
+
+                async def ask() -> None:
+                    try:
+                        got.append(
+                            await self.desk.ask(
+                                RequestApproval(request), timeout=max(0.0, msg.deadline - anyio.current_time())
+                            )
+                        )
+                    except AskTimeout:
+                        pass
+                    group.cancel_scope.cancel()
+
+                async def watch() -> None:  # the turn ended: stop waiting for a decision
+                    await call.wait_cancelled()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(ask)
+                group.start_soon(watch)
         finally:
-            if call.cancelled or anyio.current_time() >= msg.deadline:
-                await self.desk.tell(WithdrawRequest(call.id))
+            if not got:
+                with anyio.CancelScope(shield=True):
+                    await self.desk.tell(WithdrawRequest(call.id))
+        return got[0] if got else None
 
     async def _attempts(self, msg: RunTool) -> tuple[ToolOutcome, int]:
         """Run the handler, retrying a raise when the tool allows; the call's time bounds all of it."""
@@ -280,9 +327,12 @@ class ToolBroker(Actor):
             if outcome.kind != "failed" or outcome.code != "raised" or attempt >= msg.tool.max_attempts:
                 return (msgspec.structs.replace(outcome, code="") if outcome.code == "raised" else outcome), attempt
             pause = msg.tool.backoff * (2 ** (attempt - 1))
-            if anyio.current_time() + pause >= msg.deadline:
+            if call_over(msg) or anyio.current_time() + pause >= msg.deadline:
                 return msgspec.structs.replace(outcome, code=""), attempt
-            await anyio.sleep(pause)
+            with anyio.move_on_after(pause):
+                await msg.call.wait_cancelled()
+            if call_over(msg):  # its turn ended during the pause: no more attempts
+                return msgspec.structs.replace(outcome, code=""), attempt
 
     async def _run_handler(self, msg: RunTool) -> ToolOutcome:
         call: ToolCall = msg.call

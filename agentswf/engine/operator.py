@@ -1,4 +1,5 @@
-"""The run's operator socket: how `awf approve` and `awf reject` reach a live run.
+"""The run's operator socket: how `awf approve`, `awf reject`, `awf inbox`, `awf send` and
+`awf reply` reach a live run.
 
 One socket per run, beside the agents' sockets, answering one JSON line with one JSON
 line. Its path is in the run's record (run.json `control`), so a person finds it by
@@ -7,6 +8,7 @@ run id.
 
 from __future__ import annotations
 
+import math
 import socket
 from pathlib import Path
 from typing import Any, Union
@@ -18,10 +20,13 @@ from anyio.abc import SocketListener, SocketStream
 from ..actors import ActorRef
 from ..launcher.listener import read_request
 from .approvals import ApprovalDecision, Decide, ListPending
+from .rules import Refusal
+from .switchboard import Inbox, Participants, Post, Receive
 
 OPERATOR_SOCKET_NAME = "op.sock"
 MAX_OPERATOR_REQUEST_BYTES = 64 * 1024
 OPERATOR_TIMEOUT_SECONDS = 30.0
+MAX_INBOX_WAIT_SECONDS = 24 * 3600.0  # awf inbox --wait
 
 
 class _Operator(msgspec.Struct, tag_field="command", forbid_unknown_fields=True, frozen=True):
@@ -44,7 +49,23 @@ class Pending(_Operator, tag="pending"):
     pass
 
 
-OperatorRequest = Union[Approve, Reject, Pending]
+class ReadInbox(_Operator, tag="inbox"):
+    """A participant's unread messages; with `wait_ms`, wait that long for one if there are none."""
+
+    key: str
+    wait_ms: int = 0
+
+
+class PostAs(_Operator, tag="post"):
+    """A participant sends (or replies to) `peer`."""
+
+    key: str
+    peer: str
+    text: str
+    reply: bool = False
+
+
+OperatorRequest = Union[Approve, Reject, Pending, ReadInbox, PostAs]
 
 
 class OperatorResponse(msgspec.Struct, frozen=True):
@@ -56,7 +77,15 @@ class OperatorResponse(msgspec.Struct, frozen=True):
 _decoder = msgspec.json.Decoder(OperatorRequest)
 
 
-async def _handle(request: OperatorRequest, desk: ActorRef) -> OperatorResponse:
+async def _handle(request: OperatorRequest, desk: ActorRef, board: ActorRef) -> OperatorResponse:
+    if isinstance(request, ReadInbox):
+        return await _inbox(request, board)
+    if isinstance(request, PostAs):
+        answer = await board.ask(Post(request.key, request.peer, request.text, request.reply, False, math.inf, True))
+        if isinstance(answer, Refusal):
+            return OperatorResponse(False, f"refused ({answer.code}): {answer.message}", {"code": answer.code})
+        verb = "replied to" if request.reply else "sent to"
+        return OperatorResponse(True, f"{verb} {request.peer}; it reads it {answer.read}")
     if isinstance(request, Pending):
         pending = await desk.ask(ListPending())
         return OperatorResponse(True, f"{len(pending)} call(s) waiting for approval", msgspec.to_builtins(pending))
@@ -68,27 +97,38 @@ async def _handle(request: OperatorRequest, desk: ActorRef) -> OperatorResponse:
     return OperatorResponse(False, f"no call {request.call_id} is waiting for approval")
 
 
-async def _answer(stream: SocketStream, desk: ActorRef) -> None:
+async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
+    if request.key not in await board.ask(Participants()):
+        return OperatorResponse(False, f"{request.key} is not a participant of this run")
+    mail = await board.ask(Inbox(request.key))
+    if not mail and request.wait_ms > 0:
+        with anyio.move_on_after(request.wait_ms / 1000):
+            mail = [await board.ask(Receive(request.key))]
+    return OperatorResponse(True, f"{len(mail)} message(s)", msgspec.to_builtins(mail))
+
+
+async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef) -> None:
     async with stream:
-        with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS):
+        with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + MAX_INBOX_WAIT_SECONDS):
             data = await read_request(stream, MAX_OPERATOR_REQUEST_BYTES)
             try:
-                response = await _handle(_decoder.decode(data), desk)
+                response = await _handle(_decoder.decode(data), desk, board)
             except msgspec.DecodeError as error:
                 response = OperatorResponse(False, f"not an operator request: {error}")
             await stream.send(msgspec.json.encode(response) + b"\n")
 
 
-async def serve_operator(listener: SocketListener, desk: ActorRef) -> None:
+async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef) -> None:
     async with listener, anyio.create_task_group() as connections:
         while True:
-            connections.start_soon(_answer, await listener.accept(), desk)
+            connections.start_soon(_answer, await listener.accept(), desk, board)
 
 
 def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorResponse:
     """Send one operator request to a live run (blocking); raises OSError if it isn't live."""
+    wait = request.wait_ms / 1000 if isinstance(request, ReadInbox) else 0.0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.settimeout(OPERATOR_TIMEOUT_SECONDS)
+        connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait)
         connection.connect(str(socket_path))
         connection.sendall(msgspec.json.encode(request) + b"\n")
         connection.shutdown(socket.SHUT_WR)

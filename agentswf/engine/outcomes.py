@@ -82,6 +82,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     ended_at: float
     usage: Usage | None = None
     session: str | None = None
+    started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
 
     @property
     def answered(self) -> bool:

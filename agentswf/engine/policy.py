@@ -63,6 +63,7 @@ class Verdict:
     approval_reason: str = ""
     redacted: frozenset[str] = frozenset()
     logged: bool = False
+    log_reason: str = ""
 
 
 def _decisions(result: Decision | Sequence[Decision] | None) -> Iterable[Decision]:
@@ -85,7 +86,7 @@ def decide(
     if allowed_agents is not None and call.agent not in allowed_agents:
         return Verdict(False, f"tool {call.tool} is not for agent {call.agent}")
     needs_approval, approval_reason = requires_approval, ""
-    redacted, logged = set(sensitive_fields), False
+    redacted, logged, log_reason = set(sensitive_fields), False, ""
     for policy in policies:
         for decision in _decisions(policy(call)):
             if decision.kind == "deny":
@@ -97,7 +98,8 @@ def decide(
                 redacted.update(decision.fields)
             elif decision.kind == "log":
                 logged = True
-    return Verdict(True, "", needs_approval, approval_reason, frozenset(redacted), logged)
+                log_reason = log_reason or decision.reason
+    return Verdict(True, "", needs_approval, approval_reason, frozenset(redacted), logged, log_reason)
 
 
 REDACTED = "[redacted]"

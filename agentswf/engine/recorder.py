@@ -86,6 +86,18 @@ class ApprovalDecided(msgspec.Struct, frozen=True):
     at: float
 
 
+class MessageSent(msgspec.Struct, frozen=True):
+    mail: Any  # switchboard.Mail
+    route: str
+    read: str  # when the sender was told the peer reads it
+
+
+class MessageRead(msgspec.Struct, frozen=True):
+    message_id: str
+    by: str
+    at: float
+
+
 class RunEnded(msgspec.Struct, frozen=True):
     outcome: str
     reason: str | None
@@ -152,6 +164,14 @@ class Recorder(Actor):
     @handler
     def approval_decided(self, msg: ApprovalDecided) -> None:
         self._append(self.run_dir / "approvals.jsonl", msg)
+
+    @handler
+    def message_sent(self, msg: MessageSent) -> None:
+        self._append(self.run_dir / "messages.jsonl", {"event": "sent", **msgspec.structs.asdict(msg)})
+
+    @handler
+    def message_read(self, msg: MessageRead) -> None:
+        self._append(self.run_dir / "messages.jsonl", {"event": "read", **msgspec.structs.asdict(msg)})
 
     @handler
     async def run_ended(self, msg: RunEnded) -> None:

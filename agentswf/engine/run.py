@@ -1,7 +1,8 @@
 """The RunActor and the run's actor tree.
 
-A run's Supervisor starts the Recorder first, then the approval desk, the ToolBroker
-and the RunActor, then one AgentActor per opened agent; stopping goes in reverse, so
+A run's Supervisor starts the Recorder first, then the approval desk, the ToolBroker,
+the Switchboard and the RunActor, then one AgentActor per opened agent (and a
+RouteActor per route); stopping goes in reverse, so
 agents (and their CLIs) are gone before the run stops answering and the Recorder
 writes last. The RunActor knows
 every agent and every call id of the run, which is what `wrong-agent` needs.
@@ -27,6 +28,7 @@ from .broker import Replay, ToolBroker
 from .operator import OPERATOR_SOCKET_NAME, serve_operator
 from .policy import Policy
 from .recorder import Recorder
+from .switchboard import Switchboard
 
 RUN_MAILBOX_CAPACITY = 256
 RECORDER_MAILBOX_CAPACITY = 1024
@@ -52,14 +54,14 @@ class OpenedAgent:
 
 
 class RunActor(Actor):
-    def __init__(
-        self, supervisor: Supervisor, recorder: ActorRef, broker: ActorRef, desk: ActorRef, sockets: Path
-    ) -> None:
+    def __init__(self, supervisor: Supervisor, recorder: ActorRef, services: RunServices, sockets: Path) -> None:
         super().__init__()
         self.supervisor = supervisor
         self.recorder = recorder
-        self.broker = broker
-        self.desk = desk
+        self.broker = services.broker
+        self.desk = services.desk
+        self.board = services.board
+        self.deadline = services.deadline
         self.sockets = sockets
         self.budget = ConnectionBudget()
         self.agents: dict[str, ActorRef] = {}
@@ -67,7 +69,7 @@ class RunActor(Actor):
 
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
-        self.start_soon(serve_operator, listener, self.desk)
+        self.start_soon(serve_operator, listener, self.desk, self.board)
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -82,6 +84,8 @@ class RunActor(Actor):
             budget=self.budget,
             broker=self.broker,
             tools=msg.tools,
+            board=self.board,
+            run_deadline=self.deadline,
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref
@@ -103,18 +107,29 @@ class RunActor(Actor):
 
 
 @dataclass(frozen=True, slots=True)
+class RunServices:
+    """The run-wide actors an agent works with, and the run's deadline (loop clock)."""
+
+    broker: ActorRef
+    desk: ActorRef
+    board: ActorRef
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
 class RunActors:
     run: ActorRef
     recorder: ActorRef
     desk: ActorRef
     broker: ActorRef
+    board: ActorRef
     supervisor: Supervisor
     control: Path  # the operator socket: awf approve / reject
 
 
 @asynccontextmanager
 async def run_actors(
-    record_dir: Path, *, policies: Sequence[Policy] = (), replay: Replay | None = None
+    record_dir: Path, *, deadline: float, policies: Sequence[Policy] = (), replay: Replay | None = None
 ) -> AsyncIterator[RunActors]:
     """The run's actors, for as long as the block lasts; nothing of them outlives it."""
     sockets = make_run_dir()
@@ -125,10 +140,10 @@ async def run_actors(
             broker = supervisor.spawn(
                 ToolBroker, recorder, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
             )
-            run = supervisor.spawn(
-                RunActor, supervisor, recorder, broker, desk, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY
-            )
-            yield RunActors(run, recorder, desk, broker, supervisor, sockets / OPERATOR_SOCKET_NAME)
+            board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
+            services = RunServices(broker, desk, board, deadline)
+            run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
+            yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME)
     finally:
         remove_run_dir(sockets)
 

@@ -31,6 +31,7 @@ class Attempt:
     cwd: Path
     env: Mapping[str, str]
     session: str | None = None  # the native session to resume, once there is one
+    started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,7 @@ class Harness(ABC):
 
     name: ClassVar[str]
     supports_waiting: ClassVar[bool] = False
+    can_await: ClassVar[bool] = True  # the reply to a question can start the agent's next turn
 
     @abstractmethod
     async def run(self, attempt: Attempt) -> AttemptResult:

@@ -64,6 +64,7 @@ class ScriptedTurn:
         self.n = attempt.turn
         self.nudge = attempt.nudge
         self.launcher = attempt.launcher
+        self.started_by = attempt.started_by
         self._socket = str(attempt.launcher.with_name(SOCKET_NAME))
         self.answered = False
 
@@ -101,6 +102,28 @@ class ScriptedTurn:
             return ToolFailed(outcome=response.code, error=response.error)  # type: ignore[arg-type]
         return ToolRefused(code=response.code or "", error=response.error)
 
+    async def peers(self) -> dict[str, Any]:
+        """`wfa peers --json`: the routes, the peers' states, and what this agent owes."""
+        return (await self.request("peers", json=True)).value
+
+    async def send(
+        self, peer: str, text: str, *, await_reply: bool = False, timeout_seconds: float | None = None
+    ) -> Response:
+        """`wfa send [--await-reply [--timeout …]] peer`; the response carries the refusal code if refused."""
+        return await self._message("send", peer, text, await_reply, timeout_seconds)
+
+    async def reply(
+        self, peer: str, text: str, *, await_reply: bool = False, timeout_seconds: float | None = None
+    ) -> Response:
+        """`wfa reply peer`: answer the question `peer` asked."""
+        return await self._message("reply", peer, text, await_reply, timeout_seconds)
+
+    async def _message(
+        self, command: str, peer: str, text: str, await_reply: bool, timeout_seconds: float | None
+    ) -> Response:
+        timeout_ms = None if timeout_seconds is None else max(1, int(timeout_seconds * 1000))
+        return await self.request(command, peer=peer, message=text, await_reply=await_reply, timeout_ms=timeout_ms)
+
     async def waiting(self, reason: str, *, timeout_seconds: float | None = None) -> Response:
         """`wfa waiting` for this turn."""
         timeout_ms = None if timeout_seconds is None else int(timeout_seconds * 1000)
@@ -128,7 +151,7 @@ class Script:
             value = self.fn(turn)
             if inspect.isawaitable(value):
                 value = await value
-            if not turn.answered:
+            if not turn.answered and value is not None:
                 response = await turn.result(value)
                 if not response.ok:
                     raise TestScriptError(
@@ -139,7 +162,11 @@ class Script:
 
 
 def answer(fn: ScriptFn | Any) -> Script:
-    """Answer with `fn(turn)` (sync or async), or with `fn` itself when it isn't callable."""
+    """Answer with `fn(turn)` (sync or async), or with `fn` itself when it isn't callable.
+
+    A function that returns None answers nothing (it may have answered through
+    `turn.result`, or only messaged its peers).
+    """
     if callable(fn):
         return Script("answer", fn)
     return Script("answer", lambda turn: fn)

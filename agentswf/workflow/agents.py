@@ -14,7 +14,8 @@ import anyio
 import msgspec
 
 from ..actors import ActorRef
-from ..engine.agent import CancelTurn, SetTools, StartTurn
+from ..engine.agent import CancelTurn, StartTurn
+from ..engine.agent_tools import SetTools
 from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..engine.outcomes import Turn
@@ -23,7 +24,8 @@ from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..wire.teaching import Taught
 from .durations import Duration, to_seconds
-from .prompts import nudge_prompt, turn_prompt
+from ..engine.switchboard import WORKFLOW_KEY, PeersOf
+from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from .tools import Tool, check_tools
 
 MAX_KEY_CHARS = 64
@@ -66,10 +68,13 @@ def _not_from_own_handler(key: str, what: str) -> None:
 class Agent:
     """One agent of the run. Its operations run one at a time, in the order given."""
 
-    def __init__(self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool]) -> None:
+    def __init__(
+        self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool], can_await: bool
+    ) -> None:
         self.key = key
         self.spec = spec
         self.tools = tools
+        self._can_await = can_await
         self._ref = opened.ref
         self._agents = agents
         self.launcher: Path = opened.launcher
@@ -105,6 +110,8 @@ class Agent:
         turn_deadline = self._deadline(timeout, deadline)
         self._turns += 1
         call_id = secrets.token_hex(4)
+        table = await self._agents._board.ask(PeersOf(self.key))
+        peers = peers_block(self.launcher, table["peers"], can_await=self._can_await)
         start = StartTurn(
             call_id=call_id,
             n=self._turns,
@@ -115,8 +122,11 @@ class Agent:
                 taught=taught,
                 instructions=self.spec.instructions if self._turns == 1 else None,
                 tools=self.tools,
+                peers=peers,
             ),
-            nudge_prompt=nudge_prompt(launcher=self.launcher, call_id=call_id, taught=taught, tools=self.tools),
+            nudge_prompt=nudge_prompt(
+                launcher=self.launcher, call_id=call_id, taught=taught, tools=self.tools, peers=peers
+            ),
             taught=taught,
             deadline=turn_deadline,
             nudge=nudge,
@@ -171,8 +181,12 @@ class Agent:
 class Agents:
     """The run's agents by key: `wf.agents.open(...)`."""
 
-    def __init__(self, run: ActorRef, cwd: Path, env: Mapping[str, str], resolve: HarnessResolver) -> None:
+    def __init__(
+        self, run: ActorRef, board: ActorRef, cwd: Path, env: Mapping[str, str], resolve: HarnessResolver
+    ) -> None:
         self._run = run
+        self._board = board
+        self.keys: set[str] = set()  # agents' and participants' keys: one namespace
         self._cwd = cwd
         self._env = dict(env)
         self._resolve = resolve
@@ -200,6 +214,8 @@ class Agents:
         spec = AgentSpec(resolved, instructions, str(directory))
         if key in self._closed:
             raise DefinitionError(f"agent {key} was closed; its key is not opened again")
+        if key == WORKFLOW_KEY or (key in self.keys and key not in self._open):
+            raise DefinitionError(f"{key} is already a participant of this run; agents and participants share keys")
         existing = self._open.get(key)
         if existing is not None:
             for field in ("runtime", "instructions", "cwd"):
@@ -213,7 +229,8 @@ class Agents:
         harness = self._resolve(key, resolved)
         env = {**self._env, **resolved.env}
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
-        agent = Agent(key, spec, opened, self, checked or {})
+        agent = Agent(key, spec, opened, self, checked or {}, harness.can_await)
+        self.keys.add(key)
         self._open[key] = agent
         return agent
 

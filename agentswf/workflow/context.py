@@ -1,4 +1,5 @@
-"""`Workflow`, the `wf` a workflow function is given: its agents, parallel work, stop, log."""
+"""`Workflow`, the `wf` a workflow function is given: agents, parallel work, stages, routes
+and participants, stop and log."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import anyio
+import msgspec
 import structlog
 
 from ..actors import ActorRef
 from ..errors import DefinitionError, MailboxFull, StopRequested
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
 from ..engine.recorder import Logged
+from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from .agents import Agents
+from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
 
+_STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")
 R = TypeVar("R")
 _log = structlog.get_logger("agentswf.workflow")
@@ -58,9 +63,15 @@ class Workflow:
         agents: Agents,
         recorder: ActorRef,
         approvals: Approvals,
+        board: ActorRef,
     ) -> None:
         self.name = name
         self.approvals = approvals
+        self._board = board
+        self.participants = Participants(board, agents.keys)
+        self._stage: str | None = None
+        self._stages_seen: set[str] = set()
+        self._stage_routes: list[Route] = []
         self.run_id = run_id
         self.run_dir = run_dir
         self.cwd = cwd
@@ -108,6 +119,81 @@ class Workflow:
         if label:
             self.log(f"{label}: {len(work)} done")
         return results
+
+    is_workflow = True  # as a route's end, the workflow is the participant "workflow"
+
+    async def route(
+        self,
+        sender: Any,
+        receiver: Any,
+        *,
+        purpose: str,
+        both_ways: bool = False,
+        max_messages: int | None = None,
+    ) -> Route:
+        """Open a route: `sender` can send to `receiver`, which can reply (either can send, `both_ways`).
+
+        Ends are agents, participants, `wf` itself, or their keys. `purpose` is one line of at
+        most 200 characters, taught to both ends; `max_messages` can only lower the limit of
+        40 (replies included, a question counting its reply). A route opened in a stage closes
+        when the stage ends.
+        """
+        route = await open_route(
+            self._board, sender, receiver, purpose=purpose, both_ways=both_ways, max_messages=max_messages
+        )
+        if self._stage is not None:
+            self._stage_routes.append(route)
+        return route
+
+    async def receive(self) -> Mail:
+        """The next message addressed to the workflow itself (a route's end `wf`), waiting for one."""
+        not_in_handler("wf.receive")
+        return await self._board.ask(Receive(WORKFLOW_KEY))
+
+    async def reply(self, peer: str, text: str) -> str:
+        """Answer a question `peer` asked the workflow. Raises MessageRefused."""
+        return await Participant(self._board, WORKFLOW_KEY).reply(peer, text)
+
+    async def send(self, peer: str, text: str) -> str:
+        """Send `peer` a message from the workflow. Raises MessageRefused."""
+        return await Participant(self._board, WORKFLOW_KEY).send(peer, text)
+
+    async def race(self, *awaitables: Awaitable[Any]) -> Any:
+        """The value of whichever awaitable finishes first; the others are cancelled."""
+        return await race(*awaitables)
+
+    async def select(self, **awaitables: Awaitable[Any]) -> tuple[str, Any]:
+        """`(name, value)` of whichever named awaitable finishes first; the others are cancelled."""
+        return await select(**awaitables)
+
+    async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None) -> R:
+        """Run `work()` as the stage `name`: routes opened in it close when it ends.
+
+        With `result` (a msgspec type) the stage's value must fit it. One stage at a time,
+        each name once per run.
+        """
+        if not isinstance(name, str) or not name or not set(name) <= _STAGE_CHARACTERS or not name[0].isalpha():
+            raise DefinitionError(f"{name!r} is not a stage's name: lowercase letters, digits and '-'")
+        if self._stage is not None:
+            raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
+        if name in self._stages_seen:
+            raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
+        self._stages_seen.add(name)
+        self._stage = name
+        try:
+            value = await work()
+            if result is not None:
+                try:
+                    value = msgspec.convert(value, result, from_attributes=True)
+                except msgspec.ValidationError as error:
+                    raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
+            return value
+        finally:
+            self._stage = None
+            routes, self._stage_routes = self._stage_routes, []
+            with anyio.CancelScope(shield=True):
+                for route in routes:
+                    await route.close()
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason` (awf run exits 3)."""

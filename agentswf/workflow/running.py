@@ -17,6 +17,7 @@ from ..engine.records import DEFAULT_RUN_ROOT, RECORD_VERSION, encode, new_run_i
 from ..engine.recorder import RunEnded, RunStarted
 from ..engine.broker import Replay
 from ..engine.run import run_actors
+from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..harnesses.runtime import harness_for
 from .agents import Agents, HarnessResolver
 from .context import Approvals, Workflow, _leaves
@@ -100,7 +101,8 @@ async def run(
     outcome: RunOutcome = "completed"
     value: Any = None
     reason: str | None = None
-    async with run_actors(record_dir, policies=definition.policies, replay=replayed) as actors:
+    run_deadline = anyio.current_time() + seconds
+    async with run_actors(record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed) as actors:
         await actors.recorder.ask(
             RunStarted(
                 run_id,
@@ -112,7 +114,8 @@ async def run(
                 str(Path(replay).resolve()) if replay is not None else None,
             )
         )
-        agents = Agents(actors.run, directory, env if env is not None else os.environ, resolve)
+        await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
+        agents = Agents(actors.run, actors.board, directory, env if env is not None else os.environ, resolve)
         wf = Workflow(
             name=definition.name,
             run_id=run_id,
@@ -121,9 +124,10 @@ async def run(
             agents=agents,
             recorder=actors.recorder,
             approvals=Approvals(actors.desk),
+            board=actors.board,
         )
         try:
-            with anyio.move_on_after(seconds) as deadline:
+            with anyio.move_on_at(run_deadline) as deadline:
                 value = await (definition.fn(wf, checked_args) if definition.takes_args else definition.fn(wf))
             if deadline.cancelled_caught:
                 outcome, value, reason = "timed-out", None, f"the run's timeout of {seconds:g}s passed"

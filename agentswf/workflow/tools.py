@@ -103,7 +103,11 @@ def _summary(doc: str | None) -> str:
 
 
 def _is_call_annotation(annotation: Any) -> bool:
-    return annotation is ToolCall or (isinstance(annotation, str) and annotation.endswith("ToolCall"))
+    """`ToolCall`, or `ToolCall | None` (a handler that also runs outside a call)."""
+    if annotation is ToolCall or (isinstance(annotation, str) and annotation.strip("'\"").endswith("ToolCall")):
+        return True
+    args = typing.get_args(annotation)
+    return ToolCall in args and all(arg in (ToolCall, type(None)) for arg in args)
 
 
 def _derive_input(handler: Callable[..., Any], name: str) -> tuple[type, str | None]:
@@ -131,7 +135,9 @@ def _derive_input(handler: Callable[..., Any], name: str) -> tuple[type, str | N
             fields.append((param.name, annotation))
         else:
             fields.append((param.name, annotation, param.default))
-    struct = msgspec.defstruct(f"{name}_input", fields, forbid_unknown_fields=True)
+    # One title for every derived input: a reopened agent's new handler, named otherwise but
+    # taking the same parameters, has the same schema.
+    struct = msgspec.defstruct("Input", fields, forbid_unknown_fields=True)
     return struct, call_param
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agentswf import Answered, Blocked, Cancelled, Failed, TimedOut, Unanswered, workflow
 from agentswf.testing import answer, blocked, failed, hang, run_workflow, silent, timed_out
-from agentswf.workflow.prompts import NUDGE_TEXT
+from agentswf.wire.prompts import NUDGE_TEXT
 
 from ..harnesses.kit import N, lines, run_wf, shell_agent, text, turns
 

@@ -23,7 +23,7 @@ class N(msgspec.Struct, forbid_unknown_fields=True):
 def shell_agent(tmp_path: Path, name: str, body: str) -> str:
     """A shell agent running `body` (sh), with $OUT the test's directory; its runtime alias."""
     script = tmp_path / f"{name}.sh"
-    script.write_text(f"#!/bin/sh\nOUT={shlex.quote(str(tmp_path))}\n{body}\n")
+    script.write_text(f"#!/bin/sh\nOUT={shlex.quote(str(tmp_path))}\nexport OUT\n{body}\n")
     script.chmod(0o755)
     return f"shell:{script}"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .kit import N, awf_dirs, group_members, alive, lines, run_wf, shell_agent, text, turns
+from .kit import N, group_members, alive, lines, run_wf, shell_agent, text, turns
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,24 @@ touch "$OUT/ready"
 """
 
 
-def assert_nothing_left(tmp_path: Path, before: set[str]) -> None:
+@pytest.fixture
+def made(monkeypatch):
+    """Every /tmp/awf-* directory a run of this test makes (other test sessions may make theirs)."""
+    import agentswf.engine.run as engine_run
+
+    paths: list[Path] = []
+    make = engine_run.make_run_dir
+
+    def recording():
+        path = make()
+        paths.append(path)
+        return path
+
+    monkeypatch.setattr(engine_run, "make_run_dir", recording)
+    return paths
+
+
+def assert_nothing_left(tmp_path: Path, made: list[Path]) -> None:
     pids = [int(pid) for pid in lines(tmp_path, "pids")]
     pgid = int(text(tmp_path, "pgid"))
     assert len(pids) == 3
@@ -34,11 +51,11 @@ def assert_nothing_left(tmp_path: Path, before: set[str]) -> None:
     run_dir = launcher.parent.parent
     assert run_dir.name.startswith("awf-") and run_dir.parent == Path("/tmp")
     assert not run_dir.exists() and not launcher.with_name("s.sock").exists()
-    assert awf_dirs() - before == set()
+    assert made == [run_dir]  # the run made one directory of sockets, and it is gone
+    assert not any(path.exists() for path in made)
 
 
-async def test_answered(tmp_path):
-    before = awf_dirs()
+async def test_answered(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN + '"$WFA" result "$WFA_CALL_ID" --n 1')
 
     async def fn(wf):
@@ -47,11 +64,10 @@ async def test_answered(tmp_path):
 
     result = await run_wf(fn, tmp_path)
     assert result.value == "answered"
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_answered_and_the_cli_lingers(tmp_path):
-    before = awf_dirs()
+async def test_answered_and_the_cli_lingers(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN + '"$WFA" result "$WFA_CALL_ID" --n 1; sleep 1000')
 
     async def fn(wf):
@@ -60,11 +76,10 @@ async def test_answered_and_the_cli_lingers(tmp_path):
 
     result = await run_wf(fn, tmp_path)
     assert result.value == "answered"
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_timed_out(tmp_path):
-    before = awf_dirs()
+async def test_timed_out(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
 
     async def fn(wf):
@@ -73,11 +88,10 @@ async def test_timed_out(tmp_path):
 
     result = await run_wf(fn, tmp_path)
     assert result.value == "timed-out"
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_failed(tmp_path):
-    before = awf_dirs()
+async def test_failed(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN + "echo broken >&2; exit 3")
 
     async def fn(wf):
@@ -86,11 +100,10 @@ async def test_failed(tmp_path):
 
     result = await run_wf(fn, tmp_path)
     assert result.value == "failed"
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_unanswered(tmp_path):
-    before = awf_dirs()
+async def test_unanswered(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN)
 
     async def fn(wf):
@@ -99,11 +112,10 @@ async def test_unanswered(tmp_path):
 
     result = await run_wf(fn, tmp_path)
     assert result.value == "unanswered"
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_cancelled(tmp_path):
-    before = awf_dirs()
+async def test_cancelled(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
 
     async def fn(wf):
@@ -121,11 +133,10 @@ async def test_cancelled(tmp_path):
     result = await run_wf(fn, tmp_path)
     assert result.outcome == "failed" and result.reason == "ValueError: boom"
     assert [t["outcome"]["kind"] for t in turns(result)] == ["cancelled"]
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_run_timeout(tmp_path):
-    before = awf_dirs()
+async def test_run_timeout(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
 
     async def fn(wf):
@@ -134,11 +145,10 @@ async def test_run_timeout(tmp_path):
 
     result = await run_wf(fn, tmp_path, timeout=0.4)
     assert result.outcome == "timed-out"
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_workflow_error_with_an_agent_mid_turn(tmp_path):
-    before = awf_dirs()
+async def test_workflow_error_with_an_agent_mid_turn(tmp_path, made):
     runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
 
     async def fn(wf):
@@ -151,14 +161,13 @@ async def test_workflow_error_with_an_agent_mid_turn(tmp_path):
 
     result = await run_wf(fn, tmp_path)
     assert result.outcome == "failed" and "the workflow broke" in result.reason
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)
 
 
-async def test_caller_cancelled(tmp_path):
+async def test_caller_cancelled(tmp_path, made):
     import agentswf
     from agentswf import workflow
 
-    before = awf_dirs()
     runtime = shell_agent(tmp_path, "agent", SPAWN + "sleep 1000")
 
     @workflow(name="t", description="d")
@@ -169,4 +178,4 @@ async def test_caller_cancelled(tmp_path):
     with anyio.move_on_after(0.5) as scope:
         await agentswf.run(fn, run_root=tmp_path / "runs", cwd=tmp_path)
     assert scope.cancelled_caught
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(tmp_path, made)

@@ -93,3 +93,19 @@ async def run_wf(fn: Any, tmp_path: Path, *, policies: Any = (), **kwargs: Any) 
 def tool_lines(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "tools.jsonl"
     return list(read_lines(path)) if path.exists() else []
+
+
+async def cancel_after(seconds: float, work: Any) -> None:
+    """Await `work()`, cancelling it after `seconds` by hand: not a deadline it could see
+    (a turn's deadline includes the effective deadline of the scope it is run in)."""
+    import anyio
+
+    async with anyio.create_task_group() as group:
+
+        async def stop() -> None:
+            await anyio.sleep(seconds)
+            group.cancel_scope.cancel()
+
+        group.start_soon(stop)
+        await work()
+        group.cancel_scope.cancel()

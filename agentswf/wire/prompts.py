@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ..wire.teaching import Flag, Taught
+from .teaching import Flag, Taught
 
 QUOTING_RULE = "Put every value in single quotes; a ' inside a value is written '\\''."
 NUDGE_TEXT = "You finished without handing in the answer this turn asks for. Hand it in now."
@@ -82,20 +82,108 @@ def turn_prompt(
     taught: Taught,
     instructions: str | None = None,
     tools: Mapping[str, Any] | None = None,
+    peers: str = "",
 ) -> str:
-    """The whole prompt of a turn: instructions (first turn only), the ask, how to answer, the tools."""
+    """The whole prompt of a turn: instructions (first turn only), the ask, how to answer, peers, tools."""
     parts = [part for part in (instructions, prompt.strip()) if part]
     parts.append(answer_block(launcher, call_id, taught))
+    if peers:
+        parts.append(peers)
     if tools:
         parts.append(tools_block(launcher, tools))
     return "\n\n".join(parts)
 
 
 def nudge_prompt(
-    *, launcher: Path, call_id: str, taught: Taught, tools: Mapping[str, Any] | None = None, text: str = NUDGE_TEXT
+    *,
+    launcher: Path,
+    call_id: str,
+    taught: Taught,
+    tools: Mapping[str, Any] | None = None,
+    peers: str = "",
+    text: str = NUDGE_TEXT,
 ) -> str:
     """The check-in sent once when an agent ends its turn without an answer."""
     parts = [text, answer_block(launcher, call_id, taught)]
+    if peers:
+        parts.append(peers)
+    if tools:
+        parts.append(tools_block(launcher, tools))
+    return "\n\n".join(parts)
+
+
+def peers_block(launcher: Path, peers: list[dict[str, Any]], *, can_await: bool) -> str:
+    """The lines that teach `wfa send`, `wfa reply` and `wfa peers`, and who the peers are."""
+    if not peers:
+        return ""
+    wfa = str(launcher)
+    lines = ["You can message these peers:"]
+    for peer in peers:
+        can = {"send": "you can send", "reply": "you can reply", "both": "you can send and reply"}[peer["can"]]
+        lines.append(f"- {peer['peer']} ({peer['kind']}; {can}): {peer['purpose']}")
+    lines += ["", "Send a message:", f"{wfa} send <peer> <<'EOF'", "<message>", "EOF"]
+    if can_await:
+        lines += [
+            "Ask a question (this doesn't block: go on with other work, end your turn, and the reply starts your next turn):",
+            f"{wfa} send --await-reply <peer> <<'EOF'",
+            "<question>",
+            "EOF",
+        ]
+    lines += [
+        "Answer a question a peer asked you (you must, before you hand in your own answer):",
+        f"{wfa} reply <peer> <<'EOF'",
+        "<answer>",
+        "EOF",
+        f"{wfa} peers lists your peers, their state, and what you owe.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def mail_text(mail: list[Any]) -> str:
+    """Messages as the agent reads them, each with who sent it and what is expected of it."""
+    parts = []
+    for item in mail:
+        if item.kind == "question":
+            heading = f"A question from {item.sender}; it awaits your reply (wfa reply {item.sender}):"
+        elif item.kind == "reply":
+            heading = f"{item.sender}'s reply to your question:"
+        elif item.kind == "notice":
+            heading = "From the run:"
+        else:
+            heading = f"A message from {item.sender}:"
+        parts.append(f"{heading}\n<<<\n{item.text}\n>>>")
+    return "\n\n".join(parts)
+
+
+MESSAGE_TURN_TEXT = (
+    "This turn was started by the messages above and takes no result: reply if you were asked, "
+    "then end your turn."
+)
+OWED_REMINDER = "You ended your turn without replying to {peers}. Reply now (wfa reply {first}), then end your turn."
+
+
+def message_turn_prompt(
+    mail: list[Any], *, launcher: Path, peers: str, tools: Mapping[str, Any] | None, reminder: str = ""
+) -> str:
+    """A turn a message started: the messages, and how to reply; it takes no `wfa result`."""
+    parts = [reminder] if reminder else []
+    if mail:
+        parts.append(mail_text(mail))
+    parts.append(MESSAGE_TURN_TEXT)
+    if peers:
+        parts.append(peers)
+    if tools:
+        parts.append(tools_block(launcher, tools))
+    return "\n\n".join(parts)
+
+
+def continuation_prompt(
+    mail: list[Any], *, launcher: Path, call_id: str, taught: Taught, peers: str, tools: Mapping[str, Any] | None
+) -> str:
+    """The next attempt of a turn still open: the mail that started it, then how to answer."""
+    parts = [mail_text(mail), "The turn is still open.", answer_block(launcher, call_id, taught)]
+    if peers:
+        parts.append(peers)
     if tools:
         parts.append(tools_block(launcher, tools))
     return "\n\n".join(parts)

@@ -1,0 +1,128 @@
+"""The tool side of an AgentActor: `wfa tool` and what may run when.
+
+One call at a time per agent: a second call while one runs is `tool-busy`, except the
+same tool with the same input, which joins the running call and gets its answer. The
+ToolBroker runs the call; this side only decides whether it may start.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import msgspec
+
+from ..actors import Reply, handler
+from ..wire import Response, ToolRequest, accepted, refused
+from ..wire.teaching import ReadError
+from . import rules
+from .broker import RunTool, ToolDone, tool_response
+from .recorder import ToolCalled
+from .toolcall import ToolCall
+
+
+class SetTools(msgspec.Struct, frozen=True):
+    """The agent was reopened with the same tools: the new handlers replace the old."""
+
+    tools: dict[str, Any]
+
+
+@dataclass
+class ToolRun:
+    """The one tool call an agent has running, and every request waiting on its answer."""
+
+    call: ToolCall
+    name: str
+    args: list[str]
+    input: str | None
+    replies: list[Reply]
+
+
+class AgentTools:
+    """Mixed into AgentActor: its state (turn, tools, tool_run, broker, recorder) lives there."""
+
+    # Tools --------------------------------------------------------------------------
+
+    @handler
+    def set_tools(self, msg: SetTools) -> None:
+        self.tools = dict(msg.tools)
+
+    async def _tool(self, request: ToolRequest) -> Response:
+        turn = self.turn
+        in_turn = turn is not None and turn.outcome is None
+        running = self.tool_run
+        same = running is not None and (running.name, running.args, running.input) == (
+            request.name,
+            request.args,
+            request.input,
+        )
+        refusal = rules.judge_tool(
+            self._view(),
+            in_turn=in_turn,
+            accepted=bool(turn and turn.accepted),
+            busy_with=running.name if running is not None else None,
+            same_call=same,
+            name=request.name,
+            tools=tuple(self.tools),
+        )
+        if refusal is not None:
+            await self._record_refused(request, refusal.code, refusal.message)
+            return refused("tool", refusal.code, refusal.message)
+        if running is not None:  # the same call again: it gets the running call's answer
+            running.replies.append(self.defer())
+            return accepted("tool")
+        assert turn is not None
+        tool = self.tools[request.name]
+        try:
+            value = tool.taught.read(request.args, request.input)
+        except ReadError as error:
+            message = self._tool_hint(request.name, tool, str(error))
+            await self._record_refused(request, "invalid-input", message)
+            return refused("tool", "invalid-input", message)
+        call = ToolCall(secrets.token_hex(4), self.key, request.name)
+        now = anyio.current_time()
+        deadline = turn.deadline if tool.timeout is None else min(turn.deadline, now + tool.timeout)
+        self.tool_run = ToolRun(call, request.name, request.args, request.input, [self.defer()])
+        await self.broker.tell(RunTool(call, tool, value, deadline, turn.call_id, self.ref))
+        return accepted("tool")
+
+    async def _record_refused(self, request: ToolRequest, code: str, message: str) -> None:
+        """A refused call goes in the record too: the handler never ran, so its raw input is kept."""
+        now = time.time()
+        given = request.args or request.input
+        sensitive = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
+        await self.recorder.tell(
+            ToolCalled(
+                call_id=secrets.token_hex(4),
+                turn_call_id=self.turn.call_id if self.turn is not None else "",
+                agent=self.key,
+                tool=request.name,
+                input="[redacted]" if sensitive else given,
+                outcome="refused",
+                error=message,
+                code=code,
+                started_at=now,
+                ended_at=now,
+            )
+        )
+
+    def _tool_hint(self, name: str, tool: Any, error: str) -> str:
+        usage = f"{self.launcher} tool {name}"
+        if tool.taught.form == "flags":
+            usage += " " + tool.taught.flags_usage()
+        elif tool.taught.form == "json":
+            usage += " <<'WF_JSON' (the JSON on the lines after, then WF_JSON)"
+        return f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\nusage: {usage}"
+
+    @handler
+    def tool_done(self, msg: ToolDone) -> None:
+        running = self.tool_run
+        if running is None or running.call.id != msg.call_id:
+            return
+        self.tool_run = None
+        response = tool_response(msg.outcome)
+        for reply in running.replies:
+            reply.set(response)

@@ -1,0 +1,210 @@
+"""Messaging rules: what `wfa send` and `wfa reply` may do now, as pure functions of state.
+
+The state is the run's switchboard: routes, inboxes, open questions and who awaits
+whom. Each agent awaits at most one reply at a time, so the wait-for graph is a set of
+chains; a question that would close a chain into a loop is refused `cycle`, and so no
+cycle is ever admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .rules import Refusal
+
+MAX_MESSAGE_BYTES = 16 * 1024
+MAX_ROUTE_MESSAGES = 40  # replies included; a question counts its reply
+MAX_UNREAD_MESSAGES = 16  # in one peer's inbox
+MAX_PURPOSE_CHARS = 200
+MESSAGE_TURN_SECONDS = 15 * 60.0
+
+Can = Literal["send", "reply", "both"]
+PeerState = Literal["not-started", "working", "idle", "awaiting-reply", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteView:
+    """A route as the rules see it: its ends, direction, budget and whether it is open."""
+
+    id: str
+    sender: str
+    receiver: str
+    both_ways: bool
+    purpose: str
+    max_messages: int
+    used: int = 0
+    open: bool = True
+
+    def can(self, key: str) -> Can | None:
+        """What `key` can do on this route: send on its own, reply only, or both."""
+        if key not in (self.sender, self.receiver):
+            return None
+        if self.both_ways:
+            return "both"
+        return "send" if key == self.sender else "reply"
+
+    def peer_of(self, key: str) -> str:
+        return self.receiver if key == self.sender else self.sender
+
+    def room(self) -> int:
+        return self.max_messages - self.used
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionView:
+    """A question: `asker` awaits a reply from `askee` until `until` (loop clock)."""
+
+    id: str
+    asker: str
+    askee: str
+    route: str
+    until: float
+    open: bool = True
+
+
+def waits_on(waits: Mapping[str, str], start: str, target: str) -> bool:
+    """Does `start` wait, directly or through others, on `target`?"""
+    seen: set[str] = set()
+    current = start
+    while current in waits and current not in seen:
+        seen.add(current)
+        current = waits[current]
+        if current == target:
+            return True
+    return False
+
+
+def message_cost(question: bool) -> int:
+    """What a message takes from its route's budget: a question reserves its reply too."""
+    return 2 if question else 1
+
+
+def judge_send(
+    *,
+    sender: str,
+    peer: str,
+    in_turn: bool,
+    route: RouteView | None,
+    any_route: bool,
+    peer_state: PeerState | None,
+    size: int,
+    question: bool,
+    awaiting: str | None,
+    can_await: bool,
+    waits: Mapping[str, str],
+    peer_unread: int,
+) -> Refusal | None:
+    """May `sender` send `peer` a message (a question with `question`) now?
+
+    `route` is the open-or-closed route `sender` can send on to `peer`; `any_route` says
+    whether some route joins them at all (one it can only reply on).
+    """
+    if not in_turn:
+        return Refusal("no-operation", "you aren't in a turn; messages are sent while you work on one.")
+    if route is None:
+        if any_route:
+            return Refusal(
+                "no-route", f"you can only reply to {peer} (wfa reply {peer}), not send it messages of your own."
+            )
+        return Refusal("no-route", f"there is no route to {peer}; wfa peers lists the peers you can message.")
+    if peer_state == "stopped":
+        return Refusal("peer-stopped", f"{peer} has stopped; it won't read messages any more.")
+    if not route.open:
+        return Refusal("closed", f"the route to {peer} is closed: its stage ended, or the workflow is finishing.")
+    if size > MAX_MESSAGE_BYTES:
+        return Refusal(
+            "too-large",
+            f"the message is {size} bytes, over the limit of {MAX_MESSAGE_BYTES}; write it to a file and send its path.",
+        )
+    if question:
+        refusal = judge_question(sender, peer, awaiting=awaiting, can_await=can_await, waits=waits)
+        if refusal is not None:
+            return refusal
+    if route.room() < message_cost(question):
+        if question and route.room() > 0:
+            return Refusal(
+                "limit",
+                f"the route to {peer} has room for one more message but not a question and its reply; "
+                "send without --await-reply.",
+            )
+        return Refusal("limit", f"the route to {peer} has used all its {route.max_messages} messages.")
+    if peer_unread >= MAX_UNREAD_MESSAGES:
+        return Refusal(
+            "inbox-full", f"{peer} has {peer_unread} unread messages; try again after its turn ends."
+        )
+    return None
+
+
+def judge_question(
+    asker: str, peer: str, *, awaiting: str | None, can_await: bool, waits: Mapping[str, str]
+) -> Refusal | None:
+    """May `asker` await a reply from `peer`?"""
+    if awaiting is not None:
+        return Refusal(
+            "already-awaiting", f"you already await a reply from {awaiting}; one question at a time."
+        )
+    if not can_await:
+        return Refusal(
+            "unsupported",
+            "you can't await a reply where you run: send without --await-reply and say where the answer "
+            "should go, such as a file.",
+        )
+    if peer == asker or waits_on(waits, peer, asker):
+        return Refusal("cycle", f"{peer} already waits, directly or through others, on you; answer it instead.")
+    return None
+
+
+def judge_reply(
+    *,
+    sender: str,
+    peer: str,
+    in_turn: bool,
+    owed: QuestionView | None,
+    expired: bool,
+    route: RouteView | None,
+    size: int,
+    question: bool,
+    awaiting: str | None,
+    can_await: bool,
+    waits: Mapping[str, str],
+) -> Refusal | None:
+    """May `sender` reply to `peer` now (asking back with `question`)?
+
+    `owed` is the open question `peer` asked `sender`; `expired` says one was asked but the
+    asker stopped waiting.
+    """
+    if not in_turn:
+        return Refusal("no-operation", "you aren't in a turn; replies are sent while you work on one.")
+    if owed is None:
+        if expired:
+            return Refusal("expired", f"{peer} stopped waiting for your reply, or stopped.")
+        return Refusal(
+            "none-owed", f"{peer} asked you nothing open, or was answered already; to message it, use wfa send {peer}."
+        )
+    if route is None or not route.open:
+        return Refusal("closed", f"the route to {peer} is closed: its stage ended, or the workflow is finishing.")
+    if size > MAX_MESSAGE_BYTES:
+        return Refusal(
+            "too-large",
+            f"the reply is {size} bytes, over the limit of {MAX_MESSAGE_BYTES}; write it to a file and send its path.",
+        )
+    if question:
+        refusal = judge_question(sender, peer, awaiting=awaiting, can_await=can_await, waits=waits)
+        if refusal is not None:
+            return refusal
+        if route.room() < message_cost(True):
+            return Refusal(
+                "limit", f"the route to {peer} has room for your reply but not a question back; reply without --await-reply."
+            )
+    return None
+
+
+def check_purpose(purpose: str) -> str | None:
+    """Why `purpose` can't be a route's purpose, or None."""
+    if not isinstance(purpose, str) or not purpose.strip():
+        return "a route needs a purpose: one line saying what it is for"
+    if "\n" in purpose or len(purpose) > MAX_PURPOSE_CHARS:
+        return f"a route's purpose is one line of at most {MAX_PURPOSE_CHARS} characters"
+    return None

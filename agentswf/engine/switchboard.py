@@ -1,0 +1,492 @@
+"""The Switchboard: the run's inboxes, open questions, and who awaits whom.
+
+Agents ask it (to send, reply, take their mail, learn what they owe); it asks only route
+actors, which never ask back, and it only tells agents. So no cycle of asks can form
+however agents message each other. Every decision is a pure rule of `mailrules`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import anyio
+import msgspec
+
+from ..actors import Actor, ActorRef, Reply, Supervisor, handler
+from . import mailrules
+from .clock import wall_ms
+from .mailrules import QuestionView, RouteView
+from .recorder import MessageRead, MessageSent
+from .route import CloseRoute, Describe, RouteActor, Spend
+from .rules import Refusal
+
+ROUTE_MAILBOX_CAPACITY = 64
+WORKFLOW_KEY = "workflow"  # the workflow itself, as a participant: wf.receive()
+
+MailKind = Literal["message", "question", "reply", "notice"]
+
+
+class Mail(msgspec.Struct, frozen=True, kw_only=True):
+    """One message as its reader gets it."""
+
+    id: str
+    sender: str
+    to: str
+    text: str
+    kind: MailKind
+    purpose: str = ""
+    question: str = ""  # the question's id, for a question or its reply
+    at: float = 0.0
+
+    @property
+    def is_question(self) -> bool:
+        return self.kind == "question"
+
+
+# Asks and tells -----------------------------------------------------------------------
+
+
+class Register(msgspec.Struct, frozen=True):
+    key: str
+    kind: Literal["agent", "participant"]
+    ref: Any = None  # the agent's ActorRef
+    can_await: bool = True
+
+
+class StateChanged(msgspec.Struct, frozen=True):
+    key: str
+    state: str  # PeerState
+    reason: str = ""
+
+
+class OpenRouteRequest(msgspec.Struct, frozen=True):
+    sender: str
+    receiver: str
+    purpose: str
+    both_ways: bool
+    max_messages: int
+
+
+class CloseRouteRequest(msgspec.Struct, frozen=True):
+    route: str
+
+
+class Post(msgspec.Struct, frozen=True):
+    """`wfa send` (reply=False) or `wfa reply` (reply=True) from `sender`."""
+
+    sender: str
+    peer: str
+    text: str
+    reply: bool
+    question: bool
+    until: float  # when a question's wait ends, on the loop's clock
+    in_turn: bool
+
+
+class Posted(msgspec.Struct, frozen=True):
+    """The acknowledgement: when the peer reads it."""
+
+    message_id: str
+    read: str
+
+
+class TakeMail(msgspec.Struct, frozen=True):
+    key: str
+
+
+class Standing(msgspec.Struct, frozen=True):
+    """Asked by an agent: whom it owes a reply, whose reply it awaits."""
+
+    key: str
+
+
+class StandingView(msgspec.Struct, frozen=True):
+    owes: tuple[str, ...] = ()
+    awaits: str | None = None
+    awaits_until: float | None = None
+    latest_asker_until: float | None = None  # lengthens a message turn
+
+
+class DropAwait(msgspec.Struct, frozen=True):
+    """The asker finished its turn with `wfa result`: its wait is dropped."""
+
+    key: str
+
+
+class GiveUp(msgspec.Struct, frozen=True):
+    """The askee ended its turn owing, after its reminder: its askers get no answer."""
+
+    key: str
+
+
+class PeersOf(msgspec.Struct, frozen=True):
+    key: str
+
+
+class Receive(msgspec.Struct, frozen=True):
+    """A participant's next unread message, waiting for one; answered when one comes."""
+
+    key: str
+
+
+class Inbox(msgspec.Struct, frozen=True):
+    """A participant's unread messages, now (possibly none)."""
+
+    key: str
+
+
+class Participants(msgspec.Struct, frozen=True):
+    """The keys of the run's participants."""
+
+
+class _Expire(msgspec.Struct, frozen=True):
+    question: str
+
+
+class MailWaiting(msgspec.Struct, frozen=True):
+    """Told to an agent: it has unread mail (a reply it awaits, with `reply`)."""
+
+    reply: bool = False
+
+
+class CloseAll(msgspec.Struct, frozen=True):
+    """The workflow is finishing: every route closes."""
+
+
+# State --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Endpoint:
+    key: str
+    kind: Literal["agent", "participant"]
+    ref: ActorRef | None = None
+    can_await: bool = True
+    state: str = "not-started"
+    reason: str = ""
+    inbox: deque[Mail] = field(default_factory=deque)
+    receivers: deque[Reply] = field(default_factory=deque)
+
+
+class Switchboard(Actor):
+    def __init__(self, supervisor: Supervisor, recorder: ActorRef) -> None:
+        super().__init__()
+        self.supervisor = supervisor
+        self.recorder = recorder
+        self.ends: dict[str, _Endpoint] = {}
+        self.routes: dict[str, ActorRef] = {}
+        self.views: dict[str, RouteView] = {}
+        self.questions: dict[str, QuestionView] = {}
+        self.expired: set[tuple[str, str]] = set()  # (asker, askee) whose question ran out
+        self.closing = False
+
+    # Ends and routes ----------------------------------------------------------------
+
+    @handler
+    def register(self, msg: Register) -> None:
+        self.ends[msg.key] = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await)
+
+    @handler
+    def state_changed(self, msg: StateChanged) -> None:
+        end = self.ends.get(msg.key)
+        if end is None:
+            return
+        end.state, end.reason = msg.state, msg.reason
+        if msg.state == "stopped":
+            for question in list(self.questions.values()):
+                if question.askee == msg.key:
+                    self._end_question(question, f"{msg.key} stopped: {msg.reason}".rstrip(": "))
+                elif question.asker == msg.key:
+                    self._drop(question)
+
+    @handler
+    async def open_route(self, msg: OpenRouteRequest) -> str:
+        """A new route's id; raises ValueError saying what is wrong with it."""
+        problem = mailrules.check_purpose(msg.purpose)
+        for key in (msg.sender, msg.receiver):
+            if key not in self.ends:
+                problem = problem or f"{key} is not an open agent or participant of this run"
+        if msg.sender == msg.receiver:
+            problem = problem or "a route joins two different ends"
+        if not 1 <= msg.max_messages <= mailrules.MAX_ROUTE_MESSAGES:
+            problem = problem or f"max_messages is at least 1 and at most {mailrules.MAX_ROUTE_MESSAGES}"
+        if problem:
+            raise ValueError(problem)
+        for view in self.views.values():
+            if view.open and {view.sender, view.receiver} == {msg.sender, msg.receiver}:
+                raise ValueError(f"{msg.sender} and {msg.receiver} already have an open route; close it first")
+        route_id = f"r{len(self.views) + 1}"
+        view = RouteView(route_id, msg.sender, msg.receiver, msg.both_ways, msg.purpose.strip(), msg.max_messages)
+        self.routes[route_id] = self.supervisor.spawn(
+            RouteActor, view, name=f"route:{msg.sender}>{msg.receiver}", capacity=ROUTE_MAILBOX_CAPACITY
+        )
+        self.views[route_id] = view
+        return route_id
+
+    @handler
+    async def close_route_request(self, msg: CloseRouteRequest) -> None:
+        ref = self.routes.get(msg.route)
+        if ref is not None and self.views[msg.route].open:
+            self.views[msg.route] = await ref.ask(CloseRoute())
+
+    @handler
+    async def close_all(self, msg: CloseAll) -> None:
+        self.closing = True
+        for route_id, ref in self.routes.items():
+            if self.views[route_id].open:
+                self.views[route_id] = await ref.ask(CloseRoute())
+
+    def _route_between(self, a: str, b: str) -> RouteView | None:
+        for view in reversed(list(self.views.values())):
+            if {view.sender, view.receiver} == {a, b}:
+                return view
+        return None
+
+    # Sending ------------------------------------------------------------------------
+
+    def _waits(self) -> dict[str, str]:
+        return {q.asker: q.askee for q in self.questions.values() if q.open}
+
+    def _awaiting(self, key: str) -> QuestionView | None:
+        return next((q for q in self.questions.values() if q.open and q.asker == key), None)
+
+    def _owed(self, askee: str, asker: str) -> QuestionView | None:
+        return next((q for q in self.questions.values() if q.open and q.askee == askee and q.asker == asker), None)
+
+    @handler
+    async def post(self, msg: Post) -> Posted | Refusal:
+        sender = self.ends.get(msg.sender)
+        peer = self.ends.get(msg.peer)
+        route = self._route_between(msg.sender, msg.peer) if peer is not None else None
+        if route is not None and self.closing:
+            route = replace(route, open=False)
+        size = len(msg.text.encode())
+        awaiting = self._awaiting(msg.sender)
+        can_await = sender.can_await if sender is not None else False
+        if msg.reply:
+            owed = self._owed(msg.sender, msg.peer)
+            refusal = mailrules.judge_reply(
+                sender=msg.sender,
+                peer=msg.peer,
+                in_turn=msg.in_turn,
+                owed=owed,
+                expired=(msg.peer, msg.sender) in self.expired,
+                route=route,
+                size=size,
+                question=msg.question,
+                awaiting=awaiting.askee if awaiting else None,
+                can_await=can_await,
+                waits=self._waits(),
+            )
+        else:
+            owed = None
+            sendable = route if route is not None and route.can(msg.sender) in ("send", "both") else None
+            refusal = mailrules.judge_send(
+                sender=msg.sender,
+                peer=msg.peer,
+                in_turn=msg.in_turn,
+                route=sendable,
+                any_route=route is not None,
+                peer_state=peer.state if peer is not None else None,  # type: ignore[arg-type]
+                size=size,
+                question=msg.question,
+                awaiting=awaiting.askee if awaiting else None,
+                can_await=can_await,
+                waits=self._waits(),
+                peer_unread=len(peer.inbox) if peer is not None else 0,
+            )
+        if refusal is not None:
+            return refusal
+        assert route is not None and peer is not None
+        # A reply was paid for by its question; asking back pays for the next question and its reply.
+        cost = mailrules.message_cost(msg.question) if not msg.reply else (mailrules.message_cost(True) if msg.question else 0)
+        message_id = secrets.token_hex(4)
+        self.views[route.id] = await self.routes[route.id].ask(Spend(message_id, cost))
+        if owed is not None:
+            self._settle(owed)
+        kind: MailKind = "question" if msg.question else ("reply" if msg.reply else "message")
+        question_id = ""
+        if msg.question:
+            question_id = message_id
+            self.questions[question_id] = QuestionView(question_id, msg.sender, msg.peer, route.id, msg.until)
+            self.expired.discard((msg.sender, msg.peer))
+            if msg.until != float("inf"):
+                self.start_soon(self._expire_at, question_id, msg.until)
+        elif owed is not None:
+            question_id = owed.id
+        mail = Mail(
+            id=message_id,
+            sender=msg.sender,
+            to=msg.peer,
+            text=msg.text,
+            kind=kind,
+            purpose=route.purpose,
+            question=question_id,
+            at=time.time(),
+        )
+        read = self._how_read(peer, reply=owed is not None)
+        await self.recorder.tell(MessageSent(mail, route.id, read))
+        await self._deliver(peer, mail, reply=owed is not None)
+        return Posted(message_id, read)
+
+    def _how_read(self, peer: _Endpoint, *, reply: bool) -> str:
+        if peer.kind == "participant":
+            return "when they read their inbox"
+        if reply and peer.state in ("awaiting-reply", "idle", "not-started"):
+            return "now: your reply starts its next turn"
+        if peer.state == "working":
+            return "when its current turn ends"
+        if peer.state == "awaiting-reply":
+            return "with the reply it awaits"
+        return "now, in a turn of its own"
+
+    async def _deliver(self, peer: _Endpoint, mail: Mail, *, reply: bool) -> None:
+        peer.inbox.append(mail)
+        if peer.kind == "participant":
+            while peer.receivers and peer.inbox:
+                waiter = peer.receivers.popleft()
+                if waiter.pending:
+                    waiter.set(self._read_now(peer, 1)[0])
+            return
+        if peer.ref is not None:
+            await peer.ref.tell(MailWaiting(reply=reply))
+
+    def _read_now(self, peer: _Endpoint, most: int | None = None) -> list[Mail]:
+        taken: list[Mail] = []
+        while peer.inbox and (most is None or len(taken) < most):
+            taken.append(peer.inbox.popleft())
+        now = time.time()
+        for mail in taken:
+            self.recorder.tell_nowait(MessageRead(mail.id, peer.key, now))
+        return taken
+
+    # Questions ----------------------------------------------------------------------
+
+    async def _expire_at(self, question_id: str, until: float) -> None:
+        await anyio.sleep_until(until)
+        await self.ref.tell(_Expire(question_id))
+
+    @handler
+    async def expire(self, msg: _Expire) -> None:
+        question = self.questions.get(msg.question)
+        if question is not None and question.open:
+            await self._end_question_async(question, f"{question.askee} did not reply in time")
+
+    def _settle(self, question: QuestionView) -> None:
+        self.questions[question.id] = replace(question, open=False)
+
+    def _drop(self, question: QuestionView) -> None:
+        self._settle(question)
+        self.expired.add((question.asker, question.askee))
+
+    def _end_question(self, question: QuestionView, why: str) -> None:
+        self.start_soon(self._end_question_async, question, why)
+
+    async def _end_question_async(self, question: QuestionView, why: str) -> None:
+        """The asker gets no answer: the question closes, and the asker is told why."""
+        if not self.questions[question.id].open:
+            return
+        self._drop(question)
+        asker = self.ends.get(question.asker)
+        if asker is None:
+            return
+        notice = Mail(
+            id=secrets.token_hex(4),
+            sender=question.askee,
+            to=question.asker,
+            text=f"There is no answer to your question: {why}.",
+            kind="notice",
+            question=question.id,
+            at=time.time(),
+        )
+        await self.recorder.tell(MessageSent(notice, question.route, "with the reply it awaited"))
+        await self._deliver(asker, notice, reply=True)
+
+    @handler
+    def drop_await(self, msg: DropAwait) -> None:
+        question = self._awaiting(msg.key)
+        if question is not None:
+            self._drop(question)
+
+    @handler
+    async def give_up(self, msg: GiveUp) -> None:
+        for question in list(self.questions.values()):
+            if question.open and question.askee == msg.key:
+                await self._end_question_async(question, f"{msg.key} ended its turn without replying")
+
+    # Reading ------------------------------------------------------------------------
+
+    @handler
+    def take_mail(self, msg: TakeMail) -> list[Mail]:
+        end = self.ends.get(msg.key)
+        return self._read_now(end) if end is not None else []
+
+    @handler
+    def standing(self, msg: Standing) -> StandingView:
+        owes = tuple(q.asker for q in self.questions.values() if q.open and q.askee == msg.key)
+        awaiting = self._awaiting(msg.key)
+        untils = [q.until for q in self.questions.values() if q.open and q.askee == msg.key]
+        return StandingView(
+            owes,
+            awaiting.askee if awaiting else None,
+            awaiting.until if awaiting else None,
+            max(untils) if untils else None,
+        )
+
+    @handler
+    def receive(self, msg: Receive) -> None:
+        reply = self.defer()
+        end = self.ends.get(msg.key)
+        if end is None:
+            reply.fail(ValueError(f"{msg.key} is not a participant of this run"))
+        elif end.inbox:
+            reply.set(self._read_now(end, 1)[0])
+        else:
+            end.receivers.append(reply)
+
+    @handler
+    def inbox(self, msg: Inbox) -> list[Mail]:
+        end = self.ends.get(msg.key)
+        return self._read_now(end) if end is not None else []
+
+    @handler
+    def participants(self, msg: Participants) -> list[str]:
+        return [key for key, end in self.ends.items() if end.kind == "participant"]
+
+    @handler
+    def peers_of(self, msg: PeersOf) -> dict[str, Any]:
+        return peers_table(msg.key, self.views.values(), self.ends, self.questions.values())
+
+
+def peers_table(
+    key: str, views: Any, ends: dict[str, _Endpoint], questions: Any
+) -> dict[str, Any]:
+    """`wfa peers --json`: one row per route of `key`, then whom it owes a reply."""
+    rows: list[dict[str, Any]] = []
+    for view in views:
+        can = view.can(key)
+        if can is None or not view.open:
+            continue
+        peer_key = view.peer_of(key)
+        peer = ends[peer_key]
+        row: dict[str, Any] = {"peer": peer_key, "can": can, "kind": peer.kind}
+        if peer.kind == "agent":
+            row["state"] = peer.state
+            if peer.state == "stopped" and peer.reason:
+                row["reason"] = peer.reason
+            awaited = next((q for q in questions if q.open and q.asker == peer_key), None)
+            if peer.state == "awaiting-reply" and awaited is not None:
+                row["awaits"] = awaited.askee
+        row["queued"] = sum(1 for mail in peer.inbox if mail.sender == key) if peer.kind == "agent" else 0
+        row["purpose"] = view.purpose
+        rows.append(row)
+    owes = [q.asker for q in questions if q.open and q.askee == key]
+    result: dict[str, Any] = {"peers": rows, "owes": owes}
+    mine = next((q for q in questions if q.open and q.asker == key), None)
+    if mine is not None:
+        result["awaits"] = {"peer": mine.askee, "until": wall_ms(mine.until)}
+    return result

@@ -1,0 +1,167 @@
+"""Routes between agents and people, participants outside the run, and the workflow's own inbox."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import anyio
+
+from ..actors import ActorRef
+from ..engine.mailrules import MAX_ROUTE_MESSAGES
+from ..engine.rules import Refusal
+from ..engine.switchboard import (
+    WORKFLOW_KEY,
+    CloseRouteRequest,
+    Inbox,
+    Mail,
+    OpenRouteRequest,
+    Post,
+    Receive,
+    Register,
+)
+from ..engine.toolcall import CURRENT_TOOL_CALL
+from ..errors import DefinitionError, WorkflowError
+
+
+def not_in_handler(what: str) -> None:
+    call = CURRENT_TOOL_CALL.get()
+    if call is not None:
+        raise WorkflowError(
+            f"{what} can't be used inside a tool handler ({call.tool}): the agent that called it is waiting "
+            "for the handler to return"
+        )
+
+
+class MessageRefused(WorkflowError):
+    """A participant's send or reply was refused; `code` is the refusal code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+class Route:
+    """An open route between two ends; `close()` ends it (later sends are refused `closed`)."""
+
+    def __init__(self, board: ActorRef, route_id: str, sender: str, receiver: str, purpose: str) -> None:
+        self._board = board
+        self.id = route_id
+        self.sender = sender
+        self.receiver = receiver
+        self.purpose = purpose
+        self.closed = False
+
+    async def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await self._board.ask(CloseRouteRequest(self.id))
+
+    def __repr__(self) -> str:
+        return f"<Route {self.sender}→{self.receiver} {self.purpose!r}{' closed' if self.closed else ''}>"
+
+
+class Participant:
+    """Someone outside the run: reads and answers through `awf inbox` / `awf reply`, or these calls."""
+
+    def __init__(self, board: ActorRef, key: str) -> None:
+        self._board = board
+        self.key = key
+
+    async def inbox(self) -> list[Mail]:
+        """Unread messages, now (marks them read)."""
+        return await self._board.ask(Inbox(self.key))
+
+    async def receive(self) -> Mail:
+        """The next unread message, waiting for one."""
+        not_in_handler("receive")
+        return await self._board.ask(Receive(self.key))
+
+    async def send(self, peer: str, text: str) -> str:
+        """Send `peer` a message; returns when it reads it. Raises MessageRefused."""
+        return await self._post(peer, text, reply=False)
+
+    async def reply(self, peer: str, text: str) -> str:
+        """Answer the question `peer` asked. Raises MessageRefused (`none-owed`, `expired`, …)."""
+        return await self._post(peer, text, reply=True)
+
+    async def _post(self, peer: str, text: str, *, reply: bool) -> str:
+        answer = await self._board.ask(Post(self.key, peer, text, reply, False, float("inf"), True))
+        if isinstance(answer, Refusal):
+            raise MessageRefused(answer.code, answer.message)
+        return answer.read
+
+
+class Participants:
+    """`wf.participants.open(key)`: people and programs outside the run."""
+
+    def __init__(self, board: ActorRef, keys: set[str]) -> None:
+        self._board = board
+        self._keys = keys  # shared with the agents: one key namespace
+        self._open: dict[str, Participant] = {}
+
+    async def open(self, key: str) -> Participant:
+        if key in self._open:
+            return self._open[key]
+        if key in self._keys or key == WORKFLOW_KEY:
+            raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
+        self._keys.add(key)
+        await self._board.ask(Register(key, "participant", None, False))
+        participant = self._open[key] = Participant(self._board, key)
+        return participant
+
+
+def end_key(end: Any) -> str:
+    """The key of a route's end: an Agent, a Participant, the Workflow, or a key."""
+    if isinstance(end, str):
+        return end
+    key = getattr(end, "key", None)
+    if isinstance(key, str):
+        return key
+    if getattr(end, "is_workflow", False):
+        return WORKFLOW_KEY
+    raise DefinitionError(f"{end!r} is not an agent, a participant or a key")
+
+
+async def open_route(
+    board: ActorRef, sender: Any, receiver: Any, *, purpose: str, both_ways: bool, max_messages: int | None
+) -> Route:
+    limit = MAX_ROUTE_MESSAGES if max_messages is None else max_messages
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROUTE_MESSAGES:
+        raise DefinitionError(f"max_messages can only lower the limit of {MAX_ROUTE_MESSAGES}; got {max_messages!r}")
+    a, b = end_key(sender), end_key(receiver)
+    try:
+        route_id = await board.ask(OpenRouteRequest(a, b, purpose, both_ways, limit))
+    except ValueError as error:
+        raise DefinitionError(f"route {a} → {b}: {error}") from None
+    return Route(board, route_id, a, b, purpose)
+
+
+async def race(*awaitables: Awaitable[Any]) -> Any:
+    """The value of whichever awaitable finishes first; the rest are cancelled."""
+    not_in_handler("wf.race")
+    index, value = await _first(dict(enumerate(awaitables)))
+    return value
+
+
+async def select(**awaitables: Awaitable[Any]) -> tuple[str, Any]:
+    """`(name, value)` of whichever named awaitable finishes first; the rest are cancelled."""
+    not_in_handler("wf.select")
+    return await _first(awaitables)
+
+
+async def _first(awaitables: dict[Any, Awaitable[Any]]) -> tuple[Any, Any]:
+    if not awaitables:
+        raise DefinitionError("race and select need at least one awaitable")
+    winner: list[tuple[Any, Any]] = []
+
+    async def one(name: Any, awaitable: Awaitable[Any], group: anyio.abc.TaskGroup) -> None:
+        value = await awaitable
+        if not winner:
+            winner.append((name, value))
+            group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        for name, awaitable in awaitables.items():
+            group.start_soon(one, name, awaitable, group)
+    return winner[0]
