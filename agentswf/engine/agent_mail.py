@@ -43,7 +43,7 @@ def peers_text(table: dict[str, Any]) -> str:
             row[3] += f" (awaits {source['awaits']})"
         if "reason" in source:
             row[3] += f" ({source['reason']})"
-    widths = [max(len(column), *(len(row[i]) for row in rows)) for i, column in enumerate(_PEER_COLUMNS)]
+    widths = [max([len(column), *(len(row[i]) for row in rows)]) for i, column in enumerate(_PEER_COLUMNS)]
     lines = ["  ".join(column.ljust(widths[i]) for i, column in enumerate(_PEER_COLUMNS)).rstrip()]
     lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     if not rows:

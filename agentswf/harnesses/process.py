@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
 DRAIN_GRACE_SECONDS = 1.0  # for output pipes held open by an escaped grandchild
 OUTPUT_TAIL_BYTES = 64 * 1024  # of standard output and of standard error, each
+MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer output line is not handed to the reader
 _READ_BYTES = 65536
 
 
@@ -36,15 +37,35 @@ class Exited:
         return "\n".join(self.stderr.strip().splitlines()[-count:])
 
 
+LineReader = Callable[[bytes], None]
+
+
 class _Tail:
-    def __init__(self, limit: int) -> None:
+    """The last bytes of an output, and, for a reader, each whole line as it comes."""
+
+    def __init__(self, limit: int, reader: LineReader | None = None) -> None:
         self.limit = limit
         self.data = bytearray()
+        self.reader = reader
+        self.partial = bytearray()
 
     def add(self, chunk: bytes) -> None:
         self.data += chunk
         if len(self.data) > self.limit:
             del self.data[: len(self.data) - self.limit]
+        if self.reader is None:
+            return
+        self.partial += chunk
+        *lines, rest = self.partial.split(b"\n")
+        self.partial = bytearray(rest if len(rest) <= MAX_LINE_BYTES else b"")
+        for line in lines:
+            if line and len(line) <= MAX_LINE_BYTES:
+                self.reader(bytes(line))
+
+    def finish(self) -> None:
+        if self.reader is not None and self.partial:
+            self.reader(bytes(self.partial))
+            self.partial = bytearray()
 
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace")
@@ -96,8 +117,13 @@ async def run_in_group(
     input: bytes,
     cwd: Path,
     env: Mapping[str, str],
+    read_line: LineReader | None = None,
 ) -> Exited:
-    """Run `argv` to its end with `input` on standard input; cancelling stops its group."""
+    """Run `argv` to its end with `input` on standard input; cancelling stops its group.
+
+    `read_line` is given each line of standard output as it comes, for CLIs that report
+    as they go (a session id first, usage last).
+    """
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE,
@@ -107,7 +133,7 @@ async def run_in_group(
         env=dict(env),
         start_new_session=True,
     )
-    stdout, stderr = _Tail(OUTPUT_TAIL_BYTES), _Tail(OUTPUT_TAIL_BYTES)
+    stdout, stderr = _Tail(OUTPUT_TAIL_BYTES, read_line), _Tail(OUTPUT_TAIL_BYTES)
     try:
         async with anyio.create_task_group() as pipes:
             pipes.start_soon(_feed, process.stdin, input)
@@ -120,4 +146,5 @@ async def run_in_group(
         await stop_group(process)
         with anyio.CancelScope(shield=True):
             await process.aclose()
+    stdout.finish()
     return Exited(process.returncode if process.returncode is not None else -1, stdout.text(), stderr.text())

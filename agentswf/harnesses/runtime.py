@@ -6,12 +6,20 @@ into a harness happens when the agent opens, so a mistake fails there.
 
 from __future__ import annotations
 
+import os
 import shlex
+from collections.abc import Mapping
 
 import msgspec
 
-from ..errors import DefinitionError, HarnessError
+from ..errors import DefinitionError
 from .base import Harness
+from .capabilities import EFFORT_LEVELS, TABLE, refusal
+from .claude import ClaudeHarness
+from .cli import CliHarness
+from .codex import CodexHarness
+from .cursor import CursorHarness
+from .pi import PiHarness
 from .shell import ShellHarness
 
 SHELL_PREFIX = "shell:"
@@ -19,7 +27,11 @@ CLI_ALIASES = ("claude", "codex", "pi", "cursor")
 
 
 class Runtime(msgspec.Struct, frozen=True, kw_only=True):
-    """How an agent is run. `command` is the program of a shell agent."""
+    """How an agent is run: its harness, model, effort, extra environment and arguments.
+
+    `command` is a shell agent's program, or the path of a CLI that isn't on PATH. `env`
+    is added to the run's environment for this agent, e.g. to point a CLI at a gateway.
+    """
 
     harness: str
     model: str | None = None
@@ -48,16 +60,43 @@ def resolve_runtime(runtime: str | Runtime) -> Runtime:
     )
 
 
-def harness_for(runtime: Runtime) -> Harness:
-    """The harness that runs `runtime`; raises HarnessError when it can't be run here."""
+CLI_HARNESSES: dict[str, type[CliHarness]] = {
+    "claude": ClaudeHarness,
+    "codex": CodexHarness,
+    "pi": PiHarness,
+    "cursor": CursorHarness,
+}
+
+
+def check_runtime(runtime: Runtime) -> None:
+    """Refuse what the runtime asks of a harness that lacks it, quoting the reason."""
+    if runtime.harness not in TABLE:
+        known = ", ".join(TABLE)
+        raise DefinitionError(f"no harness named {runtime.harness!r}; the harnesses are {known}")
+    if runtime.effort is not None:
+        why = refusal(runtime.harness, "effort")
+        if why is not None:
+            raise DefinitionError(f"{runtime.harness} can't take effort={runtime.effort!r}: {why}")
+        levels = EFFORT_LEVELS[runtime.harness]
+        if runtime.effort not in levels:
+            raise DefinitionError(
+                f"{runtime.harness} has no effort {runtime.effort!r}; its levels are {', '.join(levels)}"
+            )
+    if runtime.model is not None and runtime.harness == "shell":
+        raise DefinitionError("a shell agent has no model: give its command what it needs in command or env")
+
+
+def harness_for(runtime: Runtime, env: Mapping[str, str] | None = None) -> Harness:
+    """The harness that runs `runtime`; raises HarnessError when its CLI isn't installed."""
+    check_runtime(runtime)
     if runtime.harness == "shell":
         if not runtime.command:
             raise DefinitionError("a shell runtime needs command=[program, args…]")
         return ShellHarness(tuple(runtime.command) + tuple(runtime.args))
-    raise HarnessError(
-        f"the {runtime.harness} harness is not available in this version of agentswf; "
-        "use a shell runtime ('shell:<command line>'), or script the agent in tests"
-    )
+    cls = CLI_HARNESSES[runtime.harness]
+    environment = {**(os.environ if env is None else env), **runtime.env}
+    executable = cls.locate(tuple(runtime.command), environment)
+    return cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args))
 
 
 def describe(runtime: Runtime) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import shlex
 from collections.abc import Awaitable, Callable
@@ -92,8 +91,3 @@ def group_members(pgid: int) -> list[int]:
             if stat is not None and int(stat[2]) == pgid and stat[0] not in ("Z", "X"):
                 members.append(int(entry))
     return members
-
-
-def awf_dirs() -> set[str]:
-    """The run directories of sockets and launchers now in /tmp (not test run roots)."""
-    return {path for path in glob.glob("/tmp/awf-*") if not os.path.basename(path).startswith("awf-test-runs-")}

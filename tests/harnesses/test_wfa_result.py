@@ -232,13 +232,12 @@ async def test_usage_errors_exit_2_and_send_nothing(tmp_path):
     assert candidates(result, result.value["call"]) == []  # nothing reached the run
 
 
-async def test_waiting_and_peers_are_unsupported_for_a_shell_agent(tmp_path):
+async def test_waiting_is_unsupported_for_a_shell_agent(tmp_path):
     runtime = shell_agent(
         tmp_path,
         "agent",
         """
 "$WFA" waiting "$WFA_CALL_ID" --reason 'Running the tests' --timeout 10m 2>"$OUT/err1"; echo $? >"$OUT/rc1"
-"$WFA" peers 2>"$OUT/err2"; echo $? >"$OUT/rc2"
 "$WFA" waiting "$WFA_CALL_ID" 2>"$OUT/err3"; echo $? >"$OUT/rc3"
 "$WFA" result "$WFA_CALL_ID" --n 1
 """,
@@ -251,7 +250,6 @@ async def test_waiting_and_peers_are_unsupported_for_a_shell_agent(tmp_path):
     result = await run_wf(fn, tmp_path)
     assert result.value == 1
     assert rc(tmp_path, "rc1") == 1 and "waiting refused (unsupported-command)" in text(tmp_path, "err1")
-    assert rc(tmp_path, "rc2") == 1 and "peers refused (unsupported-command)" in text(tmp_path, "err2")
     assert rc(tmp_path, "rc3") == 2 and "needs --reason" in text(tmp_path, "err3")
 
 

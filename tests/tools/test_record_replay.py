@@ -9,7 +9,7 @@ import pytest
 import agentswf
 from agentswf import DefinitionError, ToolCall, tool, workflow
 from agentswf.engine.policy import deny
-from agentswf.testing import ToolFailed, ToolRefused, ToolResult, answer, run_workflow
+from agentswf.testing import answer, run_workflow
 from agentswf.testing.scripted import ScriptBook
 
 from .kit import tool_lines
@@ -75,6 +75,18 @@ async def test_every_call_is_recorded_with_its_input_outcome_timings_agent_and_t
         assert line["agent"] == "rev" and line["turn_call_id"] == turn_call_id
         assert 0 < line["started_at"] <= line["ended_at"]
     assert len({line["call_id"] for line in lines}) == 4
+
+    # awf logs shows each call under its turn, its input redacted
+    import io
+
+    from agentswf.cli.logs import print_run
+
+    shown = io.StringIO()
+    print_run(run.run_dir, shown)
+    text = shown.getvalue()
+    for name in ("login", "boom", "slow", "admin"):
+        assert name in text
+    assert "it broke" in text and "hello ann" in text and "pw1" not in text
 
 
 # Replay --------------------------------------------------------------------------------

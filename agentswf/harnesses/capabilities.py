@@ -1,0 +1,89 @@
+"""What each harness can do: every capability is given, or absent with the reason why.
+
+A new harness takes a position on every capability (a test walks the whole table), and
+a runtime asking for what its harness lacks is refused when the agent opens, quoting the
+reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost")
+
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    how: str
+
+
+@dataclass(frozen=True, slots=True)
+class Absent:
+    reason: str
+
+
+Capability = Given | Absent
+
+_HEADLESS_WAITING = Absent(
+    "wfa waiting is offered only where the harness confirms what it was sent (a claude TUI); "
+    "agentswf drives headless CLIs"
+)
+
+TABLE: dict[str, dict[str, Capability]] = {
+    "shell": {
+        "resume": Absent("a shell agent is run anew for each attempt: it has no native session"),
+        "effort": Absent("a program has no effort levels"),
+        "await_reply": Given("the reply starts the command's next run"),
+        "waiting": _HEADLESS_WAITING,
+        "usage": Absent("a program reports no tokens"),
+        "cost": Absent("a program reports no dollars"),
+    },
+    "claude": {
+        "resume": Given("claude -p --resume <session id>"),
+        "effort": Given("--effort low|medium|high|xhigh|max"),
+        "await_reply": Given("the reply resumes the session in a new headless run"),
+        "waiting": _HEADLESS_WAITING,
+        "usage": Given("the stream-json result line's usage"),
+        "cost": Given("the result line's total_cost_usd"),
+    },
+    "codex": {
+        "resume": Given("codex exec resume <thread id>"),
+        "effort": Given('-c model_reasoning_effort="minimal|low|medium|high|xhigh"'),
+        "await_reply": Given("the reply resumes the thread in a new codex exec"),
+        "waiting": _HEADLESS_WAITING,
+        "usage": Given("turn.completed usage"),
+        "cost": Absent("codex prints no dollars; its tokens can be priced from its usage"),
+    },
+    "pi": {
+        "resume": Given("pi --session <session id>, from the agent's cwd"),
+        "effort": Given("--thinking off|minimal|low|medium|high|xhigh"),
+        "await_reply": Given("the reply resumes the session in a new pi run"),
+        "waiting": _HEADLESS_WAITING,
+        "usage": Given("each message_end's usage, summed"),
+        "cost": Given("each message_end's usage.cost.total, summed"),
+    },
+    "cursor": {
+        "resume": Given("cursor-agent -p --resume <session id>"),
+        "effort": Absent("cursor has no effort flag: the effort is part of the model id, e.g. gpt-5-high"),
+        "await_reply": Absent("cursor can't await a reply headless: send without --await-reply, say where to answer"),
+        "waiting": _HEADLESS_WAITING,
+        "usage": Absent("not verified: cursor-agent can't be installed from npm here, so its usage isn't read"),
+        "cost": Absent("cursor-agent prints no dollars"),
+    },
+}
+
+EFFORT_LEVELS: dict[str, tuple[str, ...]] = {
+    "claude": ("low", "medium", "high", "xhigh", "max"),
+    "codex": ("minimal", "low", "medium", "high", "xhigh"),
+    "pi": ("off", "minimal", "low", "medium", "high", "xhigh"),
+}
+
+
+def capability(harness: str, name: str) -> Capability:
+    return TABLE[harness][name]
+
+
+def refusal(harness: str, name: str) -> str | None:
+    """Why `harness` can't do `name`, or None if it can."""
+    entry = TABLE[harness][name]
+    return entry.reason if isinstance(entry, Absent) else None

@@ -1,0 +1,77 @@
+"""Claude Code (`claude`) headless: `claude -p`, stream-json output, resumed by session id."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..engine.outcomes import Usage
+from .base import Attempt
+from .cli import CliHarness, OutputReader
+
+RETRYABLE_STATUSES = (408, 429, 500, 502, 503, 504, 529)
+CALLING_SESSION_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
+
+
+class ClaudeReader(OutputReader):
+    """stream-json: an init line with the session id, then messages, then one `result` line."""
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            self.session = event.get("session_id") or self.session
+        elif kind == "result":
+            self.finished = True
+            self.session = event.get("session_id") or self.session
+            usage = event.get("usage") or {}
+            self.usage = Usage(
+                input_tokens=usage.get("input_tokens"),
+                output_tokens=usage.get("output_tokens"),
+                cache_read_tokens=usage.get("cache_read_input_tokens"),
+                cache_write_tokens=usage.get("cache_creation_input_tokens"),
+                cost_usd=event.get("total_cost_usd"),
+            )
+            if event.get("is_error"):  # `subtype` still says success: is_error is what counts
+                status = event.get("api_error_status")
+                text = event.get("result") or event.get("terminal_reason") or "an error"
+                self.error = f"{text} (HTTP {status})" if status else str(text)
+                self.retryable = status in RETRYABLE_STATUSES
+                if status in (401, 403):
+                    self.login = ClaudeHarness.login_hint
+
+
+class ClaudeHarness(CliHarness):
+    name = "claude"
+    executable_name = "claude"
+    install = "npm install -g @anthropic-ai/claude-code@2.1.332"
+    login_hint = "Run `claude` and log in with /login, or set ANTHROPIC_API_KEY in the runtime's env."
+
+    def argv(self, attempt: Attempt) -> list[str]:
+        argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
+        if attempt.session:
+            argv += ["--resume", attempt.session]
+        if self.model:
+            argv += ["--model", self.model]
+        if self.effort:
+            argv += ["--effort", self.effort]
+        return argv + list(self.args)
+
+    def reader(self, attempt: Attempt) -> ClaudeReader:
+        return ClaudeReader()
+
+    def env(self, attempt: Attempt) -> dict[str, str]:
+        """Without the calling Claude Code session's own variables, which change how a child claude runs."""
+        env = super().env(attempt)
+        for name in CALLING_SESSION_VARIABLES:
+            env.pop(name, None)
+        return env
+
+    def ending(self, exited: Any, reader: OutputReader) -> Any:
+        ending = super().ending(exited, reader)
+        if "root/sudo" in exited.stderr and os.geteuid() == 0:
+            return type(ending)(
+                "failed",
+                reason="claude refuses --dangerously-skip-permissions as root: run as another user, "
+                "or, on a machine that is itself a sandbox, set IS_SANDBOX=1 in the runtime's env",
+            )
+        return ending

@@ -1,0 +1,153 @@
+"""What every agent-CLI harness shares: find the CLI, run one attempt, read its output.
+
+Each CLI's own module says how to start and resume it and how to read what it prints;
+this base runs it in a process group of its own (stopped as a group on deadline or
+cancellation) and turns how it ended into an attempt's ending. Output that can't be
+read is never taken for success.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import msgspec
+
+from ..engine.outcomes import Usage
+from ..engine.rules import AttemptEnding
+from ..errors import HarnessError
+from .base import Attempt, AttemptResult, Harness
+from .capabilities import refusal
+from .process import Exited, run_in_group
+
+STDERR_LINES_IN_REASON = 20
+
+
+class OutputReader:
+    """Reads a CLI's output line by line: its session, usage, and how the turn ended."""
+
+    def __init__(self) -> None:
+        self.session: str | None = None
+        self.usage: Usage | None = None
+        self.error: str | None = None  # an error the CLI reported
+        self.retryable = False
+        self.login: str | None = None  # what the person should run, when the CLI isn't logged in
+        self.finished = False  # the CLI reported the end of its turn
+
+    def feed(self, line: bytes) -> None:
+        try:
+            event = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            return  # not a JSON line: progress text, a warning
+        if isinstance(event, dict):
+            self.event(event)
+
+    @abstractmethod
+    def event(self, event: dict[str, Any]) -> None:
+        """One JSON event of the CLI's output."""
+
+
+def add_usage(total: Usage | None, more: Usage) -> Usage:
+    if total is None:
+        return more
+
+    def plus(a: Any, b: Any) -> Any:
+        return b if a is None else a if b is None else a + b
+
+    return Usage(
+        plus(total.input_tokens, more.input_tokens),
+        plus(total.output_tokens, more.output_tokens),
+        plus(total.cache_read_tokens, more.cache_read_tokens),
+        plus(total.cache_write_tokens, more.cache_write_tokens),
+        plus(total.cost_usd, more.cost_usd),
+    )
+
+
+LOGIN_MARKERS = ("401", "unauthorized", "invalid api key", "invalid x-api-key", "not logged in", "/login", "authentication")
+
+
+def looks_like_login(text: str) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in LOGIN_MARKERS)
+
+
+class CliHarness(Harness):
+    """An agent CLI run headless, one process per attempt, resuming its native session."""
+
+    executable_name: ClassVar[str]
+    install: ClassVar[str]  # the command that installs it, pinned where it can be
+    login_hint: ClassVar[str]
+
+    def __init__(
+        self,
+        executable: str,
+        *,
+        model: str | None = None,
+        effort: str | None = None,
+        args: tuple[str, ...] = (),
+    ) -> None:
+        self.executable = executable
+        self.model = model
+        self.effort = effort
+        self.args = args
+
+    @property
+    def can_await(self) -> bool:  # type: ignore[override]
+        return refusal(self.name, "await_reply") is None
+
+    @classmethod
+    def locate(cls, command: tuple[str, ...], env: Mapping[str, str]) -> str:
+        """The CLI's executable: `command[0]` if given, else found on the agent's PATH."""
+        wanted = command[0] if command else cls.executable_name
+        found = shutil.which(wanted, path=env.get("PATH", os.defpath))
+        if found is None:
+            where = f"{wanted} was not found" if command else f"{wanted} is not on PATH"
+            raise HarnessError(
+                f"{where}: install it with `{cls.install}`, "
+                f"or give Runtime(harness={cls.name!r}, command=['/path/to/{cls.executable_name}'])"
+            )
+        return found
+
+    @abstractmethod
+    def argv(self, attempt: Attempt) -> list[str]:
+        """The command line of one attempt: the first, or a resume of `attempt.session`."""
+
+    @abstractmethod
+    def reader(self, attempt: Attempt) -> OutputReader:
+        """A fresh reader of this CLI's output."""
+
+    def stdin(self, attempt: Attempt) -> bytes:
+        """What goes on standard input: the prompt, the one channel no CLI reinterprets."""
+        return attempt.prompt.encode()
+
+    def env(self, attempt: Attempt) -> dict[str, str]:
+        return self.attempt_env(attempt)
+
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        reader = self.reader(attempt)
+        exited = await run_in_group(
+            self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed
+        )
+        return AttemptResult(self.ending(exited, reader), session=reader.session or attempt.session, usage=reader.usage)
+
+    def ending(self, exited: Exited, reader: OutputReader) -> AttemptEnding:
+        """How the attempt ended, from the exit status and what the CLI reported; fail closed."""
+        stderr = exited.stderr_lines(STDERR_LINES_IN_REASON)
+        problem = reader.error or (stderr if exited.exit_code != 0 else None)
+        if problem is not None and (reader.login or looks_like_login(problem)):
+            run = reader.login or self.login_hint
+            return AttemptEnding("failed", reason=f"{self.name} isn't logged in: {problem.strip()}\n{run}", retryable=False)
+        if reader.error is not None:
+            return AttemptEnding("failed", reason=f"{self.name} reported an error: {reader.error}", retryable=reader.retryable)
+        if exited.exit_code != 0:
+            status = f"status {exited.exit_code}" if exited.exit_code > 0 else f"signal {-exited.exit_code}"
+            tail = f":\n{stderr}" if stderr else ""
+            return AttemptEnding("failed", exit_code=exited.exit_code, reason=f"{self.name} exited with {status}{tail}", retryable=True)
+        if not reader.finished:
+            return AttemptEnding(
+                "failed", reason=f"{self.name} exited without reporting the end of its turn; its output couldn't be read"
+            )
+        return AttemptEnding("exited")
