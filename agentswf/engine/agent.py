@@ -38,7 +38,7 @@ from ..wire import (
 from ..wire.prompts import OWED_REMINDER, continuation_prompt, message_turn_prompt
 from ..wire.teaching import ReadError, Taught
 from . import rules
-from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered
+from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, add_usage
 from .agent_mail import AgentMail, notice
 from .agent_tools import AgentTools, ToolRun
 from .clock import wall_ms
@@ -347,7 +347,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         turn.attempt_running = False
         self.session = result.session or self.session
         turn.session = self.session
-        turn.usage = result.usage or turn.usage
+        turn.usage = add_usage(turn.usage, result.usage)
         ending = result.ending
         if not turn.accepted and ending.kind == "exited" and ending.exit_code == 0:
             if await self._continue_with_mail(turn):

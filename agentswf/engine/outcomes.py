@@ -70,6 +70,23 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     cost_usd: float | None = None
 
 
+def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
+    """Two usages summed field by field; a field unknown in both stays unknown."""
+    if total is None or more is None:
+        return total if more is None else more
+
+    def plus(a: Any, b: Any) -> Any:
+        return b if a is None else a if b is None else a + b
+
+    return Usage(
+        plus(total.input_tokens, more.input_tokens),
+        plus(total.output_tokens, more.output_tokens),
+        plus(total.cache_read_tokens, more.cache_read_tokens),
+        plus(total.cache_write_tokens, more.cache_write_tokens),
+        plus(total.cost_usd, more.cost_usd),
+    )
+
+
 class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """One finished turn of one agent."""
 

@@ -269,6 +269,9 @@ class Switchboard(Actor):
         can_await = sender.can_await if sender is not None else False
         if msg.reply:
             owed = self._owed(msg.sender, msg.peer)
+            waits = self._waits()
+            if owed is not None:
+                waits.pop(owed.asker, None)  # this reply answers it: asking back closes no loop
             refusal = mailrules.judge_reply(
                 sender=msg.sender,
                 peer=msg.peer,
@@ -280,7 +283,7 @@ class Switchboard(Actor):
                 question=msg.question,
                 awaiting=awaiting.askee if awaiting else None,
                 can_await=can_await,
-                waits=self._waits(),
+                waits=waits,
             )
         else:
             owed = None
@@ -352,6 +355,8 @@ class Switchboard(Actor):
                 if waiter.pending:
                     waiter.set(self._read_now(peer, 1)[0])
             return
+        if peer.state == "awaiting-reply" and not reply:
+            return  # read with the reply it awaits (or word that none comes), as the sender was told
         if peer.ref is not None:
             await peer.ref.tell(MailWaiting(reply=reply))
 

@@ -50,22 +50,6 @@ class OutputReader:
         """One JSON event of the CLI's output."""
 
 
-def add_usage(total: Usage | None, more: Usage) -> Usage:
-    if total is None:
-        return more
-
-    def plus(a: Any, b: Any) -> Any:
-        return b if a is None else a if b is None else a + b
-
-    return Usage(
-        plus(total.input_tokens, more.input_tokens),
-        plus(total.output_tokens, more.output_tokens),
-        plus(total.cache_read_tokens, more.cache_read_tokens),
-        plus(total.cache_write_tokens, more.cache_write_tokens),
-        plus(total.cost_usd, more.cost_usd),
-    )
-
-
 LOGIN_MARKERS = ("401", "unauthorized", "invalid api key", "invalid x-api-key", "not logged in", "/login", "authentication")
 
 

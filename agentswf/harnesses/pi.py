@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.outcomes import Usage
+from ..engine.outcomes import Usage, add_usage
 from .base import Attempt
-from .cli import CliHarness, OutputReader, add_usage
+from .cli import CliHarness, OutputReader
 
 
 class PiReader(OutputReader):

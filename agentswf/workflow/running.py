@@ -91,7 +91,8 @@ async def run(
     root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
     root = root if root.is_absolute() else directory / root
     seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
-    resolve = harnesses or (lambda key, runtime: harness_for(runtime))
+    run_env = dict(env if env is not None else os.environ)
+    resolve = harnesses or (lambda key, runtime: harness_for(runtime, run_env))
     replayed = Replay.from_record(Path(replay)) if replay is not None else None
     if replay is not None and not (Path(replay) / "run.json").exists():
         raise DefinitionError(f"--replay {replay}: that is not a run's record")
@@ -115,7 +116,7 @@ async def run(
             )
         )
         await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
-        agents = Agents(actors.run, actors.board, directory, env if env is not None else os.environ, resolve)
+        agents = Agents(actors.run, actors.board, directory, run_env, resolve)
         wf = Workflow(
             name=definition.name,
             run_id=run_id,

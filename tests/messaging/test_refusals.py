@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from agentswf.engine.records import read_lines
+from agentswf.errors import AgentClosed
 
 from .kit import (
     MESSAGE_TURN,
@@ -538,7 +539,7 @@ answer done
         async with anyio.create_task_group() as group:
             group.start_soon(a.run, "Work.")
             await wait_file(tmp_path / "a_working")
-            group.start_soon(b.run, "Ask a.")
+            group.start_soon(_closed_mid_turn, b)
             await wait_file(tmp_path / "b_asked")
             await b.close()
             (tmp_path / "b_closed").touch()
@@ -546,3 +547,8 @@ answer done
     await run_wf(flow, tmp_path)
     sent(tmp_path, "ask")
     refused(tmp_path, "to_stopped", "reply", "expired")
+
+
+async def _closed_mid_turn(agent_):
+    with pytest.raises(AgentClosed):
+        await agent_.run("Ask a.")

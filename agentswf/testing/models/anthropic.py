@@ -51,7 +51,7 @@ def _text_of(content: Any) -> str:
     return "".join(block.get("text", "") for block in content or [] if isinstance(block, dict))
 
 
-def message(reply: Reply, model: str, usage: Usage) -> dict[str, Any]:
+def body(reply: Reply, model: str, usage: Usage) -> dict[str, Any]:
     """The whole assistant message: the non-streaming answer."""
     if isinstance(reply, Text):
         block: dict[str, Any] = {"type": "text", "text": reply.text}
@@ -71,7 +71,7 @@ def message(reply: Reply, model: str, usage: Usage) -> dict[str, Any]:
 
 def events(reply: Reply, model: str, usage: Usage) -> bytes:
     """The streamed answer: message_start, one content block, message_delta, message_stop."""
-    whole = message(reply, model, usage)
+    whole = body(reply, model, usage)
     block = whole["content"][0]
     if block["type"] == "text":
         start, delta = {**block, "text": ""}, {"type": "text_delta", "text": block["text"]}

@@ -12,7 +12,7 @@ from .responses import error
 from .script import Conversation, Reply, Text, user_words
 from .sse import Usage, data_events, dumps, new_id
 
-__all__ = ["completion", "conversation", "error", "events"]
+__all__ = ["body", "conversation", "error", "events"]
 
 
 def conversation(body: dict[str, Any]) -> Conversation:
@@ -53,7 +53,7 @@ def _usage(usage: Usage) -> dict[str, int]:
             "total_tokens": usage.input_tokens + usage.output_tokens}  # fmt: skip
 
 
-def completion(reply: Reply, model: str, usage: Usage) -> dict[str, Any]:
+def body(reply: Reply, model: str, usage: Usage) -> dict[str, Any]:
     """The whole completion: the non-streaming answer."""
     message, finish = _message(reply)
     return {"id": new_id("chatcmpl-"), "object": "chat.completion", "created": 0, "model": model,

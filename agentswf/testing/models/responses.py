@@ -52,7 +52,7 @@ def _item(reply: Reply) -> dict[str, Any]:
             "name": reply.name, "arguments": dumps(reply.arguments)}  # fmt: skip
 
 
-def response(reply: Reply, model: str, usage: Usage, item: dict[str, Any] | None = None) -> dict[str, Any]:
+def body(reply: Reply, model: str, usage: Usage, item: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole response object: the non-streaming answer, and `response.completed`'s."""
     return {
         "id": new_id("resp_"),
@@ -74,7 +74,7 @@ def response(reply: Reply, model: str, usage: Usage, item: dict[str, Any] | None
 def events(reply: Reply, model: str, usage: Usage) -> bytes:
     """The streamed answer: created, one output item built by deltas, completed."""
     item = _item(reply)
-    whole = response(reply, model, usage, item)
+    whole = body(reply, model, usage, item)
     opening = {**whole, "status": "in_progress", "output": [], "usage": None}
     at = {"output_index": 0, "item_id": item["id"]}
     if item["type"] == "message":

@@ -19,7 +19,6 @@ import anyio
 import structlog
 from anyio.abc import SocketAttribute, SocketStream
 
-from ...errors import TestScriptError
 from . import anthropic, chat, responses
 from .http import BadRequest, HTTPRequest, read_request, response_head
 from .script import Conversation, Dialect, Reply, Script, resolve
@@ -171,8 +170,7 @@ class ScriptedModel:
         model = conv.model or MODEL_ID
         if body.get("stream"):
             return 200, _SSE, speaker.events(reply, model, self.usage)
-        whole = {"anthropic": anthropic.message, "responses": responses.response, "chat": chat.completion}[dialect]
-        return 200, _JSON, dumps(whole(reply, model, self.usage)).encode()
+        return 200, _JSON, dumps(speaker.body(reply, model, self.usage)).encode()
 
     async def _reply(self, conv: Conversation) -> Reply:
         step = self.script(conv)
@@ -195,5 +193,3 @@ async def _send(stream: SocketStream, status: int, content_type: str, payload: b
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         _log.warning("the client went away before its answer", status=status)
 
-
-__all__ = ["MODEL_ID", "ModelRequest", "ScriptedModel", "TestScriptError"]
