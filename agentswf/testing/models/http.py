@@ -63,9 +63,12 @@ async def read_request(stream: ByteStream) -> HTTPRequest:
 
 async def _line(reader: BufferedByteReceiveStream) -> bytes:
     try:
-        return await reader.receive_until(b"\r\n", MAX_LINE_BYTES)
+        line = await reader.receive_until(b"\r\n", MAX_LINE_BYTES)
     except anyio.DelimiterNotFound:
-        raise BadRequest(431, f"a line of the request is over {MAX_LINE_BYTES} bytes") from None
+        line = None
+    if line is None or len(line) > MAX_LINE_BYTES:  # receive_until only bounds what it hasn't found
+        raise BadRequest(431, f"a line of the request is over {MAX_LINE_BYTES} bytes")
+    return line
 
 
 def _request_line(line: bytes) -> tuple[str, str, str]:
