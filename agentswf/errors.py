@@ -94,3 +94,10 @@ class TestScriptError(AgentswfError, AssertionError):
     """A scripted test agent was missing, or its script had turns left over."""
 
     __test__ = False
+
+
+def leaf_errors(error: BaseException) -> list[BaseException]:
+    """The errors inside `error`, however deep its exception groups nest."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaf_errors(inner)]
+    return [error]

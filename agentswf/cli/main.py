@@ -28,9 +28,10 @@ from ..engine.operator import (
     ask_run,
 )
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
-from ..errors import DefinitionError
+from ..errors import DefinitionError, leaf_errors
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
+from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from ..wire.common import parse_duration
@@ -111,10 +112,20 @@ def command_run(options: argparse.Namespace) -> int:
         raise UsageFailure(str(error)) from None
     args = parse_args(definition, options.args)
     _configure_progress()
+    if options.timeout is not None:
+        try:
+            to_seconds(options.timeout, what="--timeout")
+        except DefinitionError as error:
+            raise UsageFailure(str(error)) from None
     try:
         result = anyio.run(_run_with_interrupt, definition, options, args, backend=options.backend)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
+    except BaseExceptionGroup as group:  # a refusal before the run started, from inside the task group
+        leaves = leaf_errors(group)
+        if not all(isinstance(leaf, DefinitionError) for leaf in leaves):
+            raise
+        raise UsageFailure(str(leaves[0])) from None
     if result is None:
         print("awf: interrupted; the run was cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -13,7 +13,7 @@ import msgspec
 import structlog
 
 from ..actors import ActorRef
-from ..errors import DefinitionError, MailboxFull, StopRequested
+from ..errors import DefinitionError, MailboxFull, StopRequested, leaf_errors
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
 from ..engine.recorder import Logged
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
@@ -24,12 +24,6 @@ _STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")
 R = TypeVar("R")
 _log = structlog.get_logger("agentswf.workflow")
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
 
 
 class Approvals:
@@ -112,7 +106,7 @@ class Workflow:
                 for index, item in enumerate(work):
                     group.start_soon(one, index, item)
         except BaseExceptionGroup as group:
-            errors = [leaf for leaf in _leaves(group) if isinstance(leaf, Exception)]
+            errors = [leaf for leaf in leaf_errors(group) if isinstance(leaf, Exception)]
             if errors:
                 raise (first[0] if first else errors[0]) from None
             raise

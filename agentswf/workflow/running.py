@@ -12,7 +12,7 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from ..errors import ActorStopped, DefinitionError, StopRequested
+from ..errors import ActorStopped, DefinitionError, StopRequested, leaf_errors
 from ..engine.records import DEFAULT_RUN_ROOT, RECORD_VERSION, encode, new_run_id, write_whole
 from ..engine.recorder import RunEnded, RunStarted
 from ..engine.broker import Replay
@@ -20,7 +20,7 @@ from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..harnesses.runtime import harness_for
 from .agents import Agents, HarnessResolver
-from .context import Approvals, Workflow, _leaves
+from .context import Approvals, Workflow
 from .definition import WorkflowDefinition
 from .durations import Duration, to_seconds
 
@@ -48,7 +48,7 @@ class RunResult:
 def _reason(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"
     if isinstance(error, BaseExceptionGroup):  # name the errors inside, not only the group
-        text += ": " + "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(error))
+        text += ": " + "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaf_errors(error))
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
@@ -142,7 +142,7 @@ async def run(
         except StopRequested as stop:
             outcome, reason = "stopped", stop.reason
         except Exception as error:
-            stop = next((leaf for leaf in _leaves(error) if isinstance(leaf, StopRequested)), None)
+            stop = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
             if stop is not None:  # wf.stop inside the workflow's own task group
                 outcome, reason = "stopped", stop.reason
             else:

@@ -11,6 +11,7 @@ import pytest
 
 from agentswf.errors import TestScriptError
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, Tool, steps
+from agentswf.testing.models import http
 from agentswf.testing.models.http import MAX_BODY_BYTES, MAX_LINE_BYTES
 
 from .rawhttp import Answer, call, encode, exchange
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 
 @dataclass(frozen=True)
-class Dialect:
+class Wire:
     """How to build a request in one dialect, and read the reply back."""
 
     name: str
@@ -36,7 +37,8 @@ def _anthropic_body(prompt: str, tools: list[str], results: list[str], stream: b
         {"type": "text", "text": prompt},
     ]}, {"role": "system", "content": "# Environment update"}]  # fmt: skip
     for n, result in enumerate(results):
-        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {}}]})
+        call_ = {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {}}
+        messages.append({"role": "assistant", "content": [call_]})
         messages.append({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": f"t{n}", "content": [{"type": "text", "text": result}]},
             {"type": "text", "text": "<system-reminder>also not the user</system-reminder>"},
@@ -47,26 +49,33 @@ def _anthropic_body(prompt: str, tools: list[str], results: list[str], stream: b
 
 
 def _responses_body(prompt: str, tools: list[str], results: list[str], stream: bool) -> dict[str, Any]:
-    items: list[dict[str, Any]] = [
-        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]},
-    ]  # fmt: skip
+    def message(role: str, text: str) -> dict[str, Any]:
+        return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+
+    items = [
+        message("developer", "You are Codex."),
+        message("user", "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"),
+        message("user", prompt),
+    ]
     for n, result in enumerate(results):
         items.append({"type": "function_call", "call_id": f"c{n}", "name": "exec_command", "arguments": "{}"})
         items.append({"type": "function_call_output", "call_id": f"c{n}", "output": result})
-    return {"model": "gpt-test", "stream": stream, "input": items,
-            "tools": [{"type": "function", "name": tool, "parameters": {}} for tool in tools] + [{"type": "web_search"}]}  # fmt: skip
+    offered = [{"type": "function", "name": tool, "parameters": {}} for tool in tools] + [{"type": "web_search"}]
+    return {"model": "gpt-test", "stream": stream, "input": items, "tools": offered}
 
 
 def _chat_body(prompt: str, tools: list[str], results: list[str], stream: bool) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are pi."}, {"role": "user", "content": prompt}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are pi."},
+        {"role": "user", "content": prompt},
+    ]
     for n, result in enumerate(results):
         call_ = {"id": f"c{n}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
         messages.append({"role": "assistant", "content": None, "tool_calls": [call_]})
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
-    return {"model": "fake-model", "stream": stream, "stream_options": {"include_usage": True}, "messages": messages,
-            "tools": [{"type": "function", "function": {"name": tool, "parameters": {}}} for tool in tools]}  # fmt: skip
+    offered = [{"type": "function", "function": {"name": tool, "parameters": {}}} for tool in tools]
+    return {"model": "fake-model", "stream": stream, "stream_options": {"include_usage": True},
+            "messages": messages, "tools": offered}  # fmt: skip
 
 
 def _of_type(answer: Answer, kind: str) -> dict[str, Any]:
@@ -74,7 +83,7 @@ def _of_type(answer: Answer, kind: str) -> dict[str, Any]:
 
 
 DIALECTS = [
-    Dialect(
+    Wire(
         "anthropic",
         "/v1/messages?beta=true",
         _anthropic_body,
@@ -88,7 +97,7 @@ DIALECTS = [
             _of_type(a, "message_delta")["usage"]["output_tokens"],
         ),
     ),
-    Dialect(
+    Wire(
         "responses",
         "/v1/responses",
         _responses_body,
@@ -102,7 +111,7 @@ DIALECTS = [
             usage["output_tokens"],
         ),
     ),
-    Dialect(
+    Wire(
         "chat",
         "/v1/chat/completions",
         _chat_body,
@@ -129,7 +138,7 @@ PLAN = steps(Shell("echo hello > out.txt"), Text("all done"))
         ("shell", {"command": ["bash", "-lc", "echo hello > out.txt"]}),
     ],
 )
-async def test_shell_becomes_a_call_of_the_offered_shell_tool(dialect: Dialect, tool: str, arguments: dict) -> None:
+async def test_shell_becomes_a_call_of_the_offered_shell_tool(dialect: Wire, tool: str, arguments: dict) -> None:
     async with ScriptedModel(PLAN) as model:
         answer = await call(model.port, "POST", dialect.path, dialect.body("write it", ["read", tool], [], True))
     assert answer.status == 200
@@ -144,7 +153,7 @@ async def test_shell_becomes_a_call_of_the_offered_shell_tool(dialect: Dialect, 
 
 
 @by_dialect
-async def test_after_a_tool_result_the_plan_moves_on_and_reports_the_configured_usage(dialect: Dialect) -> None:
+async def test_after_a_tool_result_the_plan_moves_on_and_reports_the_configured_usage(dialect: Wire) -> None:
     async with ScriptedModel(PLAN, input_tokens=7, output_tokens=3) as model:
         answer = await call(model.port, "POST", dialect.path, dialect.body("write it", ["bash"], ["hello\n"], True))
     assert dialect.text(answer) == "all done"
@@ -156,7 +165,7 @@ async def test_after_a_tool_result_the_plan_moves_on_and_reports_the_configured_
 
 
 @by_dialect
-async def test_a_new_user_text_starts_the_plan_again(dialect: Dialect) -> None:
+async def test_a_new_user_text_starts_the_plan_again(dialect: Wire) -> None:
     body = dialect.body("first", ["bash"], ["out 1"], True)
     key = "messages" if "messages" in body else "input"
     body[key].append([item for item in dialect.body("second", [], [], True)[key] if item["role"] == "user"][-1])
@@ -169,7 +178,7 @@ async def test_a_new_user_text_starts_the_plan_again(dialect: Dialect) -> None:
 
 
 @by_dialect
-async def test_a_non_streaming_call_gets_the_whole_reply_as_json(dialect: Dialect) -> None:
+async def test_a_non_streaming_call_gets_the_whole_reply_as_json(dialect: Wire) -> None:
     async with ScriptedModel(lambda conv: Text(f"echo: {conv.prompt}")) as model:
         answer = await call(model.port, "POST", dialect.path, dialect.body("hi", [], [], False))
     assert answer.status == 200
@@ -185,7 +194,7 @@ async def test_a_non_streaming_call_gets_the_whole_reply_as_json(dialect: Dialec
 
 @by_dialect
 @pytest.mark.parametrize("status", [500, 400])
-async def test_fail_status_answers_every_model_call_with_an_error_in_the_dialect(dialect: Dialect, status: int) -> None:
+async def test_fail_status_answers_every_model_call_with_an_error_in_the_dialect(dialect: Wire, status: int) -> None:
     async with ScriptedModel(PLAN, fail_status=status) as model:
         answer = await call(model.port, "POST", dialect.path, dialect.body("hi", ["bash"], [], True))
     assert answer.status == status
@@ -310,6 +319,13 @@ async def test_an_unreadable_request_gets_an_error_status(request_bytes: bytes, 
         answer = await exchange(model.port, request_bytes, half_close=True)
     assert answer.status == status
     assert model.requests == []
+
+
+async def test_a_request_that_dawdles_gets_408(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http, "REQUEST_TIMEOUT_SECONDS", 0.05)
+    async with ScriptedModel(PLAN) as model:
+        answer = await exchange(model.port, b"POST /v1/messages HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
+    assert answer.status == 408
 
 
 async def test_a_script_that_raises_gets_500_and_fails_the_block() -> None:

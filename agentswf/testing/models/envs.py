@@ -3,8 +3,8 @@
 Each helper writes the CLI's config under `home` and returns the variables to set on top
 of the parent environment (`Runtime(harness="codex", env=codex_env(model, tmp_path))`).
 With the pinned versions (claude 2.1.332, codex 0.171.0, pi 0.73.1) they were measured to
-make no DNS lookup and to connect only to 127.0.0.1. The parent environment must not carry variables that re-route a CLI, such
-as CLAUDE_CODE_USE_BEDROCK or OPENAI_BASE_URL.
+make no DNS lookup and to connect only to 127.0.0.1. The parent environment must not carry
+variables that re-route a CLI, such as CLAUDE_CODE_USE_BEDROCK or OPENAI_BASE_URL.
 """
 
 from __future__ import annotations

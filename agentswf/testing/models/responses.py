@@ -77,10 +77,13 @@ def events(reply: Reply, model: str, usage: Usage) -> bytes:
     whole = body(reply, model, usage, item)
     opening = {**whole, "status": "in_progress", "output": [], "usage": None}
     at = {"output_index": 0, "item_id": item["id"]}
+    empty = {"content": []} if item["type"] == "message" else {"arguments": ""}
+    started = {**item, "status": "in_progress", **empty}
+    added = {"type": "response.output_item.added", "output_index": 0, "item": started}
     if item["type"] == "message":
         part = item["content"][0]
         building = [
-            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress", "content": []}},
+            added,
             {"type": "response.content_part.added", **at, "content_index": 0, "part": {**part, "text": ""}},
             {"type": "response.output_text.delta", **at, "content_index": 0, "delta": part["text"]},
             {"type": "response.output_text.done", **at, "content_index": 0, "text": part["text"]},
@@ -88,7 +91,7 @@ def events(reply: Reply, model: str, usage: Usage) -> bytes:
         ]  # fmt: skip
     else:
         building = [
-            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress", "arguments": ""}},
+            added,
             {"type": "response.function_call_arguments.delta", **at, "delta": item["arguments"]},
             {"type": "response.function_call_arguments.done", **at, "arguments": item["arguments"]},
         ]  # fmt: skip

@@ -21,12 +21,12 @@ SHELL_ARGUMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
     "Bash": lambda command: {"command": command},  # claude
     "bash": lambda command: {"command": command},  # pi
     "exec_command": lambda command: {"cmd": command},  # codex (gpt-5 family)
-    "shell_command": lambda command: {"command": command},  # codex (other families)
-    "shell": lambda command: {"command": ["bash", "-lc", command]},  # codex (older)
+    "shell_command": lambda command: {"command": command},  # codex, some model families
+    "shell": lambda command: {"command": ["bash", "-lc", command]},  # codex, some model families
 }
 
 #: Blocks the CLIs wrap around context they add to user messages; they aren't the user's words.
-CONTEXT_TAGS = ("system-reminder", "environment_context", "user_instructions", "user_shell_command")
+CONTEXT_TAGS = ("system-reminder", "environment_context")  # claude; codex
 _CONTEXT = re.compile(r"<({0})>.*?</\1>".format("|".join(CONTEXT_TAGS)), re.DOTALL)
 
 

@@ -40,7 +40,7 @@ _log = structlog.get_logger("agentswf.testing.models")
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """One request the server received, and how it answered, for a test's assertions.
+    """One request the server could read, and how it answered, for a test's assertions.
 
     `body` is the parsed JSON (None if there was none); `dialect` and `conversation` are
     set for model calls; `reply` is what the script's step became (None for errors).
@@ -124,13 +124,8 @@ class ScriptedModel:
             await _send(stream, status, content_type, b"" if request.method == "HEAD" else payload)
 
     async def _answer(self, request: HTTPRequest) -> tuple[int, str, bytes]:
-        try:
-            body = json.loads(request.body) if request.body else None
-        except (ValueError, UnicodeDecodeError) as bad:
-            body = None
-            parse_error: str | None = f"the body is not JSON: {bad}"
-        else:
-            parse_error = None if body is None or isinstance(body, dict) else "the body is not a JSON object"
+        """Route `request`, log it in `requests`, and return the status, type and payload."""
+        body, unreadable = _json_object(request.body)
 
         def log(status: int, dialect: Dialect | None = None, conv: Conversation | None = None,
                 reply: Reply | None = None) -> None:  # fmt: skip
@@ -151,9 +146,9 @@ class ScriptedModel:
             log(404)
             return 404, _JSON, dumps({"error": {"message": f"no {request.method} {request.path} here"}}).encode()
         dialect, speaker = _DIALECTS[request.path]
-        if parse_error or body is None:
+        if unreadable:
             log(400, dialect)
-            return 400, _JSON, dumps(speaker.error(400, parse_error or "the request has no body")).encode()
+            return 400, _JSON, dumps(speaker.error(400, unreadable)).encode()
         conv = speaker.conversation(body)
         if self.fail_status is not None:
             log(self.fail_status, dialect, conv)
@@ -177,6 +172,17 @@ class ScriptedModel:
         if inspect.isawaitable(step):
             step = await step
         return resolve(step, conv)
+
+
+def _json_object(raw: bytes) -> tuple[Any, str | None]:
+    """The body parsed, and why it isn't a JSON object (None when it is one)."""
+    if not raw:
+        return None, "the request has no body"
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as bad:
+        return None, f"the body is not JSON: {bad}"
+    return body, None if isinstance(body, dict) else "the body is not a JSON object"
 
 
 def _model_list() -> dict[str, Any]:

@@ -1,0 +1,125 @@
+"""`awf` as a person runs it: every exit code of `awf run`, `--json`, and the record commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+AWF = [sys.executable, "-m", "agentswf"]
+
+WORKFLOWS = '''
+import msgspec
+from agentswf import workflow
+
+class Args(msgspec.Struct):
+    n: int = 1
+
+@workflow(name="ok", description="Completes.")
+async def ok(wf, args: Args):
+    return {"n": args.n}
+
+@workflow(name="boom", description="Raises.")
+async def boom(wf):
+    raise RuntimeError("the workflow broke")
+
+@workflow(name="halt", description="Stops.")
+async def halt(wf):
+    wf.stop("nothing to do")
+
+@workflow(name="slow", description="Outlives its timeout.")
+async def slow(wf):
+    agent = await wf.agents.open("sleeper", runtime="shell:echo $$ >> {pids}; sleep 1000")
+    await agent.run("Sleep.", timeout="1h")
+'''
+
+
+def awf(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AWF, *args], capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+
+
+@pytest.fixture
+def flows(tmp_path: Path) -> Path:
+    path = tmp_path / "flows.py"
+    path.write_text(WORKFLOWS.replace("{pids}", str(tmp_path / "pids")))
+    return path
+
+
+def test_exit_0_prints_the_value(tmp_path, flows):
+    done = awf(tmp_path, "run", str(flows), "--workflow", "ok", "--", "--n", "3")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"n": 3}
+    assert "awf: ok completed" in done.stderr
+
+
+def test_exit_1_when_the_workflow_fails_and_json_says_why(tmp_path, flows):
+    done = awf(tmp_path, "run", str(flows), "--workflow", "boom", "--json")
+    assert done.returncode == 1
+    record = json.loads(done.stdout)
+    assert record["outcome"] == "failed" and "the workflow broke" in record["reason"]
+    assert Path(record["run_dir"], "output.json").exists()
+
+
+def test_exit_1_when_it_times_out(tmp_path, flows):
+    done = awf(tmp_path, "run", str(flows), "--workflow", "slow", "--timeout", "1s")
+    assert done.returncode == 1
+    assert "timed-out" in done.stderr
+
+
+def test_exit_3_when_it_stops(tmp_path, flows):
+    done = awf(tmp_path, "run", str(flows), "--workflow", "halt")
+    assert done.returncode == 3
+    assert "stopped: nothing to do" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "missing.py"],
+        ["run", "{flows}"],  # several workflows, none named
+        ["run", "{flows}", "--workflow", "ok", "--", "--n", "many"],
+        ["run", "{flows}", "--workflow", "boom", "--", "--n", "1"],
+        ["run", "{flows}", "--workflow", "ok", "--timeout", "soon"],
+        ["logs", "no-such-run"],
+        ["approve", "no-such-run", "c1"],
+    ],
+)
+def test_exit_2_on_usage_errors_with_a_message(tmp_path, flows, args):
+    done = awf(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args])
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith("awf: ") and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
+    process = subprocess.Popen([*AWF, "run", str(flows), "--workflow", "slow"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    pids = tmp_path / "pids"
+    deadline = time.monotonic() + 30
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    agent_pid = int(pids.read_text().split()[0])
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    with pytest.raises(ProcessLookupError):
+        os.kill(agent_pid, 0)
+    output = json.loads(next(tmp_path.glob(".awf/runs/slow/*/output.json")).read_text())
+    assert output["outcome"] == "cancelled"
+
+
+def test_logs_of_the_latest_run(tmp_path, flows):
+    awf(tmp_path, "run", str(flows), "--workflow", "ok")
+    done = awf(tmp_path, "logs")
+    assert done.returncode == 0
+    assert "of ok" in done.stdout and "ended completed" in done.stdout
+
+
+def test_version():
+    done = subprocess.run([*AWF, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("awf ")
