@@ -194,7 +194,7 @@ async def test_the_cli_runs_a_shell_command_then_resumes_the_session(setup: Setu
         assert out.read_text() == "hello\n"
         assert (first.text, first.usage) == ("wrote it", (200, 40))
         assert first.session
-        calls = [request for request in model.requests if request.dialect]
+        calls = [request for request in model.requests if request.conversation]
         assert [call.reply for call in calls] == [
             Tool(setup.shell_tool, calls[0].reply.arguments),  # type: ignore[union-attr]
             Text("wrote it"),
@@ -206,7 +206,7 @@ async def test_the_cli_runs_a_shell_command_then_resumes_the_session(setup: Setu
         assert done.returncode == 0, done.stderr.decode()[-2000:]
         assert (second.ok, second.session) == (True, first.session)
         assert second.text.startswith("resumed after ")
-        resumed = [request for request in model.requests[seen:] if request.dialect][-1].conversation
+        resumed = [request for request in model.requests[seen:] if request.conversation][-1].conversation
         assert resumed is not None
         assert resumed.tool_results == ()
         history = json.dumps(resumed.history)
@@ -222,4 +222,4 @@ async def test_the_cli_reports_a_failed_model_call_without_retrying(setup: Setup
         done, outcome = await _run(setup, exe, "hello", None, env, tmp_path)
     assert not outcome.ok
     assert done.returncode == (0 if setup.cli == "pi" else 1)  # pi exits 0 even then
-    assert [(request.status, request.dialect is not None) for request in model.requests] == [(500, True)]
+    assert [(request.status, request.conversation is not None) for request in model.requests] == [(500, True)]

@@ -42,8 +42,9 @@ _log = structlog.get_logger("agentswf.testing.models")
 class ModelRequest:
     """One request the server could read, and how it answered, for a test's assertions.
 
-    `body` is the parsed JSON (None if there was none); `dialect` and `conversation` are
-    set for model calls; `reply` is what the script's step became (None for errors).
+    `body` is the parsed JSON (None if there was none); `dialect` is set for each dialect's
+    endpoints (count_tokens included); `conversation` for model calls, the ones a script
+    (or `fail_status`) answers; `reply` is what the script's step became (None for errors).
     """
 
     method: str

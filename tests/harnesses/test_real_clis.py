@@ -1,0 +1,166 @@
+"""claude, codex and pi as agents, for real: the CLIs from npm, offline, against a scripted model.
+
+Each scenario is one run with the three CLIs side by side (in `wf.parallel`), each played by
+the same script: the scripted model reads the taught `wfa` command out of the prompt and
+has the CLI run it through its own shell tool. Skipped, saying where it looked, when the
+CLIs aren't installed (`.ci/run` installs them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import pytest
+
+import agentswf
+from agentswf import Runtime, tool, workflow
+from agentswf.testing.models import (
+    CLI_DIR_VARIABLE,
+    Conversation,
+    ScriptedModel,
+    Shell,
+    Text,
+    claude_env,
+    codex_env,
+    find_cli,
+    pi_env,
+)
+from agentswf.wire.prompts import NUDGE_TEXT
+
+CLIS = ("claude", "codex", "pi")
+CI_CLI_DIR = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
+if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
+    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
+MISSING = [name for name in CLIS if find_cli(name) is None]
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        bool(MISSING),
+        reason=f"the agent CLIs {', '.join(MISSING)} aren't installed (looked in ${CLI_DIR_VARIABLE} and PATH; "
+        ".ci/run installs them from npm)",
+    ),
+]
+
+TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
+HANG_SECONDS = 3
+
+
+class Verdict(msgspec.Struct, forbid_unknown_fields=True):
+    verdict: Literal["approve", "reject"]
+
+
+def plan(conv: Conversation, out: Path) -> list[str]:
+    """The shell commands the scripted model has this CLI run, by the scenario in its prompt."""
+    found = TAUGHT.search(conv.prompt)
+    assert found, f"no taught wfa result in: {conv.prompt[:300]}"
+    wfa, call = found.groups()
+    answer = f"{wfa} result {call} --verdict approve"
+    if "SCENARIO correct" in conv.prompt:
+        return [f"{wfa} result {call} --verdict maybe", answer]
+    if "SCENARIO tool" in conv.prompt:
+        return [f"{wfa} tool count --n 2", answer]
+    if "SCENARIO silent" in conv.prompt and NUDGE_TEXT not in conv.prompt:
+        return []
+    if "SCENARIO hang" in conv.prompt:
+        return [f"echo $$ >{out}/$WFA_AGENT.pid; sleep 1000"]
+    return [answer]
+
+
+def script_for(out: Path):
+    def script(conv: Conversation):
+        commands = plan(conv, out)
+        done = len(conv.tool_results)
+        return Shell(commands[done]) if done < len(commands) else Text("Finished.")
+
+    return script
+
+
+def runtimes(model: ScriptedModel, home: Path) -> dict[str, Runtime]:
+    return {
+        "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, home / "claude")),
+        "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, home / "codex")),
+        "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, home / "pi")),
+    }
+
+
+async def run_scenario(tmp_path: Path, scenario: str, *, timeout: float = 60) -> tuple[agentswf.RunResult, ScriptedModel]:
+    counted: list[int] = []
+
+    def count(n: int) -> str:
+        """Count to n."""
+        counted.append(n)
+        return f"counted {n}"
+
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        agents = runtimes(model, tmp_path / "homes")
+
+        @workflow(name=f"cli-{scenario}", description="The three CLIs, one scenario.")
+        async def flow(wf):
+            async def one(name: str):
+                agent = await wf.agents.open(name, runtime=agents[name], tools={"count": tool(count)})
+                turn = await agent.run(f"SCENARIO {scenario}. Review the change.", schema=Verdict, timeout=timeout)
+                return {"kind": turn.outcome.kind, "turn": msgspec.to_builtins(turn)}
+
+            return {**dict(zip(CLIS, await wf.parallel(CLIS, one))), "counted": counted}
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    return result, model
+
+
+@pytest.fixture(params=["asyncio"])
+def anyio_backend(request):
+    return request.param  # each scenario runs three real CLIs; once, on asyncio, is enough here
+
+
+async def test_each_cli_answers_a_typed_turn_and_reports_usage(tmp_path):
+    result, model = await run_scenario(tmp_path, "answer")
+    for name in CLIS:
+        turn = result.value[name]["turn"]
+        assert result.value[name]["kind"] == "answered", (name, turn)
+        assert turn["outcome"]["value"] == {"verdict": "approve"}
+        assert turn["session"], name
+        assert turn["usage"]["input_tokens"] >= 100 and turn["usage"]["output_tokens"] >= 20, name
+    assert {request.dialect for request in model.requests} >= {"anthropic", "responses", "chat"}
+
+
+async def test_a_wrong_answer_is_refused_and_corrected_in_the_same_turn(tmp_path):
+    result, model = await run_scenario(tmp_path, "correct")
+    for name in CLIS:
+        assert result.value[name]["kind"] == "answered", name
+    refusals = [r for r in model.requests if r.conversation and any("invalid-result" in t for t in r.conversation.tool_results)]
+    assert len({r.dialect for r in refusals}) == 3  # each CLI read the refusal back, then answered
+
+
+async def test_each_cli_calls_a_tool(tmp_path):
+    result, model = await run_scenario(tmp_path, "tool")
+    assert result.value["counted"] == [2, 2, 2]
+    for name in CLIS:
+        assert result.value[name]["kind"] == "answered", name
+    outputs = [t for r in model.requests if r.conversation for t in r.conversation.tool_results]
+    assert sum("counted 2" in output for output in outputs) >= 3
+
+
+async def test_a_silent_turn_is_nudged_by_resuming_the_session(tmp_path):
+    result, model = await run_scenario(tmp_path, "silent")
+    for name in CLIS:
+        turn = result.value[name]["turn"]
+        assert result.value[name]["kind"] == "answered" and turn["nudged"], (name, turn)
+    nudges = [r for r in model.requests if r.conversation and NUDGE_TEXT in r.conversation.prompt]
+    assert {r.dialect for r in nudges} == {"anthropic", "responses", "chat"}
+    # resumed: the nudge's request carries the first attempt's conversation
+    assert all(any("SCENARIO silent" in str(item) for item in r.conversation.history) for r in nudges)
+
+
+async def test_a_timed_out_turn_leaves_no_cli_process(tmp_path):
+    result, _ = await run_scenario(tmp_path, "hang", timeout=HANG_SECONDS)
+    for name in CLIS:
+        assert result.value[name]["kind"] == "timed-out", name
+        pid = int((tmp_path / f"{name}.pid").read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
