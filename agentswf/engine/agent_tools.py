@@ -19,7 +19,7 @@ from ..actors import Reply, handler
 from ..wire import Response, ToolRequest, accepted, refused
 from ..wire.teaching import ReadError
 from . import rules
-from .broker import RunTool, ToolDone, tool_response
+from .broker import MAX_TOOL_RESULT_BYTES, RunTool, ToolDone, tool_response
 from .recorder import ToolCalled
 from .toolcall import ToolCall
 
@@ -28,6 +28,9 @@ class SetTools(msgspec.Struct, frozen=True):
     """The agent was reopened with the same tools: the new handlers replace the old."""
 
     tools: dict[str, Any]
+
+
+MAX_TOOL_INPUT_BYTES = MAX_TOOL_RESULT_BYTES  # one call's input, as given: 64 KiB, as its result
 
 
 @dataclass
@@ -76,6 +79,11 @@ class AgentTools:
             return accepted("tool")
         assert turn is not None
         tool = self.tools[request.name]
+        size = len((request.input or "").encode()) + sum(len(arg.encode()) for arg in request.args)
+        if size > MAX_TOOL_INPUT_BYTES:
+            message = f"the input is {size} bytes, over the limit of {MAX_TOOL_INPUT_BYTES}; pass a path instead"
+            await self._record_refused(request, "invalid-input", message)
+            return refused("tool", "invalid-input", message)
         try:
             value = tool.taught.read(request.args, request.input)
         except ReadError as error:

@@ -225,9 +225,15 @@ class Taught:
             fields = read_flags(self.flags, args)
             return self._convert(fields)
         text = input or ""
+        if self.form == "none":
+            # Taught as the command alone. Standard input may hold what the agent's shell
+            # left there (its own prompt): only a JSON object in it is read, and checked.
+            try:
+                given = msgspec.json.decode(text) if text.strip() else {}
+            except msgspec.DecodeError:
+                given = {}
+            return self._convert(given if isinstance(given, dict) else {})
         if not text.strip():
-            if self.form == "none":
-                return self._convert({})
             raise ReadError("nothing was given; give the value as taught.")
         try:
             return self._decoder.decode(text)

@@ -476,11 +476,6 @@ async def test_flags_json_heredoc_and_name_alone(tmp_path):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a shell agent's stdin holds its prompt; `wfa tool <name>` alone reads it as the tool's JSON input "
-    "and is refused invalid-input (wire/teaching.py Taught.read / launcher client)",
-)
 async def test_a_shell_agent_calls_a_tool_without_input_by_its_name_alone_as_taught(tmp_path):
     body = "\n".join(
         ['"$WFA" tool ping >"$OUT/alone.out" 2>"$OUT/alone.err"; echo $? >"$OUT/alone.rc"', answer_line()]
