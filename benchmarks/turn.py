@@ -6,7 +6,8 @@ The same scripted exchange each way, against the same scripted model on loopback
 model has the CLI run one shell command, then finish.
 
 - baseline: the CLI alone, started with the very command line and environment its harness
-  uses, running `true` as its command;
+  uses, running `true` as its command (and, for `added_vs_a_python_command`, running
+  `python -S -I -c pass`, a command of the same weight as `wfa`);
 - ours: a turn through `agent.run`, where the command is the taught `wfa result` (so what
   agentswf adds includes the agent's own `wfa` round trip), timed around `agent.run`.
 
@@ -59,11 +60,16 @@ async def _timed_run_in_group(*args: object, **kwargs: object) -> object:
 cli.run_in_group = _timed_run_in_group  # type: ignore[assignment]  # to time the CLI process alone
 
 
+PYTHON_COMMAND = f"{sys.executable} -S -I -c pass"
+
+
 def script(conv: Conversation) -> Shell | Text:
     if conv.tool_results:
         return Text("Finished.")
     found = TAUGHT.search(conv.prompt)
-    return Shell(f"{found.group(1)} result {found.group(2)} --verdict ok" if found else "true")
+    if found:
+        return Shell(f"{found.group(1)} result {found.group(2)} --verdict ok")
+    return Shell(PYTHON_COMMAND if "PYTHON" in conv.prompt else "true")
 
 
 def runtime(name: str, model: ScriptedModel, home: Path) -> Runtime:
@@ -75,10 +81,10 @@ def runtime(name: str, model: ScriptedModel, home: Path) -> Runtime:
     return Runtime(harness="pi", command=command, model="fake/fake-model", env=pi_env(model, home))
 
 
-async def alone(name: str, run: Runtime, cwd: Path) -> float:
+async def alone(name: str, run: Runtime, cwd: Path, prompt: str) -> float:
     """One turn of the CLI by itself, with its harness's command line and environment."""
     harness = harness_for(run)
-    attempt = Attempt(name, "none", 1, False, "Run the command, then finish.", Path("/nonexistent/wfa"), cwd, {**os.environ, **run.env})
+    attempt = Attempt(name, "none", 1, False, prompt, Path("/nonexistent/wfa"), cwd, {**os.environ, **run.env})
     start = time.perf_counter()
     done = await anyio.run_process(harness.argv(attempt), input=harness.stdin(attempt), env=harness.env(attempt), cwd=cwd, check=False)
     took = time.perf_counter() - start
@@ -92,13 +98,16 @@ async def main(n: int) -> None:
         base = Path(root)
         async with ScriptedModel(script) as model:
             runs = {name: runtime(name, model, base / name) for name in CLIS}
-            times: dict[str, dict[str, list[float]]] = {name: {"alone": [], "ours": [], "engine": []} for name in CLIS}
+            times: dict[str, dict[str, list[float]]] = {
+                name: {"alone": [], "alone_python": [], "ours": [], "engine": []} for name in CLIS
+            }
 
             @workflow(name="bench-turn", description="Turns of each CLI, timed.")
             async def flow(wf):
                 for _ in range(n):
                     for name in CLIS:
-                        times[name]["alone"].append(await alone(name, runs[name], base))
+                        times[name]["alone"].append(await alone(name, runs[name], base, "Run the command."))
+                        times[name]["alone_python"].append(await alone(name, runs[name], base, "Run the PYTHON command."))
                         agent = await wf.agents.open(f"{name}-{len(times[name]['ours'])}", runtime=runs[name])
                         cli_seconds.clear()
                         start = time.perf_counter()
@@ -114,9 +123,11 @@ async def main(n: int) -> None:
     for name in CLIS:
         ours, baseline = statistics.median(times[name]["ours"]), statistics.median(times[name]["alone"])
         engine = statistics.median(times[name]["engine"])
+        python = statistics.median(times[name]["alone_python"])
         print(
             f"turn_{name}: ours={ours:.3f}s baseline={baseline:.3f}s ratio={ours / baseline:.3f} "
-            f"added={(ours - baseline) * 1000:.0f}ms engine={engine * 1000:.1f}ms"
+            f"added={(ours - baseline) * 1000:.0f}ms engine={engine * 1000:.1f}ms "
+            f"added_vs_a_python_command={(ours - python) * 1000:.0f}ms"
         )
 
 

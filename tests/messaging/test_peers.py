@@ -176,6 +176,8 @@ async def test_the_owed_notice_leads_every_answer_until_the_agent_replies(tmp_pa
     "so the owed-reply notice added to the placeholder response is dropped",
 )
 async def test_tool_notice_on_standard_error(tmp_path):
+    seen = []
+
     async def asker(turn):
         if "a's reply" in turn.prompt:
             return "got it"
@@ -184,11 +186,8 @@ async def test_tool_notice_on_standard_error(tmp_path):
     async def owing(turn):
         if "A question from b" not in turn.prompt:
             return None  # a message turn: nothing to do
-        response = await turn.request("tool", name="ping", args=[], input="")
-        assert response.exit == 0 and response.stdout == "pong"
-        assert response.stderr.startswith("wfa: you owe b a reply (wfa reply b).\n"), response
+        seen.append(await turn.request("tool", name="ping", args=[], input=""))
         assert (await turn.reply("b", "answer")).ok
-        return "done"
 
     ping = tool(lambda: "pong", description="Answers pong.")
 
@@ -199,4 +198,9 @@ async def test_tool_notice_on_standard_error(tmp_path):
         assert (await b.run("Ask a.")).value == "got it"
 
     definition = workflow(name="tool-notice", description="A tool call while owing a reply.")(flow)
-    await run_workflow(definition, agents={"a": answer(owing), "b": answer(asker)}, run_root=tmp_path)
+    await run_workflow(
+        definition, agents={"a": answer(owing), "b": answer(asker)}, run_root=tmp_path, timeout="20s"
+    )
+    [response] = seen
+    assert response.exit == 0 and response.stdout == "pong"
+    assert response.stderr.startswith("wfa: you owe b a reply (wfa reply b).\n"), response
