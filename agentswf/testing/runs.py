@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,12 +63,17 @@ async def run_workflow(
 ) -> TestRun:
     """Run `definition` for real, its agents played by `agents` (key -> script or list).
 
-    The record goes under `run_root` (a new temporary directory when not given). Raises
+    The record goes under `run_root`; when not given, a temporary directory removed when
+    the test process exits (the record stays readable until then). Raises
     TestScriptError when an agent has no script, a list runs out or has entries left,
     and re-raises an error raised inside a script, such as a failed assert.
     """
     book = ScriptBook(dict(agents), supports_waiting=supports_waiting)
-    root = run_root if run_root is not None else tempfile.mkdtemp(prefix="awf-test-runs-")
+    if run_root is None:
+        root: str | Path = tempfile.mkdtemp(prefix="awf-test-runs-")
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+    else:
+        root = run_root
     result = await run(definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for)
     book.check()
     return TestRun(result)
