@@ -35,7 +35,7 @@ from ..wire import (
     accepted,
     refused,
 )
-from ..wire.prompts import OWED_REMINDER, continuation_prompt, message_turn_prompt
+from ..wire.prompts import OWED_REMINDER, continuation_prompt, message_turn_prompt, usage_line
 from ..wire.teaching import ReadError, Taught
 from . import rules
 from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, add_usage
@@ -568,14 +568,8 @@ class AgentActor(AgentTools, AgentMail, Actor):
         return accepted("result", stdout="wfa: result accepted.\n")
 
     def _fix_hint(self, turn: _Turn, error: str) -> str:
-        usage = f"{self.launcher} result {turn.call_id}"
-        if turn.taught.form == "flags":
-            usage += " " + turn.taught.flags_usage()
-        elif turn.taught.form == "json":
-            usage += " <<'WF_JSON' (the JSON on the lines after, then WF_JSON)"
-        return (
-            f"the answer doesn't fit: {error}\nFix it and run wfa result again.\nusage: {usage}"
-        )
+        usage = usage_line(f"{self.launcher} result {turn.call_id}", turn.taught)
+        return f"the answer doesn't fit: {error}\nFix it and run wfa result again.\n{usage}"
 
     async def _waiting(self, request: WaitingRequest, standing: StandingView) -> Response:
         now = anyio.current_time()

@@ -17,6 +17,7 @@ import msgspec
 
 from ..actors import Reply, handler
 from ..wire import Response, ToolRequest, accepted, refused
+from ..wire.prompts import usage_line
 from ..wire.teaching import ReadError
 from . import rules
 from .broker import MAX_TOOL_RESULT_BYTES, RunTool, ToolDone, tool_response
@@ -117,13 +118,9 @@ class AgentTools:
             )
         )
 
-    def _tool_hint(self, name: str, tool: Any, error: str) -> str:
-        usage = f"{self.launcher} tool {name}"
-        if tool.taught.form == "flags":
-            usage += " " + tool.taught.flags_usage()
-        elif tool.taught.form == "json":
-            usage += " <<'WF_JSON' (the JSON on the lines after, then WF_JSON)"
-        return f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\nusage: {usage}"
+    def _tool_hint(self: Any, name: str, tool: Any, error: str) -> str:
+        usage = usage_line(f"{self.launcher} tool {name}", tool.taught)
+        return f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\n{usage}"
 
     @handler
     def tool_done(self, msg: ToolDone) -> None:

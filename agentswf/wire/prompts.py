@@ -24,6 +24,15 @@ def _flag_example(flag: Flag) -> str:
     return f"--{flag.name} '<{flag.hint}>'"
 
 
+def usage_line(command: str, taught: Taught) -> str:
+    """`command` (launcher, verb, call id or tool name) with its input as taught: the refusals' usage line."""
+    if taught.form == "flags":
+        return f"usage: {command} {taught.flags_usage()}"
+    if taught.form == "json":
+        return f"usage: {command} <<'WF_JSON' (the JSON on the lines after, then WF_JSON)"
+    return f"usage: {command}"
+
+
 def answer_block(launcher: Path, call_id: str, taught: Taught) -> str:
     """The lines that teach `wfa result` for this call."""
     command = f"{launcher} result {call_id}"
