@@ -204,8 +204,11 @@ class Switchboard(Actor):
                     self._drop(question)
 
     @handler
-    async def open_route(self, msg: OpenRouteRequest) -> str:
-        """A new route's id; raises ValueError saying what is wrong with it."""
+    async def open_route(self, msg: OpenRouteRequest) -> str | Refusal:
+        """A new route's id, or a Refusal saying what is wrong with it.
+
+        Never raises: an exception in a handler would stop the switchboard, and the run with it.
+        """
         problem = mailrules.check_purpose(msg.purpose)
         for key in (msg.sender, msg.receiver):
             if key not in self.ends:
@@ -215,10 +218,12 @@ class Switchboard(Actor):
         if not 1 <= msg.max_messages <= mailrules.MAX_ROUTE_MESSAGES:
             problem = problem or f"max_messages is at least 1 and at most {mailrules.MAX_ROUTE_MESSAGES}"
         if problem:
-            raise ValueError(problem)
+            return Refusal("invalid-route", problem)
         for view in self.views.values():
             if view.open and {view.sender, view.receiver} == {msg.sender, msg.receiver}:
-                raise ValueError(f"{msg.sender} and {msg.receiver} already have an open route; close it first")
+                return Refusal(
+                    "invalid-route", f"{msg.sender} and {msg.receiver} already have an open route; close it first"
+                )
         route_id = f"r{len(self.views) + 1}"
         view = RouteView(route_id, msg.sender, msg.receiver, msg.both_ways, msg.purpose.strip(), msg.max_messages)
         self.routes[route_id] = self.supervisor.spawn(

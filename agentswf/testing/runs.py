@@ -60,13 +60,15 @@ async def run_workflow(
     cwd: str | Path | None = None,
     timeout: Duration | None = None,
     supports_waiting: bool = True,
+    replay: str | Path | None = None,
 ) -> TestRun:
     """Run `definition` for real, its agents played by `agents` (key -> script or list).
 
     The record goes under `run_root`; when not given, a temporary directory removed when
     the test process exits (the record stays readable until then). Raises
     TestScriptError when an agent has no script, a list runs out or has entries left,
-    and re-raises an error raised inside a script, such as a failed assert.
+    and re-raises an error raised inside a script, such as a failed assert. With `replay`
+    (a recorded run's directory) every tool call is answered from that record.
     """
     book = ScriptBook(dict(agents), supports_waiting=supports_waiting)
     if run_root is None:
@@ -74,6 +76,8 @@ async def run_workflow(
         atexit.register(shutil.rmtree, root, ignore_errors=True)
     else:
         root = run_root
-    result = await run(definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for)
+    result = await run(
+        definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for, replay=replay
+    )
     book.check()
     return TestRun(result)

@@ -111,9 +111,20 @@ def nudge_prompt(
     tools: Mapping[str, Any] | None = None,
     peers: str = "",
     text: str = NUDGE_TEXT,
+    waiting: bool = False,
 ) -> str:
-    """The check-in sent once when an agent ends its turn without an answer."""
+    """The check-in sent once when an agent ends its turn without an answer.
+
+    Where the harness offers `wfa waiting`, it teaches that too: an agent still on long
+    work says so, and the next check-in waits (never past the turn's deadline).
+    """
     parts = [text, answer_block(launcher, call_id, taught)]
+    if waiting:
+        parts.append(
+            "If you are still on work this answer needs (a build, a test run), say so instead:\n\n"
+            f"{launcher} waiting {call_id} --reason '<what you are doing>' --timeout 10m\n\n"
+            "It holds off the next check-in; it never moves the turn's deadline."
+        )
     if peers:
         parts.append(peers)
     if tools:

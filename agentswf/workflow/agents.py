@@ -69,12 +69,13 @@ class Agent:
     """One agent of the run. Its operations run one at a time, in the order given."""
 
     def __init__(
-        self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool], can_await: bool
+        self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool], harness: Harness
     ) -> None:
         self.key = key
         self.spec = spec
         self.tools = tools
-        self._can_await = can_await
+        self._can_await = harness.can_await
+        self._supports_waiting = harness.supports_waiting
         self._ref = opened.ref
         self._agents = agents
         self.launcher: Path = opened.launcher
@@ -125,7 +126,12 @@ class Agent:
                 peers=peers,
             ),
             nudge_prompt=nudge_prompt(
-                launcher=self.launcher, call_id=call_id, taught=taught, tools=self.tools, peers=peers
+                launcher=self.launcher,
+                call_id=call_id,
+                taught=taught,
+                tools=self.tools,
+                peers=peers,
+                waiting=self._supports_waiting,
             ),
             taught=taught,
             deadline=turn_deadline,
@@ -229,7 +235,7 @@ class Agents:
         harness = self._resolve(key, resolved)
         env = {**self._env, **resolved.env}
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
-        agent = Agent(key, spec, opened, self, checked or {}, harness.can_await)
+        agent = Agent(key, spec, opened, self, checked or {}, harness)
         self.keys.add(key)
         self._open[key] = agent
         return agent

@@ -130,10 +130,9 @@ async def open_route(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROUTE_MESSAGES:
         raise DefinitionError(f"max_messages can only lower the limit of {MAX_ROUTE_MESSAGES}; got {max_messages!r}")
     a, b = end_key(sender), end_key(receiver)
-    try:
-        route_id = await board.ask(OpenRouteRequest(a, b, purpose, both_ways, limit))
-    except ValueError as error:
-        raise DefinitionError(f"route {a} → {b}: {error}") from None
+    route_id = await board.ask(OpenRouteRequest(a, b, purpose, both_ways, limit))
+    if isinstance(route_id, Refusal):
+        raise DefinitionError(f"route {a} → {b}: {route_id.message}")
     return Route(board, route_id, a, b, purpose)
 
 

@@ -176,9 +176,12 @@ wait_for b_working
 w ask send --await-reply b 'q?'
 """
     worker = f"""
-case "$PROMPT" in *"{REMINDED}"*) w b_reply reply a 'answer'; answer worked; exit 0 ;; esac
+case "$PROMPT" in
+  *"{REMINDED}"*) w b_reply reply a 'answer'; answer worked; exit 0 ;;
+  *"A question from a"*) exit 0 ;;
+esac
 touch "$OUT/b_working"
-i=0; until "$WFA" peers --json | grep -q '"owes": *\\["a"\\]' || [ $i -gt 200 ]; do sleep 0.05; i=$((i+1)); done
+i=0; until "$WFA" peers --json | tr -d ' \\n' | grep -q '"owes":\\["a"\\]' || [ $i -gt 200 ]; do sleep 0.05; i=$((i+1)); done
 """
 
     async def flow(wf):
@@ -194,11 +197,13 @@ i=0; until "$WFA" peers --json | grep -q '"owes": *\\["a"\\]' || [ $i -gt 200 ];
         "it reads it when its current turn ends.\nwfa: its reply starts your next turn; "
         + sent(tmp_path, "ask").out.split("its reply starts your next turn; ")[1]
     )
-    reminder = prompt(tmp_path, "b", 2)
+    # The question was read when b's attempt ended, continuing its turn; ending that still owing: reminded.
+    assert prompt(tmp_path, "b", 2).startswith("A question from a; it awaits your reply (wfa reply a):")
+    reminder = prompt(tmp_path, "b", 3)
     assert reminder.startswith("You ended your turn without replying to a. Reply now (wfa reply a)")
-    assert "Work on the thing." in reminder
+    assert f"result {call_id(tmp_path, 'b', 1)}" in reminder
     sent(tmp_path, "b_reply")
-    assert attempts(tmp_path, "b") == 2 and call_id(tmp_path, "b", 1) == call_id(tmp_path, "b", 2)
+    assert attempts(tmp_path, "b") == 3 and len({call_id(tmp_path, "b", k) for k in (1, 2, 3)}) == 1
 
 
 async def test_a_message_to_an_agent_awaiting_a_reply_is_read_with_the_reply(tmp_path):
