@@ -17,6 +17,7 @@ from .errors import (
 )
 from .engine.toolcall import ToolCall
 from .harnesses.runtime import Runtime
+from .progress import show_progress
 from .workflow import Agent, RunResult, Workflow, WorkflowDefinition, run, workflow
 from .workflow.tools import Tool, tool
 
@@ -46,6 +47,7 @@ __all__ = [
     "WorkflowError",
     "__version__",
     "run",
+    "show_progress",
     "tool",
     "workflow",
 ]

@@ -11,12 +11,20 @@ import msgspec
 from ..engine.records import read_json, read_lines
 
 MAX_SHOWN_CHARS = 400
+MAX_SHOWN_LINES = 20
 
 
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
     text = text.replace("\n", "\\n")
     return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
+
+
+def _block(label: str, text: str) -> str:
+    """`text`, which may run over several lines, under `label`, indented."""
+    lines = str(text).strip().splitlines() or [""]
+    shown = lines[:MAX_SHOWN_LINES] + (["…"] if len(lines) > MAX_SHOWN_LINES else [])
+    return f"  {label}: {shown[0]}\n" + "".join(f"    {line}\n" for line in shown[1:])
 
 
 def _clock(unix: float | None) -> str:
@@ -32,8 +40,9 @@ def print_run(run_dir: Path, out: TextIO) -> None:
         out.write("  still running, or interrupted before it could record its ending\n")
     else:
         seconds = output["ended_at"] - output["started_at"]
-        reason = f": {output['reason']}" if output.get("reason") else ""
-        out.write(f"  ended {output['outcome']}{reason} after {seconds:.1f}s\n")
+        out.write(f"  ended {output['outcome']} after {seconds:.1f}s\n")
+        if output.get("reason"):
+            out.write(_block("reason", output["reason"]))
         if output["outcome"] == "completed":
             out.write(f"  value: {_short(output.get('value'))}\n")
     logs = list(read_lines(run_dir / "log.jsonl"))
@@ -43,14 +52,18 @@ def print_run(run_dir: Path, out: TextIO) -> None:
     for turn in read_lines(run_dir / "turns.jsonl"):
         outcome = turn["outcome"]
         nudged = " (nudged)" if turn.get("nudged") else ""
+        what = "message turn" if turn.get("started_by") == "message" else "turn"
+        ending = "ended" if turn.get("started_by") == "message" and outcome["kind"] == "answered" else outcome["kind"]
         out.write(
-            f"\n{_clock(turn.get('started_at'))} {turn['agent']} turn {turn['n']} "
-            f"[call {turn['call_id']}]: {outcome['kind']}{nudged}\n"
+            f"\n{_clock(turn.get('started_at'))} {turn['agent']} {what} {turn['n']} "
+            f"[call {turn['call_id']}]: {ending}{nudged}\n"
         )
-        if outcome["kind"] == "answered":
+        if turn.get("started_by") == "message":
+            out.write("  started by a message; takes no answer\n")
+        elif outcome["kind"] == "answered":
             out.write(f"  answer: {_short(outcome.get('value'))}\n")
         else:
-            out.write(f"  reason: {_short(outcome.get('reason', ''))}\n")
+            out.write(_block("reason", outcome.get("reason", "")))
         for candidate in read_lines(run_dir / "calls" / turn["call_id"] / "candidates.jsonl"):
             mark = "accepted" if candidate.get("accepted") else "refused"
             given = candidate.get("args") or candidate.get("input") or ""

@@ -34,6 +34,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from ..progress import show_progress
 from ..wire.common import parse_duration
 from .logs import print_run, print_trace
 
@@ -71,6 +72,7 @@ def json_text(value: Any) -> str:
 
 
 def _configure_progress() -> None:
+    show_progress()
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -128,6 +130,10 @@ def command_run(options: argparse.Namespace) -> int:
         raise UsageFailure(str(leaves[0])) from None
     if result is None:
         print("awf: interrupted; the run was cancelled", file=sys.stderr)
+        root = Path(options.cwd or ".") / (options.run_root or DEFAULT_RUN_ROOT)
+        runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
+        if runs:
+            print(f"awf: record {runs[-1].parent}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
         return EXIT_INTERRUPTED
     if options.json:
         record = {

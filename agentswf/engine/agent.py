@@ -20,6 +20,7 @@ import anyio
 import msgspec
 
 from ..actors import Actor, ActorRef, Reply, handler
+from ..errors import ActorError
 from ..harnesses.base import Attempt, AttemptResult, Harness
 from ..launcher.listener import ConnectionBudget, listen, serve
 from ..launcher.place import make_agent_dir
@@ -73,6 +74,7 @@ class Describe(msgspec.Struct, frozen=True):
 class CancelTurn(msgspec.Struct, frozen=True):
     call_id: str
     reason: str
+    timed_out: bool = False  # the caller's deadline passed: the turn ends timed-out
 
 
 class CallRegistered(msgspec.Struct, frozen=True):
@@ -106,6 +108,10 @@ class _QueuedExpired(msgspec.Struct, frozen=True):
     call_id: str
 
 
+def _cancelled(msg: CancelTurn) -> Outcome:
+    return TimedOut(msg.reason) if msg.timed_out else Cancelled(msg.reason)
+
+
 @dataclass
 class _Turn:
     call_id: str
@@ -121,6 +127,7 @@ class _Turn:
     nudged: bool = False
     reminded: bool = False  # of a reply it owes, once
     next_prompt: str | None = None  # the next attempt's prompt, when mail continues the turn
+    last_refusal: str | None = None  # why its last answer was refused, for the outcome's reason
     accepted: bool = False
     value: Any = None
     attempt_running: bool = False
@@ -184,7 +191,32 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self.start_soon(serve, listener, handle, self.budget)
 
     async def on_stop(self) -> None:
+        """The agent is closing: a turn it hadn't settled, and turns still queued, end cancelled, on the record."""
         self._announce("stopped", "its agent was closed")
+        reason = "the agent was closed (the run ended) before the turn did"
+        try:
+            if self.turn is not None:
+                await self.recorder.ask(TurnEnded(self._record_of(self.turn, self.turn.outcome or Cancelled(reason))))
+            for start, _ in self.pending:
+                now = time.time()
+                record = Turn(outcome=Cancelled(reason), agent=self.key, call_id=start.call_id, n=start.n, started_at=now, ended_at=now)
+                await self.recorder.ask(TurnEnded(record))
+        except ActorError:
+            pass  # the whole run is going down at once: the record has its ending already
+
+    def _record_of(self, turn: _Turn, outcome: Outcome) -> Turn:
+        return Turn(
+            outcome=outcome,
+            agent=self.key,
+            call_id=turn.call_id,
+            n=turn.n,
+            nudged=turn.nudged,
+            started_at=time.time() - (anyio.current_time() - turn.started_at),
+            ended_at=time.time(),
+            usage=turn.usage,
+            session=turn.session,
+            started_by=turn.kind,
+        )
 
     def _announce(self, state: str, reason: str = "") -> None:
         """Tell the switchboard the agent's state, as `wfa peers` shows it to its peers."""
@@ -415,8 +447,9 @@ class AgentActor(AgentTools, AgentMail, Actor):
             assert turn.waiting_until is not None
             self._spawn(turn, self._timer, turn.call_id, "wait", turn.waiting_until)
         elif step == "unanswered":
-            after = " after a check-in" if turn.nudged else ""
-            self._finish(turn, Unanswered(f"the agent finished{after} without an accepted answer"))
+            after = " after a nudge" if turn.nudged else ""
+            refused = f"; its last answer was refused: {turn.last_refusal}" if turn.last_refusal else ""
+            self._finish(turn, Unanswered(f"the agent finished{after} without an accepted answer{refused}"))
         elif step == "failed":
             self._finish(turn, Failed(ending.reason, ending.retryable))
         elif step == "blocked":
@@ -450,7 +483,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         for index, (start, queued) in enumerate(self.pending):
             if start.call_id == msg.call_id:
                 del self.pending[index]
-                await self._end_queued(start, queued, "ended", Cancelled(msg.reason))
+                await self._end_queued(start, queued, "ended", _cancelled(msg))
                 reply.set(None)
                 return
         turn = self.turn
@@ -459,7 +492,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
             return
         turn.settle_waiters.append(reply)
         if turn.outcome is None:
-            self._finish(turn, Cancelled(msg.reason))
+            self._finish(turn, _cancelled(msg))
 
     def _finish(self, turn: _Turn, outcome: Outcome) -> None:
         """End the turn: stop its CLI and timers, then settle once the CLI is gone."""
@@ -483,18 +516,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         if turn is None or turn.call_id != msg.call_id or turn.outcome is None:
             return
         self.turn = None
-        record = Turn(
-            outcome=turn.outcome,
-            agent=self.key,
-            call_id=turn.call_id,
-            n=turn.n,
-            nudged=turn.nudged,
-            started_at=time.time() - (anyio.current_time() - turn.started_at),
-            ended_at=time.time(),
-            usage=turn.usage,
-            session=turn.session,
-            started_by=turn.kind,
-        )
+        record = self._record_of(turn, turn.outcome)
         await self.recorder.ask(TurnEnded(record))
         if turn.reply is not None:
             turn.reply.set(record)
@@ -552,6 +574,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
             await self.recorder.ask(
                 CandidateSeen(request.call_id, time.time(), request.args, request.input, False, str(error))
             )
+            turn.last_refusal = str(error)
             return refused("result", "invalid-result", self._fix_hint(turn, str(error)))
         await self.recorder.ask(ResultAccepted(request.call_id, value))
         await self.recorder.ask(CandidateSeen(request.call_id, time.time(), request.args, request.input, True))

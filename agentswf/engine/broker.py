@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 import anyio
 import msgspec
-import structlog
 
 from ..actors import Actor, ActorRef, handler
 from ..errors import AskTimeout
+from ..progress import progress
 from ..wire import Response, accepted, refused
 from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
 from .policy import Policy, PolicyCall, decide, redact_value
@@ -34,7 +34,6 @@ from .toolcall import CURRENT_TOOL_CALL, ToolCall
 MAX_TOOL_RESULT_BYTES = 64 * 1024
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is left
 _encoder = msgspec.json.Encoder()
-_log = structlog.get_logger("agentswf.tools")
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
@@ -282,7 +281,7 @@ class ToolBroker(Actor):
         if verdict.log_reason:
             fields["reason"] = verdict.log_reason
         message = f"tool call: {call.tool} by {call.agent}"
-        _log.info(message, **fields)
+        progress("agentswf.tools", message, **fields)
         await self.recorder.tell(Logged(time.time(), message, fields))
 
     async def _approval(self, msg: RunTool, plain: Any, verdict: Any) -> ApprovalDecision | None:

@@ -434,6 +434,9 @@ def main(argv):
         )
         return common.EXIT_USAGE
     path = argv[1]
+    if argv[2:3] in (["--help"], ["-h"], ["help"]):
+        _write(1, usage((path.rpartition("/")[0] or ".") + "/wfa"))
+        return common.EXIT_OK
     try:
         fields = build_request(argv[2:], read_stdin)
     except KeyboardInterrupt:  # nothing was sent

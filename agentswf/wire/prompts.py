@@ -26,6 +26,8 @@ def _flag_example(flag: Flag) -> str:
 
 def usage_line(command: str, taught: Taught) -> str:
     """`command` (launcher, verb, call id or tool name) with its input as taught: the refusals' usage line."""
+    if taught.is_text:
+        return f"usage: {command} <<'WF_TEXT' (the answer on the lines after, then WF_TEXT)"
     if taught.form == "flags":
         return f"usage: {command} {taught.flags_usage()}"
     if taught.form == "json":
@@ -36,6 +38,11 @@ def usage_line(command: str, taught: Taught) -> str:
 def answer_block(launcher: Path, call_id: str, taught: Taught) -> str:
     """The lines that teach `wfa result` for this call."""
     command = f"{launcher} result {call_id}"
+    if taught.is_text:
+        return (
+            "When the answer is ready, return it by running:\n\n"
+            f"{command} <<'WF_TEXT'\n<your answer, as plain text>\nWF_TEXT\n"
+        )
     if taught.form == "none":
         return f"When you are done, say so by running:\n\n{command}\n"
     if taught.form == "flags":

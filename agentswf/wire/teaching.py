@@ -209,6 +209,11 @@ class Taught:
         self._decoder = msgspec.json.Decoder(type_)
 
     @property
+    def is_text(self) -> bool:
+        """A plain string: answered as text in a heredoc (or as words), not as JSON."""
+        return self.schema == {"type": "string"}
+
+    @property
     def form(self) -> Literal["flags", "json", "none"]:
         if self.flags is None:
             return "json"
@@ -218,7 +223,13 @@ class Taught:
         return " ".join(flag.usage() for flag in self.flags or ())
 
     def read(self, args: list[str], input: str | None) -> Any:
-        """The value answered by flags (`args`) or by JSON (`input`); raises ReadError."""
+        """The value answered by flags (`args`) or by JSON (`input`); raises ReadError.
+
+        A text answer is taken as it comes: words after the call id, or standard input
+        (a JSON string is read as the string it holds; a heredoc's final newline is dropped).
+        """
+        if self.is_text:
+            return self._read_text(args, input)
         if args:
             if not self.flags:
                 raise ReadError("this takes JSON on standard input, in a quoted heredoc, not flags.")
@@ -241,6 +252,23 @@ class Taught:
             raise ReadError(f"{error}.") from None
         except msgspec.DecodeError as error:
             raise ReadError(f"that is not valid JSON: {error}.") from None
+
+    def _read_text(self, args: list[str], input: str | None) -> str:
+        if args:
+            if any(arg.startswith("--") for arg in args):
+                raise ReadError("this answer is plain text, in a heredoc or after the call id, not --flags.")
+            return " ".join(args)
+        text = input or ""
+        try:
+            decoded = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            decoded = None
+        if isinstance(decoded, str):
+            return decoded
+        text = text[:-1] if text.endswith("\n") else text
+        if not text.strip():
+            raise ReadError("nothing was given; give the answer as taught.")
+        return text
 
     def _convert(self, fields: dict[str, Any]) -> Any:
         try:

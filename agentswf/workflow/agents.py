@@ -110,18 +110,19 @@ class Agent:
             return turn
         turn_deadline = self._deadline(timeout, deadline)
         self._turns += 1
+        n = self._turns  # taken before any await: turns given at once each get their own number
         call_id = secrets.token_hex(4)
         table = await self._agents._board.ask(PeersOf(self.key))
         peers = peers_block(self.launcher, table["peers"], can_await=self._can_await)
         start = StartTurn(
             call_id=call_id,
-            n=self._turns,
+            n=n,
             prompt=turn_prompt(
                 prompt,
                 launcher=self.launcher,
                 call_id=call_id,
                 taught=taught,
-                instructions=self.spec.instructions if self._turns == 1 else None,
+                instructions=self.spec.instructions if n == 1 else None,
                 tools=self.tools,
                 peers=peers,
             ),
@@ -140,9 +141,13 @@ class Agent:
         try:
             turn: Turn = await self._ref.ask(start)
         except anyio.get_cancelled_exc_class():
+            # Cancelled from outside: at the deadline the turn timed out; otherwise the
+            # workflow (a parallel branch, a stage, the run) gave up on it.
+            timed_out = anyio.current_time() >= turn_deadline
+            reason = "the deadline passed" if timed_out else "the workflow cancelled the turn"
             with anyio.CancelScope(shield=True):
                 try:
-                    await self._ref.ask(CancelTurn(call_id, "the workflow cancelled the turn"))
+                    await self._ref.ask(CancelTurn(call_id, reason, timed_out))
                 except ActorStopped:
                     pass
             raise

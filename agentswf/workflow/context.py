@@ -13,6 +13,7 @@ import msgspec
 import structlog
 
 from ..actors import ActorRef
+from ..progress import progress
 from ..errors import DefinitionError, MailboxFull, StopRequested, leaf_errors
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
 from ..engine.recorder import Logged
@@ -196,7 +197,7 @@ class Workflow:
 
     def log(self, message: str, **fields: Any) -> None:
         """A line in the run's record (log.jsonl) and in `awf run`'s progress."""
-        _log.info(message, workflow=self.name, **fields)
+        progress("agentswf.workflow", message, workflow=self.name, **fields)
         try:
             self._recorder.tell_nowait(Logged(time.time(), str(message), {k: repr(v) if not isinstance(v, (str, int, float, bool, type(None))) else v for k, v in fields.items()}))
         except MailboxFull:

@@ -33,8 +33,10 @@ def load_workflow(path: str | Path, name: str | None = None) -> WorkflowDefiniti
     found = [value for value in vars(module).values() if isinstance(value, WorkflowDefinition)]
     if name is not None:
         found = [definition for definition in found if definition.name == name]
-    if len(found) != 1:
-        names = ", ".join(sorted({definition.name for definition in found})) or "none"
-        wanted = f"named {name!r}" if name else "to run"
-        raise DefinitionError(f"{path} has no single workflow {wanted} (found: {names}); name one with --workflow")
+    if not found:
+        what = f"no workflow named {name!r}" if name else "no workflow"
+        raise DefinitionError(f"{path} defines {what}: decorate an async function with @workflow(name=…, description=…)")
+    if len(found) > 1:
+        names = ", ".join(sorted(definition.name for definition in found))
+        raise DefinitionError(f"{path} defines several workflows ({names}); name one with --workflow")
     return found[0]

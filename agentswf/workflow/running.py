@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
-from ..errors import ActorStopped, DefinitionError, StopRequested, leaf_errors
-from ..engine.records import DEFAULT_RUN_ROOT, RECORD_VERSION, encode, new_run_id, write_whole
+from ..errors import DefinitionError, StopRequested, leaf_errors
+from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
 from ..engine.recorder import RunEnded, RunStarted
 from ..engine.broker import Replay
 from ..engine.run import run_actors
@@ -99,69 +100,87 @@ async def run(
     run_id = new_run_id()
     record_dir = root / definition.name / run_id
     started = time.time()
-    outcome: RunOutcome = "completed"
-    value: Any = None
-    reason: str | None = None
     run_deadline = anyio.current_time() + seconds
-    async with run_actors(record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed) as actors:
-        await actors.recorder.ask(
-            RunStarted(
-                run_id,
-                definition.name,
-                args,
-                str(directory),
-                started,
-                str(actors.control),
-                str(Path(replay).resolve()) if replay is not None else None,
-            )
-        )
-        await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
-        agents = Agents(actors.run, actors.board, directory, run_env, resolve)
-        wf = Workflow(
-            name=definition.name,
-            run_id=run_id,
-            run_dir=record_dir,
-            cwd=directory,
-            agents=agents,
-            recorder=actors.recorder,
-            approvals=Approvals(actors.desk),
-            board=actors.board,
-        )
-        try:
-            with anyio.move_on_at(run_deadline) as deadline:
-                value = await (definition.fn(wf, checked_args) if definition.takes_args else definition.fn(wf))
-            if deadline.cancelled_caught:
-                outcome, value, reason = "timed-out", None, f"the run's timeout of {seconds:g}s passed"
-            elif wf.stop_reason is not None:
-                outcome, value, reason = "failed", None, f"stop was caught: {wf.stop_reason}"
-            else:
-                try:
-                    msgspec.json.encode(value)
-                except (TypeError, msgspec.EncodeError) as error:
-                    outcome, value, reason = "failed", None, f"the workflow's return value is not JSON: {error}"
-        except StopRequested as stop:
-            outcome, reason = "stopped", stop.reason
-        except Exception as error:
-            stop = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
-            if stop is not None:  # wf.stop inside the workflow's own task group
-                outcome, reason = "stopped", stop.reason
-            else:
-                outcome, reason = "failed", _reason(error)
-        except anyio.get_cancelled_exc_class():
-            outcome, reason = "cancelled", "the run was cancelled"
-            raise
-        except BaseExceptionGroup as group:
-            outcome, reason = "failed", _reason(group)
-        finally:
-            with anyio.CancelScope(shield=True):
-                ended = RunEnded(outcome, reason, value, started, time.time())
-                try:
-                    await agents.close_all()
-                    await actors.recorder.ask(ended)
-                except ActorStopped:
-                    if outcome != "cancelled":
-                        raise
-                    # the caller's cancellation stopped the run's actors too: record the ending here
-                    data = encode({"version": RECORD_VERSION, **msgspec.structs.asdict(ended)})
-                    write_whole(record_dir / "output.json", data)
+    async with anyio.create_task_group() as watch:
+        # The run's actors outlive a cancellation from the caller long enough to record
+        # how the run ended: they run shielded, and the caller's cancellation is passed
+        # on to the workflow alone, with a bounded time to clean up.
+        with anyio.CancelScope(shield=True) as protected:
+            async with run_actors(
+                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed
+            ) as actors:
+                await actors.recorder.ask(
+                    RunStarted(
+                        run_id,
+                        definition.name,
+                        args,
+                        str(directory),
+                        started,
+                        str(actors.control),
+                        str(Path(replay).resolve()) if replay is not None else None,
+                    )
+                )
+                await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
+                agents = Agents(actors.run, actors.board, directory, run_env, resolve)
+                wf = Workflow(
+                    name=definition.name,
+                    run_id=run_id,
+                    run_dir=record_dir,
+                    cwd=directory,
+                    agents=agents,
+                    recorder=actors.recorder,
+                    approvals=Approvals(actors.desk),
+                    board=actors.board,
+                )
+                with anyio.CancelScope() as work:
+                    watch.start_soon(_pass_on_cancellation, work, protected)
+                    outcome, value, reason = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
+                if work.cancelled_caught:
+                    outcome, value, reason = "cancelled", None, "the run was cancelled"
+                await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
+                await agents.close_all()
+                await actors.recorder.ask(RunEnded(outcome, reason, value, started, time.time()))
+        watch.cancel_scope.cancel()
+    await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     return RunResult(outcome, value, reason, run_id, record_dir)
+
+
+CANCEL_CLEANUP_SECONDS = 10.0  # after the caller cancels, to stop the agents and record the ending
+
+
+async def _pass_on_cancellation(work: anyio.CancelScope, protected: anyio.CancelScope) -> None:
+    """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own scope."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        work.cancel()
+        protected.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
+
+
+async def _run_workflow(
+    definition: WorkflowDefinition, wf: Workflow, args: Any, run_deadline: float, seconds: float
+) -> tuple[RunOutcome, Any, str | None]:
+    """Run the workflow's function; how it ended, whatever it raised (but a cancellation)."""
+    try:
+        with anyio.move_on_at(run_deadline) as deadline:
+            value = await (definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
+    except StopRequested as stop:
+        return "stopped", None, stop.reason
+    except Exception as error:
+        stop = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
+        if stop is not None:  # wf.stop inside the workflow's own task group
+            return "stopped", None, stop.reason
+        return "failed", None, _reason(error)
+    except BaseExceptionGroup as group:
+        if any(not isinstance(leaf, anyio.get_cancelled_exc_class()) for leaf in leaf_errors(group)):
+            return "failed", None, _reason(group)
+        raise
+    if deadline.cancelled_caught:
+        return "timed-out", None, f"the run's timeout of {seconds:g}s passed"
+    if wf.stop_reason is not None:
+        return "failed", None, f"stop was caught: {wf.stop_reason}"
+    try:
+        msgspec.json.encode(value)
+    except (TypeError, msgspec.EncodeError) as error:
+        return "failed", None, f"the workflow's return value is not JSON: {error}"
+    return "completed", value, None

@@ -106,11 +106,13 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
-    assert "interrupted" in stderr
+    assert "interrupted" in stderr and "awf: record " in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(agent_pid, 0)
-    output = json.loads(next(tmp_path.glob(".awf/runs/slow/*/output.json")).read_text())
-    assert output["outcome"] == "cancelled"
+    run_dir = next(tmp_path.glob(".awf/runs/slow/*"))
+    assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
+    [turn] = [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
+    assert turn["outcome"]["kind"] == "cancelled"  # the turn Ctrl-C cut off is on the record
 
 
 def test_logs_of_the_latest_run(tmp_path, flows):

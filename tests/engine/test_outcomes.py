@@ -33,7 +33,7 @@ async def test_unanswered_after_one_nudge(tmp_path):
 
     result = await run_wf(fn, tmp_path)
     assert result.value["kind"] == "unanswered" and result.value["nudged"]
-    assert "after a check-in" in result.value["reason"]
+    assert "after a nudge" in result.value["reason"]
     assert lines(tmp_path, "nudges") == ["0", "1"]  # WFA_NUDGE=1 on the nudge, and only one
     assert text(tmp_path, "prompt1").startswith(NUDGE_TEXT)
     assert NUDGE_TEXT not in text(tmp_path, "prompt0")
