@@ -40,9 +40,10 @@ from ..wire.prompts import OWED_REMINDER, continuation_prompt, message_turn_prom
 from ..wire.teaching import ReadError, Taught
 from . import rules
 from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, add_usage
-from .agent_mail import AgentMail, notice
+from .agent_mail import AgentMail
 from .agent_tools import AgentTools, ToolRun
 from .clock import wall_ms
+from .notice import notice
 from .broker import CancelTool
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .switchboard import DropAwait, GiveUp, MailWaiting, Register, Standing, StandingView, StateChanged, TakeMail

@@ -21,18 +21,10 @@ from . import rules
 from .clock import wall_ms
 from .mailrules import MESSAGE_TURN_SECONDS
 from .recorder import CallOpened
-from .switchboard import Mail, PeersOf, Post, Posted, StandingView, TakeMail
+from .switchboard import Mail, PeersOf, Post, Posted, StandingView
 
 _PEER_COLUMNS = ("peer", "can", "kind", "state", "queued", "purpose")
 NO_RESULT = Taught(str)  # a message turn takes no result; this only fills the slot
-
-
-def notice(standing: StandingView) -> str:
-    """The line at the head of every answer while the agent owes or awaits a reply."""
-    lines = [f"wfa: you owe {peer} a reply (wfa reply {peer}).\n" for peer in standing.owes]
-    if standing.awaits is not None:
-        lines.append(f"wfa: you await {standing.awaits}'s reply; it starts your next turn.\n")
-    return "".join(lines)
 
 
 def peers_text(table: dict[str, Any]) -> str:

@@ -21,6 +21,8 @@ from ..wire.prompts import usage_line
 from ..wire.teaching import ReadError
 from . import rules
 from .broker import MAX_TOOL_RESULT_BYTES, RunTool, ToolDone, tool_response
+from .notice import notice
+from .switchboard import Standing
 from .recorder import ToolCalled
 from .toolcall import ToolCall
 
@@ -123,11 +125,14 @@ class AgentTools:
         return f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\n{usage}"
 
     @handler
-    def tool_done(self, msg: ToolDone) -> None:
+    async def tool_done(self: Any, msg: ToolDone) -> None:
         running = self.tool_run
         if running is None or running.call.id != msg.call_id:
             return
         self.tool_run = None
         response = tool_response(msg.outcome)
+        lead = notice(await self.board.ask(Standing(self.key)))  # on standard error: stdout is the result's
+        if lead:
+            response = msgspec.structs.replace(response, stderr=lead + response.stderr)
         for reply in running.replies:
             reply.set(response)

@@ -276,7 +276,7 @@ class Switchboard(Actor):
             owed = self._owed(msg.sender, msg.peer)
             waits = self._waits()
             if owed is not None:
-                pass  # waits.pop(owed.asker, None)  # this reply answers it: asking back closes no loop
+                waits.pop(owed.asker, None)  # this reply answers it: asking back closes no loop
             refusal = mailrules.judge_reply(
                 sender=msg.sender,
                 peer=msg.peer,

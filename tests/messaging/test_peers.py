@@ -170,11 +170,6 @@ async def test_the_owed_notice_leads_every_answer_until_the_agent_replies(tmp_pa
     assert (tmp_path / "e.results").read_text() == "wfa: result accepted.\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent.py wfa(): a tool call that runs answers through a deferred Reply (agent_tools.tool_done), "
-    "so the owed-reply notice added to the placeholder response is dropped",
-)
 async def test_tool_notice_on_standard_error(tmp_path):
     seen = []
 
