@@ -93,11 +93,42 @@ async def _drain(stream: ByteReceiveStream | None, tail: _Tail) -> None:
         return
 
 
+def _session_members(session: int) -> list[int]:
+    """Processes still in the CLI's session (Linux /proc; none found elsewhere).
+
+    A CLI may start its shell commands in process groups of their own (codex does), out of
+    reach of the group's signal; they stay in the CLI's session unless they leave it.
+    """
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session and fields[0] != b"Z":  # the session id; zombies are done
+            members.append(int(entry))
+    return members
+
+
 def _signal_group(process: Process, signum: int) -> None:
+    """Signal the CLI's process group, and with SIGKILL whatever else is left in its session."""
     try:
         os.killpg(process.pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+    if signum == signal.SIGKILL:
+        for pid in _session_members(process.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 async def stop_group(process: Process) -> None:
