@@ -6,7 +6,7 @@ workflow decides about, so `agent.run` returns it instead of raising.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Union
 
 import msgspec
 

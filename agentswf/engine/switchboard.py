@@ -21,7 +21,7 @@ from . import mailrules
 from .clock import wall_ms
 from .mailrules import QuestionView, RouteView
 from .recorder import MessageRead, MessageSent
-from .route import CloseRoute, Describe, RouteActor, Spend
+from .route import CloseRoute, RouteActor, Spend
 from .rules import Refusal
 
 ROUTE_MAILBOX_CAPACITY = 64

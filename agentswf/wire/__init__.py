@@ -14,3 +14,20 @@ from .messages import (
     accepted,
     refused,
 )
+
+__all__ = [
+    "PeersRequest",
+    "ReplyRequest",
+    "Request",
+    "Response",
+    "ResultRequest",
+    "SendRequest",
+    "ToolRequest",
+    "WaitingRequest",
+    "accepted",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "refused",
+]

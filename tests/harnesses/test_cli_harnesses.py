@@ -20,7 +20,6 @@ from agentswf.engine.outcomes import Usage
 from agentswf.harnesses.base import Attempt
 from agentswf.harnesses.claude import ClaudeHarness
 from agentswf.harnesses.codex import CodexHarness
-from agentswf.harnesses.cursor import CursorHarness
 from agentswf.harnesses.pi import PiHarness
 from agentswf.harnesses.process import Exited
 

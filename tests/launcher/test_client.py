@@ -28,7 +28,6 @@ from agentswf.wire import (
     ToolRequest,
     WaitingRequest,
     accepted,
-    common,
     decode_request,
     encode_response,
     refused,

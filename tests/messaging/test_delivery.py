@@ -23,7 +23,6 @@ from .kit import (
     sent,
     sent_mail,
     turns,
-    wait_file,
 )
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ import pytest
 from agentswf import tool, workflow
 from agentswf.testing import answer, run_workflow
 
-from .kit import QUIET_BODY, WaitingShell, agent, out, refused, run_wf, sent, wait_file, with_harness
+from .kit import QUIET_BODY, WaitingShell, agent, out, refused, run_wf, sent, with_harness
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from agentswf.errors import DefinitionError, WorkflowError
 from agentswf.testing import answer, run_workflow
 from agentswf.workflow.messaging import MessageRefused
 
-from .kit import agent, run_wf, sent, sent_mail
+from .kit import agent, run_wf, sent_mail
 
 pytestmark = pytest.mark.anyio
 AWF = [sys.executable, "-m", "agentswf"]
