@@ -543,23 +543,23 @@ class AgentActor(AgentTools, AgentMail, Actor):
     async def wfa(self, msg: WfaCall) -> Response:
         request = msg.request
         if isinstance(request, PeersRequest):
-            return await self._peers(request)
+            return await self._peers(request)  # its table says what the agent owes
+        if isinstance(request, ToolRequest):
+            response = await self._tool(request)
+            if response is None:  # the call runs: tool_done answers it, notice and all
+                return accepted("tool")
+            lead = notice(await self.board.ask(Standing(self.key)))
+            return msgspec.structs.replace(response, stderr=lead + response.stderr) if lead else response
         standing: StandingView = await self.board.ask(Standing(self.key))
         if isinstance(request, ResultRequest):
             response = await self._result(request, standing)
         elif isinstance(request, WaitingRequest):
             response = await self._waiting(request, standing)
-        elif isinstance(request, ToolRequest):
-            response = await self._tool(request)
         else:
             response = await self._post(request)
             standing = await self.board.ask(Standing(self.key))
         lead = notice(standing)
-        if not lead or isinstance(response, type(None)):
-            return response
-        if isinstance(request, ToolRequest):  # standard output is the result's alone
-            return msgspec.structs.replace(response, stderr=lead + response.stderr)
-        return msgspec.structs.replace(response, stdout=lead + response.stdout)
+        return msgspec.structs.replace(response, stdout=lead + response.stdout) if lead else response
 
     async def _result(self, request: ResultRequest, standing: StandingView) -> Response:
         now = anyio.current_time()

@@ -16,7 +16,7 @@ import anyio
 import msgspec
 
 from ..actors import Reply, handler
-from ..wire import Response, ToolRequest, accepted, refused
+from ..wire import Response, ToolRequest, refused
 from ..wire.prompts import usage_line
 from ..wire.teaching import ReadError
 from . import rules
@@ -56,7 +56,8 @@ class AgentTools:
     def set_tools(self, msg: SetTools) -> None:
         self.tools = dict(msg.tools)
 
-    async def _tool(self, request: ToolRequest) -> Response:
+    async def _tool(self: Any, request: ToolRequest) -> Response | None:
+        """A refusal now, or None: the call runs, and is answered when it ends."""
         turn = self.turn
         in_turn = turn is not None and turn.outcome is None
         running = self.tool_run
@@ -79,7 +80,7 @@ class AgentTools:
             return refused("tool", refusal.code, refusal.message)
         if running is not None:  # the same call again: it gets the running call's answer
             running.replies.append(self.defer())
-            return accepted("tool")
+            return None
         assert turn is not None
         tool = self.tools[request.name]
         size = len((request.input or "").encode()) + sum(len(arg.encode()) for arg in request.args)
@@ -98,7 +99,7 @@ class AgentTools:
         deadline = turn.deadline if tool.timeout is None else min(turn.deadline, now + tool.timeout)
         self.tool_run = ToolRun(call, request.name, request.args, request.input, [self.defer()])
         await self.broker.tell(RunTool(call, tool, value, deadline, turn.call_id, self.ref))
-        return accepted("tool")
+        return None
 
     async def _record_refused(self, request: ToolRequest, code: str, message: str) -> None:
         """A refused call goes in the record too: the handler never ran, so its raw input is kept."""
