@@ -81,6 +81,17 @@ def message_cost(question: bool) -> int:
     return 2 if question else 1
 
 
+def _closed(peer: str) -> Refusal:
+    return Refusal("closed", f"the route to {peer} is closed: its stage ended, or the workflow is finishing.")
+
+
+def _too_large(what: str, size: int) -> Refusal:
+    return Refusal(
+        "too-large",
+        f"the {what} is {size} bytes, over the limit of {MAX_MESSAGE_BYTES}; write it to a file and send its path.",
+    )
+
+
 def judge_send(
     *,
     sender: str,
@@ -112,12 +123,9 @@ def judge_send(
     if peer_state == "stopped":
         return Refusal("peer-stopped", f"{peer} has stopped; it won't read messages any more.")
     if not route.open:
-        return Refusal("closed", f"the route to {peer} is closed: its stage ended, or the workflow is finishing.")
+        return _closed(peer)
     if size > MAX_MESSAGE_BYTES:
-        return Refusal(
-            "too-large",
-            f"the message is {size} bytes, over the limit of {MAX_MESSAGE_BYTES}; write it to a file and send its path.",
-        )
+        return _too_large("message", size)
     if question:
         refusal = judge_question(sender, peer, awaiting=awaiting, can_await=can_await, waits=waits)
         if refusal is not None:
@@ -184,12 +192,9 @@ def judge_reply(
             "none-owed", f"{peer} asked you nothing open, or was answered already; to message it, use wfa send {peer}."
         )
     if route is None or not route.open:
-        return Refusal("closed", f"the route to {peer} is closed: its stage ended, or the workflow is finishing.")
+        return _closed(peer)
     if size > MAX_MESSAGE_BYTES:
-        return Refusal(
-            "too-large",
-            f"the reply is {size} bytes, over the limit of {MAX_MESSAGE_BYTES}; write it to a file and send its path.",
-        )
+        return _too_large("reply", size)
     if question:
         refusal = judge_question(sender, peer, awaiting=awaiting, can_await=can_await, waits=waits)
         if refusal is not None:
