@@ -167,11 +167,12 @@ async def test_a_timed_out_turn_leaves_no_cli_process(tmp_path):
         assert not alive(pid), name  # codex runs its commands in a group of their own: the session goes too
 
 
-async def test_a_login_failure_fails_for_good_is_never_nudged_and_says_what_to_run(tmp_path):
-    async with ScriptedModel(script_for(tmp_path), fail_status=401) as model:
+async def run_failing(tmp_path: Path, status: int) -> dict:
+    """The three CLIs given one turn each, their API answering every call with `status`."""
+    async with ScriptedModel(script_for(tmp_path), fail_status=status) as model:
         agents = runtimes(model, tmp_path / "homes")
 
-        @workflow(name="cli-login", description="The three CLIs, refused by their API.")
+        @workflow(name=f"cli-{status}", description="The three CLIs, their API failing.")
         async def flow(wf):
             async def one(name: str):
                 agent = await wf.agents.open(name, runtime=agents[name])
@@ -181,28 +182,22 @@ async def test_a_login_failure_fails_for_good_is_never_nudged_and_says_what_to_r
 
         result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
+    return result.value
+
+
+async def test_a_login_failure_fails_for_good_is_never_nudged_and_says_what_to_run(tmp_path):
+    turns = await run_failing(tmp_path, 401)
     for name in CLIS:
-        turn = result.value[name]
+        turn = turns[name]
         assert turn["outcome"]["kind"] == "failed", (name, turn)
         assert turn["outcome"]["retryable"] is False and not turn["nudged"], name
         assert "isn't logged in" in turn["outcome"]["reason"], name
-    hints = {name: result.value[name]["outcome"]["reason"].splitlines()[-1] for name in CLIS}
+    hints = {name: turns[name]["outcome"]["reason"].splitlines()[-1] for name in CLIS}
     assert "/login" in hints["claude"] and "codex login" in hints["codex"] and "pi" in hints["pi"]
 
 
 async def test_a_server_error_fails_the_turn_as_retryable(tmp_path):
-    async with ScriptedModel(script_for(tmp_path), fail_status=500) as model:
-        agents = runtimes(model, tmp_path / "homes")
-
-        @workflow(name="cli-500", description="The three CLIs, their API failing.")
-        async def flow(wf):
-            async def one(name: str):
-                agent = await wf.agents.open(name, runtime=agents[name])
-                return msgspec.to_builtins(await agent.run("SCENARIO answer.", schema=Verdict, timeout=60))
-
-            return dict(zip(CLIS, await wf.parallel(CLIS, one)))
-
-        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    turns = await run_failing(tmp_path, 500)
     for name in CLIS:
-        outcome = result.value[name]["outcome"]
+        outcome = turns[name]["outcome"]
         assert outcome["kind"] == "failed" and outcome["retryable"] is True, (name, outcome)
