@@ -519,6 +519,12 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self.turn = None
         record = self._record_of(turn, turn.outcome)
         await self.recorder.ask(TurnEnded(record))
+        standing: StandingView = await self.board.ask(Standing(self.key))
+        if standing.owes:  # its askers get no answer from this turn, and are told so
+            why = f"{self.key}'s turn ended {turn.outcome.kind} without replying"
+            await self.board.tell(GiveUp(self.key, why))
+        if standing.awaits is not None:  # a question dies with the turn that asked it
+            await self.board.tell(DropAwait(self.key))
         if turn.reply is not None:
             turn.reply.set(record)
         for waiter in turn.settle_waiters:
@@ -527,9 +533,13 @@ class AgentActor(AgentTools, AgentMail, Actor):
 
     # wfa ----------------------------------------------------------------------------
 
-    def _view(self, owes: tuple[str, ...] = ()) -> rules.AgentView:
+    def _view(self, standing: StandingView | None = None) -> rules.AgentView:
         return rules.AgentView(
-            self.key, tool_running=self.tool_run is not None, owes=owes, supports_waiting=self.harness.supports_waiting
+            self.key,
+            tool_running=self.tool_run is not None,
+            owes=standing.owes if standing else (),
+            supports_waiting=self.harness.supports_waiting,
+            owed_text=standing.owed_text if standing else "",
         )
 
     async def _call(self, call_id: str) -> rules.CallView | None:
@@ -563,7 +573,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
 
     async def _result(self, request: ResultRequest, standing: StandingView) -> Response:
         now = anyio.current_time()
-        view = self._view(owes=standing.owes)
+        view = self._view(standing)
         refusal = rules.judge_result(view, request.call_id, await self._call(request.call_id), now)
         if refusal is not None:
             return refused("result", refusal.code, refusal.message)
@@ -597,7 +607,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
 
     async def _waiting(self, request: WaitingRequest, standing: StandingView) -> Response:
         now = anyio.current_time()
-        view = self._view(owes=standing.owes)
+        view = self._view(standing)
         refusal = rules.judge_waiting(view, request.call_id, await self._call(request.call_id), now)
         if refusal is not None:
             return refused("waiting", refusal.code, refusal.message)

@@ -62,6 +62,12 @@ class QuestionView:
     route: str
     until: float
     open: bool = True
+    text: str = ""
+    read: bool = False  # the askee has had it in a prompt
+
+    @property
+    def read_and_open(self) -> bool:
+        return self.open and self.read
 
 
 def waits_on(waits: Mapping[str, str], start: str, target: str) -> bool:

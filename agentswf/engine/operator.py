@@ -15,6 +15,7 @@ from typing import Any, Union
 
 import anyio
 import msgspec
+import structlog
 from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
@@ -23,6 +24,7 @@ from .approvals import ApprovalDecision, Decide, ListPending
 from .rules import Refusal
 from .switchboard import Inbox, Participants, Post, Receive
 
+_log = structlog.get_logger("agentswf.operator")
 OPERATOR_SOCKET_NAME = "op.sock"
 MAX_OPERATOR_REQUEST_BYTES = 64 * 1024
 OPERATOR_TIMEOUT_SECONDS = 30.0
@@ -108,14 +110,18 @@ async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
 
 
 async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef) -> None:
+    """One operator connection; whatever goes wrong with it ends it, never the run."""
     async with stream:
-        with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + MAX_INBOX_WAIT_SECONDS):
-            data = await read_request(stream, MAX_OPERATOR_REQUEST_BYTES)
-            try:
-                response = await _handle(_decoder.decode(data), desk, board)
-            except msgspec.DecodeError as error:
-                response = OperatorResponse(False, f"not an operator request: {error}")
-            await stream.send(msgspec.json.encode(response) + b"\n")
+        try:
+            with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + MAX_INBOX_WAIT_SECONDS):
+                data = await read_request(stream, MAX_OPERATOR_REQUEST_BYTES)
+                try:
+                    response = await _handle(_decoder.decode(data), desk, board)
+                except msgspec.DecodeError as error:
+                    response = OperatorResponse(False, f"not an operator request: {error}")
+                await stream.send(msgspec.json.encode(response) + b"\n")
+        except Exception:  # the person's awf went away, or the run is stopping
+            _log.warning("an operator connection failed", exc_info=True)
 
 
 async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef) -> None:
@@ -138,4 +144,7 @@ def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorRespon
             if not chunk:
                 break
             data += chunk
-    return msgspec.json.decode(data, type=OperatorResponse)
+    try:
+        return msgspec.json.decode(data, type=OperatorResponse)
+    except msgspec.DecodeError:
+        raise ConnectionError("the run closed the connection without answering") from None

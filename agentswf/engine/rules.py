@@ -37,6 +37,7 @@ class AgentView:
     tool_running: bool = False
     owes: tuple[str, ...] = ()
     supports_waiting: bool = False
+    owed_text: str = ""  # what the first peer it owes asked
 
 
 def _judge_call(agent: AgentView, call_id: str, call: CallView | None, now: float) -> Refusal | None:
@@ -59,9 +60,10 @@ def _judge_call(agent: AgentView, call_id: str, call: CallView | None, now: floa
         )
     if agent.owes:
         peer = agent.owes[0]
+        asked = f": <<<{agent.owed_text}>>>" if agent.owed_text else " a question"
         return Refusal(
             "owes-reply",
-            f"{peer} asked you a question; reply first (wfa reply {peer}), then run the command again.",
+            f"{peer} asked you{asked}; reply first (wfa reply {peer}), then run the command again.",
         )
     if agent.tool_running:
         return Refusal(

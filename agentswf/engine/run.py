@@ -92,10 +92,21 @@ class RunActor(Actor):
         return OpenedAgent(ref, await ref.ask(Describe()))
 
     @handler
-    async def close_agent(self, msg: CloseAgent) -> None:
+    def close_agent(self, msg: CloseAgent) -> None:
+        """Stop the agent beside the handlers, so it can still ask the run while it stops."""
+        reply = self.defer()
         ref = self.agents.pop(msg.key, None)
-        if ref is not None:
-            await ref.stop()
+        if ref is None:
+            reply.set(None)
+            return
+
+        async def stop() -> None:
+            try:
+                await ref.stop()
+            finally:
+                reply.set(None)
+
+        self.start_soon(stop)
 
     @handler
     def call_registered(self, msg: CallRegistered) -> None:

@@ -109,6 +109,7 @@ class StandingView(msgspec.Struct, frozen=True):
     awaits: str | None = None
     awaits_until: float | None = None
     latest_asker_until: float | None = None  # lengthens a message turn
+    owed_text: str = ""  # the first question it owes, for a refusal that names it
 
 
 class DropAwait(msgspec.Struct, frozen=True):
@@ -118,9 +119,10 @@ class DropAwait(msgspec.Struct, frozen=True):
 
 
 class GiveUp(msgspec.Struct, frozen=True):
-    """The askee ended its turn owing, after its reminder: its askers get no answer."""
+    """The askee's turn ended owing (after its reminder, or failed, timed out…): its askers get no answer."""
 
     key: str
+    why: str = ""
 
 
 class PeersOf(msgspec.Struct, frozen=True):
@@ -316,11 +318,15 @@ class Switchboard(Actor):
         self.views[route.id] = await self.routes[route.id].ask(Spend(message_id, cost))
         if owed is not None:
             self._settle(owed)
+            if sender is not None:  # answered before it was read: its mail is no longer news
+                sender.inbox = deque(mail for mail in sender.inbox if mail.question != owed.id)
         kind: MailKind = "question" if msg.question else ("reply" if msg.reply else "message")
         question_id = ""
         if msg.question:
             question_id = message_id
-            self.questions[question_id] = QuestionView(question_id, msg.sender, msg.peer, route.id, msg.until)
+            self.questions[question_id] = QuestionView(
+                question_id, msg.sender, msg.peer, route.id, msg.until, text=msg.text
+            )
             self.expired.discard((msg.sender, msg.peer))
             if msg.until != float("inf"):
                 self.start_soon(self._expire_at, question_id, msg.until)
@@ -372,6 +378,9 @@ class Switchboard(Actor):
         now = time.time()
         for mail in taken:
             self.recorder.tell_nowait(MessageRead(mail.id, peer.key, now))
+            question = self.questions.get(mail.question) if mail.kind == "question" else None
+            if question is not None:
+                self.questions[question.id] = replace(question, read=True)  # now it is owed
         return taken
 
     # Questions ----------------------------------------------------------------------
@@ -425,8 +434,8 @@ class Switchboard(Actor):
     @handler
     async def give_up(self, msg: GiveUp) -> None:
         for question in list(self.questions.values()):
-            if question.open and question.askee == msg.key:
-                await self._end_question_async(question, f"{msg.key} ended its turn without replying")
+            if question.read_and_open and question.askee == msg.key:  # one still unread goes to its next turn
+                await self._end_question_async(question, msg.why or f"{msg.key} ended its turn without replying")
 
     # Reading ------------------------------------------------------------------------
 
@@ -437,14 +446,14 @@ class Switchboard(Actor):
 
     @handler
     def standing(self, msg: Standing) -> StandingView:
-        owes = tuple(q.asker for q in self.questions.values() if q.open and q.askee == msg.key)
+        owed = [q for q in self.questions.values() if q.open and q.askee == msg.key]
         awaiting = self._awaiting(msg.key)
-        untils = [q.until for q in self.questions.values() if q.open and q.askee == msg.key]
         return StandingView(
-            owes,
+            tuple(q.asker for q in owed),
             awaiting.askee if awaiting else None,
             awaiting.until if awaiting else None,
-            max(untils) if untils else None,
+            max((q.until for q in owed), default=None),
+            owed[0].text if owed else "",
         )
 
     @handler

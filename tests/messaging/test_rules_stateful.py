@@ -81,13 +81,16 @@ class Board(RuleBasedStateMachine):
         self.used = {frozenset(pair): 0 for pair in itertools.combinations(KEYS, 2)}
         self.unread = dict.fromkeys(KEYS, 0)
         self.notices: dict[str, int] = dict.fromkeys(KEYS, 0)
+        self.seen: set[str] = set()  # askers whose open question its askee has read
 
     def ask(self, message):
         return self.portal.call(self.board.ask, message)
 
     def teardown(self) -> None:
         try:
-            # Every askee ends its turn owing, after its reminder: every open question ends.
+            # Every agent reads its mail, then ends its turn owing, after its reminder: every open question ends.
+            for key in KEYS:
+                self.read(key)
             for key in KEYS:
                 owed_before = [asker for asker, askee in self.waits.items() if askee == key]
                 self.portal.call(self.board.tell, GiveUp(key))
@@ -146,6 +149,7 @@ class Board(RuleBasedStateMachine):
                 self.waits[sender] = peer
                 self.ids[sender] = answer.message_id
                 self.dropped.discard((sender, peer))
+                self.seen.discard(sender)
 
     @rule(sender=st.sampled_from(KEYS), peer=st.sampled_from(KEYS), back=st.booleans())
     def reply(self, sender: str, peer: str, back: bool) -> None:
@@ -165,12 +169,16 @@ class Board(RuleBasedStateMachine):
         assert got == expected, (sender, peer, back, answer, self.waits)
         if expected is None:
             del self.waits[peer]
+            if peer not in self.seen:
+                self.unread[sender] -= 1  # answered before it was read: the question's mail goes
+            self.seen.discard(peer)
             self._deliver(peer)
             if back:
                 self.used[pair] += 2
                 self.waits[sender] = peer
                 self.ids[sender] = answer.message_id
                 self.dropped.discard((sender, peer))
+                self.seen.discard(sender)
 
     @rule(asker=st.sampled_from(KEYS), back=st.booleans())
     def answer_an_open_question(self, asker: str, back: bool) -> None:
@@ -185,6 +193,7 @@ class Board(RuleBasedStateMachine):
             return
         self.ask(_Expire(self.ids[asker]))
         self.dropped.add((asker, self.waits.pop(asker)))
+        self.seen.discard(asker)
         self.notices[asker] += 1
         self._deliver(asker)
 
@@ -194,12 +203,15 @@ class Board(RuleBasedStateMachine):
         self.portal.call(self.board.tell, DropAwait(asker))
         if asker in self.waits:
             self.dropped.add((asker, self.waits.pop(asker)))
+            self.seen.discard(asker)
 
     @rule(askee=st.sampled_from(KEYS))
     def give_up(self, askee: str) -> None:
-        """The askee ended its turn owing, after its reminder: its askers hear there is no answer."""
+        """The askee ended its turn owing, after its reminder: the askers whose question it read hear there is no
+        answer; a question it hasn't read yet waits for its next turn."""
         self.portal.call(self.board.tell, GiveUp(askee))
-        for asker in [k for k, v in self.waits.items() if v == askee]:
+        for asker in [k for k, v in self.waits.items() if v == askee and k in self.seen]:
+            self.seen.discard(asker)
             self.dropped.add((asker, self.waits.pop(asker)))
             self.notices[asker] += 1
             self._deliver(asker)
@@ -210,6 +222,7 @@ class Board(RuleBasedStateMachine):
         assert len(mail) == self.unread[key]
         self.notices[key] -= sum(1 for m in mail if m.kind == "notice")
         self.unread[key] = 0
+        self.seen.update(asker for asker, askee in self.waits.items() if askee == key)
 
     # What always holds ---------------------------------------------------------------
 
