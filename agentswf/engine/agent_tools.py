@@ -61,10 +61,11 @@ class AgentTools:
         turn = self.turn
         in_turn = turn is not None and turn.outcome is None
         running = self.tool_run
-        same = running is not None and (running.name, running.args, running.input) == (
-            request.name,
-            request.args,
-            request.input,
+        # The same call again joins the running one and gets its answer, once; more are tool-busy.
+        same = (
+            running is not None
+            and len(running.replies) == 1
+            and (running.name, running.args, running.input) == (request.name, request.args, request.input)
         )
         refusal = rules.judge_tool(
             self._view(),

@@ -445,6 +445,14 @@ def main(argv):
         _write(2, f"wfa: {fields}\n" + usage((path.rpartition("/")[0] or ".") + "/wfa"))
         return common.EXIT_USAGE
     command = fields["command"]
+    size = len(encode_request(fields))
+    if size > common.MAX_REQUEST_BYTES:  # refused here, as the run would: sending it would only break the pipe
+        _write(
+            2,
+            f"wfa: {command} refused (request-too-large): the request is {size} bytes, over the run's limit of "
+            f"{common.MAX_REQUEST_BYTES}; nothing was sent. Write a long value to a file and pass its path.\n",
+        )
+        return common.exit_code(command, "request-too-large")
     try:
         response = call(path, fields, None if command == "tool" else common.ANSWER_TIMEOUT_SECONDS)
     except Unreached as error:

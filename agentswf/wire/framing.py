@@ -26,6 +26,7 @@ class _Probe(msgspec.Struct):
 
 
 _probe_decoder = msgspec.json.Decoder(_Probe)
+COMMAND_HINT_BYTES = 256  # the command field comes first in what wfa sends
 
 
 def encode_request(request: Request) -> bytes:
@@ -41,11 +42,20 @@ def decode_response(line: bytes) -> Response:
     return _response_decoder.decode(line)
 
 
+def _command_hint(data: bytes) -> str:
+    """The command a request too large to decode names, from its first bytes ("result" if none)."""
+    head = data[:COMMAND_HINT_BYTES]
+    for command in COMMANDS:
+        if b'"command":"' + command.encode() + b'"' in head:
+            return command
+    return "result"
+
+
 def decode_request(data: bytes) -> Request | Response:
     """The request in `data`, or the refusal to send back."""
     if len(data) > MAX_REQUEST_BYTES:
         return refused(
-            "result",
+            _command_hint(data),
             "request-too-large",
             f"the request is {len(data)} bytes, over the run's limit of {MAX_REQUEST_BYTES}; "
             "write a long value to a file and send its path.",

@@ -242,8 +242,10 @@ class Taught:
             try:
                 given = msgspec.json.decode(text) if text.strip() else {}
             except msgspec.DecodeError:
-                given = {}
-            return self._convert(given if isinstance(given, dict) else {})
+                given = {}  # not JSON at all: text the shell left on stdin, not an answer
+            if not isinstance(given, dict):
+                raise ReadError("this takes nothing: run the command alone, with no JSON.")
+            return self._convert(given)
         if not text.strip():
             raise ReadError("nothing was given; give the value as taught.")
         try:

@@ -99,6 +99,10 @@ async def run(
         raise DefinitionError(f"--replay {replay}: that is not a run's record")
     run_id = new_run_id()
     record_dir = root / definition.name / run_id
+    try:
+        record_dir.mkdir(parents=True)
+    except OSError as error:
+        raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
     started = time.time()
     run_deadline = anyio.current_time() + seconds
     async with anyio.create_task_group() as watch:

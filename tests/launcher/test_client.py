@@ -603,3 +603,21 @@ async def test_launcher_script_round_trip(sockdir):
     assert usage.returncode == 2
     assert f"usage: {launcher} result".encode() in usage.stderr
     assert len(stub.requests) == 1
+
+
+@pytest.mark.parametrize(("command", "exit"), [("tool", 3), ("result", 1)])
+def test_a_request_over_the_runs_limit_is_refused_before_it_is_sent(sockdir, command, exit):
+    """1 MiB of control characters escapes to 6 MiB of JSON: over the run's limit, so nothing goes out."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = os.path.join(sockdir, "s.sock")
+    listener.bind(path)
+    listener.listen(1)
+    listener.setblocking(False)
+    try:
+        done = run_sync(path, command, "name-or-id", stdin=b"\x01" * (1024 * 1024))
+        assert done.returncode == exit
+        assert b"refused (request-too-large)" in done.stderr and b"nothing was sent" in done.stderr
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # no connection was made
+    finally:
+        listener.close()
