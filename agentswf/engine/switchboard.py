@@ -184,6 +184,7 @@ class Switchboard(Actor):
         self.views: dict[str, RouteView] = {}
         self.questions: dict[str, QuestionView] = {}
         self.expired: set[tuple[str, str]] = set()  # (asker, askee) whose question ran out
+        self.closed_questions: set[tuple[str, str]] = set()  # (asker, askee) whose route closed under it
         self.closing = False
 
     # Ends and routes ----------------------------------------------------------------
@@ -239,6 +240,10 @@ class Switchboard(Actor):
         ref = self.routes.get(msg.route)
         if ref is not None and self.views[msg.route].open:
             self.views[msg.route] = await ref.ask(CloseRoute())
+            for question in list(self.questions.values()):  # no reply can travel it any more
+                if question.open and question.route == msg.route:
+                    self.closed_questions.add((question.asker, question.askee))
+                    await self._end_question_async(question, "the route closed")
 
     @handler
     async def close_all(self, msg: CloseAll) -> None:
@@ -274,6 +279,8 @@ class Switchboard(Actor):
         size = len(msg.text.encode())
         awaiting = self._awaiting(msg.sender)
         can_await = sender.can_await if sender is not None else False
+        if msg.reply and self._owed(msg.sender, msg.peer) is None and (msg.peer, msg.sender) in self.closed_questions:
+            return Refusal("closed", f"the route to {msg.peer} closed before you replied; {msg.peer} was told.")
         if msg.reply:
             owed = self._owed(msg.sender, msg.peer)
             waits = self._waits()
@@ -328,6 +335,7 @@ class Switchboard(Actor):
                 question_id, msg.sender, msg.peer, route.id, msg.until, text=msg.text
             )
             self.expired.discard((msg.sender, msg.peer))
+            self.closed_questions.discard((msg.sender, msg.peer))
             if msg.until != float("inf"):
                 self.start_soon(self._expire_at, question_id, msg.until)
         elif owed is not None:

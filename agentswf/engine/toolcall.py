@@ -10,8 +10,10 @@ import anyio
 class ToolCall:
     """The call a handler is given: who called, and whether its time is up.
 
-    `cancelled` turns true, and `wait_cancelled()` returns, when the call's time is up
-    or its turn ends; a handler doing long work should watch one of them.
+    When the call's time is up (or its turn ends), `cancelled` turns true and
+    `wait_cancelled()` returns, and an async handler is cancelled as anyio cancels any
+    task: its `finally` blocks run. A sync handler, or one that shields itself, gets 5 s
+    more; then the call ends `timed-out` without it, and the agent is told it may have run.
     """
 
     def __init__(self, id: str, agent: str, tool: str) -> None:

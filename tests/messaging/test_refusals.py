@@ -190,7 +190,8 @@ w late_reply reply a 'too late'
             await wait_file(tmp_path / "b_in_turn")
             await route.close()
             (tmp_path / "route_closed").touch()
-        assert turns[0].value == "gave-up"
+            await wait_file(tmp_path / "late_reply.rc")
+        assert turns[0].value == "gave-up"  # told at once that the closed route brings no answer
 
     await run_wf(flow, tmp_path)
     sent(tmp_path, "ask")
