@@ -21,7 +21,7 @@ from ..engine.switchboard import (
     Register,
 )
 from ..engine.toolcall import CURRENT_TOOL_CALL
-from ..errors import DefinitionError, WorkflowError
+from ..errors import DefinitionError, WorkflowError, leaf_errors
 
 
 def not_in_handler(what: str) -> None:
@@ -139,7 +139,7 @@ async def open_route(
 async def race(*awaitables: Awaitable[Any]) -> Any:
     """The value of whichever awaitable finishes first; the rest are cancelled."""
     not_in_handler("wf.race")
-    index, value = await _first(dict(enumerate(awaitables)))
+    _, value = await _first(dict(enumerate(awaitables)))
     return value
 
 
@@ -160,7 +160,13 @@ async def _first(awaitables: dict[Any, Awaitable[Any]]) -> tuple[Any, Any]:
             winner.append((name, value))
             group.cancel_scope.cancel()
 
-    async with anyio.create_task_group() as group:
-        for name, awaitable in awaitables.items():
-            group.start_soon(one, name, awaitable, group)
+    try:
+        async with anyio.create_task_group() as group:
+            for name, awaitable in awaitables.items():
+                group.start_soon(one, name, awaitable, group)
+    except BaseExceptionGroup as group_error:  # the first error, as itself, as wf.parallel raises it
+        errors = [leaf for leaf in leaf_errors(group_error) if isinstance(leaf, Exception)]
+        if errors:
+            raise errors[0] from None
+        raise
     return winner[0]

@@ -329,3 +329,13 @@ async def test_a_participants_unread_messages_are_limited_too(tmp_path):
     run = await run_workflow(wf_def(flow), agents={"chatty": answer(chatty)}, run_root=tmp_path)
     assert codes == [None] * MAX_UNREAD_MESSAGES + ["inbox-full"]
     assert run.value == MAX_UNREAD_MESSAGES
+
+
+async def test_race_raises_the_first_error_as_itself():
+    from agentswf.workflow.messaging import race
+
+    async def boom():
+        raise ValueError("lost")
+
+    with pytest.raises(ValueError, match="lost"):
+        await race(boom(), anyio.sleep(10))
