@@ -587,7 +587,10 @@ class AgentActor(AgentTools, AgentMail, Actor):
             )
             turn.last_refusal = str(error)
             return refused("result", "invalid-result", self._fix_hint(turn, str(error)))
-        await self.recorder.ask(ResultAccepted(request.call_id, value))
+        if not await self.recorder.ask(ResultAccepted(request.call_id, value)):
+            return refused(
+                "result", "internal-error", "the run couldn't record your answer, so it isn't accepted; try again."
+            )
         await self.recorder.ask(CandidateSeen(request.call_id, time.time(), request.args, request.input, True))
         turn.accepted = True
         turn.value = value

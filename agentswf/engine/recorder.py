@@ -12,9 +12,12 @@ from typing import Any
 
 import anyio
 import msgspec
+import structlog
 
 from ..actors import Actor, handler
 from .records import RECORD_VERSION, LineLog, encode, write_whole
+
+_log = structlog.get_logger("agentswf.recorder")
 
 
 class RunStarted(msgspec.Struct, frozen=True):
@@ -107,27 +110,50 @@ class RunEnded(msgspec.Struct, frozen=True):
 
 
 class Recorder(Actor):
+    """Writes the record; a disk that fails it (full, gone read-only) is logged, never a crash of the run.
+
+    What couldn't be written is counted in `failures`; an accepted answer that couldn't be
+    recorded is not accepted (its ask answers False), so nothing is taken that isn't on disk.
+    """
+
     def __init__(self, run_dir: Path) -> None:
         super().__init__()
         self.run_dir = run_dir
         self._logs: dict[Path, LineLog] = {}
+        self.failures = 0
 
-    def _append(self, path: Path, record: Any) -> None:
-        log = self._logs.get(path)
-        if log is None:
-            log = self._logs[path] = LineLog(path)
-        log.append(record)
+    def _failed(self, path: Path, error: OSError) -> bool:
+        self.failures += 1
+        _log.error("the run's record could not be written", path=str(path), error=str(error))
+        return False
+
+    def _append(self, path: Path, record: Any) -> bool:
+        try:
+            log = self._logs.get(path)
+            if log is None:
+                log = self._logs[path] = LineLog(path)
+            log.append(record)
+            return True
+        except OSError as error:
+            return self._failed(path, error)
 
     async def on_stop(self) -> None:
         for log in self._logs.values():
-            log.close()
+            try:
+                log.close()
+            except OSError as error:
+                self._failed(log.path, error)
 
     def _call_dir(self, call_id: str) -> Path:
         return self.run_dir / "calls" / call_id
 
-    async def _write(self, path: Path, record: Any, *, exclusive: bool = False) -> None:
+    async def _write(self, path: Path, record: Any, *, exclusive: bool = False) -> bool:
         data = encode({"version": RECORD_VERSION, **record})
-        await anyio.to_thread.run_sync(lambda: write_whole(path, data, exclusive=exclusive))
+        try:
+            await anyio.to_thread.run_sync(lambda: write_whole(path, data, exclusive=exclusive))
+            return True
+        except OSError as error:
+            return self._failed(path, error)
 
     @handler
     async def run_started(self, msg: RunStarted) -> None:
@@ -146,8 +172,9 @@ class Recorder(Actor):
         self._append(self._call_dir(msg.call_id) / "candidates.jsonl", msg)
 
     @handler
-    async def result_accepted(self, msg: ResultAccepted) -> None:
-        await self._write(self._call_dir(msg.call_id) / "result.json", {"value": msg.value}, exclusive=True)
+    async def result_accepted(self, msg: ResultAccepted) -> bool:
+        """True once the accepted answer is on disk."""
+        return await self._write(self._call_dir(msg.call_id) / "result.json", {"value": msg.value}, exclusive=True)
 
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
