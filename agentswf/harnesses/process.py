@@ -155,15 +155,18 @@ async def run_in_group(
     `read_line` is given each line of standard output as it comes, for CLIs that report
     as they go (a session id first, usage last).
     """
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
+    # Shielded: cancelled mid-spawn, the event loop would kill the new process alone (not its
+    # group) and lose it, leaving whatever it had started already running.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
     stdout, stderr = _Tail(OUTPUT_TAIL_BYTES, read_line), _Tail(OUTPUT_TAIL_BYTES)
     try:
         async with anyio.create_task_group() as pipes:

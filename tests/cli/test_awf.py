@@ -109,10 +109,24 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
     assert "interrupted" in stderr and "awf: record " in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(agent_pid, 0)
+    assert _session(agent_pid) == []  # nor what it started: `sleep` is in its session
     run_dir = next(tmp_path.glob(".awf/runs/slow/*"))
     assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
     [turn] = [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
     assert turn["outcome"]["kind"] == "cancelled"  # the turn Ctrl-C cut off is on the record
+
+
+def _session(sid: int) -> list[int]:
+    """Live processes whose session is `sid` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.name.isdigit() and int(fields[3]) == sid and fields[0] != b"Z":
+            found.append(int(entry.name))
+    return found
 
 
 def test_logs_of_the_latest_run(tmp_path, flows):
