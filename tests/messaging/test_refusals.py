@@ -202,6 +202,19 @@ async def _collect(into, awaitable):
     into.append(await awaitable)
 
 
+async def a_asks_b(tmp_path, asker: str, askee: str, *, purpose: str, **options):
+    """Agents a and b on one route (`options`: both_ways, max_messages, harnesses); a's turn must end "replied"."""
+    harnesses = options.pop("harnesses", None)
+
+    async def flow(wf):
+        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", asker))
+        b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
+        await wf.route(a, b, purpose=purpose, **options)
+        assert (await a.run("Go.")).value == "replied"
+
+    return await run_wf(flow, tmp_path, **({"harnesses": harnesses} if harnesses else {}))
+
+
 
 async def test_too_large_send_and_reply(tmp_path):
     asker = r"""
@@ -217,14 +230,7 @@ case "$PROMPT" in *"A question from a"*)
 esac
 """
 
-    async def flow(wf):
-        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", asker))
-        b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
-        await wf.route(a, b, purpose="Big things")
-        turn = await a.run("Go.")
-        assert turn.value == "replied"
-
-    result = await run_wf(flow, tmp_path)
+    result = await a_asks_b(tmp_path, asker, askee, purpose="Big things")
     assert "16385 bytes, over the limit of 16384" in refused(tmp_path, "over", "send", "too-large").err
     sent(tmp_path, "at_limit")
     refused(tmp_path, "reply_over", "reply", "too-large")
@@ -282,13 +288,7 @@ case "$PROMPT" in *"A question from a"*)
 esac
 """
 
-    async def flow(wf):
-        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", asker))
-        b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
-        await wf.route(a, b, purpose="Both ways", both_ways=True)
-        assert (await a.run("Go.")).value == "replied"
-
-    await run_wf(flow, tmp_path, harnesses=with_harness({"b": NoAwaitShell}))
+    await a_asks_b(tmp_path, asker, askee, purpose="Both ways", both_ways=True, harnesses=with_harness({"b": NoAwaitShell}))
     sent(tmp_path, "ask")
     assert "can't await a reply where you run" in refused(tmp_path, "b_ask", "send", "unsupported").err
     refused(tmp_path, "b_reply_back", "reply", "unsupported")
@@ -312,13 +312,7 @@ case "$PROMPT" in *"A question from a"*)
 esac
 """
 
-    async def flow(wf):
-        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", asker))
-        b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
-        await wf.route(a, b, purpose="Both ways", both_ways=True)
-        assert (await a.run("Go.")).value == "replied"
-
-    await run_wf(flow, tmp_path)
+    await a_asks_b(tmp_path, asker, askee, purpose="Both ways", both_ways=True)
     assert "a already waits, directly or through others, on you" in refused(
         tmp_path, "b_asks_back", "send", "cycle"
     ).err
@@ -405,13 +399,7 @@ case "$PROMPT" in *"A question from a"*)
 esac
 """
 
-    async def flow(wf):
-        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", asker))
-        b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
-        await wf.route(a, b, purpose="A question and its reply", max_messages=2)
-        assert (await a.run("Go.")).value == "replied"
-
-    await run_wf(flow, tmp_path)
+    await a_asks_b(tmp_path, asker, askee, purpose="A question and its reply", max_messages=2)
     sent(tmp_path, "ask")
     assert "room for your reply but not a question back" in refused(tmp_path, "back", "reply", "limit").err
     sent(tmp_path, "plain_reply")  # its question paid for it
@@ -466,13 +454,7 @@ case "$PROMPT" in *"A question from a"*)
 esac
 """
 
-    async def flow(wf):
-        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", asker))
-        b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
-        await wf.route(a, b, purpose="Both ways", both_ways=True)
-        assert (await a.run("Go.")).value == "replied"
-
-    await run_wf(flow, tmp_path)
+    await a_asks_b(tmp_path, asker, askee, purpose="Both ways", both_ways=True)
     assert "to message it, use wfa send b" in refused(tmp_path, "a_unasked", "reply", "none-owed").err
     sent(tmp_path, "b_once")
     refused(tmp_path, "b_twice", "reply", "none-owed")
