@@ -15,6 +15,7 @@ import anyio
 import structlog
 from anyio.abc import SocketListener, SocketStream
 
+from .peer import peer_pid
 from ..wire import (
     CONNECTION_LIFETIME_SECONDS,
     MAX_OPEN_CONNECTIONS,
@@ -27,6 +28,8 @@ from ..wire import (
 )
 
 Handler = Callable[[Request], Awaitable[Response]]
+Admit = Callable[[int | None], str | None]
+"""Given the connecting process's pid (None where unknown): None to admit it, or why not."""
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
 
@@ -61,7 +64,7 @@ def _command_of(request: Request | Response) -> str:
     return "result" if isinstance(request, Response) else type(request).__struct_config__.tag  # type: ignore[return-value]
 
 
-async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget) -> None:
+async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
     over_budget = budget.open >= budget.limit
     budget.open += 1
     try:
@@ -70,8 +73,11 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
         if lifetime.cancelled_caught:
             return
         request = decode_request(data)
+        refusal = None if admit is None or isinstance(request, Response) else admit(peer_pid(stream))
         if isinstance(request, Response):
             response = request
+        elif refusal is not None:
+            response = refused(_command_of(request), "wrong-agent", refusal)
         elif over_budget:
             budget.refused += 1
             response = refused(
@@ -106,9 +112,10 @@ async def listen(socket_path: Path) -> SocketListener:
     return listener
 
 
-async def serve(listener: SocketListener, handle: Handler, budget: ConnectionBudget) -> None:
-    """Answer each connection to `listener` until cancelled; `handle` answers each request."""
+async def serve(listener: SocketListener, handle: Handler, budget: ConnectionBudget, admit: Admit | None = None) -> None:
+    """Answer each connection to `listener` until cancelled; `handle` answers each request
+    that `admit` lets through (every request, without one)."""
     async with listener, anyio.create_task_group() as connections:
         while True:
             stream = await listener.accept()
-            connections.start_soon(_answer, stream, handle, budget)
+            connections.start_soon(_answer, stream, handle, budget, admit)
