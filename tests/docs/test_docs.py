@@ -21,6 +21,7 @@ import inspect
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import anyio
@@ -82,7 +83,10 @@ def run_page(page: Path, backend: str, where: Path, monkeypatch: pytest.MonkeyPa
         return real_run(func, *args, backend=backend, backend_options=backend_options)
 
     monkeypatch.setattr(anyio, "run", run_on_this_backend)
-    namespace: dict[str, object] = {"__name__": "__main__"}
+    # The page runs as a script does: as `__main__`, so types it defines resolve their annotations.
+    script = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    namespace = vars(script)
     try:
         for block in blocks(page.read_text()):
             if block.skip is not None:
