@@ -17,6 +17,7 @@ example written for the reader runs on both backends as written.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import subprocess
@@ -48,6 +49,7 @@ def _run_shell(block: Block, page: Path, where: Path) -> None:
         capture_output=True,
         text=True,
         timeout=SHELL_TIMEOUT_SECONDS,
+        check=False,
     )
     assert done.returncode == block.exit, (
         f"{_page_id(page)}:{block.line}: the block exited {done.returncode}, not {block.exit}\n"
@@ -68,7 +70,7 @@ def _call_tests(namespace: dict[str, object], backend: str, where: Path) -> None
             kwargs["tmp_path"] = where / f".{name}"
             kwargs["tmp_path"].mkdir()
         if inspect.iscoroutinefunction(fn):
-            anyio.run(lambda: fn(**kwargs), backend=backend)
+            anyio.run(functools.partial(fn, **kwargs), backend=backend)
         else:
             fn(**kwargs)
 
@@ -97,7 +99,7 @@ def run_page(page: Path, backend: str, where: Path, monkeypatch: pytest.MonkeyPa
             elif block.language == "python":
                 # Padded so a traceback names the page and the line in it.
                 source = "\n" * (block.line - 1) + block.code
-                exec(compile(source, str(page), "exec"), namespace)
+                exec(compile(source, str(page), "exec"), namespace)  # noqa: S102 -- running the docs is the point
             elif block.run:
                 _run_shell(block, page, where)
         _call_tests(namespace, backend, where)
