@@ -7,18 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import agentswf
 from agentswf.testing import answer, run_workflow
-from agentswf.workflow.loading import load_workflow
 
 HERE = Path(__file__).resolve().parent
-review_fix = load_workflow(HERE / "review_fix.py")
+review_fix = agentswf.load_workflow(HERE / "review_fix.py")
 module = sys.modules[review_fix.fn.__module__]
 Verdict, FixReport = module.Verdict, module.FixReport
-
-pytestmark = pytest.mark.anyio
 
 
 async def test_a_requested_change_is_fixed_and_then_approved(tmp_path):
@@ -56,8 +51,7 @@ async def test_the_real_shell_agents_find_fix_and_approve(tmp_path):
     assert result.value == {"verdict": "approve", "rounds": 2, "fixed": ["calc.py"]}
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-def test_awf_run_prints_the_value_and_exits_0(tmp_path, anyio_backend):
+def test_awf_run_prints_the_value_and_exits_0(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "agentswf", "run", str(HERE / "review_fix.py"), "--run-root", str(tmp_path), "--json"],
         capture_output=True,
@@ -78,8 +72,7 @@ def test_awf_run_prints_the_value_and_exits_0(tmp_path, anyio_backend):
     assert "reviewer turn 1" in logs.stdout and "fixer turn 1" in logs.stdout
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-def test_awf_run_exits_3_when_the_workflow_stops(tmp_path, anyio_backend):
+def test_awf_run_exits_3_when_the_workflow_stops(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "agentswf", "run", str(HERE / "review_fix.py"), "--run-root", str(tmp_path), "--", "--rounds", "1"],
         capture_output=True,

@@ -7,17 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import agentswf
-from agentswf.engine.records import read_lines
 from agentswf.testing import ToolFailed, ToolRefused, ToolResult, answer, run_workflow
-from agentswf.workflow.loading import load_workflow
 
 HERE = Path(__file__).resolve().parent
-triage = load_workflow(HERE / "triage.py")
-
-pytestmark = pytest.mark.anyio
+triage = agentswf.load_workflow(HERE / "triage.py")
 
 
 async def test_each_tool_call_reaches_the_workflow_as_it_happens(tmp_path):
@@ -52,13 +46,13 @@ async def test_the_prompt_teaches_flags_json_and_the_name_alone(tmp_path):
     assert '"labels":{"type":"array"' in prompt
 
 
-async def test_the_real_shell_agent_triages_everything(tmp_path):
+async def test_the_real_shell_agent_triages_everything(tmp_path, run_record):
     result = await agentswf.run(triage, run_root=tmp_path)
     assert result.outcome == "completed", result.reason
     assert result.value["untriaged"] == []
     assert result.value["priorities"] == {"b1": "p1", "b2": "p2", "b3": "p3", "b4": "p1"}
     assert result.value["labels"]["b2"] == ["bug", "ops"]
-    calls = list(read_lines(result.run_dir / "tools.jsonl"))
+    calls = run_record(result).tools
     assert [call["tool"] for call in calls[:3]] == ["list_items", "label_item", "set_priority"]
 
 
@@ -70,8 +64,7 @@ async def test_a_replay_serves_every_result_from_the_record_and_runs_no_handler(
     assert replayed.value["labels"] == {} and replayed.value["priorities"] == {}  # no handler ran
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-def test_awf_run_and_awf_logs(tmp_path, anyio_backend):
+def test_awf_run_and_awf_logs(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "agentswf", "run", str(HERE / "triage.py"), "--run-root", str(tmp_path), "--json"],
         capture_output=True,
