@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import anyio
 import pytest
 
 from agentswf import Workflow, WorkflowDefinition, WorkflowError, workflow
@@ -120,6 +123,14 @@ async def test_a_record_reads_back_by_result_directory_or_id(run_root, run_recor
     assert "Ask the lead" in by_id.call(turn["call_id"])["prompt"]
     with pytest.raises(WorkflowError, match="no run nope under"):
         read_record("nope", run_root=run_root)
+
+
+async def test_a_participant_waits_for_the_runs_socket_to_be_bound(tmp_path):
+    """The run's socket is bound as its actors start, maybe after its workflow has started."""
+    (tmp_path / "run.json").write_text(json.dumps({"control": str(tmp_path / "op.sock")}))
+    with anyio.move_on_after(0.3) as waited:
+        await respond("x").play("lead", tmp_path)
+    assert waited.cancelled_caught
 
 
 def test_run_record_without_a_run_says_so(run_root, run_record):
