@@ -15,6 +15,7 @@ has the fixtures `run_root` and `run_record` (see `agentswf.testing.pytest_plugi
 """
 
 from ..errors import TestScriptError
+from ..wire import Response
 from .participants import ParticipantScript, respond
 from .record import Record, read_record
 from .runs import TestRun, run_workflow
@@ -35,6 +36,7 @@ from .scripted import (
 __all__ = [
     "ParticipantScript",
     "Record",
+    "Response",
     "Script",
     "ScriptedTurn",
     "TestRun",

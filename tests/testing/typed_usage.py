@@ -22,7 +22,17 @@ from agentswf import (
     Workflow,
     workflow,
 )
-from agentswf.testing import TestRun, answer, respond, run_workflow
+from agentswf.testing import (
+    Response,
+    ScriptedTurn,
+    TestRun,
+    ToolFailed,
+    ToolRefused,
+    ToolResult,
+    answer,
+    respond,
+    run_workflow,
+)
 
 
 class Verdict(msgspec.Struct):
@@ -60,3 +70,9 @@ async def run_it() -> None:
         participants={"coordinator": respond(lambda mail: "ok")},
     )
     assert_type(tested, TestRun)
+
+
+async def script(turn: ScriptedTurn) -> None:
+    sent = await turn.send("lead", "Ship it?", await_reply=True)
+    assert_type(sent, Response)
+    assert_type(await turn.tool("list_items"), ToolResult | ToolFailed | ToolRefused)
