@@ -30,6 +30,7 @@ class Answered(_Outcome, Generic[T], frozen=True, tag="answered"):
 
     value: T
     answered: ClassVar[bool] = True
+    reason: ClassVar[str] = ""  # as every other outcome has one: `turn.outcome.reason` reads the same on any
 
 
 class Unanswered(_Outcome, frozen=True, tag="unanswered"):

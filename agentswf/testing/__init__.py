@@ -17,7 +17,7 @@ has the fixtures `run_root` and `run_record` (see `agentswf.testing.pytest_plugi
 from ..errors import TestScriptError
 from ..wire import Response
 from .participants import ParticipantScript, respond
-from .record import Record, read_record
+from .record import Record, RunRecord, read_record
 from .runs import TestRun, run_workflow
 from .scripted import (
     Script,
@@ -37,6 +37,7 @@ __all__ = [
     "ParticipantScript",
     "Record",
     "Response",
+    "RunRecord",
     "Script",
     "ScriptedTurn",
     "TestRun",

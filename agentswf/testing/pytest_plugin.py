@@ -16,7 +16,7 @@ With it, a project's tests need nothing copied from anywhere:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import pytest
 from ..engine.records import find_run
 from ..errors import WorkflowError
 from ..workflow.running import RunResult
-from .record import Record, read_record
+from .record import Record, RunRecord, read_record
 from .runs import TestRun
 
 BACKENDS = ("asyncio", "trio")
@@ -110,7 +110,7 @@ def run_root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run_record(run_root: Path) -> Callable[..., Record]:
+def run_record(run_root: Path) -> RunRecord:
     """`run_record(run)`: the Record of a run (a RunResult, TestRun, directory or run id).
 
     `run_record()` without one is the latest run recorded under `run_root`.

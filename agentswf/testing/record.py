@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine.records import find_run, read_json, read_lines
 from ..errors import WorkflowError
@@ -75,6 +75,12 @@ class Record:
 
     def _lines(self, name: str) -> list[dict[str, Any]]:
         return list(read_lines(self.run_dir / name))
+
+
+class RunRecord(Protocol):
+    """The `run_record` fixture's type: `run_record(run)`, or `run_record()` for the latest run."""
+
+    def __call__(self, run: RunResult | TestRun | str | Path | None = None) -> Record: ...
 
 
 def read_record(run: RunResult | TestRun | str | Path, *, run_root: str | Path = ".awf/runs") -> Record:

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 import agentswf
-from agentswf.testing import answer, respond, run_workflow
+from agentswf import Mail
+from agentswf.testing import RunRecord, ScriptedTurn, answer, respond, run_workflow
 
 HERE = Path(__file__).resolve().parent
 merge = agentswf.load_workflow(HERE / "merge.py")
 Change = sys.modules[merge.fn.__module__].Change
 
 
-async def test_the_implementer_asks_then_answers_with_what_it_learned(run_root):
-    async def implementer(turn):
+async def test_the_implementer_asks_then_answers_with_what_it_learned(run_root: Path) -> None:
+    async def implementer(turn: ScriptedTurn) -> Any:
         if "coordinator's reply" in turn.prompt:
             return Change(where="queue", merged="Merge it" in turn.prompt)
         if "architect's reply" in turn.prompt:
@@ -29,7 +31,7 @@ async def test_the_implementer_asks_then_answers_with_what_it_learned(run_root):
         assert sent.ok and "it reads it now, in a turn of its own" in sent.stdout
         return None
 
-    async def architect(turn):
+    async def architect(turn: ScriptedTurn) -> None:
         assert turn.started_by == "message" and "Client or queue?" in turn.prompt
         replied = await turn.reply("implementer", "The queue.")
         assert replied.ok, replied.stderr
@@ -40,7 +42,7 @@ async def test_the_implementer_asks_then_answers_with_what_it_learned(run_root):
     assert run.value == {"where": "queue", "merged": True, "coordinator_asked": ["May I merge?"]}
 
 
-async def test_the_real_shell_agents_merge_after_asking(run_root, run_record):
+async def test_the_real_shell_agents_merge_after_asking(run_root: Path, run_record: RunRecord) -> None:
     result = await agentswf.run(merge, run_root=run_root)
     assert result.outcome == "completed", result.reason
     assert result.value["where"] == "queue" and result.value["merged"] is True
@@ -53,11 +55,11 @@ async def test_the_real_shell_agents_merge_after_asking(run_root, run_record):
     ]
 
 
-async def test_a_person_answers_as_the_coordinator(run_root):
+async def test_a_person_answers_as_the_coordinator(run_root: Path) -> None:
     """The coordinator is a person: it reads its inbox and replies as `awf inbox` and `awf reply` do."""
     asked = []
 
-    def coordinator(mail):
+    def coordinator(mail: Mail) -> str:
         asked.append((mail.sender, mail.text, mail.is_question))
         return "Merge it."
 
@@ -76,7 +78,7 @@ async def test_a_person_answers_as_the_coordinator(run_root):
     assert b"coordinator -> implementer [reply" in trace.stdout
 
 
-async def _implementer_asking_the_coordinator(turn):
+async def _implementer_asking_the_coordinator(turn: ScriptedTurn) -> Any:
     if "coordinator's reply" in turn.prompt:
         return Change(where="queue", merged="Merge it." in turn.prompt)
     if "architect's reply" in turn.prompt:
@@ -88,6 +90,6 @@ async def _implementer_asking_the_coordinator(turn):
     return None
 
 
-async def _architect(turn):
+async def _architect(turn: ScriptedTurn) -> None:
     replied = await turn.reply("implementer", "The queue.")
     assert replied.ok, replied.stderr

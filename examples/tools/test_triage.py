@@ -8,16 +8,24 @@ import sys
 from pathlib import Path
 
 import agentswf
-from agentswf.testing import ToolFailed, ToolRefused, ToolResult, answer, run_workflow
+from agentswf.testing import (
+    RunRecord,
+    ScriptedTurn,
+    ToolFailed,
+    ToolRefused,
+    ToolResult,
+    answer,
+    run_workflow,
+)
 
 HERE = Path(__file__).resolve().parent
 triage = agentswf.load_workflow(HERE / "triage.py")
 
 
-async def test_each_tool_call_reaches_the_workflow_as_it_happens(tmp_path):
-    seen = []
+async def test_each_tool_call_reaches_the_workflow_as_it_happens(tmp_path: Path) -> None:
+    seen: list[ToolResult | ToolFailed | ToolRefused] = []
 
-    async def triager(turn):
+    async def triager(turn: ScriptedTurn) -> str:
         items = await turn.tool("list_items")
         seen.append(items)
         seen.append(await turn.tool("label_item", {"id": "b3", "labels": ["cosmetic"]}))
@@ -36,9 +44,14 @@ async def test_each_tool_call_reaches_the_workflow_as_it_happens(tmp_path):
     assert run.value["untriaged"] == ["b1", "b2", "b4"]
 
 
-async def test_the_prompt_teaches_flags_json_and_the_name_alone(tmp_path):
-    prompts = []
-    await run_workflow(triage, agents={"triager": answer(lambda turn: prompts.append(turn.prompt) or "ok")}, run_root=tmp_path)
+async def test_the_prompt_teaches_flags_json_and_the_name_alone(tmp_path: Path) -> None:
+    prompts: list[str] = []
+
+    def triager(turn: ScriptedTurn) -> str:
+        prompts.append(turn.prompt)
+        return "ok"
+
+    await run_workflow(triage, agents={"triager": answer(triager)}, run_root=tmp_path)
     prompt = prompts[0]
     assert "wfa tool set_priority --id <text> --priority <one of: p1, p2, p3>" in prompt
     assert "wfa tool list_items\n" in prompt
@@ -46,7 +59,7 @@ async def test_the_prompt_teaches_flags_json_and_the_name_alone(tmp_path):
     assert '"labels":{"type":"array"' in prompt
 
 
-async def test_the_real_shell_agent_triages_everything(tmp_path, run_record):
+async def test_the_real_shell_agent_triages_everything(tmp_path: Path, run_record: RunRecord) -> None:
     result = await agentswf.run(triage, run_root=tmp_path)
     assert result.outcome == "completed", result.reason
     assert result.value["untriaged"] == []
@@ -56,7 +69,7 @@ async def test_the_real_shell_agent_triages_everything(tmp_path, run_record):
     assert [call["tool"] for call in calls[:3]] == ["list_items", "label_item", "set_priority"]
 
 
-async def test_a_replay_serves_every_result_from_the_record_and_runs_no_handler(tmp_path):
+async def test_a_replay_serves_every_result_from_the_record_and_runs_no_handler(tmp_path: Path) -> None:
     first = await agentswf.run(triage, run_root=tmp_path)
     replayed = await agentswf.run(triage, run_root=tmp_path, replay=first.run_dir)
     assert replayed.outcome == "completed", replayed.reason
@@ -64,7 +77,7 @@ async def test_a_replay_serves_every_result_from_the_record_and_runs_no_handler(
     assert replayed.value["labels"] == {} and replayed.value["priorities"] == {}  # no handler ran
 
 
-def test_awf_run_and_awf_logs(tmp_path):
+def test_awf_run_and_awf_logs(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agentswf", "run", str(HERE / "triage.py"), "--run-root", str(tmp_path), "--json"],
         capture_output=True,
