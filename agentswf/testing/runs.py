@@ -44,6 +44,10 @@ class TestRun:
         return self.result.value
 
     @property
+    def run_id(self) -> str:
+        return self.result.run_id
+
+    @property
     def run_dir(self) -> Path:
         return self.result.run_dir
 

@@ -73,7 +73,7 @@ async def test_a_person_answers_as_the_coordinator(run_root: Path) -> None:
     assert run.value == {"where": "queue", "merged": True, "coordinator_asked": []}
     assert asked == [("implementer", "May I merge?", True)]
     trace = await anyio.run_process(
-        [sys.executable, "-m", "agentswf", "trace", run.result.run_id, "--run-root", str(run_root)], check=False
+        [sys.executable, "-m", "agentswf", "trace", run.run_id, "--run-root", str(run_root)], check=False
     )
     assert b"coordinator -> implementer [reply" in trace.stdout
 

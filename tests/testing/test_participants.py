@@ -114,7 +114,7 @@ async def test_a_record_reads_back_by_result_directory_or_id(run_root, run_recor
     run = await run_workflow(
         ask_lead, agents={"worker": answer(worker)}, participants={"lead": respond("Ship it.")}, run_root=run_root
     )
-    by_id = read_record(run.result.run_id, run_root=run_root)
+    by_id = read_record(run.run_id, run_root=run_root)
     assert by_id == read_record(run) == read_record(run.result) == run_record() == Record(run.run_dir)
     assert by_id.run["workflow"] == "ask-lead" and by_id.output["outcome"] == "completed"
     (turn,) = by_id.turns
