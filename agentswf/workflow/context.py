@@ -34,6 +34,7 @@ class Approvals:
         self._desk = desk
 
     async def pending(self) -> list[ApprovalRequest]:
+        """The calls waiting now, oldest first."""
         return await self._desk.ask(ListPending())
 
     async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
@@ -46,7 +47,28 @@ class Approvals:
 
 
 class Workflow:
-    """What a workflow works with. Created by the run; don't construct one yourself."""
+    """What a workflow works with. Created by the run; don't construct one yourself.
+
+    Attributes:
+        agents: the run's agents (`Agents`): `await wf.agents.open(key, runtime=...)`.
+        participants: people and programs outside the run (`Participants`):
+            `await wf.participants.open(key)`.
+        approvals: tool calls waiting for a person's decision (`Approvals`).
+        name: the workflow's name.
+        run_id: this run's id, as `awf logs RUN` and `awf reply RUN` take it.
+        run_dir: this run's record directory.
+        cwd: the directory the run works in; agents' `cwd` is relative to it.
+        stop_reason: the reason given to `wf.stop`, once it was called.
+    """
+
+    agents: Agents
+    participants: Participants
+    approvals: Approvals
+    name: str
+    run_id: str
+    run_dir: Path
+    cwd: Path
+    stop_reason: str | None
 
     def __init__(
         self,
