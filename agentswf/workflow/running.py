@@ -105,11 +105,17 @@ async def run(
         raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
     started = time.time()
     run_deadline = anyio.current_time() + seconds
-    async with anyio.create_task_group() as watch:
-        # The run's actors outlive a cancellation from the caller long enough to record
-        # how the run ended: they run shielded, and the caller's cancellation is passed
-        # on to the workflow alone, with a bounded time to clean up.
-        with anyio.CancelScope(shield=True) as protected:
+    # The run's actors outlive a cancellation from the caller long enough to record how
+    # the run ended: they run shielded, in a task of their own, since no shield stops
+    # asyncio's native cancellation (task.cancel(), wait_for) in the task it is aimed
+    # at. The caller's cancellation reaches only the watcher, which passes it on to the
+    # workflow alone, with a bounded time to clean up.
+    protected = anyio.CancelScope(shield=True)
+    work = anyio.CancelScope()
+    ending: list[tuple[RunOutcome, Any, str | None]] = []
+
+    async def shielded() -> None:
+        with protected:
             async with run_actors(
                 record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed
             ) as actors:
@@ -136,16 +142,21 @@ async def run(
                     approvals=Approvals(actors.desk),
                     board=actors.board,
                 )
-                with anyio.CancelScope() as work:
-                    watch.start_soon(_pass_on_cancellation, work, protected)
+                with work:
                     outcome, value, reason = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
                 if work.cancelled_caught:
                     outcome, value, reason = "cancelled", None, "the run was cancelled"
                 await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                 await agents.close_all()
                 await actors.recorder.ask(RunEnded(outcome, reason, value, started, time.time()))
+                ending.append((outcome, value, reason))
         watch.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as watch:
+        watch.start_soon(_pass_on_cancellation, work, protected)
+        watch.start_soon(shielded)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
+    [(outcome, value, reason)] = ending
     return RunResult(outcome, value, reason, run_id, record_dir)
 
 
