@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import msgspec
 import structlog
 
@@ -83,26 +84,36 @@ def _configure_progress() -> None:
     )
 
 
-async def _run_with_interrupt(definition: WorkflowDefinition, options: argparse.Namespace, args: Any) -> RunResult | None:
-    """Run it; None if Ctrl-C cancelled it (its record still says how it ended)."""
+async def _run_with_interrupt(
+    definition: WorkflowDefinition, options: argparse.Namespace, args: Any, replay: Path | None
+) -> RunResult | None:
+    """Run it; None if Ctrl-C cancelled it (its record still says how it ended).
+
+    The signals are caught for the whole run: a second Ctrl-C while the run stops its
+    agents and records its ending is told to wait, never a KeyboardInterrupt.
+    """
     result: RunResult | None = None
+    run_scope = anyio.CancelScope()
+
+    async def watch_interrupt(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()
+            async for _ in signals:
+                if run_scope.cancel_called:
+                    print("awf: stopping the agents and recording the run's ending; a moment", file=sys.stderr)
+                run_scope.cancel()
+
     async with anyio.create_task_group() as group:
-
-        async def watch_interrupt() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    group.cancel_scope.cancel()
-                    return
-
-        group.start_soon(watch_interrupt)
-        result = await run(
-            definition,
-            args=args,
-            run_root=options.run_root,
-            cwd=options.cwd,
-            timeout=options.timeout,
-            replay=_replayed_run(options),
-        )
+        await group.start(watch_interrupt)
+        with run_scope:
+            result = await run(
+                definition,
+                args=args,
+                run_root=options.run_root,
+                cwd=options.cwd,
+                timeout=options.timeout,
+                replay=replay,
+            )
         group.cancel_scope.cancel()
     return result
 
@@ -120,7 +131,8 @@ def command_run(options: argparse.Namespace) -> int:
         except DefinitionError as error:
             raise UsageFailure(str(error)) from None
     try:
-        result = anyio.run(_run_with_interrupt, definition, options, args, backend=options.backend)
+        replay = _replayed_run(options)
+        result = anyio.run(_run_with_interrupt, definition, options, args, replay, backend=options.backend)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     except BaseExceptionGroup as group:  # a refusal before the run started, from inside the task group
@@ -305,3 +317,6 @@ def main(argv: list[str] | None = None) -> int:
     except UsageFailure as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # before a run's signals are caught, or after
+        print("awf: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

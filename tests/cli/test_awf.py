@@ -116,6 +116,30 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
     assert turn["outcome"]["kind"] == "cancelled"  # the turn Ctrl-C cut off is on the record
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_second_ctrl_c_never_loses_the_ending(tmp_path, flows, backend):
+    process = subprocess.Popen(
+        [*AWF, "run", str(flows), "--workflow", "slow", "--backend", backend],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pids = tmp_path / "pids"
+    deadline = time.monotonic() + 30
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    agent_pid = int(pids.read_text().split()[0])
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    run_dir = next(tmp_path.glob(".awf/runs/slow/*"))
+    assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
+    assert _session(agent_pid) == []
+
+
 def _session(sid: int) -> list[int]:
     """Live processes whose session is `sid` (Linux /proc)."""
     found = []
