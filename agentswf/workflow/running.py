@@ -170,12 +170,12 @@ async def run(
     # asyncio's native cancellation (task.cancel(), wait_for) in the task it is aimed
     # at. The caller's cancellation reaches only the watcher, which passes it on to the
     # workflow alone, with a bounded time to clean up.
-    protected = anyio.CancelScope(shield=True)
+    cleanup = anyio.CancelScope()
     work = anyio.CancelScope()
     ending: list[_Ending] = []
 
     async def shielded() -> None:
-        with protected:
+        with anyio.CancelScope(shield=True):
             async with run_actors(
                 record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed
             ) as actors:
@@ -204,12 +204,15 @@ async def run(
                     approvals=Approvals(actors.desk),
                     board=actors.board,
                 )
-                with work:
-                    end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
-                if work.cancelled_caught:
-                    end = _Ending("cancelled", None, "the run was cancelled")
-                await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
-                await agents.close_all()
+                end = _Ending("cancelled", None, "the run was cancelled")
+                with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
+                    with work:
+                        end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
+                    if work.cancelled_caught:
+                        end = _Ending("cancelled", None, "the run was cancelled")
+                    await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
+                    await agents.close_all()
+                # The Recorder outlives that bound: the ending is recorded even when the time ran out.
                 await actors.recorder.ask(
                     RunEnded(end.outcome, end.reason, end.value, started, time.time(), end.where, end.traceback)
                 )
@@ -217,7 +220,7 @@ async def run(
         watch.cancel_scope.cancel()
 
     async with anyio.create_task_group() as watch:
-        watch.start_soon(_pass_on_cancellation, work, protected)
+        watch.start_soon(_pass_on_cancellation, work, cleanup)
         watch.start_soon(shielded)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
@@ -227,13 +230,14 @@ async def run(
 CANCEL_CLEANUP_SECONDS = 10.0  # after the caller cancels, to stop the agents and record the ending
 
 
-async def _pass_on_cancellation(work: anyio.CancelScope, protected: anyio.CancelScope) -> None:
-    """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own scope."""
+async def _pass_on_cancellation(work: anyio.CancelScope, cleanup: anyio.CancelScope) -> None:
+    """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own
+    scope, and bound the time the workflow and its agents take to stop."""
     try:
         await anyio.sleep_forever()
     finally:
         work.cancel()
-        protected.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
+        cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
 
 
 async def _run_workflow(

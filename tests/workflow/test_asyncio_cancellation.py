@@ -10,6 +10,7 @@ import asyncio
 import os
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 
@@ -97,3 +98,23 @@ def test_a_task_cancelled_twice_still_records_cancelled(tmp_path):
     asyncio.run(main())
     assert _ending(root)["outcome"] == "cancelled"
     _assert_agent_gone(pids)
+
+
+@pytest.mark.anyio
+async def test_the_ending_is_recorded_even_when_the_cleanup_runs_out_of_time(tmp_path, monkeypatch):
+    from agentswf.workflow import running
+
+    monkeypatch.setattr(running, "CANCEL_CLEANUP_SECONDS", 0.0)  # stopping the agent outlives it at once
+    pids, root = tmp_path / "pids", tmp_path / "runs"
+    with anyio.CancelScope() as scope:
+
+        async def cancel_once_started() -> None:
+            while not pids.exists():
+                await anyio.sleep(0.02)
+            scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(cancel_once_started)
+            await agentswf.run(_sleeper(pids), run_root=root)
+    assert _ending(root)["outcome"] == "cancelled"
+    _assert_agent_gone(pids)  # stopped by the run's supervisor, if not by the cut-off cleanup
