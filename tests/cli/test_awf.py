@@ -134,10 +134,11 @@ def test_a_second_ctrl_c_never_loses_the_ending(tmp_path, flows, backend):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     run_dir = next(tmp_path.glob(".awf/runs/slow/*"))
-    assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
-    assert _session(agent_pid) == []
+    assert (run_dir / "output.json").exists(), (stderr, sorted(path.name for path in run_dir.iterdir()))
+    assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled", stderr
+    assert _session(agent_pid) == [], stderr
 
 
 def _session(sid: int) -> list[int]:
