@@ -251,9 +251,9 @@ async def _run_workflow(
     except StopRequested as stop:
         return _Ending("stopped", None, stop.reason)
     except Exception as error:
-        stop = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
-        if stop is not None:  # wf.stop inside the workflow's own task group
-            return _Ending("stopped", None, stop.reason)
+        inner = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
+        if inner is not None:  # wf.stop inside the workflow's own task group
+            return _Ending("stopped", None, inner.reason)
         return _failure(error, home)
     except BaseExceptionGroup as group:
         if any(not isinstance(leaf, anyio.get_cancelled_exc_class()) for leaf in leaf_errors(group)):
