@@ -15,6 +15,7 @@ import msgspec
 import structlog
 
 from ..actors import Actor, handler
+from ..progress import progress
 from .records import RECORD_VERSION, LineLog, encode, write_whole
 
 _log = structlog.get_logger("agentswf.recorder")
@@ -107,6 +108,8 @@ class RunEnded(msgspec.Struct, frozen=True):
     value: Any
     started_at: float
     ended_at: float
+    where: str | None = None  # a failed run's line: `file:line, in name`
+    traceback: str | None = None  # a failed run's whole traceback
 
 
 class Recorder(Actor):
@@ -165,6 +168,7 @@ class Recorder(Actor):
 
     @handler
     async def call_opened(self, msg: CallOpened) -> None:
+        progress("agentswf.turns", "turn started", agent=msg.agent, turn=msg.n, call=msg.call_id)
         await self._write(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg))
 
     @handler
@@ -178,7 +182,9 @@ class Recorder(Actor):
 
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
-        self._append(self.run_dir / "turns.jsonl", msg.turn)
+        turn = msg.turn
+        progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id, outcome=turn.outcome.kind)
+        self._append(self.run_dir / "turns.jsonl", turn)
 
     @handler
     def logged(self, msg: Logged) -> None:

@@ -13,7 +13,8 @@
           call.json                  the turn's prompt, schema and deadline
           candidates.jsonl           every answer handed in, accepted or not, and why
           result.json                the accepted answer (created once, exclusively)
-        output.json                  how the run ended, and its value
+        output.json                  how the run ended, and its value; when the workflow raised,
+                                     `where` (file:line) and its whole `traceback`
 
 Whole files are written to a temp file, fsynced and renamed, so a reader sees the old
 file or the new one; logs are append-only JSON lines, read back skipping a torn last
