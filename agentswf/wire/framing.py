@@ -1,7 +1,8 @@
 """One JSON line each way: the request, then half-close; the response, then close.
 
 `decode_request` never raises: whatever bytes arrive, it returns the request or the
-refusal to answer with.
+refusal to answer with. A line nested past MAX_NESTING_DEPTH is refused before any
+decoder sees it (see `nesting`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import msgspec
 
 from .common import COMMANDS, MAX_REQUEST_BYTES, WIRE_VERSION
 from .messages import Request, Response, refused
+from .nesting import too_deep
 
 _request_decoder = msgspec.json.Decoder(Request)
 _response_decoder = msgspec.json.Decoder(Response)
@@ -62,6 +64,9 @@ def decode_request(data: bytes) -> Request | Response:
         )
     if not data.endswith(b"\n") or data.count(b"\n") != 1:
         return refused("result", "invalid-request", "a request is exactly one line of JSON.")
+    deep = too_deep(data)
+    if deep is not None:
+        return refused(_command_hint(data), "invalid-request", f"{deep}.")
     try:
         probe = _probe_decoder.decode(data)
     except msgspec.DecodeError as error:
