@@ -7,6 +7,7 @@ decoder sees it (see `nesting`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -29,6 +30,7 @@ class _Probe(msgspec.Struct):
 
 _probe_decoder = msgspec.json.Decoder(_Probe)
 COMMAND_HINT_BYTES = 256  # the command field comes first in what wfa sends
+_COMMAND_FIELD = re.compile(rb'"command"\s*:\s*"([a-z]+)"')
 
 
 def encode_request(request: Request) -> bytes:
@@ -45,12 +47,10 @@ def decode_response(line: bytes) -> Response:
 
 
 def _command_hint(data: bytes) -> str:
-    """The command a request too large to decode names, from its first bytes ("result" if none)."""
-    head = data[:COMMAND_HINT_BYTES]
-    for command in COMMANDS:
-        if b'"command":"' + command.encode() + b'"' in head:
-            return command
-    return "result"
+    """The command a request too large or too deep to decode names, from its first bytes ("result" if none)."""
+    found = _COMMAND_FIELD.search(data[:COMMAND_HINT_BYTES])
+    command = found.group(1).decode() if found else "result"
+    return command if command in COMMANDS else "result"
 
 
 def decode_request(data: bytes) -> Request | Response:
