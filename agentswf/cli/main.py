@@ -7,8 +7,11 @@ refused run, 3 stopped, 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -295,13 +298,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+ABANDONED_THREAD_JOIN_SECONDS = 0.2  # for worker threads to finish before awf exits without them
+
+
+def _exit_past_abandoned_threads(code: int) -> int:
+    """`code`, or exit with it now if a thread is still running: a sync tool handler the run
+    abandoned, which can't be killed and would otherwise hold the process until it returned."""
+    deadline = time.monotonic() + ABANDONED_THREAD_JOIN_SECONDS
+    others = [thread for thread in threading.enumerate() if thread is not threading.current_thread()]
+    for thread in others:
+        if not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() and not thread.daemon for thread in others):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     split = words.index("--") if "--" in words else len(words)
     options = _parser().parse_args(words[:split])
     options.args = words[split + 1 :]
     try:
-        return int(options.handler(options))
+        return _exit_past_abandoned_threads(int(options.handler(options)))
     except UsageFailure as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE

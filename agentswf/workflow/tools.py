@@ -66,9 +66,7 @@ class Tool:
 
         Any other handler runs in a worker thread, so a blocking one freezes nothing else.
         """
-        return inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
-            getattr(self.handler, "__call__", None)
-        )
+        return inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(type(self.handler).__call__)
 
     def invoke(self, value: Any, call: ToolCall) -> Any:
         """Call the handler with `value` as its signature asks; may return an awaitable."""
