@@ -387,20 +387,15 @@ class ToolBroker(Actor):
             try:
                 with scope:
                     CURRENT_TOOL_CALL.set(call)  # a worker thread runs in a copy of this context
-                    try:
-                        if in_thread:
-                            returned = await anyio.to_thread.run_sync(
-                                msg.tool.invoke, msg.value, call, abandon_on_cancel=True, limiter=self.threads
-                            )
-                        else:
-                            returned = msg.tool.invoke(msg.value, call)
-                        if inspect.isawaitable(returned):
-                            returned = await returned
-                        box["value"] = returned
-                    except anyio.get_cancelled_exc_class():
-                        raise
-                    except BaseException as error:  # noqa: BLE001  # SystemExit too: the call fails, not the run
-                        box["error"] = error
+                    if in_thread:
+                        got = await anyio.to_thread.run_sync(
+                            _invoke, msg.tool, msg.value, call, abandon_on_cancel=True, limiter=self.threads
+                        )
+                    else:
+                        got = _invoke(msg.tool, msg.value, call)
+                    if inspect.isawaitable(got.get("value")):
+                        got = await _awaited(got["value"])
+                    box.update(got)
             finally:
                 done.set()
 
@@ -435,6 +430,28 @@ class ToolBroker(Actor):
         if anyio.current_time() >= msg.deadline:
             return ToolOutcome("timed-out", error="the call finished after its time ran out. It may have run.")
         return check_result(box["value"], msg.tool.output)
+
+
+def _invoke(tool: Any, value: Any, call: ToolCall) -> dict[str, Any]:
+    """Call the handler: `{"value": …}` what it returned, or `{"error": …}` whatever it raised.
+
+    Raised is handed back as a value, so no exception (SystemExit, KeyboardInterrupt…)
+    ever leaves a handler, from a worker thread or from the loop: the call fails, not the run.
+    """
+    try:
+        return {"value": tool.invoke(value, call)}
+    except BaseException as error:  # noqa: BLE001
+        return {"error": error}
+
+
+async def _awaited(returned: Any) -> dict[str, Any]:
+    """What awaiting an async handler gave, as `_invoke` says; a cancellation goes on as one."""
+    try:
+        return {"value": await returned}
+    except anyio.get_cancelled_exc_class():
+        raise
+    except BaseException as error:  # noqa: BLE001
+        return {"error": error}
 
 
 async def _until_either(done: anyio.Event, call: ToolCall) -> None:

@@ -32,6 +32,7 @@ async def test_a_blocking_sync_handler_freezes_no_other_agent(tmp_path):
     took: dict[str, float] = {}
 
     def block() -> str:
+        took["started"] = time.monotonic()
         started.set()
         time.sleep(2)  # blocks its worker thread, not the run
         return "woke"
@@ -42,9 +43,8 @@ async def test_a_blocking_sync_handler_freezes_no_other_agent(tmp_path):
 
     async def other(turn):
         assert await anyio.to_thread.run_sync(started.wait, 10)
-        before = time.monotonic()
         await turn.peers()
-        took["peers"] = time.monotonic() - before
+        took["peers"] = time.monotonic() - took["started"]  # answered while the handler sleeps
         return "b"
 
     async def fn(wf):
@@ -75,7 +75,12 @@ def _raising(error: BaseException):
 
 @pytest.mark.parametrize(
     "error, shown",
-    [(SystemExit(3), "SystemExit(3)"), (KeyboardInterrupt(), "KeyboardInterrupt()"), (Halt("now"), "Halt('now')")],
+    [
+        (SystemExit(3), "SystemExit(3)"),
+        (KeyboardInterrupt(), "KeyboardInterrupt()"),
+        (GeneratorExit(), "GeneratorExit()"),
+        (Halt("now"), "Halt('now')"),
+    ],
 )
 async def test_anything_a_handler_raises_fails_its_call_not_the_run(tmp_path, error, shown):
     seen = []
