@@ -115,3 +115,14 @@ def test_a_deep_text_answer_is_taken_as_the_text_it_is():
 
 def test_just_under_the_limit_is_read():
     assert depth_of(Taught(list[Any]).read([], nested(MAX_NESTING_DEPTH))) == MAX_NESTING_DEPTH
+
+
+@pytest.mark.parametrize("reader", ["claude", "codex", "cursor", "pi"])
+def test_a_deep_line_of_a_cli_s_output_is_not_an_event(reader):
+    import importlib
+
+    module = importlib.import_module(f"agentswf.harnesses.{reader}")
+    [kind] = [value for name, value in vars(module).items() if name.endswith("Reader") and name != "OutputReader"]
+    output = kind()
+    output.feed(b'{"type": "result", "x": ' + nested(5000).encode() + b"}")  # never decoded
+    assert output.error is None and not output.finished
