@@ -233,20 +233,17 @@ class ToolBroker(Actor):
         for msg, started in self.handling.values():
             call: ToolCall = msg.call
             plain = msgspec.to_builtins(msg.value)
-            verdict = decide(
-                PolicyCall(call.tool, call.agent, plain),
-                self.policies,
-                allowed_agents=msg.tool.allowed_agents,
-                requires_approval=msg.tool.requires_approval,
-                sensitive_fields=msg.tool.sensitive_fields,
-            )
+            try:  # redacted as when the call started: the policies decide again
+                redacted = redact_value(plain, self._verdict(msg, plain).redacted)
+            except Exception:  # a broken policy: keep none of the input
+                redacted = "[redacted]"
             await self.recorder.tell(
                 ToolCalled(
                     call_id=call.id,
                     turn_call_id=msg.turn_call_id,
                     agent=call.agent,
                     tool=call.tool,
-                    input=redact_value(plain, verdict.redacted),
+                    input=redacted,
                     outcome="timed-out",
                     error="the run ended while the handler ran, and it was abandoned. It may have run.",
                     code="abandoned",
@@ -255,6 +252,16 @@ class ToolBroker(Actor):
                 )
             )
         self.handling.clear()
+
+    def _verdict(self, msg: RunTool, plain: Any) -> Any:
+        call: ToolCall = msg.call
+        return decide(
+            PolicyCall(call.tool, call.agent, plain),
+            self.policies,
+            allowed_agents=msg.tool.allowed_agents,
+            requires_approval=msg.tool.requires_approval,
+            sensitive_fields=msg.tool.sensitive_fields,
+        )
 
     async def _call(self, msg: RunTool) -> None:
         call: ToolCall = msg.call

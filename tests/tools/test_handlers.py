@@ -244,3 +244,25 @@ def test_ctrl_c_of_awf_run_does_not_wait_for_an_abandoned_handler(tmp_path: Path
     assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
     [line] = tool_lines(run_dir)
     assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
+
+
+async def test_a_sync_handler_logs_from_its_worker_thread(tmp_path):
+    workflows = {}
+
+    def noted(item: str) -> str:
+        workflows["wf"].log("noted", item=item)
+        return "ok"
+
+    async def script(turn):
+        assert await turn.tool("noted", {"item": "one"}) == ToolResult(output="ok")
+        return "done"
+
+    async def fn(wf):
+        workflows["wf"] = wf
+        agent = await wf.agents.open("a", runtime="shell:true", tools={"noted": tool(noted, description="N.")})
+        return (await agent.run("Go.", timeout=10)).outcome.kind
+
+    with anyio.fail_after(10):
+        run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
+    assert run.value == "answered"
+    assert [(line["message"], line["fields"]) for line in run.logs] == [("noted", {"item": "one"})]
