@@ -235,7 +235,7 @@ class ToolBroker(Actor):
             plain = msgspec.to_builtins(msg.value)
             try:  # redacted as when the call started: the policies decide again
                 redacted = redact_value(plain, self._verdict(msg, plain).redacted)
-            except Exception:  # a broken policy: keep none of the input
+            except Exception:  # noqa: BLE001  # a broken policy: keep none of the input
                 redacted = "[redacted]"
             await self.recorder.tell(
                 ToolCalled(
