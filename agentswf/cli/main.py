@@ -32,6 +32,7 @@ from ..engine.operator import (
 )
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
+from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
@@ -64,6 +65,9 @@ def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
         if taught.form != "json" or not argv:
             return taught.read(argv, None if argv else "{}")
         if len(argv) == 1:
+            deep = too_deep(argv[0])
+            if deep is not None:
+                raise ReadError(deep)
             return msgspec.json.decode(argv[0], type=args_type)
     except (ReadError, msgspec.DecodeError) as error:
         raise UsageFailure(f"workflow {definition.name}'s args: {error}") from None
