@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import anyio
 import msgspec
+import structlog
 
 from ..actors import Actor, ActorRef, handler
 from ..errors import AskTimeout
@@ -49,6 +50,7 @@ MAX_TOOL_RESULT_BYTES = 64 * 1024
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
 _encoder = msgspec.json.Encoder()
+_log = structlog.get_logger("agentswf.tools")
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
@@ -419,6 +421,14 @@ class ToolBroker(Actor):
             if not done.is_set():
                 scope.cancel()  # a worker thread is left to run on; a shielded task is not waited for here
                 del self.handling[call.id]
+                _log.warning(
+                    "a tool handler ignored its signal and was abandoned",
+                    tool=call.tool,
+                    agent=call.agent,
+                    call_id=call.id,
+                    runs_on="its worker thread, until it returns" if in_thread
+                    else "the run's loop: the run's end waits for it, as it shields itself from cancellation",
+                )
                 why = "its turn ended" if anyio.current_time() < msg.deadline else "the call's time ran out"
                 return ToolOutcome(
                     "timed-out",

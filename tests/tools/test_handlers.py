@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 import pytest
+import structlog
 
 from agentswf import ToolCall, tool, workflow
 from agentswf.testing import ToolFailed, ToolResult, answer, run_workflow
@@ -193,8 +194,11 @@ async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp
         agent = await wf.agents.open("a", runtime="shell:true", tools=tools)
         return (await agent.run("Go.", timeout=10)).outcome.kind
 
-    run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
+    with structlog.testing.capture_logs() as logs:
+        run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
     assert run.value == "answered"
+    [warned] = [entry for entry in logs if entry["event"] == "a tool handler ignored its signal and was abandoned"]
+    assert "the run's end waits for it" in warned["runs_on"]
     assert seen[0].outcome == "timed-out" and "abandoned" in seen[0].error
     [line] = tool_lines(run.run_dir)
     assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
