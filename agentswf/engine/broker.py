@@ -413,6 +413,7 @@ class ToolBroker(Actor):
         with anyio.move_on_at(msg.deadline):
             await _until_either(done, call)
         if not done.is_set():  # its time is up, or its turn ended: the signal, then the grace
+            why = "its turn ended" if anyio.current_time() < msg.deadline else "the call's time ran out"
             call.cancel()
             if not in_thread:
                 scope.cancel()
@@ -429,7 +430,6 @@ class ToolBroker(Actor):
                     runs_on="its worker thread, until it returns" if in_thread
                     else "the run's loop: the run's end waits for it, as it shields itself from cancellation",
                 )
-                why = "its turn ended" if anyio.current_time() < msg.deadline else "the call's time ran out"
                 return ToolOutcome(
                     "timed-out",
                     error=f"{why}, and the handler ignored its signal for {TOOL_SETTLE_GRACE_SECONDS:g}s more, "
