@@ -10,6 +10,8 @@ import argparse
 import os
 import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
@@ -35,6 +37,7 @@ from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
 from ..progress import show_progress
 from ..wire.common import parse_duration
+from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
@@ -70,6 +73,9 @@ def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
         if taught.form != "json" or not argv:
             return taught.read(argv, None if argv else "{}")
         if len(argv) == 1:
+            deep = too_deep(argv[0])
+            if deep is not None:
+                raise ReadError(deep)
             return msgspec.json.decode(argv[0], type=args_type)
     except (ReadError, msgspec.DecodeError) as error:
         raise UsageFailure(f"workflow {definition.name}'s args: {error}") from None
@@ -391,13 +397,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+ABANDONED_THREAD_JOIN_SECONDS = 0.2  # for worker threads to finish before awf exits without them
+
+
+def _exit_past_abandoned_threads(code: int) -> int:
+    """`code`, or exit with it now if a thread is still running: a sync tool handler the run
+    abandoned, which can't be killed and would otherwise hold the process until it returned."""
+    deadline = time.monotonic() + ABANDONED_THREAD_JOIN_SECONDS
+    others = [thread for thread in threading.enumerate() if thread is not threading.current_thread()]
+    for thread in others:
+        if not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() and not thread.daemon for thread in others):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     split = words.index("--") if "--" in words else len(words)
     options = _parser().parse_args(words[:split])
     options.args = words[split + 1 :]
     try:
-        return int(options.handler(options))
+        return _exit_past_abandoned_threads(int(options.handler(options)))
     except UsageFailure as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE

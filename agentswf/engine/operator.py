@@ -20,6 +20,7 @@ from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
 from ..launcher.listener import read_request
+from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
 from .rules import Refusal
 from .switchboard import Inbox, Participants, Post, Receive
@@ -115,8 +116,12 @@ async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef) -> None
         try:
             with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + MAX_INBOX_WAIT_SECONDS):
                 data = await read_request(stream, MAX_OPERATOR_REQUEST_BYTES)
+                deep = too_deep(data)
                 try:
-                    response = await _handle(_decoder.decode(data), desk, board)
+                    if deep is not None:
+                        response = OperatorResponse(False, f"not an operator request: {deep}")
+                    else:
+                        response = await _handle(_decoder.decode(data), desk, board)
                 except msgspec.DecodeError as error:
                     response = OperatorResponse(False, f"not an operator request: {error}")
                 await stream.send(msgspec.json.encode(response) + b"\n")

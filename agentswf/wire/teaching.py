@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from .nesting import too_deep
+
 MAX_FLAG_FIELDS = 6
 MAX_FLAG_DESCRIPTION_CHARS = 160  # a field's description, taught on one line beside its flag
 _SIMPLE_TYPES = ("string", "integer", "number", "boolean")
@@ -255,6 +257,7 @@ class Taught:
 
         A text answer is taken as it comes: words after the call id, or standard input
         (a JSON string is read as the string it holds; a heredoc's final newline is dropped).
+        Any other JSON nested past MAX_NESTING_DEPTH is refused before it is decoded.
         """
         if self.is_text:
             return self._read_text(args, input)
@@ -264,6 +267,9 @@ class Taught:
             fields = read_flags(self.flags, args)
             return self._convert(fields)
         text = input or ""
+        deep = too_deep(text)
+        if deep is not None:
+            raise ReadError(f"{deep}.")
         if self.form == "none":
             # Taught as the command alone. Standard input may hold what the agent's shell
             # left there (its own prompt): only a JSON object in it is read, and checked.
@@ -290,7 +296,7 @@ class Taught:
             return " ".join(args)
         text = input or ""
         try:
-            decoded = msgspec.json.decode(text)
+            decoded = None if too_deep(text) else msgspec.json.decode(text)  # nested: text, not a JSON string
         except msgspec.DecodeError:
             decoded = None
         if isinstance(decoded, str):

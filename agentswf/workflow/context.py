@@ -3,12 +3,14 @@ and participants, stop and log."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import anyio
+import anyio.from_thread
 import msgspec
 import structlog
 
@@ -94,6 +96,7 @@ class Workflow:
         self.cwd = cwd
         self.agents = agents
         self._recorder = recorder
+        self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
 
     async def parallel(
@@ -220,7 +223,11 @@ class Workflow:
     def log(self, message: str, **fields: Any) -> None:
         """A line in the run's record (log.jsonl) and in `awf run`'s progress."""
         progress("agentswf.workflow", message, workflow=self.name, **fields)
+        line = Logged(time.time(), str(message), {k: repr(v) if not isinstance(v, (str, int, float, bool, type(None))) else v for k, v in fields.items()})
         try:
-            self._recorder.tell_nowait(Logged(time.time(), str(message), {k: repr(v) if not isinstance(v, (str, int, float, bool, type(None))) else v for k, v in fields.items()}))
+            if threading.get_ident() == self._loop_thread:
+                self._recorder.tell_nowait(line)
+            else:  # from a sync handler's worker thread: the mailbox belongs to the run's loop
+                anyio.from_thread.run_sync(self._recorder.tell_nowait, line)
         except MailboxFull:
             _log.warning("the run's record is behind; a log line was not recorded", message=message)

@@ -167,3 +167,14 @@ def test_logs_of_the_latest_run(tmp_path, flows):
 def test_version():
     done = subprocess.run([*AWF, "--version"], check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("awf ")
+
+
+def test_args_nested_too_deep_are_a_usage_error(tmp_path):
+    flow = tmp_path / "listed.py"
+    flow.write_text(
+        "from agentswf import workflow\n"
+        "@workflow(name='listed', description='Takes a list.')\n"
+        "async def listed(wf, args: list[list]):\n    return args\n"
+    )
+    done = awf(tmp_path, "run", str(flow), "--", "[" * 2000 + "]" * 2000)
+    assert done.returncode == 2 and "MAX_NESTING_DEPTH" in done.stderr and "Traceback" not in done.stderr
