@@ -29,6 +29,7 @@ from ..engine.operator import (
 )
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
+from ..launcher.place import sweep_dead_runs
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
@@ -300,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     split = words.index("--") if "--" in words else len(words)
     options = _parser().parse_args(words[:split])
     options.args = words[split + 1 :]
+    sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
         return int(options.handler(options))
     except UsageFailure as error:
