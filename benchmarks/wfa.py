@@ -39,10 +39,10 @@ CHECKS = 20000
 
 
 def keeper_of(pid: int) -> int:
-    """The keeper this process runs under: the first ancestor running keeper.py."""
+    """The keeper this process runs under: its first ancestor running keeper.py."""
     current: int | None = pid
     while current is not None and current > 1:
-        if any(word.endswith("keeper.py") for word in command_of(current)):
+        if any("keeper.main" in word for word in command_of(current)):
             return current
         current = parent_of(current)
     sys.exit("not run under a keeper")

@@ -96,7 +96,7 @@ def _watchdog_of(run_pid: int) -> int:
                 parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError):
                 continue
-            if parent == run_pid and b"watch" in command and any(word.endswith(b"keeper.py") for word in command):
+            if parent == run_pid and b"watch" in command and any(b"keeper.main" in word for word in command):
                 return int(entry)
     raise AssertionError("the run has no watchdog")
 
