@@ -30,12 +30,11 @@ nothing it doesn't need (`_signal` rather than `signal`, which imports enum). It
 imported as `agentswf.harnesses.keeper` too, for `kill_marked` and the command lines.
 """
 
+import _signal
 import os
 import select
 import sys
 import time
-
-import _signal
 
 MARK_VARIABLE = "AGENTSWF_MARK"
 PASS_PAUSE_SECONDS = 0.005  # between killing passes, for the killed to become zombies

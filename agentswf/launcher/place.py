@@ -38,9 +38,9 @@ LONGEST_TAIL_BYTES = len("/awf-XXXXXXXX/aXXXXXXXX/s.sock")  # what a run adds to
 def sockets_root() -> str:
     """$TMPDIR, if it is an absolute directory short enough for the sockets; else /tmp."""
     tmpdir = os.environ.get("TMPDIR", "").rstrip("/")
-    if tmpdir.startswith("/") and os.path.isdir(tmpdir):
-        if len(os.fsencode(tmpdir)) + LONGEST_TAIL_BYTES <= MAX_SOCKET_PATH_BYTES:
-            return tmpdir
+    fits = len(os.fsencode(tmpdir)) + LONGEST_TAIL_BYTES <= MAX_SOCKET_PATH_BYTES
+    if tmpdir.startswith("/") and fits and os.path.isdir(tmpdir):
+        return tmpdir
     return DEFAULT_SOCKETS_ROOT
 
 

@@ -95,6 +95,9 @@ for request in (
 """
 
 
+PERSON = "import sys; from agentswf.engine.operator import Pending, ask_run; print(ask_run(sys.argv[1], Pending()).ok)"
+
+
 async def test_an_agent_at_the_operator_socket_is_refused_every_request(tmp_path):
     deploys: list[str] = []
     script = tmp_path / "operator_attempts.py"
@@ -131,9 +134,7 @@ async def test_an_agent_at_the_operator_socket_is_refused_every_request(tmp_path
             # a person's process (here a process of the run's, under no agent) is answered
             person = await anyio.to_thread.run_sync(
                 lambda: subprocess.run(
-                    [sys.executable, "-c", "import sys; from agentswf.engine.operator import Pending, ask_run; "
-                     "print(ask_run(sys.argv[1], Pending()).ok)", control],
-                    capture_output=True, text=True, timeout=30,
+                    [sys.executable, "-c", PERSON, control], capture_output=True, text=True, timeout=30, check=False
                 )
             )
             assert await wf.approvals.reject(pending[0].call_id, reason="not by an agent")

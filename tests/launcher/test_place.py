@@ -41,7 +41,7 @@ def test_a_dead_runs_directory_is_swept_and_a_live_or_ownerless_one_is_not(tmp_p
     dead = Path(tmp_path / "awf-dead")
     (dead / "a1").mkdir(parents=True)
     (dead / "a1" / "s.sock").write_text("")
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
     (dead / place.OWNER_NAME).write_text(f"{gone.stdout.strip()} 1\n")
     dead.chmod(place.RUN_DIR_MODE)
     reused = Path(tmp_path / "awf-reused")  # its pid lives, but started at another time: another process
