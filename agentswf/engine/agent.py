@@ -3,7 +3,9 @@
 Every request an agent's `wfa` sends arrives here as a message, so the agent's state
 (in a turn or not, answer accepted, call ids) changes one message at a time. What is
 allowed is decided by the pure rules in `rules.py`; this actor does the I/O around
-them: it runs the harness, keeps the deadline, and tells the Recorder.
+them: it runs the harness, keeps the deadline, and tells the Recorder. Its socket admits
+only the run's own process and what runs under the keeper of its live attempt (the run's
+`LiveAttempts`, `admission.py`); anything else is refused before it becomes a message.
 """
 
 from __future__ import annotations

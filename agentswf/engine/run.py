@@ -5,7 +5,9 @@ the Switchboard and the RunActor, then one AgentActor per opened agent (and a
 RouteActor per route); stopping goes in reverse, so
 agents (and their CLIs) are gone before the run stops answering and the Recorder
 writes last. The RunActor knows
-every agent and every call id of the run, which is what `wrong-agent` needs.
+every agent and every call id of the run, which is what `wrong-agent` needs. The run's
+directory of sockets has a watchdog (`process.watched`) for as long as the run lives, so
+that a run killed with `kill -9` leaves no process carrying its mark and no directory.
 """
 
 from __future__ import annotations
