@@ -159,15 +159,15 @@ class Keeper:
         self.cli = 0
         self.status: int | None = None  # the CLI's wait status, once reaped
 
-    def reap(self) -> None:
-        """Reap every child that has ended, keeping the CLI's status."""
+    def reap(self) -> bool:
+        """Reap every child that has ended, keeping the CLI's status; whether any child is left."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                return False
             if pid == 0:
-                return
+                return True
             if pid == self.cli:
                 self.status = status
 
@@ -182,7 +182,8 @@ class Keeper:
             return
         give_up = time.monotonic() + KILL_PATIENCE_SECONDS
         while True:
-            self.reap()
+            if not self.reap():  # no child left: under a subreaper, then no descendant either
+                return
             found = descendants(os.getpid())
             if not found or time.monotonic() > give_up:
                 return

@@ -170,7 +170,7 @@ async def stop_group(process: Process) -> None:
                 pass
             with anyio.move_on_after(KILL_GRACE_SECONDS + KEEPER_GRACE_SECONDS):
                 await process.wait()
-        _signal_group(process, signal.SIGKILL)
+        _signal_group(process, signal.SIGKILL)  # a keeper past its grace, or killed: its session
         await process.wait()
 
 
@@ -211,8 +211,7 @@ async def run_in_group(
             pipes.start_soon(_feed, process.stdin, input)
             pipes.start_soon(_drain, process.stdout, stdout)
             pipes.start_soon(_drain, process.stderr, stderr)
-            await process.wait()
-            _signal_group(process, signal.SIGKILL)
+            await process.wait()  # the keeper has killed what the CLI left
             pipes.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE_SECONDS
     finally:
         await stop_group(process)

@@ -4,6 +4,7 @@ and what an agent orphans (a double fork, `setsid`) is still that agent."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import anyio
 import pytest
 
 from agentswf import tool
+from agentswf.cli.logs import print_run
 from agentswf.engine.operator import Pending, ask_run
 from agentswf.engine.records import read_json, read_lines
 
@@ -78,6 +80,9 @@ async def test_a_sibling_running_anothers_launcher_is_refused_and_recorded(tmp_p
     tool_line, result_line = (r["command"] for r in refusals)
     assert tool_line[-2:] == ["tool", "ping"] and result_line[-4:] == ["result", a_call, "--n", "2"]
     assert all(isinstance(r["pid"], int) and "isn't one of a's" in r["reason"] for r in refusals)
+    shown = io.StringIO()
+    print_run(result.run_dir, shown)
+    assert f"agent a: process {refusals[1]['pid']} " in shown.getvalue() and f"result {a_call} --n 2" in shown.getvalue()
 
 
 OPERATOR_ATTEMPTS = """
