@@ -199,6 +199,7 @@ class Keeper:
         _signal.signal(_signal.SIGCHLD, lambda signum, frame: None)
         _signal.signal(_SIGTERM, lambda signum, frame: terminated.append(signum))
         _signal.set_wakeup_fd(wake_write)
+        os.set_inheritable(self.lifeline, False)  # the CLI has no business with it
         try:
             self.cli = os.posix_spawnp(
                 self.argv[0], self.argv, os.environ, setpgroup=0, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ)
