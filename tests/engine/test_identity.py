@@ -159,3 +159,19 @@ async def test_an_agent_at_the_operator_socket_is_refused_every_request(tmp_path
     refusals = list(read_lines(result.run_dir / "refusals.jsonl"))
     assert [r["socket"] for r in refusals] == ["operator"] * 4
     assert all(str(script) in r["command"] for r in refusals)
+
+
+async def test_an_idle_agents_launcher_is_refused_to_any_other_process(tmp_path):
+    pings: list[str] = []
+
+    async def fn(wf):
+        a = await wf.agents.open("a", runtime="shell:true", tools={"ping": tool(lambda: pings.append("x"), description="P.")})
+        done = await anyio.run_process([str(a.launcher), "tool", "ping"], check=False)  # a child of the run's, under no agent
+        return done.returncode, done.stderr.decode()
+
+    result = await run_wf(fn, tmp_path)
+    status, err = result.value
+    assert status == 3 and "refused (wrong-agent)" in err and "a has no attempt running" in err
+    assert pings == []
+    [refusal] = list(read_lines(result.run_dir / "refusals.jsonl"))
+    assert refusal["socket"] == "agent a" and refusal["command"][-2:] == ["tool", "ping"]
