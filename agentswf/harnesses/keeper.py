@@ -278,8 +278,9 @@ def remove_tree(path: str) -> None:
         pass
 
 
-# Imported, not run as the main script: a main script is compiled from source every time.
-_START = f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); import keeper; keeper.main(sys.argv[1:])"
+# Imported, not run as the main script (compiled from source every time); appended to the
+# path, so that nothing beside it can stand in for a standard module.
+_START = f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); import keeper; keeper.main(sys.argv[1:])"
 
 
 def keep_command(python: str, lifeline: int, grace: float, argv: list[str]) -> list[str]:
