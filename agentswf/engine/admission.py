@@ -15,9 +15,10 @@ import time
 import structlog
 
 from ..actors import ActorRef
+from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import LiveAttempts, agent_refusal, operator_refusal
 from ..launcher.listener import Admit
-from ..launcher.peer import command_of, parent_of, parents_readable
+from ..launcher.peer import command_of, environment_value, parent_of, parents_readable
 from .recorder import ConnectionRefused
 
 _log = structlog.get_logger("agentswf.admission")
@@ -52,13 +53,17 @@ def agent_admit(agent: str, attempts: LiveAttempts, recorder: ActorRef) -> Admit
     return admit
 
 
-def operator_admit(attempts: LiveAttempts, recorder: ActorRef) -> Admit | None:
-    """Admit on the operator socket any process but those of the run's live attempts."""
+def operator_admit(attempts: LiveAttempts, recorder: ActorRef, run_mark: str) -> Admit | None:
+    """Admit on the operator socket any process but those of the run's live attempts, and
+    those carrying `run_mark`."""
     if not _checkable():
         return None
 
+    def mark_of(pid: int) -> str | None:
+        return environment_value(pid, MARK_VARIABLE)
+
     async def admit(pid: int | None) -> str | None:
-        refusal = operator_refusal(pid, attempts=attempts.roots, parent_of=parent_of)
+        refusal = operator_refusal(pid, attempts=attempts.roots, parent_of=parent_of, run_mark=run_mark, mark_of=mark_of)
         if refusal is not None:
             await _record(recorder, "operator", pid, refusal)
         return refusal

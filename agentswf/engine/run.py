@@ -76,7 +76,7 @@ class RunActor(Actor):
 
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
-        self.start_soon(serve_operator, listener, self.desk, self.board, operator_admit(self.attempts, self.recorder))
+        self.start_soon(serve_operator, listener, self.desk, self.board, operator_admit(self.attempts, self.recorder, self.sockets.name))
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:

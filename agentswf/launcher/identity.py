@@ -9,7 +9,9 @@ which process connected (`peer.py`). So:
   attempts. A sibling agent, or anything else, is refused, and so is every process while a
   has no attempt running: nothing of a is alive to ask, so nothing may be done for it.
 - the operator socket (approve, reject, pending, inbox, reply) refuses any process under
-  the keeper of any live attempt of any agent: an agent can't act as a person.
+  the keeper of any live attempt of any agent, and any process whose environment carries
+  the run's mark (which every agent process gets: a stray that left its attempt's tree
+  but kept the mark): an agent can't act as a person.
 
 Pure: a process's parent comes from `parent_of`, so tests give a table. Refusals use the
 reference's `wrong-agent` ("not yours"): of its common codes it is the only one that says
@@ -25,6 +27,7 @@ MAX_ANCESTRY_DEPTH = 4096  # parents walked at most (a real chain is short; a ta
 INIT_PID = 1  # the walk stops at init
 
 ParentOf = Callable[[int], "int | None"]
+MarkOf = Callable[[int], "str | None"]  # a process's mark (keeper.MARK_VARIABLE), if it has one
 
 
 def ancestor_in(pid: int, roots: Collection[int], parent_of: ParentOf) -> int | None:
@@ -60,7 +63,14 @@ def agent_refusal(
     )
 
 
-def operator_refusal(pid: int | None, *, attempts: Mapping[int, str], parent_of: ParentOf) -> str | None:
+def carries(mark: str | None, run_mark: str) -> bool:
+    """Whether a process's mark is the run's, or an attempt's of the run."""
+    return mark is not None and (mark == run_mark or mark.startswith(run_mark + "/"))
+
+
+def operator_refusal(
+    pid: int | None, *, attempts: Mapping[int, str], parent_of: ParentOf, run_mark: str, mark_of: MarkOf
+) -> str | None:
     """None to admit an operator request from `pid`; else why it is refused.
 
     `attempts` maps the keeper of each live attempt to its agent.
@@ -68,10 +78,14 @@ def operator_refusal(pid: int | None, *, attempts: Mapping[int, str], parent_of:
     if pid is None:
         return "the run can't tell which process connected to its operator socket, so nothing was done."
     root = ancestor_in(pid, attempts, parent_of)
-    if root is None:
+    if root is not None:
+        whose = f"process {pid} is agent {attempts[root]}'s"
+    elif carries(mark_of(pid), run_mark):
+        whose = f"process {pid} was started by one of the run's agents"
+    else:
         return None
     return (
-        f"this is the run's operator socket, for people; process {pid} is agent {attempts[root]}'s, "
+        f"this is the run's operator socket, for people; {whose}, "
         "and an agent can't approve, reject, read an inbox or reply as a person. Nothing was done."
     )
 

@@ -62,3 +62,17 @@ def command_of(pid: int | None) -> list[str]:
     except OSError:
         return []
     return [word.decode(errors="replace") for word in data.rstrip(b"\0").split(b"\0")] if data else []
+
+
+def environment_value(pid: int, name: str) -> str | None:
+    """The value of `name` in the environment `pid` was started with, from /proc; None if unset or unreadable."""
+    prefix = name.encode() + b"="
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            variables = environ.read().split(b"\0")
+    except OSError:
+        return None
+    for variable in variables:
+        if variable.startswith(prefix):
+            return variable[len(prefix) :].decode(errors="replace")
+    return None

@@ -14,6 +14,7 @@ from agentswf.launcher.identity import (
 )
 
 RUN = 100
+NO_MARKS = {"run_mark": "awf-r", "mark_of": lambda pid: None}
 PIDS = st.integers(min_value=2, max_value=60)
 # A table of parents: any pid to any pid (loops included, as a faked or racing /proc could give).
 TABLES = st.dictionaries(PIDS, st.integers(min_value=0, max_value=60), max_size=60)
@@ -59,7 +60,7 @@ def test_with_no_live_attempt_only_the_run_is_admitted():
 
 def test_an_unknown_peer_is_refused():
     assert "can't tell which process" in agent_refusal(None, agent="a", run_pid=RUN, roots={3}, parent_of={}.get)
-    assert "can't tell which process" in operator_refusal(None, attempts={3: "a"}, parent_of={}.get)
+    assert "can't tell which process" in operator_refusal(None, attempts={3: "a"}, parent_of={}.get, **NO_MARKS)
 
 
 def test_a_sibling_is_refused_naming_the_socket_and_the_process():
@@ -74,12 +75,21 @@ def test_a_sibling_is_refused_naming_the_socket_and_the_process():
 
 @given(TABLES, PIDS, st.dictionaries(PIDS, st.sampled_from(["a", "b", "c"]), max_size=5))
 def test_the_operator_socket_refuses_exactly_the_processes_of_live_attempts(table, pid, attempts):
-    refusal = operator_refusal(pid, attempts=attempts, parent_of=table.get)
+    refusal = operator_refusal(pid, attempts=attempts, parent_of=table.get, **NO_MARKS)
     root = ancestor_in(pid, attempts, table.get)
     if root is None:
         assert refusal is None
     else:
         assert refusal is not None and f"agent {attempts[root]}'s" in refusal and "as a person" in refusal
+
+
+@given(st.one_of(st.none(), st.sampled_from(["awf-r", "awf-r/1f2e", "awf-r/1f2e/x", "awf-rr", "awf-rr/1", "awf", ""])))
+def test_a_stray_carrying_the_runs_mark_is_refused_at_the_operator_socket(mark):
+    refusal = operator_refusal(7, attempts={}, parent_of={7: 1}.get, run_mark="awf-r", mark_of=lambda pid: mark)
+    ours = mark is not None and (mark == "awf-r" or mark.startswith("awf-r/"))
+    assert (refusal is not None) == ours
+    if ours:
+        assert "process 7 was started by one of the run's agents" in refusal
 
 
 def test_live_attempts_are_kept_by_agent():
