@@ -1,4 +1,5 @@
-"""`awf logs`: a run's record, readable: how it ended, each turn, each answer handed in."""
+"""`awf logs`: a run's record, readable: how it ended, each turn, each answer handed in, and
+each process refused on the run's sockets for who it is."""
 
 from __future__ import annotations
 
@@ -94,6 +95,12 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             *((call.get("started_at") or 0.0, _tool_lines(call)) for call in tools.get(turn["call_id"], [])),
         ]
         out.writelines(lines for _, lines in sorted(events, key=lambda event: event[0]))  # as they happened
+    refusals = list(read_lines(run_dir / "refusals.jsonl"))
+    if refusals:
+        out.write("\nrefused for who they are:\n")
+        for line in refusals:
+            command = " ".join(line.get("command") or []) or "(gone)"
+            out.write(f"  {_clock(line.get('at'))} {line.get('socket')}: process {line.get('pid')} {_short(command)}\n")
     if logs:
         out.write("\nlog:\n")
         for line in logs:

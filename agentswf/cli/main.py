@@ -38,6 +38,7 @@ from ..errors import DefinitionError, leaf_errors
 from ..progress import show_progress
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
+from ..launcher.place import sweep_dead_runs
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
@@ -420,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     split = words.index("--") if "--" in words else len(words)
     options = _parser().parse_args(words[:split])
     options.args = words[split + 1 :]
+    sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
         return _exit_past_abandoned_threads(int(options.handler(options)))
     except UsageFailure as error:

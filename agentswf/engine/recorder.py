@@ -102,6 +102,16 @@ class MessageRead(msgspec.Struct, frozen=True):
     at: float
 
 
+class ConnectionRefused(msgspec.Struct, frozen=True):
+    """A process refused on one of the run's sockets for who it is, and what it ran."""
+
+    at: float
+    socket: str  # "agent <key>" or "operator"
+    pid: int | None
+    command: list[str]
+    reason: str
+
+
 class RunEnded(msgspec.Struct, frozen=True):
     outcome: str
     reason: str | None
@@ -205,6 +215,10 @@ class Recorder(Actor):
     @handler
     def message_read(self, msg: MessageRead) -> None:
         self._append(self.run_dir / "messages.jsonl", {"event": "read", **msgspec.structs.asdict(msg)})
+
+    @handler
+    def connection_refused(self, msg: ConnectionRefused) -> None:
+        self._append(self.run_dir / "refusals.jsonl", msg)
 
     @handler
     async def run_ended(self, msg: RunEnded) -> None:

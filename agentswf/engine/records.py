@@ -9,6 +9,7 @@
         tools.jsonl                  every tool call: who, input (redacted), result or error, timing
         approvals.jsonl              every decision on a call that needed approval
         messages.jsonl               every message between agents and people: sent, then read
+        refusals.jsonl               every process refused on the run's sockets for who it is
         calls/<call id>/
           call.json                  the turn's prompt, schema and deadline
           candidates.jsonl           every answer handed in, accepted or not, and why

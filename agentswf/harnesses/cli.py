@@ -116,7 +116,8 @@ class CliHarness(Harness):
     async def run(self, attempt: Attempt) -> AttemptResult:
         reader = self.reader(attempt)
         exited = await run_in_group(
-            self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed
+            self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed,
+            started=attempt.started,
         )
         return AttemptResult(self.ending(exited, reader), session=reader.session or attempt.session, usage=reader.usage)
 
