@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -215,7 +215,7 @@ class Cell:
             self._deferred.add(reply)
         return reply
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tasks is None:
             raise RuntimeError(f"actor {self.name!r} is not running; start background tasks from its hooks or handlers")
         self._tasks.start_soon(fn, *args)
@@ -241,7 +241,7 @@ class Cell:
             await self._done.wait()
 
 
-def _only_error(exc: Exception) -> BaseException:
+def _only_error(exc: BaseException) -> BaseException:
     """The single error inside nested one-error groups, else ``exc`` itself."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]

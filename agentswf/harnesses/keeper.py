@@ -30,7 +30,7 @@ nothing it doesn't need (`_signal` rather than `signal`, which imports enum). It
 imported as `agentswf.harnesses.keeper` too, for `kill_marked` and the command lines.
 """
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # no stub: `signal`'s C half
 import os
 import select
 import sys
@@ -62,7 +62,8 @@ def become_subreaper() -> bool:
             _flags_ = _ctypes.FUNCFLAG_CDECL
             _restype_ = Int
 
-        prctl = Function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))
+        libc = _ctypes.dlopen(None)  # type: ignore[arg-type]  # None: the process's own symbols
+        prctl = Function(_ctypes.dlsym(libc, "prctl"))
         return prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (ImportError, OSError, AttributeError):
         return False

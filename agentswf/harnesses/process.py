@@ -127,7 +127,7 @@ def _session_members(session: int) -> list[int]:
     A CLI may start its shell commands in process groups of their own (codex does), out of
     reach of the group's signal; they stay in the CLI's session unless they leave it.
     """
-    members = []
+    members: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

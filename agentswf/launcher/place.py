@@ -74,7 +74,7 @@ def _alive(owner: str) -> bool:
 def sweep_dead_runs(root: str | None = None) -> list[Path]:
     """Kill what carries the mark of each run in `root` whose run is gone, and remove its
     directory; the directories removed. A directory without an owner is left alone."""
-    swept = []
+    swept: list[Path] = []
     try:
         entries = list(os.scandir(root or sockets_root()))
     except OSError:
