@@ -10,13 +10,12 @@ from typing import Any, NoReturn, TypeVar
 
 import anyio
 import msgspec
-import structlog
 
 from ..actors import ActorRef
 from ..progress import progress
-from ..errors import DefinitionError, MailboxFull, StopRequested, leaf_errors
+from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
-from ..engine.recorder import Logged
+from ..engine.recorder import Logged, LogLines
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from .agents import Agents
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
@@ -24,7 +23,6 @@ from .messaging import Participant, Participants, Route, not_in_handler, open_ro
 _STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")
 R = TypeVar("R")
-_log = structlog.get_logger("agentswf.workflow")
 
 
 class Approvals:
@@ -56,7 +54,7 @@ class Workflow:
         run_dir: Path,
         cwd: Path,
         agents: Agents,
-        recorder: ActorRef,
+        log_lines: LogLines,
         approvals: Approvals,
         board: ActorRef,
     ) -> None:
@@ -71,7 +69,7 @@ class Workflow:
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
-        self._recorder = recorder
+        self._log_lines = log_lines
         self.stop_reason: str | None = None
 
     async def parallel(
@@ -198,7 +196,5 @@ class Workflow:
     def log(self, message: str, **fields: Any) -> None:
         """A line in the run's record (log.jsonl) and in `awf run`'s progress."""
         progress("agentswf.workflow", message, workflow=self.name, **fields)
-        try:
-            self._recorder.tell_nowait(Logged(time.time(), str(message), {k: repr(v) if not isinstance(v, (str, int, float, bool, type(None))) else v for k, v in fields.items()}))
-        except MailboxFull:
-            _log.warning("the run's record is behind; a log line was not recorded", message=message)
+        plain = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in fields.items()}
+        self._log_lines.put(Logged(time.time(), str(message), plain))  # never waits, never overflows

@@ -14,8 +14,8 @@ import anyio.lowlevel
 import msgspec
 
 from ..errors import DefinitionError, StopRequested, leaf_errors
-from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
-from ..engine.recorder import RunEnded, RunStarted
+from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
+from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.broker import Replay
 from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
@@ -100,7 +100,7 @@ async def run(
     run_id = new_run_id()
     record_dir = root / definition.name / run_id
     try:
-        record_dir.mkdir(parents=True)
+        make_private_dirs(record_dir, exist_ok=False)
     except OSError as error:
         raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
     started = time.time()
@@ -132,7 +132,7 @@ async def run(
                     run_dir=record_dir,
                     cwd=directory,
                     agents=agents,
-                    recorder=actors.recorder,
+                    log_lines=actors.log_lines,
                     approvals=Approvals(actors.desk),
                     board=actors.board,
                 )
@@ -143,10 +143,23 @@ async def run(
                     outcome, value, reason = "cancelled", None, "the run was cancelled"
                 await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                 await agents.close_all()
-                await actors.recorder.ask(RunEnded(outcome, reason, value, started, time.time()))
+                ended = (outcome, reason)
+                gap = await actors.recorder.ask(RecordGaps())
+                if gap is not None:  # a run whose record is incomplete has failed, whatever it did
+                    outcome, value, reason = "failed", None, _incomplete(gap, *ended)
+                if not await actors.recorder.ask(RunEnded(outcome, reason, value, started, time.time())):
+                    gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
+                    outcome, value, reason = "failed", None, _incomplete(gap, *ended)
         watch.cancel_scope.cancel()
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     return RunResult(outcome, value, reason, run_id, record_dir)
+
+
+def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
+    """The reason of a run whose record is incomplete: that first, then how it had ended."""
+    if outcome == "completed":
+        return gap
+    return f"{gap}; the run had ended {outcome}" + (f": {reason}" if reason else "")
 
 
 CANCEL_CLEANUP_SECONDS = 10.0  # after the caller cancels, to stop the agents and record the ending

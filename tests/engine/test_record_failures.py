@@ -22,7 +22,7 @@ async def unrecorded(wf):
     return (await agent.run("Answer.", timeout="5s", nudge=False)).outcome.kind
 
 
-async def test_an_answer_that_cant_be_recorded_is_refused_and_the_run_goes_on(tmp_path, monkeypatch):
+async def test_an_answer_that_cant_be_recorded_is_refused_and_the_run_ends_failed(tmp_path, monkeypatch):
     real = recorder.write_whole
 
     def failing(path, data, *, exclusive=False):
@@ -37,5 +37,8 @@ async def test_an_answer_that_cant_be_recorded_is_refused_and_the_run_goes_on(tm
         responses.append(await turn.result("done"))
 
     run = await run_workflow(unrecorded, agents={"a": answer(a)}, run_root=tmp_path)
-    assert run.value == "unanswered"  # nothing is taken that isn't on disk
+    assert [turn["outcome"]["kind"] for turn in run.turns] == ["unanswered"]  # nothing is taken that isn't on disk
     assert responses[0].code == "internal-error" and "couldn't record" in responses[0].error
+    assert run.outcome == "failed"  # the run went on to its end, and says its record is incomplete
+    assert run.reason.startswith("the run's record is incomplete: 1 write to it failed")
+    assert "result.json" in run.reason
