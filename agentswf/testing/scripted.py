@@ -1,8 +1,10 @@
 """Scripted agents: test doubles that answer through the real socket, as an agent would.
 
 A script stands in for an agent's CLI, not for the engine: every answer it gives goes
-through the `wfa` client's own wire code, over the agent's real socket, to the real
-AgentActor. So a passing test says the channel works, not that a double works.
+through the `wfa` client's own wire code (its encoder and decoder, the same bytes both
+ways), over the agent's real socket, to the real AgentActor. So a passing test says the
+channel works, not that a double works. The round trip runs in the event loop, not in a
+thread, so no number of scripted agents can starve the engine of worker threads.
 
 A script is given per agent key: one entry plays every attempt (nudges included), a
 list plays one attempt each, in order. Strict by design: an agent without a script, a
