@@ -174,7 +174,8 @@ class Recorder(Actor):
 
     def _failed(self, path: Path, error: OSError) -> bool:
         self.failures += 1
-        self._first_failure = self._first_failure or f"{path.relative_to(self.run_dir)}: {error.strerror or error}"
+        where = path.relative_to(self.run_dir) if path.is_relative_to(self.run_dir) else path
+        self._first_failure = self._first_failure or f"{where}: {error.strerror or error}"
         _log.error("the run's record could not be written", path=str(path), error=str(error))
         return False
 

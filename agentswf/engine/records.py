@@ -24,7 +24,9 @@ Durability, before which acknowledgement:
 - a tool call's line in tools.jsonl, and a message's "sent" line in messages.jsonl, are
   written (write(2) returned, so they survive `kill -9` of the run, not a power cut) before
   `wfa tool` gets its answer and before `wfa send`/`reply` and the workflow are told the
-  message was sent; a mail's "read" line before the mail is handed to its reader;
+  message was sent; a mail's "read" line before the mail is handed to its reader; an answer's
+  line in candidates.jsonl before it is refused or accepted; a turn's line before the
+  workflow gets the turn;
 - what can't be written is answered `internal-error` (a tool call "may have run"; a message
   wasn't sent; an answer wasn't accepted) and the run ends `failed`: its record is incomplete.
 Other whole files (run.json, call.json, output.json) are fsynced as they are written;
