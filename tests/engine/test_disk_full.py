@@ -50,7 +50,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     disk = tmp_path / "disk"
     disk.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)], capture_output=True, text=True
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)], capture_output=True, text=True, check=False
     )
     if mounted.returncode != 0:
         pytest.skip(f"can't mount a 512 KiB tmpfs here (needs root): {mounted.stderr.strip()}")
@@ -75,6 +75,7 @@ def test_a_full_disk_acknowledges_only_what_is_recorded_and_the_run_fails(tmp_pa
         text=True,
         timeout=180,
         cwd=tmp_path,
+        check=False,
     )
     assert done.returncode == 1, done.stderr
     assert "awf: notes failed: the run's record is incomplete" in done.stderr
