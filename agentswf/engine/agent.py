@@ -46,17 +46,7 @@ from .clock import wall_ms
 from .notice import notice
 from .broker import CancelTool
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
-from .switchboard import (
-    DropAwait,
-    GiveUp,
-    MailWaiting,
-    Presence,
-    Register,
-    Standing,
-    StandingView,
-    StateChanged,
-    TakeMail,
-)
+from .switchboard import DropAwait, GiveUp, MailWaiting, Presence, Register, Standing, StandingView, StateChanged, TakeMail
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
 AGENT_MAILBOX_CAPACITY = 128
