@@ -1,8 +1,9 @@
 """The Switchboard: the run's inboxes, open questions, and who awaits whom.
 
 Agents ask it (to send, reply, take their mail, learn what they owe); it asks only route
-actors, which never ask back, and it only tells agents. So no cycle of asks can form
-however agents message each other. Every decision is a pure rule of `mailrules`.
+actors, which never ask back, and the Recorder, which asks no one; it only tells agents,
+from a task beside its handlers. So no cycle of asks (or of waits for a full mailbox) can
+form however agents message each other. Every decision is a pure rule of `mailrules`.
 """
 
 from __future__ import annotations
@@ -187,6 +188,7 @@ class _Endpoint:
     presence: Presence = field(default_factory=Presence)
     inbox: deque[Mail] = field(default_factory=deque)
     receivers: deque[Reply] = field(default_factory=deque)
+    waking: bool = False  # a MailWaiting is on its way to the agent
 
     @property
     def state(self) -> str:
@@ -398,8 +400,19 @@ class Switchboard(Actor):
             return
         if peer.state == "awaiting-reply" and not reply:
             return  # read with the reply it awaits (or word that none comes), as the sender was told
-        if peer.ref is not None:
+        if peer.ref is not None and not peer.waking:
+            peer.waking = True
+            self.start_soon(self._wake, peer, reply)
+
+    async def _wake(self, peer: _Endpoint, reply: bool) -> None:
+        """Tell `peer` it has mail, beside the handlers: the switchboard never waits on an agent's
+        mailbox (that agent may be waiting on the switchboard). One wake at a time per agent: the
+        agent takes all its mail when it wakes, so a second would say nothing new."""
+        try:
+            assert peer.ref is not None
             await peer.ref.tell(MailWaiting(reply=reply))
+        finally:
+            peer.waking = False
 
     async def _read_now(self, peer: _Endpoint, most: int | None = None) -> list[Mail]:
         """Take mail from `peer`'s inbox; each is on the record as read before it is handed over."""

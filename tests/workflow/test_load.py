@@ -16,9 +16,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentswf import tool, workflow
+from agentswf.engine import run as run_module
+from agentswf.engine import switchboard
 from agentswf.engine.records import read_lines
 from agentswf.launcher import place
 from agentswf.testing import answer, run_workflow
@@ -95,3 +98,50 @@ async def test_wf_log_never_drops_a_line_however_far_behind_the_record_is(tmp_pa
     run = await run_workflow(chatty, agents={}, run_root=tmp_path)
     assert run.value == LOG_LINES
     assert [line["fields"]["n"] for line in run.logs] == list(range(LOG_LINES))
+
+
+TINY_AGENTS = 40
+
+
+@tool(description="Outlasts its turn.", timeout=False)
+async def slow(n: int) -> int:
+    await anyio.sleep(10)
+    return n
+
+
+@workflow(name="tiny", description="Every mailbox of the run holds one message.")
+async def tiny(wf):
+    async def one(i: int) -> str:
+        agent = await wf.agents.open(f"a{i}", runtime="codex", tools={"slow": slow, "echo": echo})
+        if i % 4 == 0:  # a quarter say hello: fewer than the workflow's inbox holds unread
+            await wf.route(agent, wf, purpose="Say hello")
+        wf.log("opened", i=i)
+        return (await agent.run("Go.", timeout="20s" if i % 2 == 0 else "1s", nudge=False)).outcome.kind
+
+    kinds = await wf.parallel(list(range(TINY_AGENTS)), one, concurrency=TINY_AGENTS)
+    heard = sorted([(await wf.receive()).sender for _ in range(TINY_AGENTS // 4)])
+    return {"kinds": kinds, "heard": heard}
+
+
+async def test_a_run_whose_every_mailbox_holds_one_message_still_completes(tmp_path, monkeypatch):
+    """Only backpressure and coalescing are left: a tell that can't wait would overflow at once."""
+    for name in ("RUN_MAILBOX_CAPACITY", "RECORDER_MAILBOX_CAPACITY", "AGENT_MAILBOX_CAPACITY"):
+        monkeypatch.setattr(run_module, name, 1)
+    monkeypatch.setattr(switchboard, "ROUTE_MAILBOX_CAPACITY", 1)
+
+    async def play(turn):
+        for n in range(3):
+            assert (await turn.tool("echo", {"n": n})).kind == "result"
+        i = int(turn.agent[1:])
+        if i % 4 == 0:
+            assert (await turn.send("workflow", "hello")).ok
+        if i % 2 == 0:
+            return "ok"
+        await turn.tool("slow", {"n": 1})  # its turn ends (1 s) while the call runs: the call is cancelled
+
+    agents = {f"a{i}": answer(play) for i in range(TINY_AGENTS)}
+    with anyio.fail_after(30):
+        run = await run_workflow(tiny, agents=agents, run_root=tmp_path)
+    assert run.value["kinds"] == ["answered", "timed-out"] * (TINY_AGENTS // 2)
+    assert run.value["heard"] == sorted(f"a{i}" for i in range(0, TINY_AGENTS, 4))
+    assert len([line for line in run.logs if line["message"] == "opened"]) == TINY_AGENTS
