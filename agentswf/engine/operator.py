@@ -3,7 +3,8 @@
 
 One socket per run, beside the agents' sockets, answering one JSON line with one JSON
 line. Its path is in the run's record (run.json `control`), so a person finds it by
-run id.
+run id. A process of any agent's live attempt is refused (`admission.operator_admit`):
+the approval a person gives must not be an agent's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import structlog
 from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
-from ..launcher.listener import read_request
+from ..launcher.listener import Admit, read_request
+from ..launcher.peer import peer_pid
+from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
 from .rules import Refusal
 from .switchboard import Inbox, Participants, Post, Receive
@@ -109,14 +112,21 @@ async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
     return OperatorResponse(True, f"{len(mail)} message(s)", msgspec.to_builtins(mail))
 
 
-async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef) -> None:
+async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None) -> None:
     """One operator connection; whatever goes wrong with it ends it, never the run."""
     async with stream:
         try:
             with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + MAX_INBOX_WAIT_SECONDS):
                 data = await read_request(stream, MAX_OPERATOR_REQUEST_BYTES)
+                refusal = None if admit is None else await admit(peer_pid(stream))
+                deep = too_deep(data)
                 try:
-                    response = await _handle(_decoder.decode(data), desk, board)
+                    if refusal is not None:
+                        response = OperatorResponse(False, f"refused (wrong-agent): {refusal}", {"code": "wrong-agent"})
+                    elif deep is not None:
+                        response = OperatorResponse(False, f"not an operator request: {deep}")
+                    else:
+                        response = await _handle(_decoder.decode(data), desk, board)
                 except msgspec.DecodeError as error:
                     response = OperatorResponse(False, f"not an operator request: {error}")
                 await stream.send(msgspec.json.encode(response) + b"\n")
@@ -124,10 +134,10 @@ async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef) -> None
             _log.warning("an operator connection failed", exc_info=True)
 
 
-async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef) -> None:
+async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef, admit: Admit | None = None) -> None:
     async with listener, anyio.create_task_group() as connections:
         while True:
-            connections.start_soon(_answer, await listener.accept(), desk, board)
+            connections.start_soon(_answer, await listener.accept(), desk, board, admit)
 
 
 def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorResponse:

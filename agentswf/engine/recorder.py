@@ -16,6 +16,7 @@ import msgspec
 import structlog
 
 from ..actors import Actor, handler
+from ..progress import progress
 from .records import RECORD_VERSION, LineLog, encode, write_private, write_whole
 
 _log = structlog.get_logger("agentswf.recorder")
@@ -137,12 +138,24 @@ class LogLines:
         self._waiting = anyio.Event()
 
 
+class ConnectionRefused(msgspec.Struct, frozen=True):
+    """A process refused on one of the run's sockets for who it is, and what it ran."""
+
+    at: float
+    socket: str  # "agent <key>" or "operator"
+    pid: int | None
+    command: list[str]
+    reason: str
+
+
 class RunEnded(msgspec.Struct, frozen=True):
     outcome: str
     reason: str | None
     value: Any
     started_at: float
     ended_at: float
+    where: str | None = None  # a failed run's line: `file:line, in name`
+    traceback: str | None = None  # a failed run's whole traceback
 
 
 class Recorder(Actor):
@@ -231,6 +244,7 @@ class Recorder(Actor):
 
     @handler
     async def call_opened(self, msg: CallOpened) -> None:
+        progress("agentswf.turns", "turn started", agent=msg.agent, turn=msg.n, call=msg.call_id)
         await self._write(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg))
 
     @handler
@@ -244,8 +258,10 @@ class Recorder(Actor):
 
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
-        self._append(self.run_dir / "turns.jsonl", msg.turn)
-        self._close(self._call_dir(msg.turn.call_id) / "candidates.jsonl")  # its turn is over: no fd stays open
+        turn = msg.turn
+        progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id, outcome=turn.outcome.kind)
+        self._append(self.run_dir / "turns.jsonl", turn)
+        self._close(self._call_dir(turn.call_id) / "candidates.jsonl")  # its turn is over: no fd stays open
 
     @handler
     def logged(self, msg: Logged) -> None:
@@ -273,6 +289,10 @@ class Recorder(Actor):
     @handler
     def message_read(self, msg: MessageRead) -> bool:
         return self._append(self.run_dir / "messages.jsonl", {"event": "read", **msgspec.structs.asdict(msg)})
+
+    @handler
+    def connection_refused(self, msg: ConnectionRefused) -> None:
+        self._append(self.run_dir / "refusals.jsonl", msg)
 
     @handler
     def record_gaps(self, msg: RecordGaps) -> str | None:

@@ -28,8 +28,9 @@ from ..wire import (
 )
 
 Handler = Callable[[Request], Awaitable[Response]]
-Admit = Callable[[int | None], str | None]
-"""Given the connecting process's pid (None where unknown): None to admit it, or why not."""
+Admit = Callable[[int | None], Awaitable[str | None]]
+"""Given the connecting process's pid (None where unknown): None to admit it, or why not
+(awaited, so that a refusal can be recorded before it is answered)."""
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
 
@@ -73,7 +74,7 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
         if lifetime.cancelled_caught:
             return
         request = decode_request(data)
-        refusal = None if admit is None or isinstance(request, Response) else admit(peer_pid(stream))
+        refusal = None if admit is None or isinstance(request, Response) else await admit(peer_pid(stream))
         if isinstance(request, Response):
             response = request
         elif refusal is not None:

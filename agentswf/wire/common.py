@@ -15,6 +15,7 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # one response line, as the client reads i
 ANSWER_TIMEOUT_SECONDS = 30.0  # every command but `wfa tool` waits this long for its answer
 CONNECTION_LIFETIME_SECONDS = 30.0  # a connection must deliver its whole request within this
 MAX_OPEN_CONNECTIONS = 64  # in one run, across all agents; the next is answered internal-error
+MAX_NESTING_DEPTH = 64  # arrays and objects inside one another, in any JSON the run decodes
 MAX_WAITING_REASON_BYTES = 2048
 MIN_WAITING_SECONDS = 30.0
 DEFAULT_WAITING_SECONDS = 120.0

@@ -3,20 +3,22 @@ and participants, stop and log."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import anyio
+import anyio.from_thread
 import msgspec
 
 from ..actors import ActorRef
-from ..progress import progress
-from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
 from ..engine.recorder import Logged, LogLines
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
+from ..errors import DefinitionError, StopRequested, leaf_errors
+from ..progress import progress
 from .agents import Agents
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
 
@@ -32,6 +34,7 @@ class Approvals:
         self._desk = desk
 
     async def pending(self) -> list[ApprovalRequest]:
+        """The calls waiting now, oldest first."""
         return await self._desk.ask(ListPending())
 
     async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
@@ -44,7 +47,28 @@ class Approvals:
 
 
 class Workflow:
-    """What a workflow works with. Created by the run; don't construct one yourself."""
+    """What a workflow works with. Created by the run; don't construct one yourself.
+
+    Attributes:
+        agents: the run's agents (`Agents`): `await wf.agents.open(key, runtime=...)`.
+        participants: people and programs outside the run (`Participants`):
+            `await wf.participants.open(key)`.
+        approvals: tool calls waiting for a person's decision (`Approvals`).
+        name: the workflow's name.
+        run_id: this run's id, as `awf logs RUN` and `awf reply RUN` take it.
+        run_dir: this run's record directory.
+        cwd: the directory the run works in; agents' `cwd` is relative to it.
+        stop_reason: the reason given to `wf.stop`, once it was called.
+    """
+
+    agents: Agents
+    participants: Participants
+    approvals: Approvals
+    name: str
+    run_id: str
+    run_dir: Path
+    cwd: Path
+    stop_reason: str | None
 
     def __init__(
         self,
@@ -70,6 +94,7 @@ class Workflow:
         self.cwd = cwd
         self.agents = agents
         self._log_lines = log_lines
+        self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
 
     async def parallel(
@@ -197,4 +222,8 @@ class Workflow:
         """A line in the run's record (log.jsonl) and in `awf run`'s progress."""
         progress("agentswf.workflow", message, workflow=self.name, **fields)
         plain = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in fields.items()}
-        self._log_lines.put(Logged(time.time(), str(message), plain))  # never waits, never overflows
+        line = Logged(time.time(), str(message), plain)
+        if threading.get_ident() == self._loop_thread:
+            self._log_lines.put(line)  # never waits, never overflows
+        else:  # from a sync handler's worker thread: the lines belong to the run's loop
+            anyio.from_thread.run_sync(self._log_lines.put, line)

@@ -23,7 +23,6 @@ from agentswf import tool, workflow
 from agentswf.engine import run as run_module
 from agentswf.engine import switchboard
 from agentswf.engine.records import read_lines
-from agentswf.launcher import place
 from agentswf.testing import answer, run_workflow
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +38,7 @@ def fast_root(monkeypatch) -> Iterator[Path]:
     shm = Path("/dev/shm")
     fast = shm.is_dir() and os.access(shm, os.W_OK)
     if fast:
-        monkeypatch.setattr(place, "SOCKETS_ROOT", str(shm))
+        monkeypatch.setenv("TMPDIR", str(shm))  # where the run's sockets go
     with tempfile.TemporaryDirectory(prefix="awf-load-", dir=shm if fast else None) as root:
         yield Path(root)
 
