@@ -50,7 +50,7 @@ from .clock import wall_ms
 from .notice import notice
 from .broker import CancelTool
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
-from .switchboard import DropAwait, GiveUp, MailWaiting, Register, Standing, StandingView, StateChanged, TakeMail
+from .switchboard import DropAwait, GiveUp, MailWaiting, Presence, Register, Standing, StandingView, StateChanged, TakeMail
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
 AGENT_MAILBOX_CAPACITY = 128
@@ -186,10 +186,10 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self.run_deadline = setup.run_deadline
         self.attempts = setup.attempts
         self.message_turns = 0
-        self.state = "not-started"
+        self.presence = Presence()  # the switchboard reads it: see _announce
 
     async def on_start(self) -> None:
-        await self.board.ask(Register(self.key, "agent", self.ref, self.harness.can_await))
+        await self.board.ask(Register(self.key, "agent", self.ref, self.harness.can_await, self.presence))
         listener = await listen(self.socket_path)
 
         async def handle(request: Request) -> Response:
@@ -200,6 +200,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
     async def on_stop(self) -> None:
         """The agent is closing: a turn it hadn't settled, and turns still queued, end cancelled, on the record."""
         self._announce("stopped", "its agent was closed")
+        await self.board.tell(StateChanged(self.key, "stopped", "its agent was closed"))  # its questions end
         reason = "the agent was closed (the run ended) before the turn did"
         try:
             if self.turn is not None:
@@ -226,10 +227,8 @@ class AgentActor(AgentTools, AgentMail, Actor):
         )
 
     def _announce(self, state: str, reason: str = "") -> None:
-        """Tell the switchboard the agent's state, as `wfa peers` shows it to its peers."""
-        if state != self.state:
-            self.state = state
-            self.board.tell_nowait(StateChanged(self.key, state, reason))
+        """Set the agent's state as `wfa peers` shows it to its peers: a slot, never a message that can overflow."""
+        self.presence.state, self.presence.reason = state, reason
 
     @handler
     def describe(self, msg: Describe) -> Path:
@@ -519,8 +518,8 @@ class AgentActor(AgentTools, AgentMail, Actor):
             self.calls[turn.call_id] = rules.CallView(self.key, "ended", turn.deadline)
         for scope in turn.scopes:
             scope.cancel()
-        if self.tool_run is not None:
-            self.broker.tell_nowait(CancelTool(self.tool_run.call.id))
+        if self.tool_run is not None:  # told beside the handler, waiting for room: never dropped, never a crash
+            self.start_soon(self.broker.tell, CancelTool(self.tool_run.call.id))
 
         async def settle() -> None:
             await turn.attempt_done.wait()

@@ -103,11 +103,13 @@ class AgentTools:
         return None
 
     async def _record_refused(self, request: ToolRequest, code: str, message: str) -> None:
-        """A refused call goes in the record too: the handler never ran, so its raw input is kept."""
+        """A refused call goes in the record too, before the refusal is answered: the handler never
+        ran, so its raw input is kept. A refusal that can't be recorded is answered all the same
+        (nothing ran); the run ends failed for the gap."""
         now = time.time()
         given = request.args or request.input
         sensitive = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
-        await self.recorder.tell(
+        await self.recorder.ask(
             ToolCalled(
                 call_id=secrets.token_hex(4),
                 turn_call_id=self.turn.call_id if self.turn is not None else "",

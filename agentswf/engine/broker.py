@@ -3,7 +3,8 @@
 In order: the allowlist and the workflow's policies (deny wins); a person's approval
 when required; the handler, under the call's time (its timeout, never past the turn's
 deadline), retried when it is marked safe to retry; then the result must be JSON, at
-most 64 KiB, and fit the tool's `output`. Each call is recorded, its input redacted.
+most 64 KiB, and fit the tool's `output`. Each call is recorded, its input redacted,
+before the agent is told how it ended; a call that can't be recorded is `internal-error`.
 The agent's actor decides whether a call may start (tool-busy and the rest); the
 broker only runs it, each call in a task of its own, and tells the agent how it ended.
 
@@ -51,6 +52,9 @@ TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop 
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
 _encoder = msgspec.json.Encoder()
 _log = structlog.get_logger("agentswf.tools")
+UNRECORDED_CALL = (
+    "the run couldn't record this call, so its answer isn't given. It may have run: check before calling again."
+)
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
@@ -301,7 +305,7 @@ class ToolBroker(Actor):
         finally:
             self.running.pop(call.id, None)
         redacted = verdict.redacted if verdict is not None else msg.tool.sensitive_fields
-        await self.recorder.tell(
+        recorded = await self.recorder.ask(
             ToolCalled(
                 call_id=call.id,
                 turn_call_id=msg.turn_call_id,
@@ -318,6 +322,8 @@ class ToolBroker(Actor):
                 ended_at=time.time(),
             )
         )
+        if not recorded:  # the agent is told only what is on the record
+            outcome = ToolOutcome("refused", error=UNRECORDED_CALL, code="internal-error")
         await msg.agent_ref.tell(ToolDone(call.id, outcome))
 
     async def _log(self, msg: RunTool, plain: Any, verdict: Any) -> None:

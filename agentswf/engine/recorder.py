@@ -7,6 +7,7 @@ loop never waits on the disk.
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,10 @@ import structlog
 
 from ..actors import Actor, handler
 from ..progress import progress
-from .records import RECORD_VERSION, LineLog, encode, write_whole
+from .records import RECORD_VERSION, LineLog, encode, write_private, write_whole
 
 _log = structlog.get_logger("agentswf.recorder")
+RECORDER_THREADS = 4  # worker threads for whole-file writes (each fsyncs)
 
 
 class RunStarted(msgspec.Struct, frozen=True):
@@ -102,6 +104,40 @@ class MessageRead(msgspec.Struct, frozen=True):
     at: float
 
 
+class RecordGaps(msgspec.Struct, frozen=True):
+    """Asked at the run's end: why the record is incomplete, or None when every write held."""
+
+
+class _LogsWaiting(msgspec.Struct, frozen=True):
+    """Told by the Recorder to itself: wf.log lines wait in its LogLines."""
+
+
+class LogLines:
+    """wf.log's lines on their way to the Recorder.
+
+    `put` never waits and never fails, however busy the Recorder is: wf.log is a plain
+    function, and its caller is the workflow's own code, not an agent, so the backlog is
+    the workflow's to bound. The Recorder takes every waiting line at once, in order.
+    """
+
+    def __init__(self) -> None:
+        self._lines: deque[Logged] = deque()
+        self._waiting = anyio.Event()
+
+    def put(self, line: Logged) -> None:
+        self._lines.append(line)
+        self._waiting.set()
+
+    def take(self) -> list[Logged]:
+        lines = list(self._lines)
+        self._lines.clear()
+        return lines
+
+    async def wait(self) -> None:
+        await self._waiting.wait()
+        self._waiting = anyio.Event()
+
+
 class ConnectionRefused(msgspec.Struct, frozen=True):
     """A process refused on one of the run's sockets for who it is, and what it ran."""
 
@@ -125,18 +161,34 @@ class RunEnded(msgspec.Struct, frozen=True):
 class Recorder(Actor):
     """Writes the record; a disk that fails it (full, gone read-only) is logged, never a crash of the run.
 
-    What couldn't be written is counted in `failures`; an accepted answer that couldn't be
-    recorded is not accepted (its ask answers False), so nothing is taken that isn't on disk.
+    What couldn't be written is counted in `failures` and the run ends failed for it
+    (`RecordGaps`). What an acknowledgement depends on is asked, not told, and answers
+    True once on disk: an accepted answer, a tool call, a message sent or read. So
+    nothing is acknowledged that isn't on disk (see records.py for the policy).
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, logs: LogLines | None = None) -> None:
         super().__init__()
         self.run_dir = run_dir
+        self.lines = logs or LogLines()
         self._logs: dict[Path, LineLog] = {}
         self.failures = 0
+        self._first_failure = ""
+        # Its own threads: the Recorder never waits on a pool a handler or a test can fill.
+        self._threads = anyio.CapacityLimiter(RECORDER_THREADS)
+
+    async def on_start(self) -> None:
+        self.start_soon(self._watch_log_lines)
+
+    async def _watch_log_lines(self) -> None:
+        while True:
+            await self.lines.wait()
+            await self.ref.tell(_LogsWaiting())
 
     def _failed(self, path: Path, error: OSError) -> bool:
         self.failures += 1
+        where = path.relative_to(self.run_dir) if path.is_relative_to(self.run_dir) else path
+        self._first_failure = self._first_failure or f"{where}: {error.strerror or error}"
         _log.error("the run's record could not be written", path=str(path), error=str(error))
         return False
 
@@ -150,12 +202,18 @@ class Recorder(Actor):
         except OSError as error:
             return self._failed(path, error)
 
-    async def on_stop(self) -> None:
-        for log in self._logs.values():
+    def _close(self, path: Path) -> None:
+        log = self._logs.pop(path, None)
+        if log is not None:
             try:
                 log.close()
             except OSError as error:
-                self._failed(log.path, error)
+                self._failed(path, error)
+
+    async def on_stop(self) -> None:
+        self._write_log_lines()
+        for path in list(self._logs):
+            self._close(path)
 
     def _call_dir(self, call_id: str) -> Path:
         return self.run_dir / "calls" / call_id
@@ -163,17 +221,25 @@ class Recorder(Actor):
     async def _write(self, path: Path, record: Any, *, exclusive: bool = False) -> bool:
         data = encode({"version": RECORD_VERSION, **record})
         try:
-            await anyio.to_thread.run_sync(lambda: write_whole(path, data, exclusive=exclusive))
+            await anyio.to_thread.run_sync(
+                lambda: write_whole(path, data, exclusive=exclusive), limiter=self._threads
+            )
             return True
         except OSError as error:
             return self._failed(path, error)
+
+    def _write_log_lines(self) -> None:
+        for line in self.lines.take():
+            self._append(self.run_dir / "log.jsonl", line)
 
     @handler
     async def run_started(self, msg: RunStarted) -> None:
         gitignore = self.run_dir.parent.parent / ".gitignore"
         if not gitignore.exists():
-            gitignore.parent.mkdir(parents=True, exist_ok=True)
-            gitignore.write_text("*\n")
+            try:
+                write_private(gitignore, b"*\n")
+            except OSError as error:
+                self._failed(gitignore, error)
         await self._write(self.run_dir / "run.json", msgspec.structs.asdict(msg))
 
     @handler
@@ -195,31 +261,49 @@ class Recorder(Actor):
         turn = msg.turn
         progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id, outcome=turn.outcome.kind)
         self._append(self.run_dir / "turns.jsonl", turn)
+        self._close(self._call_dir(turn.call_id) / "candidates.jsonl")  # its turn is over: no fd stays open
 
     @handler
     def logged(self, msg: Logged) -> None:
+        self._write_log_lines()  # wf.log's earlier lines first
         self._append(self.run_dir / "log.jsonl", msg)
 
     @handler
-    def tool_called(self, msg: ToolCalled) -> None:
-        self._append(self.run_dir / "tools.jsonl", msg)
+    def logs_waiting(self, msg: _LogsWaiting) -> None:
+        self._write_log_lines()
 
     @handler
-    def approval_decided(self, msg: ApprovalDecided) -> None:
-        self._append(self.run_dir / "approvals.jsonl", msg)
+    def tool_called(self, msg: ToolCalled) -> bool:
+        """True once the call's line is written."""
+        return self._append(self.run_dir / "tools.jsonl", msg)
 
     @handler
-    def message_sent(self, msg: MessageSent) -> None:
-        self._append(self.run_dir / "messages.jsonl", {"event": "sent", **msgspec.structs.asdict(msg)})
+    def approval_decided(self, msg: ApprovalDecided) -> bool:
+        return self._append(self.run_dir / "approvals.jsonl", msg)
 
     @handler
-    def message_read(self, msg: MessageRead) -> None:
-        self._append(self.run_dir / "messages.jsonl", {"event": "read", **msgspec.structs.asdict(msg)})
+    def message_sent(self, msg: MessageSent) -> bool:
+        """True once the message's "sent" line is written."""
+        return self._append(self.run_dir / "messages.jsonl", {"event": "sent", **msgspec.structs.asdict(msg)})
+
+    @handler
+    def message_read(self, msg: MessageRead) -> bool:
+        return self._append(self.run_dir / "messages.jsonl", {"event": "read", **msgspec.structs.asdict(msg)})
 
     @handler
     def connection_refused(self, msg: ConnectionRefused) -> None:
         self._append(self.run_dir / "refusals.jsonl", msg)
 
     @handler
-    async def run_ended(self, msg: RunEnded) -> None:
-        await self._write(self.run_dir / "output.json", msgspec.structs.asdict(msg))
+    def record_gaps(self, msg: RecordGaps) -> str | None:
+        self._write_log_lines()
+        if not self.failures:
+            return None
+        writes = "1 write" if self.failures == 1 else f"{self.failures} writes"
+        return f"the run's record is incomplete: {writes} to it failed, the first {self._first_failure}"
+
+    @handler
+    async def run_ended(self, msg: RunEnded) -> bool:
+        """True once output.json is on disk."""
+        self._write_log_lines()
+        return await self._write(self.run_dir / "output.json", msgspec.structs.asdict(msg))

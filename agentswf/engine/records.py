@@ -17,9 +17,24 @@
         output.json                  how the run ended, and its value; when the workflow raised,
                                      `where` (file:line) and its whole `traceback`
 
-Whole files are written to a temp file, fsynced and renamed, so a reader sees the old
-file or the new one; logs are append-only JSON lines, read back skipping a torn last
-line. Only the Recorder actor writes here.
+Private: every directory the record creates is 0700 and every file 0600, whatever the
+umask (an agent's prompt, its launcher path and call id are nobody else's business).
+
+Durability, before which acknowledgement:
+- an accepted answer's result.json is written whole (temp file, fsync, link, fsync of the
+  directory) before `wfa result` is told it was accepted;
+- a tool call's line in tools.jsonl, and a message's "sent" line in messages.jsonl, are
+  written (write(2) returned, so they survive `kill -9` of the run, not a power cut) before
+  `wfa tool` gets its answer and before `wfa send`/`reply` and the workflow are told the
+  message was sent; a mail's "read" line before the mail is handed to its reader; an answer's
+  line in candidates.jsonl before it is refused or accepted; a turn's line before the
+  workflow gets the turn;
+- what can't be written is answered `internal-error` (a tool call "may have run"; a message
+  wasn't sent; an answer wasn't accepted) and the run ends `failed`: its record is incomplete.
+Other whole files (run.json, call.json, output.json) are fsynced as they are written;
+appended lines are not fsynced. A failed append is cut back off, so a log is always whole
+lines; a failed whole write leaves no temp file. Logs are read back skipping a torn last
+line (from a run killed mid-write). Only the Recorder actor writes here.
 """
 
 from __future__ import annotations
@@ -48,15 +63,72 @@ def encode(value: Any) -> bytes:
     return _encoder.encode(value)
 
 
-def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
-    """Write `path` whole: temp file, fsync, rename (or link, failing if it exists)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    with open(temp, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def make_private_dirs(path: Path, *, exist_ok: bool = True) -> None:
+    """Create `path` and any missing parents, each new one 0700 whatever the umask.
+
+    Directories that already exist (a run root the user chose, say) are left as they are.
+    """
+    missing: list[Path] = []
+    here = path
+    while not here.exists():
+        missing.append(here)
+        here = here.parent
+    if not missing and not exist_ok:
+        raise FileExistsError(f"{path} exists")
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if directory == path and not exist_ok:
+                raise
+            continue  # made meanwhile by someone else: theirs, not ours to change
+        directory.chmod(PRIVATE_DIR_MODE)  # the umask may have taken bits the mode asked for
+
+
+def _open_private(path: Path, flags: int) -> int:
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
     try:
+        os.fchmod(fd, PRIVATE_FILE_MODE)  # exact, whatever the umask (or an older file) had
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a small file whole (0600), without the temp file and fsyncs of `write_whole`."""
+    make_private_dirs(path.parent)
+    fd = _open_private(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
+    """Write `path` whole: temp file, fsync, rename (or link, failing if it exists), fsync of the directory.
+
+    On any failure (a full disk, say) the temp file is removed and `path` is as it was.
+    """
+    make_private_dirs(path.parent)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         if exclusive:
             os.link(temp, path)
         else:
@@ -71,31 +143,50 @@ def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
 
 
 class LineLog:
-    """An append-only JSON-lines file, kept open by its one writer.
+    """An append-only JSON-lines file (0600), kept open by its one writer.
 
     On first use a torn last line (from a run that died mid-write) is ended, so the
-    next record starts on a line of its own.
+    next record starts on a line of its own. Each line is one unbuffered write: when it
+    fails (a full disk) the file is cut back to where it was, so no later line is glued
+    to a torn one, and the error is raised.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: Any = None
+        self._fd: int | None = None
+        self._size = 0
+
+    def _open(self) -> int:
+        make_private_dirs(self.path.parent)
+        fd = _open_private(self.path, os.O_RDWR | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                _write_all(fd, b"\n")
+                size += 1
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._size = fd, size
+        return fd
 
     def append(self, record: Any) -> None:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "ab+")
-            if self._file.tell() > 0:
-                self._file.seek(-1, os.SEEK_END)
-                if self._file.read(1) != b"\n":
-                    self._file.write(b"\n")
-        self._file.write(encode(record) + b"\n")
-        self._file.flush()
+        data = encode(record) + b"\n"
+        fd = self._fd if self._fd is not None else self._open()
+        try:
+            _write_all(fd, data)
+        except OSError:
+            try:
+                os.ftruncate(fd, self._size)
+            except OSError:
+                pass  # what is torn is skipped by read_lines, and the next open ends the line
+            raise
+        self._size += len(data)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
 
 def append_line(path: Path, record: Any) -> None:

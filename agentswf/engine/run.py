@@ -27,18 +27,22 @@ from ..harnesses.process import watched
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, listen
 from ..launcher.place import make_run_dir, remove_run_dir
+from ..wire import MAX_OPEN_CONNECTIONS
 from .admission import operator_admit
 from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker
 from .operator import OPERATOR_SOCKET_NAME, serve_operator
 from .policy import Policy
-from .recorder import Recorder
+from .recorder import LogLines, Recorder
 from .switchboard import Switchboard
 
 RUN_MAILBOX_CAPACITY = 256
 RECORDER_MAILBOX_CAPACITY = 1024
 STOP_GRACE_SECONDS = 5.0
+CONNECTIONS_PER_AGENT = 4
+"""Each open agent's share of the run's connection budget (never below MAX_OPEN_CONNECTIONS):
+a fixed budget for the whole run refuses well-behaved agents once enough of them call at once."""
 
 
 class OpenAgent(msgspec.Struct, frozen=True):
@@ -97,6 +101,7 @@ class RunActor(Actor):
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref
+        self._size_budget()
         return OpenedAgent(ref, await ref.ask(Describe()))
 
     @handler
@@ -104,6 +109,7 @@ class RunActor(Actor):
         """Stop the agent beside the handlers, so it can still ask the run while it stops."""
         reply = self.defer()
         ref = self.agents.pop(msg.key, None)
+        self._size_budget()
         if ref is None:
             reply.set(None)
             return
@@ -115,6 +121,9 @@ class RunActor(Actor):
                 reply.set(None)
 
         self.start_soon(stop)
+
+    def _size_budget(self) -> None:
+        self.budget.limit = max(MAX_OPEN_CONNECTIONS, CONNECTIONS_PER_AGENT * len(self.agents))
 
     @handler
     def call_registered(self, msg: CallRegistered) -> None:
@@ -144,6 +153,7 @@ class RunActors:
     board: ActorRef
     supervisor: Supervisor
     control: Path  # the operator socket: awf approve / reject
+    log_lines: LogLines  # wf.log's way to the Recorder
 
 
 @asynccontextmanager
@@ -154,7 +164,10 @@ async def run_actors(
     sockets = make_run_dir()
     try:
         async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
-            recorder = supervisor.spawn(Recorder, record_dir, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY)
+            log_lines = LogLines()
+            recorder = supervisor.spawn(
+                Recorder, record_dir, log_lines, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+            )
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
             broker = supervisor.spawn(
                 ToolBroker, recorder, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
@@ -162,7 +175,7 @@ async def run_actors(
             board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
             services = RunServices(broker, desk, board, deadline)
             run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
-            yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME)
+            yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines)
     finally:
         remove_run_dir(sockets)
 

@@ -1,8 +1,9 @@
 """The Switchboard: the run's inboxes, open questions, and who awaits whom.
 
 Agents ask it (to send, reply, take their mail, learn what they owe); it asks only route
-actors, which never ask back, and it only tells agents. So no cycle of asks can form
-however agents message each other. Every decision is a pure rule of `mailrules`.
+actors, which never ask back, and the Recorder, which asks no one; it only tells agents,
+from a task beside its handlers. So no cycle of asks (or of waits for a full mailbox) can
+form however agents message each other. Every decision is a pure rule of `mailrules`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .rules import Refusal
 
 ROUTE_MAILBOX_CAPACITY = 64
 WORKFLOW_KEY = "workflow"  # the workflow itself, as a participant: wf.receive()
+UNRECORDED_MESSAGE = "the run couldn't record your message, so it wasn't sent; nothing changed."
 
 MailKind = Literal["message", "question", "reply", "notice"]
 
@@ -50,16 +52,31 @@ class Mail(msgspec.Struct, frozen=True, kw_only=True):
 # Asks and tells -----------------------------------------------------------------------
 
 
+@dataclass
+class Presence:
+    """An agent's state as its peers see it (`wfa peers`), in a slot the agent sets and the switchboard reads.
+
+    A state is a value, so the latest wins: the agent never sends a message per change,
+    and a run of thousands of agents can't fill the switchboard's mailbox with them.
+    """
+
+    state: str = "not-started"  # PeerState
+    reason: str = ""
+
+
 class Register(msgspec.Struct, frozen=True):
     key: str
     kind: Literal["agent", "participant"]
     ref: Any = None  # the agent's ActorRef
     can_await: bool = True
+    presence: Any = None  # the agent's Presence
 
 
 class StateChanged(msgspec.Struct, frozen=True):
+    """Told (and waited for) when an agent stops: the questions it owes or asked end."""
+
     key: str
-    state: str  # PeerState
+    state: str  # "stopped"
     reason: str = ""
 
 
@@ -168,10 +185,18 @@ class _Endpoint:
     kind: Literal["agent", "participant"]
     ref: ActorRef | None = None
     can_await: bool = True
-    state: str = "not-started"
-    reason: str = ""
+    presence: Presence = field(default_factory=Presence)
     inbox: deque[Mail] = field(default_factory=deque)
     receivers: deque[Reply] = field(default_factory=deque)
+    waking: bool = False  # a MailWaiting is on its way to the agent
+
+    @property
+    def state(self) -> str:
+        return self.presence.state
+
+    @property
+    def reason(self) -> str:
+        return self.presence.reason
 
 
 class Switchboard(Actor):
@@ -191,14 +216,14 @@ class Switchboard(Actor):
 
     @handler
     def register(self, msg: Register) -> None:
-        self.ends[msg.key] = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await)
+        self.ends[msg.key] = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence())
 
     @handler
     def state_changed(self, msg: StateChanged) -> None:
         end = self.ends.get(msg.key)
         if end is None:
             return
-        end.state, end.reason = msg.state, msg.reason
+        end.presence.state, end.presence.reason = msg.state, msg.reason
         if msg.state == "stopped":
             for question in list(self.questions.values()):
                 if question.askee == msg.key:
@@ -322,24 +347,8 @@ class Switchboard(Actor):
         # A reply was paid for by its question; asking back pays for the next question and its reply.
         cost = mailrules.message_cost(msg.question) if not msg.reply else (mailrules.message_cost(True) if msg.question else 0)
         message_id = secrets.token_hex(4)
-        self.views[route.id] = await self.routes[route.id].ask(Spend(message_id, cost))
-        if owed is not None:
-            self._settle(owed)
-            if sender is not None:  # answered before it was read: its mail is no longer news
-                sender.inbox = deque(mail for mail in sender.inbox if mail.question != owed.id)
         kind: MailKind = "question" if msg.question else ("reply" if msg.reply else "message")
-        question_id = ""
-        if msg.question:
-            question_id = message_id
-            self.questions[question_id] = QuestionView(
-                question_id, msg.sender, msg.peer, route.id, msg.until, text=msg.text
-            )
-            self.expired.discard((msg.sender, msg.peer))
-            self.closed_questions.discard((msg.sender, msg.peer))
-            if msg.until != float("inf"):
-                self.start_soon(self._expire_at, question_id, msg.until)
-        elif owed is not None:
-            question_id = owed.id
+        question_id = message_id if msg.question else (owed.id if owed is not None else "")
         mail = Mail(
             id=message_id,
             sender=msg.sender,
@@ -351,7 +360,22 @@ class Switchboard(Actor):
             at=time.time(),
         )
         read = self._how_read(peer, reply=owed is not None)
-        await self.recorder.tell(MessageSent(mail, route.id, read))
+        # On the record before anything changes: a message that can't be recorded isn't sent.
+        if not await self.recorder.ask(MessageSent(mail, route.id, read)):
+            return Refusal("internal-error", UNRECORDED_MESSAGE)
+        self.views[route.id] = await self.routes[route.id].ask(Spend(message_id, cost))
+        if owed is not None:
+            self._settle(owed)
+            if sender is not None:  # answered before it was read: its mail is no longer news
+                sender.inbox = deque(mail for mail in sender.inbox if mail.question != owed.id)
+        if msg.question:
+            self.questions[question_id] = QuestionView(
+                question_id, msg.sender, msg.peer, route.id, msg.until, text=msg.text
+            )
+            self.expired.discard((msg.sender, msg.peer))
+            self.closed_questions.discard((msg.sender, msg.peer))
+            if msg.until != float("inf"):
+                self.start_soon(self._expire_at, question_id, msg.until)
         await self._deliver(peer, mail, reply=owed is not None)
         return Posted(message_id, read)
 
@@ -372,20 +396,32 @@ class Switchboard(Actor):
             while peer.receivers and peer.inbox:
                 waiter = peer.receivers.popleft()
                 if waiter.pending:
-                    waiter.set(self._read_now(peer, 1)[0])
+                    waiter.set((await self._read_now(peer, 1))[0])
             return
         if peer.state == "awaiting-reply" and not reply:
             return  # read with the reply it awaits (or word that none comes), as the sender was told
-        if peer.ref is not None:
-            await peer.ref.tell(MailWaiting(reply=reply))
+        if peer.ref is not None and not peer.waking:
+            peer.waking = True
+            self.start_soon(self._wake, peer, reply)
 
-    def _read_now(self, peer: _Endpoint, most: int | None = None) -> list[Mail]:
+    async def _wake(self, peer: _Endpoint, reply: bool) -> None:
+        """Tell `peer` it has mail, beside the handlers: the switchboard never waits on an agent's
+        mailbox (that agent may be waiting on the switchboard). One wake at a time per agent: the
+        agent takes all its mail when it wakes, so a second would say nothing new."""
+        try:
+            assert peer.ref is not None
+            await peer.ref.tell(MailWaiting(reply=reply))
+        finally:
+            peer.waking = False
+
+    async def _read_now(self, peer: _Endpoint, most: int | None = None) -> list[Mail]:
+        """Take mail from `peer`'s inbox; each is on the record as read before it is handed over."""
         taken: list[Mail] = []
         while peer.inbox and (most is None or len(taken) < most):
             taken.append(peer.inbox.popleft())
         now = time.time()
         for mail in taken:
-            self.recorder.tell_nowait(MessageRead(mail.id, peer.key, now))
+            await self.recorder.ask(MessageRead(mail.id, peer.key, now))
             question = self.questions.get(mail.question) if mail.kind == "question" else None
             if question is not None:
                 self.questions[question.id] = replace(question, read=True)  # now it is owed
@@ -430,7 +466,7 @@ class Switchboard(Actor):
             question=question.id,
             at=time.time(),
         )
-        await self.recorder.tell(MessageSent(notice, question.route, "with the reply it awaited"))
+        await self.recorder.ask(MessageSent(notice, question.route, "with the reply it awaited"))
         await self._deliver(asker, notice, reply=True)
 
     @handler
@@ -448,9 +484,9 @@ class Switchboard(Actor):
     # Reading ------------------------------------------------------------------------
 
     @handler
-    def take_mail(self, msg: TakeMail) -> list[Mail]:
+    async def take_mail(self, msg: TakeMail) -> list[Mail]:
         end = self.ends.get(msg.key)
-        return self._read_now(end) if end is not None else []
+        return await self._read_now(end) if end is not None else []
 
     @handler
     def standing(self, msg: Standing) -> StandingView:
@@ -465,20 +501,20 @@ class Switchboard(Actor):
         )
 
     @handler
-    def receive(self, msg: Receive) -> None:
+    async def receive(self, msg: Receive) -> None:
         reply = self.defer()
         end = self.ends.get(msg.key)
         if end is None:
             reply.fail(ValueError(f"{msg.key} is not a participant of this run"))
         elif end.inbox:
-            reply.set(self._read_now(end, 1)[0])
+            reply.set((await self._read_now(end, 1))[0])
         else:
             end.receivers.append(reply)
 
     @handler
-    def inbox(self, msg: Inbox) -> list[Mail]:
+    async def inbox(self, msg: Inbox) -> list[Mail]:
         end = self.ends.get(msg.key)
-        return self._read_now(end) if end is not None else []
+        return await self._read_now(end) if end is not None else []
 
     @handler
     def participants(self, msg: Participants) -> list[str]:

@@ -1,8 +1,10 @@
 """Scripted agents: test doubles that answer through the real socket, as an agent would.
 
 A script stands in for an agent's CLI, not for the engine: every answer it gives goes
-through the `wfa` client's own wire code, over the agent's real socket, to the real
-AgentActor. So a passing test says the channel works, not that a double works.
+through the `wfa` client's own wire code (its encoder and decoder, the same bytes both
+ways), over the agent's real socket, to the real AgentActor. So a passing test says the
+channel works, not that a double works. The round trip runs in the event loop, not in a
+thread, so no number of scripted agents can starve the engine of worker threads.
 
 A script is given per agent key: one entry plays every attempt (nudges included), a
 list plays one attempt each, in order. Strict by design: an agent without a script, a
@@ -25,7 +27,14 @@ from ..harnesses.base import Attempt, AttemptResult, Harness
 from ..harnesses.runtime import Runtime
 from ..launcher import client
 from ..launcher.place import SOCKET_NAME
-from ..wire import WIRE_VERSION, Response
+from ..wire import (
+    CONNECTION_LIFETIME_SECONDS,
+    MAX_RESPONSE_BYTES,
+    WIRE_VERSION,
+    Response,
+)
+
+_RECEIVE_BYTES = 262144  # as the client reads
 
 
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,6 +63,43 @@ class ToolRefused(msgspec.Struct, frozen=True, kw_only=True):
 ToolAnswer = ToolResult | ToolFailed | ToolRefused
 
 
+async def exchange(socket_path: str, request: bytes) -> dict[str, Any]:
+    """One `wfa` round trip in the event loop, as `client.call` makes it in a process.
+
+    The same bytes both ways (the client's own `encode_request` and `decode_response`),
+    connect, send, half-close, read one line; but no thread: scripted agents must never
+    wait on a pool the engine (or anything else in the process) also waits on.
+    Raises `client.Unreached` or `client.Lost` as `client.call` does.
+    """
+    try:
+        stream = await anyio.connect_unix(socket_path)
+    except OSError as error:
+        raise client.Unreached(f"could not connect: {error.strerror or error}") from None
+    async with stream:
+        with anyio.move_on_after(CONNECTION_LIFETIME_SECONDS) as sending:
+            try:
+                await stream.send(request)
+                await stream.send_eof()
+            except (OSError, anyio.BrokenResourceError) as error:
+                raise client.Unreached(f"the request did not get through: {error}") from None
+        if sending.cancelled_caught:
+            raise client.Unreached("the run did not take the request within the connection's lifetime")
+        buffer = b""
+        while b"\n" not in buffer:
+            try:
+                buffer += await stream.receive(_RECEIVE_BYTES)
+            except anyio.EndOfStream:
+                raise client.Lost("the connection closed before the answer came") from None
+            except (OSError, anyio.BrokenResourceError) as error:
+                raise client.Lost(f"the connection failed: {error}") from None
+            if len(buffer) > MAX_RESPONSE_BYTES:
+                raise client.Lost(f"the answer is over {MAX_RESPONSE_BYTES} bytes")
+    try:
+        return client.decode_response(buffer)
+    except ValueError as error:
+        raise client.Lost(str(error)) from None
+
+
 class ScriptedTurn:
     """What a script function is given: the attempt's prompt, and `wfa` as calls."""
 
@@ -72,9 +118,7 @@ class ScriptedTurn:
         """Send one `wfa` request, as the client would, and return the run's response."""
         line = {"command": command, "version": WIRE_VERSION, **fields}
         try:
-            answer = await anyio.to_thread.run_sync(
-                client.call, self._socket, line, None, abandon_on_cancel=True
-            )
+            answer = await exchange(self._socket, client.encode_request(line))
         except (client.Unreached, client.Lost) as error:
             raise TestScriptError(f"agent {self.agent} turn {self.n}: wfa {command} got no answer: {error}") from None
         return msgspec.convert(answer, Response)

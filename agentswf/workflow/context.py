@@ -12,21 +12,19 @@ from typing import Any, NoReturn, TypeVar
 import anyio
 import anyio.from_thread
 import msgspec
-import structlog
 
 from ..actors import ActorRef
-from ..progress import progress
-from ..errors import DefinitionError, MailboxFull, StopRequested, leaf_errors
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
-from ..engine.recorder import Logged
+from ..engine.recorder import Logged, LogLines
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
+from ..errors import DefinitionError, StopRequested, leaf_errors
+from ..progress import progress
 from .agents import Agents
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
 
 _STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")
 R = TypeVar("R")
-_log = structlog.get_logger("agentswf.workflow")
 
 
 class Approvals:
@@ -80,7 +78,7 @@ class Workflow:
         run_dir: Path,
         cwd: Path,
         agents: Agents,
-        recorder: ActorRef,
+        log_lines: LogLines,
         approvals: Approvals,
         board: ActorRef,
     ) -> None:
@@ -95,7 +93,7 @@ class Workflow:
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
-        self._recorder = recorder
+        self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
 
@@ -223,11 +221,9 @@ class Workflow:
     def log(self, message: str, **fields: Any) -> None:
         """A line in the run's record (log.jsonl) and in `awf run`'s progress."""
         progress("agentswf.workflow", message, workflow=self.name, **fields)
-        line = Logged(time.time(), str(message), {k: repr(v) if not isinstance(v, (str, int, float, bool, type(None))) else v for k, v in fields.items()})
-        try:
-            if threading.get_ident() == self._loop_thread:
-                self._recorder.tell_nowait(line)
-            else:  # from a sync handler's worker thread: the mailbox belongs to the run's loop
-                anyio.from_thread.run_sync(self._recorder.tell_nowait, line)
-        except MailboxFull:
-            _log.warning("the run's record is behind; a log line was not recorded", message=message)
+        plain = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in fields.items()}
+        line = Logged(time.time(), str(message), plain)
+        if threading.get_ident() == self._loop_thread:
+            self._log_lines.put(line)  # never waits, never overflows
+        else:  # from a sync handler's worker thread: the lines belong to the run's loop
+            anyio.from_thread.run_sync(self._log_lines.put, line)

@@ -16,8 +16,8 @@ import anyio.lowlevel
 import msgspec
 
 from ..engine.broker import Replay
-from ..engine.recorder import RunEnded, RunStarted
-from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
+from ..engine.recorder import RecordGaps, RunEnded, RunStarted
+from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
 from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, leaf_errors
@@ -160,7 +160,7 @@ async def run(
     run_id = new_run_id()
     record_dir = root / definition.name / run_id
     try:
-        record_dir.mkdir(parents=True)
+        make_private_dirs(record_dir, exist_ok=False)
     except OSError as error:
         raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
     started = time.time()
@@ -200,7 +200,7 @@ async def run(
                     run_dir=record_dir,
                     cwd=directory,
                     agents=agents,
-                    recorder=actors.recorder,
+                    log_lines=actors.log_lines,
                     approvals=Approvals(actors.desk),
                     board=actors.board,
                 )
@@ -213,9 +213,15 @@ async def run(
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
                 # The Recorder outlives that bound: the ending is recorded even when the time ran out.
-                await actors.recorder.ask(
+                ended = end
+                gap = await actors.recorder.ask(RecordGaps())
+                if gap is not None:  # a run whose record is incomplete has failed, whatever it did
+                    end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
+                if not await actors.recorder.ask(
                     RunEnded(end.outcome, end.reason, end.value, started, time.time(), end.where, end.traceback)
-                )
+                ):
+                    gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
+                    end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
                 ending.append(end)
         watch.cancel_scope.cancel()
 
@@ -225,6 +231,13 @@ async def run(
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
     return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback)
+
+
+def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
+    """The reason of a run whose record is incomplete: that first, then how it had ended."""
+    if outcome == "completed":
+        return gap
+    return f"{gap}; the run had ended {outcome}" + (f": {reason}" if reason else "")
 
 
 CANCEL_CLEANUP_SECONDS = 10.0  # after the caller cancels, to stop the agents and record the ending

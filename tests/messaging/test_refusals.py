@@ -249,6 +249,7 @@ w plain send c 'a plain message is fine'
 """
     askee_b = r"""
 case "$PROMPT" in *"A question from a"*)
+  wait_for plain.rc  # a has tried all its sends while it awaits b
   w b_asks send --await-reply c 'help?'
   w b_reply_back reply --await-reply a 'answer, and a question back?'
   w b_reply reply a 'answer' ;;
@@ -258,7 +259,9 @@ esac
     async def flow(wf):
         a = await wf.agents.open("a", runtime=agent(tmp_path, "a", asker))
         b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee_b))
-        c = await wf.agents.open("c", runtime=agent(tmp_path, "c", ANSWERER))
+        # c answers b only once b has tried to reply while awaiting c, or that try may find c answered
+        held = 'case "$PROMPT" in *"help?"*) wait_for b_reply_back.rc ;; esac\n'
+        c = await wf.agents.open("c", runtime=agent(tmp_path, "c", held + ANSWERER))
         await wf.route(a, b, purpose="Ask b")
         await wf.route(a, c, purpose="Ask c")
         await wf.route(b, c, purpose="b asks c")
