@@ -367,8 +367,8 @@ def call(path, fields, answer_timeout=common.ANSWER_TIMEOUT_SECONDS):
     data = encode_request(fields)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        # The run must take the whole request within its connection lifetime.
-        sock.settimeout(common.CONNECTION_LIFETIME_SECONDS)
+        # The run takes the whole request within this of connecting, or closes the connection.
+        sock.settimeout(common.REQUEST_LINE_TIMEOUT_SECONDS)
         try:
             sock.connect(path)
         except (OSError, ValueError) as error:

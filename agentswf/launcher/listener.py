@@ -1,108 +1,261 @@
 """The per-agent listener: one connection, one request line, one response line.
 
 The socket a connection arrives on says which agent is calling; the request only says
-what it asks. Every connection is answered, even one over the run's connection budget
-(a silent close would look like a crashed run), except one that dawdles past its
-lifetime, which is closed.
+what it asks. Every connection is answered, even one refused (a silent close would look
+like a crashed run).
+
+Exhaustion. Any process of the user can connect to any agent's socket, and every byte
+from that side is hostile, so what one connection can cost the run is bounded:
+
+- A connection takes its slot in the run's `ConnectionBudget` as it is accepted, before a
+  byte is read: a slot holds at most one request (`MAX_REQUEST_BYTES`) in memory, and the
+  budget (`MAX_OPEN_CONNECTIONS`, and at most `MAX_CONNECTION_FD_SHARE` of the process's
+  file descriptors) leaves the run the descriptors its records and agents need.
+- The whole request must arrive within `REQUEST_LINE_TIMEOUT_SECONDS` of the accept (wfa
+  writes it at once), and the answer be taken within `ANSWER_DELIVERY_TIMEOUT_SECONDS`;
+  a trickle of bytes extends neither.
+- Stalling buys nothing: when the budget is full, the connection that has waited longest
+  on its client (still sending its request, or not taking its answer) is closed with a
+  refusal naming the limit, and its slot goes to the newcomer. A wfa client has sent its
+  whole line by the time it is accepted, so it is read at once and is never the oldest
+  one waiting; a thousand stalled connections only evict each other. A connection the
+  run is answering (a tool call running) is never evicted; only when every slot is one
+  of those is a newcomer refused, at once and unread.
+
+  Why eviction and not a budget per agent: before the request is read the listener knows
+  only whose socket was dialled, not who dialled it (the identity check needs the decoded
+  request), and any process can dial any agent's socket, so a per-socket budget would let
+  agent b starve agent a by stalling on a's socket. Eviction needs no identity, and no
+  split of the stalls across sockets or processes gets around it.
+- `accept` failing for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is
+  survived: the oldest stalled connection is closed, its descriptor being the first to
+  give back; the listener waits (from `ACCEPT_RETRY_MIN_SECONDS`, doubling up to
+  `ACCEPT_RETRY_MAX_SECONDS`) and tries again, answering the open connections meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import errno
+import resource
+import socket
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import structlog
-from anyio.abc import SocketListener, SocketStream
+from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
-from .peer import peer_pid
 from ..wire import (
-    CONNECTION_LIFETIME_SECONDS,
+    ANSWER_DELIVERY_TIMEOUT_SECONDS,
+    COMMANDS,
     MAX_OPEN_CONNECTIONS,
     MAX_REQUEST_BYTES,
+    REQUEST_LINE_TIMEOUT_SECONDS,
     Request,
     Response,
     decode_request,
     encode_response,
     refused,
 )
+from ..wire.framing import COMMAND_HINT_BYTES
+from .peer import peer_pid
 
 Handler = Callable[[Request], Awaitable[Response]]
 Admit = Callable[[int | None], str | None]
 """Given the connecting process's pid (None where unknown): None to admit it, or why not."""
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
+MAX_CONNECTION_FD_SHARE = 0.25  # of the process's file-descriptor limit, what connections may hold
+ACCEPT_RETRY_MIN_SECONDS = 0.01  # after accept fails for want of descriptors or memory
+ACCEPT_RETRY_MAX_SECONDS = 1.0
+_OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+def connection_limit(cap: int = MAX_OPEN_CONNECTIONS) -> int:
+    """`cap`, or fewer where the process's file-descriptor limit is low."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    return max(1, min(cap, int(soft * MAX_CONNECTION_FD_SHARE)))
+
+
+class Slot:
+    """One connection's place in a budget, and what closes it early if it is evicted."""
+
+    def __init__(self) -> None:
+        self.evicted = False
+        self.scope: anyio.CancelScope | None = None
 
 
 class ConnectionBudget:
-    """How many connections are open across a whole run, against a fixed limit."""
+    """The connections open across a whole run, against a fixed limit, and which of them
+    are waiting on their client (oldest first): those are the ones a newcomer may evict."""
 
-    def __init__(self, limit: int = MAX_OPEN_CONNECTIONS) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None, name: str = "MAX_OPEN_CONNECTIONS") -> None:
+        self.limit = connection_limit() if limit is None else limit
+        self.name = name
         self.open = 0
         self.refused = 0
+        self.evicted = 0
+        self._waiting: dict[Slot, None] = {}  # insertion order: the oldest wait first
 
     def statistics(self) -> dict[str, int]:
-        return {"open": self.open, "limit": self.limit, "refused": self.refused}
+        return {
+            "open": self.open,
+            "limit": self.limit,
+            "refused": self.refused,
+            "evicted": self.evicted,
+            "waiting": len(self._waiting),
+        }
+
+    def take(self) -> Slot | None:
+        """A slot for a connection just accepted: a free one, or else the one of the
+        connection that has waited longest on its client; None if every slot is busy."""
+        if self.open >= self.limit and not self.evict_oldest():
+            self.refused += 1
+            return None
+        self.open += 1
+        return Slot()
+
+    def evict_oldest(self) -> bool:
+        """Close the connection that has waited longest on its client; False if none is waiting."""
+        if not self._waiting:
+            return False
+        slot = next(iter(self._waiting))
+        del self._waiting[slot]
+        slot.evicted = True
+        if slot.scope is not None:
+            slot.scope.cancel()
+        self.open -= 1  # its slot is free now, not when its task gets to close it
+        self.evicted += 1
+        return True
+
+    def release(self, slot: Slot) -> None:
+        if not slot.evicted:
+            self.open -= 1
+
+    @contextmanager
+    def waiting_on_client(self, slot: Slot, seconds: float) -> Iterator[anyio.CancelScope]:
+        """A scope for waiting on the client, for at most `seconds`; evictable meanwhile."""
+        with anyio.CancelScope(deadline=anyio.current_time() + seconds) as scope:
+            if slot.evicted:
+                scope.cancel()
+            slot.scope = scope
+            self._waiting[slot] = None
+            try:
+                yield scope
+            finally:
+                self._waiting.pop(slot, None)
+                slot.scope = None
+
+    def full_text(self) -> str:
+        return (
+            f"the run has {self.limit} connections open, its limit ({self.name}), each being answered; "
+            "nothing was done. Run the command again in a moment."
+        )
 
 
-async def read_request(stream: SocketStream, limit: int = MAX_REQUEST_BYTES) -> bytes:
-    """Bytes until the client half-closes, stopping one past `limit`."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= limit:
+async def _read_into(buffer: bytearray, stream: SocketStream, limit: int) -> None:
+    """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`."""
+    while len(buffer) <= limit:
         try:
-            chunk = await stream.receive(_READ_CHUNK_BYTES)
+            buffer += await stream.receive(_READ_CHUNK_BYTES)
         except (anyio.EndOfStream, anyio.BrokenResourceError):
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+            return
+
+
+async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
+    """What came of the request on `slot`'s connection, and, where it didn't come whole in
+    time, the refusal's text."""
+    buffer = bytearray()
+    with budget.waiting_on_client(slot, REQUEST_LINE_TIMEOUT_SECONDS) as scope:
+        await _read_into(buffer, stream, limit)
+    data = bytes(buffer)
+    if slot.evicted:
+        return data, (
+            f"the run has {budget.limit} connections open, its limit ({budget.name}), and this one had waited "
+            "longest for its request, so it was closed to make room; nothing was done. Run the command again."
+        )
+    if scope.cancelled_caught:
+        return data, (
+            f"the whole request did not arrive within {REQUEST_LINE_TIMEOUT_SECONDS:g} seconds of connecting "
+            "(REQUEST_LINE_TIMEOUT_SECONDS); nothing was done."
+        )
+    return data, None
+
+
+async def deliver(stream: SocketStream, data: bytes, budget: ConnectionBudget | None = None, slot: Slot | None = None) -> None:
+    """Send `data` within ANSWER_DELIVERY_TIMEOUT_SECONDS; evictable meanwhile, given the
+    connection's slot in `budget` (unless it was evicted already)."""
+    try:
+        if budget is None or slot is None or slot.evicted:
+            with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
+                await stream.send(data)
+        else:
+            with budget.waiting_on_client(slot, ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
+                await stream.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        _log.warning("a client went away before its answer")
+        return
+    if scope.cancelled_caught:
+        _log.warning("a client did not take its answer", evicted=bool(slot and slot.evicted))
+
+
+def command_hint(head: bytes) -> str:
+    """The command the first bytes of a request name ("result" if none)."""
+    head = head[:COMMAND_HINT_BYTES]
+    for command in COMMANDS:
+        if b'"command":"' + command.encode() + b'"' in head:
+            return command
+    return "result"
+
+
+def _peeked(stream: SocketStream) -> bytes:
+    """The first bytes that have already arrived, left unread, without waiting for any."""
+    try:
+        sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+        return sock.recv(COMMAND_HINT_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except (OSError, anyio.TypedAttributeLookupError):
+        return b""
 
 
 def _command_of(request: Request | Response) -> str:
     return "result" if isinstance(request, Response) else type(request).__struct_config__.tag  # type: ignore[return-value]
 
 
-async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
-    over_budget = budget.open >= budget.limit
-    budget.open += 1
+async def _respond(request: Request | Response, stream: SocketStream, handle: Handler, admit: Admit | None) -> Response:
+    if isinstance(request, Response):
+        return request
+    refusal = None if admit is None else admit(peer_pid(stream))
+    if refusal is not None:
+        return refused(_command_of(request), "wrong-agent", refusal)
     try:
-        with anyio.move_on_after(CONNECTION_LIFETIME_SECONDS) as lifetime:
-            data = await read_request(stream)
-        if lifetime.cancelled_caught:
+        return await handle(request)
+    except Exception as error:  # the agent must get an answer, never a dropped line
+        _log.exception("wfa request failed", command=_command_of(request))
+        return refused(
+            _command_of(request), "internal-error", f"the run could not answer ({type(error).__name__}); try again later."
+        )
+
+
+async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
+    async with stream:
+        slot = budget.take()
+        if slot is None:
+            response = refused(command_hint(_peeked(stream)), "internal-error", budget.full_text())
+            await deliver(stream, encode_response(response))
             return
-        request = decode_request(data)
-        refusal = None if admit is None or isinstance(request, Response) else admit(peer_pid(stream))
-        if isinstance(request, Response):
-            response = request
-        elif refusal is not None:
-            response = refused(_command_of(request), "wrong-agent", refusal)
-        elif over_budget:
-            budget.refused += 1
-            response = refused(
-                _command_of(request),
-                "internal-error",
-                f"the run has {budget.limit} connections open, its limit; nothing was done. "
-                "Run the command again in a moment.",
-            )
-        else:
-            try:
-                response = await handle(request)
-            except Exception as error:  # the agent must get an answer, never a dropped line
-                _log.exception("wfa request failed", command=_command_of(request))
-                response = refused(
-                    _command_of(request),
-                    "internal-error",
-                    f"the run could not answer ({type(error).__name__}); try again later.",
-                )
         try:
-            await stream.send(encode_response(response))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            _log.warning("wfa client went away before its answer", code=response.code)
-    finally:
-        budget.open -= 1
-        await stream.aclose()
+            data, refusal = await receive(stream, budget, slot, MAX_REQUEST_BYTES)
+            if refusal is None:
+                response = await _respond(decode_request(data), stream, handle, admit)
+            else:
+                code = "internal-error" if slot.evicted else "invalid-request"
+                response = refused(command_hint(data), code, refusal)
+            await deliver(stream, encode_response(response), budget, slot)
+        finally:
+            budget.release(slot)
 
 
 async def listen(socket_path: Path) -> SocketListener:
@@ -112,10 +265,30 @@ async def listen(socket_path: Path) -> SocketListener:
     return listener
 
 
+def _out_of_resources(error: BaseException) -> bool:
+    cause = error if isinstance(error, OSError) else error.__cause__
+    return isinstance(cause, OSError) and cause.errno in _OUT_OF_RESOURCES
+
+
+async def accept(listener: SocketListener, budget: ConnectionBudget) -> SocketStream:
+    """The next connection to `listener`, waiting out an accept that fails for want of
+    descriptors or memory (closing the oldest stalled connection each time)."""
+    retry = ACCEPT_RETRY_MIN_SECONDS
+    while True:
+        try:
+            return await listener.accept()
+        except (OSError, anyio.BrokenResourceError) as error:
+            if not _out_of_resources(error):
+                raise
+            evicted = budget.evict_oldest()
+            _log.warning("accept failed; retrying", error=str(error.__cause__ or error), evicted=evicted, retry_seconds=retry)
+        await anyio.sleep(retry)
+        retry = min(retry * 2, ACCEPT_RETRY_MAX_SECONDS)
+
+
 async def serve(listener: SocketListener, handle: Handler, budget: ConnectionBudget, admit: Admit | None = None) -> None:
     """Answer each connection to `listener` until cancelled; `handle` answers each request
     that `admit` lets through (every request, without one)."""
     async with listener, anyio.create_task_group() as connections:
         while True:
-            stream = await listener.accept()
-            connections.start_soon(_answer, stream, handle, budget, admit)
+            connections.start_soon(_answer, await accept(listener, budget), handle, budget, admit)
