@@ -139,14 +139,14 @@ async def _respond(data: bytes, desk: ActorRef, board: ActorRef) -> OperatorResp
 async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef, budget: ConnectionBudget) -> None:
     """One operator connection; whatever goes wrong with it ends it, never the run."""
     async with stream:
-        slot = budget.take()
+        slot = budget.take(stream)
         if slot is None:
             await deliver(stream, _encode(OperatorResponse(False, budget.full_text())))
             return
         try:
             data, refusal = await receive(stream, budget, slot, MAX_OPERATOR_REQUEST_BYTES)
             response = OperatorResponse(False, refusal) if refusal is not None else await _respond(data, desk, board)
-            await deliver(stream, _encode(response), budget, slot)
+            await deliver(stream, _encode(response))
         except Exception:  # the run is stopping, or a bug: this connection ends, the run doesn't
             _log.warning("an operator connection failed", exc_info=True)
         finally:

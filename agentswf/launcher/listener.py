@@ -11,16 +11,16 @@ from that side is hostile, so what one connection can cost the run is bounded:
   byte is read: a slot holds at most one request (`MAX_REQUEST_BYTES`) in memory, and the
   budget (`MAX_OPEN_CONNECTIONS`, and at most `MAX_CONNECTION_FD_SHARE` of the process's
   file descriptors) leaves the run the descriptors its records and agents need.
-- The whole request must arrive within `REQUEST_LINE_TIMEOUT_SECONDS` of the accept (wfa
-  writes it at once), and the answer be taken within `ANSWER_DELIVERY_TIMEOUT_SECONDS`;
-  a trickle of bytes extends neither.
+- The whole request must arrive within `REQUEST_LINE_TIMEOUT_SECONDS` of the accept,
+  and the answer be taken within `ANSWER_DELIVERY_TIMEOUT_SECONDS`; a trickle of bytes
+  extends neither.
 - Stalling buys nothing: when the budget is full, the connection that has waited longest
-  on its client (still sending its request, or not taking its answer) is closed with a
-  refusal naming the limit, and its slot goes to the newcomer. A wfa client has sent its
-  whole line by the time it is accepted, so it is read at once and is never the oldest
-  one waiting; a thousand stalled connections only evict each other. A connection the
-  run is answering (a tool call running) is never evicted; only when every slot is one
-  of those is a newcomer refused, at once and unread.
+  for its request is closed with a refusal naming the limit, and its slot goes to the
+  newcomer. A wfa client writes its whole line as it connects, so it is read within
+  milliseconds and is never the oldest one waiting; a thousand stalled connections only
+  evict each other. A connection whose request is in (a tool call running, an answer
+  being sent) is never evicted; only when every slot is one of those is a newcomer
+  refused, at once and unread.
 
   Why eviction and not a budget per agent: before the request is read the listener knows
   only whose socket was dialled, not who dialled it (the identity check needs the decoded
@@ -81,16 +81,16 @@ def connection_limit(cap: int = MAX_OPEN_CONNECTIONS) -> int:
 
 
 class Slot:
-    """One connection's place in a budget, and what closes it early if it is evicted."""
+    """One connection's place in a budget."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: SocketStream) -> None:
+        self.stream = stream
         self.evicted = False
-        self.scope: anyio.CancelScope | None = None
 
 
 class ConnectionBudget:
     """The connections open across a whole run, against a fixed limit, and which of them
-    are waiting on their client (oldest first): those are the ones a newcomer may evict."""
+    are waiting for their request (oldest first): those are the ones a newcomer may evict."""
 
     def __init__(self, limit: int | None = None, name: str = "MAX_OPEN_CONNECTIONS") -> None:
         self.limit = connection_limit() if limit is None else limit
@@ -109,26 +109,32 @@ class ConnectionBudget:
             "waiting": len(self._waiting),
         }
 
-    def take(self) -> Slot | None:
+    def take(self, stream: SocketStream) -> Slot | None:
         """A slot for a connection just accepted: a free one, or else the one of the
-        connection that has waited longest on its client; None if every slot is busy."""
+        connection that has waited longest for its request; None if every slot is busy."""
         if self.open >= self.limit and not self.evict_oldest():
             self.refused += 1
             return None
         self.open += 1
-        return Slot()
+        return Slot(stream)
 
     def evict_oldest(self) -> bool:
-        """Close the connection that has waited longest on its client; False if none is waiting."""
+        """End the wait of the connection that has waited longest for its request; False
+        if none is waiting. Its slot is free at once; its own task answers and closes it."""
         if not self._waiting:
             return False
         slot = next(iter(self._waiting))
         del self._waiting[slot]
         slot.evicted = True
-        if slot.scope is not None:
-            slot.scope.cancel()
-        self.open -= 1  # its slot is free now, not when its task gets to close it
+        self.open -= 1
         self.evicted += 1
+        try:
+            # The read ends as at the client's EOF. Not a cancellation: on asyncio a receive
+            # cancelled just as its socket turns readable raises in the event loop (anyio's
+            # raw-socket streams).
+            slot.stream.extra(SocketAttribute.raw_socket).shutdown(socket.SHUT_RD)
+        except OSError:
+            pass  # the client is gone already: its read is ending anyway
         return True
 
     def release(self, slot: Slot) -> None:
@@ -136,18 +142,13 @@ class ConnectionBudget:
             self.open -= 1
 
     @contextmanager
-    def waiting_on_client(self, slot: Slot, seconds: float) -> Iterator[anyio.CancelScope]:
-        """A scope for waiting on the client, for at most `seconds`; evictable meanwhile."""
-        with anyio.CancelScope(deadline=anyio.current_time() + seconds) as scope:
-            if slot.evicted:
-                scope.cancel()
-            slot.scope = scope
-            self._waiting[slot] = None
-            try:
-                yield scope
-            finally:
-                self._waiting.pop(slot, None)
-                slot.scope = None
+    def waiting(self, slot: Slot) -> Iterator[None]:
+        """While `slot`'s connection waits for its request: evictable."""
+        self._waiting[slot] = None
+        try:
+            yield
+        finally:
+            self._waiting.pop(slot, None)
 
     def full_text(self) -> str:
         return (
@@ -169,7 +170,7 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
     """What came of the request on `slot`'s connection, and, where it didn't come whole in
     time, the refusal's text."""
     buffer = bytearray()
-    with budget.waiting_on_client(slot, REQUEST_LINE_TIMEOUT_SECONDS) as scope:
+    with budget.waiting(slot), anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
         await _read_into(buffer, stream, limit)
     data = bytes(buffer)
     if slot.evicted:
@@ -185,21 +186,16 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
     return data, None
 
 
-async def deliver(stream: SocketStream, data: bytes, budget: ConnectionBudget | None = None, slot: Slot | None = None) -> None:
-    """Send `data` within ANSWER_DELIVERY_TIMEOUT_SECONDS; evictable meanwhile, given the
-    connection's slot in `budget` (unless it was evicted already)."""
+async def deliver(stream: SocketStream, data: bytes) -> None:
+    """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS."""
     try:
-        if budget is None or slot is None or slot.evicted:
-            with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
-                await stream.send(data)
-        else:
-            with budget.waiting_on_client(slot, ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
-                await stream.send(data)
+        with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
+            await stream.send(data)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         _log.warning("a client went away before its answer")
         return
     if scope.cancelled_caught:
-        _log.warning("a client did not take its answer", evicted=bool(slot and slot.evicted))
+        _log.warning("a client did not take its answer", timeout_seconds=ANSWER_DELIVERY_TIMEOUT_SECONDS)
 
 
 def command_hint(head: bytes) -> str:
@@ -241,7 +237,7 @@ async def _respond(request: Request | Response, stream: SocketStream, handle: Ha
 
 async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
     async with stream:
-        slot = budget.take()
+        slot = budget.take(stream)
         if slot is None:
             response = refused(command_hint(_peeked(stream)), "internal-error", budget.full_text())
             await deliver(stream, encode_response(response))
@@ -253,7 +249,7 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
             else:
                 code = "internal-error" if slot.evicted else "invalid-request"
                 response = refused(command_hint(data), code, refusal)
-            await deliver(stream, encode_response(response), budget, slot)
+            await deliver(stream, encode_response(response))
         finally:
             budget.release(slot)
 
