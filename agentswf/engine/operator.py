@@ -166,8 +166,11 @@ def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorRespon
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait)
         connection.connect(str(socket_path))
-        connection.sendall(msgspec.json.encode(request) + b"\n")
-        connection.shutdown(socket.SHUT_WR)
+        try:
+            connection.sendall(msgspec.json.encode(request) + b"\n")
+            connection.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before it was read (over the budget): the answer says why
         data = b""
         while not data.endswith(b"\n"):
             chunk = connection.recv(65536)

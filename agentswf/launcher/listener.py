@@ -128,10 +128,7 @@ class ConnectionBudget:
         slot.evicted = True
         self.open -= 1
         self.evicted += 1
-        try:
-            # The read ends as at the client's EOF. Not a cancellation: on asyncio a receive
-            # cancelled just as its socket turns readable raises in the event loop (anyio's
-            # raw-socket streams).
+        try:  # the read ends as at the client's EOF
             slot.stream.extra(SocketAttribute.raw_socket).shutdown(socket.SHUT_RD)
         except OSError:
             pass  # the client is gone already: its read is ending anyway
@@ -158,12 +155,24 @@ class ConnectionBudget:
 
 
 async def _read_into(buffer: bytearray, stream: SocketStream, limit: int) -> None:
-    """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`."""
+    """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`.
+
+    Read from the raw socket when it is readable, not with `stream.receive`: on asyncio a
+    receive cancelled (by the deadline, or the run stopping) just as its socket turns
+    readable raises in the event loop (anyio's raw-socket streams), and a hostile client
+    can time that."""
+    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
     while len(buffer) <= limit:
+        await anyio.wait_readable(sock)
         try:
-            buffer += await stream.receive(_READ_CHUNK_BYTES)
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            chunk = sock.recv(_READ_CHUNK_BYTES)
+        except BlockingIOError:
+            continue
+        except OSError:  # reset by the client
             return
+        if not chunk:
+            return
+        buffer += chunk
 
 
 async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
