@@ -20,7 +20,7 @@ from that side is hostile, so what one connection can cost the run is bounded:
   milliseconds and is never the oldest one waiting; a thousand stalled connections only
   evict each other. A connection whose request is in (a tool call running, an answer
   being sent) is never evicted; only when every slot is one of those is a newcomer
-  refused, at once and unread.
+  refused, unread (its first bytes are peeked at, to name the command refused).
 
   Why eviction and not a budget per agent: before the request is read the listener knows
   only whose socket was dialled, not who dialled it (the identity check needs the decoded
@@ -67,6 +67,7 @@ Admit = Callable[[int | None], str | None]
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
 MAX_CONNECTION_FD_SHARE = 0.25  # of the process's file-descriptor limit, what connections may hold
+COMMAND_PEEK_SECONDS = 0.1  # how long a refusal before reading waits for the first bytes, to name the command
 ACCEPT_RETRY_MIN_SECONDS = 0.01  # after accept fails for want of descriptors or memory
 ACCEPT_RETRY_MAX_SECONDS = 1.0
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
@@ -98,6 +99,7 @@ class ConnectionBudget:
         self.open = 0
         self.refused = 0
         self.evicted = 0
+        self.peeking = 0  # refusals waiting a moment for the command to refuse
         self._waiting: dict[Slot, None] = {}  # insertion order: the oldest wait first
 
     def statistics(self) -> dict[str, int]:
@@ -216,13 +218,30 @@ def command_hint(head: bytes) -> str:
     return "result"
 
 
-def _peeked(stream: SocketStream) -> bytes:
-    """The first bytes that have already arrived, left unread, without waiting for any."""
-    try:
-        sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
-        return sock.recv(COMMAND_HINT_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except (OSError, anyio.TypedAttributeLookupError):
-        return b""
+async def _peeked_command(stream: SocketStream, budget: ConnectionBudget) -> str:
+    """The command a connection refused unread names in what has arrived, left unread.
+
+    wfa writes its line as it connects, but the run may accept it a moment before: it waits
+    up to COMMAND_PEEK_SECONDS for a first byte, while fewer refusals than the budget's limit
+    are waiting so (so they hold at most that many more descriptors), then decides."""
+    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+
+    def peek() -> bytes:
+        try:
+            return sock.recv(COMMAND_HINT_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:
+            return b""
+
+    head = peek()
+    if not head and budget.peeking < budget.limit:
+        budget.peeking += 1
+        try:
+            with anyio.move_on_after(COMMAND_PEEK_SECONDS):
+                await anyio.wait_readable(sock)
+        finally:
+            budget.peeking -= 1
+        head = peek()
+    return command_hint(head)
 
 
 def _command_of(request: Request | Response) -> str:
@@ -248,7 +267,7 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
     async with stream:
         slot = budget.take(stream)
         if slot is None:
-            response = refused(command_hint(_peeked(stream)), "internal-error", budget.full_text())
+            response = refused(await _peeked_command(stream, budget), "internal-error", budget.full_text())
             await deliver(stream, encode_response(response))
             return
         try:

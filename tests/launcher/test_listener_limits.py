@@ -164,6 +164,24 @@ async def test_a_refusal_before_reading_still_names_the_command(tmp_path):
     assert answer.stderr.startswith("wfa: tool refused (internal-error)")
 
 
+async def test_wfa_reads_the_refusal_of_a_request_the_run_would_not_read(tmp_path):
+    """A 2 MiB request over a full budget: wfa's send breaks off, and it shows the run's refusal."""
+    release = anyio.Event()
+
+    async def slow(request: Request) -> Response:
+        await release.wait()
+        return await answered(request)
+
+    budget = ConnectionBudget(1)
+    fields = client.build_request(["tool", "lint"], lambda: "x" * (MAX_REQUEST_BYTES // 2 - 100))
+    async with serving(tmp_path, budget, slow) as path, anyio.create_task_group() as busy:
+        busy.start_soon(ask, path, PEERS_LINE)
+        await settle(lambda: budget.open == 1 and not budget.statistics()["waiting"])
+        answer = await anyio.to_thread.run_sync(client.call, str(path), fields)
+        release.set()
+    assert answer["exit"] == EXIT_TOOL_UNCERTAIN and "MAX_OPEN_CONNECTIONS" in answer["stderr"]
+
+
 async def test_a_newcomer_evicts_the_connection_that_has_stalled_longest(tmp_path):
     budget = ConnectionBudget(8)
     async with serving(tmp_path, budget) as path:
