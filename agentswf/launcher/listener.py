@@ -10,13 +10,14 @@ from that side is hostile, so what one connection can cost the run is bounded:
 - A connection takes its slot in the run's `ConnectionBudget` as it is accepted, before a
   byte is read: a slot holds at most one request (`MAX_REQUEST_BYTES`) in memory, and the
   budget (`MAX_OPEN_CONNECTIONS`, and at most `MAX_CONNECTION_FD_SHARE` of the process's
-  file descriptors) leaves the run the descriptors its records and agents need.
+  file descriptors) leaves the run the descriptors its records and agents need. Requests
+  still arriving hold at most `MAX_READING_BYTES` across the run.
 - The whole request must arrive within `REQUEST_LINE_TIMEOUT_SECONDS` of the accept,
   and the answer be taken within `ANSWER_DELIVERY_TIMEOUT_SECONDS`; a trickle of bytes
   extends neither.
-- Stalling buys nothing: when the budget is full, the connection that has waited longest
-  for its request is closed with a refusal naming the limit, and its slot goes to the
-  newcomer. A wfa client writes its whole line as it connects, so it is read within
+- Stalling buys nothing: when the budget is full (or the bytes still arriving are over
+  theirs), the connection that has waited longest for its request is closed with a
+  refusal naming the limit, and its slot goes to the newcomer. A wfa client writes its whole line as it connects, so it is read within
   milliseconds and is never the oldest one waiting; a thousand stalled connections only
   evict each other. A connection whose request is in (a tool call running, an answer
   being sent) is never evicted; only when every slot is one of those is a newcomer
@@ -70,6 +71,7 @@ MAX_CONNECTION_FD_SHARE = 0.25  # of the process's file-descriptor limit, what c
 COMMAND_PEEK_SECONDS = 0.1  # how long a refusal before reading waits for the first bytes, to name the command
 ACCEPT_RETRY_MIN_SECONDS = 0.01  # after accept fails for want of descriptors or memory
 ACCEPT_RETRY_MAX_SECONDS = 1.0
+MAX_READING_BYTES = 16 * 1024 * 1024  # across the run, of requests still arriving
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
@@ -82,11 +84,11 @@ def connection_limit(cap: int = MAX_OPEN_CONNECTIONS) -> int:
 
 
 class Slot:
-    """One connection's place in a budget."""
+    """One connection's place in a budget; `evicted` says why it was closed to make room."""
 
     def __init__(self, stream: SocketStream) -> None:
         self.stream = stream
-        self.evicted = False
+        self.evicted: str | None = None
 
 
 class ConnectionBudget:
@@ -100,7 +102,8 @@ class ConnectionBudget:
         self.refused = 0
         self.evicted = 0
         self.peeking = 0  # refusals waiting a moment for the command to refuse
-        self._waiting: dict[Slot, None] = {}  # insertion order: the oldest wait first
+        self.reading_bytes = 0  # held for the requests still arriving
+        self._waiting: dict[Slot, int] = {}  # the bytes each holds; insertion order: the oldest wait first
 
     def statistics(self) -> dict[str, int]:
         return {
@@ -109,25 +112,28 @@ class ConnectionBudget:
             "refused": self.refused,
             "evicted": self.evicted,
             "waiting": len(self._waiting),
+            "reading_bytes": self.reading_bytes,
         }
 
     def take(self, stream: SocketStream) -> Slot | None:
         """A slot for a connection just accepted: a free one, or else the one of the
         connection that has waited longest for its request; None if every slot is busy."""
-        if self.open >= self.limit and not self.evict_oldest():
+        why = f"the run has {self.limit} connections open, its limit ({self.name})"
+        if self.open >= self.limit and not self.evict_oldest(why):
             self.refused += 1
             return None
         self.open += 1
         return Slot(stream)
 
-    def evict_oldest(self) -> bool:
-        """End the wait of the connection that has waited longest for its request; False
-        if none is waiting. Its slot is free at once; its own task answers and closes it."""
-        if not self._waiting:
+    def evict_oldest(self, why: str, sparing: Slot | None = None) -> bool:
+        """End the wait of the connection that has waited longest for its request (but
+        `sparing`), because `why`; False if none is waiting. Its slot and bytes are free at
+        once; its own task answers and closes it."""
+        slot = next((waiting for waiting in self._waiting if waiting is not sparing), None)
+        if slot is None:
             return False
-        slot = next(iter(self._waiting))
-        del self._waiting[slot]
-        slot.evicted = True
+        self.reading_bytes -= self._waiting.pop(slot)
+        slot.evicted = why
         self.open -= 1
         self.evicted += 1
         try:  # the read ends as at the client's EOF
@@ -143,11 +149,22 @@ class ConnectionBudget:
     @contextmanager
     def waiting(self, slot: Slot) -> Iterator[None]:
         """While `slot`'s connection waits for its request: evictable."""
-        self._waiting[slot] = None
+        self._waiting[slot] = 0
         try:
             yield
         finally:
-            self._waiting.pop(slot, None)
+            self.reading_bytes -= self._waiting.pop(slot, 0)
+
+    def hold(self, slot: Slot, size: int) -> None:
+        """`slot` holds `size` more bytes of its request; over MAX_READING_BYTES across the
+        run, the oldest others waiting are evicted."""
+        if slot not in self._waiting:
+            return
+        self._waiting[slot] += size
+        self.reading_bytes += size
+        why = f"the run holds {MAX_READING_BYTES} bytes of requests still arriving, its limit (MAX_READING_BYTES)"
+        while self.reading_bytes > MAX_READING_BYTES and self.evict_oldest(why, sparing=slot):
+            pass
 
     def full_text(self) -> str:
         return (
@@ -156,7 +173,7 @@ class ConnectionBudget:
         )
 
 
-async def _read_into(buffer: bytearray, stream: SocketStream, limit: int) -> None:
+async def _read_into(buffer: bytearray, stream: SocketStream, limit: int, budget: ConnectionBudget, slot: Slot) -> None:
     """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`.
 
     Read from the raw socket when it is readable, not with `stream.receive`: on asyncio a
@@ -175,6 +192,7 @@ async def _read_into(buffer: bytearray, stream: SocketStream, limit: int) -> Non
         if not chunk:
             return
         buffer += chunk
+        budget.hold(slot, len(chunk))
 
 
 async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
@@ -182,12 +200,12 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
     time, the refusal's text."""
     buffer = bytearray()
     with budget.waiting(slot), anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
-        await _read_into(buffer, stream, limit)
+        await _read_into(buffer, stream, limit, budget, slot)
     data = bytes(buffer)
     if slot.evicted:
         return data, (
-            f"the run has {budget.limit} connections open, its limit ({budget.name}), and this one had waited "
-            "longest for its request, so it was closed to make room; nothing was done. Run the command again."
+            f"{slot.evicted}, and this one had waited longest for its request, so it was closed to make room; "
+            "nothing was done. Run the command again."
         )
     if scope.cancelled_caught:
         return data, (
@@ -203,10 +221,11 @@ async def deliver(stream: SocketStream, data: bytes) -> None:
         with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
             await stream.send(data)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        _log.warning("a client went away before its answer")
+        # Debug, not warning: a hostile client can make one of these per connection.
+        _log.debug("a client went away before its answer")
         return
     if scope.cancelled_caught:
-        _log.warning("a client did not take its answer", timeout_seconds=ANSWER_DELIVERY_TIMEOUT_SECONDS)
+        _log.debug("a client did not take its answer", timeout_seconds=ANSWER_DELIVERY_TIMEOUT_SECONDS)
 
 
 def command_hint(head: bytes) -> str:
@@ -304,8 +323,9 @@ async def accept(listener: SocketListener, budget: ConnectionBudget) -> SocketSt
         except (OSError, anyio.BrokenResourceError) as error:
             if not _out_of_resources(error):
                 raise
-            evicted = budget.evict_oldest()
-            _log.warning("accept failed; retrying", error=str(error.__cause__ or error), evicted=evicted, retry_seconds=retry)
+            evicted = budget.evict_oldest("the run is out of file descriptors")
+            if retry == ACCEPT_RETRY_MIN_SECONDS:  # once a spell, not once a retry
+                _log.warning("accept failed; retrying until it works", error=str(error.__cause__ or error), evicted=evicted)
         await anyio.sleep(retry)
         retry = min(retry * 2, ACCEPT_RETRY_MAX_SECONDS)
 

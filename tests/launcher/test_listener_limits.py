@@ -198,6 +198,48 @@ async def test_a_newcomer_evicts_the_connection_that_has_stalled_longest(tmp_pat
     assert budget.evicted == 1 and budget.refused == 0
 
 
+async def test_requests_still_arriving_hold_at_most_max_reading_bytes(tmp_path, monkeypatch):
+    monkeypatch.setattr("agentswf.launcher.listener.MAX_READING_BYTES", 1024 * 1024)
+    monkeypatch.setattr("agentswf.launcher.listener.REQUEST_LINE_TIMEOUT_SECONDS", 1.0)  # the ones kept end then
+    budget = ConnectionBudget()
+    most: list[int] = []
+
+    def send_part(path: Path) -> bytes:
+        """400 KB of a request, never its end; then what the run answers."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(str(path))
+            try:
+                sock.sendall(b"x" * 400_000)
+            except OSError:
+                pass  # evicted while sending
+            most.append(budget.reading_bytes)
+            data = b""
+            try:
+                while chunk := sock.recv(65536):
+                    data += chunk
+            except OSError:
+                pass
+            return data
+
+    answers: list[bytes] = []
+    async with serving(tmp_path, budget) as path:
+
+        async def one() -> None:
+            answers.append(await anyio.to_thread.run_sync(send_part, path))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                for _ in range(6):
+                    group.start_soon(one)
+                await settle(lambda: budget.evicted >= 3)
+                assert budget.reading_bytes <= 1024 * 1024
+    refusals = [decode_response(a).stderr for a in answers]
+    evicted = [text for text in refusals if "closed to make room" in text]
+    assert len(evicted) == budget.evicted >= 3 and all("MAX_READING_BYTES" in text for text in evicted)
+    assert max(most) <= 1024 * 1024 + 65536
+
+
 async def test_a_thousand_stalled_connections_dont_keep_a_caller_out(tmp_path):
     budget = ConnectionBudget()
     async with serving(tmp_path, budget) as path:
