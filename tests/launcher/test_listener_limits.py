@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from anyio.abc import SocketListener, SocketStream
 
@@ -277,12 +278,11 @@ async def test_a_client_that_never_takes_its_answer_is_closed_at_the_delivery_de
         return refused("peers", "no-operation", "x" * (8 * 1024 * 1024))  # far over any socket buffer
 
     budget = ConnectionBudget()
-    async with serving(tmp_path, budget, big) as path:
-        async with await anyio.connect_unix(path) as stream:
-            await stream.send(PEERS_LINE)
-            await stream.send_eof()
-            await settle(lambda: budget.open == 1)
-            await settle(lambda: budget.open == 0, 3.0)  # and never a byte read
+    async with serving(tmp_path, budget, big) as path, await anyio.connect_unix(path) as stream:
+        await stream.send(PEERS_LINE)
+        await stream.send_eof()
+        await settle(lambda: budget.open == 1)
+        await settle(lambda: budget.open == 0, 3.0)  # and never a byte read
 
 
 class RunsOutOfDescriptors(SocketListener):
@@ -295,7 +295,7 @@ class RunsOutOfDescriptors(SocketListener):
     async def accept(self) -> SocketStream:
         if self.failures:
             self.failures -= 1
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             raise anyio.BrokenResourceError from OSError(errno.EMFILE, "Too many open files")
         return await self.listener.accept()
 
