@@ -2,10 +2,37 @@
 
 A workflow opens agents on agent CLIs (or any shell command), gives them turns, and
 gets typed, validated answers back; the agent answers through one command, `wfa`.
+
+    @workflow(name=..., description=...)    an async function of `wf: Workflow` becomes a workflow
+    await run(definition, args=...)         runs it under asyncio or trio: a RunResult
+    load_workflow(path)                     the workflow a file defines, as `awf run` loads it
+    wf.agents.open(key, runtime=...)        an Agent (wf.agents is Agents); Runtime sets the CLI
+    await agent.run(prompt, schema=T)       a Turn[T]: its outcome is Answered[T], Unanswered,
+                                            Blocked, TimedOut, Failed or Cancelled (an Outcome)
+    tool(handler) / @tool(...)              a Tool an agent calls; its handler may take a ToolCall
+    wf.route(a, b, purpose=...)             a Route: a may message b; a message reads as Mail
+    wf.participants.open(key)               a Participant outside the run (wf.participants)
+    wf.approvals                            Approvals: tool calls waiting for a person (ApprovalRequest)
+
+Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test helpers
+(scripted agents and participants, the pytest plugin) in `agentswf.testing`.
 """
 
 from .__about__ import __version__
-from .engine.outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, Usage
+from .engine.approvals import ApprovalRequest
+from .engine.outcomes import (
+    Answered,
+    Blocked,
+    Cancelled,
+    Failed,
+    Outcome,
+    TimedOut,
+    Turn,
+    Unanswered,
+    Usage,
+)
+from .engine.switchboard import Mail
+from .engine.toolcall import ToolCall
 from .errors import (
     AgentClosed,
     AgentswfError,
@@ -15,24 +42,36 @@ from .errors import (
     StopRequested,
     WorkflowError,
 )
-from .engine.toolcall import ToolCall
 from .harnesses.runtime import Runtime
 from .progress import show_progress
-from .workflow import Agent, RunResult, Workflow, WorkflowDefinition, run, workflow
+from .workflow.agents import Agent, Agents
+from .workflow.context import Approvals, Workflow
+from .workflow.definition import WorkflowDefinition, workflow
+from .workflow.loading import load_workflow
+from .workflow.messaging import MessageRefused, Participant, Participants, Route
+from .workflow.running import RunResult, run
 from .workflow.tools import Tool, tool
 
 __all__ = [
     "Agent",
     "AgentClosed",
+    "Agents",
     "AgentswfError",
     "Answered",
+    "ApprovalRequest",
+    "Approvals",
     "Blocked",
     "Cancelled",
     "DeadlineExceeded",
     "DefinitionError",
     "Failed",
     "HarnessError",
+    "Mail",
+    "MessageRefused",
     "Outcome",
+    "Participant",
+    "Participants",
+    "Route",
     "RunResult",
     "Runtime",
     "StopRequested",
@@ -46,6 +85,7 @@ __all__ = [
     "WorkflowDefinition",
     "WorkflowError",
     "__version__",
+    "load_workflow",
     "run",
     "show_progress",
     "tool",

@@ -5,7 +5,8 @@ Catch ``AgentswfError`` to catch them all. The tree::
     AgentswfError
     ├── ActorError                  the actor kernel
     │   ├── ActorStopped            the actor had stopped (or stopped before it answered)
-    │   ├── ActorCrashed            the handler raised; the cause is chained
+    │   ├── ActorCrashed            the handler raised answering (the actor goes on), or
+    │   │                           the actor crashed before it answered; the cause is chained
     │   ├── MailboxFull             the mailbox was full and its policy is to fail
     │   ├── AskTimeout              no answer within the ask's timeout (also a TimeoutError)
     │   └── UnhandledMessage        the actor has no handler for that message type
@@ -41,7 +42,8 @@ class ActorStopped(ActorError):
 
 
 class ActorCrashed(ActorError):
-    """The actor's handler raised while handling this message; ``__cause__`` is the error."""
+    """The handler raised answering this ask (the actor goes on with its next message), or
+    the actor crashed before it answered; ``__cause__`` is the error."""
 
 
 class MailboxFull(ActorError):

@@ -9,7 +9,9 @@ model has the CLI run one shell command, then finish.
   uses, running `true` as its command (and, for `added_vs_a_python_command`, running
   `python -S -I -c pass`, a command of the same weight as `wfa`);
 - ours: a turn through `agent.run`, where the command is the taught `wfa result` (so what
-  agentswf adds includes the agent's own `wfa` round trip), timed around `agent.run`.
+  agentswf adds includes the agent's own `wfa` round trip), timed around `agent.run`;
+- kept: the CLI alone as in the baseline, but started through `run_in_group`, under a
+  keeper (`keeper_added` is its median less the baseline's: what the keeper costs a turn).
 
 Interleaved, N times per CLI. Prints the medians, their ratio, and the milliseconds added
 per turn (goal: at most 20 ms); and `engine`, agent.run's time less the time its CLI
@@ -34,6 +36,7 @@ import agentswf
 from agentswf import Runtime, workflow
 from agentswf.harnesses import cli
 from agentswf.harnesses.base import Attempt
+from agentswf.harnesses.process import run_in_group
 from agentswf.harnesses.runtime import harness_for
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
 
@@ -81,15 +84,22 @@ def runtime(name: str, model: ScriptedModel, home: Path) -> Runtime:
     return Runtime(harness="pi", command=command, model="fake/fake-model", env=pi_env(model, home))
 
 
-async def alone(name: str, run: Runtime, cwd: Path, prompt: str) -> float:
-    """One turn of the CLI by itself, with its harness's command line and environment."""
+async def alone(name: str, run: Runtime, cwd: Path, prompt: str, *, kept: bool = False) -> float:
+    """One turn of the CLI by itself, with its harness's command line and environment;
+    `kept`: started under a keeper, as `run_in_group` starts it."""
     harness = harness_for(run)
     attempt = Attempt(name, "none", 1, False, prompt, Path("/nonexistent/wfa"), cwd, {**os.environ, **run.env})
+    argv, stdin, env = harness.argv(attempt), harness.stdin(attempt), harness.env(attempt)
     start = time.perf_counter()
-    done = await anyio.run_process(harness.argv(attempt), input=harness.stdin(attempt), env=harness.env(attempt), cwd=cwd, check=False)
+    if kept:
+        exited = await run_in_group(argv, input=stdin, cwd=cwd, env=env)
+        status, stderr = exited.exit_code, exited.stderr
+    else:
+        done = await anyio.run_process(argv, input=stdin, env=env, cwd=cwd, check=False)
+        status, stderr = done.returncode, done.stderr.decode()
     took = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{name} alone exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    if status != 0:
+        sys.exit(f"{name} alone exited {status}: {stderr[-500:]}")
     return took
 
 
@@ -99,7 +109,7 @@ async def main(n: int) -> None:
         async with ScriptedModel(script) as model:
             runs = {name: runtime(name, model, base / name) for name in CLIS}
             times: dict[str, dict[str, list[float]]] = {
-                name: {"alone": [], "alone_python": [], "ours": [], "engine": []} for name in CLIS
+                name: {"alone": [], "alone_python": [], "kept": [], "ours": [], "engine": []} for name in CLIS
             }
 
             @workflow(name="bench-turn", description="Turns of each CLI, timed.")
@@ -108,6 +118,7 @@ async def main(n: int) -> None:
                     for name in CLIS:
                         times[name]["alone"].append(await alone(name, runs[name], base, "Run the command."))
                         times[name]["alone_python"].append(await alone(name, runs[name], base, "Run the PYTHON command."))
+                        times[name]["kept"].append(await alone(name, runs[name], base, "Run the command.", kept=True))
                         agent = await wf.agents.open(f"{name}-{len(times[name]['ours'])}", runtime=runs[name])
                         cli_seconds.clear()
                         start = time.perf_counter()
@@ -124,10 +135,12 @@ async def main(n: int) -> None:
         ours, baseline = statistics.median(times[name]["ours"]), statistics.median(times[name]["alone"])
         engine = statistics.median(times[name]["engine"])
         python = statistics.median(times[name]["alone_python"])
+        kept = statistics.median(times[name]["kept"])
         print(
             f"turn_{name}: ours={ours:.3f}s baseline={baseline:.3f}s ratio={ours / baseline:.3f} "
             f"added={(ours - baseline) * 1000:.0f}ms engine={engine * 1000:.1f}ms "
-            f"added_vs_a_python_command={(ours - python) * 1000:.0f}ms"
+            f"added_vs_a_python_command={(ours - python) * 1000:.0f}ms "
+            f"kept={kept:.3f}s kept_ratio={kept / baseline:.3f} keeper_added={(kept - baseline) * 1000:.0f}ms"
         )
 
 

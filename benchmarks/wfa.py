@@ -2,81 +2,112 @@
 
     python benchmarks/wfa.py [N]        (default N=200)
 
-A real run (the engine on asyncio) opens a scripted agent with
-a no-op tool and keeps its turn open. Interleaved, the benchmark then times N runs of each:
+A real run (the engine on asyncio) opens a shell agent with a no-op tool; the agent's
+command is this file's timing loop, so every `wfa` it times comes from inside the agent's
+attempt, under its keeper, as an agent's own does (a request from anywhere else would be
+refused `wrong-agent`), and the run's process does nothing but answer. Interleaved, it
+times N runs of each:
 
-- `wfa result <unknown id>`: a refused answer, through the launcher, socket and AgentActor;
+- `wfa result <unknown id>`: a refused answer, through the launcher, socket, identity check
+  and AgentActor;
 - `wfa tool noop`: a tool call through the AgentActor, the ToolBroker and the Recorder;
 - `python -S -I -c pass` with the same interpreter: the floor any Python client pays.
 
-The run lives in a process of its own, as it does in real use.
-
-It prints the median seconds per call and the ratio to the floor (goal: at most 1.3).
+It prints the median seconds per call and the ratio to the floor (goal: at most 1.3), and
+`identity_check`: what the run's identity check (the peer's ancestry read from /proc, up to
+the keeper) costs per request, timed in the agent's process on its own real ancestry.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import anyio
 
+import agentswf
 from agentswf import Workflow, tool, workflow
-from agentswf.testing import answer, run_workflow
+from agentswf.launcher.identity import agent_refusal
+from agentswf.launcher.peer import command_of, parent_of
+
+CHECKS = 20000
 
 
-@workflow(name="bench-wfa", description="Keeps one turn open for the benchmark.")
-async def bench(wf: Workflow) -> None:
-    agent = await wf.agents.open("bench", runtime="shell:true", tools={"noop": tool(lambda: None, description="Nothing.")})
-    await agent.run("Wait.", timeout="1h")
+def keeper_of(pid: int) -> int:
+    """The keeper this process runs under: its first ancestor running keeper.py."""
+    current: int | None = pid
+    while current is not None and current > 1:
+        if any("keeper.main" in word for word in command_of(current)):
+            return current
+        current = parent_of(current)
+    sys.exit("not run under a keeper")
 
 
-async def serve() -> None:
-    """The run, in a process of its own as in real use: prints the launcher, ends when stdin closes."""
-
-    async def hold(turn) -> str:
-        print(turn.launcher, flush=True)
-        await anyio.to_thread.run_sync(sys.stdin.read)
-        return "done"
-
-    with tempfile.TemporaryDirectory(prefix="awf-bench-runs-") as root:
-        await run_workflow(bench, agents={"bench": answer(hold)}, run_root=root)
-
-
-def main(argv: list[str]) -> None:
-    if argv == ["--serve"]:
-        anyio.run(serve)
-        return
-    n = int(argv[0]) if argv else 200
-    engine = subprocess.Popen(
-        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert engine.stdout is not None and engine.stdin is not None
-    wfa = engine.stdout.readline().strip()
+def client(n: int, out: Path) -> None:
+    """The agent's side: time the commands from inside the attempt, write the medians to `out`."""
+    wfa = os.environ["WFA"]
     commands = {
         "wfa_result_refused": ([wfa, "result", "c0ffee00", "--verdict", "approve"], 1),
         "wfa_tool_noop": ([wfa, "tool", "noop"], 0),
         "baseline": ([sys.executable, "-S", "-I", "-c", "pass"], 0),
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for name, (command, expected) in commands.items():  # warm the caches once
-        subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True)
+    for command, _ in commands.values():  # warm the caches once
+        subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, check=False)
     for _ in range(n):
         for name, (command, expected) in commands.items():
             start = time.perf_counter()
-            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True)
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, check=False)
             times[name].append(time.perf_counter() - start)
-            if done.returncode != expected:
+            if done.returncode != expected or b"wrong-agent" in done.stderr:
                 sys.exit(f"{name} exited {done.returncode}: {done.stderr.decode()}")
-    engine.stdin.close()
-    engine.wait(30)
     baseline = statistics.median(times["baseline"])
+    report = []
     for name in ("wfa_result_refused", "wfa_tool_noop"):
         ours = statistics.median(times[name])
-        print(f"{name}: ours={ours:.5f} baseline={baseline:.5f} ratio={ours / baseline:.2f}")
+        report.append(f"{name}: ours={ours:.5f} baseline={baseline:.5f} ratio={ours / baseline:.2f}")
+    roots = {keeper_of(os.getpid())}
+    current, depth = os.getpid(), 0
+    while current not in roots:  # the parents a check of this process reads (one fewer than wfa's)
+        current, depth = parent_of(current) or 0, depth + 1
+    start = time.perf_counter()
+    for _ in range(CHECKS):
+        agent_refusal(os.getpid(), agent="bench", run_pid=1, roots=roots, parent_of=parent_of)
+    check = (time.perf_counter() - start) / CHECKS
+    refused = statistics.median(times["wfa_result_refused"])
+    report.append(
+        f"identity_check: {check * 1e6:.1f}us per request ({depth} parents read) "
+        f"= {check / refused * 100:.2f}% of a refused wfa result"
+    )
+    out.write_text("\n".join(report) + "\n")
+
+
+@workflow(name="bench-wfa", description="One agent times wfa from inside its turn.")
+async def bench(wf: Workflow, args: list[str]) -> None:
+    n, out = args
+    command = f"{sys.executable} {__file__} --client {n} {out}"
+    noop = tool(lambda: None, description="Nothing.")
+    agent = await wf.agents.open("bench", runtime=f"shell:{command}", tools={"noop": noop})
+    turn = await agent.run("Time wfa.", timeout="1h", nudge=False)
+    assert turn.outcome.kind == "unanswered", turn.outcome
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--client"]:
+        client(int(argv[1]), Path(argv[2]))
+        return
+    n = argv[0] if argv else "200"
+    with tempfile.TemporaryDirectory(prefix="awf-bench-runs-") as root:
+        out = Path(root) / "report"
+        result = anyio.run(lambda: agentswf.run(bench, args=[n, str(out)], run_root=root, cwd=root))
+        if result.outcome != "completed":
+            sys.exit(f"the run ended {result.outcome}: {result.reason}")
+        print(out.read_text(), end="")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """The actor kernel: actors with private state and bounded mailboxes, under supervisors.
 
 It knows nothing of agents. Messages are msgspec Structs dispatched by type; asks are
-answered through a one-shot slot; crashes follow structured concurrency unless a child
-opts into a restart policy; messages no handler will see become dead letters; every
+answered through a one-shot slot, and a handler raising fails only that ask; crashes
+(a tell's handler or a background task raising) follow structured concurrency unless a
+child opts into a restart policy; messages no handler will see become dead letters; every
 mailbox event can be traced through structlog.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
@@ -71,7 +71,7 @@ class Actor:
     def name(self) -> str:
         return self._cell.name
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``fn(*args)`` beside the handlers; cancelled when the actor stops, and its error crashes the actor."""
         self._cell.start_soon(fn, *args)
 

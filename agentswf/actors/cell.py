@@ -1,6 +1,11 @@
 """One supervised child: its task, its instances one after another, its restarts and its stop.
 
 The mailbox belongs to the cell, not to an instance, so a restart keeps the queue.
+A handler that raises while answering an ask fails that ask (the asker gets
+``ActorCrashed`` with the error as its cause) and the actor goes on with its next
+message, as an Orleans grain or a Ray actor does: one bad request is the asker's
+error, not the death of the actor every other asker needs. A handler that raises on a
+tell, a background task that raises, or ``on_start`` raising is a crash.
 The cell's task runs in the supervisor's task group; a crash that is not restarted
 leaves that task as the original exception, which is how it escalates.
 """
@@ -10,10 +15,11 @@ from __future__ import annotations
 import enum
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import structlog
 
 from agentswf.errors import ActorCrashed, ActorStopped
 
@@ -24,6 +30,8 @@ from .reply import NO_REPLY, Reply
 
 if TYPE_CHECKING:
     from .actor import Actor
+
+_log = structlog.get_logger("agentswf.actors")
 
 
 class Restart(enum.Enum):
@@ -160,9 +168,17 @@ class Cell:
                 mailbox.failed += 1
                 if tracing_on:
                     self._trace("mailbox.failed", message, started)
-                if reply is not None:
-                    reply.fail(_crashed(self.name, message, exc))
-                raise
+                if reply is None:
+                    raise  # a tell's error has no one to go to: it is the actor's crash
+                if not reply.pending:  # answered already, or its asker gave up: nobody else will see it
+                    _log.warning(
+                        "a handler raised answering an ask already answered or given up",
+                        actor=self.name,
+                        message_type=type(message).__name__,
+                        exc_info=exc,
+                    )
+                reply.fail(_raised(self.name, message, exc))
+                continue
             self._current = None
             mailbox.handled += 1
             if reply is not None and reply._owner is None:
@@ -199,7 +215,7 @@ class Cell:
             self._deferred.add(reply)
         return reply
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tasks is None:
             raise RuntimeError(f"actor {self.name!r} is not running; start background tasks from its hooks or handlers")
         self._tasks.start_soon(fn, *args)
@@ -225,11 +241,17 @@ class Cell:
             await self._done.wait()
 
 
-def _only_error(exc: Exception) -> BaseException:
+def _only_error(exc: BaseException) -> BaseException:
     """The single error inside nested one-error groups, else ``exc`` itself."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
+
+
+def _raised(name: str, message: Any, cause: Exception) -> ActorCrashed:
+    error = ActorCrashed(f"actor {name!r} raised handling {type(message).__name__}: {cause!r}; it goes on")
+    error.__cause__ = cause
+    return error
 
 
 def _crashed(name: str, message: Any, cause: BaseException | None) -> ActorCrashed:

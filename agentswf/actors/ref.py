@@ -70,7 +70,8 @@ class ActorRef:
 
         Raises ``AskTimeout`` after ``timeout`` seconds (the message is withdrawn if still
         queued; a late answer is dropped), ``ActorStopped`` if the actor is or becomes
-        stopped first, ``ActorCrashed`` if it crashes handling the message.
+        stopped first, ``ActorCrashed`` if its handler raises (the actor goes on) or the
+        actor crashes before answering.
         """
         if type(message) not in self._handlers:
             raise self._unhandled(message)

@@ -1,4 +1,5 @@
-"""`awf logs`: a run's record, readable: how it ended, each turn, each answer handed in."""
+"""`awf logs`: a run's record, readable: how it ended, each turn, each answer handed in, and
+each process refused on the run's sockets for who it is."""
 
 from __future__ import annotations
 
@@ -31,11 +32,30 @@ def _clock(unix: float | None) -> str:
     return "--:--:--" if unix is None else time.strftime("%H:%M:%S", time.localtime(unix))
 
 
+def _candidate_lines(candidate: dict[str, Any]) -> str:
+    mark = "accepted" if candidate.get("accepted") else "refused"
+    given = candidate.get("args") or candidate.get("input") or ""
+    text = f"  {_clock(candidate.get('at'))} {mark}: {_short(given)}\n"
+    return text + (f"    {_short(candidate['error'])}\n" if candidate.get("error") else "")
+
+
+def _tool_lines(call: dict[str, Any]) -> str:
+    took = call["ended_at"] - call["started_at"]
+    text = (
+        f"  {_clock(call.get('started_at'))} tool {call['tool']} {_short(call.get('input'))} "
+        f"-> {call['outcome']} ({took * 1000:.0f} ms)\n"
+    )
+    shown = call.get("error") if call["outcome"] != "result" else call.get("result")
+    return text + (f"    {_short(shown)}\n" if shown not in (None, "") else "")
+
+
 def print_run(run_dir: Path, out: TextIO) -> None:
     info = read_json(run_dir / "run.json")
     output_path = run_dir / "output.json"
     output = read_json(output_path) if output_path.exists() else None
     out.write(f"run {info['run_id']} of {info['workflow']}, started {_clock(info.get('started_at'))} in {info['cwd']}\n")
+    if info.get("replay_of"):
+        out.write(f"  a replay of {info['replay_of']}: its tool calls were answered from that record\n")
     if output is None:
         out.write("  still running, or interrupted before it could record its ending\n")
     else:
@@ -45,6 +65,10 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             out.write(_block("reason", output["reason"]))
         if output["outcome"] == "completed":
             out.write(f"  value: {_short(output.get('value'))}\n")
+        if output.get("where"):
+            out.write(f"  at: {output['where']}\n")
+        if output.get("traceback"):
+            out.write("  traceback:\n" + "".join(f"    {line}\n" for line in output["traceback"].rstrip().splitlines()))
     logs = list(read_lines(run_dir / "log.jsonl"))
     tools: dict[str, list[dict[str, Any]]] = {}
     for call in read_lines(run_dir / "tools.jsonl"):
@@ -64,21 +88,19 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             out.write(f"  answer: {_short(outcome.get('value'))}\n")
         else:
             out.write(_block("reason", outcome.get("reason", "")))
-        for candidate in read_lines(run_dir / "calls" / turn["call_id"] / "candidates.jsonl"):
-            mark = "accepted" if candidate.get("accepted") else "refused"
-            given = candidate.get("args") or candidate.get("input") or ""
-            out.write(f"  {_clock(candidate.get('at'))} {mark}: {_short(given)}\n")
-            if candidate.get("error"):
-                out.write(f"    {_short(candidate['error'])}\n")
-        for call in tools.get(turn["call_id"], []):
-            took = call["ended_at"] - call["started_at"]
-            out.write(
-                f"  {_clock(call.get('started_at'))} tool {call['tool']} {_short(call.get('input'))} "
-                f"-> {call['outcome']} ({took * 1000:.0f} ms)\n"
-            )
-            shown = call.get("error") if call["outcome"] != "result" else call.get("result")
-            if shown not in (None, ""):
-                out.write(f"    {_short(shown)}\n")
+        events = [
+            *((candidate.get("at") or 0.0, _candidate_lines(candidate)) for candidate in read_lines(
+                run_dir / "calls" / turn["call_id"] / "candidates.jsonl"
+            )),
+            *((call.get("started_at") or 0.0, _tool_lines(call)) for call in tools.get(turn["call_id"], [])),
+        ]
+        out.writelines(lines for _, lines in sorted(events, key=lambda event: event[0]))  # as they happened
+    refusals = list(read_lines(run_dir / "refusals.jsonl"))
+    if refusals:
+        out.write("\nrefused for who they are:\n")
+        for line in refusals:
+            command = " ".join(line.get("command") or []) or "(gone)"
+            out.write(f"  {_clock(line.get('at'))} {line.get('socket')}: process {line.get('pid')} {_short(command)}\n")
     if logs:
         out.write("\nlog:\n")
         for line in logs:

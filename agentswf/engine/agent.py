@@ -3,7 +3,9 @@
 Every request an agent's `wfa` sends arrives here as a message, so the agent's state
 (in a turn or not, answer accepted, call ids) changes one message at a time. What is
 allowed is decided by the pure rules in `rules.py`; this actor does the I/O around
-them: it runs the harness, keeps the deadline, and tells the Recorder.
+them: it runs the harness, keeps the deadline, and tells the Recorder. Its socket admits
+only the run's own process and what runs under the keeper of its live attempt (the run's
+`LiveAttempts`, `admission.py`); anything else is refused before it becomes a message.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ import msgspec
 from ..actors import Actor, ActorRef, Reply, handler
 from ..errors import ActorError
 from ..harnesses.base import Attempt, AttemptResult, Harness
+from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, listen, serve
 from ..launcher.place import make_agent_dir
 from ..wire import (
@@ -41,6 +44,7 @@ from ..wire.teaching import ReadError, Taught
 from . import rules
 from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, add_usage
 from .agent_mail import AgentMail
+from .admission import agent_admit
 from .agent_tools import AgentTools, ToolRun
 from .clock import wall_ms
 from .notice import notice
@@ -157,6 +161,7 @@ class AgentSetup:
     tools: Mapping[str, Any]  # name -> workflow.tools.Tool
     board: ActorRef  # the switchboard
     run_deadline: float
+    attempts: LiveAttempts  # the run's, shared: whose processes the sockets admit
 
 
 class AgentActor(AgentTools, AgentMail, Actor):
@@ -179,6 +184,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self.session: str | None = None
         self.board = setup.board
         self.run_deadline = setup.run_deadline
+        self.attempts = setup.attempts
         self.message_turns = 0
         self.state = "not-started"
 
@@ -189,7 +195,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         async def handle(request: Request) -> Response:
             return await self.ref.ask(WfaCall(request))
 
-        self.start_soon(serve, listener, handle, self.budget)
+        self.start_soon(serve, listener, handle, self.budget, agent_admit(self.key, self.attempts, self.recorder))
 
     async def on_stop(self) -> None:
         """The agent is closing: a turn it hadn't settled, and turns still queued, end cancelled, on the record."""
@@ -340,15 +346,26 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self._spawn(turn, self._run_attempt, turn, attempt)
 
     async def _run_attempt(self, turn: _Turn, attempt: Attempt) -> None:
+        keepers: list[int] = []
+
+        def started(pid: int) -> None:  # from now on the socket admits what runs under `pid`
+            keepers.append(pid)
+            self.attempts.add(pid, self.key)
+
+        self.attempts.begin(self.key)  # until `started`: a connection waits for the keeper's pid
         try:
             try:
-                result = await self.harness.run(attempt)
+                result = await self.harness.run(replace(attempt, started=started))
             except Exception as error:  # a harness that breaks fails the turn, not the run
                 result = AttemptResult(
                     rules.AttemptEnding("failed", reason=f"the agent could not be run: {error}", retryable=False)
                 )
             await self.ref.tell(_AttemptEnded(turn.call_id, result))
         finally:
+            if not keepers:  # it never started
+                self.attempts.end(self.key)
+            for pid in keepers:  # the harness is done: nothing under them is left
+                self.attempts.remove(pid)
             turn.attempt_done.set()
 
     async def _timer(self, call_id: str, what: str, at: float) -> None:

@@ -6,6 +6,20 @@ deadline), retried when it is marked safe to retry; then the result must be JSON
 most 64 KiB, and fit the tool's `output`. Each call is recorded, its input redacted.
 The agent's actor decides whether a call may start (tool-busy and the rest); the
 broker only runs it, each call in a task of its own, and tells the agent how it ended.
+
+Where a handler runs: an `async def` handler on the run's own loop (it may run another
+agent); any other in a worker thread, SYNC_HANDLER_THREADS at most at once, so one that
+blocks (`time.sleep`, a slow subprocess) freezes no other agent. A handler that raises
+anything, `SystemExit` and `KeyboardInterrupt` included, fails its call, not the run.
+When the call's time is up (or its turn ends) its signal fires and an async handler is
+cancelled; one still running TOOL_SETTLE_GRACE_SECONDS later is abandoned: the call ends
+`timed-out`, recorded with code `abandoned`. The run's end doesn't wait for a handler: a
+call whose handler still runs is recorded abandoned too. A worker thread can't be
+killed, so an abandoned sync handler runs on until it returns (`awf run` exits without
+waiting for it). An async handler that shields itself from cancellation can't be
+abandoned: it runs on the run's loop, inside the run's structured concurrency, and
+nothing of the run may outlive the run, so the run's end waits for it. Put blocking work
+in a sync handler.
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ from typing import Any, Literal
 
 import anyio
 import msgspec
+import structlog
 
 from ..actors import Actor, ActorRef, handler
 from ..errors import AskTimeout
@@ -32,8 +47,10 @@ from .records import read_lines
 from .toolcall import CURRENT_TOOL_CALL, ToolCall
 
 MAX_TOOL_RESULT_BYTES = 64 * 1024
-TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is left
+TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
+SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
 _encoder = msgspec.json.Encoder()
+_log = structlog.get_logger("agentswf.tools")
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
@@ -198,7 +215,8 @@ class ToolBroker(Actor):
         self.policies = list(policies)
         self.replay = replay
         self.running: dict[str, ToolCall] = {}
-        self.scopes: dict[str, anyio.CancelScope] = {}
+        self.handling: dict[str, tuple[RunTool, float]] = {}  # calls whose handler runs, and since when
+        self.threads = anyio.CapacityLimiter(SYNC_HANDLER_THREADS)
 
     @handler
     def run_tool(self, msg: RunTool) -> None:
@@ -209,10 +227,43 @@ class ToolBroker(Actor):
     def cancel_tool(self, msg: CancelTool) -> None:
         call = self.running.get(msg.call_id)
         if call is not None:
-            call.cancel()
-            scope = self.scopes.get(msg.call_id)
-            if scope is not None:
-                scope.cancel()
+            call.cancel()  # its handler, if running, is stopped as when its time runs out
+
+    async def on_stop(self) -> None:
+        """The run is ending: a call whose handler still ran is recorded abandoned."""
+        now = time.time()
+        for msg, started in self.handling.values():
+            call: ToolCall = msg.call
+            plain = msgspec.to_builtins(msg.value)
+            try:  # redacted as when the call started: the policies decide again
+                redacted = redact_value(plain, self._verdict(msg, plain).redacted)
+            except Exception:  # noqa: BLE001  # a broken policy: keep none of the input
+                redacted = "[redacted]"
+            await self.recorder.tell(
+                ToolCalled(
+                    call_id=call.id,
+                    turn_call_id=msg.turn_call_id,
+                    agent=call.agent,
+                    tool=call.tool,
+                    input=redacted,
+                    outcome="timed-out",
+                    error="the run ended while the handler ran, and it was abandoned. It may have run.",
+                    code="abandoned",
+                    started_at=started,
+                    ended_at=now,
+                )
+            )
+        self.handling.clear()
+
+    def _verdict(self, msg: RunTool, plain: Any) -> Any:
+        call: ToolCall = msg.call
+        return decide(
+            PolicyCall(call.tool, call.agent, plain),
+            self.policies,
+            allowed_agents=msg.tool.allowed_agents,
+            requires_approval=msg.tool.requires_approval,
+            sensitive_fields=msg.tool.sensitive_fields,
+        )
 
     async def _call(self, msg: RunTool) -> None:
         call: ToolCall = msg.call
@@ -334,45 +385,100 @@ class ToolBroker(Actor):
                 return msgspec.structs.replace(outcome, code=""), attempt
 
     async def _run_handler(self, msg: RunTool) -> ToolOutcome:
+        """One run of the handler, until it returns, raises, or is abandoned after its grace."""
         call: ToolCall = msg.call
         done = anyio.Event()
         box: dict[str, Any] = {}
         scope = anyio.CancelScope()
-        self.scopes[call.id] = scope
+        in_thread = not msg.tool.is_async
 
         async def work() -> None:
             try:
                 with scope:
-                    CURRENT_TOOL_CALL.set(call)
-                    returned = msg.tool.invoke(msg.value, call)
-                    if inspect.isawaitable(returned):
-                        returned = await returned
-                    box["value"] = returned
-            except Exception as error:
-                box["error"] = error
+                    CURRENT_TOOL_CALL.set(call)  # a worker thread runs in a copy of this context
+                    if in_thread:
+                        got = await anyio.to_thread.run_sync(
+                            _invoke, msg.tool, msg.value, call, abandon_on_cancel=True, limiter=self.threads
+                        )
+                    else:
+                        got = _invoke(msg.tool, msg.value, call)
+                    if inspect.isawaitable(got.get("value")):
+                        got = await _awaited(got["value"])
+                    box.update(got)
             finally:
                 done.set()
 
+        self.handling[call.id] = (msg, time.time())
         self.start_soon(work)
-        try:
-            with anyio.move_on_at(msg.deadline):
+        with anyio.move_on_at(msg.deadline):
+            await _until_either(done, call)
+        if not done.is_set():  # its time is up, or its turn ended: the signal, then the grace
+            why = "its turn ended" if anyio.current_time() < msg.deadline else "the call's time ran out"
+            call.cancel()
+            if not in_thread:
+                scope.cancel()
+            with anyio.move_on_after(TOOL_SETTLE_GRACE_SECONDS):
                 await done.wait()
             if not done.is_set():
-                call.cancel()
-                scope.cancel()
-                with anyio.move_on_after(TOOL_SETTLE_GRACE_SECONDS):
-                    await done.wait()
-                settled = "" if done.is_set() else f"; it ignored its signal for {TOOL_SETTLE_GRACE_SECONDS:g}s more"
-                return ToolOutcome(
-                    "timed-out", error=f"the call's time ran out{settled}. It may have run: check before calling again."
+                scope.cancel()  # a worker thread is left to run on; a shielded task is not waited for here
+                del self.handling[call.id]
+                _log.warning(
+                    "a tool handler ignored its signal and was abandoned",
+                    tool=call.tool,
+                    agent=call.agent,
+                    call_id=call.id,
+                    runs_on="its worker thread, until it returns" if in_thread
+                    else "the run's loop: the run's end waits for it, as it shields itself from cancellation",
                 )
-        finally:
-            self.scopes.pop(call.id, None)
+                return ToolOutcome(
+                    "timed-out",
+                    error=f"{why}, and the handler ignored its signal for {TOOL_SETTLE_GRACE_SECONDS:g}s more, "
+                    "so it was abandoned. It may have run: check before calling again.",
+                    code="abandoned",
+                )
+        del self.handling[call.id]
         if "error" in box:
             error = box["error"]
+            if not isinstance(error, Exception):
+                return ToolOutcome("failed", error=f"the handler raised {error!r}", code="raised")
             return ToolOutcome("failed", error=str(error) or type(error).__name__, code="raised")
         if "value" not in box:  # cancelled by its turn ending
             return ToolOutcome("timed-out", error="the call was cancelled when its turn ended. It may have run.")
         if anyio.current_time() >= msg.deadline:
             return ToolOutcome("timed-out", error="the call finished after its time ran out. It may have run.")
         return check_result(box["value"], msg.tool.output)
+
+
+def _invoke(tool: Any, value: Any, call: ToolCall) -> dict[str, Any]:
+    """Call the handler: `{"value": …}` what it returned, or `{"error": …}` whatever it raised.
+
+    Raised is handed back as a value, so no exception (SystemExit, KeyboardInterrupt…)
+    ever leaves a handler, from a worker thread or from the loop: the call fails, not the run.
+    """
+    try:
+        return {"value": tool.invoke(value, call)}
+    except BaseException as error:  # noqa: BLE001
+        return {"error": error}
+
+
+async def _awaited(returned: Any) -> dict[str, Any]:
+    """What awaiting an async handler gave, as `_invoke` says; a cancellation goes on as one."""
+    try:
+        return {"value": await returned}
+    except anyio.get_cancelled_exc_class():
+        raise
+    except BaseException as error:  # noqa: BLE001
+        return {"error": error}
+
+
+async def _until_either(done: anyio.Event, call: ToolCall) -> None:
+    """Wait until the handler is done or the call's signal fires (its turn ended)."""
+    async with anyio.create_task_group() as race:
+
+        async def signalled() -> None:
+            await call.wait_cancelled()
+            race.cancel_scope.cancel()
+
+        race.start_soon(signalled)
+        await done.wait()
+        race.cancel_scope.cancel()

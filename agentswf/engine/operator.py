@@ -3,7 +3,8 @@
 
 One socket per run, beside the agents' sockets, answering one JSON line with one JSON
 line. Its path is in the run's record (run.json `control`), so a person finds it by
-run id.
+run id. A process of any agent's live attempt is refused (`admission.operator_admit`):
+the approval a person gives must not be an agent's.
 
 Its connections are bounded as an agent's are (see `launcher.listener`), with a budget of
 their own, `MAX_OPERATOR_CONNECTIONS`, so nothing at the agents' sockets can keep a person
@@ -26,7 +27,9 @@ import structlog
 from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
-from ..launcher.listener import ConnectionBudget, accept, deliver, receive
+from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, receive
+from ..launcher.peer import peer_pid
+from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
 from .rules import Refusal
 from .switchboard import Inbox, Participants, Post, Receive
@@ -125,7 +128,16 @@ def _encode(response: OperatorResponse) -> bytes:
     return msgspec.json.encode(response) + b"\n"
 
 
-async def _respond(data: bytes, desk: ActorRef, board: ActorRef) -> OperatorResponse:
+async def _respond(data: bytes, stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None) -> OperatorResponse:
+    try:
+        refusal = None if admit is None else await admit(peer_pid(stream))
+    except OSError as error:  # out of descriptors to look the process up with
+        return OperatorResponse(False, f"the run could not check who is asking ({error.strerror}); try again")
+    if refusal is not None:
+        return OperatorResponse(False, f"refused (wrong-agent): {refusal}", {"code": "wrong-agent"})
+    deep = too_deep(data)
+    if deep is not None:
+        return OperatorResponse(False, f"not an operator request: {deep}")
     try:
         request = _decoder.decode(data)
     except msgspec.DecodeError as error:
@@ -136,7 +148,9 @@ async def _respond(data: bytes, desk: ActorRef, board: ActorRef) -> OperatorResp
     return OperatorResponse(False, f"the run did not answer within {OPERATOR_TIMEOUT_SECONDS:g} seconds; try again")
 
 
-async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef, budget: ConnectionBudget) -> None:
+async def _answer(
+    stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None, budget: ConnectionBudget
+) -> None:
     """One operator connection; whatever goes wrong with it ends it, never the run."""
     async with stream:
         slot = budget.take(stream)
@@ -145,7 +159,10 @@ async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef, budget:
             return
         try:
             data, refusal = await receive(stream, budget, slot, MAX_OPERATOR_REQUEST_BYTES)
-            response = OperatorResponse(False, refusal) if refusal is not None else await _respond(data, desk, board)
+            if refusal is not None:
+                response = OperatorResponse(False, refusal)
+            else:
+                response = await _respond(data, stream, desk, board, admit)
             await deliver(stream, _encode(response))
         except Exception:  # the run is stopping, or a bug: this connection ends, the run doesn't
             _log.warning("an operator connection failed", exc_info=True)
@@ -153,11 +170,11 @@ async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef, budget:
             budget.release(slot)
 
 
-async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef) -> None:
+async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef, admit: Admit | None = None) -> None:
     budget = ConnectionBudget(MAX_OPERATOR_CONNECTIONS, "MAX_OPERATOR_CONNECTIONS")
     async with listener, anyio.create_task_group() as connections:
         while True:
-            connections.start_soon(_answer, await accept(listener, budget), desk, board, budget)
+            connections.start_soon(_answer, await accept(listener, budget), desk, board, admit, budget)
 
 
 def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorResponse:

@@ -2,13 +2,19 @@
 
 A turn that does not answer is not an error of the workflow; it is a fact the
 workflow decides about, so `agent.run` returns it instead of raising.
+
+`Turn` and `Answered` are generic in the answer's type: `agent.run(..., schema=Verdict)`
+returns a `Turn[Verdict]`, so a type checker knows `turn.value` is a `Verdict` (and a
+`str` without a schema).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
+
+T = TypeVar("T")
 
 
 class _Outcome(msgspec.Struct, frozen=True, tag_field="kind"):
@@ -19,45 +25,47 @@ class _Outcome(msgspec.Struct, frozen=True, tag_field="kind"):
         return type(self).__struct_config__.tag  # type: ignore[return-value]
 
 
-class Answered(_Outcome, tag="answered"):
+class Answered(_Outcome, Generic[T], frozen=True, tag="answered"):
     """The agent's answer was accepted; `value` is it, validated by the turn's schema."""
 
-    value: Any
+    value: T
     answered: ClassVar[bool] = True
+    reason: ClassVar[str] = ""  # as every other outcome has one: `turn.outcome.reason` reads the same on any
 
 
-class Unanswered(_Outcome, tag="unanswered"):
+class Unanswered(_Outcome, frozen=True, tag="unanswered"):
     """The agent finished, was nudged, and still gave no answer."""
 
     reason: str
 
 
-class Blocked(_Outcome, tag="blocked"):
+class Blocked(_Outcome, frozen=True, tag="blocked"):
     """The agent stopped on a prompt it could not get past (a permission, a question)."""
 
     reason: str
 
 
-class TimedOut(_Outcome, tag="timed-out"):
+class TimedOut(_Outcome, frozen=True, tag="timed-out"):
     """The turn's deadline passed before an answer was accepted."""
 
     reason: str
 
 
-class Failed(_Outcome, tag="failed"):
+class Failed(_Outcome, frozen=True, tag="failed"):
     """The agent's CLI failed; `retryable` says whether trying again may help."""
 
     reason: str
     retryable: bool = False
 
 
-class Cancelled(_Outcome, tag="cancelled"):
+class Cancelled(_Outcome, frozen=True, tag="cancelled"):
     """The turn was cancelled: its workflow, stage or parallel branch stopped."""
 
     reason: str
 
 
-Outcome = Union[Answered, Unanswered, Blocked, TimedOut, Failed, Cancelled]
+Outcome = Answered[T] | Unanswered | Blocked | TimedOut | Failed | Cancelled
+"""How a turn ended: `Outcome[Verdict]` when its answer is a `Verdict`."""
 
 
 class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -87,10 +95,10 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
     )
 
 
-class Turn(msgspec.Struct, frozen=True, kw_only=True):
-    """One finished turn of one agent."""
+class Turn(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
+    """One finished turn of one agent; `T` is its answer's type (its schema, or `str`)."""
 
-    outcome: Outcome
+    outcome: Outcome[T]
     agent: str
     call_id: str
     n: int
@@ -106,7 +114,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
         return self.outcome.answered
 
     @property
-    def value(self) -> Any:
+    def value(self) -> T:
         """The answer; raises if the turn was not answered, saying how it ended."""
         if isinstance(self.outcome, Answered):
             return self.outcome.value

@@ -15,6 +15,7 @@ import msgspec
 import structlog
 
 from ..actors import Actor, handler
+from ..progress import progress
 from .records import RECORD_VERSION, LineLog, encode, write_whole
 
 _log = structlog.get_logger("agentswf.recorder")
@@ -101,12 +102,24 @@ class MessageRead(msgspec.Struct, frozen=True):
     at: float
 
 
+class ConnectionRefused(msgspec.Struct, frozen=True):
+    """A process refused on one of the run's sockets for who it is, and what it ran."""
+
+    at: float
+    socket: str  # "agent <key>" or "operator"
+    pid: int | None
+    command: list[str]
+    reason: str
+
+
 class RunEnded(msgspec.Struct, frozen=True):
     outcome: str
     reason: str | None
     value: Any
     started_at: float
     ended_at: float
+    where: str | None = None  # a failed run's line: `file:line, in name`
+    traceback: str | None = None  # a failed run's whole traceback
 
 
 class Recorder(Actor):
@@ -165,6 +178,7 @@ class Recorder(Actor):
 
     @handler
     async def call_opened(self, msg: CallOpened) -> None:
+        progress("agentswf.turns", "turn started", agent=msg.agent, turn=msg.n, call=msg.call_id)
         await self._write(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg))
 
     @handler
@@ -178,7 +192,9 @@ class Recorder(Actor):
 
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
-        self._append(self.run_dir / "turns.jsonl", msg.turn)
+        turn = msg.turn
+        progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id, outcome=turn.outcome.kind)
+        self._append(self.run_dir / "turns.jsonl", turn)
 
     @handler
     def logged(self, msg: Logged) -> None:
@@ -199,6 +215,10 @@ class Recorder(Actor):
     @handler
     def message_read(self, msg: MessageRead) -> None:
         self._append(self.run_dir / "messages.jsonl", {"event": "read", **msgspec.structs.asdict(msg)})
+
+    @handler
+    def connection_refused(self, msg: ConnectionRefused) -> None:
+        self._append(self.run_dir / "refusals.jsonl", msg)
 
     @handler
     async def run_ended(self, msg: RunEnded) -> None:

@@ -9,11 +9,13 @@
         tools.jsonl                  every tool call: who, input (redacted), result or error, timing
         approvals.jsonl              every decision on a call that needed approval
         messages.jsonl               every message between agents and people: sent, then read
+        refusals.jsonl               every process refused on the run's sockets for who it is
         calls/<call id>/
           call.json                  the turn's prompt, schema and deadline
           candidates.jsonl           every answer handed in, accepted or not, and why
           result.json                the accepted answer (created once, exclusively)
-        output.json                  how the run ended, and its value
+        output.json                  how the run ended, and its value; when the workflow raised,
+                                     `where` (file:line) and its whole `traceback`
 
 Whole files are written to a temp file, fsynced and renamed, so a reader sees the old
 file or the new one; logs are append-only JSON lines, read back skipping a torn last

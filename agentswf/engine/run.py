@@ -5,7 +5,9 @@ the Switchboard and the RunActor, then one AgentActor per opened agent (and a
 RouteActor per route); stopping goes in reverse, so
 agents (and their CLIs) are gone before the run stops answering and the Recorder
 writes last. The RunActor knows
-every agent and every call id of the run, which is what `wrong-agent` needs.
+every agent and every call id of the run, which is what `wrong-agent` needs. The run's
+directory of sockets has a watchdog (`process.watched`) for as long as the run lives, so
+that a run killed with `kill -9` leaves no process carrying its mark and no directory.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ import msgspec
 
 from ..actors import Actor, ActorRef, Supervisor, handler
 from ..harnesses.base import Harness
+from ..harnesses.keeper import MARK_VARIABLE
+from ..harnesses.process import watched
+from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, listen
 from ..launcher.place import make_run_dir, remove_run_dir
+from .admission import operator_admit
 from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker
@@ -64,12 +70,13 @@ class RunActor(Actor):
         self.deadline = services.deadline
         self.sockets = sockets
         self.budget = ConnectionBudget()
+        self.attempts = LiveAttempts()
         self.agents: dict[str, ActorRef] = {}
         self.calls: dict[str, str] = {}
 
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
-        self.start_soon(serve_operator, listener, self.desk, self.board)
+        self.start_soon(serve_operator, listener, self.desk, self.board, operator_admit(self.attempts, self.recorder, self.sockets.name))
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -77,7 +84,7 @@ class RunActor(Actor):
             key=msg.key,
             harness=msg.harness,
             cwd=msg.cwd,
-            env=msg.env,
+            env={**msg.env, MARK_VARIABLE: self.sockets.name},  # the run's mark, on every agent process
             sockets=self.sockets,
             run=self.ref,
             recorder=self.recorder,
@@ -86,6 +93,7 @@ class RunActor(Actor):
             tools=msg.tools,
             board=self.board,
             run_deadline=self.deadline,
+            attempts=self.attempts,
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref
@@ -145,7 +153,7 @@ async def run_actors(
     """The run's actors, for as long as the block lasts; nothing of them outlives it."""
     sockets = make_run_dir()
     try:
-        async with Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
+        async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
             recorder = supervisor.spawn(Recorder, record_dir, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY)
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
             broker = supervisor.spawn(

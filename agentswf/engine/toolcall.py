@@ -12,8 +12,10 @@ class ToolCall:
 
     When the call's time is up (or its turn ends), `cancelled` turns true and
     `wait_cancelled()` returns, and an async handler is cancelled as anyio cancels any
-    task: its `finally` blocks run. A sync handler, or one that shields itself, gets 5 s
-    more; then the call ends `timed-out` without it, and the agent is told it may have run.
+    task: its `finally` blocks run. A sync handler (it runs in a worker thread: check
+    `cancelled` there), or one that shields itself, gets 5 s more; then it is abandoned:
+    the call ends `timed-out`, recorded `abandoned`, and the agent is told it may have run.
+    A worker thread can't be killed: an abandoned sync handler runs on until it returns.
     """
 
     def __init__(self, id: str, agent: str, tool: str) -> None:

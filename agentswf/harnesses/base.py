@@ -3,13 +3,15 @@
 A harness turns an `Attempt` (the prompt, the launcher, the call id, whether this is
 the nudge) into a finished run of its CLI. Everything the engine decides (accepting
 answers, deadlines, nudging) stays in the engine; a harness only drives its CLI and
-reports how it ended. Cancelling `run` must leave no process behind.
+reports how it ended. Cancelling `run` must leave no process behind, and a harness that
+starts processes tells `Attempt.started` the pid they all descend from (the keeper's, from
+`run_in_group`): the run admits requests on the agent's socket only from under it.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -32,6 +34,7 @@ class Attempt:
     env: Mapping[str, str]
     session: str | None = None  # the native session to resume, once there is one
     started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
+    started: Callable[[int], None] | None = None  # told the pid every process of the attempt descends from
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import msgspec
 from ..engine.outcomes import Usage
 from ..engine.rules import AttemptEnding
 from ..errors import HarnessError
+from ..wire.nesting import too_deep
 from .base import Attempt, AttemptResult, Harness
 from .capabilities import refusal
 from .process import Exited, run_in_group
@@ -38,6 +39,8 @@ class OutputReader:
         self.finished = False  # the CLI reported the end of its turn
 
     def feed(self, line: bytes) -> None:
+        if too_deep(line):
+            return  # no CLI event nests that deep: not an event, and never decoded
         try:
             event = msgspec.json.decode(line)
         except msgspec.DecodeError:
@@ -113,7 +116,8 @@ class CliHarness(Harness):
     async def run(self, attempt: Attempt) -> AttemptResult:
         reader = self.reader(attempt)
         exited = await run_in_group(
-            self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed
+            self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed,
+            started=attempt.started,
         )
         return AttemptResult(self.ending(exited, reader), session=reader.session or attempt.session, usage=reader.usage)
 

@@ -1,24 +1,35 @@
-"""Run an agent's CLI in a process group of its own, and leave nothing of it behind.
+"""Run an agent's CLI under a keeper of its own, and leave nothing of it behind.
 
-The group, not the process, is what gets stopped: an agent's shell starts children
-(builds, servers, `sleep &`) that outlive the CLI unless the whole group goes. On
-cancellation the group gets SIGTERM, a grace, then SIGKILL; when the CLI exits on its
-own, whatever it left in its group is killed at once.
+An agent's shell starts children (builds, servers, `sleep &`, `setsid` daemons, double
+forks) that outlive the CLI unless something outlives them. So the run starts a keeper
+(`keeper.py`, a child subreaper in a session of its own) that starts the CLI and, when the
+CLI ends, kills every process left under it. On cancellation the keeper gets SIGTERM and
+passes it on: a grace for the CLI, then SIGKILL to all. If the run dies, its end of the
+lifeline pipe every keeper holds closes, and each keeper kills its tree. Every agent
+process carries `MARK_VARIABLE` (the run's mark and the attempt's), and at the attempt's
+end whatever still carries it is killed too: a second net, for what escaped a keeper.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from .keeper import MARK_VARIABLE, keep_command, kill_marked, watch_command
+
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
+KEEPER_GRACE_SECONDS = 1.0  # past KILL_GRACE_SECONDS, for a keeper to kill and reap its tree
+WATCHDOG_GRACE_SECONDS = 5.0  # for the run's watchdog to sweep and exit once the run ends
 DRAIN_GRACE_SECONDS = 1.0  # for output pipes held open by an escaped grandchild
 OUTPUT_TAIL_BYTES = 64 * 1024  # of standard output and of standard error, each
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer output line is not handed to the reader
@@ -93,13 +104,30 @@ async def _drain(stream: ByteReceiveStream | None, tail: _Tail) -> None:
         return
 
 
+_lifeline: list[int] = []
+
+
+def lifeline() -> int:
+    """The read end of this process's lifeline, which every keeper holds: it reads end-of-file
+    only once this process is gone, since the write end (not inherited) is never closed."""
+    if not _lifeline:
+        read, _write = os.pipe()
+        _lifeline.append(read)
+    return _lifeline[0]
+
+
+def attempt_mark(env: Mapping[str, str]) -> str:
+    """The attempt's mark: the run's (when the run set one) and a new suffix of its own."""
+    return f"{env.get(MARK_VARIABLE) or 'awf'}/{secrets.token_hex(6)}"
+
+
 def _session_members(session: int) -> list[int]:
     """Processes still in the CLI's session (Linux /proc; none found elsewhere).
 
     A CLI may start its shell commands in process groups of their own (codex does), out of
     reach of the group's signal; they stay in the CLI's session unless they leave it.
     """
-    members = []
+    members: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -132,13 +160,17 @@ def _signal_group(process: Process, signum: int) -> None:
 
 
 async def stop_group(process: Process) -> None:
-    """SIGTERM to the group, a grace, then SIGKILL; returns once the CLI is reaped."""
+    """SIGTERM to the keeper, which stops its tree within its grace; SIGKILL to its group and
+    session past that. Returns once the keeper is reaped."""
     with anyio.CancelScope(shield=True):
         if process.returncode is None:
-            _signal_group(process, signal.SIGTERM)
-            with anyio.move_on_after(KILL_GRACE_SECONDS):
+            try:
+                process.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            with anyio.move_on_after(KILL_GRACE_SECONDS + KEEPER_GRACE_SECONDS):
                 await process.wait()
-        _signal_group(process, signal.SIGKILL)
+        _signal_group(process, signal.SIGKILL)  # a keeper past its grace, or killed: its session
         await process.wait()
 
 
@@ -149,36 +181,73 @@ async def run_in_group(
     cwd: Path,
     env: Mapping[str, str],
     read_line: LineReader | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> Exited:
-    """Run `argv` to its end with `input` on standard input; cancelling stops its group.
+    """Run `argv` to its end with `input` on standard input; cancelling stops it and all it started.
 
     `read_line` is given each line of standard output as it comes, for CLIs that report
-    as they go (a session id first, usage last).
+    as they go (a session id first, usage last). `started` is told the keeper's pid as soon
+    as it runs: every process of the attempt descends from it.
     """
+    mark = attempt_mark(env)
     # Shielded: cancelled mid-spawn, the event loop would kill the new process alone (not its
     # group) and lose it, leaving whatever it had started already running.
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
-            list(argv),
+            keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, list(argv)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env=dict(env),
+            env={**env, MARK_VARIABLE: mark},
             start_new_session=True,
+            pass_fds=(lifeline(),),
         )
+        if started is not None:
+            started(process.pid)
     stdout, stderr = _Tail(OUTPUT_TAIL_BYTES, read_line), _Tail(OUTPUT_TAIL_BYTES)
     try:
         async with anyio.create_task_group() as pipes:
             pipes.start_soon(_feed, process.stdin, input)
             pipes.start_soon(_drain, process.stdout, stdout)
             pipes.start_soon(_drain, process.stderr, stderr)
-            await process.wait()
-            _signal_group(process, signal.SIGKILL)
+            await process.wait()  # the keeper has killed what the CLI left
             pipes.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE_SECONDS
     finally:
         await stop_group(process)
         with anyio.CancelScope(shield=True):
             await process.aclose()
+            await anyio.to_thread.run_sync(kill_marked, mark)
     stdout.finish()
     return Exited(process.returncode if process.returncode is not None else -1, stdout.text(), stderr.text())
+
+
+@asynccontextmanager
+async def watched(run_dir: Path) -> AsyncIterator[None]:
+    """A watchdog for the run whose directory is `run_dir` (its name is the run's mark): when
+    the block ends, or the process dies (`kill -9`), it kills what carries the mark and
+    removes the directory. The block's end waits for it."""
+    read, write = os.pipe()
+    try:
+        with anyio.CancelScope(shield=True):
+            watchdog = await anyio.open_process(
+                watch_command(sys.executable, read, str(run_dir)),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=None,
+                env={key: value for key, value in os.environ.items() if key != MARK_VARIABLE},
+                start_new_session=True,
+                pass_fds=(read,),
+            )
+    finally:
+        os.close(read)
+    try:
+        yield
+    finally:
+        os.close(write)
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(WATCHDOG_GRACE_SECONDS):
+                await watchdog.wait()
+            if watchdog.returncode is None:
+                watchdog.kill()
+            await watchdog.aclose()

@@ -27,6 +27,7 @@ class ShellHarness(Harness):
             input=attempt.prompt.encode(),
             cwd=attempt.cwd,
             env=self.attempt_env(attempt),
+            started=attempt.started,
         )
         reason = ""
         if exited.exit_code != 0:

@@ -387,7 +387,7 @@ def call(path, fields, answer_timeout=common.ANSWER_TIMEOUT_SECONDS):
         try:
             sock.connect(path)
         except (OSError, ValueError) as error:
-            raise Unreached(f"could not connect: {_reason(error)}") from None
+            raise Unreached(f"could not connect: {_reason(error)}", getattr(error, "errno", None)) from None
         try:
             sock.sendall(data)
         except OSError as error:
@@ -476,7 +476,10 @@ def main(argv):
         response = call(path, fields, None if command == "tool" else common.ANSWER_TIMEOUT_SECONDS)
     except Unreached as error:
         where = "never reached the workflow: the handler didn't run" if command == "tool" else "never reached the run: nothing was done"
-        _write(2, f"wfa: {command} {where} ({error}). Try again.\n")
+        if _run_is_over(error):
+            _write(2, f"wfa: {command} {where}: the run is over, so nothing more can be done in it. Stop.\n")
+        else:
+            _write(2, f"wfa: {command} {where} ({error}). Try again.\n")
         return common.exit_code(command, "unreached")
     except (Lost, KeyboardInterrupt) as error:
         why = str(error) or "interrupted"
@@ -485,6 +488,13 @@ def main(argv):
     _write(1, response["stdout"])
     _write(2, response["stderr"])
     return response["exit"]
+
+
+def _run_is_over(error):
+    """No socket, or nobody listening on it: the run has ended (its socket goes with it)."""
+    import errno  # built in, and only on this path
+
+    return error.args[1:] in ((errno.ENOENT,), (errno.ECONNREFUSED,))
 
 
 def _sh(text):

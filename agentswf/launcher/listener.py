@@ -63,8 +63,9 @@ from ..wire.framing import COMMAND_HINT_BYTES
 from .peer import peer_pid
 
 Handler = Callable[[Request], Awaitable[Response]]
-Admit = Callable[[int | None], str | None]
-"""Given the connecting process's pid (None where unknown): None to admit it, or why not."""
+Admit = Callable[[int | None], Awaitable[str | None]]
+"""Given the connecting process's pid (None where unknown): None to admit it, or why not
+(awaited, so that a refusal can be recorded before it is answered)."""
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
 MAX_CONNECTION_FD_SHARE = 0.25  # of the process's file-descriptor limit, what connections may hold
@@ -270,10 +271,10 @@ def _command_of(request: Request | Response) -> str:
 async def _respond(request: Request | Response, stream: SocketStream, handle: Handler, admit: Admit | None) -> Response:
     if isinstance(request, Response):
         return request
-    refusal = None if admit is None else admit(peer_pid(stream))
-    if refusal is not None:
-        return refused(_command_of(request), "wrong-agent", refusal)
     try:
+        refusal = None if admit is None else await admit(peer_pid(stream))
+        if refusal is not None:
+            return refused(_command_of(request), "wrong-agent", refusal)
         return await handle(request)
     except Exception as error:  # the agent must get an answer, never a dropped line
         _log.exception("wfa request failed", command=_command_of(request))

@@ -3,11 +3,16 @@
 A connection's peer is read from the socket itself (`SO_PEERCRED` on Linux,
 `LOCAL_PEERPID` on macOS), never from anything the peer sends, so a process can't
 claim to be another. Where the platform gives no peer pid, the answer is `None` and
-the caller decides (fail closed where it matters).
+the caller decides (fail closed where it matters). A process's parent and command line
+are read from /proc, for `identity.py` and for the record of a refusal; when the run is
+out of file descriptors (or memory) to read them, that is raised, not taken for a
+process that is gone, so the request fails `internal-error` rather than `wrong-agent`.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import socket
 import struct
 import sys
@@ -17,6 +22,7 @@ from anyio.abc import SocketAttribute, SocketStream
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _SOL_LOCAL = 0  # macOS <sys/un.h>
 _LOCAL_PEERPID = 0x002
+_CANT_LOOK_NOW = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 
 
 def peer_pid(stream: SocketStream) -> int | None:
@@ -30,4 +36,53 @@ def peer_pid(stream: SocketStream) -> int | None:
             return struct.unpack("i", sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, 4))[0] or None
     except (OSError, struct.error, KeyError, TypeError):
         return None
+    return None
+
+
+MAX_COMMAND_BYTES = 2048  # of a refused process's command line, as recorded
+
+
+def parents_readable() -> bool:
+    """Whether another process's parent can be read here (Linux /proc); identity needs it."""
+    return os.path.exists("/proc/self/stat")
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent of `pid`, from /proc; None once it is gone (or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except OSError as error:
+        if error.errno in _CANT_LOOK_NOW:
+            raise
+        return None
+    except (ValueError, IndexError):
+        return None
+
+
+def command_of(pid: int | None) -> list[str]:
+    """The command line `pid` runs, cut at `MAX_COMMAND_BYTES` (empty once it is gone)."""
+    if pid is None:
+        return []
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            data = cmdline.read(MAX_COMMAND_BYTES)
+    except OSError:
+        return []
+    return [word.decode(errors="replace") for word in data.rstrip(b"\0").split(b"\0")] if data else []
+
+
+def environment_value(pid: int, name: str) -> str | None:
+    """The value of `name` in the environment `pid` was started with, from /proc; None if unset or unreadable."""
+    prefix = name.encode() + b"="
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            variables = environ.read().split(b"\0")
+    except OSError as error:
+        if error.errno in _CANT_LOOK_NOW:
+            raise
+        return None
+    for variable in variables:
+        if variable.startswith(prefix):
+            return variable[len(prefix) :].decode(errors="replace")
     return None

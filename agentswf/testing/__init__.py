@@ -1,11 +1,23 @@
-"""Test helpers that ship with agentswf: scripted agents over the real socket, and runs.
+"""Test helpers that ship with agentswf: scripted agents and participants over the real
+sockets, runs, their records, and a pytest plugin.
 
-    from agentswf.testing import run_workflow, answer
+    from agentswf.testing import answer, respond, run_workflow
 
-    run = await run_workflow(my_workflow, agents={"reviewer": answer(lambda turn: "LGTM")})
-    assert run.value == ...
+    async def test_review(run_root):
+        run = await run_workflow(my_workflow, agents={"reviewer": answer(lambda turn: "LGTM")},
+                                 participants={"lead": respond("Merge it.")}, run_root=run_root)
+        assert run.value == ...
+        assert run.record.turns[0]["agent"] == "reviewer"
+
+With agentswf installed, pytest runs every `async def test_…` on asyncio and on trio
+(`--agentswf-backend trio` narrows to one), says why each skipped test was skipped, and
+has the fixtures `run_root` and `run_record` (see `agentswf.testing.pytest_plugin`).
 """
 
+from ..errors import TestScriptError
+from ..wire import Response
+from .participants import ParticipantScript, respond
+from .record import Record, RunRecord, read_record
 from .runs import TestRun, run_workflow
 from .scripted import (
     Script,
@@ -22,9 +34,14 @@ from .scripted import (
 )
 
 __all__ = [
+    "ParticipantScript",
+    "Record",
+    "Response",
+    "RunRecord",
     "Script",
     "ScriptedTurn",
     "TestRun",
+    "TestScriptError",
     "ToolFailed",
     "ToolRefused",
     "ToolResult",
@@ -32,6 +49,8 @@ __all__ = [
     "blocked",
     "failed",
     "hang",
+    "read_record",
+    "respond",
     "run_workflow",
     "silent",
     "timed_out",

@@ -1,18 +1,24 @@
-"""`run_workflow`: the real engine, with the named agents played by scripts."""
+"""`run_workflow`: the real engine, with the named agents and participants played by scripts."""
 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.records import read_lines
+import anyio
+
+from ..workflow.context import Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration
 from ..workflow.running import RunResult, run
+from .participants import ParticipantScript
+from .record import Record
 from .scripted import ScriptBook, Scripts
 
 
@@ -38,23 +44,33 @@ class TestRun:
         return self.result.value
 
     @property
+    def run_id(self) -> str:
+        return self.result.run_id
+
+    @property
     def run_dir(self) -> Path:
         return self.result.run_dir
 
     @property
+    def record(self) -> Record:
+        """The run's record: its turns, tool calls, messages, approvals and log."""
+        return Record(self.run_dir)
+
+    @property
     def turns(self) -> list[dict[str, Any]]:
         """The run's ended turns, as recorded in turns.jsonl."""
-        return list(read_lines(self.run_dir / "turns.jsonl"))
+        return self.record.turns
 
     @property
     def logs(self) -> list[dict[str, Any]]:
-        return list(read_lines(self.run_dir / "log.jsonl"))
+        return self.record.logs
 
 
 async def run_workflow(
     definition: WorkflowDefinition,
     *,
-    agents: dict[str, Scripts],
+    agents: Mapping[str, Scripts],
+    participants: Mapping[str, ParticipantScript] | None = None,
     args: Any = None,
     run_root: str | Path | None = None,
     cwd: str | Path | None = None,
@@ -64,11 +80,13 @@ async def run_workflow(
 ) -> TestRun:
     """Run `definition` for real, its agents played by `agents` (key -> script or list).
 
-    The record goes under `run_root`; when not given, a temporary directory removed when
-    the test process exits (the record stays readable until then). Raises
-    TestScriptError when an agent has no script, a list runs out or has entries left,
-    and re-raises an error raised inside a script, such as a failed assert. With `replay`
-    (a recorded run's directory) every tool call is answered from that record.
+    `participants` (key -> `respond(...)`) answer as people would, through the run's
+    operator socket as `awf inbox` and `awf reply` do. The record goes under `run_root`;
+    when not given, a temporary directory removed when the test process exits (the
+    record stays readable until then). Raises TestScriptError when an agent has no
+    script, a list runs out or has entries left, and re-raises an error raised inside a
+    script, such as a failed assert. With `replay` (a recorded run's directory) every
+    tool call is answered from that record.
     """
     book = ScriptBook(dict(agents), supports_waiting=supports_waiting)
     if run_root is None:
@@ -76,8 +94,47 @@ async def run_workflow(
         atexit.register(shutil.rmtree, root, ignore_errors=True)
     else:
         root = run_root
+    errors: list[Exception] = []
+    if participants:
+        definition = _with_participants(definition, dict(participants), errors)
     result = await run(
         definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for, replay=replay
     )
     book.check()
+    if errors:
+        raise errors[0]
     return TestRun(result)
+
+
+def _with_participants(
+    definition: WorkflowDefinition, scripts: dict[str, ParticipantScript], errors: list[Exception]
+) -> WorkflowDefinition:
+    """The workflow, with the scripted participants playing beside it while it runs.
+
+    A participant's error (a failed assert, a refused reply) ends the run, and goes in
+    `errors` for run_workflow to raise; the workflow's own error is raised as itself.
+    """
+    inner = definition.fn
+
+    async def play(key: str, script: ParticipantScript, run_dir: Path) -> None:
+        try:
+            await script.play(key, run_dir)
+        except Exception as error:
+            errors.append(error)
+            raise
+
+    async def with_participants(wf: Workflow, *args: Any) -> Any:
+        failure: Exception | None = None
+        async with anyio.create_task_group() as group:
+            for key, script in scripts.items():
+                group.start_soon(play, key, script, wf.run_dir)
+            try:
+                value = await inner(wf, *args)
+            except Exception as error:  # raised below as itself, not inside the group's ExceptionGroup
+                failure = error
+            group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return value
+
+    return dataclasses.replace(definition, fn=with_participants)

@@ -16,6 +16,7 @@ ANSWER_TIMEOUT_SECONDS = 30.0  # every command but `wfa tool` waits this long fo
 REQUEST_LINE_TIMEOUT_SECONDS = 5.0  # the whole request must arrive within this of connecting (wfa writes it at once)
 ANSWER_DELIVERY_TIMEOUT_SECONDS = 5.0  # the client must take its whole answer within this
 MAX_OPEN_CONNECTIONS = 64  # in one run, across all agents (and at most a quarter of its file descriptors)
+MAX_NESTING_DEPTH = 64  # arrays and objects inside one another, in any JSON the run decodes
 MAX_WAITING_REASON_BYTES = 2048
 MIN_WAITING_SECONDS = 30.0
 DEFAULT_WAITING_SECONDS = 120.0

@@ -1,17 +1,20 @@
 """One JSON line each way: the request, then half-close; the response, then close.
 
 `decode_request` never raises: whatever bytes arrive, it returns the request or the
-refusal to answer with.
+refusal to answer with. A line nested past MAX_NESTING_DEPTH is refused before any
+decoder sees it (see `nesting`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 
 from .common import COMMANDS, MAX_REQUEST_BYTES, WIRE_VERSION
 from .messages import Request, Response, refused
+from .nesting import too_deep
 
 _request_decoder = msgspec.json.Decoder(Request)
 _response_decoder = msgspec.json.Decoder(Response)
@@ -27,6 +30,7 @@ class _Probe(msgspec.Struct):
 
 _probe_decoder = msgspec.json.Decoder(_Probe)
 COMMAND_HINT_BYTES = 256  # the command field comes first in what wfa sends
+_COMMAND_FIELD = re.compile(rb'"command"\s*:\s*"([a-z]+)"')
 
 
 def encode_request(request: Request) -> bytes:
@@ -43,12 +47,10 @@ def decode_response(line: bytes) -> Response:
 
 
 def _command_hint(data: bytes) -> str:
-    """The command a request too large to decode names, from its first bytes ("result" if none)."""
-    head = data[:COMMAND_HINT_BYTES]
-    for command in COMMANDS:
-        if b'"command":"' + command.encode() + b'"' in head:
-            return command
-    return "result"
+    """The command a request too large or too deep to decode names, from its first bytes ("result" if none)."""
+    found = _COMMAND_FIELD.search(data[:COMMAND_HINT_BYTES])
+    command = found.group(1).decode() if found else "result"
+    return command if command in COMMANDS else "result"
 
 
 def decode_request(data: bytes) -> Request | Response:
@@ -62,6 +64,9 @@ def decode_request(data: bytes) -> Request | Response:
         )
     if not data.endswith(b"\n") or data.count(b"\n") != 1:
         return refused("result", "invalid-request", "a request is exactly one line of JSON.")
+    deep = too_deep(data)
+    if deep is not None:
+        return refused(_command_hint(data), "invalid-request", f"{deep}.")
     try:
         probe = _probe_decoder.decode(data)
     except msgspec.DecodeError as error:

@@ -22,7 +22,7 @@ class _Request(msgspec.Struct, tag_field="command", forbid_unknown_fields=True, 
     version: int
 
 
-class ResultRequest(_Request, tag="result"):
+class ResultRequest(_Request, tag="result", frozen=True):
     """`wfa result <call-id> [flags…]`, or with JSON on standard input."""
 
     call_id: Name
@@ -30,7 +30,7 @@ class ResultRequest(_Request, tag="result"):
     input: str | None = None
 
 
-class ToolRequest(_Request, tag="tool"):
+class ToolRequest(_Request, tag="tool", frozen=True):
     """`wfa tool <name> [flags…]`, or with JSON on standard input."""
 
     name: Name
@@ -38,7 +38,7 @@ class ToolRequest(_Request, tag="tool"):
     input: str | None = None
 
 
-class WaitingRequest(_Request, tag="waiting"):
+class WaitingRequest(_Request, tag="waiting", frozen=True):
     """`wfa waiting <call-id> --reason <text> [--timeout <duration>]`."""
 
     call_id: Name
@@ -46,13 +46,13 @@ class WaitingRequest(_Request, tag="waiting"):
     timeout_ms: TimeoutMs | None = None
 
 
-class PeersRequest(_Request, tag="peers"):
+class PeersRequest(_Request, tag="peers", frozen=True):
     """`wfa peers [--json]`."""
 
     json: bool = False
 
 
-class SendRequest(_Request, tag="send"):
+class SendRequest(_Request, tag="send", frozen=True):
     """`wfa send [--await-reply [--timeout <duration>]] <peer> <message>`."""
 
     peer: Name
@@ -61,7 +61,7 @@ class SendRequest(_Request, tag="send"):
     timeout_ms: TimeoutMs | None = None
 
 
-class ReplyRequest(_Request, tag="reply"):
+class ReplyRequest(_Request, tag="reply", frozen=True):
     """`wfa reply [--await-reply [--timeout <duration>]] <peer> <message>`."""
 
     peer: Name

@@ -59,6 +59,9 @@ def answer_block(launcher: Path, call_id: str, taught: Taught) -> str:
             lines.append(
                 "You may also give: " + " ".join(_flag_example(flag) for flag in optional) + "."
             )
+        notes = taught.flag_notes()
+        if notes:
+            lines += ["", "What each flag is:", *notes]
         return "\n".join(lines) + "\n"
     schema = msgspec.json.encode(taught.schema).decode()
     return (
@@ -81,6 +84,7 @@ def tools_block(launcher: Path, tools: Mapping[str, Any]) -> str:
         lines.append(f"- {name}: {tool.description.strip()}")
         if tool.taught.form == "flags":
             lines.append(f"  {command} {name} {tool.taught.flags_usage()}")
+            lines += [f"    {note}" for note in tool.taught.flag_notes()]
         elif tool.taught.form == "none":
             lines.append(f"  {command} {name}")
         else:

@@ -13,10 +13,19 @@ from typing import Any, Literal
 
 import msgspec
 
+from .nesting import too_deep
+
 MAX_FLAG_FIELDS = 6
+MAX_FLAG_DESCRIPTION_CHARS = 160  # a field's description, taught on one line beside its flag
 _SIMPLE_TYPES = ("string", "integer", "number", "boolean")
 _LOWERCASE_START = "abcdefghijklmnopqrstuvwxyz"
 _NAME_CHARACTERS = set(_LOWERCASE_START + "0123456789_-")
+
+
+ACCEPTED_SCHEMAS = (
+    "a schema is a msgspec.Struct, a dataclass or a TypedDict, or a type such as str, int, bool, "
+    "list[str], dict[str, int], a Literal or an Enum"
+)
 
 
 class ReadError(Exception):
@@ -31,10 +40,21 @@ class Flag(msgspec.Struct, frozen=True):
     hint: str
     required: bool
     choices: tuple[Any, ...] = ()
+    description: str = ""
 
     def usage(self) -> str:
         text = f"--{self.name} <{self.hint}>"
         return text if self.required else f"[{text}]"
+
+    def note(self) -> str | None:
+        """`--name: what it is`, one short line, when the field has a description."""
+        return f"--{self.name}: {self.description}" if self.description else None
+
+
+def _one_line(text: Any) -> str:
+    """A description as one short line: whitespace collapsed, cut with `…` past the limit."""
+    line = " ".join(str(text).split()) if isinstance(text, str) else ""
+    return line if len(line) <= MAX_FLAG_DESCRIPTION_CHARS else line[: MAX_FLAG_DESCRIPTION_CHARS - 1] + "…"
 
 
 def _plural(count: int, word: str) -> str:
@@ -119,7 +139,8 @@ def flags_of(schema: dict[str, Any]) -> list[Flag] | None:
         if not set(name) <= _NAME_CHARACTERS:
             return None
         choices = tuple(field["enum"]) if kind == "enum" else ()
-        flags.append(Flag(name, kind, _hint(kind, field), name in required, choices))  # type: ignore[arg-type]
+        description = _one_line(raw.get("description") or field.get("description"))
+        flags.append(Flag(name, kind, _hint(kind, field), name in required, choices, description))  # type: ignore[arg-type]
     return flags
 
 
@@ -178,7 +199,8 @@ def _inline(schema: dict[str, Any], node: Any, depth: int) -> Any:
     if isinstance(node, dict):
         if "$ref" in node and depth < 16:
             target = _resolve(schema, node)
-            return _inline(schema, {k: v for k, v in target.items()}, depth + 1)
+            siblings = {key: value for key, value in node.items() if key != "$ref"}  # a field's description
+            return _inline(schema, {**target, **siblings}, depth + 1)
         return {key: _inline(schema, value, depth) for key, value in node.items() if key != "$defs"}
     if isinstance(node, list):
         return [_inline(schema, item, depth) for item in node]
@@ -204,7 +226,11 @@ class Taught:
 
     def __init__(self, type_: Any) -> None:
         self.type = type_
-        self.schema: dict[str, Any] = inline_refs(msgspec.json.schema(type_))
+        try:
+            schema = msgspec.json.schema(type_)
+        except TypeError:  # msgspec's own text is about schema_hook, which no workflow can pass
+            raise TypeError(f"not a type agentswf can teach or check; {ACCEPTED_SCHEMAS}") from None
+        self.schema: dict[str, Any] = inline_refs(schema)
         self.flags = flags_of(self.schema)
         self._decoder = msgspec.json.Decoder(type_)
 
@@ -222,11 +248,16 @@ class Taught:
     def flags_usage(self) -> str:
         return " ".join(flag.usage() for flag in self.flags or ())
 
+    def flag_notes(self) -> list[str]:
+        """One line per flag whose field has a description: `--name: what it is`."""
+        return [note for flag in self.flags or () if (note := flag.note())]
+
     def read(self, args: list[str], input: str | None) -> Any:
         """The value answered by flags (`args`) or by JSON (`input`); raises ReadError.
 
         A text answer is taken as it comes: words after the call id, or standard input
         (a JSON string is read as the string it holds; a heredoc's final newline is dropped).
+        Any other JSON nested past MAX_NESTING_DEPTH is refused before it is decoded.
         """
         if self.is_text:
             return self._read_text(args, input)
@@ -236,6 +267,9 @@ class Taught:
             fields = read_flags(self.flags, args)
             return self._convert(fields)
         text = input or ""
+        deep = too_deep(text)
+        if deep is not None:
+            raise ReadError(f"{deep}.")
         if self.form == "none":
             # Taught as the command alone. Standard input may hold what the agent's shell
             # left there (its own prompt): only a JSON object in it is read, and checked.
@@ -262,7 +296,7 @@ class Taught:
             return " ".join(args)
         text = input or ""
         try:
-            decoded = msgspec.json.decode(text)
+            decoded = None if too_deep(text) else msgspec.json.decode(text)  # nested: text, not a JSON string
         except msgspec.DecodeError:
             decoded = None
         if isinstance(decoded, str):

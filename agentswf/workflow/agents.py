@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import anyio
 import msgspec
@@ -16,22 +16,23 @@ import msgspec
 from ..actors import ActorRef
 from ..engine.agent import CancelTurn, StartTurn
 from ..engine.agent_tools import SetTools
-from ..engine.toolcall import CURRENT_TOOL_CALL
-from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
+from ..engine.switchboard import WORKFLOW_KEY, PeersOf
+from ..engine.toolcall import CURRENT_TOOL_CALL
+from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, resolve_runtime
+from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
 from .durations import Duration, to_seconds
-from ..engine.switchboard import WORKFLOW_KEY, PeersOf
-from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from .tools import Tool, check_tools
 
 MAX_KEY_CHARS = 64
 _KEY_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 
 HarnessResolver = Callable[[str, Runtime], Harness]
+T = TypeVar("T")
 
 
 def check_key(key: str) -> str:
@@ -66,7 +67,14 @@ def _not_from_own_handler(key: str, what: str) -> None:
 
 
 class Agent:
-    """One agent of the run. Its operations run one at a time, in the order given."""
+    """One agent of the run, from `wf.agents.open`. Its turns run one at a time, in the order given.
+
+    Attributes:
+        key: the agent's key in the run (a route's end, a peer's name).
+        tools: the tools it can call, by name.
+        launcher: the path of its `wfa` launcher, as its prompts teach it.
+        closed: whether it was closed; a closed agent takes no more turns.
+    """
 
     def __init__(
         self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool], harness: Harness
@@ -80,8 +88,44 @@ class Agent:
         self._agents = agents
         self.launcher: Path = opened.launcher
         self._turns = 0
-        self._by_id: dict[str, tuple[Any, Turn]] = {}
+        self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self.closed = False
+
+    @overload
+    async def run(
+        self,
+        prompt: str,
+        *,
+        schema: None = None,
+        timeout: Duration | None = None,
+        deadline: datetime | float | None = None,
+        id: str | None = None,
+        nudge: bool = True,
+    ) -> Turn[str]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: str,
+        *,
+        schema: type[T],
+        timeout: Duration | None = None,
+        deadline: datetime | float | None = None,
+        id: str | None = None,
+        nudge: bool = True,
+    ) -> Turn[T]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: str,
+        *,
+        schema: Any,
+        timeout: Duration | None = None,
+        deadline: datetime | float | None = None,
+        id: str | None = None,
+        nudge: bool = True,
+    ) -> Turn[Any]: ...
 
     async def run(
         self,
@@ -92,8 +136,15 @@ class Agent:
         deadline: datetime | float | None = None,
         id: str | None = None,
         nudge: bool = True,
-    ) -> Turn:
-        """Give the agent a turn and wait for how it ends; never raises for the outcome."""
+    ) -> Turn[Any]:
+        """Give the agent a turn and wait for how it ends; never raises for the outcome.
+
+        `schema` is a msgspec type the answer must fit (a Struct, a list of them, a
+        Literal, ...); without one the answer is text. The turn is a `Turn[schema]`:
+        `turn.value` is the validated answer. `timeout` or `deadline` (a datetime, or Unix
+        seconds) bounds it; `id` makes it idempotent (the same turn given again returns
+        the first one's Turn); `nudge=False` doesn't nudge an agent that ends silent.
+        """
         _not_from_own_handler(self.key, "run")
         if self.closed:
             raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
@@ -104,10 +155,10 @@ class Agent:
         taught = _taught(schema)
         identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
         if id is not None and id in self._by_id:
-            earlier, turn = self._by_id[id]
+            earlier, given = self._by_id[id]
             if earlier != identity:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
-            return turn
+            return given
         turn_deadline = self._deadline(timeout, deadline)
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
@@ -139,7 +190,7 @@ class Agent:
             nudge=nudge,
         )
         try:
-            turn: Turn = await self._ref.ask(start)
+            turn: Turn[Any] = await self._ref.ask(start)
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside: at the deadline the turn timed out; otherwise the
             # workflow (a parallel branch, a stage, the run) gave up on it.
@@ -190,7 +241,11 @@ class Agent:
 
 
 class Agents:
-    """The run's agents by key: `wf.agents.open(...)`."""
+    """The run's agents by key (`wf.agents`): `await wf.agents.open(key, runtime=...)`, and `key in wf.agents`.
+
+    Attributes:
+        keys: every key taken in the run, agents' and participants' (one namespace).
+    """
 
     def __init__(
         self, run: ActorRef, board: ActorRef, cwd: Path, env: Mapping[str, str], resolve: HarnessResolver

@@ -3,12 +3,14 @@ and participants, stop and log."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import anyio
+import anyio.from_thread
 import msgspec
 import structlog
 
@@ -34,6 +36,7 @@ class Approvals:
         self._desk = desk
 
     async def pending(self) -> list[ApprovalRequest]:
+        """The calls waiting now, oldest first."""
         return await self._desk.ask(ListPending())
 
     async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
@@ -46,7 +49,28 @@ class Approvals:
 
 
 class Workflow:
-    """What a workflow works with. Created by the run; don't construct one yourself."""
+    """What a workflow works with. Created by the run; don't construct one yourself.
+
+    Attributes:
+        agents: the run's agents (`Agents`): `await wf.agents.open(key, runtime=...)`.
+        participants: people and programs outside the run (`Participants`):
+            `await wf.participants.open(key)`.
+        approvals: tool calls waiting for a person's decision (`Approvals`).
+        name: the workflow's name.
+        run_id: this run's id, as `awf logs RUN` and `awf reply RUN` take it.
+        run_dir: this run's record directory.
+        cwd: the directory the run works in; agents' `cwd` is relative to it.
+        stop_reason: the reason given to `wf.stop`, once it was called.
+    """
+
+    agents: Agents
+    participants: Participants
+    approvals: Approvals
+    name: str
+    run_id: str
+    run_dir: Path
+    cwd: Path
+    stop_reason: str | None
 
     def __init__(
         self,
@@ -72,6 +96,7 @@ class Workflow:
         self.cwd = cwd
         self.agents = agents
         self._recorder = recorder
+        self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
 
     async def parallel(
@@ -198,7 +223,11 @@ class Workflow:
     def log(self, message: str, **fields: Any) -> None:
         """A line in the run's record (log.jsonl) and in `awf run`'s progress."""
         progress("agentswf.workflow", message, workflow=self.name, **fields)
+        line = Logged(time.time(), str(message), {k: repr(v) if not isinstance(v, (str, int, float, bool, type(None))) else v for k, v in fields.items()})
         try:
-            self._recorder.tell_nowait(Logged(time.time(), str(message), {k: repr(v) if not isinstance(v, (str, int, float, bool, type(None))) else v for k, v in fields.items()}))
+            if threading.get_ident() == self._loop_thread:
+                self._recorder.tell_nowait(line)
+            else:  # from a sync handler's worker thread: the mailbox belongs to the run's loop
+                anyio.from_thread.run_sync(self._recorder.tell_nowait, line)
         except MailboxFull:
             _log.warning("the run's record is behind; a log line was not recorded", message=message)

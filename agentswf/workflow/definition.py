@@ -6,10 +6,18 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.policy import Policy
 from ..errors import DefinitionError
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from .context import Workflow
+
+    WorkflowFunction: TypeAlias = Callable[[Workflow], Awaitable[Any]] | Callable[[Workflow, Any], Awaitable[Any]]
+    """What `@workflow` decorates: `async def f(wf)` or `async def f(wf, args)`."""
 
 MAX_NAME_CHARS = 128
 _NAME_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -49,7 +57,7 @@ def check_name(name: str) -> str:
 
 def workflow(
     *, name: str, description: str, version: str | None = None, policies: Sequence[Policy] = ()
-) -> Callable[[Callable[..., Awaitable[Any]]], WorkflowDefinition]:
+) -> Callable[[WorkflowFunction], WorkflowDefinition]:
     """Turn `async def f(wf)` or `async def f(wf, args)` into a WorkflowDefinition.
 
     `policies` see every tool call of the run: they may deny it, require a person's
@@ -61,7 +69,7 @@ def workflow(
     if not isinstance(description, str) or not description.strip():
         raise DefinitionError(f"workflow {name!r} needs a description: one line saying what it does")
 
-    def define(fn: Callable[..., Awaitable[Any]]) -> WorkflowDefinition:
+    def define(fn: WorkflowFunction) -> WorkflowDefinition:
         if not inspect.iscoroutinefunction(fn):
             raise DefinitionError(f"workflow {name!r} must be an async function: async def {fn.__name__}(wf)")
         params = list(inspect.signature(fn).parameters.values())

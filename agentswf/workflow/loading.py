@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 
 from ..errors import DefinitionError
@@ -27,16 +28,34 @@ def load_workflow(path: str | Path, name: str | None = None) -> WorkflowDefiniti
     sys.modules[spec.name] = module  # so type annotations resolve in the module's namespace
     try:
         spec.loader.exec_module(module)
-    except BaseException:
+    except BaseException as error:
         del sys.modules[spec.name]
+        if isinstance(error, Exception):
+            raise DefinitionError(f"{_where(error, file)}: {_what(error)}") from error
         raise
     found = [value for value in vars(module).values() if isinstance(value, WorkflowDefinition)]
     if name is not None:
         found = [definition for definition in found if definition.name == name]
     if not found:
         what = f"no workflow named {name!r}" if name else "no workflow"
-        raise DefinitionError(f"{path} defines {what}: decorate an async function with @workflow(name=…, description=…)")
+        raise DefinitionError(f"{file}: defines {what}: decorate an async function with @workflow(name=…, description=…)")
     if len(found) > 1:
         names = ", ".join(sorted(definition.name for definition in found))
-        raise DefinitionError(f"{path} defines several workflows ({names}); name one with --workflow")
+        raise DefinitionError(f"{file}: defines several workflows ({names}); name one with --workflow")
     return found[0]
+
+
+def _where(error: Exception, file: Path) -> str:
+    """`file:line` of the error: a syntax error's own, or the file's line the error came through."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return f"{error.filename}:{error.lineno}"
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [frame for frame in frames if frame.filename == str(file)]
+    frame = ours[-1] if ours else frames[-1]
+    return f"{frame.filename}:{frame.lineno}"
+
+
+def _what(error: Exception) -> str:
+    if isinstance(error, SyntaxError):
+        return f"{type(error).__name__}: {error.msg}"
+    return f"{type(error).__name__}: {error}"

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
 import msgspec
 
-from ..errors import DefinitionError, StopRequested, leaf_errors
-from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
-from ..engine.recorder import RunEnded, RunStarted
 from ..engine.broker import Replay
+from ..engine.recorder import RunEnded, RunStarted
+from ..engine.records import DEFAULT_RUN_ROOT, new_run_id
 from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
+from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..harnesses.runtime import harness_for
+from ..progress import progress
 from .agents import Agents, HarnessResolver
 from .context import Approvals, Workflow
 from .definition import WorkflowDefinition
@@ -27,19 +30,28 @@ from .durations import Duration, to_seconds
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 MAX_REASON_CHARS = 4000
+MAX_TRACEBACK_CHARS = 64_000
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 
 RunOutcome = Literal["completed", "stopped", "failed", "timed-out", "cancelled"]
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended. `value` is the workflow's return value when it completed."""
+    """How a run ended. `value` is the workflow's return value when it completed.
+
+    When the workflow raised, `where` is the line it raised from (`file:line, in name`,
+    the innermost in the workflow's own file) and `traceback` the whole of it, as the
+    record's output.json also holds them.
+    """
 
     outcome: RunOutcome
     value: Any
     reason: str | None
     run_id: str
     run_dir: Path
+    where: str | None = None
+    traceback: str | None = None
 
     @property
     def completed(self) -> bool:
@@ -51,6 +63,42 @@ def _reason(error: BaseException) -> str:
     if isinstance(error, BaseExceptionGroup):  # name the errors inside, not only the group
         text += ": " + "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaf_errors(error))
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+class _Ending(NamedTuple):
+    outcome: RunOutcome
+    value: Any
+    reason: str | None
+    where: str | None = None
+    traceback: str | None = None
+
+
+def _failure(error: BaseException, home: str) -> _Ending:
+    """A failed ending for `error`: its reason, the line it came from, its whole traceback.
+
+    The traceback starts in the workflow's function, not in agentswf's frame that called it.
+    """
+    if error.__traceback__ is not None and error.__traceback__.tb_next is not None:
+        error = error.with_traceback(error.__traceback__.tb_next)
+    text = "".join(traceback.format_exception(error))
+    if len(text) > MAX_TRACEBACK_CHARS:
+        text = "…" + text[-(MAX_TRACEBACK_CHARS - 1) :]
+    return _Ending("failed", None, _reason(error), _where(error, home), text)
+
+
+def _where(error: BaseException, home: str) -> str | None:
+    """The innermost line of `home` (the workflow's file) that `error` came through.
+
+    Failing that, the innermost line outside agentswf: a library the workflow called.
+    """
+    cancelled = anyio.get_cancelled_exc_class()
+    leaves = [leaf for leaf in leaf_errors(error) if not isinstance(leaf, cancelled)] or [error]
+    frames = [frame for leaf in leaves for frame in reversed(traceback.extract_tb(leaf.__traceback__))]
+    if error is not leaves[0]:
+        frames += reversed(traceback.extract_tb(error.__traceback__))
+    found = next((frame for frame in frames if frame.filename == home), None)
+    found = found or next((frame for frame in frames if not frame.filename.startswith(_PACKAGE_DIR)), None)
+    return None if found is None else f"{found.filename}:{found.lineno}, in {found.name}"
 
 
 def decode_args(definition: WorkflowDefinition, args: Any) -> Any:
@@ -65,6 +113,20 @@ def decode_args(definition: WorkflowDefinition, args: Any) -> Any:
         return msgspec.convert(args, definition.args_type)
     except msgspec.ValidationError as error:
         raise DefinitionError(f"the args of workflow {definition.name} don't fit: {error}") from None
+
+
+def _replay_of(definition: WorkflowDefinition, record: Path) -> Replay:
+    """The tool calls of `record`, a run of this same workflow; raises DefinitionError if it isn't one."""
+    try:
+        recorded = msgspec.json.decode((record / "run.json").read_bytes())
+    except (OSError, msgspec.DecodeError):
+        raise DefinitionError(f"replay {record}: that is not a run's record") from None
+    workflow_name = recorded.get("workflow") if isinstance(recorded, dict) else None
+    if workflow_name != definition.name:
+        raise DefinitionError(
+            f"replay {record}: that is a run of workflow {workflow_name!r}, not of {definition.name!r}"
+        )
+    return Replay.from_record(record)
 
 
 async def run(
@@ -94,9 +156,7 @@ async def run(
     seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
     run_env = dict(env if env is not None else os.environ)
     resolve = harnesses or (lambda key, runtime: harness_for(runtime, run_env))
-    replayed = Replay.from_record(Path(replay)) if replay is not None else None
-    if replay is not None and not (Path(replay) / "run.json").exists():
-        raise DefinitionError(f"--replay {replay}: that is not a run's record")
+    replayed = _replay_of(definition, Path(replay)) if replay is not None else None
     run_id = new_run_id()
     record_dir = root / definition.name / run_id
     try:
@@ -105,11 +165,17 @@ async def run(
         raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
     started = time.time()
     run_deadline = anyio.current_time() + seconds
-    async with anyio.create_task_group() as watch:
-        # The run's actors outlive a cancellation from the caller long enough to record
-        # how the run ended: they run shielded, and the caller's cancellation is passed
-        # on to the workflow alone, with a bounded time to clean up.
-        with anyio.CancelScope(shield=True) as protected:
+    # The run's actors outlive a cancellation from the caller long enough to record how
+    # the run ended: they run shielded, in a task of their own, since no shield stops
+    # asyncio's native cancellation (task.cancel(), wait_for) in the task it is aimed
+    # at. The caller's cancellation reaches only the watcher, which passes it on to the
+    # workflow alone, with a bounded time to clean up.
+    cleanup = anyio.CancelScope()
+    work = anyio.CancelScope()
+    ending: list[_Ending] = []
+
+    async def shielded() -> None:
+        with anyio.CancelScope(shield=True):
             async with run_actors(
                 record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed
             ) as actors:
@@ -124,6 +190,8 @@ async def run(
                         str(Path(replay).resolve()) if replay is not None else None,
                     )
                 )
+                replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
+                progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **replaying)
                 await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
                 agents = Agents(actors.run, actors.board, directory, run_env, resolve)
                 wf = Workflow(
@@ -136,55 +204,67 @@ async def run(
                     approvals=Approvals(actors.desk),
                     board=actors.board,
                 )
-                with anyio.CancelScope() as work:
-                    watch.start_soon(_pass_on_cancellation, work, protected)
-                    outcome, value, reason = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
-                if work.cancelled_caught:
-                    outcome, value, reason = "cancelled", None, "the run was cancelled"
-                await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
-                await agents.close_all()
-                await actors.recorder.ask(RunEnded(outcome, reason, value, started, time.time()))
+                end = _Ending("cancelled", None, "the run was cancelled")
+                with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
+                    with work:
+                        end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
+                    if work.cancelled_caught:
+                        end = _Ending("cancelled", None, "the run was cancelled")
+                    await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
+                    await agents.close_all()
+                # The Recorder outlives that bound: the ending is recorded even when the time ran out.
+                await actors.recorder.ask(
+                    RunEnded(end.outcome, end.reason, end.value, started, time.time(), end.where, end.traceback)
+                )
+                ending.append(end)
         watch.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as watch:
+        watch.start_soon(_pass_on_cancellation, work, cleanup)
+        watch.start_soon(shielded)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
-    return RunResult(outcome, value, reason, run_id, record_dir)
+    [end] = ending
+    return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback)
 
 
 CANCEL_CLEANUP_SECONDS = 10.0  # after the caller cancels, to stop the agents and record the ending
 
 
-async def _pass_on_cancellation(work: anyio.CancelScope, protected: anyio.CancelScope) -> None:
-    """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own scope."""
+async def _pass_on_cancellation(work: anyio.CancelScope, cleanup: anyio.CancelScope) -> None:
+    """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own
+    scope, and bound the time the workflow and its agents take to stop."""
     try:
         await anyio.sleep_forever()
     finally:
         work.cancel()
-        protected.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
+        cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
 
 
 async def _run_workflow(
     definition: WorkflowDefinition, wf: Workflow, args: Any, run_deadline: float, seconds: float
-) -> tuple[RunOutcome, Any, str | None]:
+) -> _Ending:
     """Run the workflow's function; how it ended, whatever it raised (but a cancellation)."""
+    home = getattr(getattr(inspect.unwrap(definition.fn), "__code__", None), "co_filename", "")
     try:
         with anyio.move_on_at(run_deadline) as deadline:
             value = await (definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
     except StopRequested as stop:
-        return "stopped", None, stop.reason
+        return _Ending("stopped", None, stop.reason)
     except Exception as error:
-        stop = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
-        if stop is not None:  # wf.stop inside the workflow's own task group
-            return "stopped", None, stop.reason
-        return "failed", None, _reason(error)
+        inner = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
+        if inner is not None:  # wf.stop inside the workflow's own task group
+            return _Ending("stopped", None, inner.reason)
+        return _failure(error, home)
     except BaseExceptionGroup as group:
         if any(not isinstance(leaf, anyio.get_cancelled_exc_class()) for leaf in leaf_errors(group)):
-            return "failed", None, _reason(group)
+            return _failure(group, home)
         raise
     if deadline.cancelled_caught:
-        return "timed-out", None, f"the run's timeout of {seconds:g}s passed"
+        return _Ending("timed-out", None, f"the run's timeout of {seconds:g}s passed")
     if wf.stop_reason is not None:
-        return "failed", None, f"stop was caught: {wf.stop_reason}"
+        return _Ending("failed", None, f"stop was caught: {wf.stop_reason}")
     try:
         msgspec.json.encode(value)
     except (TypeError, msgspec.EncodeError) as error:
-        return "failed", None, f"the workflow's return value is not JSON: {error}"
-    return "completed", value, None
+        return _Ending("failed", None, f"the workflow's return value is not JSON: {error}")
+    return _Ending("completed", value, None)

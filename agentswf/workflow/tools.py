@@ -60,6 +60,14 @@ class Tool:
     def takes_input(self) -> bool:
         return self.input is not _NoInput
 
+    @property
+    def is_async(self) -> bool:
+        """An `async def` handler (or a callable whose `__call__` is one): it runs on the run's loop.
+
+        Any other handler runs in a worker thread, so a blocking one freezes nothing else.
+        """
+        return inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(type(self.handler).__call__)
+
     def invoke(self, value: Any, call: ToolCall) -> Any:
         """Call the handler with `value` as its signature asks; may return an awaitable."""
         if self.keyword_call:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import msgspec
@@ -41,7 +41,7 @@ def script(name: str) -> Runtime:
 
 
 @workflow(name="merge", description="An implementer consults an architect and a coordinator, then merges.")
-async def merge(wf: Workflow, args: Args) -> dict:
+async def merge(wf: Workflow, args: Args) -> dict[str, Any]:
     implementer = await wf.agents.open("implementer", runtime=script("implementer"))
     architect = await wf.agents.open(
         "architect", runtime=script("architect"), instructions="You decide where code lives in this service."

@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -46,7 +46,7 @@ def script_agent(name: str) -> Runtime:
 
 
 @workflow(name="review-fix", description="A reviewer and a fixer take turns until the review approves.")
-async def review_fix(wf: Workflow, args: Args) -> dict:
+async def review_fix(wf: Workflow, args: Args) -> dict[str, Any]:
     workspace = Path(tempfile.mkdtemp(prefix="review-fix-"))
     shutil.copytree(HERE / "project", workspace, dirs_exist_ok=True)
     try:

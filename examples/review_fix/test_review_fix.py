@@ -6,26 +6,22 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 import agentswf
-from agentswf.testing import answer, run_workflow
-from agentswf.workflow.loading import load_workflow
+from agentswf.testing import ScriptedTurn, answer, run_workflow
 
 HERE = Path(__file__).resolve().parent
-review_fix = load_workflow(HERE / "review_fix.py")
+review_fix = agentswf.load_workflow(HERE / "review_fix.py")
 module = sys.modules[review_fix.fn.__module__]
 Verdict, FixReport = module.Verdict, module.FixReport
 
-pytestmark = pytest.mark.anyio
 
-
-async def test_a_requested_change_is_fixed_and_then_approved(tmp_path):
-    def review(turn):
+async def test_a_requested_change_is_fixed_and_then_approved(tmp_path: Path) -> None:
+    def review(turn: ScriptedTurn) -> Any:
         return Verdict("approve") if turn.n == 2 else Verdict("changes", "calc.py: add is wrong")
 
-    def fix(turn):
+    def fix(turn: ScriptedTurn) -> Any:
         assert "calc.py: add is wrong" in turn.prompt
         return FixReport(files=["calc.py"], summary="add adds")
 
@@ -36,7 +32,7 @@ async def test_a_requested_change_is_fixed_and_then_approved(tmp_path):
     assert [turn["agent"] for turn in run.turns] == ["reviewer", "fixer", "reviewer"]
 
 
-async def test_no_approval_within_the_rounds_stops_the_run(tmp_path):
+async def test_no_approval_within_the_rounds_stops_the_run(tmp_path: Path) -> None:
     run = await run_workflow(
         review_fix,
         agents={
@@ -50,14 +46,13 @@ async def test_no_approval_within_the_rounds_stops_the_run(tmp_path):
     assert run.reason == "no approval after 2 rounds"
 
 
-async def test_the_real_shell_agents_find_fix_and_approve(tmp_path):
+async def test_the_real_shell_agents_find_fix_and_approve(tmp_path: Path) -> None:
     result = await agentswf.run(review_fix, args={"rounds": 3}, run_root=tmp_path)
     assert result.outcome == "completed", result.reason
     assert result.value == {"verdict": "approve", "rounds": 2, "fixed": ["calc.py"]}
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-def test_awf_run_prints_the_value_and_exits_0(tmp_path, anyio_backend):
+def test_awf_run_prints_the_value_and_exits_0(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agentswf", "run", str(HERE / "review_fix.py"), "--run-root", str(tmp_path), "--json"],
         capture_output=True,
@@ -78,8 +73,7 @@ def test_awf_run_prints_the_value_and_exits_0(tmp_path, anyio_backend):
     assert "reviewer turn 1" in logs.stdout and "fixer turn 1" in logs.stdout
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-def test_awf_run_exits_3_when_the_workflow_stops(tmp_path, anyio_backend):
+def test_awf_run_exits_3_when_the_workflow_stops(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agentswf", "run", str(HERE / "review_fix.py"), "--run-root", str(tmp_path), "--", "--rounds", "1"],
         capture_output=True,

@@ -7,23 +7,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import agentswf
-from agentswf.engine.records import read_lines
-from agentswf.testing import ToolFailed, ToolRefused, ToolResult, answer, run_workflow
-from agentswf.workflow.loading import load_workflow
+from agentswf.testing import (
+    RunRecord,
+    ScriptedTurn,
+    ToolFailed,
+    ToolRefused,
+    ToolResult,
+    answer,
+    run_workflow,
+)
 
 HERE = Path(__file__).resolve().parent
-triage = load_workflow(HERE / "triage.py")
-
-pytestmark = pytest.mark.anyio
+triage = agentswf.load_workflow(HERE / "triage.py")
 
 
-async def test_each_tool_call_reaches_the_workflow_as_it_happens(tmp_path):
-    seen = []
+async def test_each_tool_call_reaches_the_workflow_as_it_happens(tmp_path: Path) -> None:
+    seen: list[ToolResult | ToolFailed | ToolRefused] = []
 
-    async def triager(turn):
+    async def triager(turn: ScriptedTurn) -> str:
         items = await turn.tool("list_items")
         seen.append(items)
         seen.append(await turn.tool("label_item", {"id": "b3", "labels": ["cosmetic"]}))
@@ -42,9 +44,14 @@ async def test_each_tool_call_reaches_the_workflow_as_it_happens(tmp_path):
     assert run.value["untriaged"] == ["b1", "b2", "b4"]
 
 
-async def test_the_prompt_teaches_flags_json_and_the_name_alone(tmp_path):
-    prompts = []
-    await run_workflow(triage, agents={"triager": answer(lambda turn: prompts.append(turn.prompt) or "ok")}, run_root=tmp_path)
+async def test_the_prompt_teaches_flags_json_and_the_name_alone(tmp_path: Path) -> None:
+    prompts: list[str] = []
+
+    def triager(turn: ScriptedTurn) -> str:
+        prompts.append(turn.prompt)
+        return "ok"
+
+    await run_workflow(triage, agents={"triager": answer(triager)}, run_root=tmp_path)
     prompt = prompts[0]
     assert "wfa tool set_priority --id <text> --priority <one of: p1, p2, p3>" in prompt
     assert "wfa tool list_items\n" in prompt
@@ -52,17 +59,17 @@ async def test_the_prompt_teaches_flags_json_and_the_name_alone(tmp_path):
     assert '"labels":{"type":"array"' in prompt
 
 
-async def test_the_real_shell_agent_triages_everything(tmp_path):
+async def test_the_real_shell_agent_triages_everything(tmp_path: Path, run_record: RunRecord) -> None:
     result = await agentswf.run(triage, run_root=tmp_path)
     assert result.outcome == "completed", result.reason
     assert result.value["untriaged"] == []
     assert result.value["priorities"] == {"b1": "p1", "b2": "p2", "b3": "p3", "b4": "p1"}
     assert result.value["labels"]["b2"] == ["bug", "ops"]
-    calls = list(read_lines(result.run_dir / "tools.jsonl"))
+    calls = run_record(result).tools
     assert [call["tool"] for call in calls[:3]] == ["list_items", "label_item", "set_priority"]
 
 
-async def test_a_replay_serves_every_result_from_the_record_and_runs_no_handler(tmp_path):
+async def test_a_replay_serves_every_result_from_the_record_and_runs_no_handler(tmp_path: Path) -> None:
     first = await agentswf.run(triage, run_root=tmp_path)
     replayed = await agentswf.run(triage, run_root=tmp_path, replay=first.run_dir)
     assert replayed.outcome == "completed", replayed.reason
@@ -70,8 +77,7 @@ async def test_a_replay_serves_every_result_from_the_record_and_runs_no_handler(
     assert replayed.value["labels"] == {} and replayed.value["priorities"] == {}  # no handler ran
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-def test_awf_run_and_awf_logs(tmp_path, anyio_backend):
+def test_awf_run_and_awf_logs(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agentswf", "run", str(HERE / "triage.py"), "--run-root", str(tmp_path), "--json"],
         capture_output=True,

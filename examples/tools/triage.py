@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -46,10 +46,10 @@ def triager() -> Runtime:
 
 
 @workflow(name="triage", description="An agent labels and prioritises a backlog through three tools.")
-async def triage(wf: Workflow) -> dict:
+async def triage(wf: Workflow) -> dict[str, Any]:
     done = Triage()
 
-    def list_items() -> list[dict]:
+    def list_items() -> list[dict[str, str]]:
         """The backlog, one object per item: its id and title."""
         return [{"id": key, "title": title} for key, title in BACKLOG.items()]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 import msgspec
 import pytest
+import structlog
 
 from agentswf.actors import Actor, Restart, Supervisor, handler
 from agentswf.errors import ActorCrashed, ActorStopped, AskTimeout
@@ -14,16 +15,51 @@ from .kit import Add, Boom, Counter, Get, Hold
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_crash_fails_the_ask_and_escalates_as_the_original_error() -> None:
+async def test_a_handler_raising_on_an_ask_fails_that_ask_and_the_actor_goes_on() -> None:
+    log: list[str] = []
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Counter, 0, log, capacity=4)
+        await ref.ask(Add(2))
+        with pytest.raises(ActorCrashed, match="raised handling Boom") as raised:
+            await ref.ask(Boom())
+        assert isinstance(raised.value.__cause__, ValueError)
+        assert await ref.ask(Add(1)) == 3  # the same instance, its state kept
+        stats = ref.statistics()
+        assert (stats.failed, stats.restarts, ref.alive) == (1, 0, True)
+    assert log == ["start Counter", "stop Counter"]
+
+
+async def test_a_raise_on_an_abandoned_ask_is_logged_and_the_actor_goes_on() -> None:
+    release = anyio.Event()
+
+    class Late(Actor):
+        @handler
+        async def hold(self, msg: Hold) -> None:
+            await msg.release.wait()
+            raise ValueError("late")
+
+        @handler
+        def get(self, msg: Get) -> str:
+            return "here"
+
+    with structlog.testing.capture_logs() as logs:
+        async with Supervisor("t") as sup:
+            ref = sup.spawn(Late, capacity=4)
+            with pytest.raises(AskTimeout):
+                await ref.ask(Hold(release), timeout=0.02)
+            release.set()
+            assert await ref.ask(Get()) == "here"
+    assert [entry["message_type"] for entry in logs if "already answered or given up" in entry["event"]] == ["Hold"]
+
+
+async def test_a_crash_on_a_tell_escalates_as_the_original_error() -> None:
     log: list[str] = []
     with pytest.raises(ValueError, match="boom") as caught:
         async with Supervisor("t") as sup:
             sibling = sup.spawn(Counter, 0, log, name="sibling", capacity=4)
             ref = sup.spawn(Counter, 0, log, name="crasher", capacity=4)
             await sibling.ask(Get())
-            with pytest.raises(ActorCrashed) as crashed:
-                await ref.ask(Boom())
-            assert isinstance(crashed.value.__cause__, ValueError)
+            await ref.tell(Boom())
             await anyio.sleep(1)  # cancelled by the escalation
             pytest.fail("the supervisor's owner was not cancelled")
     assert not isinstance(caught.value, BaseExceptionGroup)
@@ -116,8 +152,7 @@ async def test_permanent_restarts_after_a_normal_exit_transient_does_not() -> No
 async def test_temporary_crash_is_recorded_not_escalated() -> None:
     async with Supervisor("t") as sup:
         ref = sup.spawn(Counter, capacity=4, restart=Restart.TEMPORARY)
-        with pytest.raises(ActorCrashed):
-            await ref.ask(Boom())
+        await ref.tell(Boom())
         with pytest.raises(ActorStopped):
             await ref.ask(Get())
         assert isinstance(ref.error, ValueError)

@@ -41,7 +41,7 @@ async def slow(wf):
 
 
 def awf(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AWF, *args], capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    return subprocess.run([*AWF, *args], check=False, capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
 
 
 @pytest.fixture
@@ -116,6 +116,34 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
     assert turn["outcome"]["kind"] == "cancelled"  # the turn Ctrl-C cut off is on the record
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_second_ctrl_c_never_loses_the_ending(tmp_path, flows, backend):
+    process = subprocess.Popen(
+        [*AWF, "run", str(flows), "--workflow", "slow", "--backend", backend],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pids = tmp_path / "pids"
+    deadline = time.monotonic() + 30
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    agent_pid = int(pids.read_text().split()[0])
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    run_dir = next(tmp_path.glob(".awf/runs/slow/*"))
+    assert (run_dir / "output.json").exists(), (stderr, sorted(path.name for path in run_dir.iterdir()))
+    assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled", stderr
+    deadline = time.monotonic() + 2  # a killed process's teardown may lag its group's signal a little
+    while _session(agent_pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _session(agent_pid) == [], stderr
+
+
 def _session(sid: int) -> list[int]:
     """Live processes whose session is `sid` (Linux /proc)."""
     found = []
@@ -137,5 +165,16 @@ def test_logs_of_the_latest_run(tmp_path, flows):
 
 
 def test_version():
-    done = subprocess.run([*AWF, "--version"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*AWF, "--version"], check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("awf ")
+
+
+def test_args_nested_too_deep_are_a_usage_error(tmp_path):
+    flow = tmp_path / "listed.py"
+    flow.write_text(
+        "from agentswf import workflow\n"
+        "@workflow(name='listed', description='Takes a list.')\n"
+        "async def listed(wf, args: list[list]):\n    return args\n"
+    )
+    done = awf(tmp_path, "run", str(flow), "--", "[" * 2000 + "]" * 2000)
+    assert done.returncode == 2 and "MAX_NESTING_DEPTH" in done.stderr and "Traceback" not in done.stderr

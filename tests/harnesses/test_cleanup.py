@@ -8,7 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .kit import N, group_members, alive, lines, run_wf, shell_agent, text, turns
+from agentswf.launcher.place import sockets_root
+
+from .kit import N, alive, group_members, lines, run_wf, shell_agent, text, turns
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +51,7 @@ def assert_nothing_left(tmp_path: Path, made: list[Path]) -> None:
     assert group_members(pgid) == []
     launcher = Path(text(tmp_path, "wfa").strip())
     run_dir = launcher.parent.parent
-    assert run_dir.name.startswith("awf-") and run_dir.parent == Path("/tmp")
+    assert run_dir.name.startswith("awf-") and run_dir.parent == Path(sockets_root())
     assert not run_dir.exists() and not launcher.with_name("s.sock").exists()
     assert made == [run_dir]  # the run made one directory of sockets, and it is gone
     assert not any(path.exists() for path in made)
@@ -179,3 +181,38 @@ async def test_caller_cancelled(tmp_path, made):
         await agentswf.run(fn, run_root=tmp_path / "runs", cwd=tmp_path)
     assert scope.cancelled_caught
     assert_nothing_left(tmp_path, made)
+
+
+# Every way of backgrounding a process, including the two that leave the CLI's process group
+# and session (`setsid`, and a double fork whose orphan is in a session of its own), and one
+# that ignores SIGTERM and SIGHUP.
+ESCAPES = """
+echo "$AGENTSWF_MARK" >"$OUT/mark"
+sleep 1000 & echo $! >>"$OUT/escapes"
+nohup sh -c 'echo $$ >>"$OUT/escapes"; exec sleep 1000' >/dev/null 2>&1 &
+setsid sh -c 'echo $$ >>"$OUT/escapes"; exec sleep 1000' </dev/null >/dev/null 2>&1 &
+( sh -c 'echo $$ >>"$OUT/escapes"; exec sleep 1000' & )
+( setsid sh -c 'trap "" TERM HUP; echo $$ >>"$OUT/escapes"; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & )
+while [ "$(wc -l <"$OUT/escapes")" -lt 5 ]; do sleep 0.01; done
+"""
+
+
+@pytest.mark.parametrize("ending", ["answered", "timed-out"])
+async def test_what_escapes_the_group_is_killed_when_the_attempt_ends(tmp_path, made, ending):
+    from agentswf.harnesses.keeper import marked
+
+    last = '"$WFA" result "$WFA_CALL_ID" --n 1' if ending == "answered" else "sleep 1000"
+    runtime = shell_agent(tmp_path, "agent", ESCAPES + last)
+
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime=runtime)
+        kind = (await agent.run("Count.", schema=N, timeout=1.5)).outcome.kind
+        pids = [int(pid) for pid in lines(tmp_path, "escapes")]
+        # the run goes on: the attempt's end, not the run's, killed them
+        return kind, pids, [pid for pid in pids if alive(pid)], marked(text(tmp_path, "mark").strip())
+
+    result = await run_wf(fn, tmp_path)
+    kind, pids, left, carrying = result.value
+    assert kind == ending and len(pids) == 5
+    assert left == [] and carrying == []
+    assert not any(path.exists() for path in made)

@@ -68,6 +68,8 @@ def plan(conv: Conversation, out: Path) -> list[str]:
         return [f"{wfa} tool count --n 2", answer]
     if "SCENARIO silent" in conv.prompt and NUDGE_TEXT not in conv.prompt:
         return []
+    if "SCENARIO stray" in conv.prompt:  # claude and pi start each shell command in a session of its own
+        return [f"(sleep 300 & echo $! >{out}/$WFA_AGENT.stray)", answer]
     if "SCENARIO hang" in conv.prompt:
         return [f"echo $$ >{out}/$WFA_AGENT.pid; sleep 1000"]
     return [answer]
@@ -165,6 +167,14 @@ async def test_a_timed_out_turn_leaves_no_cli_process(tmp_path):
         assert result.value[name]["kind"] == "timed-out", name
         pid = int((tmp_path / f"{name}.pid").read_text())
         assert not alive(pid), name  # codex runs its commands in a group of their own: the session goes too
+
+
+async def test_what_a_clis_shell_backgrounds_is_gone_when_its_turn_ends(tmp_path):
+    result, _ = await run_scenario(tmp_path, "stray")
+    for name in CLIS:
+        assert result.value[name]["kind"] == "answered", name
+        pid = int((tmp_path / f"{name}.stray").read_text())
+        assert not alive(pid), name
 
 
 async def run_failing(tmp_path: Path, status: int) -> dict:

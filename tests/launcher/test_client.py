@@ -331,7 +331,7 @@ def test_never_reached(sockdir, command, exit):
     done = run_sync(os.path.join(sockdir, "missing.sock"), command, *args)
     assert done.returncode == exit
     err = done.stderr.decode()
-    assert "never reached" in err and "Try again." in err
+    assert "never reached" in err and "the run is over" in err and "Try again" not in err
     if command == "tool":
         assert "the handler didn't run" in err
 
@@ -343,6 +343,8 @@ def test_never_reached_when_refused(sockdir):
         done = run_sync(path, "tool", "t", "--x", "1")
     assert done.returncode == 3
     assert b"never reached the workflow" in done.stderr
+    assert b"the run is over" in done.stderr  # a socket nobody listens on: the run has ended
+
 
 
 LOST = {

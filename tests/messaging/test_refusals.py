@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import anyio
+import msgspec
 import pytest
 
 from agentswf.engine.records import read_lines
 from agentswf.errors import AgentClosed
+from agentswf.launcher import client
+from agentswf.launcher.place import SOCKET_NAME
 
 from .kit import (
     MESSAGE_TURN,
@@ -81,26 +84,23 @@ answer done
 
 
 async def test_no_operation_after_the_turn_ended(tmp_path):
-    body = r"""
-if [ "$WFA_TURN" = 1 ]; then
-  setsid sh -c 'sleep 0.4
-    "$WFA" send b late >"$OUT/late.out" 2>"$OUT/late.err"; echo $? >"$OUT/late.rc"
-    "$WFA" reply b late >"$OUT/late_reply.out" 2>"$OUT/late_reply.err"; echo $? >"$OUT/late_reply.rc"' \
-    </dev/null >/dev/null 2>&1 &
-fi
-answer done
-"""
+    """Nothing of a outlives its turn, so only the run's own process can still reach a's socket then."""
 
     async def flow(wf):
-        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", body))
+        a = await wf.agents.open("a", runtime=agent(tmp_path, "a", "answer done"))
         b = await wf.agents.open("b", runtime=agent(tmp_path, "b", QUIET))
         await wf.route(a, b, purpose="Tell b things", both_ways=True)
         assert (await a.run("Go.")).outcome.answered
-        await wait_file(tmp_path / "late_reply.rc")
+        socket = str(a.launcher.with_name(SOCKET_NAME))
+        return [
+            msgspec.to_builtins(await anyio.to_thread.run_sync(client.call, socket, client.build_request(argv)))
+            for argv in (["send", "b", "late"], ["reply", "b", "late"])
+        ]
 
     result = await run_wf(flow, tmp_path)
-    refused(tmp_path, "late", "send", "no-operation")
-    refused(tmp_path, "late_reply", "reply", "no-operation")
+    for answer, command in zip(result.value, ("send", "reply")):
+        assert (answer["code"], answer["exit"]) == ("no-operation", 1)
+        assert f"wfa: {command} refused (no-operation):" in answer["stderr"]
     assert sent_mail(result) == [] and attempts(tmp_path, "b") == 0
 
 

@@ -9,6 +9,8 @@ import msgspec
 import pytest
 
 from agentswf import tool
+from agentswf.launcher import client
+from agentswf.launcher.place import SOCKET_NAME
 
 from .kit import Finding, answer_line, call_tool, run_wf, saved, shell_agent, tool_lines
 
@@ -125,31 +127,27 @@ async def test_no_tool_name_is_a_usage_error_exit_2(tmp_path):
 
 
 async def test_a_call_outside_a_turn_is_refused_no_operation_exit_3(tmp_path):
-    """Agent a's turn has ended; agent b then runs a's launcher: a is in no turn."""
+    """Agent a's turn has ended, and nothing of a is left: only the run's own process can
+    still reach a's socket (any other is refused wrong-agent, see tests/engine/test_identity.py)."""
     count = {"n": 0}
 
     def ping() -> str:
         count["n"] += 1
         return "pong"
 
-    a_body = 'echo "$WFA" >"$OUT/a_wfa"\n' + answer_line()
-    b_body = "\n".join(
-        ['"$(cat "$OUT/a_wfa")" tool ping >"$OUT/late.out" 2>"$OUT/late.err"; echo $? >"$OUT/late.rc"', answer_line()]
-    )
-
     async def fn(wf):
         a = await wf.agents.open(
-            "a", runtime=shell_agent(tmp_path, "a", a_body), tools={"ping": tool(ping, description="Ping.")}
+            "a", runtime=shell_agent(tmp_path, "a", answer_line()), tools={"ping": tool(ping, description="Ping.")}
         )
-        b = await wf.agents.open("b", runtime=shell_agent(tmp_path, "b", b_body))
         first = await a.run("Answer.", timeout=15)
-        second = await b.run("Call a's tool.", timeout=15)
-        return [first.outcome.kind, second.outcome.kind]
+        socket = str(a.launcher.with_name(SOCKET_NAME))
+        late = await anyio.to_thread.run_sync(client.call, socket, client.build_request(["tool", "ping"], lambda: ""))
+        return [first.outcome.kind, msgspec.to_builtins(late)]
 
-    assert (await run_wf(fn, tmp_path)).value == ["answered", "answered"]
-    late = saved(tmp_path, "late")
-    assert late.rc == 3 and late.out == ""
-    assert "no-operation" in late.err and "turn" in late.err
+    kind, late = (await run_wf(fn, tmp_path)).value
+    assert kind == "answered"
+    assert late["exit"] == 3 and late["stdout"] == ""
+    assert "no-operation" in late["stderr"] and "turn" in late["stderr"]
     assert count["n"] == 0
 
 

@@ -77,7 +77,7 @@ def events(reply: Reply, model: str, usage: Usage) -> bytes:
     whole = body(reply, model, usage, item)
     opening = {**whole, "status": "in_progress", "output": [], "usage": None}
     at = {"output_index": 0, "item_id": item["id"]}
-    empty = {"content": []} if item["type"] == "message" else {"arguments": ""}
+    empty: dict[str, Any] = {"content": []} if item["type"] == "message" else {"arguments": ""}
     started = {**item, "status": "in_progress", **empty}
     added = {"type": "response.output_item.added", "output_index": 0, "item": started}
     if item["type"] == "message":

@@ -106,7 +106,7 @@ class ScriptedModel:
         suppressed = await self._stack.__aexit__(kind, error, trace)
         if kind is None and self.errors:
             raise self.errors[0]
-        return suppressed
+        return bool(suppressed)
 
     async def _serve(self, stream: SocketStream) -> None:
         """Answer one request on `stream`, then close it; never let an error reach the listener."""

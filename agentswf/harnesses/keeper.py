@@ -1,0 +1,305 @@
+"""The keeper: a small process per agent attempt, so that nothing the agent starts outlives it.
+
+    python -S -I keeper.py keep <lifeline fd> <grace seconds> <argv…>
+    python -S -I keeper.py watch <lifeline fd> <run dir>
+
+(The run starts it with `-c`, importing this file, for its cached bytecode.)
+
+`keep` makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): whatever the CLI
+starts, however it backgrounds it (`&`, `nohup`, `setsid`, a double fork), stays under
+the keeper, since an orphan is reparented to its nearest subreaper, not to init. It runs
+the CLI on its own standard streams and waits, and then kills every process left under it:
+
+- the CLI exited: everything left is killed at once;
+- SIGTERM (the run stopping the attempt): everything gets SIGTERM, the CLI a grace to exit
+  (the grace the run gives), then everything left SIGKILL;
+- the lifeline closed (the run holds its write end; it closes when the run dies, `kill -9`
+  included): everything is killed at once.
+
+It kills in passes (a process may fork while its siblings die) until a pass finds none,
+reaps, and exits with the CLI's status, or by the CLI's signal, as the CLI would have.
+The CLI runs in a process group of its own; where there is no subreaper (not Linux), that
+group is what the keeper kills, and what leaves it (`setsid`, a group of its own) escapes.
+
+`watch` is the run's watchdog: when its lifeline closes (the run ended, or died) it kills
+every process whose environment carries the run's mark (`MARK_VARIABLE`, which every
+agent process gets; a second net under the keepers) and removes the run's directory.
+
+Standard library C modules and `os` only: a keeper starts once per attempt, so it loads
+nothing it doesn't need (`_signal` rather than `signal`, which imports enum). It is
+imported as `agentswf.harnesses.keeper` too, for `kill_marked` and the command lines.
+"""
+
+import _signal  # type: ignore[import-not-found]  # no stub: `signal`'s C half
+import os
+import select
+import sys
+import time
+
+MARK_VARIABLE = "AGENTSWF_MARK"
+PASS_PAUSE_SECONDS = 0.005  # between killing passes, for the killed to become zombies
+KILL_PATIENCE_SECONDS = 5.0  # passes stop after this long (a process stuck in the kernel can't be hurried)
+_PR_SET_CHILD_SUBREAPER = 36
+_SIGKILL = _signal.SIGKILL
+_SIGTERM = _signal.SIGTERM
+
+
+def become_subreaper() -> bool:
+    """Make orphans of this process's descendants its children; False where the platform can't.
+
+    `prctl` through `_ctypes`, the C layer of `ctypes`: importing `ctypes` itself costs a
+    keeper about 4 ms, a third of its start.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import _ctypes
+
+        class Int(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class Function(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = Int
+
+        libc = _ctypes.dlopen(None)  # type: ignore[arg-type]  # None: the process's own symbols
+        prctl = Function(_ctypes.dlsym(libc, "prctl"))
+        return prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def _processes() -> list[tuple[int, int]]:
+    """(pid, parent pid) of every live process (zombies are done), from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/" + entry + "/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in (b"Z", b"X"):
+            found.append((int(entry), int(fields[1])))
+    return found
+
+
+def descendants(root: int) -> list[int]:
+    """The live processes under `root` (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in _processes():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def marked(mark: str) -> list[int]:
+    """Live processes whose environment has `MARK_VARIABLE` set to `mark` or to `mark/…`."""
+    exact = (MARK_VARIABLE + "=" + mark).encode()
+    under = exact + b"/"
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open("/proc/" + entry + "/environ", "rb") as environ:
+                variables = environ.read().split(b"\0")
+        except OSError:
+            continue
+        if any(variable == exact or variable.startswith(under) for variable in variables):
+            found.append(int(entry))
+    return found
+
+
+def kill_marked(mark: str) -> int:
+    """SIGKILL every process carrying `mark`, in passes until none is left; how many were found."""
+    if not os.path.isdir("/proc"):
+        return 0
+    killed: set[int] = set()
+    give_up = time.monotonic() + KILL_PATIENCE_SECONDS
+    while time.monotonic() < give_up:
+        found = [pid for pid in marked(mark) if pid not in killed or _alive(pid)]
+        if not found:
+            break
+        _signal_all(found, _SIGKILL)
+        killed.update(found)
+        time.sleep(PASS_PAUSE_SECONDS)
+    return len(killed)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open("/proc/" + str(pid) + "/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+class Keeper:
+    """One attempt's CLI and everything under it."""
+
+    def __init__(self, argv: list[str], lifeline: int, grace: float) -> None:
+        self.argv = argv
+        self.lifeline = lifeline
+        self.grace = grace
+        self.subreaper = become_subreaper()
+        self.cli = 0
+        self.status: int | None = None  # the CLI's wait status, once reaped
+
+    def reap(self) -> bool:
+        """Reap every child that has ended, keeping the CLI's status; whether any child is left."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return False
+            if pid == 0:
+                return True
+            if pid == self.cli:
+                self.status = status
+
+    def kill_all(self, signum: int = _SIGKILL) -> None:
+        """Signal every process under the keeper; with SIGKILL, in passes until none is left."""
+        if not self.subreaper:  # the CLI's process group is all that can be found
+            try:
+                os.killpg(self.cli, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.reap()
+            return
+        give_up = time.monotonic() + KILL_PATIENCE_SECONDS
+        while True:
+            if not self.reap():  # no child left: under a subreaper, then no descendant either
+                return
+            found = descendants(os.getpid())
+            if not found or time.monotonic() > give_up:
+                return
+            _signal_all(found, signum)
+            if signum != _SIGKILL:
+                return
+            time.sleep(PASS_PAUSE_SECONDS)
+
+    def run(self) -> None:
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        terminated = []
+        _signal.signal(_signal.SIGCHLD, lambda signum, frame: None)
+        _signal.signal(_SIGTERM, lambda signum, frame: terminated.append(signum))
+        _signal.set_wakeup_fd(wake_write)
+        os.set_inheritable(self.lifeline, False)  # the CLI has no business with it
+        try:
+            self.cli = os.posix_spawnp(
+                self.argv[0], self.argv, os.environ, setpgroup=0, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ)
+            )
+        except OSError as error:
+            sys.stderr.write(f"agentswf: can't run {self.argv[0]}: {error.strerror or error}\n")
+            os._exit(127 if isinstance(error, FileNotFoundError) else 126)
+        poller = select.poll()
+        poller.register(self.lifeline, select.POLLIN | select.POLLHUP)
+        poller.register(wake_read, select.POLLIN)
+        term_by: float | None = None
+        while self.status is None:
+            timeout = None if term_by is None else max(0.0, term_by - time.monotonic())
+            events = dict(poller.poll(None if timeout is None else int(timeout * 1000) + 1))
+            if wake_read in events:
+                os.read(wake_read, 512)
+            self.reap()
+            if self.status is not None:
+                break
+            if self.lifeline in events:  # the run is gone
+                break
+            if terminated and term_by is None:
+                term_by = time.monotonic() + self.grace
+                self.kill_all(_SIGTERM)
+            if term_by is not None and time.monotonic() >= term_by:
+                break
+        self.kill_all()
+        self.exit()
+
+    def exit(self) -> None:
+        """Exit as the CLI did: with its status, or by its signal."""
+        status = self.status if self.status is not None else _SIGKILL  # a CLI never reaped was killed
+        if os.WIFEXITED(status):
+            os._exit(os.WEXITSTATUS(status))
+        signum = os.WTERMSIG(status)
+        _signal.set_wakeup_fd(-1)
+        if signum != _SIGKILL:
+            _signal.signal(signum, _signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # a signal that doesn't end a process by default
+
+
+def watch(lifeline: int, run_dir: str) -> None:
+    """Wait for the lifeline to close; then kill what carries the run's mark and remove its directory."""
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    while True:
+        try:
+            if not os.read(lifeline, 512):
+                break
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+    kill_marked(os.path.basename(run_dir))
+    remove_tree(run_dir)
+
+
+def remove_tree(path: str) -> None:
+    """Remove a run's directory of sockets and launchers (its own mode forbids listing it)."""
+    try:
+        os.chmod(path, 0o700)
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            remove_tree(entry.path)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+# Imported, not run as the main script (compiled from source every time); appended to the
+# path, so that nothing beside it can stand in for a standard module.
+_START = f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); import keeper; keeper.main(sys.argv[1:])"
+
+
+def keep_command(python: str, lifeline: int, grace: float, argv: list[str]) -> list[str]:
+    return [python, "-S", "-I", "-c", _START, "keep", str(lifeline), repr(grace), *argv]
+
+
+def watch_command(python: str, lifeline: int, run_dir: str) -> list[str]:
+    return [python, "-S", "-I", "-c", _START, "watch", str(lifeline), run_dir]
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) >= 4 and argv[0] == "keep":
+        Keeper(argv[3:], int(argv[1]), float(argv[2])).run()
+    elif len(argv) == 3 and argv[0] == "watch":
+        watch(int(argv[1]), argv[2])
+    else:
+        sys.exit("usage: keeper.py keep <fd> <grace> <argv…> | watch <fd> <run dir>")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,71 @@
+"""Where a run's sockets go ($TMPDIR when it fits a socket path), and the sweep of dead runs' directories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agentswf.launcher import place
+
+
+def test_tmpdir_is_the_root_when_it_is_short_enough(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path) + "/")
+    assert place.sockets_root() == str(tmp_path)
+    run_dir = place.make_run_dir()
+    try:
+        assert run_dir.parent == tmp_path and run_dir.name.startswith("awf-")
+        socket_path, _ = place.make_agent_dir(run_dir)
+        assert len(os.fsencode(str(socket_path))) <= place.MAX_SOCKET_PATH_BYTES
+    finally:
+        place.remove_run_dir(run_dir)
+    assert not run_dir.exists()
+
+
+def test_tmpdir_too_long_relative_or_missing_falls_back_to_tmp(tmp_path, monkeypatch):
+    long = tmp_path / ("d" * (place.MAX_SOCKET_PATH_BYTES - len(str(tmp_path)) - place.LONGEST_TAIL_BYTES))
+    long.mkdir()
+    for value in (str(long), "relative/dir", str(tmp_path / "missing"), ""):
+        monkeypatch.setenv("TMPDIR", value)
+        assert place.sockets_root() == "/tmp", value
+    monkeypatch.setenv("TMPDIR", str(long)[:-1])
+    (tmp_path / long.name[:-1]).mkdir()
+    assert place.sockets_root() == str(long)[:-1]  # one byte shorter fits
+
+
+def test_a_dead_runs_directory_is_swept_and_a_live_or_ownerless_one_is_not(tmp_path):
+    live = Path(tmp_path / "awf-live")
+    live.mkdir()
+    (live / place.OWNER_NAME).write_text(f"{os.getpid()} {place._started_at(os.getpid())}\n")
+    dead = Path(tmp_path / "awf-dead")
+    (dead / "a1").mkdir(parents=True)
+    (dead / "a1" / "s.sock").write_text("")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    (dead / place.OWNER_NAME).write_text(f"{gone.stdout.strip()} 1\n")
+    dead.chmod(place.RUN_DIR_MODE)
+    reused = Path(tmp_path / "awf-reused")  # its pid lives, but started at another time: another process
+    reused.mkdir()
+    (reused / place.OWNER_NAME).write_text(f"{os.getpid()} 1\n")
+    ownerless = Path(tmp_path / "awf-ownerless")  # a run of an older agentswf, maybe live
+    ownerless.mkdir()
+    other = Path(tmp_path / "not-a-run")
+    other.mkdir()
+    (other / place.OWNER_NAME).write_text("1 1\n")
+
+    swept = place.sweep_dead_runs(str(tmp_path))
+    assert sorted(swept) == sorted([dead, reused])
+    assert not dead.exists() and not reused.exists()
+    assert live.exists() and ownerless.exists() and other.exists()
+
+
+def test_a_run_directory_holds_its_owner(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    run_dir = place.make_run_dir()
+    try:
+        assert oct(run_dir.stat().st_mode & 0o777) == oct(place.RUN_DIR_MODE)
+        owner = (run_dir / place.OWNER_NAME).read_text().split()
+        assert owner == [str(os.getpid()), place._started_at(os.getpid())]
+        assert place.sweep_dead_runs(str(tmp_path)) == []  # its owner is alive
+    finally:
+        place.remove_run_dir(run_dir)
