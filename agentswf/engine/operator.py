@@ -5,6 +5,13 @@ One socket per run, beside the agents' sockets, answering one JSON line with one
 line. Its path is in the run's record (run.json `control`), so a person finds it by
 run id. A process of any agent's live attempt is refused (`admission.operator_admit`):
 the approval a person gives must not be an agent's.
+
+Its connections are bounded as an agent's are (see `launcher.listener`), with a budget of
+their own, `MAX_OPERATOR_CONNECTIONS`, so nothing at the agents' sockets can keep a person
+out, nor this socket the agents: the request must arrive within
+`REQUEST_LINE_TIMEOUT_SECONDS`, a stalled connection is the first evicted, and a request
+is answered within `OPERATOR_TIMEOUT_SECONDS`, plus its own wait for `awf inbox --wait`,
+which is at most `MAX_INBOX_WAIT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import structlog
 from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
-from ..launcher.listener import Admit, read_request
+from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, receive
 from ..launcher.peer import peer_pid
 from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
@@ -31,7 +38,8 @@ _log = structlog.get_logger("agentswf.operator")
 OPERATOR_SOCKET_NAME = "op.sock"
 MAX_OPERATOR_REQUEST_BYTES = 64 * 1024
 OPERATOR_TIMEOUT_SECONDS = 30.0
-MAX_INBOX_WAIT_SECONDS = 24 * 3600.0  # awf inbox --wait
+MAX_INBOX_WAIT_SECONDS = 3600.0  # awf inbox --wait, the one long request
+MAX_OPERATOR_CONNECTIONS = 16  # open at once on the operator socket; it has no share in the agents'
 
 
 class _Operator(msgspec.Struct, tag_field="command", forbid_unknown_fields=True, frozen=True):
@@ -103,6 +111,10 @@ async def _handle(request: OperatorRequest, desk: ActorRef, board: ActorRef) -> 
 
 
 async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
+    if request.wait_ms > MAX_INBOX_WAIT_SECONDS * 1000:
+        return OperatorResponse(
+            False, f"a wait is at most {MAX_INBOX_WAIT_SECONDS:g} seconds (MAX_INBOX_WAIT_SECONDS); wait again after"
+        )
     if request.key not in await board.ask(Participants()):
         return OperatorResponse(False, f"{request.key} is not a participant of this run")
     mail = await board.ask(Inbox(request.key))
@@ -112,32 +124,57 @@ async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
     return OperatorResponse(True, f"{len(mail)} message(s)", msgspec.to_builtins(mail))
 
 
-async def _answer(stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None) -> None:
+def _encode(response: OperatorResponse) -> bytes:
+    return msgspec.json.encode(response) + b"\n"
+
+
+async def _respond(data: bytes, stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None) -> OperatorResponse:
+    try:
+        refusal = None if admit is None else await admit(peer_pid(stream))
+    except OSError as error:  # out of descriptors to look the process up with
+        return OperatorResponse(False, f"the run could not check who is asking ({error.strerror}); try again")
+    if refusal is not None:
+        return OperatorResponse(False, f"refused (wrong-agent): {refusal}", {"code": "wrong-agent"})
+    deep = too_deep(data)
+    if deep is not None:
+        return OperatorResponse(False, f"not an operator request: {deep}")
+    try:
+        request = _decoder.decode(data)
+    except msgspec.DecodeError as error:
+        return OperatorResponse(False, f"not an operator request: {error}")
+    wait = min(request.wait_ms / 1000, MAX_INBOX_WAIT_SECONDS) if isinstance(request, ReadInbox) else 0.0
+    with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + wait):
+        return await _handle(request, desk, board)
+    return OperatorResponse(False, f"the run did not answer within {OPERATOR_TIMEOUT_SECONDS:g} seconds; try again")
+
+
+async def _answer(
+    stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None, budget: ConnectionBudget
+) -> None:
     """One operator connection; whatever goes wrong with it ends it, never the run."""
     async with stream:
+        slot = budget.take(stream)
+        if slot is None:
+            await deliver(stream, _encode(OperatorResponse(False, budget.full_text())))
+            return
         try:
-            with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + MAX_INBOX_WAIT_SECONDS):
-                data = await read_request(stream, MAX_OPERATOR_REQUEST_BYTES)
-                refusal = None if admit is None else await admit(peer_pid(stream))
-                deep = too_deep(data)
-                try:
-                    if refusal is not None:
-                        response = OperatorResponse(False, f"refused (wrong-agent): {refusal}", {"code": "wrong-agent"})
-                    elif deep is not None:
-                        response = OperatorResponse(False, f"not an operator request: {deep}")
-                    else:
-                        response = await _handle(_decoder.decode(data), desk, board)
-                except msgspec.DecodeError as error:
-                    response = OperatorResponse(False, f"not an operator request: {error}")
-                await stream.send(msgspec.json.encode(response) + b"\n")
-        except Exception:  # the person's awf went away, or the run is stopping
+            data, refusal = await receive(stream, budget, slot, MAX_OPERATOR_REQUEST_BYTES)
+            if refusal is not None:
+                response = OperatorResponse(False, refusal)
+            else:
+                response = await _respond(data, stream, desk, board, admit)
+            await deliver(stream, _encode(response))
+        except Exception:  # the run is stopping, or a bug: this connection ends, the run doesn't
             _log.warning("an operator connection failed", exc_info=True)
+        finally:
+            budget.release(slot)
 
 
 async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef, admit: Admit | None = None) -> None:
+    budget = ConnectionBudget(MAX_OPERATOR_CONNECTIONS, "MAX_OPERATOR_CONNECTIONS")
     async with listener, anyio.create_task_group() as connections:
         while True:
-            connections.start_soon(_answer, await listener.accept(), desk, board, admit)
+            connections.start_soon(_answer, await accept(listener, budget), desk, board, admit, budget)
 
 
 def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorResponse:
@@ -146,8 +183,11 @@ def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorRespon
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait)
         connection.connect(str(socket_path))
-        connection.sendall(msgspec.json.encode(request) + b"\n")
-        connection.shutdown(socket.SHUT_WR)
+        try:
+            connection.sendall(msgspec.json.encode(request) + b"\n")
+            connection.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before it was read (over the budget): the answer says why
         data = b""
         while not data.endswith(b"\n"):
             chunk = connection.recv(65536)

@@ -357,6 +357,21 @@ def _reason(error):
     return getattr(error, "strerror", None) or str(error) or type(error).__name__
 
 
+def _answer_sent_already(sock):
+    """The answer the run sent before it stopped reading, or None if there is none whole."""
+    buffer = b""
+    try:
+        sock.settimeout(0)
+        while not buffer.endswith(b"\n"):
+            chunk = sock.recv(262144)
+            if not chunk:
+                break
+            buffer += chunk
+        return decode_response(buffer)
+    except (OSError, ValueError):
+        return None
+
+
 def call(path, fields, answer_timeout=common.ANSWER_TIMEOUT_SECONDS):
     """Send `fields` once to the run at socket `path` and return its decoded response.
 
@@ -367,8 +382,8 @@ def call(path, fields, answer_timeout=common.ANSWER_TIMEOUT_SECONDS):
     data = encode_request(fields)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        # The run must take the whole request within its connection lifetime.
-        sock.settimeout(common.CONNECTION_LIFETIME_SECONDS)
+        # The run takes the whole request within this of connecting, or closes the connection.
+        sock.settimeout(common.REQUEST_LINE_TIMEOUT_SECONDS)
         try:
             sock.connect(path)
         except (OSError, ValueError) as error:
@@ -376,8 +391,12 @@ def call(path, fields, answer_timeout=common.ANSWER_TIMEOUT_SECONDS):
         try:
             sock.sendall(data)
         except OSError as error:
-            # The run acts only on a whole line: one that didn't get through did nothing.
-            raise Unreached(f"the request did not get through: {_reason(error)}") from None
+            # The run acts only on a whole line: one that didn't get through did nothing. It may
+            # have said why, refusing the connection before reading it (over its budget).
+            refusal = _answer_sent_already(sock)
+            if refusal is None:
+                raise Unreached(f"the request did not get through: {_reason(error)}") from None
+            return refusal
         try:
             sock.shutdown(_socket.SHUT_WR)
         except OSError:

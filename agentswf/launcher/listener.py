@@ -1,31 +1,66 @@
 """The per-agent listener: one connection, one request line, one response line.
 
 The socket a connection arrives on says which agent is calling; the request only says
-what it asks. Every connection is answered, even one over the run's connection budget
-(a silent close would look like a crashed run), except one that dawdles past its
-lifetime, which is closed.
+what it asks. Every connection is answered, even one refused (a silent close would look
+like a crashed run).
+
+Exhaustion. Any process of the user can connect to any agent's socket, and every byte
+from that side is hostile, so what one connection can cost the run is bounded:
+
+- A connection takes its slot in the run's `ConnectionBudget` as it is accepted, before a
+  byte is read: a slot holds at most one request (`MAX_REQUEST_BYTES`) in memory, and the
+  budget (`MAX_OPEN_CONNECTIONS`, and at most `MAX_CONNECTION_FD_SHARE` of the process's
+  file descriptors) leaves the run the descriptors its records and agents need. Requests
+  still arriving hold at most `MAX_READING_BYTES` across the run.
+- The whole request must arrive within `REQUEST_LINE_TIMEOUT_SECONDS` of the accept,
+  and the answer be taken within `ANSWER_DELIVERY_TIMEOUT_SECONDS`; a trickle of bytes
+  extends neither.
+- Stalling buys nothing: when the budget is full (or the bytes still arriving are over
+  theirs), the connection that has waited longest for its request is closed with a
+  refusal naming the limit, and its slot goes to the newcomer. A wfa client writes its whole line as it connects, so it is read within
+  milliseconds and is never the oldest one waiting; a thousand stalled connections only
+  evict each other. A connection whose request is in (a tool call running, an answer
+  being sent) is never evicted; only when every slot is one of those is a newcomer
+  refused, unread (its first bytes are peeked at, to name the command refused).
+
+  Why eviction and not a budget per agent: before the request is read the listener knows
+  only whose socket was dialled, not who dialled it (the identity check needs the decoded
+  request), and any process can dial any agent's socket, so a per-socket budget would let
+  agent b starve agent a by stalling on a's socket. Eviction needs no identity, and no
+  split of the stalls across sockets or processes gets around it.
+- `accept` failing for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is
+  survived: the oldest stalled connection is closed, its descriptor being the first to
+  give back; the listener waits (from `ACCEPT_RETRY_MIN_SECONDS`, doubling up to
+  `ACCEPT_RETRY_MAX_SECONDS`) and tries again, answering the open connections meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import errno
+import resource
+import socket
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import structlog
-from anyio.abc import SocketListener, SocketStream
+from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
-from .peer import peer_pid
 from ..wire import (
-    CONNECTION_LIFETIME_SECONDS,
+    ANSWER_DELIVERY_TIMEOUT_SECONDS,
+    COMMANDS,
     MAX_OPEN_CONNECTIONS,
     MAX_REQUEST_BYTES,
+    REQUEST_LINE_TIMEOUT_SECONDS,
     Request,
     Response,
     decode_request,
     encode_response,
     refused,
 )
+from ..wire.framing import COMMAND_HINT_BYTES
+from .peer import peer_pid
 
 Handler = Callable[[Request], Awaitable[Response]]
 Admit = Callable[[int | None], Awaitable[str | None]]
@@ -33,77 +68,238 @@ Admit = Callable[[int | None], Awaitable[str | None]]
 (awaited, so that a refusal can be recorded before it is answered)."""
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
+MAX_CONNECTION_FD_SHARE = 0.25  # of the process's file-descriptor limit, what connections may hold
+COMMAND_PEEK_SECONDS = 0.1  # how long a refusal before reading waits for the first bytes, to name the command
+ACCEPT_RETRY_MIN_SECONDS = 0.01  # after accept fails for want of descriptors or memory
+ACCEPT_RETRY_MAX_SECONDS = 1.0
+MAX_READING_BYTES = 16 * 1024 * 1024  # across the run, of requests still arriving
+_OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+def connection_limit(cap: int = MAX_OPEN_CONNECTIONS) -> int:
+    """`cap`, or fewer where the process's file-descriptor limit is low."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    return max(1, min(cap, int(soft * MAX_CONNECTION_FD_SHARE)))
+
+
+class Slot:
+    """One connection's place in a budget; `evicted` says why it was closed to make room."""
+
+    def __init__(self, stream: SocketStream) -> None:
+        self.stream = stream
+        self.evicted: str | None = None
 
 
 class ConnectionBudget:
-    """How many connections are open across a whole run, against a fixed limit."""
+    """The connections open across a whole run, against a fixed limit, and which of them
+    are waiting for their request (oldest first): those are the ones a newcomer may evict."""
 
-    def __init__(self, limit: int = MAX_OPEN_CONNECTIONS) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None, name: str = "MAX_OPEN_CONNECTIONS") -> None:
+        self.limit = connection_limit() if limit is None else limit
+        self.name = name
         self.open = 0
         self.refused = 0
+        self.evicted = 0
+        self.peeking = 0  # refusals waiting a moment for the command to refuse
+        self.reading_bytes = 0  # held for the requests still arriving
+        self._waiting: dict[Slot, int] = {}  # the bytes each holds; insertion order: the oldest wait first
 
     def statistics(self) -> dict[str, int]:
-        return {"open": self.open, "limit": self.limit, "refused": self.refused}
+        return {
+            "open": self.open,
+            "limit": self.limit,
+            "refused": self.refused,
+            "evicted": self.evicted,
+            "waiting": len(self._waiting),
+            "reading_bytes": self.reading_bytes,
+        }
 
+    def take(self, stream: SocketStream) -> Slot | None:
+        """A slot for a connection just accepted: a free one, or else the one of the
+        connection that has waited longest for its request; None if every slot is busy."""
+        why = f"the run has {self.limit} connections open, its limit ({self.name})"
+        if self.open >= self.limit and not self.evict_oldest(why):
+            self.refused += 1
+            return None
+        self.open += 1
+        return Slot(stream)
 
-async def read_request(stream: SocketStream, limit: int = MAX_REQUEST_BYTES) -> bytes:
-    """Bytes until the client half-closes, stopping one past `limit`."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= limit:
+    def evict_oldest(self, why: str, sparing: Slot | None = None) -> bool:
+        """End the wait of the connection that has waited longest for its request (but
+        `sparing`), because `why`; False if none is waiting. Its slot and bytes are free at
+        once; its own task answers and closes it."""
+        slot = next((waiting for waiting in self._waiting if waiting is not sparing), None)
+        if slot is None:
+            return False
+        self.reading_bytes -= self._waiting.pop(slot)
+        slot.evicted = why
+        self.open -= 1
+        self.evicted += 1
+        try:  # the read ends as at the client's EOF
+            slot.stream.extra(SocketAttribute.raw_socket).shutdown(socket.SHUT_RD)
+        except OSError:
+            pass  # the client is gone already: its read is ending anyway
+        return True
+
+    def release(self, slot: Slot) -> None:
+        if not slot.evicted:
+            self.open -= 1
+
+    @contextmanager
+    def waiting(self, slot: Slot) -> Iterator[None]:
+        """While `slot`'s connection waits for its request: evictable."""
+        self._waiting[slot] = 0
         try:
-            chunk = await stream.receive(_READ_CHUNK_BYTES)
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+            yield
+        finally:
+            self.reading_bytes -= self._waiting.pop(slot, 0)
+
+    def hold(self, slot: Slot, size: int) -> None:
+        """`slot` holds `size` more bytes of its request; over MAX_READING_BYTES across the
+        run, the oldest others waiting are evicted."""
+        if slot not in self._waiting:
+            return
+        self._waiting[slot] += size
+        self.reading_bytes += size
+        why = f"the run holds {MAX_READING_BYTES} bytes of requests still arriving, its limit (MAX_READING_BYTES)"
+        while self.reading_bytes > MAX_READING_BYTES and self.evict_oldest(why, sparing=slot):
+            pass
+
+    def full_text(self) -> str:
+        return (
+            f"the run has {self.limit} connections open, its limit ({self.name}), each being answered; "
+            "nothing was done. Run the command again in a moment."
+        )
+
+
+async def _read_into(buffer: bytearray, stream: SocketStream, limit: int, budget: ConnectionBudget, slot: Slot) -> None:
+    """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`.
+
+    Read from the raw socket when it is readable, not with `stream.receive`: on asyncio a
+    receive cancelled (by the deadline, or the run stopping) just as its socket turns
+    readable raises in the event loop (anyio's raw-socket streams), and a hostile client
+    can time that."""
+    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+    while len(buffer) <= limit:
+        await anyio.wait_readable(sock)
+        try:
+            chunk = sock.recv(_READ_CHUNK_BYTES)
+        except BlockingIOError:
+            continue
+        except OSError:  # reset by the client
+            return
+        if not chunk:
+            return
+        buffer += chunk
+        budget.hold(slot, len(chunk))
+
+
+async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
+    """What came of the request on `slot`'s connection, and, where it didn't come whole in
+    time, the refusal's text."""
+    buffer = bytearray()
+    with budget.waiting(slot), anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
+        await _read_into(buffer, stream, limit, budget, slot)
+    data = bytes(buffer)
+    if slot.evicted:
+        return data, (
+            f"{slot.evicted}, and this one had waited longest for its request, so it was closed to make room; "
+            "nothing was done. Run the command again."
+        )
+    if scope.cancelled_caught:
+        return data, (
+            f"the whole request did not arrive within {REQUEST_LINE_TIMEOUT_SECONDS:g} seconds of connecting "
+            "(REQUEST_LINE_TIMEOUT_SECONDS); nothing was done."
+        )
+    return data, None
+
+
+async def deliver(stream: SocketStream, data: bytes) -> None:
+    """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS."""
+    try:
+        with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
+            await stream.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        # Debug, not warning: a hostile client can make one of these per connection.
+        _log.debug("a client went away before its answer")
+        return
+    if scope.cancelled_caught:
+        _log.debug("a client did not take its answer", timeout_seconds=ANSWER_DELIVERY_TIMEOUT_SECONDS)
+
+
+def command_hint(head: bytes) -> str:
+    """The command the first bytes of a request name ("result" if none)."""
+    head = head[:COMMAND_HINT_BYTES]
+    for command in COMMANDS:
+        if b'"command":"' + command.encode() + b'"' in head:
+            return command
+    return "result"
+
+
+async def _peeked_command(stream: SocketStream, budget: ConnectionBudget) -> str:
+    """The command a connection refused unread names in what has arrived, left unread.
+
+    wfa writes its line as it connects, but the run may accept it a moment before: it waits
+    up to COMMAND_PEEK_SECONDS for a first byte, while fewer refusals than the budget's limit
+    are waiting so (so they hold at most that many more descriptors), then decides."""
+    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+
+    def peek() -> bytes:
+        try:
+            return sock.recv(COMMAND_HINT_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:
+            return b""
+
+    head = peek()
+    if not head and budget.peeking < budget.limit:
+        budget.peeking += 1
+        try:
+            with anyio.move_on_after(COMMAND_PEEK_SECONDS):
+                await anyio.wait_readable(sock)
+        finally:
+            budget.peeking -= 1
+        head = peek()
+    return command_hint(head)
 
 
 def _command_of(request: Request | Response) -> str:
     return "result" if isinstance(request, Response) else type(request).__struct_config__.tag  # type: ignore[return-value]
 
 
-async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
-    over_budget = budget.open >= budget.limit
-    budget.open += 1
+async def _respond(request: Request | Response, stream: SocketStream, handle: Handler, admit: Admit | None) -> Response:
+    if isinstance(request, Response):
+        return request
     try:
-        with anyio.move_on_after(CONNECTION_LIFETIME_SECONDS) as lifetime:
-            data = await read_request(stream)
-        if lifetime.cancelled_caught:
+        refusal = None if admit is None else await admit(peer_pid(stream))
+        if refusal is not None:
+            return refused(_command_of(request), "wrong-agent", refusal)
+        return await handle(request)
+    except Exception as error:  # the agent must get an answer, never a dropped line
+        _log.exception("wfa request failed", command=_command_of(request))
+        return refused(
+            _command_of(request), "internal-error", f"the run could not answer ({type(error).__name__}); try again later."
+        )
+
+
+async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
+    async with stream:
+        slot = budget.take(stream)
+        if slot is None:
+            response = refused(await _peeked_command(stream, budget), "internal-error", budget.full_text())
+            await deliver(stream, encode_response(response))
             return
-        request = decode_request(data)
-        refusal = None if admit is None or isinstance(request, Response) else await admit(peer_pid(stream))
-        if isinstance(request, Response):
-            response = request
-        elif refusal is not None:
-            response = refused(_command_of(request), "wrong-agent", refusal)
-        elif over_budget:
-            budget.refused += 1
-            response = refused(
-                _command_of(request),
-                "internal-error",
-                f"the run has {budget.limit} connections open, its limit; nothing was done. "
-                "Run the command again in a moment.",
-            )
-        else:
-            try:
-                response = await handle(request)
-            except Exception as error:  # the agent must get an answer, never a dropped line
-                _log.exception("wfa request failed", command=_command_of(request))
-                response = refused(
-                    _command_of(request),
-                    "internal-error",
-                    f"the run could not answer ({type(error).__name__}); try again later.",
-                )
         try:
-            await stream.send(encode_response(response))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            _log.warning("wfa client went away before its answer", code=response.code)
-    finally:
-        budget.open -= 1
-        await stream.aclose()
+            data, refusal = await receive(stream, budget, slot, MAX_REQUEST_BYTES)
+            if refusal is None:
+                response = await _respond(decode_request(data), stream, handle, admit)
+            else:
+                code = "internal-error" if slot.evicted else "invalid-request"
+                response = refused(command_hint(data), code, refusal)
+            await deliver(stream, encode_response(response))
+        finally:
+            budget.release(slot)
 
 
 async def listen(socket_path: Path) -> SocketListener:
@@ -113,10 +309,31 @@ async def listen(socket_path: Path) -> SocketListener:
     return listener
 
 
+def _out_of_resources(error: BaseException) -> bool:
+    cause = error if isinstance(error, OSError) else error.__cause__
+    return isinstance(cause, OSError) and cause.errno in _OUT_OF_RESOURCES
+
+
+async def accept(listener: SocketListener, budget: ConnectionBudget) -> SocketStream:
+    """The next connection to `listener`, waiting out an accept that fails for want of
+    descriptors or memory (closing the oldest stalled connection each time)."""
+    retry = ACCEPT_RETRY_MIN_SECONDS
+    while True:
+        try:
+            return await listener.accept()
+        except (OSError, anyio.BrokenResourceError) as error:
+            if not _out_of_resources(error):
+                raise
+            evicted = budget.evict_oldest("the run is out of file descriptors")
+            if retry == ACCEPT_RETRY_MIN_SECONDS:  # once a spell, not once a retry
+                _log.warning("accept failed; retrying until it works", error=str(error.__cause__ or error), evicted=evicted)
+        await anyio.sleep(retry)
+        retry = min(retry * 2, ACCEPT_RETRY_MAX_SECONDS)
+
+
 async def serve(listener: SocketListener, handle: Handler, budget: ConnectionBudget, admit: Admit | None = None) -> None:
     """Answer each connection to `listener` until cancelled; `handle` answers each request
     that `admit` lets through (every request, without one)."""
     async with listener, anyio.create_task_group() as connections:
         while True:
-            stream = await listener.accept()
-            connections.start_soon(_answer, stream, handle, budget, admit)
+            connections.start_soon(_answer, await accept(listener, budget), handle, budget, admit)

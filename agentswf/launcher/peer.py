@@ -4,11 +4,14 @@ A connection's peer is read from the socket itself (`SO_PEERCRED` on Linux,
 `LOCAL_PEERPID` on macOS), never from anything the peer sends, so a process can't
 claim to be another. Where the platform gives no peer pid, the answer is `None` and
 the caller decides (fail closed where it matters). A process's parent and command line
-are read from /proc, for `identity.py` and for the record of a refusal.
+are read from /proc, for `identity.py` and for the record of a refusal; when the run is
+out of file descriptors (or memory) to read them, that is raised, not taken for a
+process that is gone, so the request fails `internal-error` rather than `wrong-agent`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import struct
@@ -19,6 +22,7 @@ from anyio.abc import SocketAttribute, SocketStream
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _SOL_LOCAL = 0  # macOS <sys/un.h>
 _LOCAL_PEERPID = 0x002
+_CANT_LOOK_NOW = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 
 
 def peer_pid(stream: SocketStream) -> int | None:
@@ -48,7 +52,11 @@ def parent_of(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             return int(stat.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+    except OSError as error:
+        if error.errno in _CANT_LOOK_NOW:
+            raise
+        return None
+    except (ValueError, IndexError):
         return None
 
 
@@ -70,7 +78,9 @@ def environment_value(pid: int, name: str) -> str | None:
     try:
         with open(f"/proc/{pid}/environ", "rb") as environ:
             variables = environ.read().split(b"\0")
-    except OSError:
+    except OSError as error:
+        if error.errno in _CANT_LOOK_NOW:
+            raise
         return None
     for variable in variables:
         if variable.startswith(prefix):

@@ -1,4 +1,4 @@
-"""An agent's socket, spoken to raw: the common refusals, and the run's 64-connection budget."""
+"""An agent's socket, spoken to raw: the common refusals, the run's 64-connection budget and the line deadline."""
 
 from __future__ import annotations
 
@@ -88,28 +88,23 @@ async def test_a_well_formed_request_reaches_the_agent(tmp_path):
     assert answer.code == "unknown-operation"
 
 
-async def test_the_65th_connection_is_answered_internal_error(tmp_path):
+async def test_the_65th_connection_evicts_the_oldest_held_one(tmp_path):
     async def body(sock_a, sock_b):
         async with AsyncExitStack() as held:
+            streams = []
             for _ in range(MAX_OPEN_CONNECTIONS):
-                held.push_async_callback((await anyio.connect_unix(sock_a)).aclose)
+                streams.append(await anyio.connect_unix(sock_a))
+                held.push_async_callback(streams[-1].aclose)
             await anyio.sleep(0.2)  # every held connection accepted and counted
-            over_a = decode_response(await raw(sock_a, result_line()))
-            over_b = decode_response(await raw(sock_b, result_line()))  # the budget is the run's
-        # once the held connections close, the budget is free again
-        with anyio.fail_after(5):
-            while True:
-                after = decode_response(await raw(sock_a, result_line()))
-                if after.code != "internal-error":
-                    break
-                await anyio.sleep(0.02)
-        return over_a, over_b, after
+            newcomer = decode_response(await raw(sock_b, result_line()))  # the budget is the run's
+            with anyio.fail_after(5):
+                evicted = decode_response(await streams[0].receive())
+        return newcomer, evicted
 
-    over_a, over_b, after = await with_agents(tmp_path, body, keys=("a", "b"))
-    for over in (over_a, over_b):
-        assert over.code == "internal-error" and over.exit == 1
-        assert f"{MAX_OPEN_CONNECTIONS} connections open" in over.stderr
-    assert after.code == "unknown-operation"
+    newcomer, evicted = await with_agents(tmp_path, body, keys=("a", "b"))
+    assert newcomer.code == "unknown-operation"
+    assert evicted.code == "internal-error" and evicted.exit == 1
+    assert f"{MAX_OPEN_CONNECTIONS} connections open" in evicted.stderr and "MAX_OPEN_CONNECTIONS" in evicted.stderr
 
 
 async def test_64_connections_are_within_the_budget(tmp_path):
@@ -123,17 +118,20 @@ async def test_64_connections_are_within_the_budget(tmp_path):
     assert (await with_agents(tmp_path, body)).code == "unknown-operation"
 
 
-async def test_a_dawdling_connection_is_closed_after_its_lifetime(tmp_path, monkeypatch):
-    monkeypatch.setattr("agentswf.launcher.listener.CONNECTION_LIFETIME_SECONDS", 0.2)
+async def test_a_dawdling_connection_is_answered_and_closed_at_the_line_deadline(tmp_path, monkeypatch):
+    monkeypatch.setattr("agentswf.launcher.listener.REQUEST_LINE_TIMEOUT_SECONDS", 0.2)
 
     async def body(sock):
         async with await anyio.connect_unix(sock) as stream:
             await stream.send(b'{"version": 1,')  # and never the rest
+            answer = b""
             with anyio.fail_after(3):
                 try:
-                    data = await stream.receive()
+                    while True:
+                        answer += await stream.receive()
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    data = b""
-        return data
+                    pass
+        return answer
 
-    assert await with_agents(tmp_path, body) == b""
+    answer = decode_response(await with_agents(tmp_path, body))
+    assert answer.code == "invalid-request" and "REQUEST_LINE_TIMEOUT_SECONDS" in answer.stderr

@@ -1,0 +1,162 @@
+"""What hostile connections cost a live run: a well-behaved agent's wait, and the run's memory.
+
+    python benchmarks/exhaustion.py [N]        (default N=50)
+
+A real run (the engine on asyncio, in a process of its own as in real use) opens a scripted
+agent with a no-op tool and keeps its turn open. The benchmark then measures:
+
+- `wfa tool noop` through the real launcher, N times unloaded and N times while 1,000
+  connections stall on the agent's socket (each sent half a line and holds), then N times
+  while they stall and each one the run closes is opened again at once: the medians, and
+  their ratios to the unloaded one;
+- the run's resident memory unloaded, and once 200 connections have each sent 2 MiB
+  (just under the request limit) and hold without ending it: the ratio
+  (before the budget was taken ahead of reading, 30 MB became 441 MB).
+"""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from agentswf import Workflow, tool, workflow
+from agentswf.testing import answer, run_workflow
+from agentswf.wire import MAX_REQUEST_BYTES
+
+STALLED = 1000
+FLOODING = 200
+
+
+@workflow(name="bench-exhaustion", description="Keeps one turn open for the benchmark.")
+async def bench(wf: Workflow) -> None:
+    agent = await wf.agents.open("bench", runtime="shell:true", tools={"noop": tool(lambda: None, description="Nothing.")})
+    await agent.run("Wait.", timeout="1h")
+
+
+async def serve() -> None:
+    """The run: prints its pid and the launcher, ends when stdin closes."""
+
+    async def hold(turn) -> str:
+        print(turn.launcher, flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.read)
+        return "done"
+
+    with tempfile.TemporaryDirectory(prefix="awf-bench-runs-") as root:
+        await run_workflow(bench, agents={"bench": answer(hold)}, run_root=root)
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def stall(path: str, n: int, stop: threading.Event, reopen: bool) -> None:
+    """Hold `n` connections that each sent half a line (reopening each the run closes)."""
+    selector = selectors.DefaultSelector()
+
+    def open_one() -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        sock.send(b'{"version":1,"comm')
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ)
+
+    for _ in range(n):
+        open_one()
+    while not stop.is_set():
+        for key, _ in selector.select(0.1):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            try:
+                if sock.recv(65536):
+                    continue
+            except OSError:
+                pass
+            selector.unregister(sock)
+            sock.close()
+            if reopen:
+                open_one()
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()  # type: ignore[union-attr]
+
+
+def flood(path: str, n: int) -> list[socket.socket]:
+    """`n` connections that each send 2 MiB, as far as the run reads, and hold."""
+    payload = memoryview(b"x" * (MAX_REQUEST_BYTES - 4096))
+    held = []
+    for _ in range(n):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        sock.settimeout(0.5)
+        sent = 0
+        try:
+            while sent < len(payload):
+                sent += sock.send(payload[sent:])
+        except OSError:
+            pass  # the run stopped reading (or evicted it)
+        held.append(sock)
+    return held
+
+
+def timed(wfa: str, n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        done = subprocess.run([wfa, "tool", "noop"], stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            sys.exit(f"wfa tool noop exited {done.returncode}: {done.stderr.decode()}")
+    return times
+
+
+def main(argv: list[str]) -> None:
+    if argv == ["--serve"]:
+        anyio.run(serve)
+        return
+    n = int(argv[0]) if argv else 50
+    engine = subprocess.Popen(
+        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert engine.stdout is not None and engine.stdin is not None
+    wfa = engine.stdout.readline().strip()
+    threading.Thread(target=engine.stdout.read, daemon=True).start()  # its log, unread
+    path = str(Path(wfa).with_name("s.sock"))
+    timed(wfa, 3)  # warm the caches
+    quiet = statistics.median(timed(wfa, n))
+    loaded = {}
+    for reopen in (False, True):
+        stop = threading.Event()
+        stalling = threading.Thread(target=stall, args=(path, STALLED, stop, reopen))
+        stalling.start()
+        time.sleep(1.0)
+        loaded[reopen] = statistics.median(timed(wfa, n))
+        stop.set()
+        stalling.join()
+        time.sleep(0.5)
+    before = rss_bytes(engine.pid)
+    held = flood(path, FLOODING)
+    time.sleep(0.5)
+    after = rss_bytes(engine.pid)
+    for sock in held:
+        sock.close()
+    engine.stdin.close()
+    engine.wait(30)
+    for reopen, seconds in loaded.items():
+        name = f"wfa_tool_noop_under_{STALLED}_stalls{'_reopened' if reopen else ''}"
+        print(f"{name}: ours={seconds:.5f} baseline={quiet:.5f} ratio={seconds / quiet:.2f}")
+    print(f"run_rss_after_{FLOODING}x2MiB: ours={after / 2**20:.1f}MiB baseline={before / 2**20:.1f}MiB ratio={after / before:.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
