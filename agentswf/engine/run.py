@@ -25,7 +25,7 @@ from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
 from ..harnesses.process import watched
 from ..launcher.identity import LiveAttempts
-from ..launcher.listener import ConnectionBudget, listen
+from ..launcher.listener import ConnectionBudget, connection_limit, listen
 from ..launcher.place import make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
 from .admission import operator_admit
@@ -42,7 +42,8 @@ RECORDER_MAILBOX_CAPACITY = 1024
 STOP_GRACE_SECONDS = 5.0
 CONNECTIONS_PER_AGENT = 4
 """Each open agent's share of the run's connection budget (never below MAX_OPEN_CONNECTIONS):
-a fixed budget for the whole run refuses well-behaved agents once enough of them call at once."""
+a fixed budget for the whole run refuses well-behaved agents once enough of them call at once.
+Never more than the share of file descriptors `connection_limit` allows."""
 
 
 class OpenAgent(msgspec.Struct, frozen=True):
@@ -123,7 +124,7 @@ class RunActor(Actor):
         self.start_soon(stop)
 
     def _size_budget(self) -> None:
-        self.budget.limit = max(MAX_OPEN_CONNECTIONS, CONNECTIONS_PER_AGENT * len(self.agents))
+        self.budget.limit = connection_limit(max(MAX_OPEN_CONNECTIONS, CONNECTIONS_PER_AGENT * len(self.agents)))
 
     @handler
     def call_registered(self, msg: CallRegistered) -> None:

@@ -28,7 +28,7 @@ from ..harnesses.runtime import Runtime
 from ..launcher import client
 from ..launcher.place import SOCKET_NAME
 from ..wire import (
-    CONNECTION_LIFETIME_SECONDS,
+    REQUEST_LINE_TIMEOUT_SECONDS,
     MAX_RESPONSE_BYTES,
     WIRE_VERSION,
     Response,
@@ -76,14 +76,14 @@ async def exchange(socket_path: str, request: bytes) -> dict[str, Any]:
     except OSError as error:
         raise client.Unreached(f"could not connect: {error.strerror or error}") from None
     async with stream:
-        with anyio.move_on_after(CONNECTION_LIFETIME_SECONDS) as sending:
+        with anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as sending:
             try:
                 await stream.send(request)
                 await stream.send_eof()
             except (OSError, anyio.BrokenResourceError) as error:
                 raise client.Unreached(f"the request did not get through: {error}") from None
         if sending.cancelled_caught:
-            raise client.Unreached("the run did not take the request within the connection's lifetime")
+            raise client.Unreached("the run did not take the request within REQUEST_LINE_TIMEOUT_SECONDS")
         buffer = b""
         while b"\n" not in buffer:
             try:
