@@ -35,10 +35,10 @@ from ..engine.operator import (
 )
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
+from ..launcher.place import sweep_dead_runs
 from ..progress import show_progress
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
-from ..launcher.place import sweep_dead_runs
 from ..wire.teaching import ReadError, Taught
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds

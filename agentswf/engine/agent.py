@@ -42,15 +42,25 @@ from ..wire import (
 from ..wire.prompts import OWED_REMINDER, continuation_prompt, message_turn_prompt, usage_line
 from ..wire.teaching import ReadError, Taught
 from . import rules
-from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, add_usage
-from .agent_mail import AgentMail
 from .admission import agent_admit
+from .agent_mail import AgentMail
 from .agent_tools import AgentTools, ToolRun
+from .broker import CancelTool
 from .clock import wall_ms
 from .notice import notice
-from .broker import CancelTool
+from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, add_usage
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
-from .switchboard import DropAwait, GiveUp, MailWaiting, Presence, Register, Standing, StandingView, StateChanged, TakeMail
+from .switchboard import (
+    DropAwait,
+    GiveUp,
+    MailWaiting,
+    Presence,
+    Register,
+    Standing,
+    StandingView,
+    StateChanged,
+    TakeMail,
+)
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
 AGENT_MAILBOX_CAPACITY = 128
@@ -207,7 +217,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
                 await self.recorder.ask(TurnEnded(self._record_of(self.turn, self.turn.outcome or Cancelled(reason))))
             for start, _ in self.pending:
                 now = time.time()
-                record = Turn(outcome=Cancelled(reason), agent=self.key, call_id=start.call_id, n=start.n, started_at=now, ended_at=now)
+                record: Turn[Any] = Turn(outcome=Cancelled(reason), agent=self.key, call_id=start.call_id, n=start.n, started_at=now, ended_at=now)
                 await self.recorder.ask(TurnEnded(record))
         except ActorError:
             pass  # the whole run is going down at once: the record has its ending already
@@ -293,7 +303,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
     @handler
     async def queued_expired(self, msg: _QueuedExpired) -> None:
         """A queued turn's deadline passed before it could start: it ends timed-out now."""
-        for index, (start, reply) in enumerate(self.pending):
+        for index, (start, reply) in enumerate(self.pending):  # noqa: B007 (the match is used after the loop)
             if start.call_id == msg.call_id:
                 del self.pending[index]
                 break

@@ -30,7 +30,7 @@ NO_RESULT = Taught(str)  # a message turn takes no result; this only fills the s
 def peers_text(table: dict[str, Any]) -> str:
     """`wfa peers` as a table: one row per route, then what the agent owes and awaits."""
     rows = [[str(row.get(column, "-")) for column in _PEER_COLUMNS] for row in table["peers"]]
-    for row, source in zip(rows, table["peers"]):
+    for row, source in zip(rows, table["peers"], strict=False):
         if "awaits" in source:
             row[3] += f" (awaits {source['awaits']})"
         if "reason" in source:

@@ -22,8 +22,8 @@ from ..wire.teaching import ReadError
 from . import rules
 from .broker import MAX_TOOL_RESULT_BYTES, RunTool, ToolDone, tool_response
 from .notice import notice
-from .switchboard import Standing
 from .recorder import ToolCalled
+from .switchboard import Standing
 from .toolcall import ToolCall
 
 
@@ -50,10 +50,12 @@ class ToolRun:
 class AgentTools:
     """Mixed into AgentActor: its state (turn, tools, tool_run, broker, recorder) lives there."""
 
+    tool_run: ToolRun | None
+
     # Tools --------------------------------------------------------------------------
 
     @handler
-    def set_tools(self, msg: SetTools) -> None:
+    def set_tools(self: Any, msg: SetTools) -> None:
         self.tools = dict(msg.tools)
 
     async def _tool(self: Any, request: ToolRequest) -> Response | None:
@@ -102,13 +104,13 @@ class AgentTools:
         await self.broker.tell(RunTool(call, tool, value, deadline, turn.call_id, self.ref))
         return None
 
-    async def _record_refused(self, request: ToolRequest, code: str, message: str) -> None:
+    async def _record_refused(self: Any, request: ToolRequest, code: str, message: str) -> None:
         """A refused call goes in the record too, before the refusal is answered: the handler never
         ran, so its raw input is kept. A refusal that can't be recorded is answered all the same
         (nothing ran); the run ends failed for the gap."""
         now = time.time()
         given = request.args or request.input
-        sensitive = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
+        sensitive: frozenset[str] = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
         await self.recorder.ask(
             ToolCalled(
                 call_id=secrets.token_hex(4),

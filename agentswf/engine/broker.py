@@ -241,7 +241,7 @@ class ToolBroker(Actor):
             plain = msgspec.to_builtins(msg.value)
             try:  # redacted as when the call started: the policies decide again
                 redacted = redact_value(plain, self._verdict(msg, plain).redacted)
-            except Exception:  # noqa: BLE001  # a broken policy: keep none of the input
+            except Exception:  # a broken policy: keep none of the input
                 redacted = "[redacted]"
             await self.recorder.tell(
                 ToolCalled(
@@ -463,7 +463,7 @@ def _invoke(tool: Any, value: Any, call: ToolCall) -> dict[str, Any]:
     """
     try:
         return {"value": tool.invoke(value, call)}
-    except BaseException as error:  # noqa: BLE001
+    except BaseException as error:
         return {"error": error}
 
 
@@ -473,7 +473,7 @@ async def _awaited(returned: Any) -> dict[str, Any]:
         return {"value": await returned}
     except anyio.get_cancelled_exc_class():
         raise
-    except BaseException as error:  # noqa: BLE001
+    except BaseException as error:
         return {"error": error}
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import socket
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import anyio
 import msgspec
@@ -46,30 +46,30 @@ class _Operator(msgspec.Struct, tag_field="command", forbid_unknown_fields=True,
     pass
 
 
-class Approve(_Operator, tag="approve"):
+class Approve(_Operator, tag="approve", frozen=True):
     call_id: str
     reason: str = ""
     by: str = "operator"
 
 
-class Reject(_Operator, tag="reject"):
+class Reject(_Operator, tag="reject", frozen=True):
     call_id: str
     reason: str = ""
     by: str = "operator"
 
 
-class Pending(_Operator, tag="pending"):
+class Pending(_Operator, tag="pending", frozen=True):
     pass
 
 
-class ReadInbox(_Operator, tag="inbox"):
+class ReadInbox(_Operator, tag="inbox", frozen=True):
     """A participant's unread messages; with `wait_ms`, wait that long for one if there are none."""
 
     key: str
     wait_ms: int = 0
 
 
-class PostAs(_Operator, tag="post"):
+class PostAs(_Operator, tag="post", frozen=True):
     """A participant sends (or replies to) `peer`."""
 
     key: str
@@ -78,7 +78,7 @@ class PostAs(_Operator, tag="post"):
     reply: bool = False
 
 
-OperatorRequest = Union[Approve, Reject, Pending, ReadInbox, PostAs]
+OperatorRequest = Approve | Reject | Pending | ReadInbox | PostAs
 
 
 class OperatorResponse(msgspec.Struct, frozen=True):

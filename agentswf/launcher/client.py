@@ -26,7 +26,7 @@ import sys
 
 if "." not in __name__:  # run by a launcher, not imported from the package: load common.py alone
     sys.path.insert(0, (__file__.rpartition("/")[0] or ".") + "/../wire")
-    import common
+    import common  # type: ignore[import-not-found, no-redef]
 else:
     from agentswf.wire import common
 
@@ -327,10 +327,10 @@ class _Ctx:
     parse_float = float
     parse_int = int
     parse_constant = float
-    memo = {}
+    memo = {}  # type: ignore[var-annotated]  # noqa: RUF012 (the scanner's own memo, as json's context has)
 
 
-_scan = _json.make_scanner(_Ctx)
+_scan = _json.make_scanner(_Ctx)  # type: ignore[arg-type]  # a context is any object with these fields
 
 
 def decode_response(line):

@@ -31,7 +31,7 @@ from ..errors import TestScriptError
 INBOX_WAIT_MS = 100  # one `awf inbox --wait`; the participant asks again until the run ends
 NOT_OPEN_RETRY_SECONDS = 0.02  # until the run's socket is up and the workflow has opened the participant
 
-MailAnswer = Callable[[Mail], "str | None | Awaitable[str | None]"]
+MailAnswer = Callable[[Mail], "str | Awaitable[str | None] | None"]
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from ..harnesses.runtime import Runtime
 from ..launcher import client
 from ..launcher.place import SOCKET_NAME
 from ..wire import (
-    REQUEST_LINE_TIMEOUT_SECONDS,
     MAX_RESPONSE_BYTES,
+    REQUEST_LINE_TIMEOUT_SECONDS,
     WIRE_VERSION,
     Response,
 )

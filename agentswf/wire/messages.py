@@ -8,7 +8,7 @@ that reads it (the scripted agents of ``agentswf.testing``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import msgspec
 
@@ -70,7 +70,7 @@ class ReplyRequest(_Request, tag="reply", frozen=True):
     timeout_ms: TimeoutMs | None = None
 
 
-Request = Union[ResultRequest, ToolRequest, WaitingRequest, PeersRequest, SendRequest, ReplyRequest]
+Request = ResultRequest | ToolRequest | WaitingRequest | PeersRequest | SendRequest | ReplyRequest
 
 
 class Response(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

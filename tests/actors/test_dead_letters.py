@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -74,7 +75,7 @@ class Recorder(Actor):
     @handler
     async def tagged(self, msg: Tagged) -> None:
         self.handled.append((msg.sender, msg.seq))
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
 
 
 @settings(max_examples=40, deadline=None)
@@ -96,7 +97,7 @@ async def test_every_message_is_handled_or_dead_lettered_never_both_fifo_per_sen
 
         async def stopper() -> None:
             while len(handled) < stop_after and ref.statistics().depth + len(handled) < sum(sends):
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
             await ref.stop()
 
         async with anyio.create_task_group() as tg:

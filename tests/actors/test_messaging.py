@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentswf.actors import Overflow, Supervisor
@@ -84,7 +85,7 @@ async def test_fail_policy_raises_mailbox_full_at_once() -> None:
             await ref.ask(Add(2))
         release.set()
         while ref.statistics().depth:
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         assert await ref.ask(Get()) == 1
 
 

@@ -99,7 +99,7 @@ def run_page(page: Path, backend: str, where: Path, monkeypatch: pytest.MonkeyPa
             elif block.language == "python":
                 # Padded so a traceback names the page and the line in it.
                 source = "\n" * (block.line - 1) + block.code
-                exec(compile(source, str(page), "exec"), namespace)  # noqa: S102 -- running the docs is the point
+                exec(compile(source, str(page), "exec"), namespace)
             elif block.run:
                 _run_shell(block, page, where)
         _call_tests(namespace, backend, where)

@@ -64,7 +64,7 @@ class LiveRun:
     def _main(self) -> None:
         try:
             anyio.run(self._run, backend=self.backend)
-        except BaseException as error:  # noqa: BLE001  # the test reports it
+        except BaseException as error:  # the test reports it
             self.error = error
             self.ready.set()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentswf import ToolCall, tool, workflow
@@ -239,7 +240,7 @@ async def test_receive_race_and_select_raise_inside_a_tool_handler(tmp_path):
 
     def make_tools(wf, people):
         async def attempt(make):
-            inner = anyio.sleep(0)
+            inner = anyio.lowlevel.checkpoint()
             try:
                 await make(inner)
             except WorkflowError as error:

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from agentswf.errors import TestScriptError
-from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, Tool, steps
-from agentswf.testing.models import http
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, Tool, http, steps
 from agentswf.testing.models.http import MAX_BODY_BYTES, MAX_LINE_BYTES
 
 from .rawhttp import Answer, call, encode, exchange

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 
@@ -33,7 +34,7 @@ async def test_sync_and_async_handlers_both_answer(tmp_path):
         return a + b
 
     async def async_add(a: int, b: int) -> int:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return a * b
 
     seen = []

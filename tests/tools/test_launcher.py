@@ -123,7 +123,7 @@ async def test_no_tool_name_is_a_usage_error_exit_2(tmp_path):
     bare = saved(tmp_path, "bare")
     assert bare.rc == 2 and bare.out == ""
     assert "tool name" in bare.err and "usage" in bare.err
-    assert count["n"] == 0 and tool_lines((tmp_path / "runs")) == []
+    assert count["n"] == 0 and tool_lines(tmp_path / "runs") == []
 
 
 async def test_a_call_outside_a_turn_is_refused_no_operation_exit_3(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 
@@ -134,7 +135,7 @@ async def test_a_raising_workflow_fails_naming_the_error(tmp_path):
 async def test_an_error_group_fails_the_run(tmp_path):
     async def fn(wf):
         async with anyio.create_task_group() as group:
-            group.start_soon(lambda: anyio.sleep(0))
+            group.start_soon(lambda: anyio.lowlevel.checkpoint())
 
             async def boom():
                 raise LookupError("inner")
@@ -245,7 +246,7 @@ async def test_parallel_results_are_in_item_order(tmp_path):
 
 async def test_parallel_of_nothing(tmp_path):
     async def fn(wf):
-        return await wf.parallel([], lambda item: anyio.sleep(0))
+        return await wf.parallel([], lambda item: anyio.lowlevel.checkpoint())
 
     assert (await run_wf(fn, tmp_path)).value == []
 
@@ -266,7 +267,7 @@ async def test_parallel_fails_fast_with_the_first_error_itself(tmp_path):
 
         try:
             await wf.parallel([0, 1, 2], item)
-        except BaseException as error:  # noqa: BLE001 - the test inspects exactly what came out
+        except BaseException as error:
             return [type(error).__name__, str(error), finished, isinstance(error, BaseExceptionGroup)]
 
     result = await run_wf(fn, tmp_path)
@@ -312,7 +313,7 @@ async def test_parallel_without_a_limit_runs_all_at_once(tmp_path):
 async def test_parallel_concurrency_must_be_a_whole_number(tmp_path, concurrency):
     async def fn(wf):
         with pytest.raises(DefinitionError, match="concurrency"):
-            await wf.parallel([1], lambda item: anyio.sleep(0), concurrency=concurrency)
+            await wf.parallel([1], lambda item: anyio.lowlevel.checkpoint(), concurrency=concurrency)
         return "raised"
 
     assert (await run_wf(fn, tmp_path)).value == "raised"

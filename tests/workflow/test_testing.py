@@ -98,8 +98,8 @@ async def test_scripted_turns_see_prompt_number_and_nudge(tmp_path):
         a = await wf.agents.open("a", runtime="shell:true")
         return (await a.run("Work.")).value
 
-    from agentswf.testing import Script
     from agentswf.engine.rules import AttemptEnding
+    from agentswf.testing import Script
 
     class FirstSilent(Script):
         async def play(self, turn):

@@ -27,7 +27,7 @@ SHELL_ARGUMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
 
 #: Blocks the CLIs wrap around context they add to user messages; they aren't the user's words.
 CONTEXT_TAGS = ("system-reminder", "environment_context")  # claude; codex
-_CONTEXT = re.compile(r"<({0})>.*?</\1>".format("|".join(CONTEXT_TAGS)), re.DOTALL)
+_CONTEXT = re.compile(r"<({})>.*?</\1>".format("|".join(CONTEXT_TAGS)), re.DOTALL)
 
 
 def user_words(text: str) -> str:

@@ -132,7 +132,7 @@ class ScriptedModel:
                 reply: Reply | None = None) -> None:  # fmt: skip
             self.requests.append(
                 ModelRequest(request.method, request.path, request.query, request.headers, body,
-                             dialect, conv, status, reply)  # fmt: skip
+                             dialect, conv, status, reply)
             )
 
         route = (request.method, request.path)
