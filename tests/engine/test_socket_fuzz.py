@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Literal
@@ -35,15 +37,21 @@ class Point(msgspec.Struct, forbid_unknown_fields=True):
     y: Any = None
 
 
+HANDLED: list[str] = []  # every tool call a handler ran, by tool
+
+
 def _point(point: Point) -> str:
+    HANDLED.append("point")
     return "pointed"
 
 
 def _items(items: list[Any]) -> int:
+    HANDLED.append("items")
     return len(items)
 
 
 def _nothing() -> str:
+    HANDLED.append("nothing")
     return "nothing"
 
 
@@ -254,3 +262,66 @@ async def test_deep_json_to_the_operator_socket_is_refused_and_it_goes_on_answer
     refused, pending = run.value
     assert refused["ok"] is False and "MAX_NESTING_DEPTH" in refused["message"]
     assert pending["ok"] is True
+
+
+IMPOSTOR = """
+import socket, sys
+for hex_line in sys.stdin:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(30)
+        connection.connect(sys.argv[1])
+        try:
+            connection.sendall(bytes.fromhex(hex_line.strip()))
+            connection.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    sys.stdout.write(answer.hex() + "\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.fixture(scope="module")
+def impostor(live):
+    """Another process of the same user, not of agent a's attempt, speaking on a's socket."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", IMPOSTOR, live.socket], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    def send(line: bytes) -> bytes:
+        stdin.write(line.hex() + "\n")
+        stdin.flush()
+        return bytes.fromhex(stdout.readline().strip())
+
+    yield send
+    stdin.close()
+    process.wait(10)
+
+
+VALID_LINES = st.sampled_from(
+    [
+        {"command": "result", "call_id": "<call>", "args": ["--token", "the fuzz is over"]},
+        {"command": "result", "call_id": "<call>", "input": '{"token": "the fuzz is over"}'},
+        {"command": "tool", "name": "point", "input": '{"x": 1}'},
+        {"command": "tool", "name": "nothing"},
+        {"command": "peers", "json": True},
+        {"command": "waiting", "call_id": "<call>", "reason": "posing"},
+        {"command": "send", "peer": "a", "message": "hello"},
+    ]
+).map(lambda fields: json.dumps({"version": WIRE_VERSION, **fields}).encode() + b"\n")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.one_of(VALID_LINES, hostile_lines()))
+def test_an_impostor_on_an_agents_socket_is_refused_whatever_it_sends(live, impostor, data):
+    """Identity comes before everything the request asks: a process outside a's attempt gets
+    `wrong-agent` for every request that decodes (an undecodable line is refused as such), and
+    no handler runs for it."""
+    handled = len(HANDLED)
+    response = decode_response(impostor(data.replace(b"<call>", live.call_id.encode())))
+    assert response.code in ("wrong-agent", "invalid-request"), response.stderr
+    assert len(HANDLED) == handled

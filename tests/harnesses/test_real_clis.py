@@ -49,7 +49,7 @@ pytestmark = [
 ]
 
 TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
-HANG_SECONDS = 3
+HANG_SECONDS = 8  # long enough for a loaded machine to start all three CLIs and their shells
 
 
 class Verdict(msgspec.Struct, forbid_unknown_fields=True):

@@ -117,6 +117,7 @@ async def test_a_record_reads_back_by_result_directory_or_id(run_root, run_recor
     by_id = read_record(run.run_id, run_root=run_root)
     assert by_id == read_record(run) == read_record(run.result) == run_record() == Record(run.run_dir)
     assert by_id.run["workflow"] == "ask-lead" and by_id.output["outcome"] == "completed"
+    assert len(by_id.turns) == 1, (by_id.turns, by_id.messages)  # the whole story, should it ever fail
     (turn,) = by_id.turns
     assert turn["agent"] == "worker"
     assert [candidate["accepted"] for candidate in by_id.candidates(turn["call_id"])] == [True]
