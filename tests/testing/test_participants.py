@@ -100,9 +100,9 @@ async def no_lead(wf: Workflow, args: str) -> int:
     return 1
 
 
-async def test_a_participant_never_opened_waits_quietly_and_the_workflows_error_is_its_own(run_root):
-    run = await run_workflow(no_lead, agents={}, args="ok", participants={"lead": respond("x")}, run_root=run_root)
-    assert run.value == 1
+async def test_a_participant_never_opened_is_named_and_the_workflows_error_is_its_own(run_root):
+    with pytest.raises(TestScriptError, match="participant lead has a script, but the workflow never opened it"):
+        await run_workflow(no_lead, agents={}, args="ok", participants={"lead": respond("x")}, run_root=run_root)
     failed = await run_workflow(
         no_lead, agents={}, args="fail", participants={"lead": respond("x")}, run_root=run_root
     )
@@ -137,3 +137,15 @@ async def test_a_participant_waits_for_the_runs_socket_to_be_bound(tmp_path):
 def test_run_record_without_a_run_says_so(run_root, run_record):
     with pytest.raises(WorkflowError, match="no run was recorded under"):
         run_record()
+
+
+async def test_a_script_for_a_participant_never_opened_is_named(run_root):
+    """A misspelt participant key would otherwise only wait for a reply that never comes."""
+    with pytest.raises(TestScriptError, match=r"participant laed has a script, but the workflow never opened it \(it opened: lead\)"):
+        await run_workflow(
+            ask_lead,
+            agents={"worker": answer(worker)},
+            participants={"laed": respond("Ship it.")},
+            run_root=run_root,
+            timeout="2s",
+        )

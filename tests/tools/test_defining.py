@@ -277,7 +277,7 @@ async def test_a_broken_limit_fails_at_open(tmp_path, case):
             await wf.agents.open("a", runtime="shell:true", tools=tools)
         return "a" in wf.agents
 
-    run = await _run(fn, tmp_path, {"a": answer("x")})
+    run = await _run(fn, tmp_path, {})  # no script: the agent never opens
     assert run.value is False  # nothing was opened
 
 

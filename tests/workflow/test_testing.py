@@ -31,6 +31,15 @@ async def test_an_agent_without_a_script_is_named(tmp_path):
         await run_workflow(two_agents, agents={"a": answer("x")}, run_root=tmp_path)
 
 
+async def test_a_script_for_an_agent_never_opened_is_named(tmp_path):
+    with pytest.raises(TestScriptError, match=r"agent reviwer has a script, but was never opened \(opened: a, reviewer\)"):
+        await run_workflow(
+            two_agents,
+            agents={"a": answer("x"), "reviewer": answer("y"), "reviwer": answer("z")},
+            run_root=tmp_path,
+        )
+
+
 async def test_a_list_with_entries_left_over(tmp_path):
     with pytest.raises(TestScriptError, match="agent reviewer: its script has 2 entries left over"):
         await run_workflow(
@@ -42,7 +51,7 @@ async def test_a_list_with_entries_left_over(tmp_path):
 
 async def test_a_list_that_runs_out(tmp_path):
     # the silent attempt is nudged, and the list has nothing for the nudge
-    with pytest.raises(TestScriptError, match=r"agent a turn 1 \(the nudge\): its script has 1 entries, all used"):
+    with pytest.raises(TestScriptError, match=r"agent a turn 1 \(the nudge\): its script has 1 entry, all used"):
         await run_workflow(two_agents, agents={"a": [silent()], "reviewer": answer("y")}, run_root=tmp_path)
 
 
