@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from ..errors import TestScriptError
 from ..workflow.context import Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration
@@ -125,14 +126,25 @@ def _with_participants(
 
     async def with_participants(wf: Workflow, *args: Any) -> Any:
         failure: Exception | None = None
-        async with anyio.create_task_group() as group:
-            for key, script in scripts.items():
-                group.start_soon(play, key, script, wf.run_dir)
-            try:
-                value = await inner(wf, *args)
-            except Exception as error:  # raised below as itself, not inside the group's ExceptionGroup
-                failure = error
-            group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                for key, script in scripts.items():
+                    group.start_soon(play, key, script, wf.run_dir)
+                try:
+                    value = await inner(wf, *args)
+                except Exception as error:  # raised below as itself, not inside the group's ExceptionGroup
+                    failure = error
+                group.cancel_scope.cancel()
+        finally:  # a timed-out run too: a misspelt key would otherwise only have waited
+            unopened = sorted(set(scripts) - set(wf.participants._open))
+            if unopened and failure is None:  # strict, as agents are
+                opened = ", ".join(sorted(wf.participants._open)) or "none"
+                errors.append(
+                    TestScriptError(
+                        f"participant {', '.join(unopened)} has a script, but the workflow never opened it "
+                        f"(it opened: {opened})"
+                    )
+                )
         if failure is not None:
             raise failure
         return value

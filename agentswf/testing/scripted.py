@@ -278,20 +278,29 @@ class ScriptBook:
             first_line = attempt.prompt.strip().splitlines()[0] if attempt.prompt.strip() else ""
             error = TestScriptError(
                 f"agent {attempt.agent} turn {attempt.turn} ({which}): its script has "
-                f"{len(played.entries)} entries, all used. It was asked: {first_line}"
+                f"{_entries(len(played.entries))}, all used. It was asked: {first_line}"
             )
             self.errors.append(error)
             raise error
         return played.entries[played.used - 1]
 
     def check(self) -> None:
-        """Raise the first script error, or one for a list with entries never played."""
+        """Raise the first script error, or one for a script never used: an agent never
+        opened (a misspelt key), or a list with entries never played."""
         if self.errors:
             raise self.errors[0]
+        unopened = sorted(set(self.scripts) - set(self.played))
+        if unopened:
+            opened = ", ".join(sorted(self.played)) or "none"
+            raise TestScriptError(f"agent {', '.join(unopened)} has a script, but was never opened (opened: {opened})")
         for key, played in self.played.items():
             if isinstance(played.entries, list) and played.used < len(played.entries):
                 left = len(played.entries) - played.used
-                raise TestScriptError(f"agent {key}: its script has {left} entries left over, never played")
+                raise TestScriptError(f"agent {key}: its script has {_entries(left)} left over, never played")
+
+
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"
 
 
 class ScriptedHarness(Harness):
