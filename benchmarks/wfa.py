@@ -32,8 +32,10 @@ import anyio
 
 import agentswf
 from agentswf import Workflow, tool, workflow
+from agentswf.launcher.client import build_request, call
 from agentswf.launcher.identity import agent_refusal
 from agentswf.launcher.peer import command_of, parent_of
+from agentswf.launcher.place import SOCKET_NAME
 
 CHECKS = 20000
 
@@ -84,6 +86,23 @@ def client(n: int, out: Path) -> None:
         f"identity_check: {check * 1e6:.1f}us per request ({depth} parents read) "
         f"= {check / refused * 100:.2f}% of a refused wfa result"
     )
+    socket = str(Path(wfa).parent / SOCKET_NAME)
+    requests = {
+        "result": build_request(["result", "c0ffee00", "--verdict", "approve"]),
+        "tool": build_request(["tool", "noop"], lambda: ""),
+        "tool_async": build_request(["tool", "noop_async"], lambda: ""),
+    }
+    served = {name: [] for name in requests}
+    for _ in range(n):
+        for name, fields in requests.items():
+            start = time.perf_counter()
+            call(socket, fields)
+            served[name].append(time.perf_counter() - start)
+    report.append(
+        "in_process_round_trip: "
+        + " ".join(f"{name}={statistics.median(times) * 1e3:.3f}ms" for name, times in served.items())
+        + " (the client's call() from the agent's process: the run's side and the socket, no process start)"
+    )
     out.write_text("\n".join(report) + "\n")
 
 
@@ -92,7 +111,12 @@ async def bench(wf: Workflow, args: list[str]) -> None:
     n, out = args
     command = f"{sys.executable} {__file__} --client {n} {out}"
     noop = tool(lambda: None, description="Nothing.")
-    agent = await wf.agents.open("bench", runtime=f"shell:{command}", tools={"noop": noop})
+
+    async def nothing() -> None:
+        return None
+
+    tools = {"noop": noop, "noop_async": tool(nothing, description="Nothing, on the run's loop.")}
+    agent = await wf.agents.open("bench", runtime=f"shell:{command}", tools=tools)
     turn = await agent.run("Time wfa.", timeout="1h", nudge=False)
     assert turn.outcome.kind == "unanswered", turn.outcome
 
