@@ -102,6 +102,7 @@ class LiveAttempts:
 
     def __init__(self) -> None:
         self.roots: dict[int, str] = {}
+        self._of_agent: dict[str, set[int]] = {}  # the same, by agent: a request's check reads only its own
         self.starting: dict[str, int] = {}
         self._changed = anyio.Event()
 
@@ -127,11 +128,20 @@ class LiveAttempts:
         self._changed = anyio.Event()
 
     def add(self, pid: int, agent: str) -> None:
+        self.remove(pid)
         self.roots[pid] = agent
+        self._of_agent.setdefault(agent, set()).add(pid)
         self.end(agent)
 
     def remove(self, pid: int) -> None:
-        self.roots.pop(pid, None)
+        agent = self.roots.pop(pid, None)
+        if agent is None:
+            return
+        pids = self._of_agent[agent]
+        pids.discard(pid)
+        if not pids:
+            del self._of_agent[agent]
 
-    def of(self, agent: str) -> set[int]:
-        return {pid for pid, owner in self.roots.items() if owner == agent}
+    def of(self, agent: str) -> frozenset[int]:
+        """The keepers of `agent`'s live attempts, at once however many agents the run has."""
+        return frozenset(self._of_agent.get(agent, ()))

@@ -573,14 +573,55 @@ def test_starts_without_heavy_modules(sockdir):
         timeout=20,
     )
     assert done.returncode == 1
-    imported = {
-        line.rsplit("|", 1)[1].strip()
-        for line in done.stderr.decode().splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
-    assert "common" in imported and "_socket" in imported
+    imported = _imported(done.stderr)
     heavy = {"socket", "json", "re", "enum", "os", "selectors", "msgspec", "agentswf", "signal"}
     assert not imported & heavy, imported & heavy
+    # common.py, _json and _socket are loaded from where they are, never searched for on sys.path;
+    # errno only on this path, to tell that the run is over.
+    assert imported - _interpreter_imports() <= {"errno"}, imported - _interpreter_imports()
+
+
+def _imported(stderr: bytes) -> set[str]:
+    """The modules `-X importtime` says were found and loaded by an import."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def _interpreter_imports() -> set[str]:
+    """What the bare interpreter imports as it starts."""
+    done = subprocess.run([sys.executable, "-S", "-I", "-X", "importtime", "-c", "pass"], capture_output=True, timeout=20)
+    return _imported(done.stderr)
+
+
+@pytest.mark.anyio
+async def test_the_launcher_searches_sys_path_for_nothing(sockdir):
+    """Every search lists directories (a quarter of a millisecond here): the launcher loads
+    client.py by its path, and client.py its modules by theirs."""
+    path = os.path.join(sockdir, "s.sock")
+    launcher = os.path.join(sockdir, "wfa")
+    with open(launcher, "w") as f:
+        f.write(client.launcher_script(sys.executable, path))
+    os.chmod(launcher, 0o500)
+    listener = await anyio.create_unix_listener(path)
+    stub = Stub(path, OK)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, stub.handle)
+        done = await anyio.run_process([sys.executable, "-S", "-I", "-X", "importtime", launcher, "peers"], check=False)
+        tg.cancel_scope.cancel()
+    assert (done.returncode, done.stdout) == (0, b"accepted\n")
+    assert _imported(done.stderr) - _interpreter_imports() == set()
+
+
+def test_a_c_module_not_in_lib_dynload_is_left_to_import():
+    with pytest.raises(ImportError):  # not a file there, and import finds it nowhere
+        client._load_extension("_no_such_module_here")
+    assert "_no_such_module_here" not in sys.modules
+    before = sys.modules["_socket"]
+    assert client._load_extension("_socket") is before  # loaded already: as it is
+    assert client._load_extension("marshal") is sys.modules["marshal"]  # built in
 
 
 @pytest.mark.anyio

@@ -101,3 +101,15 @@ def test_live_attempts_are_kept_by_agent():
     live.remove(99)  # twice, or never added: nothing happens
     assert live.of("a") == {11} and live.of("b") == {21} and live.of("c") == set()
     assert live.roots == {11: "a", 21: "b"}
+
+
+def test_live_attempts_by_agent_follow_every_add_and_remove():
+    live = LiveAttempts()
+    live.add(11, "a")
+    live.add(11, "b")  # a pid given again (its keeper gone, the pid reused): now b's alone
+    assert live.of("a") == frozenset() and live.of("b") == {11}
+    live.remove(11)
+    assert live.of("b") == frozenset() and live.roots == {}
+    for pid in range(2, 2000):
+        live.add(pid, f"agent{pid % 7}")
+    assert live.of("agent3") == {pid for pid in range(2, 2000) if pid % 7 == 3}

@@ -1,0 +1,45 @@
+"""A process's parent as /proc says it: the read the identity check makes per ancestor."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agentswf.launcher import peer
+
+pytestmark = pytest.mark.skipif(not peer.parents_readable(), reason="no /proc here")
+
+
+def test_the_parent_of_a_live_process_is_read():
+    assert peer.parent_of(os.getpid()) == os.getppid()
+
+
+def test_a_name_with_a_parenthesis_and_spaces_does_not_shift_the_fields(tmp_path):
+    sleeper = tmp_path / "x) 9 (y"  # the kernel names a process after its executable
+    sleeper.symlink_to(subprocess.run(["which", "sleep"], capture_output=True, text=True, check=True).stdout.strip())
+    child = subprocess.Popen([str(sleeper), "5"])
+    try:
+        assert peer.parent_of(child.pid) == os.getpid()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_gone_process_has_no_parent():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert peer.parent_of(child.pid) is None
+
+
+def test_out_of_descriptors_is_raised_not_taken_for_a_gone_process(monkeypatch):
+    def no_fds(*args: object) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(peer.os, "open", no_fds)
+    with pytest.raises(OSError) as raised:
+        peer.parent_of(os.getpid())
+    assert raised.value.errno == errno.EMFILE
