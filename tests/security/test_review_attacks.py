@@ -1,0 +1,150 @@
+"""Attacks from a hostile agent inside a real run, found in review (issue 9). Each test is
+the attack as an agent's shell would make it; the ones marked xfail are holes still open."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from functools import partial
+
+import anyio
+import pytest
+
+from agentswf import tool
+from agentswf.engine.records import read_json
+
+from ..harnesses.kit import N, run_wf, shell_agent
+
+pytestmark = pytest.mark.anyio
+
+WAIT_FOR = 'wait_for() { i=0; while [ ! -e "$OUT/$1" ] && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done; }\n'
+
+# The connecting process is a child that exits (and is reaped) before the request is sent;
+# its parent, an agent process, holds the connected socket and speaks on it. The run reads
+# the peer's pid after the request arrives, finds no process there, and so no agent.
+GONE_CONNECTOR = """
+import json, os, socket, sys
+control, call_id = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+child = os.fork()
+if child == 0:
+    s.connect(control)
+    os._exit(0)
+os.waitpid(child, 0)
+request = {"command": "approve", "call_id": call_id, "reason": "ok", "by": "alice (security team)"}
+s.sendall(json.dumps(request).encode() + b"\\n")
+s.shutdown(socket.SHUT_WR)
+data = b""
+while chunk := s.recv(65536):
+    data += chunk
+sys.stdout.write(data.decode())
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="operator check fails open when the connecting pid is gone (review finding 1)")
+async def test_an_agent_cant_approve_through_a_connector_that_exited(tmp_path):
+    deploys: list[str] = []
+    script = tmp_path / "gone.py"
+    script.write_text(GONE_CONNECTOR)
+    body = WAIT_FOR + textwrap.dedent(
+        f"""\
+        "$WFA" tool deploy >"$OUT/deploy.out" 2>&1 &
+        wait_for pending
+        {sys.executable} {script} "$(cat "$OUT/control")" "$(cat "$OUT/pending")" >"$OUT/op.json" 2>"$OUT/op.err"
+        touch "$OUT/op.done"
+        wait
+        "$WFA" result "$WFA_CALL_ID" --n 1
+        """
+    )
+
+    async def fn(wf):
+        a = await wf.agents.open(
+            "a",
+            runtime=shell_agent(tmp_path, "a", body),
+            tools={"deploy": tool(lambda: deploys.append("deployed"), description="Deploy.", requires_approval=True)},
+        )
+        (tmp_path / "control").write_text(read_json(wf.run_dir / "run.json")["control"])
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(a.run, "Deploy.", schema=N, timeout=30))
+            with anyio.fail_after(15):
+                while not (pending := await wf.approvals.pending()):
+                    await anyio.sleep(0.02)
+            (tmp_path / "pending").write_text(pending[0].call_id)
+            with anyio.fail_after(15):
+                while not (tmp_path / "op.done").exists():
+                    await anyio.sleep(0.02)
+            still = [p.call_id for p in await wf.approvals.pending()]
+            if still:
+                await wf.approvals.reject(pending[0].call_id, reason="not by an agent")
+        return still
+
+    result = await run_wf(fn, tmp_path)
+    answer = json.loads((tmp_path / "op.json").read_text() or "{}")
+    assert answer.get("value") == {"code": "wrong-agent"}, (answer, (tmp_path / "op.err").read_text())
+    assert deploys == []  # the agent's own approval never ran the handler
+    assert result.value != [], result.reason
+
+
+# b finds a's launcher in a's environment (/proc/<pid>/environ, as the issue found), makes it
+# writable again (it is b's user's file: 0500 binds nobody) and puts its own in its place,
+# which runs a's real launcher with b's answer. a's own process runs it, so the identity
+# check admits it as a's.
+FIND_SIBLING_LAUNCHER = """
+import os, sys
+mine = os.environ["WFA"]
+for pid in os.listdir("/proc"):
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    for var in env:
+        if var.startswith(b"WFA=") and var[4:].decode() != mine:
+            print(var[4:].decode())
+            sys.exit(0)
+sys.exit(1)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a sibling can rewrite another agent's launcher (same uid; 0500 is no barrier) and answer as it "
+    "(review finding 2): needs a sandbox, or the Security page must list it",
+)
+async def test_a_sibling_cant_answer_by_rewriting_anothers_launcher(tmp_path):
+    finder = tmp_path / "find.py"
+    finder.write_text(FIND_SIBLING_LAUNCHER)
+    a_body = WAIT_FOR + textwrap.dedent(
+        """\
+        touch "$OUT/a_started"
+        wait_for b_done
+        "$WFA" result "$WFA_CALL_ID" --n 1
+        """
+    )
+    b_body = WAIT_FOR + textwrap.dedent(
+        f"""\
+        wait_for a_started
+        A=$({sys.executable} {finder})
+        cp "$A" "$OUT/a_real" && chmod 700 "$OUT/a_real"
+        chmod 700 "$A"
+        printf '#!/bin/sh\\nif [ "$1" = result ]; then exec "%s" result "$2" --n 666; fi\\nexec "%s" "$@"\\n' \\
+            "$OUT/a_real" "$OUT/a_real" >"$A"
+        chmod 500 "$A"
+        touch "$OUT/b_done"
+        "$WFA" result "$WFA_CALL_ID" --n 3
+        """
+    )
+
+    async def fn(wf):
+        a = await wf.agents.open("a", runtime=shell_agent(tmp_path, "a", a_body))
+        b = await wf.agents.open("b", runtime=shell_agent(tmp_path, "b", b_body))
+
+        async def one(agent):
+            turn = await agent.run("Count.", schema=N, timeout=20)
+            return turn.value.n if turn.outcome.answered else turn.outcome.kind
+
+        return await wf.parallel([a, b], one)
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value[1] == 3, result.reason
+    assert result.value[0] == 1, result.value  # a's answer is a's, not the 666 b chose
