@@ -93,14 +93,16 @@ async def test_an_agent_cant_approve_through_a_connector_that_exited(tmp_path):
 FIND_SIBLING_LAUNCHER = """
 import os, sys
 mine = os.environ["WFA"]
+run_dir = os.path.dirname(os.path.dirname(mine))  # this run's agents only
 for pid in os.listdir("/proc"):
     try:
         env = open(f"/proc/{pid}/environ", "rb").read().split(b"\\0")
     except OSError:
         continue
     for var in env:
-        if var.startswith(b"WFA=") and var[4:].decode() != mine:
-            print(var[4:].decode())
+        found = var[4:].decode(errors="replace")
+        if var.startswith(b"WFA=") and found != mine and os.path.dirname(os.path.dirname(found)) == run_dir:
+            print(found)
             sys.exit(0)
 sys.exit(1)
 """
@@ -148,3 +150,89 @@ async def test_a_sibling_cant_answer_by_rewriting_anothers_launcher(tmp_path):
     result = await run_wf(fn, tmp_path)
     assert result.value[1] == 3, result.reason
     assert result.value[0] == 1, result.value  # a's answer is a's, not the 666 b chose
+
+
+# The agent opens its keeper's lifeline, and the watchdog's, again through /proc/<pid>/fd
+# (a pipe's read end reopens as a write end there) and holds them in a background process:
+# the pipes never close when the run dies, so neither keeper nor watchdog ever acts.
+HOLD_LIFELINES = r"""
+echo "$AGENTSWF_MARK" >"$OUT/mark"; echo "$WFA" >"$OUT/wfa"
+K=$PPID
+while ! tr '\0' '\n' </proc/$K/cmdline | grep -qx keep; do K=$(cut -d' ' -f4 /proc/$K/stat); done  # up to the keeper
+KFD=$(tr '\0' '\n' </proc/$K/cmdline | sed -n '/^keep$/{n;p;q}')
+RUN=${AGENTSWF_MARK%%/*}
+for p in /proc/[0-9]*; do  # the run's own watchdog: `watch <fd> <run dir>`, its run dir named by the mark
+    c=$(tr '\0' '\n' <$p/cmdline 2>/dev/null)
+    if echo "$c" | grep -qx watch && echo "$c" | grep -qx ".*/$RUN"; then W=${p#/proc/}; fi
+done
+WFD=$(tr '\0' '\n' </proc/$W/cmdline | sed -n '/^watch$/{n;p;q}')
+sh -c 'exec sleep 1000' 8>/proc/$K/fd/$KFD 9>/proc/$W/fd/$WFD &
+echo $! >"$OUT/holder"; echo $$ >"$OUT/cli"
+echo "$K $KFD $W" >"$OUT/found"
+touch "$OUT/ready"
+sleep 1000
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an agent reopens its keeper's and the watchdog's lifelines for writing via /proc/<pid>/fd, "
+    "so kill -9 of the run leaves everything running (review finding 4)",
+)
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_kill_9_cleans_up_even_when_an_agent_holds_the_lifelines(tmp_path, backend):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from agentswf.harnesses.keeper import kill_marked
+    from agentswf.launcher.place import sweep_dead_runs
+
+    from ..harnesses.kit import alive
+
+    script = tmp_path / "agent.sh"
+    script.write_text(f"#!/bin/sh\nOUT={tmp_path}\nexport OUT\n{HOLD_LIFELINES}")
+    script.chmod(0o755)
+    flows = tmp_path / "flows.py"
+    flows.write_text(
+        "from agentswf import workflow\n\n"
+        '@workflow(name="held", description="One agent that holds the lifelines.")\n'
+        "async def held(wf):\n"
+        f'    agent = await wf.agents.open("a", runtime="shell:{script}")\n'
+        '    await agent.run("Wait.", timeout="1h")\n'
+    )
+    sockets = tmp_path / "t"  # a sockets root of its own: no other run's sweep (the next `awf`) may help
+    sockets.mkdir()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "agentswf", "run", str(flows), "--backend", backend],
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(sockets)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "ready").exists():
+            assert time.monotonic() < deadline and run.poll() is None, "the agent never got ready"
+            time.sleep(0.02)
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        pids = [int((tmp_path / name).read_text()) for name in ("holder", "cli")]
+        run_dir = os.path.dirname(os.path.dirname((tmp_path / "wfa").read_text().strip()))
+        deadline = time.monotonic() + 5.0  # KILLED_RUN_CLEANUP_SECONDS of tests/cli/test_killed.py
+        while (any(alive(pid) for pid in pids) or os.path.exists(run_dir)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        found = (tmp_path / "found").read_text()
+        assert [pid for pid in pids if alive(pid)] == [] and not os.path.exists(run_dir), found
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        if (tmp_path / "mark").exists():
+            kill_marked((tmp_path / "mark").read_text().strip().split("/")[0])
+        if (tmp_path / "found").exists():  # the watchdog carries no mark
+            watchdog = int((tmp_path / "found").read_text().split()[2])
+            if alive(watchdog):
+                os.kill(watchdog, signal.SIGKILL)
+        sweep_dead_runs(str(sockets))
