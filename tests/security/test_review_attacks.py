@@ -236,3 +236,115 @@ def test_kill_9_cleans_up_even_when_an_agent_holds_the_lifelines(tmp_path, backe
             if alive(watchdog):
                 os.kill(watchdog, signal.SIGKILL)
         sweep_dead_runs(str(sockets))
+
+
+# pid reuse. b connects to a's socket from a child that exits at once, then gives out pids
+# (a C loop of vfork) until the counter comes round to just below the child's pid: the next
+# processes made, a's (busy, as an agent running a build is), take it. Once /proc says the
+# pid is a's, b sends its request: the run reads the peer's pid only then, and finds a's.
+SPIN_C = r"""
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int c, char **v) {  /* fork until the pid given out is in [target-40, target-1] */
+    int t = atoi(v[1]);
+    for (long i = 0; i < 200000; i++) {
+        pid_t p = vfork();
+        if (p == 0) _exit(0);
+        waitpid(p, 0, 0);
+        if (p >= t - 40 && p < t) return 0;
+    }
+    return 1;
+}
+"""
+
+REUSE = """
+import json, os, socket, subprocess, sys, time
+spin, a_wfa, tries = sys.argv[1], sys.argv[2], int(sys.argv[3])
+a_socket = os.path.join(os.path.dirname(a_wfa), "s.sock")
+for attempt in range(tries):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    child = os.fork()
+    if child == 0:
+        s.connect(a_socket)
+        os._exit(0)
+    os.waitpid(child, 0)
+    started = time.monotonic()
+    subprocess.run([spin, str(child)])
+    while time.monotonic() - started < 4.5:  # REQUEST_LINE_TIMEOUT_SECONDS is 5
+        try:
+            if ("WFA=" + a_wfa).encode() in open(f"/proc/{child}/environ", "rb").read():
+                break
+        except OSError:
+            pass
+        time.sleep(0.0005)
+    s.sendall(json.dumps({"version": 1, "command": "tool", "name": "ping"}).encode() + b"\\n")
+    s.shutdown(socket.SHUT_WR)
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    print(data.decode().strip(), flush=True)
+    if json.loads(data)["exit"] == 0:
+        break
+"""
+
+
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max") as file:
+            return int(file.read())
+    except OSError:
+        return 0
+
+
+@pytest.mark.skipif(not 0 < _pid_max() <= 65536, reason="a pid cycle must fit in REQUEST_LINE_TIMEOUT_SECONDS")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the peer's pid is looked up only after the request arrives, so a pid reused by another agent's "
+    "process passes as that agent (review finding 3)",
+)
+async def test_a_sibling_cant_call_anothers_tool_by_reusing_a_pid(tmp_path):
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler to give out pids fast enough")
+    (tmp_path / "spin.c").write_text(SPIN_C)
+    subprocess.run([compiler, "-O2", "-o", str(tmp_path / "spin"), str(tmp_path / "spin.c")], check=True)
+    (tmp_path / "reuse.py").write_text(REUSE)
+    pings: list[str] = []
+    a_body = WAIT_FOR + textwrap.dedent(
+        """\
+        echo "$WFA" >"$OUT/a_wfa"
+        i=0; while [ $i -lt 40000 ] && [ ! -e "$OUT/b_done" ]; do sleep 0.2 & i=$((i+1)); done
+        wait
+        "$WFA" result "$WFA_CALL_ID" --n 1
+        """
+    )
+    b_body = WAIT_FOR + textwrap.dedent(
+        f"""\
+        wait_for a_wfa
+        {sys.executable} {tmp_path / "reuse.py"} {tmp_path / "spin"} "$(cat "$OUT/a_wfa")" 8 >"$OUT/reuse.out" 2>&1
+        touch "$OUT/b_done"
+        "$WFA" result "$WFA_CALL_ID" --n 3
+        """
+    )
+
+    async def fn(wf):
+        a = await wf.agents.open(
+            "a",
+            runtime=shell_agent(tmp_path, "a", a_body),
+            tools={"ping": tool(lambda: pings.append("ping"), description="P.")},
+        )
+        b = await wf.agents.open("b", runtime=shell_agent(tmp_path, "b", b_body))
+
+        async def one(agent):
+            turn = await agent.run("Count.", schema=N, timeout=90)
+            return turn.value.n if turn.outcome.answered else turn.outcome.kind
+
+        return await wf.parallel([a, b], one)
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value == [1, 3], result.reason
+    assert pings == [], (tmp_path / "reuse.out").read_text()  # b never ran a's tool
