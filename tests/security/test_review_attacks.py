@@ -348,3 +348,37 @@ async def test_a_sibling_cant_call_anothers_tool_by_reusing_a_pid(tmp_path):
     result = await run_wf(fn, tmp_path)
     assert result.value == [1, 3], result.reason
     assert pings == [], (tmp_path / "reuse.out").read_text()  # b never ran a's tool
+
+
+async def _raises_cancelled_error() -> None:
+    import asyncio
+
+    raise asyncio.CancelledError  # not a cancellation of the call: a library's own, escaping
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # on trio it is an exception like any other, and fails the call
+@pytest.mark.xfail(
+    strict=True,
+    reason="an async handler raising CancelledError that no one asked for wedges the call until its turn's end "
+    "and is recorded abandoned (review finding 5)",
+)
+async def test_a_handler_raising_a_stray_cancelled_error_fails_the_call(tmp_path):
+    body = textwrap.dedent(
+        """\
+        "$WFA" tool stray >"$OUT/stray.out" 2>&1; echo $? >"$OUT/stray.rc"
+        "$WFA" result "$WFA_CALL_ID" --n 1
+        """
+    )
+
+    async def fn(wf):
+        a = await wf.agents.open(
+            "a",
+            runtime=shell_agent(tmp_path, "a", body),
+            tools={"stray": tool(_raises_cancelled_error, description="S.")},
+        )
+        turn = await a.run("Call it.", schema=N, timeout=8)
+        return turn.outcome.kind
+
+    result = await run_wf(fn, tmp_path)
+    assert result.value == "answered", (tmp_path / "stray.out").read_text() if (tmp_path / "stray.out").exists() else ""
+    assert (tmp_path / "stray.rc").read_text().strip() == "1"  # failed, as any other raise
