@@ -382,3 +382,41 @@ async def test_a_handler_raising_a_stray_cancelled_error_fails_the_call(tmp_path
     result = await run_wf(fn, tmp_path)
     assert result.value == "answered", (tmp_path / "stray.out").read_text() if (tmp_path / "stray.out").exists() else ""
     assert (tmp_path / "stray.rc").read_text().strip() == "1"  # failed, as any other raise
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the record's files are kept open, so an agent removing them (rm -rf, git clean -xfd of its cwd, "
+    "where .awf/runs lives by default) leaves calls acknowledged, unrecorded, and the run completed (review finding 6)",
+)
+async def test_a_record_removed_under_the_run_is_not_acknowledged_as_recorded(tmp_path):
+    pings: list[str] = []
+    body = textwrap.dedent(
+        """\
+        "$WFA" tool ping >/dev/null 2>&1
+        rm -rf "$OUT/runs"  # as `git clean -xfd` does to .awf/runs in the agent's own checkout
+        "$WFA" tool ping >/dev/null 2>&1; echo $? >"$OUT/second.rc"
+        "$WFA" result "$WFA_CALL_ID" --n 1
+        """
+    )
+
+    async def fn(wf):
+        a = await wf.agents.open(
+            "a",
+            runtime=shell_agent(tmp_path, "a", body),
+            tools={"ping": tool(lambda: pings.append("x"), description="P.")},
+        )
+        turn = await a.run("Ping twice.", schema=N, timeout=20)
+        return turn.outcome.kind
+
+    result = await run_wf(fn, tmp_path)
+    tools_log = result.run_dir / "tools.jsonl"
+    recorded = len(tools_log.read_text().splitlines()) if tools_log.exists() else 0
+    acknowledged = (tmp_path / "second.rc").read_text().strip() == "0"
+    # either every acknowledged call is on disk, or the run says its record is incomplete
+    assert (recorded == len(pings) and acknowledged) or result.outcome == "failed", (
+        result.outcome,
+        recorded,
+        len(pings),
+        acknowledged,
+    )
