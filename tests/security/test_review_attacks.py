@@ -420,3 +420,39 @@ async def test_a_record_removed_under_the_run_is_not_acknowledged_as_recorded(tm
         len(pings),
         acknowledged,
     )
+
+
+TYPE_CONFUSED_LINES = [
+    ("claude", b'{"type":"result","usage":true}'),
+    ("codex", b'{"type":"turn.completed","usage":"x"}'),
+    ("pi", b'{"type":"message_end","message":true}'),
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a CLI output line of the right type but wrong shape raises in the harness's reader, which fails "
+    "the turn as 'the agent could not be run' (review finding 7); a sibling can write such a line to "
+    "/proc/<cli>/fd/1",
+)
+def test_a_cli_output_line_of_the_wrong_shape_is_ignored():
+    from pathlib import Path
+
+    from agentswf.harnesses.base import Attempt
+    from agentswf.harnesses.claude import ClaudeHarness
+    from agentswf.harnesses.codex import CodexHarness
+    from agentswf.harnesses.pi import PiHarness
+
+    harnesses = {
+        "claude": ClaudeHarness("/bin/claude"),
+        "codex": CodexHarness("/bin/codex"),
+        "pi": PiHarness("/bin/pi"),
+    }
+    attempt = Attempt("a", "c1", 1, False, "Do it.", Path("/tmp/x/wfa"), Path("/tmp"), {}, None)
+    raised = []
+    for name, line in TYPE_CONFUSED_LINES:
+        try:
+            harnesses[name].reader(attempt).feed(line)
+        except Exception as error:  # what is asserted: nothing raises
+            raised.append((name, repr(error)))
+    assert raised == []
