@@ -211,6 +211,9 @@ class Keeper:
         poller = select.poll()
         poller.register(self.lifeline, select.POLLIN | select.POLLHUP)
         poller.register(wake_read, select.POLLIN)
+        run = run_pidfd()
+        if run is not None:
+            poller.register(run, select.POLLIN)
         term_by: float | None = None
         while self.status is None:
             timeout = None if term_by is None else max(0.0, term_by - time.monotonic())
@@ -220,7 +223,7 @@ class Keeper:
             self.reap()
             if self.status is not None:
                 break
-            if self.lifeline in events:  # the run is gone
+            if self.lifeline in events or (run is not None and run in events):  # the run is gone
                 break
             if terminated and term_by is None:
                 term_by = time.monotonic() + self.grace
@@ -243,17 +246,48 @@ class Keeper:
         os._exit(128 + signum)  # a signal that doesn't end a process by default
 
 
+def run_pidfd() -> int | None:
+    """A pidfd of the run (this process's parent), readable once the run has ended.
+
+    The lifeline alone isn't enough: an agent can reopen a pipe's write end through
+    /proc/<pid>/fd of a process it can reach and hold it, so the pipe never closes. A
+    pidfd can't be kept open by anyone else. None where pidfds aren't to be had (not
+    Linux, or a kernel before 5.3), or if the run is gone already."""
+    parent = os.getppid()
+    try:
+        pidfd = os.pidfd_open(parent)
+    except (AttributeError, OSError):
+        return None
+    if os.getppid() != parent:  # the run died before the pidfd was opened: it is some reaper's
+        os.close(pidfd)
+        return None
+    return pidfd
+
+
 def watch(lifeline: int, run_dir: str) -> None:
-    """Wait for the lifeline to close; then kill what carries the run's mark and remove its directory."""
+    """Wait for the run to end (its lifeline closes, or its pidfd says so); then kill what
+    carries the run's mark and remove its directory."""
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN | select.POLLHUP)
+    run = run_pidfd()
+    if run is not None:
+        poller.register(run, select.POLLIN)
     while True:
         try:
-            if not os.read(lifeline, 512):
-                break
+            events = dict(poller.poll())
         except InterruptedError:
             continue
-        except OSError:
+        if run is not None and run in events:
             break
+        if lifeline in events:
+            try:
+                if not os.read(lifeline, 512):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
     kill_marked(os.path.basename(run_dir))
     remove_tree(run_dir)
 

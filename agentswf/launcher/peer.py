@@ -25,18 +25,50 @@ _LOCAL_PEERPID = 0x002
 _CANT_LOOK_NOW = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 
 
+_SO_PEERPIDFD = 77  # Linux 6.5+ <asm-generic/socket.h>: a pidfd of the very process that connected
+
+
 def peer_pid(stream: SocketStream) -> int | None:
-    """The pid of the process that connected `stream`, or None where it can't be read."""
+    """The pid of the process that connected `stream` while that process still runs, or
+    None where it can't be read or the process is gone.
+
+    A pid alone can lie: the connecting process may have exited and its pid gone to
+    another process (an agent's own, say) before the request is checked. Where the kernel
+    gives the connection's pidfd, the pid is returned only if that very process still
+    runs, so the checks that follow, read at once, are about it; elsewhere only that a
+    process of that pid exists."""
     try:
         sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
         if sys.platform.startswith("linux"):
             pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
-            return pid if pid > 0 else None
+            return pid if pid > 0 and _still_running(sock, pid) else None
         if sys.platform == "darwin":
             return struct.unpack("i", sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, 4))[0] or None
-    except (OSError, struct.error, KeyError, TypeError):
+    except OSError as error:
+        if error.errno in _CANT_LOOK_NOW:  # out of descriptors: "try again", not "not you"
+            raise
+        return None
+    except (struct.error, KeyError, TypeError):
         return None
     return None
+
+
+def _still_running(sock: socket.socket, pid: int) -> bool:
+    """Whether the process that connected `sock`, `pid` by its credentials, runs still."""
+    try:
+        (pidfd,) = struct.unpack("i", sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD, 4))
+    except OSError as error:
+        if error.errno in _CANT_LOOK_NOW:
+            raise
+        return os.path.exists(f"/proc/{pid}")  # an older kernel: the pid names some process
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:  # "Pid:\t-1" once it has exited
+            fields = dict(line.split(b":", 1) for line in info.read().splitlines() if b":" in line)
+        return int(fields.get(b"Pid", b"-1")) == pid
+    except (OSError, ValueError):
+        return False
+    finally:
+        os.close(pidfd)
 
 
 MAX_COMMAND_BYTES = 2048  # of a refused process's command line, as recorded
