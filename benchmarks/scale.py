@@ -2,8 +2,8 @@
 the raw floor, on asyncio and trio.
 
 Ours: `run_workflow` of a workflow that opens N agents (all open at once) and runs one turn
-of each (at most CONCURRENCY at a time); each scripted agent makes M `wfa tool` calls of a
-sync no-op tool and answers. The scripted agents run in the run's process (agentswf.testing's
+of each (at most CONCURRENCY at a time); each scripted agent makes M `wfa tool` calls of an
+async no-op tool and answers. The scripted agents run in the run's process (agentswf.testing's
 in-loop client), so no process is spawned. The baseline, in the same process: the same
 client code (`scripted.exchange`, the same bytes) making the same N × M connect-per-request
 exchanges, at the same concurrency, against a bare anyio unix listener that reads the request
@@ -70,7 +70,7 @@ async def ours(agents: int, calls: int, concurrency: int) -> dict[str, Any]:
     from agentswf.testing import answer, run_workflow
 
     @tool(description="Do nothing.")
-    def noop(n: int) -> int:
+    async def noop(n: int) -> int:  # async: a sync handler's worker-thread hop is the handler's cost, not the engine's
         return n
 
     @workflow(name="scale", description="Many agents, many calls.")
