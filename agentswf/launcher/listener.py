@@ -188,10 +188,10 @@ async def _read_into(buffer: bytearray, stream: SocketStream, limit: int, budget
     can time that."""
     sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
     while len(buffer) <= limit:
-        await anyio.wait_readable(sock)
-        try:
+        try:  # a wfa client has written its line by now, as a rule: waiting comes second
             chunk = sock.recv(_READ_CHUNK_BYTES)
         except BlockingIOError:
+            await anyio.wait_readable(sock)
             continue
         except OSError:  # reset by the client
             return
