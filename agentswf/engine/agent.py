@@ -58,7 +58,7 @@ from .switchboard import (
     MailWaiting,
     Presence,
     Register,
-    Standing,
+    Standings,
     StandingView,
     StateChanged,
     TakeMail,
@@ -201,9 +201,10 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self.attempts = setup.attempts
         self.message_turns = 0
         self.presence = Presence()  # the switchboard reads it: see _announce
+        self.standings: Standings  # and the agent reads the switchboard's standing of it, from on_start
 
     async def on_start(self) -> None:
-        await self.board.ask(Register(self.key, "agent", self.ref, self.harness.can_await, self.presence))
+        self.standings = await self.board.ask(Register(self.key, "agent", self.ref, self.harness.can_await, self.presence))
 
     def _listen(self) -> None:
         """Open the agent's socket for its turn (its directory and launcher too, at the first):
@@ -351,7 +352,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         """After a turn: mail first (in a turn of its own), then the workflow's next turn."""
         mail = await self.board.ask(TakeMail(self.key))
         if mail:
-            await self._message_turn(mail, await self.board.ask(Standing(self.key)))
+            await self._message_turn(mail, self.standings.of(self.key))
         elif self.pending:
             start, reply = self.pending.popleft()
             await self._begin(start, reply)
@@ -439,7 +440,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         if not turn.accepted and ending.kind == "exited" and ending.exit_code == 0:
             if await self._continue_with_mail(turn):
                 return
-            standing: StandingView = await self.board.ask(Standing(self.key))
+            standing: StandingView = self.standings.of(self.key)
             if standing.awaits is not None:
                 self._announce("awaiting-reply")  # the reply (or word that none comes) continues the turn
                 return
@@ -574,7 +575,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self._unlisten()
         record = self._record_of(turn, turn.outcome)
         await self.recorder.ask(TurnEnded(record))
-        standing: StandingView = await self.board.ask(Standing(self.key))
+        standing: StandingView = self.standings.of(self.key)
         if standing.owes:  # its askers get no answer from this turn, and are told so
             why = f"{self.key}'s turn ended {turn.outcome.kind} without replying"
             await self.board.tell(GiveUp(self.key, why))
@@ -613,16 +614,16 @@ class AgentActor(AgentTools, AgentMail, Actor):
             response = await self._tool(request)
             if response is None:  # the call runs: tool_done answers it, notice and all
                 return accepted("tool")
-            lead = notice(await self.board.ask(Standing(self.key)))
+            lead = notice(self.standings.of(self.key))
             return msgspec.structs.replace(response, stderr=lead + response.stderr) if lead else response
-        standing: StandingView = await self.board.ask(Standing(self.key))
+        standing: StandingView = self.standings.of(self.key)
         if isinstance(request, ResultRequest):
             response = await self._result(request, standing)
         elif isinstance(request, WaitingRequest):
             response = await self._waiting(request, standing)
         else:
             response = await self._post(request)
-            standing = await self.board.ask(Standing(self.key))
+            standing = self.standings.of(self.key)
         lead = notice(standing)
         return msgspec.structs.replace(response, stdout=lead + response.stdout) if lead else response
 
