@@ -51,6 +51,8 @@ def agent_admit(agent: str, attempts: LiveAttempts, recorder: ActorRef) -> Admit
 
     async def admit(pid: int | None) -> str | None:
         refusal = decide(pid)
+        if refusal is None:  # the common case: no wait, so no cancel scope either
+            return None
         with anyio.move_on_after(SPAWN_ADMIT_WAIT_SECONDS):
             while refusal is not None and attempts.is_starting(agent):  # its keeper's pid is on its way
                 await attempts.changed()

@@ -222,7 +222,18 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
 
 
 async def deliver(stream: SocketStream, data: bytes) -> None:
-    """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS."""
+    """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS. An answer is a line
+    that fits the socket's buffer, as a rule: sent at once, it needs no wait and no deadline."""
+    try:
+        sent = stream.extra(SocketAttribute.raw_socket).send(data)
+    except BlockingIOError:
+        sent = 0
+    except OSError:
+        _log.debug("a client went away before its answer")
+        return
+    data = data[sent:]
+    if not data:
+        return
     try:
         with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
             await stream.send(data)
