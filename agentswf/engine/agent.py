@@ -6,6 +6,8 @@ allowed is decided by the pure rules in `rules.py`; this actor does the I/O arou
 them: it runs the harness, keeps the deadline, and tells the Recorder. Its socket admits
 only the run's own process and what runs under the keeper of its live attempt (the run's
 `LiveAttempts`, `admission.py`); anything else is refused before it becomes a message.
+The socket listens only during a turn (from its first attempt until it settles), so an
+agent that isn't in a turn holds no file descriptor.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from ..actors import Actor, ActorRef, Reply, handler
 from ..errors import ActorError
 from ..harnesses.base import Attempt, AttemptResult, Harness
 from ..launcher.identity import LiveAttempts
-from ..launcher.listener import ConnectionBudget, listen, serve
-from ..launcher.place import make_agent_dir
+from ..launcher.listener import ConnectionBudget, bind, serve
+from ..launcher.place import agent_paths, make_agent_dir
 from ..wire import (
     DEFAULT_WAITING_SECONDS,
     MIN_WAITING_SECONDS,
@@ -56,7 +58,7 @@ from .switchboard import (
     MailWaiting,
     Presence,
     Register,
-    Standing,
+    Standings,
     StandingView,
     StateChanged,
     TakeMail,
@@ -187,7 +189,9 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self.broker = setup.broker
         self.tools = dict(setup.tools)
         self.tool_run: ToolRun | None = None
-        self.socket_path, self.launcher = make_agent_dir(setup.sockets)
+        self.socket_path, self.launcher = agent_paths(setup.sockets)  # written at its first turn
+        self.dir_made = False
+        self.accepting: anyio.CancelScope | None = None  # while its socket listens: in a turn
         self.calls: dict[str, rules.CallView] = {}
         self.turn: _Turn | None = None
         self.pending: deque[tuple[StartTurn, Reply]] = deque()
@@ -197,15 +201,35 @@ class AgentActor(AgentTools, AgentMail, Actor):
         self.attempts = setup.attempts
         self.message_turns = 0
         self.presence = Presence()  # the switchboard reads it: see _announce
+        self.standings: Standings  # and the agent reads the switchboard's standing of it, from on_start
 
     async def on_start(self) -> None:
-        await self.board.ask(Register(self.key, "agent", self.ref, self.harness.can_await, self.presence))
-        listener = await listen(self.socket_path)
+        self.standings = await self.board.ask(Register(self.key, "agent", self.ref, self.harness.can_await, self.presence))
+
+    def _listen(self) -> None:
+        """Open the agent's socket for its turn (its directory and launcher too, at the first):
+        an agent holds a descriptor only while in a turn. Bound now, so a connection queues
+        even before the task serving it runs."""
+        if self.accepting is not None:
+            return
+        if not self.dir_made:
+            make_agent_dir(self.socket_path, self.launcher)
+            self.dir_made = True
+        sock = bind(self.socket_path)
+        self.accepting = anyio.CancelScope()
 
         async def handle(request: Request) -> Response:
             return await self.ref.ask(WfaCall(request))
 
-        self.start_soon(serve, listener, handle, self.budget, agent_admit(self.key, self.attempts, self.recorder))
+        admit = agent_admit(self.key, self.attempts, self.recorder)
+        self.start_soon(serve, sock, handle, self.budget, admit, self.accepting)
+
+    def _unlisten(self) -> None:
+        """The turn is over: its socket stops listening and gives its descriptor back (a
+        connection then finds nobody there, as after the run). Requests already taken are answered."""
+        if self.accepting is not None:
+            self.accepting.cancel()
+            self.accepting = None
 
     async def on_stop(self) -> None:
         """The agent is closing: a turn it hadn't settled, and turns still queued, end cancelled, on the record."""
@@ -328,7 +352,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         """After a turn: mail first (in a turn of its own), then the workflow's next turn."""
         mail = await self.board.ask(TakeMail(self.key))
         if mail:
-            await self._message_turn(mail, await self.board.ask(Standing(self.key)))
+            await self._message_turn(mail, self.standings.of(self.key))
         elif self.pending:
             start, reply = self.pending.popleft()
             await self._begin(start, reply)
@@ -349,6 +373,11 @@ class AgentActor(AgentTools, AgentMail, Actor):
             started_by=turn.kind,
         )
         turn.next_prompt = None
+        try:
+            self._listen()
+        except OSError as error:  # no descriptor, or no room on disk: this turn fails, not the run
+            self._finish(turn, Failed(f"the agent's socket could not be opened: {error}", False))
+            return
         turn.attempt_running = True
         turn.attempt_done = anyio.Event()
         self._announce("working")
@@ -411,7 +440,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
         if not turn.accepted and ending.kind == "exited" and ending.exit_code == 0:
             if await self._continue_with_mail(turn):
                 return
-            standing: StandingView = await self.board.ask(Standing(self.key))
+            standing: StandingView = self.standings.of(self.key)
             if standing.awaits is not None:
                 self._announce("awaiting-reply")  # the reply (or word that none comes) continues the turn
                 return
@@ -543,9 +572,10 @@ class AgentActor(AgentTools, AgentMail, Actor):
         if turn is None or turn.call_id != msg.call_id or turn.outcome is None:
             return
         self.turn = None
+        self._unlisten()
         record = self._record_of(turn, turn.outcome)
         await self.recorder.ask(TurnEnded(record))
-        standing: StandingView = await self.board.ask(Standing(self.key))
+        standing: StandingView = self.standings.of(self.key)
         if standing.owes:  # its askers get no answer from this turn, and are told so
             why = f"{self.key}'s turn ended {turn.outcome.kind} without replying"
             await self.board.tell(GiveUp(self.key, why))
@@ -584,16 +614,16 @@ class AgentActor(AgentTools, AgentMail, Actor):
             response = await self._tool(request)
             if response is None:  # the call runs: tool_done answers it, notice and all
                 return accepted("tool")
-            lead = notice(await self.board.ask(Standing(self.key)))
+            lead = notice(self.standings.of(self.key))
             return msgspec.structs.replace(response, stderr=lead + response.stderr) if lead else response
-        standing: StandingView = await self.board.ask(Standing(self.key))
+        standing: StandingView = self.standings.of(self.key)
         if isinstance(request, ResultRequest):
             response = await self._result(request, standing)
         elif isinstance(request, WaitingRequest):
             response = await self._waiting(request, standing)
         else:
             response = await self._post(request)
-            standing = await self.board.ask(Standing(self.key))
+            standing = self.standings.of(self.key)
         lead = notice(standing)
         return msgspec.structs.replace(response, stdout=lead + response.stdout) if lead else response
 

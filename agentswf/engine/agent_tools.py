@@ -23,7 +23,6 @@ from . import rules
 from .broker import MAX_TOOL_RESULT_BYTES, RunTool, ToolDone, tool_response
 from .notice import notice
 from .recorder import ToolCalled
-from .switchboard import Standing
 from .toolcall import ToolCall
 
 
@@ -137,7 +136,7 @@ class AgentTools:
             return
         self.tool_run = None
         response = tool_response(msg.outcome)
-        lead = notice(await self.board.ask(Standing(self.key)))  # on standard error: stdout is the result's
+        lead = notice(self.standings.of(self.key))  # on standard error: stdout is the result's
         if lead:
             response = msgspec.structs.replace(response, stderr=lead + response.stderr)
         for reply in running.replies:

@@ -394,6 +394,7 @@ class ToolBroker(Actor):
         """One run of the handler, until it returns, raises, or is abandoned after its grace."""
         call: ToolCall = msg.call
         done = anyio.Event()
+        wake = anyio.Event()  # done, or the call's signal
         box: dict[str, Any] = {}
         scope = anyio.CancelScope()
         in_thread = not msg.tool.is_async
@@ -413,11 +414,11 @@ class ToolBroker(Actor):
                     box.update(got)
             finally:
                 done.set()
+                wake.set()
 
         self.handling[call.id] = (msg, time.time())
         self.start_soon(work)
-        with anyio.move_on_at(msg.deadline):
-            await _until_either(done, call)
+        await _until_either(wake, call, msg.deadline)
         if not done.is_set():  # its time is up, or its turn ended: the signal, then the grace
             why = "its turn ended" if anyio.current_time() < msg.deadline else "the call's time ran out"
             call.cancel()
@@ -477,14 +478,12 @@ async def _awaited(returned: Any) -> dict[str, Any]:
         return {"error": error}
 
 
-async def _until_either(done: anyio.Event, call: ToolCall) -> None:
-    """Wait until the handler is done or the call's signal fires (its turn ended)."""
-    async with anyio.create_task_group() as race:
-
-        async def signalled() -> None:
-            await call.wait_cancelled()
-            race.cancel_scope.cancel()
-
-        race.start_soon(signalled)
-        await done.wait()
-        race.cancel_scope.cancel()
+async def _until_either(wake: anyio.Event, call: ToolCall, deadline: float) -> None:
+    """Wait until `wake` is set (the handler is done), the call's signal fires (its turn
+    ended) or its deadline passes: no task of its own, and a cancel scope only for a deadline."""
+    call.on_cancel(wake.set)
+    if math.isinf(deadline):
+        await wake.wait()
+        return
+    with anyio.move_on_at(deadline):
+        await wake.wait()

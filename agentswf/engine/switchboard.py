@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -199,6 +200,39 @@ class _Endpoint:
         return self.presence.reason
 
 
+def standing_in(questions: Mapping[str, QuestionView], key: str) -> StandingView:
+    """`key`'s standing among the run's `questions`: whom it owes a reply, whose it awaits."""
+    if not questions:
+        return _NO_STANDING
+    owed = [q for q in questions.values() if q.open and q.askee == key]
+    awaiting = next((q for q in questions.values() if q.open and q.asker == key), None)
+    return StandingView(
+        tuple(q.asker for q in owed),
+        awaiting.askee if awaiting else None,
+        awaiting.until if awaiting else None,
+        max((q.until for q in owed), default=None),
+        owed[0].text if owed else "",
+    )
+
+
+_NO_STANDING = StandingView()
+
+
+class Standings:
+    """The board's standing of each end, read without a message: `register`'s answer.
+
+    It reads the board's own table of questions (which only the board changes), and on the
+    run's one event loop a read between two of the board's messages is as consistent as an
+    ask, so an agent reads it directly where a hop would buy nothing (on every tool call's answer).
+    """
+
+    def __init__(self, questions: Mapping[str, QuestionView]) -> None:
+        self._questions = questions
+
+    def of(self, key: str) -> StandingView:
+        return standing_in(self._questions, key)
+
+
 class Switchboard(Actor):
     def __init__(self, supervisor: Supervisor, recorder: ActorRef) -> None:
         super().__init__()
@@ -215,8 +249,9 @@ class Switchboard(Actor):
     # Ends and routes ----------------------------------------------------------------
 
     @handler
-    def register(self, msg: Register) -> None:
+    def register(self, msg: Register) -> Standings:
         self.ends[msg.key] = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence())
+        return Standings(self.questions)
 
     @handler
     def state_changed(self, msg: StateChanged) -> None:
@@ -490,15 +525,7 @@ class Switchboard(Actor):
 
     @handler
     def standing(self, msg: Standing) -> StandingView:
-        owed = [q for q in self.questions.values() if q.open and q.askee == msg.key]
-        awaiting = self._awaiting(msg.key)
-        return StandingView(
-            tuple(q.asker for q in owed),
-            awaiting.askee if awaiting else None,
-            awaiting.until if awaiting else None,
-            max((q.until for q in owed), default=None),
-            owed[0].text if owed else "",
-        )
+        return standing_in(self.questions, msg.key)
 
     @handler
     async def receive(self, msg: Receive) -> None:

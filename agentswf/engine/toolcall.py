@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 
 import anyio
@@ -23,6 +24,14 @@ class ToolCall:
         self.agent = agent
         self.tool = tool
         self._cancelled = anyio.Event()
+        self._wakers: list[Callable[[], None]] = []
+
+    def on_cancel(self, wake: Callable[[], None]) -> None:
+        """Have `cancel` call `wake` too (at once if it was cancelled already): a waiter needs no task of its own."""
+        if self.cancelled:
+            wake()
+        else:
+            self._wakers.append(wake)
 
     @property
     def cancelled(self) -> bool:
@@ -33,6 +42,9 @@ class ToolCall:
 
     def cancel(self) -> None:
         self._cancelled.set()
+        wakers, self._wakers = self._wakers, []
+        for wake in wakers:
+            wake()
 
     def __repr__(self) -> str:
         return f"<ToolCall {self.tool} {self.id} by {self.agent}>"

@@ -513,7 +513,7 @@ def main(argv):
     except Unreached as error:
         where = "never reached the workflow: the handler didn't run" if command == "tool" else "never reached the run: nothing was done"
         if _run_is_over(error):
-            _write(2, f"wfa: {command} {where}: the run is over, so nothing more can be done in it. Stop.\n")
+            _write(2, f"wfa: {command} {where}: {NOBODY_LISTENING}\n")
         else:
             _write(2, f"wfa: {command} {where} ({error}). Try again.\n")
         return common.exit_code(command, "unreached")
@@ -524,6 +524,12 @@ def main(argv):
     _write(1, response["stdout"])
     _write(2, response["stderr"])
     return response["exit"]
+
+
+NOBODY_LISTENING = (
+    "nobody is listening: your turn is over or the run is over (an agent's socket is open only during "
+    "its turns), so nothing more can be done now. Stop."
+)
 
 
 def _run_is_over(error):

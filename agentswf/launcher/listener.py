@@ -1,5 +1,9 @@
 """The per-agent listener: one connection, one request line, one response line.
 
+An agent's socket listens only while the agent is in a turn (`serve`'s `accepting` scope
+closes it after), so an idle agent holds no descriptor; a `wfa` run then finds nobody
+listening and says the turn, or the run, is over.
+
 The socket a connection arrives on says which agent is calling; the request only says
 what it asks. Every connection is answered, even one refused (a silent close would look
 like a crashed run).
@@ -37,10 +41,11 @@ from that side is hostile, so what one connection can cost the run is bounded:
 from __future__ import annotations
 
 import errno
+import os
 import resource
 import socket
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import anyio
@@ -183,10 +188,10 @@ async def _read_into(buffer: bytearray, stream: SocketStream, limit: int, budget
     can time that."""
     sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
     while len(buffer) <= limit:
-        await anyio.wait_readable(sock)
-        try:
+        try:  # a wfa client has written its line by now, as a rule: waiting comes second
             chunk = sock.recv(_READ_CHUNK_BYTES)
         except BlockingIOError:
+            await anyio.wait_readable(sock)
             continue
         except OSError:  # reset by the client
             return
@@ -217,7 +222,18 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
 
 
 async def deliver(stream: SocketStream, data: bytes) -> None:
-    """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS."""
+    """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS. An answer is a line
+    that fits the socket's buffer, as a rule: sent at once, it needs no wait and no deadline."""
+    try:
+        sent = stream.extra(SocketAttribute.raw_socket).send(data)
+    except BlockingIOError:
+        sent = 0
+    except OSError:
+        _log.debug("a client went away before its answer")
+        return
+    data = data[sent:]
+    if not data:
+        return
     try:
         with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
             await stream.send(data)
@@ -302,11 +318,27 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
             budget.release(slot)
 
 
+def bind(socket_path: Path) -> socket.socket:
+    """A socket listening at `socket_path` (a stale one there replaced), readable and writable
+    by its owner only: bound here, at once, with no worker thread (anyio's own listener binds
+    in one, on the pool user code shares), so connections queue from now on."""
+    with suppress(FileNotFoundError):
+        os.unlink(socket_path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        sock.bind(str(socket_path))
+        os.chmod(socket_path, 0o600)
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 async def listen(socket_path: Path) -> SocketListener:
-    """Bind one agent's socket, readable and writable by its owner only."""
-    listener = await anyio.create_unix_listener(socket_path)
-    socket_path.chmod(0o600)
-    return listener
+    """Listen at `socket_path` (see `bind`)."""
+    return await SocketListener.from_socket(bind(socket_path))
 
 
 def _out_of_resources(error: BaseException) -> bool:
@@ -331,9 +363,26 @@ async def accept(listener: SocketListener, budget: ConnectionBudget) -> SocketSt
         retry = min(retry * 2, ACCEPT_RETRY_MAX_SECONDS)
 
 
-async def serve(listener: SocketListener, handle: Handler, budget: ConnectionBudget, admit: Admit | None = None) -> None:
+async def serve(
+    listener: SocketListener | socket.socket,
+    handle: Handler,
+    budget: ConnectionBudget,
+    admit: Admit | None = None,
+    accepting: anyio.CancelScope | None = None,
+) -> None:
     """Answer each connection to `listener` until cancelled; `handle` answers each request
-    that `admit` lets through (every request, without one)."""
-    async with listener, anyio.create_task_group() as connections:
-        while True:
-            connections.start_soon(_answer, await accept(listener, budget), handle, budget, admit)
+    that `admit` lets through (every request, without one). Cancelling `accepting` closes
+    the listener (its descriptor is given back at once) and returns once the connections
+    already accepted are answered."""
+    async with anyio.create_task_group() as connections:
+        if isinstance(listener, socket.socket):
+            raw = listener
+            try:
+                listener = await SocketListener.from_socket(raw)
+            except BaseException:  # cancelled before it could serve: its descriptor is given back all the same
+                raw.close()
+                raise
+        async with listener:
+            with accepting or anyio.CancelScope():
+                while True:
+                    connections.start_soon(_answer, await accept(listener, budget), handle, budget, admit)

@@ -2,9 +2,10 @@
 
 Each run gets `$TMPDIR/awf-XXXX` (`/tmp` when TMPDIR is unset or too long for a socket
 path; mode 0300: its owner can enter it but nobody can list it, so an agent can't find
-a sibling's socket), and each agent a 0700 directory in it holding the socket and `wfa`,
-a launcher of mode 0500 (an agent can't overwrite its only way to answer) that runs the
-client on this interpreter with `-S -I`. Short names keep the socket path under the
+a sibling's socket), and each agent a 0700 directory in it, of an unguessable name, holding
+the socket (bound only while the agent is in a turn) and `wfa`, a launcher of mode 0500 (an agent can't overwrite its only way to answer) that runs the
+client on this interpreter with `-S -I`. Both are written at the agent's first turn, not
+when it is opened, so opening an agent touches no disk. Short names keep the socket path under the
 104-byte limit of `sun_path`, and short enough that cheap models copy it right.
 
 The run's directory holds an `owner` file (the run's pid and its start time), so that a
@@ -16,6 +17,7 @@ The directory's name is the run's mark (`keeper.MARK_VARIABLE`).
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +34,7 @@ OWNER_NAME = "owner"
 RUN_DIR_PREFIX = "awf-"
 DEFAULT_SOCKETS_ROOT = "/tmp"
 MAX_SOCKET_PATH_BYTES = 103  # sun_path is 104 bytes on macOS (108 on Linux), its NUL included
+AGENT_DIR_TOKEN_BYTES = 4  # an agent directory's name: "a" and 8 hex digits
 LONGEST_TAIL_BYTES = len("/awf-XXXXXXXX/aXXXXXXXX/s.sock")  # what a run adds to its root
 
 
@@ -109,15 +112,22 @@ def make_run_dir() -> Path:
     return path
 
 
-def make_agent_dir(run_dir: Path) -> tuple[Path, Path]:
-    """A new agent directory in `run_dir`: its socket path (not yet bound) and launcher."""
-    agent_dir = Path(tempfile.mkdtemp(prefix="a", dir=run_dir))
-    agent_dir.chmod(AGENT_DIR_MODE)
-    socket_path = agent_dir / SOCKET_NAME
-    launcher = agent_dir / LAUNCHER_NAME
-    launcher.write_text(launcher_script(socket_path))
-    launcher.chmod(LAUNCHER_MODE)
-    return socket_path, launcher
+def agent_paths(run_dir: Path) -> tuple[Path, Path]:
+    """Where a new agent's socket and launcher will be, in a directory of an unguessable
+    name in `run_dir`; nothing is written yet (`make_agent_dir` does, at its first turn)."""
+    agent_dir = run_dir / f"a{secrets.token_hex(AGENT_DIR_TOKEN_BYTES)}"
+    return agent_dir / SOCKET_NAME, agent_dir / LAUNCHER_NAME
+
+
+def make_agent_dir(socket_path: Path, launcher: Path) -> None:
+    """The agent's directory (0700) and its launcher (0500), as `agent_paths` named them."""
+    agent_dir = socket_path.parent
+    os.mkdir(agent_dir, AGENT_DIR_MODE)
+    os.chmod(agent_dir, AGENT_DIR_MODE)  # whatever the umask
+    fd = os.open(launcher, os.O_WRONLY | os.O_CREAT | os.O_EXCL, LAUNCHER_MODE)
+    with os.fdopen(fd, "w") as file:
+        file.write(launcher_script(socket_path))
+    os.chmod(launcher, LAUNCHER_MODE)
 
 
 def remove_run_dir(run_dir: Path) -> None:

@@ -4,6 +4,7 @@ file descriptors survives, answers and completes."""
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import sys
@@ -24,7 +25,7 @@ from agentswf.engine.operator import (
     ask_run,
 )
 from agentswf.launcher.place import SOCKET_NAME
-from agentswf.testing import ToolResult, answer, run_workflow, silent
+from agentswf.testing import ToolResult, answer, hang, run_workflow, silent
 from agentswf.wire import EXIT_TOOL_UNCERTAIN, MAX_OPEN_CONNECTIONS, decode_response
 
 pytestmark = pytest.mark.anyio
@@ -89,8 +90,11 @@ async def stalls(wf):
     a = await wf.agents.open("a", runtime="codex")
     b = await wf.agents.open("b", runtime="codex", tools={"ping": tool(lambda: "pong", description="Answer pong.")})
     sockets = a.launcher.parent.parent
-    attack = Attack([a.launcher.with_name(SOCKET_NAME), b.launcher.with_name(SOCKET_NAME)], STALLED)
-    async with anyio.create_task_group() as group:
+    attack = Attack([a.launcher.with_name(SOCKET_NAME)], STALLED)  # b's socket opens with its turn: see below
+    async with anyio.create_task_group() as turns, anyio.create_task_group() as group:
+        turns.start_soon(functools.partial(a.run, "Hang.", timeout="60s"))  # a's socket listens while its turn runs
+        while not a.launcher.with_name(SOCKET_NAME).exists():
+            await anyio.sleep(0.01)
         group.start_soon(attack.run)
         await attack.established()
         started = time.monotonic()
@@ -98,6 +102,7 @@ async def stalls(wf):
         elapsed = time.monotonic() - started
         person = await anyio.to_thread.run_sync(ask_run, sockets / OPERATOR_SOCKET_NAME, Pending())
         attack.stopped.set()
+        turns.cancel_scope.cancel()
     return {
         "answer": turn.value,
         "elapsed": elapsed,
@@ -114,7 +119,7 @@ async def test_a_thousand_stalled_connections_dont_keep_an_agent_from_its_answer
         called.append(await turn.tool("ping"))
         return called[-1].output
 
-    run = await run_workflow(stalls, agents={"a": silent(), "b": answer(b)}, run_root=tmp_path)
+    run = await run_workflow(stalls, agents={"a": hang(), "b": answer(b)}, run_root=tmp_path)
     value = run.value
     assert called == [ToolResult(output="pong")] and value["answer"] == "pong"
     assert value["elapsed"] < ANSWER_WITHIN_SECONDS, value["elapsed"]

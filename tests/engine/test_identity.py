@@ -161,20 +161,21 @@ async def test_an_agent_at_the_operator_socket_is_refused_every_request(tmp_path
     assert all(str(script) in r["command"] for r in refusals)
 
 
-async def test_an_idle_agents_launcher_is_refused_to_any_other_process(tmp_path):
+async def test_an_idle_agents_launcher_finds_nobody_listening(tmp_path):
+    """Between turns an agent's socket is closed: its launcher, run by any process, reaches
+    nothing, and says the turn (or the run) is over."""
     pings: list[str] = []
 
     async def fn(wf):
         a = await wf.agents.open("a", runtime="shell:true", tools={"ping": tool(lambda: pings.append("x"), description="P.")})
+        await a.run("Go.", timeout="30s", nudge=False)  # its first turn writes its launcher
         done = await anyio.run_process([str(a.launcher), "tool", "ping"], check=False)  # a child of the run's, under no agent
         return done.returncode, done.stderr.decode()
 
     result = await run_wf(fn, tmp_path)
     status, err = result.value
-    assert status == 3 and "refused (wrong-agent)" in err and "a has no attempt running" in err
+    assert status != 0 and "never reached" in err and "your turn is over" in err, err
     assert pings == []
-    [refusal] = list(read_lines(result.run_dir / "refusals.jsonl"))
-    assert refusal["socket"] == "agent a" and refusal["command"][-2:] == ["tool", "ping"]
 
 
 async def test_a_connection_during_the_keepers_spawn_waits_for_its_pid():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from contextlib import AsyncExitStack
 
@@ -38,10 +39,19 @@ def result_line(call_id: str = "nope", **extra) -> bytes:
 
 
 async def with_agents(tmp_path, body, keys=("a",)):
+    """`body(*sockets)` while each agent is in a turn (its socket listens only then)."""
+
     async def fn(wf):
-        agents = [await wf.agents.open(key, runtime="shell:true") for key in keys]
+        agents = [await wf.agents.open(key, runtime="shell:sleep 60") for key in keys]
         sockets = [agent.launcher.with_name("s.sock") for agent in agents]
-        return await body(*sockets)
+        async with anyio.create_task_group() as turns:
+            for agent in agents:
+                turns.start_soon(functools.partial(agent.run, "Wait.", timeout="90s", nudge=False))
+            while not all(socket.exists() for socket in sockets):
+                await anyio.sleep(0.01)
+            value = await body(*sockets)
+            turns.cancel_scope.cancel()
+        return value
 
     result = await run_wf(fn, tmp_path)
     assert result.outcome == "completed", result.reason

@@ -16,7 +16,10 @@ def test_tmpdir_is_the_root_when_it_is_short_enough(tmp_path, monkeypatch):
     run_dir = place.make_run_dir()
     try:
         assert run_dir.parent == tmp_path and run_dir.name.startswith("awf-")
-        socket_path, _ = place.make_agent_dir(run_dir)
+        socket_path, launcher = place.agent_paths(run_dir)
+        place.make_agent_dir(socket_path, launcher)
+        assert launcher.stat().st_mode & 0o777 == place.LAUNCHER_MODE
+        assert socket_path.parent.stat().st_mode & 0o777 == place.AGENT_DIR_MODE
         assert len(os.fsencode(str(socket_path))) <= place.MAX_SOCKET_PATH_BYTES
     finally:
         place.remove_run_dir(run_dir)

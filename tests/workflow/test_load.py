@@ -144,3 +144,30 @@ async def test_a_run_whose_every_mailbox_holds_one_message_still_completes(tmp_p
     assert run.value["kinds"] == ["answered", "timed-out"] * (TINY_AGENTS // 2)
     assert run.value["heard"] == sorted(f"a{i}" for i in range(0, TINY_AGENTS, 4))
     assert len([line for line in run.logs if line["message"] == "opened"]) == TINY_AGENTS
+
+
+IDLE_AGENTS = 200
+FDS_OF_THE_RUN = 20  # descriptors the run itself may open meanwhile (its record's files), whatever the agents
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@workflow(name="idle", description="Agents opened, then a turn each, then idle again.")
+async def idle(wf):
+    before = open_fds()
+    agents = [await wf.agents.open(f"a{i}", runtime="codex") for i in range(IDLE_AGENTS)]
+    opened = open_fds()
+    kinds = await wf.parallel(agents, lambda agent: agent.run("Go.", timeout="60s", nudge=False), concurrency=50)
+    return {"before": before, "opened": opened, "after": open_fds(), "answered": sum(t.outcome.answered for t in kinds)}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc/self/fd")
+async def test_an_idle_agent_holds_no_file_descriptor(fast_root):
+    """Its socket listens only while it is in a turn: fds grow with what is active, not with what is open."""
+    run = await run_workflow(idle, agents={f"a{i}": answer("ok") for i in range(IDLE_AGENTS)}, run_root=fast_root)
+    value = run.value
+    assert value["answered"] == IDLE_AGENTS
+    assert value["opened"] - value["before"] < FDS_OF_THE_RUN, value
+    assert value["after"] - value["before"] < FDS_OF_THE_RUN, value
