@@ -45,8 +45,12 @@ class OutputReader:
             event = msgspec.json.decode(line)
         except msgspec.DecodeError:
             return  # not a JSON line: progress text, a warning
-        if isinstance(event, dict):
+        if not isinstance(event, dict):
+            return
+        try:
             self.event(event)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+            return  # an event of a known type in an unknown shape (another process can write here too): not one
 
     @abstractmethod
     def event(self, event: dict[str, Any]) -> None:

@@ -419,12 +419,6 @@ TYPE_CONFUSED_LINES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a CLI output line of the right type but wrong shape raises in the harness's reader, which fails "
-    "the turn as 'the agent could not be run' (review finding 7); a sibling can write such a line to "
-    "/proc/<cli>/fd/1",
-)
 def test_a_cli_output_line_of_the_wrong_shape_is_ignored():
     from pathlib import Path
 
