@@ -33,7 +33,7 @@ from .records import (
 )
 
 _log = structlog.get_logger("agentswf.recorder")
-STRAGGLER_SECONDS = 0.001  # a batch left waiting for messages then withdrawn is written this soon
+BATCH_WAIT_SECONDS = 0.001  # the longest a batch no ask is waiting on is held for more lines
 RECORDER_THREADS = 4  # worker threads for whole-file writes and group commits (each fsyncs)
 _RUN_LOGS = ("turns", "log", "tools", "approvals", "messages", "refusals")
 
@@ -153,6 +153,68 @@ class LogLines:
         self._waiting = anyio.Event()
 
 
+class Appends:
+    """Asked lines on their way to the Recorder without a mailbox message each.
+
+    `await appends.ask(ToolCalled(...))` answers as `recorder.ask` of the same message does
+    (True once the line is written, False when it couldn't be; None for a turn or an
+    answer's line), for a fraction of the cost: the Recorder takes every waiting line at
+    once and writes them as one batch, and the askers of a batch share one event. There is
+    no capacity to wait for: each asker waits for its own line, so what waits here is a line
+    per waiting asker. One asker's lines keep the order it asked them in.
+    """
+
+    def __init__(self) -> None:
+        self._asked: list[Any] = []
+        self._answers = _Answers()
+        self._waiting = anyio.Event()
+
+    async def ask(self, message: Any) -> Any:
+        if type(message) not in APPENDED:
+            raise TypeError(f"{type(message).__name__} is not a line the Recorder appends")
+        answers = self._answers
+        slot = len(self._asked)
+        self._asked.append(message)
+        answers.values.append(None)
+        self._waiting.set()
+        await answers.written.wait()
+        return answers.values[slot]
+
+    def take(self) -> tuple[list[Any], _Answers]:
+        """Every waiting message, in order, and where their answers go."""
+        asked, answers = self._asked, self._answers
+        self._asked, self._answers = [], _Answers()
+        return asked, answers
+
+    async def wait(self) -> None:
+        await self._waiting.wait()
+        self._waiting = anyio.Event()
+
+
+class _Answers:
+    """The answers of one take of `Appends`, in asking order, and the event its askers wait on."""
+
+    __slots__ = ("values", "written")
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.written = anyio.Event()
+
+
+class _Slot:
+    """One asker's place in `_Answers`: answered as a `Reply` is."""
+
+    __slots__ = ("answers", "index")
+    pending = True
+
+    def __init__(self, answers: _Answers, index: int) -> None:
+        self.answers = answers
+        self.index = index
+
+    def set(self, value: Any) -> None:
+        self.answers.values[self.index] = value
+
+
 class ConnectionRefused(msgspec.Struct, frozen=True):
     """A process refused on one of the run's sockets for who it is, and what it ran."""
 
@@ -161,6 +223,10 @@ class ConnectionRefused(msgspec.Struct, frozen=True):
     pid: int | None
     command: list[str]
     reason: str
+
+
+APPENDED = frozenset({ToolCalled, ApprovalDecided, MessageSent, MessageRead, CandidateSeen, TurnEnded})
+"""What `Appends` takes: the asked messages whose record is one appended line."""
 
 
 class RunEnded(msgspec.Struct, frozen=True):
@@ -189,20 +255,22 @@ class Recorder(Actor):
 
     _mailbox: Mailbox  # its own, to see whether more is queued for the batch
 
-    def __init__(self, run_dir: Path, logs: LogLines | None = None) -> None:
+    def __init__(self, run_dir: Path, logs: LogLines | None = None, appends: Appends | None = None) -> None:
         super().__init__()
         self.run_dir = run_dir
         self.lines = logs or LogLines()
+        self.appends = appends or Appends()
         self.failures = 0
         self._first_failure = ""
         self._logs = {str(run_dir / f"{name}.jsonl"): LineLog(run_dir / f"{name}.jsonl") for name in _RUN_LOGS}
         self._turns, self._log, self._tools, self._approvals, self._messages, self._refusals = self._logs
         self._calls = str(run_dir / "calls")
         self._batch: dict[str, list[bytes]] = {}  # file -> its lines waiting for the batch's write
-        self._batch_replies: dict[str, list[tuple[Reply, bool]]] = {}  # file -> (ask, answered True/False)
+        self._batch_replies: dict[str, list[tuple[Reply | _Slot, bool]]] = {}  # file -> (ask, answered True/False)
+        self._batch_written: list[anyio.Event] = []  # set once the batch is written: Appends' askers
         self._batch_bytes = 0
         self._batch_ends_turn = False
-        self._straggler = anyio.Event()  # a batch was left waiting for more
+        self._batch_held = anyio.Event()  # a batch is held for more lines
         self._unsynced: set[str] = set()  # files (and directories) written since the last group commit
         self._commit = GroupCommit()
         self._commit_wanted = anyio.Event()
@@ -215,7 +283,8 @@ class Recorder(Actor):
         self._mailbox = self._cell.mailbox
         self.start_soon(self._watch_log_lines)
         self.start_soon(self._group_commits)
-        self.start_soon(self._stragglers)
+        self.start_soon(self._held_batches)
+        self.start_soon(self._take_appends)
 
     async def _watch_log_lines(self) -> None:
         while True:
@@ -231,57 +300,83 @@ class Recorder(Actor):
 
     # Batches of appended lines ------------------------------------------------------
 
-    def _add(self, path: str, record: Any, answer: bool = False) -> None:
-        """Queue `record`'s line for `path` in the batch; the ask being handled is answered when it is written.
+    def _line(self, msg: Any) -> tuple[str, Any, bool]:
+        """Where an appended message's line goes, its record, and whether its ask is answered True/False (else None)."""
+        kind = type(msg)
+        if kind is ToolCalled:
+            return self._tools, msg, True
+        if kind is MessageSent:
+            return self._messages, {"event": "sent", **msgspec.structs.asdict(msg)}, True
+        if kind is MessageRead:
+            return self._messages, {"event": "read", **msgspec.structs.asdict(msg)}, True
+        if kind is ApprovalDecided:
+            return self._approvals, msg, True
+        if kind is CandidateSeen:
+            return f"{self._calls}/{msg.call_id}/candidates.jsonl", msg, False
+        if kind is TurnEnded:
+            turn = msg.turn
+            progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id,
+                     outcome=turn.outcome.kind)
+            self._batch_ends_turn = True  # what is written by the end of this batch is fsynced at once
+            return self._turns, turn, False
+        if kind is Logged:
+            return self._log, msg, False
+        if kind is ConnectionRefused:
+            return self._refusals, msg, False
+        raise TypeError(f"{kind.__name__} is not a line the Recorder appends")
 
-        `answer`: the ask is answered whether the line was written (True/False), else None.
-        """
-        self._queue_line(path, record, answer)
+    def _add(self, msg: Any) -> None:
+        """Queue the line of the message being handled; its ask is answered when the line is written."""
+        self._queue_line(msg, self.defer())
         self._done()
 
-    def _queue_line(self, path: str, record: Any, answer: bool) -> None:
+    def _queue_line(self, msg: Any, reply: Reply | _Slot | None) -> None:
+        path, record, answer = self._line(msg)
         line = encode(record)
         lines = self._batch.get(path)
         if lines is None:
             lines = self._batch[path] = []
         lines.append(line)
         self._batch_bytes += len(line) + 1
-        reply = self.defer()
-        if reply.pending:
+        if reply is not None and reply.pending:
             replies = self._batch_replies.get(path)
             if replies is None:
                 replies = self._batch_replies[path] = []
             replies.append((reply, answer))
 
     def _done(self) -> None:
-        """A handler is done: write the batch if nothing more is queued for it, or it is full."""
+        """A handler is done: write the batch if it is full, or an ask waits on it and nothing more is queued.
+
+        A batch nobody waits on (told lines only), or one whose next messages were
+        withdrawn (their askers gave up), is written `BATCH_WAIT_SECONDS` later at most.
+        """
         if not self._batch:
             return
-        if self._batch_bytes >= BATCH_MAX_BYTES or not self._mailbox.statistics().depth:
+        if self._batch_bytes >= BATCH_MAX_BYTES or (self._batch_replies and not self._mailbox.statistics().depth):
             self._write_batch()
         else:
-            self._straggler.set()
+            self._batch_held.set()
 
-    async def _stragglers(self) -> None:
-        """Write a batch left waiting when what was queued after it is withdrawn (an asker gave up)."""
+    async def _held_batches(self) -> None:
         while True:
-            await self._straggler.wait()
-            await anyio.sleep(STRAGGLER_SECONDS)
-            self._straggler = anyio.Event()
+            await self._batch_held.wait()
+            await anyio.sleep(BATCH_WAIT_SECONDS)
+            self._batch_held = anyio.Event()
             self._write_batch()
 
     def _write_batch(self) -> None:
         """Write the batch, one write per file, and answer its asks."""
         batch, self._batch = self._batch, {}
         replies, self._batch_replies = self._batch_replies, {}
+        written_events, self._batch_written = self._batch_written, []
         self._batch_bytes = 0
-        if not batch:
-            return
         now = anyio.current_time()
         for path, lines in batch.items():
             written = self._write_lines(path, b"\n".join(lines) + b"\n", now)
             for reply, answer in replies.get(path, ()):
                 reply.set(written if answer else None)
+        for event in written_events:
+            event.set()
         if self._batch_ends_turn:
             self._batch_ends_turn = False
             self._commit.ask()
@@ -308,9 +403,23 @@ class Recorder(Actor):
         self._commit.appended(now)
         return True
 
+    async def _take_appends(self) -> None:
+        """Append what `Appends` holds as one batch (with whatever the mailbox's batch holds)."""
+        while True:
+            await self.appends.wait()
+            self._append_asked()
+            self._write_batch()
+
+    def _append_asked(self) -> None:
+        asked, answers = self.appends.take()
+        for slot, message in enumerate(asked):
+            self._queue_line(message, _Slot(answers, slot))
+        if asked:
+            self._batch_written.append(answers.written)
+
     def _take_log_lines(self) -> None:
         for line in self.lines.take():
-            self._queue_line(self._log, line, False)
+            self._queue_line(line, None)
 
     # Group commit -------------------------------------------------------------------
 
@@ -335,6 +444,7 @@ class Recorder(Actor):
     async def _settle(self) -> None:
         """Everything asked so far on disk and fsynced: the batch, the whole files, the appends."""
         self._take_log_lines()
+        self._append_asked()
         self._write_batch()
         while self._whole_writes:
             await self._whole_written.wait()
@@ -342,6 +452,7 @@ class Recorder(Actor):
 
     async def on_stop(self) -> None:
         self._take_log_lines()
+        self._append_asked()
         self._write_batch()
         for log in self._logs.values():
             try:
@@ -405,7 +516,7 @@ class Recorder(Actor):
 
     @handler
     def candidate_seen(self, msg: CandidateSeen) -> None:
-        self._add(f"{self._calls}/{msg.call_id}/candidates.jsonl", msg)
+        self._add(msg)
 
     @handler
     def result_accepted(self, msg: ResultAccepted) -> None:
@@ -415,15 +526,12 @@ class Recorder(Actor):
 
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
-        turn = msg.turn
-        progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id, outcome=turn.outcome.kind)
-        self._batch_ends_turn = True  # what is written by the end of this batch is fsynced at once
-        self._add(self._turns, turn)
+        self._add(msg)
 
     @handler
     def logged(self, msg: Logged) -> None:
         self._take_log_lines()  # wf.log's earlier lines first
-        self._add(self._log, msg)
+        self._add(msg)
 
     @handler
     def logs_waiting(self, msg: _LogsWaiting) -> None:
@@ -433,24 +541,24 @@ class Recorder(Actor):
     @handler
     def tool_called(self, msg: ToolCalled) -> None:
         """Answered True once the call's line is written."""
-        self._add(self._tools, msg, answer=True)
+        self._add(msg)
 
     @handler
     def approval_decided(self, msg: ApprovalDecided) -> None:
-        self._add(self._approvals, msg, answer=True)
+        self._add(msg)
 
     @handler
     def message_sent(self, msg: MessageSent) -> None:
         """Answered True once the message's "sent" line is written."""
-        self._add(self._messages, {"event": "sent", **msgspec.structs.asdict(msg)}, answer=True)
+        self._add(msg)
 
     @handler
     def message_read(self, msg: MessageRead) -> None:
-        self._add(self._messages, {"event": "read", **msgspec.structs.asdict(msg)}, answer=True)
+        self._add(msg)
 
     @handler
     def connection_refused(self, msg: ConnectionRefused) -> None:
-        self._add(self._refusals, msg)
+        self._add(msg)
 
     @handler
     async def record_gaps(self, msg: RecordGaps) -> str | None:

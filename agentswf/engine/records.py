@@ -34,9 +34,11 @@ Durability, before which acknowledgement:
 
 Batches: the Recorder takes what is queued for it and appends it as one batch, one write(2)
 per file, and answers each ask in the batch once its file's write returned (so no ask waits
-longer than the batch it is in); a batch is written when nothing more is queued, or once it
-holds `BATCH_MAX_BYTES`. A file's lines keep the order they were sent in. A failed batch write
-is cut back off whole and fails every ask with a line in it.
+longer than the batch it is in); a batch is written when an ask waits on it and nothing more
+is queued, once it holds `BATCH_MAX_BYTES`, and otherwise (told lines no acknowledgement
+depends on, such as wf.log's) within `recorder.BATCH_WAIT_SECONDS`. A file's lines keep the
+order they were sent in. A failed batch write is cut back off whole and fails every ask with
+a line in it.
 
 Fsync, when (group commit): appended lines are fsynced (with the directory of a file they
 created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every turn's end
