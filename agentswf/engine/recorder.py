@@ -23,6 +23,7 @@ from ..actors.mailbox import Mailbox
 from ..progress import progress
 from .records import (
     BATCH_MAX_BYTES,
+    GROUP_COMMIT_SECONDS,
     RECORD_VERSION,
     GroupCommit,
     LineLog,
@@ -272,7 +273,7 @@ class Recorder(Actor):
         self._batch_ends_turn = False
         self._batch_held = anyio.Event()  # a batch is held for more lines
         self._unsynced: set[str] = set()  # files (and directories) written since the last group commit
-        self._commit = GroupCommit()
+        self._commit = GroupCommit(GROUP_COMMIT_SECONDS)
         self._commit_wanted = anyio.Event()
         self._whole_writes = 0  # whole-file writes under way
         self._whole_written = anyio.Event()
