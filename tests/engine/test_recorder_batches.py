@@ -4,6 +4,7 @@ failing every ask in it, whole files written beside the batches, and fsyncs by g
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -248,7 +249,7 @@ def test_group_commit_syncs_each_line_within_its_interval_and_no_more_often(time
         unsynced.append(t)
     run_syncer_until(float("inf"))
     assert not unsynced and max(waited) <= interval + 1e-9  # every line fsynced within the interval
-    assert all(b - a > interval - 1e-9 for a, b in zip(syncs, syncs[1:]))  # one fsync covers all in between
+    assert all(b - a > interval - 1e-9 for a, b in itertools.pairwise(syncs))  # one fsync covers all in between
 
 
 def test_a_turns_end_makes_the_group_commit_due_at_once():
