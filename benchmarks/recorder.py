@@ -11,8 +11,10 @@ hurts both alike. Prints ``name: ours=… baseline=… ratio=…`` with events p
 - ``tell_*``: one task telling ``Logged`` ``EVENTS`` times, as the broker logs;
 - ``wflog_*``: ``EVENTS`` lines put on the Recorder's ``LogLines``, as ``wf.log`` does.
 
-``kernel_ask_*`` and ``kernel_tell_*`` are the actor kernel's own floor for the first two: the
-same messages to an actor whose handlers do nothing, against the same baseline.
+Floors, against the same baseline, to say what the Recorder could reach at best: ``kernel_ask_*``
+and ``kernel_tell_*`` send the same messages to an actor whose handlers do nothing;
+``askers_*`` is ``AGENTS`` tasks taking turns on one shared event, as ``appends_*``'s askers
+do, with nothing written at all (the event loop's own cost of waking an asker).
 
 The baseline is one loop: encode the record, ``os.write`` the line to a file opened
 ``O_APPEND``, and one fsync at the end (ours ends with the run's end, which fsyncs too).
@@ -141,6 +143,36 @@ async def ours_wflog(run_dir: Path) -> float:
         return EVENTS / (time.perf_counter() - start)
 
 
+async def askers(run_dir: Path) -> float:
+    each = EVENTS // AGENTS
+    batch: list[anyio.Event] = [anyio.Event()]
+    wanted = anyio.Event()
+    wants: list[anyio.Event] = [wanted]
+
+    async def writer() -> None:
+        while True:
+            await wants[0].wait()
+            wants[0] = anyio.Event()
+            written, batch[0] = batch[0], anyio.Event()
+            written.set()
+
+    async def agent() -> None:
+        for _ in range(each):
+            written = batch[0]
+            wants[0].set()
+            await written.wait()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer)
+        start = time.perf_counter()
+        async with anyio.create_task_group() as agents:
+            for _ in range(AGENTS):
+                agents.start_soon(agent)
+        rate = each * AGENTS / (time.perf_counter() - start)
+        tg.cancel_scope.cancel()
+    return rate
+
+
 async def kernel_ask(run_dir: Path) -> float:
     return await ours_ask(run_dir, Sink)
 
@@ -187,6 +219,7 @@ async def main(backend: str) -> None:
             ("wflog", ours_wflog, baseline_tell),
             ("kernel_ask", kernel_ask, baseline_ask),
             ("kernel_tell", kernel_tell, baseline_tell),
+            ("askers", askers, baseline_ask),
         )
         for name, ours, baseline in measures:
             o = await best(ours, Path(root))

@@ -166,54 +166,38 @@ class Appends:
     """
 
     def __init__(self) -> None:
-        self._asked: list[Any] = []
-        self._answers = _Answers()
+        self._taking = _Take()
         self._waiting = anyio.Event()
 
-    async def ask(self, message: Any) -> Any:
-        if type(message) not in APPENDED:
-            raise TypeError(f"{type(message).__name__} is not a line the Recorder appends")
-        answers = self._answers
-        slot = len(self._asked)
-        self._asked.append(message)
-        answers.values.append(None)
+    async def ask(self, message: Any) -> bool | None:
+        answered = APPENDED[type(message)]  # KeyError: not a line the Recorder appends
+        take = self._taking
+        slot = len(take.asked)
+        take.asked.append(message)
         self._waiting.set()
-        await answers.written.wait()
-        return answers.values[slot]
+        await take.written.wait()
+        return slot not in take.failed if answered else None
 
-    def take(self) -> tuple[list[Any], _Answers]:
+    def take(self) -> _Take:
         """Every waiting message, in order, and where their answers go."""
-        asked, answers = self._asked, self._answers
-        self._asked, self._answers = [], _Answers()
-        return asked, answers
+        take, self._taking = self._taking, _Take()
+        return take
 
     async def wait(self) -> None:
         await self._waiting.wait()
         self._waiting = anyio.Event()
 
 
-class _Answers:
-    """The answers of one take of `Appends`, in asking order, and the event its askers wait on."""
+class _Take:
+    """One take of `Appends`: its messages in asking order, the failed ones, and the event its askers wait on."""
 
-    __slots__ = ("values", "written")
+    __slots__ = ("asked", "paths", "failed", "written")
 
     def __init__(self) -> None:
-        self.values: list[Any] = []
+        self.asked: list[Any] = []
+        self.paths: list[str] = []  # where each went
+        self.failed: set[int] = set()
         self.written = anyio.Event()
-
-
-class _Slot:
-    """One asker's place in `_Answers`: answered as a `Reply` is."""
-
-    __slots__ = ("answers", "index")
-    pending = True
-
-    def __init__(self, answers: _Answers, index: int) -> None:
-        self.answers = answers
-        self.index = index
-
-    def set(self, value: Any) -> None:
-        self.answers.values[self.index] = value
 
 
 class ConnectionRefused(msgspec.Struct, frozen=True):
@@ -226,8 +210,9 @@ class ConnectionRefused(msgspec.Struct, frozen=True):
     reason: str
 
 
-APPENDED = frozenset({ToolCalled, ApprovalDecided, MessageSent, MessageRead, CandidateSeen, TurnEnded})
-"""What `Appends` takes: the asked messages whose record is one appended line."""
+APPENDED: dict[type, bool] = {ToolCalled: True, ApprovalDecided: True, MessageSent: True, MessageRead: True, CandidateSeen: False,
+            TurnEnded: False}
+"""What `Appends` takes, the asked messages whose record is one appended line: whether the ask is told it was written."""
 
 
 class RunEnded(msgspec.Struct, frozen=True):
@@ -267,8 +252,8 @@ class Recorder(Actor):
         self._turns, self._log, self._tools, self._approvals, self._messages, self._refusals = self._logs
         self._calls = str(run_dir / "calls")
         self._batch: dict[str, list[bytes]] = {}  # file -> its lines waiting for the batch's write
-        self._batch_replies: dict[str, list[tuple[Reply | _Slot, bool]]] = {}  # file -> (ask, answered True/False)
-        self._batch_written: list[anyio.Event] = []  # set once the batch is written: Appends' askers
+        self._batch_replies: dict[str, list[tuple[Reply, bool]]] = {}  # file -> (ask, answered True/False)
+        self._batch_takes: list[_Take] = []  # Appends' takes in the batch
         self._batch_bytes = 0
         self._batch_ends_turn = False
         self._batch_held = anyio.Event()  # a batch is held for more lines
@@ -331,7 +316,7 @@ class Recorder(Actor):
         self._queue_line(msg, self.defer())
         self._done()
 
-    def _queue_line(self, msg: Any, reply: Reply | _Slot | None) -> None:
+    def _queue_line(self, msg: Any, reply: Reply | None) -> str:
         path, record, answer = self._line(msg)
         line = encode(record)
         lines = self._batch.get(path)
@@ -344,6 +329,7 @@ class Recorder(Actor):
             if replies is None:
                 replies = self._batch_replies[path] = []
             replies.append((reply, answer))
+        return path
 
     def _done(self) -> None:
         """A handler is done: write the batch if it is full, or an ask waits on it and nothing more is queued.
@@ -369,15 +355,20 @@ class Recorder(Actor):
         """Write the batch, one write per file, and answer its asks."""
         batch, self._batch = self._batch, {}
         replies, self._batch_replies = self._batch_replies, {}
-        written_events, self._batch_written = self._batch_written, []
+        takes, self._batch_takes = self._batch_takes, []
+        failed: set[str] = set()
         self._batch_bytes = 0
         now = anyio.current_time()
         for path, lines in batch.items():
             written = self._write_lines(path, b"\n".join(lines) + b"\n", now)
+            if not written:
+                failed.add(path)
             for reply, answer in replies.get(path, ()):
                 reply.set(written if answer else None)
-        for event in written_events:
-            event.set()
+        for take in takes:
+            if failed:
+                take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
+            take.written.set()
         if self._batch_ends_turn:
             self._batch_ends_turn = False
             self._commit.ask()
@@ -412,11 +403,11 @@ class Recorder(Actor):
             self._write_batch()
 
     def _append_asked(self) -> None:
-        asked, answers = self.appends.take()
-        for slot, message in enumerate(asked):
-            self._queue_line(message, _Slot(answers, slot))
-        if asked:
-            self._batch_written.append(answers.written)
+        take = self.appends.take()
+        if take.asked:
+            queue_line = self._queue_line
+            take.paths = [queue_line(message, None) for message in take.asked]
+            self._batch_takes.append(take)
 
     def _take_log_lines(self) -> None:
         for line in self.lines.take():
