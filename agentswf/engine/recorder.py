@@ -359,6 +359,7 @@ class Recorder(Actor):
         failed: set[str] = set()
         self._batch_bytes = 0
         now = anyio.current_time()
+        was_unsynced = self._commit.unsynced_since is not None
         for path, lines in batch.items():
             written = self._write_lines(path, b"\n".join(lines) + b"\n", now)
             if not written:
@@ -372,8 +373,9 @@ class Recorder(Actor):
         if self._batch_ends_turn:
             self._batch_ends_turn = False
             self._commit.ask()
-        if self._commit.due_in(now) is not None:
             self._commit_wanted.set()
+        elif not was_unsynced and self._commit.unsynced_since is not None:
+            self._commit_wanted.set()  # the first unsynced line: the group commit's clock starts
 
     def _write_lines(self, path: str, data: bytes, now: float) -> bool:
         log = self._logs.get(path)
