@@ -176,6 +176,8 @@ class Appends:
         take.asked.append(message)
         self._waiting.set()
         await take.written.wait()
+        if slot in take.errors:
+            raise take.errors[slot]  # its record can't be encoded: as the Recorder's ask raises
         return slot not in take.failed if answered else None
 
     def take(self) -> _Take:
@@ -191,12 +193,13 @@ class Appends:
 class _Take:
     """One take of `Appends`: its messages in asking order, the failed ones, and the event its askers wait on."""
 
-    __slots__ = ("asked", "paths", "failed", "written")
+    __slots__ = ("asked", "paths", "failed", "errors", "written")
 
     def __init__(self) -> None:
         self.asked: list[Any] = []
         self.paths: list[str] = []  # where each went
         self.failed: set[int] = set()
+        self.errors: dict[int, Exception] = {}
         self.written = anyio.Event()
 
 
@@ -407,8 +410,13 @@ class Recorder(Actor):
     def _append_asked(self) -> None:
         take = self.appends.take()
         if take.asked:
-            queue_line = self._queue_line
-            take.paths = [queue_line(message, None) for message in take.asked]
+            paths = take.paths
+            for message in take.asked:
+                try:
+                    paths.append(self._queue_line(message, None))
+                except (TypeError, ValueError, msgspec.EncodeError) as error:  # a record that can't be encoded
+                    take.errors[len(paths)] = error
+                    paths.append("")
             self._batch_takes.append(take)
 
     def _take_log_lines(self) -> None:
@@ -460,7 +468,9 @@ class Recorder(Actor):
         return self.run_dir / "calls" / call_id
 
     async def _write(self, path: Path, record: Any, *, exclusive: bool = False) -> bool:
-        data = encode({"version": RECORD_VERSION, **record})
+        return await self._write_data(path, encode({"version": RECORD_VERSION, **record}), exclusive=exclusive)
+
+    async def _write_data(self, path: Path, data: bytes, *, exclusive: bool = False) -> bool:
         try:
             await anyio.to_thread.run_sync(
                 lambda: write_whole(path, data, exclusive=exclusive), limiter=self._threads
@@ -473,14 +483,16 @@ class Recorder(Actor):
         """Write `path` whole in a task of its own, answering the ask being handled when it is done.
 
         The Recorder goes on with other messages meanwhile: one agent's fsyncs don't hold
-        up another's lines.
+        up another's lines. The record is encoded here, so what can't be fails this ask
+        (and the Recorder goes on), not the task.
         """
+        data = encode({"version": RECORD_VERSION, **record})
         reply = self.defer()
         self._whole_writes += 1
 
         async def write() -> None:
             try:
-                reply.set(await self._write(path, record, exclusive=exclusive))
+                reply.set(await self._write_data(path, data, exclusive=exclusive))
             finally:
                 self._whole_writes -= 1
                 if not self._whole_writes:

@@ -287,3 +287,29 @@ async def test_appended_lines_are_fsynced_at_a_turns_end(tmp_path, monkeypatch):
             while "tools.jsonl" not in synced:
                 await anyio.sleep(0.01)
         assert "turns.jsonl" in synced and tmp_path.name in synced  # the new files' directory too
+
+
+@pytest.mark.anyio
+async def test_a_record_that_cant_be_encoded_fails_its_own_ask_only(tmp_path):
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        bad = ToolCalled(call_id="bad", turn_call_id="t", agent="a", tool="echo", input={}, outcome="ok",
+                         result=object(), started_at=1.0, ended_at=2.0)
+        answers = []
+
+        async def ask(line: ToolCalled) -> None:
+            try:
+                answers.append(await appends.ask(line))
+            except TypeError:
+                answers.append("raised")
+
+        async with anyio.create_task_group() as tg:
+            for line in (call(1, 0), bad, call(1, 1)):
+                tg.start_soon(ask, line)
+        assert sorted(map(str, answers)) == ["True", "True", "raised"]
+        with pytest.raises(Exception, match="object"):
+            await ref.ask(bad)  # through the mailbox: the ask fails, as any handler's error does
+        assert await ref.ask(call(1, 2)) is True  # and the Recorder goes on
+        assert await ref.ask(RecordGaps()) is None
+    assert on_disk(tmp_path / "tools.jsonl") == {"1-0", "1-1", "1-2"}
