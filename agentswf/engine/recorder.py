@@ -1,8 +1,11 @@
 """The Recorder: the one actor that writes a run's directory.
 
 Everything that happens in a run reaches disk through its mailbox, so the record has
-one writer and a single order. Writes that fsync run in a worker thread so the event
-loop never waits on the disk.
+one writer and a single order. Lines are appended in batches, one write per file for
+whatever was queued, and each ask is answered when its batch is written; fsyncs (whole
+files, and the group commit of the appended lines) run in the Recorder's own threads
+beside the batches, so neither the event loop nor another agent's lines wait on them.
+See records.py for the policy.
 """
 
 from __future__ import annotations
@@ -15,12 +18,25 @@ import anyio
 import msgspec
 import structlog
 
-from ..actors import Actor, handler
+from ..actors import Actor, Reply, handler
+from ..actors.mailbox import Mailbox
 from ..progress import progress
-from .records import RECORD_VERSION, LineLog, encode, write_private, write_whole
+from .records import (
+    BATCH_MAX_BYTES,
+    GROUP_COMMIT_SECONDS,
+    RECORD_VERSION,
+    GroupCommit,
+    LineLog,
+    encode,
+    sync_paths,
+    write_private,
+    write_whole,
+)
 
 _log = structlog.get_logger("agentswf.recorder")
-RECORDER_THREADS = 4  # worker threads for whole-file writes (each fsyncs)
+BATCH_WAIT_SECONDS = 0.001  # the longest a batch no ask is waiting on is held for more lines
+RECORDER_THREADS = 4  # worker threads for whole-file writes and group commits (each fsyncs)
+_RUN_LOGS = ("turns", "log", "tools", "approvals", "messages", "refusals")
 
 
 class RunStarted(msgspec.Struct, frozen=True):
@@ -138,6 +154,55 @@ class LogLines:
         self._waiting = anyio.Event()
 
 
+class Appends:
+    """Asked lines on their way to the Recorder without a mailbox message each.
+
+    `await appends.ask(ToolCalled(...))` answers as `recorder.ask` of the same message does
+    (True once the line is written, False when it couldn't be; None for a turn or an
+    answer's line), for a fraction of the cost: the Recorder takes every waiting line at
+    once and writes them as one batch, and the askers of a batch share one event. There is
+    no capacity to wait for: each asker waits for its own line, so what waits here is a line
+    per waiting asker. One asker's lines keep the order it asked them in.
+    """
+
+    def __init__(self) -> None:
+        self._taking = _Take()
+        self._waiting = anyio.Event()
+
+    async def ask(self, message: Any) -> bool | None:
+        answered = APPENDED[type(message)]  # KeyError: not a line the Recorder appends
+        take = self._taking
+        slot = len(take.asked)
+        take.asked.append(message)
+        self._waiting.set()
+        await take.written.wait()
+        if slot in take.errors:
+            raise take.errors[slot]  # its record can't be encoded: as the Recorder's ask raises
+        return slot not in take.failed if answered else None
+
+    def take(self) -> _Take:
+        """Every waiting message, in order, and where their answers go."""
+        take, self._taking = self._taking, _Take()
+        return take
+
+    async def wait(self) -> None:
+        await self._waiting.wait()
+        self._waiting = anyio.Event()
+
+
+class _Take:
+    """One take of `Appends`: its messages in asking order, the failed ones, and the event its askers wait on."""
+
+    __slots__ = ("asked", "paths", "failed", "errors", "written")
+
+    def __init__(self) -> None:
+        self.asked: list[Any] = []
+        self.paths: list[str] = []  # where each went
+        self.failed: set[int] = set()
+        self.errors: dict[int, Exception] = {}
+        self.written = anyio.Event()
+
+
 class ConnectionRefused(msgspec.Struct, frozen=True):
     """A process refused on one of the run's sockets for who it is, and what it ran."""
 
@@ -146,6 +211,11 @@ class ConnectionRefused(msgspec.Struct, frozen=True):
     pid: int | None
     command: list[str]
     reason: str
+
+
+APPENDED: dict[type, bool] = {ToolCalled: True, ApprovalDecided: True, MessageSent: True, MessageRead: True, CandidateSeen: False,
+            TurnEnded: False}
+"""What `Appends` takes, the asked messages whose record is one appended line: whether the ask is told it was written."""
 
 
 class RunEnded(msgspec.Struct, frozen=True):
@@ -162,23 +232,48 @@ class Recorder(Actor):
     """Writes the record; a disk that fails it (full, gone read-only) is logged, never a crash of the run.
 
     What couldn't be written is counted in `failures` and the run ends failed for it
-    (`RecordGaps`). What an acknowledgement depends on is asked, not told, and answers
+    (`RecordGaps`). What an acknowledgement depends on is asked, not told, and answered
     True once on disk: an accepted answer, a tool call, a message sent or read. So
     nothing is acknowledged that isn't on disk (see records.py for the policy).
+
+    Handlers that append only queue their line (and their ask's reply) in the batch; the
+    batch is written when the mailbox is empty or the batch is full. The run's own logs
+    stay open for the run (six fds at most); a call's candidates.jsonl is opened for its
+    batch and closed after it, so no fd stays with an agent.
     """
 
-    def __init__(self, run_dir: Path, logs: LogLines | None = None) -> None:
+    _mailbox: Mailbox  # its own, to see whether more is queued for the batch
+
+    def __init__(self, run_dir: Path, logs: LogLines | None = None, appends: Appends | None = None) -> None:
         super().__init__()
         self.run_dir = run_dir
         self.lines = logs or LogLines()
-        self._logs: dict[Path, LineLog] = {}
+        self.appends = appends or Appends()
         self.failures = 0
         self._first_failure = ""
+        self._logs = {str(run_dir / f"{name}.jsonl"): LineLog(run_dir / f"{name}.jsonl") for name in _RUN_LOGS}
+        self._turns, self._log, self._tools, self._approvals, self._messages, self._refusals = self._logs
+        self._calls = str(run_dir / "calls")
+        self._batch: dict[str, list[bytes]] = {}  # file -> its lines waiting for the batch's write
+        self._batch_replies: dict[str, list[tuple[Reply, bool]]] = {}  # file -> (ask, answered True/False)
+        self._batch_takes: list[_Take] = []  # Appends' takes in the batch
+        self._batch_bytes = 0
+        self._batch_ends_turn = False
+        self._batch_held = anyio.Event()  # a batch is held for more lines
+        self._unsynced: set[str] = set()  # files (and directories) written since the last group commit
+        self._commit = GroupCommit(GROUP_COMMIT_SECONDS)
+        self._commit_wanted = anyio.Event()
+        self._whole_writes = 0  # whole-file writes under way
+        self._whole_written = anyio.Event()
         # Its own threads: the Recorder never waits on a pool a handler or a test can fill.
         self._threads = anyio.CapacityLimiter(RECORDER_THREADS)
 
     async def on_start(self) -> None:
+        self._mailbox = self._cell.mailbox
         self.start_soon(self._watch_log_lines)
+        self.start_soon(self._group_commits)
+        self.start_soon(self._held_batches)
+        self.start_soon(self._take_appends)
 
     async def _watch_log_lines(self) -> None:
         while True:
@@ -192,34 +287,190 @@ class Recorder(Actor):
         _log.error("the run's record could not be written", path=str(path), error=str(error))
         return False
 
-    def _append(self, path: Path, record: Any) -> bool:
-        try:
-            log = self._logs.get(path)
-            if log is None:
-                log = self._logs[path] = LineLog(path)
-            log.append(record)
-            return True
-        except OSError as error:
-            return self._failed(path, error)
+    # Batches of appended lines ------------------------------------------------------
 
-    def _close(self, path: Path) -> None:
-        log = self._logs.pop(path, None)
-        if log is not None:
+    def _line(self, msg: Any) -> tuple[str, Any, bool]:
+        """Where an appended message's line goes, its record, and whether its ask is answered True/False (else None)."""
+        kind = type(msg)
+        if kind is ToolCalled:
+            return self._tools, msg, True
+        if kind is MessageSent:
+            return self._messages, {"event": "sent", **msgspec.structs.asdict(msg)}, True
+        if kind is MessageRead:
+            return self._messages, {"event": "read", **msgspec.structs.asdict(msg)}, True
+        if kind is ApprovalDecided:
+            return self._approvals, msg, True
+        if kind is CandidateSeen:
+            return f"{self._calls}/{msg.call_id}/candidates.jsonl", msg, False
+        if kind is TurnEnded:
+            turn = msg.turn
+            progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id,
+                     outcome=turn.outcome.kind)
+            self._batch_ends_turn = True  # what is written by the end of this batch is fsynced at once
+            return self._turns, turn, False
+        if kind is Logged:
+            return self._log, msg, False
+        if kind is ConnectionRefused:
+            return self._refusals, msg, False
+        raise TypeError(f"{kind.__name__} is not a line the Recorder appends")
+
+    def _add(self, msg: Any) -> None:
+        """Queue the line of the message being handled; its ask is answered when the line is written."""
+        self._queue_line(msg, self.defer())
+        self._done()
+
+    def _queue_line(self, msg: Any, reply: Reply | None) -> str:
+        path, record, answer = self._line(msg)
+        line = encode(record)
+        lines = self._batch.get(path)
+        if lines is None:
+            lines = self._batch[path] = []
+        lines.append(line)
+        self._batch_bytes += len(line) + 1
+        if reply is not None and reply.pending:
+            replies = self._batch_replies.get(path)
+            if replies is None:
+                replies = self._batch_replies[path] = []
+            replies.append((reply, answer))
+        return path
+
+    def _done(self) -> None:
+        """A handler is done: write the batch if it is full, or an ask waits on it and nothing more is queued.
+
+        A batch nobody waits on (told lines only), or one whose next messages were
+        withdrawn (their askers gave up), is written `BATCH_WAIT_SECONDS` later at most.
+        """
+        if not self._batch:
+            return
+        if self._batch_bytes >= BATCH_MAX_BYTES or (self._batch_replies and not self._mailbox.statistics().depth):
+            self._write_batch()
+        else:
+            self._batch_held.set()
+
+    async def _held_batches(self) -> None:
+        while True:
+            await self._batch_held.wait()
+            await anyio.sleep(BATCH_WAIT_SECONDS)
+            self._batch_held = anyio.Event()
+            self._write_batch()
+
+    def _write_batch(self) -> None:
+        """Write the batch, one write per file, and answer its asks."""
+        batch, self._batch = self._batch, {}
+        replies, self._batch_replies = self._batch_replies, {}
+        takes, self._batch_takes = self._batch_takes, []
+        failed: set[str] = set()
+        self._batch_bytes = 0
+        now = anyio.current_time()
+        was_unsynced = self._commit.unsynced_since is not None
+        for path, lines in batch.items():
+            written = self._write_lines(path, b"\n".join(lines) + b"\n", now)
+            if not written:
+                failed.add(path)
+            for reply, answer in replies.get(path, ()):
+                reply.set(written if answer else None)
+        for take in takes:
+            if failed:
+                take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
+            take.written.set()
+        if self._batch_ends_turn:
+            self._batch_ends_turn = False
+            self._commit.ask()
+            self._commit_wanted.set()
+        elif not was_unsynced and self._commit.unsynced_since is not None:
+            self._commit_wanted.set()  # the first unsynced line: the group commit's clock starts
+
+    def _write_lines(self, path: str, data: bytes, now: float) -> bool:
+        log = self._logs.get(path)
+        kept = log is not None
+        if log is None:
+            log = LineLog(Path(path))  # a call's candidates.jsonl: open only for this write
+        try:
+            try:
+                log.write(data)
+            finally:
+                if not kept:
+                    log.close()
+        except OSError as error:
+            return self._failed(log.path, error)
+        self._unsynced.add(path)
+        if log.created:
+            log.created = False
+            self._unsynced.add(str(log.path.parent))
+        self._commit.appended(now)
+        return True
+
+    async def _take_appends(self) -> None:
+        """Append what `Appends` holds as one batch (with whatever the mailbox's batch holds)."""
+        while True:
+            await self.appends.wait()
+            self._append_asked()
+            self._write_batch()
+
+    def _append_asked(self) -> None:
+        take = self.appends.take()
+        if take.asked:
+            paths = take.paths
+            for message in take.asked:
+                try:
+                    paths.append(self._queue_line(message, None))
+                except (TypeError, ValueError, msgspec.EncodeError) as error:  # a record that can't be encoded
+                    take.errors[len(paths)] = error
+                    paths.append("")
+            self._batch_takes.append(take)
+
+    def _take_log_lines(self) -> None:
+        for line in self.lines.take():
+            self._queue_line(line, None)
+
+    # Group commit -------------------------------------------------------------------
+
+    async def _group_commits(self) -> None:
+        """fsync what was appended, as `GroupCommit` says when (records.py)."""
+        while True:
+            wait = self._commit.due_in(anyio.current_time())
+            if wait is None or wait > 0:
+                with anyio.move_on_after(wait if wait is not None else float("inf")):
+                    await self._commit_wanted.wait()
+                self._commit_wanted = anyio.Event()
+                continue
+            await self._sync()
+
+    async def _sync(self) -> None:
+        self._commit.syncing()
+        paths, self._unsynced = self._unsynced, set()
+        if paths:
+            for path, error in await anyio.to_thread.run_sync(sync_paths, paths, limiter=self._threads):
+                self._failed(path, error)
+
+    async def _settle(self) -> None:
+        """Everything asked so far on disk and fsynced: the batch, the whole files, the appends."""
+        self._take_log_lines()
+        self._append_asked()
+        self._write_batch()
+        while self._whole_writes:
+            await self._whole_written.wait()
+        await self._sync()
+
+    async def on_stop(self) -> None:
+        self._take_log_lines()
+        self._append_asked()
+        self._write_batch()
+        for log in self._logs.values():
             try:
                 log.close()
             except OSError as error:
-                self._failed(path, error)
+                self._failed(log.path, error)
 
-    async def on_stop(self) -> None:
-        self._write_log_lines()
-        for path in list(self._logs):
-            self._close(path)
+    # Whole files --------------------------------------------------------------------
 
     def _call_dir(self, call_id: str) -> Path:
         return self.run_dir / "calls" / call_id
 
     async def _write(self, path: Path, record: Any, *, exclusive: bool = False) -> bool:
-        data = encode({"version": RECORD_VERSION, **record})
+        return await self._write_data(path, encode({"version": RECORD_VERSION, **record}), exclusive=exclusive)
+
+    async def _write_data(self, path: Path, data: bytes, *, exclusive: bool = False) -> bool:
         try:
             await anyio.to_thread.run_sync(
                 lambda: write_whole(path, data, exclusive=exclusive), limiter=self._threads
@@ -228,9 +479,29 @@ class Recorder(Actor):
         except OSError as error:
             return self._failed(path, error)
 
-    def _write_log_lines(self) -> None:
-        for line in self.lines.take():
-            self._append(self.run_dir / "log.jsonl", line)
+    def _write_beside(self, path: Path, record: Any, *, exclusive: bool = False) -> None:
+        """Write `path` whole in a task of its own, answering the ask being handled when it is done.
+
+        The Recorder goes on with other messages meanwhile: one agent's fsyncs don't hold
+        up another's lines. The record is encoded here, so what can't be fails this ask
+        (and the Recorder goes on), not the task.
+        """
+        data = encode({"version": RECORD_VERSION, **record})
+        reply = self.defer()
+        self._whole_writes += 1
+
+        async def write() -> None:
+            try:
+                reply.set(await self._write_data(path, data, exclusive=exclusive))
+            finally:
+                self._whole_writes -= 1
+                if not self._whole_writes:
+                    self._whole_written.set()
+                    self._whole_written = anyio.Event()
+
+        self.start_soon(write)
+
+    # Handlers -----------------------------------------------------------------------
 
     @handler
     async def run_started(self, msg: RunStarted) -> None:
@@ -241,62 +512,63 @@ class Recorder(Actor):
             except OSError as error:
                 self._failed(gitignore, error)
         await self._write(self.run_dir / "run.json", msgspec.structs.asdict(msg))
+        self._done()
 
     @handler
-    async def call_opened(self, msg: CallOpened) -> None:
+    def call_opened(self, msg: CallOpened) -> None:
         progress("agentswf.turns", "turn started", agent=msg.agent, turn=msg.n, call=msg.call_id)
-        await self._write(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg))
+        self._write_beside(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg))
+        self._done()
 
     @handler
     def candidate_seen(self, msg: CandidateSeen) -> None:
-        self._append(self._call_dir(msg.call_id) / "candidates.jsonl", msg)
+        self._add(msg)
 
     @handler
-    async def result_accepted(self, msg: ResultAccepted) -> bool:
-        """True once the accepted answer is on disk."""
-        return await self._write(self._call_dir(msg.call_id) / "result.json", {"value": msg.value}, exclusive=True)
+    def result_accepted(self, msg: ResultAccepted) -> None:
+        """Answered True once the accepted answer is on disk."""
+        self._write_beside(self._call_dir(msg.call_id) / "result.json", {"value": msg.value}, exclusive=True)
+        self._done()
 
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
-        turn = msg.turn
-        progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id, outcome=turn.outcome.kind)
-        self._append(self.run_dir / "turns.jsonl", turn)
-        self._close(self._call_dir(turn.call_id) / "candidates.jsonl")  # its turn is over: no fd stays open
+        self._add(msg)
 
     @handler
     def logged(self, msg: Logged) -> None:
-        self._write_log_lines()  # wf.log's earlier lines first
-        self._append(self.run_dir / "log.jsonl", msg)
+        self._take_log_lines()  # wf.log's earlier lines first
+        self._add(msg)
 
     @handler
     def logs_waiting(self, msg: _LogsWaiting) -> None:
-        self._write_log_lines()
+        self._take_log_lines()
+        self._done()
 
     @handler
-    def tool_called(self, msg: ToolCalled) -> bool:
-        """True once the call's line is written."""
-        return self._append(self.run_dir / "tools.jsonl", msg)
+    def tool_called(self, msg: ToolCalled) -> None:
+        """Answered True once the call's line is written."""
+        self._add(msg)
 
     @handler
-    def approval_decided(self, msg: ApprovalDecided) -> bool:
-        return self._append(self.run_dir / "approvals.jsonl", msg)
+    def approval_decided(self, msg: ApprovalDecided) -> None:
+        self._add(msg)
 
     @handler
-    def message_sent(self, msg: MessageSent) -> bool:
-        """True once the message's "sent" line is written."""
-        return self._append(self.run_dir / "messages.jsonl", {"event": "sent", **msgspec.structs.asdict(msg)})
+    def message_sent(self, msg: MessageSent) -> None:
+        """Answered True once the message's "sent" line is written."""
+        self._add(msg)
 
     @handler
-    def message_read(self, msg: MessageRead) -> bool:
-        return self._append(self.run_dir / "messages.jsonl", {"event": "read", **msgspec.structs.asdict(msg)})
+    def message_read(self, msg: MessageRead) -> None:
+        self._add(msg)
 
     @handler
     def connection_refused(self, msg: ConnectionRefused) -> None:
-        self._append(self.run_dir / "refusals.jsonl", msg)
+        self._add(msg)
 
     @handler
-    def record_gaps(self, msg: RecordGaps) -> str | None:
-        self._write_log_lines()
+    async def record_gaps(self, msg: RecordGaps) -> str | None:
+        await self._settle()
         if not self.failures:
             return None
         writes = "1 write" if self.failures == 1 else f"{self.failures} writes"
@@ -304,6 +576,6 @@ class Recorder(Actor):
 
     @handler
     async def run_ended(self, msg: RunEnded) -> bool:
-        """True once output.json is on disk."""
-        self._write_log_lines()
+        """True once output.json is on disk, after everything before it is fsynced."""
+        await self._settle()
         return await self._write(self.run_dir / "output.json", msgspec.structs.asdict(msg))

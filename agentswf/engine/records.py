@@ -31,10 +31,23 @@ Durability, before which acknowledgement:
   workflow gets the turn;
 - what can't be written is answered `internal-error` (a tool call "may have run"; a message
   wasn't sent; an answer wasn't accepted) and the run ends `failed`: its record is incomplete.
-Other whole files (run.json, call.json, output.json) are fsynced as they are written;
-appended lines are not fsynced. A failed append is cut back off, so a log is always whole
-lines; a failed whole write leaves no temp file. Logs are read back skipping a torn last
-line (from a run killed mid-write). Only the Recorder actor writes here.
+
+Batches: the Recorder takes what is queued for it and appends it as one batch, one write(2)
+per file, and answers each ask in the batch once its file's write returned (so no ask waits
+longer than the batch it is in); a batch is written when an ask waits on it and nothing more
+is queued, once it holds `BATCH_MAX_BYTES`, and otherwise (told lines no acknowledgement
+depends on, such as wf.log's) within `recorder.BATCH_WAIT_SECONDS`. A file's lines keep the
+order they were sent in. A failed batch write is cut back off whole and fails every ask with
+a line in it.
+
+Fsync, when (group commit): appended lines are fsynced (with the directory of a file they
+created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every turn's end
+and at the run's end, one fsync a file however many lines it took; nobody's acknowledgement
+waits for it but the run's end (output.json is written after it). Other whole files (run.json,
+call.json, output.json) are fsynced as they are written, beside the appends: an agent's whole
+write doesn't hold up another agent's lines. A failed append leaves a log whole lines; a
+failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
+run killed mid-write). Only the Recorder actor writes here.
 """
 
 from __future__ import annotations
@@ -42,7 +55,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +64,8 @@ import msgspec
 RECORD_VERSION = 1
 DEFAULT_RUN_ROOT = Path(".awf") / "runs"
 _encoder = msgspec.json.Encoder()
+GROUP_COMMIT_SECONDS = 1.0  # the longest an appended line waits for its fsync
+BATCH_MAX_BYTES = 1 << 20  # a batch is written once it holds this much, even with more queued
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -143,16 +158,18 @@ def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
 
 
 class LineLog:
-    """An append-only JSON-lines file (0600), kept open by its one writer.
+    """An append-only JSON-lines file (0600), opened by its one writer while it needs it.
 
     On first use a torn last line (from a run that died mid-write) is ended, so the
-    next record starts on a line of its own. Each line is one unbuffered write: when it
-    fails (a full disk) the file is cut back to where it was, so no later line is glued
-    to a torn one, and the error is raised.
+    next record starts on a line of its own. Each batch of lines is one unbuffered write:
+    when it fails (a full disk) the file is cut back to where it was, so no later line is
+    glued to a torn one, and the error is raised. `created` says the file was new (its
+    directory's entry needs an fsync of its own).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.created = False
         self._fd: int | None = None
         self._size = 0
 
@@ -167,11 +184,11 @@ class LineLog:
         except BaseException:
             os.close(fd)
             raise
-        self._fd, self._size = fd, size
+        self._fd, self._size, self.created = fd, size, size == 0
         return fd
 
-    def append(self, record: Any) -> None:
-        data = encode(record) + b"\n"
+    def write(self, data: bytes) -> None:
+        """Append `data`, whole lines each ending in a newline, in one write."""
         fd = self._fd if self._fd is not None else self._open()
         try:
             _write_all(fd, data)
@@ -183,10 +200,62 @@ class LineLog:
             raise
         self._size += len(data)
 
+    def append(self, record: Any) -> None:
+        self.write(encode(record) + b"\n")
+
     def close(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+
+
+def sync_paths(paths: Iterable[str]) -> list[tuple[Path, OSError]]:
+    """fsync each of `paths` (a file, or a directory for the entries made in it); the ones that failed, and why."""
+    failed: list[tuple[Path, OSError]] = []
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            failed.append((Path(path), error))
+    return failed
+
+
+class GroupCommit:
+    """When the appended lines are next fsynced: a pure rule over the clock's readings.
+
+    A sync is due `interval_s` after the first line that isn't synced, or at once when one
+    is asked for (a turn's end, the run's end); never while nothing waits for one.
+    """
+
+    def __init__(self, interval_s: float = GROUP_COMMIT_SECONDS) -> None:
+        self.interval_s = interval_s
+        self.unsynced_since: float | None = None
+        self.asked = False
+
+    def appended(self, now: float) -> None:
+        if self.unsynced_since is None:
+            self.unsynced_since = now
+
+    def ask(self) -> None:
+        """A turn ended: sync what is written as soon as possible."""
+        self.asked = self.unsynced_since is not None
+
+    def due_in(self, now: float) -> float | None:
+        """Seconds until a sync is due (0: now), or None while nothing is unsynced."""
+        if self.unsynced_since is None:
+            return None
+        if self.asked:
+            return 0.0
+        return max(0.0, self.unsynced_since + self.interval_s - now)
+
+    def syncing(self) -> None:
+        """A sync of everything appended so far has begun."""
+        self.unsynced_since = None
+        self.asked = False
 
 
 def append_line(path: Path, record: Any) -> None:

@@ -47,14 +47,14 @@ async def test_an_answer_that_cant_be_recorded_is_refused_and_the_run_ends_faile
 
 def fail_lines_of(monkeypatch, name: str) -> None:
     """Every line appended to the record's `name` fails, as on a full disk."""
-    real = records.LineLog.append
+    real = records.LineLog.write
 
-    def append(log, record):
+    def write(log, data):
         if log.path.name == name:
             raise OSError(28, "No space left on device")
-        return real(log, record)
+        return real(log, data)
 
-    monkeypatch.setattr(records.LineLog, "append", append)
+    monkeypatch.setattr(records.LineLog, "write", write)
 
 
 @tool(description="Echo a number.")
