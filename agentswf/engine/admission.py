@@ -23,7 +23,7 @@ from ..launcher.peer import command_of, environment_value, parent_of, parents_re
 from .recorder import ConnectionRefused
 
 _log = structlog.get_logger("agentswf.admission")
-SPAWN_ADMIT_WAIT_SECONDS = 10.0  # at most, for a starting attempt's keeper pid before refusing
+SPAWN_ADMIT_WAIT_SECONDS = 5.0  # at most, for a starting attempt's keeper pid before refusing
 _warned: list[bool] = []
 
 

@@ -390,7 +390,8 @@ class AgentActor(AgentTools, AgentMail, Actor):
             keepers.append(pid)
             self.attempts.add(pid, self.key)
 
-        self.attempts.begin(self.key)  # until `started`: a connection waits for the keeper's pid
+        if self.harness.spawns:  # until `started`: a connection waits for the keeper's pid
+            self.attempts.begin(self.key)
         try:
             try:
                 result = await self.harness.run(replace(attempt, started=started))
@@ -400,7 +401,7 @@ class AgentActor(AgentTools, AgentMail, Actor):
                 )
             await self.ref.tell(_AttemptEnded(turn.call_id, result))
         finally:
-            if not keepers:  # it never started
+            if not keepers and self.harness.spawns:  # it never started
                 self.attempts.end(self.key)
             for pid in keepers:  # the harness is done: nothing under them is left
                 self.attempts.remove(pid)

@@ -469,11 +469,15 @@ def _invoke(tool: Any, value: Any, call: ToolCall) -> dict[str, Any]:
 
 
 async def _awaited(returned: Any) -> dict[str, Any]:
-    """What awaiting an async handler gave, as `_invoke` says; a cancellation goes on as one."""
+    """What awaiting an async handler gave, as `_invoke` says. A cancellation goes on as one
+    only if something really cancelled this task; a handler's own `raise CancelledError()`
+    is an error like any other."""
     try:
         return {"value": await returned}
-    except anyio.get_cancelled_exc_class():
-        raise
+    except anyio.get_cancelled_exc_class() as error:
+        if anyio.current_effective_deadline() == -math.inf:  # a scope around us was cancelled
+            raise
+        return {"error": error}
     except BaseException as error:
         return {"error": error}
 

@@ -52,6 +52,7 @@ run killed mid-write). Only the Recorder actor writes here.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import time
@@ -199,6 +200,8 @@ class LineLog:
                 pass  # what is torn is skipped by read_lines, and the next open ends the line
             raise
         self._size += len(data)
+        if os.fstat(fd).st_nlink == 0:  # removed under the run (rm -rf, git clean): written to nowhere
+            raise FileNotFoundError(errno.ENOENT, "the record's file was removed while the run wrote to it", str(self.path))
 
     def append(self, record: Any) -> None:
         self.write(encode(record) + b"\n")

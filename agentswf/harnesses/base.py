@@ -50,6 +50,7 @@ class Harness(ABC):
 
     name: ClassVar[str]
     supports_waiting: ClassVar[bool] = False
+    spawns: ClassVar[bool] = True  # runs a process per attempt, whose keeper's pid `Attempt.started` is told
     can_await: ClassVar[bool] = True  # the reply to a question can start the agent's next turn
 
     @abstractmethod

@@ -3,7 +3,7 @@
 Each run gets `$TMPDIR/awf-XXXX` (`/tmp` when TMPDIR is unset or too long for a socket
 path; mode 0300: its owner can enter it but nobody can list it, so an agent can't find
 a sibling's socket), and each agent a 0700 directory in it, of an unguessable name, holding
-the socket (bound only while the agent is in a turn) and `wfa`, a launcher of mode 0500 (an agent can't overwrite its only way to answer) that runs the
+the socket (bound only while the agent is in a turn) and `wfa`, a launcher of mode 0500 (no overwriting it by mistake; the same user can still `chmod` it: see docs/guide/security.md) that runs the
 client on this interpreter with `-S -I`. Both are written at the agent's first turn, not
 when it is opened, so opening an agent touches no disk. Short names keep the socket path under the
 104-byte limit of `sun_path`, and short enough that cheap models copy it right.

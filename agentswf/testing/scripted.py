@@ -305,6 +305,7 @@ def _entries(count: int) -> str:
 
 class ScriptedHarness(Harness):
     name = "scripted"
+    spawns = False  # it plays in the run's own process, which its socket admits
 
     def __init__(self, key: str, book: ScriptBook) -> None:
         self.key = key

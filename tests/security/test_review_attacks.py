@@ -347,11 +347,6 @@ async def _raises_cancelled_error() -> None:
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # on trio it is an exception like any other, and fails the call
-@pytest.mark.xfail(
-    strict=True,
-    reason="an async handler raising CancelledError that no one asked for wedges the call until its turn's end "
-    "and is recorded abandoned (review finding 5)",
-)
 async def test_a_handler_raising_a_stray_cancelled_error_fails_the_call(tmp_path):
     body = textwrap.dedent(
         """\
@@ -374,11 +369,6 @@ async def test_a_handler_raising_a_stray_cancelled_error_fails_the_call(tmp_path
     assert (tmp_path / "stray.rc").read_text().strip() == "1"  # failed, as any other raise
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the record's files are kept open, so an agent removing them (rm -rf, git clean -xfd of its cwd, "
-    "where .awf/runs lives by default) leaves calls acknowledged, unrecorded, and the run completed (review finding 6)",
-)
 async def test_a_record_removed_under_the_run_is_not_acknowledged_as_recorded(tmp_path):
     pings: list[str] = []
     body = textwrap.dedent(
