@@ -246,7 +246,7 @@ def _live_run_dir(options: argparse.Namespace) -> Path:
     root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
     live = sorted(path.parent for path in root.glob("*/*/run.json") if _is_live(path.parent))
     if not live:
-        raise UsageFailure(f"no live run under {root}; name the run (awf logs lists the latest)")
+        raise UsageFailure(f"no run is live under {root} (--run-root names another place); awf logs shows the latest run")
     if len(live) > 1:
         names = ", ".join(f"{path.name} ({path.parent.name})" for path in live)
         raise UsageFailure(f"{len(live)} live runs under {root}: {names}; name one")
@@ -257,7 +257,7 @@ def _ask_live_run(options: argparse.Namespace, request: OperatorRequest) -> Oper
     run_dir = _live_run_dir(options)
     control = read_json(run_dir / "run.json").get("control")
     if (run_dir / "output.json").exists() or not control:
-        raise UsageFailure(f"run {run_dir.name} has ended; there is nothing to decide")
+        raise UsageFailure(f"run {run_dir.name} has ended; only a live run can be asked (awf logs {run_dir.name} shows it)")
     try:
         return ask_run(control, request)
     except OSError as error:

@@ -230,7 +230,7 @@ def _stop(process: subprocess.Popen[str]) -> None:
 
 def test_operator_commands_find_the_one_live_run(tmp_path, flows):
     none = awf(tmp_path, "pending")
-    assert none.returncode == 2 and none.stderr.startswith("awf: no live run under")
+    assert none.returncode == 2 and none.stderr.startswith("awf: no run is live under")
     pids = tmp_path / "pids"
     first = _start_waiting(tmp_path, flows, pids)
     try:
@@ -240,7 +240,7 @@ def test_operator_commands_find_the_one_live_run(tmp_path, flows):
         unknown = awf(tmp_path, "approve", "no-such-call")  # reaches the run, which refuses the call
         assert (unknown.returncode, unknown.stderr) == (1, "awf: no call no-such-call is waiting for approval\n")
         inbox = awf(tmp_path, "inbox", "--as", "nobody")
-        assert "no live run" not in inbox.stderr and "live runs" not in inbox.stderr
+        assert "no run is live" not in inbox.stderr and "live runs" not in inbox.stderr
         second = _start_waiting(tmp_path, flows, pids)
         try:
             several = awf(tmp_path, "pending")
@@ -256,7 +256,7 @@ def test_operator_commands_find_the_one_live_run(tmp_path, flows):
     finally:
         _stop(first)
     ended = awf(tmp_path, "pending")
-    assert ended.returncode == 2 and ended.stderr.startswith("awf: no live run under")
+    assert ended.returncode == 2 and ended.stderr.startswith("awf: no run is live under")
 
 
 def test_send_words_are_run_peer_message_when_the_first_names_a_run(tmp_path, monkeypatch):
