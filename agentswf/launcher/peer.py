@@ -65,7 +65,11 @@ def _still_running(sock: socket.socket, pid: int) -> bool:
         with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:  # "Pid:\t-1" once it has exited
             fields = dict(line.split(b":", 1) for line in info.read().splitlines() if b":" in line)
         return int(fields.get(b"Pid", b"-1")) == pid
-    except (OSError, ValueError):
+    except OSError as error:
+        if error.errno in _CANT_LOOK_NOW:
+            raise
+        return False
+    except ValueError:
         return False
     finally:
         os.close(pidfd)

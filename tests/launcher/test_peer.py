@@ -43,3 +43,30 @@ def test_out_of_descriptors_is_raised_not_taken_for_a_gone_process(monkeypatch):
     with pytest.raises(OSError) as raised:
         peer.parent_of(os.getpid())
     assert raised.value.errno == errno.EMFILE
+
+
+CONNECT_AND_HOLD = """
+import socket, sys
+connection = socket.socket(socket.AF_UNIX)
+connection.connect(sys.argv[1])
+sys.stdout.write("connected\\n"); sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+async def test_a_peer_is_named_only_while_the_process_that_connected_runs(tmp_path):
+    """A connector that exited passes as nobody: its pid may already be another process's."""
+    import anyio
+
+    path = tmp_path / "s.sock"
+    async with await anyio.create_unix_listener(path) as listener:
+        connector = subprocess.Popen(
+            [sys.executable, "-c", CONNECT_AND_HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert connector.stdout is not None and connector.stdin is not None
+        async with await listener.accept() as stream:
+            assert connector.stdout.readline() == b"connected\n"
+            assert peer.peer_pid(stream) == connector.pid
+            connector.stdin.close()
+            connector.wait()  # exited and reaped
+            assert peer.peer_pid(stream) is None
