@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from functools import partial
 
 import anyio
 import pytest
@@ -17,13 +16,12 @@ import pytest
 from agentswf import tool
 from agentswf.cli.logs import print_run
 from agentswf.engine.operator import Pending, ask_run
-from agentswf.engine.records import read_json, read_lines
+from agentswf.engine.records import read_lines
 
-from ..harnesses.kit import N, candidates, lines, rc, run_wf, shell_agent, text
+from ..harnesses.kit import WAIT_FOR, N, candidates, lines, operator_attack, rc, run_wf, shell_agent, text
 
 pytestmark = pytest.mark.anyio
 
-WAIT_FOR = 'wait_for() { i=0; while [ ! -e "$OUT/$1" ] && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done; }\n'
 
 
 async def test_a_sibling_running_anothers_launcher_is_refused_and_recorded(tmp_path):
@@ -104,50 +102,19 @@ PERSON = "import sys; from agentswf.engine.operator import Pending, ask_run; pri
 
 
 async def test_an_agent_at_the_operator_socket_is_refused_every_request(tmp_path):
-    deploys: list[str] = []
-    script = tmp_path / "operator_attempts.py"
-    script.write_text(OPERATOR_ATTEMPTS)
-    body = WAIT_FOR + textwrap.dedent(
-        f"""\
-        "$WFA" tool deploy >"$OUT/deploy.out" 2>&1 &
-        wait_for pending
-        {sys.executable} {script} "$(cat "$OUT/control")" "$(cat "$OUT/pending")" >"$OUT/op.jsonl" 2>"$OUT/op.err"
-        touch "$OUT/op.done"
-        wait
-        "$WFA" result "$WFA_CALL_ID" --n 1
-        """
-    )
-
-    async def fn(wf):
-        a = await wf.agents.open(
-            "a",
-            runtime=shell_agent(tmp_path, "a", body),
-            tools={"deploy": tool(lambda: deploys.append("deployed"), description="Deploy.", requires_approval=True)},
-        )
-        control = read_json(wf.run_dir / "run.json")["control"]
-        (tmp_path / "control").write_text(control)
-        async with anyio.create_task_group() as group:
-            group.start_soon(partial(a.run, "Deploy.", schema=N, timeout=30))
-            with anyio.fail_after(15):
-                while not (pending := await wf.approvals.pending()):
-                    await anyio.sleep(0.02)
-            (tmp_path / "pending").write_text(pending[0].call_id)
-            with anyio.fail_after(15):
-                while not (tmp_path / "op.done").exists():
-                    await anyio.sleep(0.02)
-            still = [p.call_id for p in await wf.approvals.pending()]
-            # a person's process (here a process of the run's, under no agent) is answered
-            person = await anyio.to_thread.run_sync(
-                lambda: subprocess.run(
-                    [sys.executable, "-c", PERSON, control], capture_output=True, text=True, timeout=30, check=False
-                )
+    async def person(wf, control: str, call_id: str):
+        # a person's process (here a process of the run's, under no agent) is answered
+        answered = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [sys.executable, "-c", PERSON, control], capture_output=True, text=True, timeout=30, check=False
             )
-            assert await wf.approvals.reject(pending[0].call_id, reason="not by an agent")
+        )
         ours = await anyio.to_thread.run_sync(ask_run, control, Pending())
-        return still == [pending[0].call_id], person.stdout.strip(), ours.ok
+        return answered.stdout.strip(), ours.ok
 
-    result = await run_wf(fn, tmp_path)
-    assert result.value == (True, "True", True), result.reason
+    result, deploys = await operator_attack(tmp_path, OPERATOR_ATTEMPTS, "op.jsonl", person)
+    still, seen = result.value
+    assert still and tuple(seen) == ("True", True), result.reason
     answers = [json.loads(line) for line in (tmp_path / "op.jsonl").read_text().splitlines()]
     assert len(answers) == 4, (tmp_path / "op.err").read_text()
     for answer in answers:
@@ -158,7 +125,7 @@ async def test_an_agent_at_the_operator_socket_is_refused_every_request(tmp_path
     assert call["outcome"] == "refused" and call["approval"]["by"] == "workflow", call
     refusals = list(read_lines(result.run_dir / "refusals.jsonl"))
     assert [r["socket"] for r in refusals] == ["operator"] * 4
-    assert all(str(script) in r["command"] for r in refusals)
+    assert all(str(tmp_path / "attack.py") in r["command"] for r in refusals)
 
 
 async def test_an_idle_agents_launcher_finds_nobody_listening(tmp_path):

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
+import textwrap
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 
 import agentswf
-from agentswf import workflow
+from agentswf import tool, workflow
 from agentswf.engine.records import read_json, read_lines
 
 
@@ -91,3 +95,59 @@ def group_members(pgid: int) -> list[int]:
             if stat is not None and int(stat[2]) == pgid and stat[0] not in ("Z", "X"):
                 members.append(int(entry))
     return members
+
+
+WAIT_FOR = 'wait_for() { i=0; while [ ! -e "$OUT/$1" ] && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done; }\n'
+"""A shell function: `wait_for NAME` waits (at most 10 s) for $OUT/NAME to exist."""
+
+Person = Callable[[Any, str, str], Awaitable[Any]]  # (wf, control socket, pending call id) -> what it saw
+
+
+async def operator_attack(
+    tmp_path: Path, attack: str, out: str, person: Person | None = None
+) -> tuple[agentswf.RunResult, list[str]]:
+    """Agent a, with an approval-gated `deploy` call pending, runs the Python `attack`
+    with the operator socket and the call id, its stdout to $OUT/`out`. After the attack
+    (and `person`, if given, in the workflow), the call is rejected if still pending.
+    Returns the run, whose value is (whether the call was still pending, what `person`
+    gave), and the deploys that ran; the attack's script is $tmp_path/attack.py."""
+    deploys: list[str] = []
+    script = tmp_path / "attack.py"
+    script.write_text(attack)
+    body = WAIT_FOR + textwrap.dedent(
+        f"""\
+        "$WFA" tool deploy >"$OUT/deploy.out" 2>&1 &
+        wait_for pending
+        {sys.executable} {script} "$(cat "$OUT/control")" "$(cat "$OUT/pending")" >"$OUT/{out}" 2>"$OUT/op.err"
+        touch "$OUT/op.done"
+        wait
+        "$WFA" result "$WFA_CALL_ID" --n 1
+        """
+    )
+
+    async def fn(wf: Any) -> Any:
+        a = await wf.agents.open(
+            "a",
+            runtime=shell_agent(tmp_path, "a", body),
+            tools={"deploy": tool(lambda: deploys.append("deployed"), description="Deploy.", requires_approval=True)},
+        )
+        control = read_json(wf.run_dir / "run.json")["control"]
+        (tmp_path / "control").write_text(control)
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(a.run, "Deploy.", schema=N, timeout=30))
+            with anyio.fail_after(15):
+                while not (pending := await wf.approvals.pending()):
+                    await anyio.sleep(0.02)
+            (tmp_path / "pending").write_text(pending[0].call_id)
+            with anyio.fail_after(15):
+                while not (tmp_path / "op.done").exists():
+                    await anyio.sleep(0.02)
+            still = [p.call_id for p in await wf.approvals.pending()] == [pending[0].call_id]
+            seen = None if person is None else await person(wf, control, pending[0].call_id)
+            if still:
+                await wf.approvals.reject(pending[0].call_id, reason="not by an agent")
+        return still, seen
+
+    result = await run_wf(fn, tmp_path)
+    assert result.outcome == "completed", result.reason
+    return result, deploys

@@ -6,19 +6,15 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from functools import partial
 
-import anyio
 import pytest
 
 from agentswf import tool
-from agentswf.engine.records import read_json
 
-from ..harnesses.kit import N, run_wf, shell_agent
+from ..harnesses.kit import WAIT_FOR, N, operator_attack, run_wf, shell_agent
 
 pytestmark = pytest.mark.anyio
 
-WAIT_FOR = 'wait_for() { i=0; while [ ! -e "$OUT/$1" ] && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done; }\n'
 
 # The connecting process is a child that exits (and is reaped) before the request is sent;
 # its parent, an agent process, holds the connected socket and speaks on it. The run reads
@@ -43,46 +39,11 @@ sys.stdout.write(data.decode())
 
 
 async def test_an_agent_cant_approve_through_a_connector_that_exited(tmp_path):
-    deploys: list[str] = []
-    script = tmp_path / "gone.py"
-    script.write_text(GONE_CONNECTOR)
-    body = WAIT_FOR + textwrap.dedent(
-        f"""\
-        "$WFA" tool deploy >"$OUT/deploy.out" 2>&1 &
-        wait_for pending
-        {sys.executable} {script} "$(cat "$OUT/control")" "$(cat "$OUT/pending")" >"$OUT/op.json" 2>"$OUT/op.err"
-        touch "$OUT/op.done"
-        wait
-        "$WFA" result "$WFA_CALL_ID" --n 1
-        """
-    )
-
-    async def fn(wf):
-        a = await wf.agents.open(
-            "a",
-            runtime=shell_agent(tmp_path, "a", body),
-            tools={"deploy": tool(lambda: deploys.append("deployed"), description="Deploy.", requires_approval=True)},
-        )
-        (tmp_path / "control").write_text(read_json(wf.run_dir / "run.json")["control"])
-        async with anyio.create_task_group() as group:
-            group.start_soon(partial(a.run, "Deploy.", schema=N, timeout=30))
-            with anyio.fail_after(15):
-                while not (pending := await wf.approvals.pending()):
-                    await anyio.sleep(0.02)
-            (tmp_path / "pending").write_text(pending[0].call_id)
-            with anyio.fail_after(15):
-                while not (tmp_path / "op.done").exists():
-                    await anyio.sleep(0.02)
-            still = [p.call_id for p in await wf.approvals.pending()]
-            if still:
-                await wf.approvals.reject(pending[0].call_id, reason="not by an agent")
-        return still
-
-    result = await run_wf(fn, tmp_path)
+    result, deploys = await operator_attack(tmp_path, GONE_CONNECTOR, "op.json")
     answer = json.loads((tmp_path / "op.json").read_text() or "{}")
     assert answer.get("value") == {"code": "wrong-agent"}, (answer, (tmp_path / "op.err").read_text())
     assert deploys == []  # the agent's own approval never ran the handler
-    assert result.value != [], result.reason
+    assert result.value[0], result.reason  # still pending when the attack was over
 
 
 # b finds a's launcher in a's environment (/proc/<pid>/environ, as the issue found), makes it
