@@ -21,7 +21,7 @@ from ..wire.nesting import too_deep
 from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .capabilities import refusal
 from .process import Exited, run_in_group
-from .usage import Usage
+from .usage import Usage, UsageField, since
 
 STDERR_LINES_IN_REASON = 20
 
@@ -70,6 +70,7 @@ class CliHarness(Harness):
     executable_name: ClassVar[str]
     install: ClassVar[str]  # the command that installs it, pinned where it can be
     login_hint: ClassVar[str]
+    session_totals: ClassVar[frozenset[UsageField]] = frozenset()  # what it reports as its session's total on resume
 
     def __init__(
         self,
@@ -83,6 +84,7 @@ class CliHarness(Harness):
         self.model = model
         self.effort = effort
         self.args = args
+        self._reported: dict[str, Usage] = {}  # by session: what the CLI last reported, to take off the next
 
     @property
     def can_await(self) -> bool:  # type: ignore[override]
@@ -122,7 +124,16 @@ class CliHarness(Harness):
             self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed,
             started=attempt.started,
         )
-        return AttemptResult(self.ending(exited, reader), session=reader.session or attempt.session, usage=reader.usage)
+        session = reader.session or attempt.session
+        return AttemptResult(self.ending(exited, reader), session=session, usage=self._own(session, reader.usage))
+
+    def _own(self, session: str | None, reported: Usage | None) -> Usage | None:
+        """The attempt's own usage, where the CLI reported its session's running totals."""
+        if reported is None or not self.session_totals or session is None:
+            return reported
+        before = self._reported.get(session)
+        self._reported[session] = reported
+        return since(reported, before, self.session_totals)
 
     def ending(self, exited: Exited, reader: OutputReader) -> AttemptEnding:
         """How the attempt ended, from the exit status and what the CLI reported; fail closed."""

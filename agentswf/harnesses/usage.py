@@ -6,7 +6,7 @@ adapters depend on nothing of the engine's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -36,3 +36,20 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
         plus(total.cache_write_tokens, more.cache_write_tokens),
         plus(total.cost_usd, more.cost_usd),
     )
+
+
+UsageField = Literal["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd"]
+
+
+def since(reported: Usage, before: Usage | None, totals: frozenset[UsageField]) -> Usage:
+    """An attempt's own usage, from what its CLI reported: the fields in `totals` are the session's
+    running totals, so what the CLI reported for the session last time (`before`) is taken off.
+
+    A total below the one before is a count begun anew (the session wasn't the one resumed), and
+    counts as it is; a field either side leaves unknown stays as reported."""
+    changes: dict[str, Any] = {}
+    for name in totals:
+        now, then = getattr(reported, name), getattr(before, name, None)
+        if now is not None and then is not None and now >= then:
+            changes[name] = now - then
+    return msgspec.structs.replace(reported, **changes)
