@@ -20,6 +20,7 @@ class ClaudeReader(OutputReader):
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             self.session = event.get("session_id") or self.session
+            self.model = event.get("model") or self.model
         elif kind == "result":
             self.finished = True
             self.session = event.get("session_id") or self.session

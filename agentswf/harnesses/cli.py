@@ -20,6 +20,7 @@ from ..errors import HarnessError
 from ..wire.nesting import too_deep
 from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .capabilities import refusal
+from .prices import LIST_PRICES, Prices, estimate
 from .process import Exited, run_in_group
 from .usage import Usage, UsageField, since
 
@@ -32,6 +33,7 @@ class OutputReader:
     def __init__(self) -> None:
         self.session: str | None = None
         self.usage: Usage | None = None
+        self.model: str | None = None  # the model the CLI says it ran
         self.error: str | None = None  # an error the CLI reported
         self.retryable = False
         self.login: str | None = None  # what the person should run, when the CLI isn't logged in
@@ -71,6 +73,7 @@ class CliHarness(Harness):
     install: ClassVar[str]  # the command that installs it, pinned where it can be
     login_hint: ClassVar[str]
     session_totals: ClassVar[frozenset[UsageField]] = frozenset()  # what it reports as its session's total on resume
+    input_counts_cache_reads: ClassVar[bool] = False  # its input count includes the cached tokens
 
     def __init__(
         self,
@@ -79,11 +82,13 @@ class CliHarness(Harness):
         model: str | None = None,
         effort: str | None = None,
         args: tuple[str, ...] = (),
+        prices: Prices = LIST_PRICES,
     ) -> None:
         self.executable = executable
         self.model = model
         self.effort = effort
         self.args = args
+        self.prices = prices  # for the cost of a turn whose CLI prints none
         self._reported: dict[str, Usage] = {}  # by session: what the CLI last reported, to take off the next
 
     @property
@@ -125,7 +130,15 @@ class CliHarness(Harness):
             started=attempt.started,
         )
         session = reader.session or attempt.session
-        return AttemptResult(self.ending(exited, reader), session=session, usage=self._own(session, reader.usage))
+        return AttemptResult(self.ending(exited, reader), session=session, usage=self.attempt_usage(session, reader))
+
+    def attempt_usage(self, session: str | None, reader: OutputReader) -> Usage | None:
+        """The attempt's own usage, naming its model, with a cost where the CLI printed none."""
+        usage = self._own(session, reader.usage)
+        model = reader.model or self.model
+        if usage is not None and model is not None:
+            usage = msgspec.structs.replace(usage, model=model)
+        return estimate(usage, self.prices, input_counts_cache_reads=self.input_counts_cache_reads)
 
     def _own(self, session: str | None, reported: Usage | None) -> Usage | None:
         """The attempt's own usage, where the CLI reported its session's running totals."""

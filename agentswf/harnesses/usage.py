@@ -12,13 +12,21 @@ import msgspec
 
 
 class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Tokens (and dollars, where the CLI prints them) a turn spent; absent, never zero, when unknown."""
+    """Tokens and dollars a turn spent; absent, never zero, when unknown.
+
+    The counts are as the CLI reports them (codex's `input_tokens` includes its cached ones).
+    `cost_usd` is what the CLI printed, or, `estimated`, its tokens at a table's prices
+    (`harnesses.prices`). `model` is the model that spent it, where known; a sum over more
+    than one model names none.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
+    model: str | None = None
+    estimated: bool = False  # some of `cost_usd` is priced from tokens, not printed by the CLI
 
 
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
@@ -35,6 +43,8 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
         plus(total.cache_read_tokens, more.cache_read_tokens),
         plus(total.cache_write_tokens, more.cache_write_tokens),
         plus(total.cost_usd, more.cost_usd),
+        total.model if total.model == more.model else None,
+        total.estimated or more.estimated,
     )
 
 
