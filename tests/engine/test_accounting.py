@@ -21,6 +21,7 @@ from agentswf.engine.accounting import Ledger, RunUsage, group_of, spend_text
 from agentswf.engine.outcomes import Answered, Turn, Unanswered
 from agentswf.harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
 from agentswf.harnesses.usage import Usage
+from agentswf.testing import read_record
 
 
 def turn(agent: str, n: int, usage: Usage | None) -> Turn[str]:
@@ -128,7 +129,8 @@ async def test_a_run_records_and_returns_what_it_spent(tmp_path: Path) -> None:
     assert spent.groups["review"] == Usage(input_tokens=280, output_tokens=28, cost_usd=0.5)
     assert spent.models["m1"] == Usage(input_tokens=214, output_tokens=22, cost_usd=1.5, model="m1", estimated=True)
     # the record's usage.json is the same, written as turns ended
-    record = json.loads((result.run_dir / "usage.json").read_text())
+    record = read_record(result).usage
+    assert record == json.loads((result.run_dir / "usage.json").read_text())
     assert record["version"] == 1
     assert msgspec.convert(record, RunUsage) == spent
     assert [line["agent"] for line in record["by_turn"]] == [key for key in SPENT for _ in range(2)]
