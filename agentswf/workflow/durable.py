@@ -47,7 +47,7 @@ from ..engine.attempts import (
     rewrite_attempt,
     write_stage,
 )
-from ..engine.outcomes import Turn, Usage, add_usage
+from ..engine.outcomes import Answered, Turn, Usage, add_usage
 from ..engine.records import find_run, read_json, read_lines
 from ..errors import DefinitionError, StopRequested, WorkflowError
 from ..harnesses.base import Attempt, AttemptResult, Harness
@@ -357,12 +357,17 @@ class Durable:
     # Turns ----------------------------------------------------------------------------
 
     def given(self, key: str, id: str | None, prompt: str, schema: dict[str, Any], answer_type: Any) -> Turn[Any] | None:
-        """The recorded turn an id'd turn gives back in a continued run, or None to run it.
+        """The recorded turn an id'd turn gives back in a continued run (a look-ahead's stand-in), or None to run it.
 
         Raises DefinitionError when the id was answered for another prompt or schema.
         """
-        if self.lookahead:
-            raise StopRequested(self._lookahead_reason(f"reached a turn of agent {key}"))
+        if self.lookahead:  # nothing runs: the turn is answered with the smallest value its schema allows
+            try:
+                value = plan.decode_value(plan.stand_in(schema), answer_type)
+            except msgspec.ValidationError:
+                raise StopRequested(self._lookahead_reason(f"found no stand-in for a turn of agent {key}")) from None
+            now = time.time()
+            return Turn(outcome=Answered(value), agent=key, call_id="look-ahead", n=0, started_at=now, ended_at=now)
         if id is None:
             return None
         line = self.turn_ids.get((key, id))

@@ -9,7 +9,6 @@ id'd turn's prompt.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -41,10 +40,10 @@ class Plan(msgspec.Struct):
     title: str
 
 
-def counting(d: Path, name: str, answer: str, before: str = "") -> str:
+def counting(d: Path, name: str, answer: str, hold: str = "") -> str:
     """A shell agent that counts its runs in d/name.count and answers `answer` (which may use $n)."""
     count = d / f"{name}.count"
-    return f'shell:{before}echo run >> "{count}"; n=$(($(wc -l < "{count}"))); "$WFA" result "$WFA_CALL_ID" {answer}'
+    return f'shell:echo run >> "{count}"; n=$(($(wc -l < "{count}"))); {hold}"$WFA" result "$WFA_CALL_ID" {answer}'
 
 
 @workflow(name="three", description="Three stages of counting agents; stage build fails while DIR/fail exists.")
@@ -53,7 +52,7 @@ async def three(wf, args: Args) -> dict:
     greeter = await wf.agents.open("greeter", runtime=counting(d, "greeter", '"hello-$n"'))
     planner = await wf.agents.open("planner", runtime=counting(d, "planner", '--title "plan-$n"'))
     hang = f'if grep -q "Build more" && [ -e "{d}/hang" ]; then touch "{d}/ready"; exec sleep 1000; fi; '
-    builder = await wf.agents.open("builder", runtime=counting(d, "builder", '"built-$n"', before=hang))
+    builder = await wf.agents.open("builder", runtime=counting(d, "builder", '"built-$n"', hold=hang))
     checker = await wf.agents.open("checker", runtime=counting(d, "checker", '"checked-$n"'))
     hello = (await greeter.run("Say hello.", id="hello")).value  # outside every stage
 
@@ -142,21 +141,3 @@ def attempts(run_dir: Path) -> list[dict[str, Any]]:
 
 def stages(run_dir: Path) -> dict[str, Any]:
     return {name: msgspec.to_builtins(record) for name, record in read_stages(run_dir).items()}
-
-
-def pids_gone(pattern: str, seconds: float = 5.0) -> bool:
-    """No process whose command line holds `pattern` (the hanging agent's sleep) within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if pattern.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                        found.append(entry)
-                except OSError:
-                    continue
-        if not found:
-            return True
-        time.sleep(0.05)
-    return False
