@@ -281,7 +281,7 @@ class Durable:
         schema = plan.schema_of(result)
         self.needs[name] = schema
         try:
-            return plan.decode_value(plan.stand_in(schema), result)
+            return plan.decode_value(plan.stand_in(result), result)
         except msgspec.ValidationError:
             raise StopRequested(self._lookahead_reason(f"found no stand-in for stage {name}'s value")) from None
 
@@ -363,7 +363,7 @@ class Durable:
         """
         if self.lookahead:  # nothing runs: the turn is answered with the smallest value its schema allows
             try:
-                value = plan.decode_value(plan.stand_in(schema), answer_type)
+                value = plan.decode_value(plan.stand_in(answer_type), answer_type)
             except msgspec.ValidationError:
                 raise StopRequested(self._lookahead_reason(f"found no stand-in for a turn of agent {key}")) from None
             now = time.time()

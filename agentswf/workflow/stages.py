@@ -14,15 +14,22 @@ import math
 from typing import Any, NamedTuple
 
 import msgspec
+import msgspec.inspect as mi
 
 from ..engine.attempts import StageRecord
 
 _STAGE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+MAX_STAGE_NAME_CHARS = 64
 
 
 def is_stage_name(name: object) -> bool:
     """Lowercase letters, digits and '-', starting with a letter: a stage's name is a file's name in the record."""
-    return isinstance(name, str) and bool(name) and set(name) <= _STAGE_CHARACTERS and name[0].isalpha()
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= MAX_STAGE_NAME_CHARS
+        and set(name) <= _STAGE_CHARACTERS
+        and name[0].isalpha()
+    )
 
 
 class Reuse(NamedTuple):
@@ -86,67 +93,71 @@ def schema_of(result: Any) -> dict[str, Any]:
     return {} if result is None else msgspec.json.schema(result)
 
 
-_FORMATS = {
-    "date-time": "1970-01-01T00:00:00Z",
-    "date": "1970-01-01",
-    "time": "00:00:00Z",
-    "uuid": "00000000-0000-0000-0000-000000000000",
-    "duration": "P0D",
-    "email": "a@example.com",
-    "uri": "https://example.com",
+def stand_in(result: Any) -> Any:
+    """The smallest JSON value `result` (a msgspec type, or None for any) allows: a look-ahead's
+    stand-in for a stage's value or a turn's answer.
+
+    The first branch of a union, the lower bounds of numbers, lengths and counts, only the
+    required fields. A type it can't satisfy (a pattern) gives a value `decode_value` refuses.
+    """
+    return _stand_in(msgspec.inspect.type_info(result)) if result is not None else None
+
+
+_TEMPORAL = {
+    mi.DateTimeType: "1970-01-01T00:00:00Z",
+    mi.DateType: "1970-01-01",
+    mi.TimeType: "00:00:00",
+    mi.TimeDeltaType: "P0D",
+    mi.UUIDType: "00000000-0000-0000-0000-000000000000",
+    mi.DecimalType: "0",
 }
 
 
-def stand_in(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """The smallest value `schema` allows: a look-ahead's stand-in for a stage's value.
-
-    The first branch of a union, the lower bounds of numbers, lengths and counts, only the
-    required fields. A schema it can't satisfy (a pattern) gives a value the caller's check
-    refuses.
-    """
-    defs = schema.get("$defs", defs or {})
-    if "$ref" in schema:
-        return stand_in(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return schema["enum"][0]
-    for union in ("anyOf", "oneOf"):
-        if union in schema:
-            return stand_in(schema[union][0], defs)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = kind[0]
-    if kind in ("integer", "number"):
-        return _number(schema, integer=kind == "integer")
-    if kind == "string":
-        if schema.get("format") in _FORMATS:
-            return _FORMATS[schema["format"]]
-        return "x" * int(schema.get("minLength", 0))
-    if kind == "boolean":
+def _stand_in(info: mi.Type) -> Any:
+    if isinstance(info, mi.Metadata):
+        return _stand_in(info.type)
+    if type(info) in _TEMPORAL:
+        return _TEMPORAL[type(info)]
+    if isinstance(info, mi.UnionType):
+        return _stand_in(info.types[0])
+    if isinstance(info, mi.LiteralType):
+        return info.values[0]
+    if isinstance(info, mi.EnumType):
+        return next(iter(info.cls)).value
+    if isinstance(info, mi.BoolType):
         return False
-    if kind == "array":
-        prefix = [stand_in(item, defs) for item in schema.get("prefixItems", [])]
-        items = schema.get("items")
-        more = max(0, int(schema.get("minItems", 0)) - len(prefix))
-        return prefix + [stand_in(items if isinstance(items, dict) else {}, defs) for _ in range(more)]
-    if kind == "object":
-        properties = schema.get("properties", {})
-        return {field: stand_in(properties.get(field, {}), defs) for field in schema.get("required", [])}
+    if isinstance(info, (mi.IntType, mi.FloatType)):
+        return _number(info, integer=isinstance(info, mi.IntType))
+    if isinstance(info, mi.StrType):
+        return "x" * (info.min_length or 0)
+    if isinstance(info, (mi.BytesType, mi.ByteArrayType)):
+        return "A" * 4 * -(-(info.min_length or 0) // 3)  # base64 of that many bytes
+    if isinstance(info, mi.TupleType):
+        return [_stand_in(item) for item in info.item_types]
+    if isinstance(info, (mi.SetType, mi.FrozenSetType)) and (info.min_length or 0) > 1:
+        return None  # distinct stand-ins aren't ours to make: the check refuses this
+    if isinstance(info, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+        return [_stand_in(info.item_type) for _ in range(info.min_length or 0)]
+    if isinstance(info, (mi.DictType, mi.FrozenDictType)):
+        return {} if not info.min_length else None
+    if isinstance(info, (mi.StructType, mi.TypedDictType, mi.DataclassType)):
+        fields = {field.encode_name: _stand_in(field.type) for field in info.fields if field.required}
+        if isinstance(info, mi.StructType) and info.tag_field is not None:
+            fields[info.tag_field] = info.tag
+        return fields
+    if isinstance(info, mi.NamedTupleType):
+        return [_stand_in(field.type) for field in info.fields]
     return None
 
 
-def _number(schema: dict[str, Any], *, integer: bool) -> int | float:
-    low: float | None = schema.get("minimum")
-    if "exclusiveMinimum" in schema:
-        bound = schema["exclusiveMinimum"]
-        low = math.floor(bound) + 1 if integer else bound + 1
-    high: float | None = schema.get("maximum")
-    if "exclusiveMaximum" in schema:
-        bound = schema["exclusiveMaximum"]
-        high = math.ceil(bound) - 1 if integer else bound - 1
-    value = low if low is not None else (min(0, high) if high is not None else 0)
-    step = schema.get("multipleOf")
-    if step:
-        value = math.ceil(value / step) * step
+def _number(info: mi.IntType | mi.FloatType, *, integer: bool) -> int | float:
+    low: float | None = info.ge
+    if info.gt is not None:
+        low = math.floor(info.gt) + 1 if integer else info.gt + 1
+    high: float | None = info.le
+    if info.lt is not None:
+        high = math.ceil(info.lt) - 1 if integer else info.lt - 1
+    value: float = low if low is not None else (min(0, high) if high is not None else 0)
+    if info.multiple_of:
+        value = math.ceil(value / info.multiple_of) * info.multiple_of
     return int(value) if integer else float(value)
