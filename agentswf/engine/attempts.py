@@ -65,7 +65,7 @@ class AttemptRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     ended_at: float | None = None
     outcome: str | None = None  # as output.json's, or "interrupted" (found so by the next attempt)
     reason: str | None = None
-    stage: str | None = None  # the stage open when it ended
+    stage: str | None = None  # the stage running (rewritten as each starts), or that was when it ended
     stages: dict[str, StageHow] = {}  # in the order entered
     turns: int = 0
     reused_turns: int = 0

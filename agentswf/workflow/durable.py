@@ -272,6 +272,9 @@ class Durable:
             await self._start_point()
         self._entered(name, "ran")
         self._open = _OpenStage(name, time.time())
+        if self.writes:  # so an attempt killed in it still says which stage it was in
+            self.attempt.stage = name
+            await self._write(rewrite_attempt, self.run_dir, self.attempt, what=f"attempt {self.attempt.n}'s record")
         return False, None
 
     def _entered(self, name: str, how: StageHow) -> None:
