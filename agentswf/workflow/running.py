@@ -45,7 +45,9 @@ class RunResult:
 
     When the workflow raised, `where` is the line it raised from (`file:line, in name`,
     the innermost in the workflow's own file) and `traceback` the whole of it, as the
-    record's output.json also holds them.
+    record's output.json also holds them. `attempt` is the attempt's number (1 for a new
+    run, more for a continued one); `needs` is set by a look-ahead (`from_stage` without
+    `values`): each stage before the start, and its value's JSON Schema.
     """
 
     outcome: RunOutcome
