@@ -79,7 +79,7 @@ class SessionRecord(msgspec.Struct, frozen=True):
     session: str | None
 
 
-class StageRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StageRecord(msgspec.Struct, kw_only=True):
     """`stages/<stage>.json`: a stage that completed, and what it is given back as."""
 
     version: int = ATTEMPTS_VERSION

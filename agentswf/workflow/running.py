@@ -186,8 +186,8 @@ async def run(
     else:
         run_id = new_run_id()
         record_dir = root / definition.name / run_id
-        if lookahead:  # writes nothing under the run root: its record is temporary
-            record_dir = Path(tempfile.mkdtemp(prefix="awf-lookahead-")) / run_id
+        if lookahead:  # writes nothing under the run root: its record is a scratch one, removed after
+            record_dir = Path(tempfile.mkdtemp(prefix="awf-lookahead-")) / definition.name / run_id
         try:
             make_private_dirs(record_dir, exist_ok=False)
         except OSError as error:
@@ -262,13 +262,15 @@ async def run(
                 ending.append(end)
         watch.cancel_scope.cancel()
 
-    async with anyio.create_task_group() as watch:
-        watch.start_soon(_pass_on_cancellation, work, cleanup)
-        watch.start_soon(shielded)
+    try:
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_pass_on_cancellation, work, cleanup)
+            watch.start_soon(shielded)
+    finally:
+        if lookahead:
+            shutil.rmtree(record_dir.parent.parent, ignore_errors=True)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
-    if lookahead:
-        shutil.rmtree(record_dir.parent, ignore_errors=True)
     needs = dict(durable.needs) if lookahead else None
     n = durable.attempt.n
     return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, n, needs)

@@ -9,6 +9,7 @@ id'd turn's prompt.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -104,8 +105,11 @@ async def run_three(tmp_path: Path, **options: Any) -> agentswf.RunResult:
     return await agentswf.run(flows, run_root=tmp_path / "runs", cwd=tmp_path, **options)
 
 
-def awf(tmp_path: Path, *words: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AWF, *words], cwd=tmp_path, capture_output=True, text=True, timeout=timeout, check=False)
+def awf(tmp_path: Path, *words: str, timeout: float = 90, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [*AWF, *words], cwd=tmp_path, capture_output=True, text=True, timeout=timeout, check=False, env=environment
+    )
 
 
 def start_hanging(tmp_path: Path, backend: str) -> subprocess.Popen[str]:

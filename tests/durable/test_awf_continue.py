@@ -72,7 +72,10 @@ def test_rerun_runs_a_stage_again_and_a_changed_file_is_said_so(tmp_path):
 
 def test_the_look_ahead_runs_nothing_and_prints_the_values_needed(tmp_path):
     write_flows(tmp_path)
-    looked = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--from-stage", "check", "--", "--dir", str(marks(tmp_path)))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    words = ["run", "flows.py", "--run-root", "runs", "--from-stage", "check", "--", "--dir", str(marks(tmp_path))]
+    looked = awf(tmp_path, *words, env={"TMPDIR": str(scratch)})
     assert looked.returncode == 3, looked.stderr
     needs = json.loads(looked.stdout)
     assert set(needs) == {"plan", "build"}
@@ -82,6 +85,7 @@ def test_the_look_ahead_runs_nothing_and_prints_the_values_needed(tmp_path):
     assert "reached stage check" in looked.stderr
     assert counts(tmp_path) == {"greeter": 0, "planner": 0, "builder": 0, "checker": 0}  # the greeter's turn: a stand-in
     assert not (tmp_path / "runs" / "three").exists()  # nothing recorded
+    assert list(scratch.iterdir()) == []  # not even in its scratch record
 
 
 def test_from_stage_with_values_runs_from_there(tmp_path):
@@ -96,7 +100,7 @@ def test_from_stage_with_values_runs_from_there(tmp_path):
     assert counts(tmp_path) == {"greeter": 1, "planner": 0, "builder": 0, "checker": 1}
     recorded = stages(the_run(tmp_path))
     assert recorded["plan"]["provided"] is True and recorded["plan"]["value"] == {"title": "given"}
-    assert "usage" not in recorded["plan"] and "turns" not in recorded["plan"]  # none: no cost
+    assert (recorded["plan"]["usage"], recorded["plan"]["turns"]) == (None, 0)  # no turns, no cost
     assert attempts(the_run(tmp_path))[0]["stages"] == {"plan": "provided", "build": "provided", "check": "ran"}
 
 

@@ -138,3 +138,33 @@ async def test_a_recorded_value_that_no_longer_fits_its_result_stops_the_continu
 
 async def _value(value):
     return value
+
+
+async def test_a_run_timed_out_in_stage_2_continues(tmp_path):
+    write_flows(tmp_path)
+    (marks(tmp_path) / "hang").touch()
+    timed = await run_three(tmp_path, timeout="5s")
+    assert timed.outcome == "timed-out"
+    (marks(tmp_path) / "hang").unlink()
+    done = await run_three(tmp_path, continue_from=timed.run_id)
+    assert done.outcome == "completed", done.reason
+    assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 3, "checker": 1}
+    assert [attempt["outcome"] for attempt in attempts(done.run_dir)] == ["timed-out", "completed"]
+
+
+async def test_a_stage_is_on_record_before_the_next_one_starts(tmp_path):
+    @workflow(name="order", description="Stage two looks for stage one's record.")
+    async def order(wf):
+        await wf.stage("one", lambda: _value({"a": 1}))
+
+        async def two():
+            return msgspec.json.decode((wf.run_dir / "stages" / "one.json").read_bytes())
+
+        return await wf.stage("two", two)
+
+    result = await agentswf.run(order, run_root=tmp_path)
+    assert result.outcome == "completed", result.reason
+    record = result.value
+    assert (record["stage"], record["attempt"], record["value"], record["outcome"]) == ("one", 1, {"a": 1}, "succeeded")
+    assert record["started_at"] <= record["ended_at"]
+    assert oct((result.run_dir / "stages" / "one.json").stat().st_mode & 0o777) == "0o600"

@@ -14,7 +14,7 @@ import pytest
 
 import agentswf
 from agentswf import Runtime, workflow
-from agentswf.engine.attempts import read_attempts, read_sessions
+from agentswf.engine.attempts import read_attempts, read_sessions, read_stages
 from agentswf.testing.models import (
     CLI_DIR_VARIABLE,
     Conversation,
@@ -100,5 +100,8 @@ async def test_a_continued_stage_resumes_its_agents_native_sessions(tmp_path):
     # resumed: each CLI's request in attempt 2 carries attempt 1's conversation
     assert all(any(REMEMBERED in str(item) for item in r.conversation.history) for r in later)
     assert read_attempts(done.run_dir)[1].reused_turns == len(CLIS)  # the id'd first turns: given back, not run
+    review = read_stages(done.run_dir)["review"]  # the stage's record: its agents' sessions, its usage
+    assert {(record.agent, record.harness) for record in review.sessions} == {(name, name) for name in CLIS}
+    assert all(record.session for record in review.sessions) and review.usage is not None and review.turns == len(CLIS)
     opened = [line for line in read_sessions(done.run_dir) if line["attempt"] == 2]
     assert {line["agent"] for line in opened if line.get("resumed")} == set(CLIS), opened
