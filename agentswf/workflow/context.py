@@ -22,7 +22,7 @@ from ..progress import progress
 from .agents import Agents
 from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
-from .stages import is_stage_name
+from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -196,7 +196,10 @@ class Workflow:
         each name once per run.
         """
         if not is_stage_name(name):
-            raise DefinitionError(f"{name!r} is not a stage's name: lowercase letters, digits and '-'")
+            raise DefinitionError(
+                f"{name!r} is not a stage's name: lowercase letters, digits and '-', starting with a letter, "
+                f"at most {MAX_STAGE_NAME_CHARS} characters"
+            )
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:

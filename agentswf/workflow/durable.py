@@ -12,15 +12,12 @@ never runs it again. The stage plan itself is pure (stages.py).
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import inspect
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import anyio
 import msgspec
@@ -40,7 +37,6 @@ from ..engine.attempts import (
     move_output_aside,
     process_start,
     read_attempts,
-    read_sessions,
     read_stages,
     read_turn_ids,
     replace_stage,
@@ -48,81 +44,13 @@ from ..engine.attempts import (
     write_stage,
 )
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
-from ..engine.records import find_run, read_json, read_lines
 from ..errors import DefinitionError, StopRequested, WorkflowError
-from ..harnesses.base import Attempt, AttemptResult, Harness
-from ..harnesses.capabilities import TABLE, refusal
+from ..harnesses.base import Harness
 from ..progress import progress
 from . import stages as plan
+from .continuing import file_sha256, workflow_file
 from .definition import WorkflowDefinition
-
-
-class Continued(NamedTuple):
-    """The run a continue goes on with: its record, and the args and cwd it was started with."""
-
-    run_dir: Path
-    args: Any
-    cwd: Path
-
-
-def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, args: Any, cwd: str | Path | None) -> Continued:
-    """The record `run` names (an id, `<workflow>/<id>`, or a directory); raises DefinitionError if it
-    isn't a run of this workflow, or if other args or another cwd are given than it was started with."""
-    run_dir = find_run(root, str(run))
-    if run_dir is None:
-        raise DefinitionError(f"continue {run}: no record of that run under {root}")
-    try:
-        info = read_json(run_dir / "run.json")
-    except (OSError, msgspec.DecodeError):
-        raise DefinitionError(f"continue {run}: {run_dir} is not a run's record") from None
-    if not isinstance(info, dict) or info.get("workflow") != definition.name:
-        workflow_name = info.get("workflow") if isinstance(info, dict) else None
-        raise DefinitionError(f"continue {run}: that is a run of workflow {workflow_name!r}, not of {definition.name!r}")
-    if args is not None and msgspec.to_builtins(args) != info.get("args"):
-        raise DefinitionError(f"continue {run}: a continued run takes the args it was started with, not others")
-    recorded_cwd = Path(info.get("cwd") or ".")
-    if cwd is not None and Path(cwd).resolve() != recorded_cwd:
-        raise DefinitionError(f"continue {run}: a continued run works in {recorded_cwd}, where it started")
-    return Continued(run_dir, info.get("args"), recorded_cwd)
-
-
-def check_stage_options(
-    continue_from: Any, rerun: str | None, from_stage: str | None, values: Mapping[str, Any] | None
-) -> None:
-    """Refuse what doesn't go together, or names what can't be a stage."""
-    if rerun is not None and continue_from is None:
-        raise DefinitionError("rerun re-runs a stage of a run being continued: give continue_from too")
-    if from_stage is not None and continue_from is not None:
-        raise DefinitionError("from_stage starts a new run at a stage; to run a stage of a run again, continue it with rerun")
-    if values is not None and from_stage is None:
-        raise DefinitionError("values are the stages' before from_stage: give from_stage too")
-    for what, name in (("rerun", rerun), ("from_stage", from_stage)):
-        if name is not None and not plan.is_stage_name(name):
-            raise DefinitionError(f"{what} {name!r} is not a stage's name: lowercase letters, digits and '-'")
-    if values is not None:
-        if not isinstance(values, Mapping):
-            raise DefinitionError("values must be an object of stage values, by stage name")
-        wrong = [name for name in values if not isinstance(name, str) or not plan.is_stage_name(name)]
-        if wrong:
-            raise DefinitionError(f"values: {wrong[0]!r} is not a stage's name")
-
-
-def workflow_file(definition: WorkflowDefinition) -> Path | None:
-    """The file the workflow's function is defined in, when it has one."""
-    try:
-        source = inspect.getsourcefile(inspect.unwrap(definition.fn))
-    except TypeError:
-        return None
-    return Path(source).resolve() if source else None
-
-
-def file_sha256(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+from .resume import fresh_because, resuming, sessions_on_record
 
 
 @dataclass
@@ -201,11 +129,13 @@ class Durable:
                 from_stage=from_stage,
                 rerun=rerun,
             )
+            stages = read_stages(run_dir) if continuing else {}
+            if rerun is not None:
+                _check_rerun(run_dir, rerun, stages, earlier)
             if not lookahead:
                 claim_attempt(run_dir, attempt)
             if last is not None:
                 move_output_aside(run_dir, last.n)
-            stages = read_stages(run_dir) if continuing else {}
         except RecordRefused as error:
             raise DefinitionError(str(error)) from None
         except OSError as error:
@@ -222,7 +152,7 @@ class Durable:
             attempt,
             stages=stages,
             turn_ids=_turn_ids(run_dir, earlier) if continuing else {},
-            sessions=_sessions(run_dir) if continuing else {},
+            sessions=sessions_on_record(run_dir) if continuing else {},
             from_stage=from_stage,
             rerun=rerun,
             values=values,
@@ -382,8 +312,12 @@ class Durable:
                 f"agent {key}: turn id {id!r} was answered in attempt {line.get('attempt')} for another {what}; "
                 "give this turn another id"
             )
+        try:
+            turn: Turn[Any] = msgspec.json.decode(msgspec.json.encode(line["turn"]), type=Turn[answer_type])  # type: ignore[valid-type]
+        except msgspec.ValidationError as error:
+            raise DefinitionError(f"agent {key}: turn id {id!r}'s recorded turn no longer reads: {error}") from None
         self.attempt.reused_turns += 1
-        return msgspec.json.decode(msgspec.json.encode(line["turn"]), type=Turn[answer_type])  # type: ignore[valid-type]
+        return turn
 
     async def ended(self, key: str, harness: str, id: str | None, prompt: str, schema: dict[str, Any], turn: Turn[Any]) -> None:
         """A turn the workflow gave ended: counted, with its stage; an answered id'd turn recorded."""
@@ -410,7 +344,7 @@ class Durable:
         resumed: Harness = harness
         if self.continuing:
             recorded = self.sessions.get(key)
-            why = _fresh_because(recorded, harness_name)
+            why = fresh_because(recorded, harness_name)
             if why is None and recorded is not None and recorded.session is not None:
                 line["resumed"] = recorded.session
                 resumed = resuming(harness, recorded.session)
@@ -461,6 +395,14 @@ def _last_of(run_dir: Path, earlier: list[AttemptRecord], rerun: str | None) -> 
     return last
 
 
+def _check_rerun(run_dir: Path, rerun: str, stages: dict[str, StageRecord], attempts: list[AttemptRecord]) -> None:
+    """Refuse a --rerun of a stage no attempt entered: a misspelt name would re-run nothing."""
+    known = {name for attempt in attempts for name in attempt.stages} | set(stages)
+    if rerun not in known:
+        names = ", ".join(sorted(known)) or "none"
+        raise RecordRefused(f"--rerun {rerun}: run {run_dir.name} has no stage {rerun} on record (its stages: {names})")
+
+
 def _turn_ids(run_dir: Path, attempts: list[AttemptRecord]) -> dict[tuple[str, str], dict[str, Any]]:
     """The answered id'd turns a continue may give back: the latest for each (agent, id), less those
     a later attempt ran again (answered after the stages it replaced began)."""
@@ -475,57 +417,3 @@ def _turn_ids(run_dir: Path, attempts: list[AttemptRecord]) -> dict[tuple[str, s
         if not voided:
             found[(line["agent"], line["id"])] = line
     return found
-
-
-def _sessions(run_dir: Path) -> dict[str, SessionRecord]:
-    """Each agent's latest native session on record, with the harness it was opened on."""
-    harnesses = {line["agent"]: line.get("harness", "") for line in read_sessions(run_dir) if isinstance(line.get("agent"), str)}
-    found: dict[str, SessionRecord] = {}
-    for turn in read_lines(run_dir / "turns.jsonl"):
-        agent, session = turn.get("agent"), turn.get("session")
-        if isinstance(agent, str) and isinstance(session, str) and session:
-            found[agent] = SessionRecord(agent, harnesses.get(agent, ""), session)
-    return found
-
-
-def _fresh_because(recorded: SessionRecord | None, harness: str) -> str | None:
-    """Why an agent opened again starts a fresh session, or None when it resumes `recorded`."""
-    if harness in TABLE:
-        why = refusal(harness, "resume")
-        if why is not None:
-            return f"its harness can't resume: {why}"
-    if recorded is None or recorded.session is None:
-        return "no native session of it is on record"
-    if recorded.harness != harness:
-        return f"its session on record is of harness {recorded.harness or 'unknown'}, and it opens on {harness}"
-    return None
-
-
-class _Resuming(Harness):
-    """A harness whose attempts resume `session` until the engine knows a session of its own.
-
-    Wraps the agent's harness: an agent opened again in a continued run resumes the native
-    session its record holds (claude --resume, codex resume, pi --session, …).
-    """
-
-    def __init__(self, inner: Harness, session: str) -> None:
-        self._inner = inner
-        self._session = session
-        for name, annotation in vars(Harness).get("__annotations__", {}).items():
-            if "ClassVar" in str(annotation):  # name, spawns, can_await, supports_waiting…: the inner's own
-                setattr(self, name, getattr(inner, name))
-
-    async def run(self, attempt: Attempt) -> AttemptResult:
-        if attempt.session is None:
-            attempt = dataclasses.replace(attempt, session=self._session)
-        return await self._inner.run(attempt)
-
-    def attempt_env(self, attempt: Attempt) -> dict[str, str]:
-        return self._inner.attempt_env(attempt)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-def resuming(harness: Harness, session: str) -> Harness:
-    return _Resuming(harness, session)

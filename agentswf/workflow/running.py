@@ -27,8 +27,9 @@ from ..harnesses.runtime import harness_for
 from ..progress import progress
 from .agents import Agents, HarnessResolver
 from .context import Approvals, Workflow
+from .continuing import check_stage_options, continued_run
 from .definition import WorkflowDefinition
-from .durable import Durable, check_stage_options, continued_run
+from .durable import Durable
 from .durations import Duration, to_seconds
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
@@ -257,8 +258,9 @@ async def run(
                     end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
                 try:
                     await durable.end(end.outcome, end.reason)
-                except WorkflowError as error:
-                    end = _Ending("failed", None, _incomplete(str(error), end.outcome, end.reason), end.where, end.traceback)
+                except WorkflowError as error:  # its attempt's record: the run's record is incomplete
+                    reason = f"{end.reason}; and {error}" if end.outcome == "failed" else _incomplete(str(error), end.outcome, end.reason)
+                    end = _Ending("failed", None, reason, end.where, end.traceback)
                 ending.append(end)
         watch.cancel_scope.cancel()
 

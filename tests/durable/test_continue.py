@@ -49,6 +49,8 @@ async def test_a_completed_run_is_not_continued_but_a_stage_can_be_rerun(tmp_pat
         await run_three(tmp_path, continue_from=done.run_id)
     assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 2, "checker": 1}
 
+    with pytest.raises(DefinitionError, match=r"--rerun biuld: run \S+ has no stage biuld on record \(its stages: build, check, plan\)"):
+        await run_three(tmp_path, continue_from=done.run_id, rerun="biuld")
     again = await run_three(tmp_path, continue_from=done.run_id, rerun="build")
     assert again.outcome == "completed", again.reason
     # build (its id'd turn too: answered after build began) and what follows it run again; plan doesn't
