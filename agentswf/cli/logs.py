@@ -141,10 +141,17 @@ def _attempts(run_dir: Path, out: TextIO) -> list[AttemptRecord]:
             record = stages.get(name)
             source = f" (attempt {record.attempt})" if how == "reused" and record is not None else ""
             shown.append(f"{name} {how}{source}")
-        given = f"; {attempt.reused_turns} id'd turns given back" if attempt.reused_turns else ""
-        if shown or given:
-            out.write(f"    stages: {', '.join(shown) or 'none'}{given}\n")
+        spent = [f"{_count(attempt.turns, 'turn')} run"]
+        given = _count(attempt.reused_turns, "id'd turn")
+        spent += [f"{given} given back"] if attempt.reused_turns else []
+        cost = attempt.usage.cost_usd if attempt.usage is not None else None
+        spent += [f"${cost:.4f}"] if cost is not None else []
+        out.write(f"    stages: {', '.join(shown) or 'none'}; {', '.join(spent)}\n")
     return attempts
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
 
 
 def _attempt_at(attempts: list[AttemptRecord], at: float | None) -> int:

@@ -41,7 +41,7 @@ def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
     assert second["outcome"] == "completed"
     logs = awf(tmp_path, "logs", "--run-root", "runs")
     assert "attempt 1, started" in logs.stdout and f": {first['outcome']} in stage build" in logs.stdout
-    assert "attempt 2 (continues 1)" in logs.stdout and "plan reused (attempt 1), build ran, check ran" in logs.stdout
+    assert "attempt 2 (continues 1)" in logs.stdout and "plan reused (attempt 1), build ran, check ran; 2 turns run, 2 id'd turns given back" in logs.stdout
     assert "— attempt 2 —" in logs.stdout
 
 

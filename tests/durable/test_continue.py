@@ -9,6 +9,7 @@ import pytest
 
 import agentswf
 from agentswf import DefinitionError, workflow
+from agentswf.engine.attempts import read_sessions
 
 from .kit import attempts, counts, marks, run_three, stages, write_flows
 
@@ -40,6 +41,11 @@ async def test_a_run_failed_in_stage_2_continues_without_running_stage_1_again(t
     assert recorded["build"]["turns"] == 1  # its id'd turn was given back: not a turn of this attempt
     assert recorded["plan"]["sessions"] == [{"agent": "planner", "harness": "shell", "session": None}]
     assert (done.run_dir / "attempts" / "1.output.json").exists()  # attempt 1's ending, kept aside
+    opened = read_sessions(done.run_dir)
+    assert [(line["attempt"], line["agent"]) for line in opened][:4] == [(1, "greeter"), (1, "planner"), (1, "builder"), (1, "checker")]
+    assert all("fresh" not in line and "resumed" not in line for line in opened if line["attempt"] == 1)
+    again = [line for line in opened if line["attempt"] == 2]
+    assert len(again) == 4 and all(line["fresh"].startswith("its harness can't resume: a shell agent") for line in again)
 
 
 async def test_a_completed_run_is_not_continued_but_a_stage_can_be_rerun(tmp_path):
