@@ -27,6 +27,7 @@ from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
+from .durable import Durable
 from .durations import Duration, to_seconds
 from .tools import Tool, check_tools
 
@@ -166,6 +167,13 @@ class Agent:
             if earlier != identity:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
+        durable = self._agents.durable
+        if durable is not None:  # an id'd turn answered in an earlier attempt is given back, not run
+            recorded = durable.given(self.key, id, prompt, taught.schema, taught.type)
+            if recorded is not None:
+                if id is not None:
+                    self._by_id[id] = (identity, recorded)
+                return recorded
         turn_deadline = self._deadline(timeout, deadline)
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
@@ -211,6 +219,8 @@ class Agent:
             raise
         except ActorStopped:
             raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
+        if durable is not None:
+            await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
         if id is not None:
             self._by_id[id] = (identity, turn)
         return turn
@@ -262,7 +272,9 @@ class Agents:
         env: Mapping[str, str],
         resolve: HarnessResolver,
         ledger: Ledger | None = None,
+        durable: Durable | None = None,
     ) -> None:
+        self.durable = durable  # this attempt's records: id'd turns, sessions to resume
         self._run = run
         self.ledger = ledger or Ledger()  # the run's spend, by agent
         self._board = board
@@ -307,6 +319,8 @@ class Agents:
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         harness = self._resolve(key, resolved)
+        if self.durable is not None:
+            harness = await self.durable.opened(key, resolved.harness, harness)
         env = {**self._env, **resolved.env}
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
         agent = Agent(key, spec, opened, self, checked or {}, harness)
