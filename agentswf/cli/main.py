@@ -44,6 +44,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from ..workflow.sandboxes import run_sandbox
 from .logs import print_run, print_trace
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -118,6 +119,8 @@ async def _run_with_interrupt(
                     print("awf: stopping the agents and recording the run's ending; a moment", file=sys.stderr)
                 run_scope.cancel()
 
+    cwd = Path(options.cwd or ".").resolve()
+    boxed = await run_sandbox(options.sandbox, cwd, os.environ) if options.sandbox else None
     async with anyio.create_task_group() as group:
         await group.start(watch_interrupt)
         with run_scope:
@@ -128,6 +131,7 @@ async def _run_with_interrupt(
                 cwd=options.cwd,
                 timeout=options.timeout,
                 replay=replay,
+                harnesses=boxed,
             )
         group.cancel_scope.cancel()
     return result
@@ -350,6 +354,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     run_parser.set_defaults(handler=command_run)
 
+    run_parser.add_argument("--sandbox", metavar="FILE", help="put every agent in one sandbox (JSON: read, write, network)")
     run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
 
     for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):

@@ -6,7 +6,8 @@ symlinks), its own `/proc`, `/dev` and an empty `/tmp`; read-only, what runs the
 interpreter `wfa` runs on, agentswf, the CLI's install); read-only, the sandbox's cwd, the
 agent's cwd and `read`; writable, `write`; then the agent's own directory read-only (its
 launcher and its sockets, at the same path as outside, so the prompt's launcher path holds)
-with its harness home in it writable. Nothing else of the machine is there: not `$HOME`,
+with its harness home in it writable. A run's record (`.awf`) in a writable directory is
+covered by an empty one. Nothing else of the machine is there: not `$HOME`,
 not another agent's directory, not the run's record.
 
 Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
@@ -60,9 +61,11 @@ def bwrap_argv(
     *,
     system: Sequence[SystemEntry],
     runtime: Sequence[Path] = (),
+    hidden: Sequence[Path] = (),
     bwrap: str = "bwrap",
 ) -> list[str]:
-    """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`."""
+    """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`;
+    `hidden` (a record under a writable path) is covered by an empty directory."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for entry in system:
         if entry.link is not None:
@@ -76,6 +79,8 @@ def bwrap_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(spec.write):
         argv += ["--bind", str(path), str(path)]
+    for path in _depth_order(hidden):
+        argv += ["--tmpfs", str(path)]
     argv += ["--ro-bind", str(agent.agent_dir), str(agent.agent_dir), "--bind", str(home), str(home)]
     argv += ["--chdir", str(agent.cwd), "--", *command]
     return argv

@@ -34,6 +34,7 @@ BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
 HOME_NAME = "home"
 PROXY_SOCKET_NAME = "n.sock"
+RECORD_DIR = ".awf"  # where runs are recorded by default: no sandbox may write there
 FORWARDER = Path(__file__).resolve().with_name("forwarder.py")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # agentswf: the wfa client and the forwarder
 _probed: dict[str, str | None] = {}  # bwrap's path: why it can't sandbox here, None if it can
@@ -174,6 +175,8 @@ class SandboxedHarness(Harness):
         tunnels = sorted(str(endpoint) for endpoint in allow.endpoints if endpoint.loopback)
         runtime = runtime_paths(self.inner)
         system = system_view()
+        spec = self.sandbox.spec
+        hidden = [path / RECORD_DIR for path in spec.write if (path / RECORD_DIR).is_dir()]
 
         def confine(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
             command = list(argv)
@@ -183,7 +186,7 @@ class SandboxedHarness(Harness):
                     tunnels=tunnels,
                 )  # fmt: skip
             inside = bwrap_argv(
-                self.sandbox.spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime,
+                spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=hidden,
                 bwrap=self.sandbox.bwrap,
             )  # fmt: skip
             return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)

@@ -13,10 +13,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..errors import DefinitionError
 from ..harnesses.base import Harness
+from ..harnesses.runtime import Runtime, harness_for
 from ..sandbox.runner import Sandbox, SandboxedHarness, check_reach, find_bwrap, probe
-from ..sandbox.spec import SandboxSpec, check_spec, resolve_spec
+from ..sandbox.spec import RunSandboxFile, SandboxSpec, check_spec, resolve_spec
 
 Log = Callable[..., None]
 PRIVATE_PREFIX = "agent:"  # the key of an agent's own sandbox, from an inline spec
@@ -29,7 +32,6 @@ class Sandboxes:
         self._cwd = cwd
         self._log = log
         self._open: dict[str, tuple[SandboxSpec, Sandbox]] = {}
-        self.run_level: Sandbox | None = None  # `awf run --sandbox`: every agent is in it already
 
     async def open(
         self,
@@ -61,11 +63,6 @@ class Sandboxes:
         return await self._open_spec(key, spec)
 
     async def _open_spec(self, key: str, spec: SandboxSpec) -> Sandbox:
-        if self.run_level is not None:
-            raise DefinitionError(
-                "this run puts every agent in the sandbox given with awf run --sandbox: a workflow of it "
-                "can't open sandboxes of its own"
-            )
         existing = self._open.get(key)
         if existing is not None:
             if existing[0] != spec:
@@ -106,3 +103,17 @@ async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log) -> San
     bwrap = find_bwrap()
     await probe(bwrap)
     return Sandbox(key, resolved, bwrap=bwrap, log=log)
+
+
+async def run_sandbox(file: str | Path, cwd: Path, env: Mapping[str, str]) -> Callable[[str, Runtime], Harness]:
+    """`awf run --sandbox FILE`: the run's one sandbox, working in `cwd`, as the way every agent's
+    harness is made (each put in it). The file is JSON of read, write and network: no cwd or key."""
+    try:
+        given = msgspec.json.decode(Path(file).read_bytes(), type=RunSandboxFile)
+    except OSError as error:
+        raise DefinitionError(f"--sandbox {file}: {error.strerror or error}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise DefinitionError(f"--sandbox {file}: not a sandbox (a JSON object of read, write, network): {error}") from None
+    spec = SandboxSpec(read=given.read, write=given.write, network=given.network)
+    sandbox = await open_sandbox("run", spec, cwd, lambda message, **fields: None)
+    return lambda key, runtime: sandbox.confine(key, harness_for(runtime, env))
