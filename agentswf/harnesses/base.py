@@ -19,7 +19,6 @@ from typing import ClassVar
 from ..engine.outcomes import Usage
 from ..engine.rules import AttemptEnding
 
-
 Confine = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[list[str], dict[str, str]]]
 """(argv, cwd, env) of a CLI to the (argv, env) that run it in a sandbox (agentswf.sandbox)."""
 

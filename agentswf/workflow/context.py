@@ -20,8 +20,8 @@ from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
-from .sandboxes import Sandboxes
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
+from .sandboxes import Sandboxes
 
 _STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")

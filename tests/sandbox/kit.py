@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentswf import Runtime
+import agentswf
+from agentswf import Runtime, workflow
 
 MARK = "SANDBOX_TEST"  # every agent of a test carries this, with the test's own value
 
@@ -47,3 +48,8 @@ def agent(where: Path, name: str, body: str, token: str, **env: str) -> Runtime:
 
 ANSWER = '"$WFA" result "$WFA_CALL_ID" "$(cat "$R")"'
 """The line that answers with the report."""
+
+
+async def run(fn, tmp_path: Path) -> agentswf.RunResult:
+    definition = workflow(name="sbx", description="A sandboxed test workflow.")(fn)
+    return await agentswf.run(definition, run_root=tmp_path / "runs", cwd=tmp_path)

@@ -13,8 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .kit import ANSWER, agent, marked, needs_bwrap
-from .test_shell_agents import place, run  # noqa: F401  (a fixture)
+from .kit import ANSWER, agent, marked, needs_bwrap, run
 
 pytestmark = [pytest.mark.anyio, needs_bwrap]
 GONE_WITHIN_SECONDS = 10.0

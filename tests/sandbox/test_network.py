@@ -12,8 +12,7 @@ from agentswf.engine.records import read_lines
 from agentswf.sandbox import proxy as proxy_module
 from agentswf.sandbox.proxy import public_addresses
 
-from .kit import ANSWER, agent, needs_bwrap
-from .test_shell_agents import place, run  # noqa: F401  (a fixture)
+from .kit import ANSWER, agent, needs_bwrap, run
 
 pytestmark = [pytest.mark.anyio, needs_bwrap]
 STAND_IN = "api.stand-in.test"

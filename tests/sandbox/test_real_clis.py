@@ -19,7 +19,17 @@ import pytest
 import agentswf
 from agentswf import Runtime, tool, workflow
 from agentswf.engine.records import read_lines
-from agentswf.testing.models import CLI_DIR_VARIABLE, Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
+from agentswf.testing.models import (
+    CLI_DIR_VARIABLE,
+    Conversation,
+    ScriptedModel,
+    Shell,
+    Text,
+    claude_env,
+    codex_env,
+    find_cli,
+    pi_env,
+)
 
 from .kit import needs_bwrap
 

@@ -10,29 +10,12 @@ import anyio
 import pytest
 
 import agentswf
-from agentswf import tool, workflow
+from agentswf import tool
 from agentswf.engine.records import read_lines
 
-from .kit import ANSWER, agent, marked, needs_bwrap
+from .kit import ANSWER, agent, marked, needs_bwrap, run
 
 pytestmark = [pytest.mark.anyio, needs_bwrap]
-
-
-async def run(fn, tmp_path: Path) -> agentswf.RunResult:
-    definition = workflow(name="sbx", description="A sandboxed test workflow.")(fn)
-    return await agentswf.run(definition, run_root=tmp_path / "runs", cwd=tmp_path)
-
-
-@pytest.fixture
-def place(tmp_path):
-    """A workspace, a readable sibling, and a secret in the user's home, outside them both."""
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "ws" / "readme").write_text("in the workspace\n")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "guide").write_text("a guide\n")
-    (tmp_path / "home" / ".ssh").mkdir(parents=True)
-    (tmp_path / "home" / ".ssh" / "id_rsa").write_text("SECRET-KEY\n")
-    return tmp_path
 
 
 async def test_a_reader_reads_its_cwd_and_nothing_else_and_writes_nothing(place):
