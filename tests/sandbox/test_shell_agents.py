@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import shutil
 import sys
 from pathlib import Path
 
@@ -234,3 +235,44 @@ async def test_a_sandbox_reopens_by_key_and_refuses_another_spec_and_another_san
     result = await run(fn, place)
     assert result.outcome == "completed", result.reason
     assert result.value == "agent:p"
+
+
+async def test_the_keeper_stays_outside_with_bubblewrap_its_child_so_wfa_inside_passes_identity(place):
+    token = secrets.token_hex(4)
+    body = f"""\
+        touch started
+        while [ ! -e go ]; do sleep 0.05; done
+        say "$("$WFA" peers >/dev/null && echo admitted)"
+        {ANSWER}
+    """
+
+    def chain(pid: int) -> list[str]:
+        names = []
+        while pid > 1:
+            names.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        return names
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws", write=["."])
+        a = await wf.agents.open("a", runtime=agent(place / "ws", "a", body, token), sandbox=box)
+        async with anyio.create_task_group() as group:
+            turns = []
+
+            async def one():
+                turns.append(await a.run("Go.", timeout=20))
+
+            group.start_soon(one)
+            with anyio.fail_after(10):
+                while not (place / "ws" / "started").exists():
+                    await anyio.sleep(0.02)
+            above = max((chain(pid) for pid in marked(token)), key=len)  # from the deepest process
+            (place / "ws" / "go").write_text("")
+        return above, turns[0].value
+
+    result = await run(fn, place)
+    assert result.outcome == "completed", result.reason
+    above, value = result.value
+    bwrap = next(i for i, line in enumerate(above) if line.startswith(shutil.which("bwrap") or "bwrap"))
+    assert "keeper" in above[bwrap + 1]  # the sandbox's parent is the attempt's keeper, outside it
+    assert value == "admitted"
