@@ -13,6 +13,7 @@ gets typed, validated answers back; the agent answers through one command, `wfa`
     wf.route(a, b, purpose=...)             a Route: a may message b; a message reads as Mail
     wf.participants.open(key)               a Participant outside the run (wf.participants)
     wf.approvals                            Approvals: tool calls waiting for a person (ApprovalRequest)
+    wf.sandboxes.open(key, write=[...])     a Sandbox to pass as agents.open(sandbox=...) (wf.sandboxes is Sandboxes)
 
 Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test helpers
 (scripted agents and participants, the pytest plugin) in `agentswf.testing`.
@@ -50,6 +51,7 @@ from .workflow.definition import WorkflowDefinition, workflow
 from .workflow.loading import load_workflow
 from .workflow.messaging import MessageRefused, Participant, Participants, Route
 from .workflow.running import RunResult, run
+from .workflow.sandboxes import Sandbox, Sandboxes, SandboxSpec
 from .workflow.tools import Tool, tool
 
 __all__ = [
@@ -74,6 +76,9 @@ __all__ = [
     "Route",
     "RunResult",
     "Runtime",
+    "Sandbox",
+    "SandboxSpec",
+    "Sandboxes",
     "StopRequested",
     "TimedOut",
     "Tool",

@@ -100,7 +100,12 @@ def main(argv):
     listeners = [(listen("127.0.0.1", port), None)]
     for target in tunnels:
         host, tunnel_port = split_target(target)
-        listeners.append((listen("127.0.0.1" if host == "localhost" else host, tunnel_port), target))
+        for address in ("127.0.0.1", "::1") if host == "localhost" else (host,):
+            try:
+                listeners.append((listen(address, tunnel_port), target))
+            except OSError:
+                if address != "::1":  # no IPv6 loopback inside is no loss; no IPv4 one is
+                    raise
     if os.fork() == 0:  # the relay: it holds none of the command's standard streams
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):

@@ -28,7 +28,9 @@ from .spec import allows
 MAX_HEAD_BYTES = 16 * 1024  # of a request's line and headers
 HEAD_TIMEOUT_SECONDS = 10.0  # for the request's head to arrive
 CONNECT_TIMEOUT_SECONDS = 10.0  # for the upstream host to accept
-MAX_CONNECTIONS = 64  # open at once, per attempt; more wait
+MAX_CONNECTIONS = 64  # open at once, per attempt; more wait in the kernel's backlog, unaccepted
+MAX_LOGGED_REFUSALS = 100  # per attempt; past that, one line says so and the rest go unlogged
+ACCEPT_RETRY_SECONDS = 0.05  # after an accept failed for want of descriptors
 _CHUNK_BYTES = 65536
 
 Log = Callable[..., None]  # (message, **fields): a line in the run's record
@@ -197,15 +199,21 @@ class Proxy:
         self.sandbox = sandbox
         self.agent = agent
         self.limit = anyio.Semaphore(MAX_CONNECTIONS)
+        self.refusals = 0
 
     def _refused(self, target: str, why: str) -> None:
+        self.refusals += 1
+        if self.refusals > MAX_LOGGED_REFUSALS:
+            return
+        if self.refusals == MAX_LOGGED_REFUSALS:
+            why += f"; this is the {MAX_LOGGED_REFUSALS}th refusal of the attempt: later ones aren't logged"
         self.log(
             f"sandbox {self.sandbox}: agent {self.agent} was refused {target}: {why}",
             sandbox=self.sandbox, agent=self.agent, target=target, refused=why,
         )  # fmt: skip
 
     async def handle(self, client: ByteStream) -> None:
-        async with self.limit, client:
+        async with client:
             got = await _read_head(client)
             if got is None:
                 return
@@ -263,12 +271,15 @@ async def serving(path: Path, proxy: Proxy) -> AsyncIterator[None]:
 async def _serve(listener: Any, proxy: Proxy) -> None:
     async with anyio.create_task_group() as connections:
         while True:
+            await proxy.limit.acquire()  # before accepting: an agent can't hold more than its share of descriptors
             try:
                 client = await listener.accept()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                proxy.limit.release()
                 return
             except OSError:  # out of descriptors: the next accept may do
-                await anyio.sleep(0.05)
+                proxy.limit.release()
+                await anyio.sleep(ACCEPT_RETRY_SECONDS)
                 continue
             connections.start_soon(_guarded, proxy, client)
 
@@ -278,3 +289,5 @@ async def _guarded(proxy: Proxy, client: ByteStream) -> None:
         await proxy.handle(client)
     except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
         pass  # one connection's trouble is its own
+    finally:
+        proxy.limit.release()

@@ -19,6 +19,8 @@ from ..errors import DefinitionError
 from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, harness_for
 from ..sandbox.runner import Sandbox, SandboxedHarness, check_reach, find_bwrap, probe
+
+__all__ = ["Sandbox", "SandboxSpec", "Sandboxes", "open_sandbox", "run_sandbox"]
 from ..sandbox.spec import RunSandboxFile, SandboxSpec, check_spec, resolve_spec
 
 Log = Callable[..., None]
@@ -70,6 +72,11 @@ class Sandboxes:
             return existing[1]
         sandbox = await open_sandbox(key, spec, self._cwd, self._log)
         self._open[key] = (spec, sandbox)
+        resolved = sandbox.spec
+        self._log(
+            f"sandbox {key} opened", sandbox=key, cwd=str(resolved.cwd), read=", ".join(map(str, resolved.read)),
+            write=", ".join(map(str, resolved.write)), network=", ".join(resolved.network),
+        )  # fmt: skip
         return sandbox
 
     async def confine(self, agent: str, harness: Harness, sandbox: Any) -> Harness:

@@ -61,6 +61,8 @@ async def test_an_allowed_host_is_reached_through_the_proxy_and_the_rest_is_refu
     assert len(served) == 1 and served[0].startswith(b"GET /hi HTTP/1.1")  # only the allowed request arrived
     refused = [line["fields"] for line in read_lines(result.run_dir / "log.jsonl") if "refused" in line.get("fields", {})]
     assert [(line["agent"], line["target"]) for line in refused] == [("a", "evil.test:80"), ("a", "evil.test:443")]
+    opened = [line for line in read_lines(result.run_dir / "log.jsonl") if line.get("message") == "sandbox net opened"]
+    assert [line["fields"]["network"] for line in opened] == [STAND_IN]
 
 
 async def test_a_sandbox_without_network_has_no_proxy_and_no_way_out(place):

@@ -111,3 +111,32 @@ def test_request_heads_are_read_strictly():
     plain = parse_head(b"POST http://user@h.test/a HTTP/1.1\r\nA: b\r\n\r\n", b"body")
     assert not isinstance(plain, str) and (plain.host, plain.port) == ("h.test", 80)
     assert plain.forward == b"POST /a HTTP/1.1\r\nA: b\r\n\r\nbody"
+
+
+async def test_refusals_are_logged_up_to_a_cap_and_the_last_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_LOGGED_REFUSALS", 3)
+    logged: list[str] = []
+    proxy = Proxy(Allowlist(frozenset(), ()), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
+    socket = tmp_path / "n.sock"
+    async with serving(socket, proxy):
+        for n in range(6):
+            assert (await ask(socket, f"CONNECT h{n}.test:443 HTTP/1.1\r\n\r\n".encode())).startswith(b"HTTP/1.1 403")
+    assert len(logged) == 3 and "later ones aren't logged" in logged[-1]
+
+
+async def test_an_agent_holds_at_most_its_share_of_connections_and_the_rest_wait_unaccepted(tmp_path, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_CONNECTIONS", 2)
+    proxy = Proxy(Allowlist(frozenset(), ()), lambda message, **fields: None, sandbox="b", agent="a")
+    socket = tmp_path / "n.sock"
+    async with serving(socket, proxy):
+        idle = [await anyio.connect_unix(socket) for _ in range(2)]  # they send nothing: each holds a slot
+        waiting = await anyio.connect_unix(socket)
+        await waiting.send(b"CONNECT h.test:443 HTTP/1.1\r\n\r\n")
+        with anyio.move_on_after(0.3) as early:
+            await waiting.receive()
+        assert early.cancelled_caught  # not accepted while both slots are held
+        await idle[0].aclose()
+        with anyio.fail_after(5):
+            assert (await waiting.receive()).startswith(b"HTTP/1.1 403")
+        for stream in (idle[1], waiting):
+            await stream.aclose()
