@@ -6,7 +6,7 @@ symlinks), its own `/proc`, `/dev` and an empty `/tmp`; read-only, what runs the
 interpreter `wfa` runs on, agentswf, the CLI's install); read-only, the sandbox's cwd, the
 agent's cwd and `read`; writable, `write`; then the agent's own directory read-only (its
 launcher and its sockets, at the same path as outside, so the prompt's launcher path holds)
-with its harness home in it writable. A run's record (`.awf`) in a writable directory is
+with its harness home in it writable. A run's record (`.awf`) in a directory it is given is
 covered by an empty one. Nothing else of the machine is there: not `$HOME`,
 not another agent's directory, not the run's record.
 
@@ -65,7 +65,7 @@ def bwrap_argv(
     bwrap: str = "bwrap",
 ) -> list[str]:
     """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`;
-    `hidden` (a record under a writable path) is covered by an empty directory."""
+    `hidden` (a run's record in a directory it is given) is covered by an empty directory."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for entry in system:
         if entry.link is not None:

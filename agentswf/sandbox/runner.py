@@ -34,7 +34,7 @@ BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
 HOME_NAME = "home"
 PROXY_SOCKET_NAME = "n.sock"
-RECORD_DIR = ".awf"  # where runs are recorded by default: no sandbox may write there
+RECORD_DIR = ".awf"  # where runs are recorded by default: no sandbox sees it
 FORWARDER = Path(__file__).resolve().with_name("forwarder.py")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # agentswf: the wfa client and the forwarder
 _probed: dict[str, str | None] = {}  # bwrap's path: why it can't sandbox here, None if it can
@@ -176,7 +176,7 @@ class SandboxedHarness(Harness):
         runtime = runtime_paths(self.inner)
         system = system_view()
         spec = self.sandbox.spec
-        hidden = [path / RECORD_DIR for path in spec.write if (path / RECORD_DIR).is_dir()]
+        hidden = [path / RECORD_DIR for path in (spec.cwd, *spec.read, *spec.write) if (path / RECORD_DIR).is_dir()]
 
         def confine(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
             command = list(argv)
@@ -185,8 +185,9 @@ class SandboxedHarness(Harness):
                     command, python=sys.executable, forwarder=FORWARDER, proxy_socket=agent_dir / PROXY_SOCKET_NAME,
                     tunnels=tunnels,
                 )  # fmt: skip
+            records = [*hidden, *([cwd / RECORD_DIR] if (cwd / RECORD_DIR).is_dir() else [])]
             inside = bwrap_argv(
-                spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=hidden,
+                spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
                 bwrap=self.sandbox.bwrap,
             )  # fmt: skip
             return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)

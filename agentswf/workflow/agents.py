@@ -304,7 +304,7 @@ class Agents:
             return existing
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
-        harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox)
+        harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox, directory)
         env = {**self._env, **resolved.env}
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
         agent = Agent(key, spec, opened, self, checked or {}, harness)

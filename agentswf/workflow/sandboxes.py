@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from ..errors import DefinitionError
 from ..harnesses.base import Harness
@@ -79,14 +80,16 @@ class Sandboxes:
         )  # fmt: skip
         return sandbox
 
-    async def confine(self, agent: str, harness: Harness, sandbox: Any) -> Harness:
-        """The harness agent `agent` runs on, in `sandbox` (a Sandbox, or an inline spec of its own)."""
+    async def confine(self, agent: str, harness: Harness, sandbox: Any, cwd: Path) -> Harness:
+        """The harness agent `agent` (working in `cwd`) runs on, in `sandbox` (a Sandbox, or an
+        inline spec of its own)."""
         if isinstance(harness, SandboxedHarness):  # the run's sandbox (awf run --sandbox) has it already
             if sandbox is not None:
                 raise DefinitionError(
                     f"agent {agent}: this run puts every agent in the sandbox given with awf run --sandbox, "
                     "so sandbox= can't be given"
                 )
+            check_reach(replace(harness.sandbox.spec, cwd=cwd))
             harness.sandbox.log = self._log  # its refusals go in this run's record
             return harness
         if sandbox is None:
@@ -100,6 +103,7 @@ class Sandboxes:
             sandbox = await self._open_spec(PRIVATE_PREFIX + agent, check_spec(sandbox))
         elif all(sandbox is not opened for _, opened in self._open.values()):
             raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
+        check_reach(replace(sandbox.spec, cwd=cwd))  # the agent's cwd is in its sandbox too
         return sandbox.confine(agent, harness)
 
 

@@ -28,9 +28,12 @@ async def test_a_reader_reads_its_cwd_and_nothing_else_and_writes_nothing(place)
         cat {place / "docs" / "guide"} >/dev/null 2>&1 && say "DOCS READ" || say "docs: no"
         touch made 2>/dev/null && say "WROTE CWD" || say "cwd: read-only"
         ls $HOME/.ssh >/dev/null 2>&1 && say "HOME HAS SSH" || say "home: fresh"
+        say "records: $(ls .awf | wc -l)"
         echo x >/tmp/mine && say "tmp: mine"
         {ANSWER}
     """
+
+    (place / "ws" / ".awf" / "runs").mkdir(parents=True)  # another run's record, in the cwd
 
     async def fn(wf):
         box = await wf.sandboxes.open("reader", cwd="ws")
@@ -45,6 +48,7 @@ async def test_a_reader_reads_its_cwd_and_nothing_else_and_writes_nothing(place)
         "docs: no",
         "cwd: read-only",
         "home: fresh",
+        "records: 0",
         "tmp: mine",
     ]
     assert not (place / "ws" / "made").exists() and not Path("/tmp/mine").exists()
@@ -228,6 +232,8 @@ async def test_a_sandbox_reopens_by_key_and_refuses_another_spec_and_another_san
         with pytest.raises(agentswf.DefinitionError, match="different sandbox"):
             await wf.agents.open("a", runtime="shell:true", sandbox=other)
         private = await wf.agents.open("p", runtime="shell:true", sandbox={"write": ["ws"]})
+        with pytest.raises(agentswf.DefinitionError, match="where every agent's socket is"):
+            await wf.agents.open("root", runtime="shell:true", cwd="/", sandbox=box)
         with pytest.raises(agentswf.DefinitionError, match="sandbox= takes a Sandbox"):
             await wf.agents.open("q", runtime="shell:true", sandbox="box")
         return private.sandbox.key
