@@ -11,15 +11,19 @@ and the parent execs the agent's command, so the command is what the sandbox's i
 and its exit status is the attempt's. When it ends, the sandbox's pid namespace ends, and
 the relay with it. The proxy, outside, decides what may be reached; this decides nothing.
 
-Standard library only, run on the run's own interpreter with `-S -I`.
+Standard library C modules only (`_socket`, `_thread`: `socket` and `threading` would
+double its start, as the keeper's docstring says of `signal`), run on the run's own
+interpreter with `-S -I`.
 """
 
+import _socket
+import _thread
 import os
-import socket
 import sys
-import threading
 
 CHUNK_BYTES = 65536
+_PR_SET_PDEATHSIG = 1
+_SIGKILL = 9
 MAX_REPLY_HEAD_BYTES = 8192  # of the proxy's answer to a tunnel's CONNECT
 LISTEN_BACKLOG = 64
 
@@ -35,7 +39,7 @@ def relay(source, target):
     except OSError:
         pass
     try:
-        target.shutdown(socket.SHUT_WR)
+        target.shutdown(_socket.SHUT_WR)
     except OSError:
         pass
 
@@ -53,15 +57,16 @@ def _open_tunnel(proxy, target):
 
 
 def serve(client, proxy_path, target):
-    proxy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    proxy = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    back = _thread.allocate_lock()
     try:
         proxy.connect(proxy_path)
         if target is not None and not _open_tunnel(proxy, target):
             return
-        back = threading.Thread(target=relay, args=(proxy, client), daemon=True)
-        back.start()
+        back.acquire()
+        _thread.start_new_thread(_relay_then_release, (proxy, client, back))
         relay(client, proxy)
-        back.join()
+        back.acquire()  # the other way is done too
     except OSError:
         pass
     finally:
@@ -69,19 +74,26 @@ def serve(client, proxy_path, target):
         client.close()
 
 
+def _relay_then_release(source, target, done):
+    try:
+        relay(source, target)
+    finally:
+        done.release()
+
+
 def accept_forever(listener, proxy_path, target):
     while True:
         try:
-            client, _ = listener.accept()
+            fd, _ = listener._accept()
         except OSError:
             continue
-        threading.Thread(target=serve, args=(client, proxy_path, target), daemon=True).start()
+        _thread.start_new_thread(serve, (_socket.socket(fileno=fd), proxy_path, target))
 
 
 def listen(host, port):
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    listener = _socket.socket(family, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     listener.listen(LISTEN_BACKLOG)
     return listener
@@ -90,6 +102,28 @@ def listen(host, port):
 def split_target(text):
     host, _, port = text.rpartition(":")
     return host.strip("[]"), int(port)
+
+
+def die_with_parent(parent):
+    """SIGKILL this process when `parent` (the command, once it has exec'd) ends: the sandbox's
+    pid namespace does that already; this holds wherever the forwarder runs. Through
+    `_ctypes`, as the keeper's `become_subreaper` is."""
+    try:
+        import _ctypes
+
+        class Int(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class Function(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = Int
+
+        prctl = Function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))
+        prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it ended before the signal was asked for
+        os._exit(0)
 
 
 def main(argv):
@@ -106,18 +140,15 @@ def main(argv):
             except OSError:
                 if address != "::1":  # no IPv6 loopback inside is no loss; no IPv4 one is
                     raise
+    parent = os.getpid()
     if os.fork() == 0:  # the relay: it holds none of the command's standard streams
+        die_with_parent(parent)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        threads = [
-            threading.Thread(target=accept_forever, args=(listener, proxy_path, target), daemon=True)
-            for listener, target in listeners
-        ]
-        for thread in threads:
-            thread.start()
-        threading.Event().wait()
-        os._exit(0)
+        for listener, target in listeners[1:]:
+            _thread.start_new_thread(accept_forever, (listener, proxy_path, target))
+        accept_forever(listeners[0][0], proxy_path, None)
     for listener, _ in listeners:
         listener.close()
     try:
