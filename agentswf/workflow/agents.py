@@ -28,7 +28,7 @@ from ..sandbox.spec import SandboxSpec
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
 from .durations import Duration, to_seconds
-from .sandboxes import Sandboxes
+from .sandboxes import Sandboxes, sandbox_cwd
 from .tools import Tool, check_tools
 
 MAX_KEY_CHARS = 64
@@ -285,8 +285,7 @@ class Agents:
         check_key(key)
         checked = check_tools(key, tools) if tools is not None else None
         resolved = resolve_runtime(runtime)
-        home = sandbox.spec.cwd if isinstance(sandbox, Sandbox) else self._cwd
-        directory = (self._cwd / cwd).resolve() if cwd is not None else home
+        directory = (self._cwd / cwd).resolve() if cwd is not None else sandbox_cwd(sandbox, self._cwd)
         spec = AgentSpec(resolved, instructions, str(directory))
         if key in self._closed:
             raise DefinitionError(f"agent {key} was closed; its key is not opened again")

@@ -107,6 +107,14 @@ class Sandboxes:
         return sandbox.confine(agent, harness)
 
 
+def sandbox_cwd(sandbox: Any, run_cwd: Path) -> Path:
+    """Where an agent opened in `sandbox` (a Sandbox, a spec, or None) works unless told: the sandbox's cwd."""
+    if isinstance(sandbox, Sandbox):
+        return sandbox.spec.cwd
+    given = sandbox.get("cwd") if isinstance(sandbox, Mapping) else getattr(sandbox, "cwd", None)
+    return (run_cwd / given).resolve() if isinstance(given, (str, Path)) else run_cwd
+
+
 async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log) -> Sandbox:
     """A sandbox of `spec` checked whole (paths, network, bubblewrap) or a DefinitionError."""
     resolved = resolve_spec(check_spec(spec), base)

@@ -232,6 +232,8 @@ async def test_a_sandbox_reopens_by_key_and_refuses_another_spec_and_another_san
         with pytest.raises(agentswf.DefinitionError, match="different sandbox"):
             await wf.agents.open("a", runtime="shell:true", sandbox=other)
         private = await wf.agents.open("p", runtime="shell:true", sandbox={"write": ["ws"]})
+        inline = await wf.agents.open("i", runtime='shell:"$WFA" result "$WFA_CALL_ID" "$(pwd)"', sandbox={"cwd": "ws"})
+        assert (await inline.run("Where?", timeout=20)).value == str(place / "ws")  # the sandbox's cwd is its own
         with pytest.raises(agentswf.DefinitionError, match="where every agent's socket is"):
             await wf.agents.open("root", runtime="shell:true", cwd="/", sandbox=box)
         with pytest.raises(agentswf.DefinitionError, match="sandbox= takes a Sandbox"):
