@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteStream, SocketStream
 
-from .spec import allows
+from .spec import allows, host_problem
 
 MAX_HEAD_BYTES = 16 * 1024  # of a request's line and headers
 HEAD_TIMEOUT_SECONDS = 10.0  # for the request's head to arrive
@@ -70,7 +70,7 @@ class Allowlist:
         host = host.lower().strip("[]").rstrip(".")
         if Endpoint(host, port) in self.endpoints:
             return "endpoint"
-        if allows(self.network, host):
+        if host_problem(host) is None and allows(self.network, host):  # a name, never a crafted lookalike
             return "network"
         return None
 
@@ -287,7 +287,7 @@ async def _serve(listener: Any, proxy: Proxy) -> None:
 async def _guarded(proxy: Proxy, client: ByteStream) -> None:
     try:
         await proxy.handle(client)
-    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
-        pass  # one connection's trouble is its own
+    except Exception:  # one connection's trouble (hostile bytes included) is its own
+        pass
     finally:
         proxy.limit.release()

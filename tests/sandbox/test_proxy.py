@@ -140,3 +140,16 @@ async def test_an_agent_holds_at_most_its_share_of_connections_and_the_rest_wait
             assert (await waiting.receive()).startswith(b"HTTP/1.1 403")
         for stream in (idle[1], waiting):
             await stream.aclose()
+
+
+async def test_a_crafted_name_that_merely_ends_like_an_allowed_one_is_refused_and_the_proxy_goes_on(tmp_path, stand_in):
+    logged: list[str] = []
+    proxy = Proxy(Allowlist(frozenset(), ("*.stand-in.test",)), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
+    socket = tmp_path / "n.sock"
+    async with serving(socket, proxy):
+        for target in ("evil.com\x00.stand-in.test:80", "evil.com/.stand-in.test:80", "a..stand-in.test:80"):
+            reply = await ask(socket, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+            assert reply.startswith(b"HTTP/1.1 403"), target
+        reply = await ask(socket, "CONNECT ünïcode.stand-in.test:80 HTTP/1.1\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.1 400")  # not ASCII
+    assert len(logged) == 3
