@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import shutil
 from typing import Any
 
 import anyio
@@ -14,7 +15,11 @@ from agentswf.sandbox.proxy import public_addresses
 
 from .kit import ANSWER, agent, needs_bwrap, run
 
-pytestmark = [pytest.mark.anyio, needs_bwrap]
+pytestmark = [
+    pytest.mark.anyio,
+    needs_bwrap,
+    pytest.mark.skipif(shutil.which("curl") is None, reason="the agents of these tests fetch with curl, which isn't installed"),
+]
 STAND_IN = "api.stand-in.test"
 
 

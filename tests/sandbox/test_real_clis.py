@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -50,6 +51,7 @@ pytestmark = [
 ]
 
 TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
+FETCH = f"{sys.executable} -c 'import urllib.request; urllib.request.urlopen(\"https://example.com/\", timeout=5)' 2>&1 | tail -1"
 
 
 class Verdict(msgspec.Struct, forbid_unknown_fields=True):
@@ -65,7 +67,7 @@ def script_for(secret: Path):
         wfa, call = found.groups()
         commands = [
             f"cat {secret} || echo no-secret",
-            'echo "$WFA_AGENT" > "made-$WFA_AGENT" && curl -s -o /dev/null -w "%{http_code}" --max-time 5 https://example.com/; echo',
+            f'echo "$WFA_AGENT" > "made-$WFA_AGENT" && {FETCH}',
             f"{wfa} tool count --n 2",
             f"{wfa} result {call} --verdict approve",
         ]
