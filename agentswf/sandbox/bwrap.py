@@ -2,7 +2,7 @@
 
 The sandbox starts from an empty root and is given, in this order (a later mount covers an
 earlier one): the system read-only (`/usr`, `/etc`, `/bin`, `/lib*`…, symlinks kept as
-symlinks), its own `/proc`, `/dev` and an empty `/tmp`; read-only, what runs the agent (the
+symlinks), its own `/proc`, `/dev` and an empty `/tmp` (in memory, bounded); read-only, what runs the agent (the
 interpreter `wfa` runs on, agentswf, the CLI's install); read-only, the sandbox's cwd, the
 agent's cwd and `read`; writable, `write`; then the agent's own directory read-only (its
 launcher and its sockets, at the same path as outside, so the prompt's launcher path holds)
@@ -30,6 +30,8 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 """The system every sandbox reads: what a shell and its tools need, and nothing of anyone's."""
 
 FORWARDER_PROXY_PORT = 3128  # inside the sandbox's own loopback: HTTPS_PROXY points here
+TMP_BYTES = 1024 * 1024 * 1024  # the sandbox's own /tmp, in memory: at most this much
+HIDDEN_BYTES = 64 * 1024  # an empty directory covering a run's record
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ def bwrap_argv(
             argv += ["--symlink", entry.link, entry.path]
         else:
             argv += ["--ro-bind", entry.path, entry.path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     for path in _depth_order(runtime):
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order([p for p in (spec.cwd, agent.cwd, *spec.read) if p not in spec.write]):
@@ -80,7 +82,7 @@ def bwrap_argv(
     for path in _depth_order(spec.write):
         argv += ["--bind", str(path), str(path)]
     for path in _depth_order(hidden):
-        argv += ["--tmpfs", str(path)]
+        argv += ["--size", str(HIDDEN_BYTES), "--tmpfs", str(path)]
     argv += ["--ro-bind", str(agent.agent_dir), str(agent.agent_dir), "--bind", str(home), str(home)]
     argv += ["--chdir", str(agent.cwd), "--", *command]
     return argv

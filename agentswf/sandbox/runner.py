@@ -25,7 +25,7 @@ from ..errors import DefinitionError
 from ..harnesses.base import Attempt, AttemptResult, Confine, Harness
 from ..harnesses.cli import CliHarness
 from ..launcher.place import sockets_root
-from .bwrap import SYSTEM_PATHS, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
+from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
 from .spec import ResolvedSpec
@@ -54,7 +54,8 @@ def find_bwrap() -> str:
 async def probe(bwrap: str) -> None:
     """Run one empty sandbox, once per process: where the kernel refuses namespaces, say so at open."""
     if bwrap not in _probed:
-        argv = [bwrap, "--unshare-all", "--new-session", "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev"]
+        argv = [bwrap, "--unshare-all", "--new-session", "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev",
+                "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]  # fmt: skip
         for entry in system_view():
             argv += ["--symlink", entry.link, entry.path] if entry.link else ["--ro-bind", entry.path, entry.path]
         argv += ["--", "true"]

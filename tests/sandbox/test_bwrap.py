@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentswf.sandbox.bwrap import AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
+from agentswf.sandbox.bwrap import TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
 from agentswf.sandbox.spec import ResolvedSpec
 
 SYSTEM = (SystemEntry("/usr"), SystemEntry("/bin", "usr/bin"), SystemEntry("/etc"))
@@ -46,6 +46,8 @@ def test_a_reader_sees_the_system_its_cwd_and_its_own_directory_and_writes_only_
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert "--share-net" not in argv
     assert argv[argv.index("--chdir") + 1] == "/work/repo"
+    tmp = argv.index("/tmp") - 1
+    assert argv[tmp - 2 : tmp + 1] == ["--size", str(TMP_BYTES), "--tmpfs"]  # its /tmp is bounded
     assert ("--symlink", "/bin") in mounts(argv)
     assert effective(argv, Path("/usr/lib/x")) == "--ro-bind"
     assert effective(argv, Path("/work/repo/src")) == "--ro-bind"
