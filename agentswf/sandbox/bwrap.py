@@ -2,13 +2,13 @@
 
 The sandbox starts from an empty root and is given, in this order (a later mount covers an
 earlier one): the system read-only (`/usr`, `/etc`, `/bin`, `/lib*`…, symlinks kept as
-symlinks), its own `/proc`, `/dev` and an empty `/tmp` (in memory, bounded); read-only, what runs the agent (the
-interpreter `wfa` runs on, agentswf, the CLI's install); read-only, the sandbox's cwd, the
-agent's cwd and `read`; writable, `write`; then the agent's own directory read-only (its
-launcher and its sockets, at the same path as outside, so the prompt's launcher path holds)
-with its harness home in it writable. A run's record (`.awf`) in a directory it is given is
-covered by an empty one. Nothing else of the machine is there: not `$HOME`,
-not another agent's directory, not the run's record.
+symlinks), its own `/proc`, `/dev` and an empty `/tmp` (in memory, bounded); read-only, what
+runs the agent (the interpreter `wfa` runs on, agentswf, the CLI's install); read-only, the
+sandbox's cwd, the agent's cwd and `read`; writable, `write`; then the agent's own directory
+read-only (its launcher and its sockets, at the same path as outside, so the prompt's
+launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
+directory it is given is covered by an empty one. Nothing else of the machine is there: not
+`$HOME`, not another agent's directory, not the run's record.
 
 Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
 namespace so no other process of the machine can be seen or signalled), no capability is
