@@ -73,12 +73,16 @@ class Sandboxes:
             return existing[1]
         sandbox = await open_sandbox(key, spec, self._cwd, self._log)
         self._open[key] = (spec, sandbox)
-        resolved = sandbox.spec
-        self._log(
-            f"sandbox {key} opened", sandbox=key, cwd=str(resolved.cwd), read=", ".join(map(str, resolved.read)),
-            write=", ".join(map(str, resolved.write)), network=", ".join(resolved.network),
-        )  # fmt: skip
+        self._opened(sandbox)
         return sandbox
+
+    def _opened(self, sandbox: Sandbox) -> None:
+        """A line in the run's record: the sandbox and its whole spec."""
+        spec = sandbox.spec
+        self._log(
+            f"sandbox {sandbox.key} opened", sandbox=sandbox.key, cwd=str(spec.cwd), read=", ".join(map(str, spec.read)),
+            write=", ".join(map(str, spec.write)), network=", ".join(spec.network),
+        )  # fmt: skip
 
     async def confine(self, agent: str, harness: Harness, sandbox: Any, cwd: Path) -> Harness:
         """The harness agent `agent` (working in `cwd`) runs on, in `sandbox` (a Sandbox, or an
@@ -90,7 +94,9 @@ class Sandboxes:
                     "so sandbox= can't be given"
                 )
             check_reach(replace(harness.sandbox.spec, cwd=cwd))
-            harness.sandbox.log = self._log  # its refusals go in this run's record
+            if harness.sandbox.log is not self._log:  # its first agent: from now on, it records in this run
+                harness.sandbox.log = self._log
+                self._opened(harness.sandbox)
             return harness
         if sandbox is None:
             return harness

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,9 @@ def test_every_agent_runs_in_the_runs_sandbox_and_can_write_neither_the_record_n
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == '"no 0"'  # the secret unread; the record's directory empty inside
     assert (work / "made").read_text() == "made\n"
+    [record] = (work / ".awf" / "runs" / "boxed").iterdir()
+    opened = [json.loads(line) for line in (record / "log.jsonl").read_text().splitlines() if "sandbox run opened" in line]
+    assert [line["fields"]["write"] for line in opened] == [str(work)]
 
 
 def test_a_workflow_that_asks_for_its_own_sandbox_is_refused(tmp_path):
