@@ -254,6 +254,7 @@ class Proxy:
 @asynccontextmanager
 async def serving(path: Path, proxy: Proxy) -> AsyncIterator[None]:
     """`proxy` on a unix socket at `path` for as long as the block lasts; then gone, its connections too."""
+    path.unlink(missing_ok=True)  # an attempt that never got to remove its socket (its run's directory is private)
     listener = await anyio.create_unix_listener(path)
     try:
         async with anyio.create_task_group() as group:

@@ -153,3 +153,12 @@ async def test_a_crafted_name_that_merely_ends_like_an_allowed_one_is_refused_an
         reply = await ask(socket, "CONNECT ünïcode.stand-in.test:80 HTTP/1.1\r\n\r\n".encode())
         assert reply.startswith(b"HTTP/1.1 400")  # not ASCII
     assert len(logged) == 3
+
+
+async def test_a_socket_left_by_an_earlier_attempt_is_replaced(tmp_path):
+    socket = tmp_path / "n.sock"
+    socket.write_text("stale")
+    proxy = Proxy(Allowlist(frozenset(), ()), lambda message, **fields: None, sandbox="b", agent="a")
+    async with serving(socket, proxy):
+        assert (await ask(socket, b"CONNECT h.test:1 HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 403")
+    assert not socket.exists()
