@@ -12,7 +12,7 @@ import pytest
 
 import agentswf
 from agentswf import tool
-from agentswf.engine.records import read_lines
+from agentswf.engine.records import read_json, read_lines
 
 from .kit import ANSWER, agent, marked, needs_bwrap, run
 
@@ -119,6 +119,8 @@ async def test_an_agent_cant_see_or_signal_another_agents_processes_or_reach_its
         kill -0 "$(cat a.pid)" 2>/dev/null && say "SIGNALLED A" || say "a: no such process"
         {sys.executable} -c "import socket,sys; s=socket.socket(socket.AF_UNIX); sys.exit(s.connect_ex(open('a.sock').read()))" \\
             && say "REACHED A" || say "a's socket: out of reach"
+        {sys.executable} -c "import socket,sys; s=socket.socket(socket.AF_UNIX); sys.exit(s.connect_ex(open('control').read()))" \
+            && say "REACHED THE OPERATOR" || say "operator socket: out of reach"
         "$WFA" result "$WFA_CALL_ID" "$(cat "$R")"
         touch done
     """
@@ -139,6 +141,7 @@ async def test_an_agent_cant_see_or_signal_another_agents_processes_or_reach_its
                     await anyio.sleep(0.02)
             (place / "ws" / "a.pid").write_text(str(max(marked(token_a))))
             (place / "ws" / "a.sock").write_text(str(a.launcher.with_name("s.sock")))
+            (place / "ws" / "control").write_text(read_json(wf.run_dir / "run.json")["control"])
             await one("b", b)
         return {name: turn.value for name, turn in turns.items()}
 
@@ -146,7 +149,7 @@ async def test_an_agent_cant_see_or_signal_another_agents_processes_or_reach_its
     assert result.outcome == "completed", result.reason
     seen = result.value["b"].split("\n")
     assert int(seen[0].split(": ")[1]) <= 6  # its own shell, the ls, the grep, the sandbox's init: no one else's
-    assert seen[1:] == ["a: no such process", "a's socket: out of reach"]
+    assert seen[1:] == ["a: no such process", "a's socket: out of reach", "operator socket: out of reach"]
     assert result.value["a"] == "a: held"
 
 
