@@ -45,6 +45,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from ..workflow.sandboxes import run_sandbox
 from .logs import print_run, print_trace
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -117,10 +118,13 @@ async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_opt
                     print("awf: stopping the agents and recording the run's ending; a moment", file=sys.stderr)
                 run_scope.cancel()
 
+    sandbox = run_options.pop("sandbox", None)
+    cwd = Path(run_options.get("cwd") or ".").resolve()
+    boxed = await run_sandbox(sandbox, cwd, os.environ) if sandbox else None
     async with anyio.create_task_group() as group:
         await group.start(watch_interrupt)
         with run_scope:
-            result = await run(definition, args=args, **run_options)
+            result = await run(definition, args=args, harnesses=boxed, **run_options)
         group.cancel_scope.cancel()
     return result
 
@@ -223,7 +227,13 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         replay = find_run(_run_root(options), options.replay)
         if replay is None:
             raise UsageFailure(f"--replay {options.replay}: no record of that run under {_run_root(options)}")
-    run_options = {"run_root": options.run_root, "cwd": options.cwd, "timeout": options.timeout, "replay": replay}
+    run_options = {
+        "run_root": options.run_root,
+        "cwd": options.cwd,
+        "timeout": options.timeout,
+        "replay": replay,
+        "sandbox": options.sandbox,
+    }
     if options.values is not None and options.from_stage is None:
         raise UsageFailure("--values gives the stages before --from-stage: give --from-stage too")
     if options.from_stage is not None:
@@ -265,7 +275,7 @@ def command_continue(options: argparse.Namespace) -> int:
         raise UsageFailure(str(error)) from None
     options.file = file
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
-                   "rerun": options.rerun}
+                   "rerun": options.rerun, "sandbox": options.sandbox}
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options.backend)
     return _ended(options, result, definition, run_dir.parent.parent)
@@ -420,6 +430,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     run_parser.set_defaults(handler=command_run)
 
+    run_parser.add_argument("--sandbox", metavar="FILE", help="put every agent in one sandbox (JSON: read, write, network)")
     run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
     run_parser.add_argument("--from-stage", metavar="STAGE", help="start at STAGE; the stages before it take --values")
     run_parser.add_argument(
@@ -431,6 +442,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")
+    continue_parser.add_argument(
+        "--sandbox", metavar="FILE", help="put every agent in one sandbox, as awf run --sandbox (give it again: it isn't kept)"
+    )
     continue_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
     continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")

@@ -22,6 +22,7 @@ from ..progress import progress
 from .agents import Agents
 from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
+from .sandboxes import Sandboxes
 from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
 
 T = TypeVar("T")
@@ -55,6 +56,7 @@ class Workflow:
         participants: people and programs outside the run (`Participants`):
             `await wf.participants.open(key)`.
         approvals: tool calls waiting for a person's decision (`Approvals`).
+        sandboxes: sandboxes to put agents in (`Sandboxes`): `await wf.sandboxes.open(key, write=["."])`.
         name: the workflow's name.
         run_id: this run's id, as `awf logs RUN` and `awf reply RUN` take it.
         run_dir: this run's record directory.
@@ -65,6 +67,7 @@ class Workflow:
     agents: Agents
     participants: Participants
     approvals: Approvals
+    sandboxes: Sandboxes
     name: str
     run_id: str
     run_dir: Path
@@ -96,6 +99,7 @@ class Workflow:
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
+        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log)
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
