@@ -44,6 +44,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from . import worktrees
 from .logs import print_run, print_trace
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -184,6 +185,8 @@ def command_run(options: argparse.Namespace) -> int:
     print(f"awf: {definition.name} {ending}{replayed}", file=sys.stderr)
     if result.where:
         print(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})", file=sys.stderr)
+    for line in worktrees.closing_lines(result.worktrees):
+        print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
 
@@ -395,6 +398,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
+    worktrees.add_parser(commands)
     return parser
 
 

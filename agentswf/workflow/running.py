@@ -13,6 +13,7 @@ from typing import Any, Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import msgspec
 
 from ..engine.broker import Replay
@@ -27,6 +28,7 @@ from .agents import Agents, HarnessResolver
 from .context import Approvals, Workflow
 from .definition import WorkflowDefinition
 from .durations import Duration, to_seconds
+from .worktrees import RunWorktrees, WorktreeEnd
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 MAX_REASON_CHARS = 4000
@@ -52,6 +54,7 @@ class RunResult:
     run_dir: Path
     where: str | None = None
     traceback: str | None = None
+    worktrees: tuple[WorktreeEnd, ...] = ()  # what became of each wf.worktree
 
     @property
     def completed(self) -> bool:
@@ -173,6 +176,8 @@ async def run(
     cleanup = anyio.CancelScope()
     work = anyio.CancelScope()
     ending: list[_Ending] = []
+    worktrees = RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory)
+    worktree_ends: list[WorktreeEnd] = []
 
     async def shielded() -> None:
         with anyio.CancelScope(shield=True):
@@ -203,6 +208,7 @@ async def run(
                     log_lines=actors.log_lines,
                     approvals=Approvals(actors.desk),
                     board=actors.board,
+                    worktrees=worktrees,
                 )
                 end = _Ending("cancelled", None, "the run was cancelled")
                 with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
@@ -212,6 +218,9 @@ async def run(
                         end = _Ending("cancelled", None, "the run was cancelled")
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
+                worktree_ends.extend(await anyio.to_thread.run_sync(worktrees.finish))  # its agents are stopped
+                for gone in worktree_ends:
+                    wf.log(f"worktree {gone.state}", worktree=gone.name, path=str(gone.path), branch=gone.branch, reason=gone.reason)
                 # The Recorder outlives that bound: the ending is recorded even when the time ran out.
                 ended = end
                 gap = await actors.recorder.ask(RecordGaps())
@@ -230,7 +239,7 @@ async def run(
         watch.start_soon(shielded)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
-    return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback)
+    return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, tuple(worktree_ends))
 
 
 def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
