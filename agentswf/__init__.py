@@ -13,6 +13,8 @@ gets typed, validated answers back; the agent answers through one command, `wfa`
     wf.route(a, b, purpose=...)             a Route: a may message b; a message reads as Mail
     wf.participants.open(key)               a Participant outside the run (wf.participants)
     wf.approvals                            Approvals: tool calls waiting for a person (ApprovalRequest)
+    cwd=wf.worktree(name)                   a git worktree for an agent (wf.worktrees: Worktree;
+                                            RunResult.worktrees: WorktreeEnd)
 
 Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test helpers
 (scripted agents and participants, the pytest plugin) in `agentswf.testing`.
@@ -51,6 +53,7 @@ from .workflow.loading import load_workflow
 from .workflow.messaging import MessageRefused, Participant, Participants, Route
 from .workflow.running import RunResult, run
 from .workflow.tools import Tool, tool
+from .workflow.worktrees import Worktree, WorktreeEnd
 
 __all__ = [
     "Agent",
@@ -84,6 +87,8 @@ __all__ = [
     "Workflow",
     "WorkflowDefinition",
     "WorkflowError",
+    "Worktree",
+    "WorktreeEnd",
     "__version__",
     "load_workflow",
     "run",
