@@ -175,6 +175,7 @@ def command_run(options: argparse.Namespace) -> int:
             "value": result.value,
             "run_id": result.run_id,
             "run_dir": str(result.run_dir),
+            "worktrees": worktrees.as_json(result.worktrees),
         }
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(record)).decode() + "\n")
     elif result.completed:

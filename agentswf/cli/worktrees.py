@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from ..engine.records import DEFAULT_RUN_ROOT, find_run
 from ..workflow.worktrees import (
     WORKTREES_DIR,
+    GitFailed,
     Manifest,
     Worktree,
     WorktreeEnd,
@@ -41,6 +42,11 @@ def closing_lines(ends: Iterable[WorktreeEnd]) -> list[str]:
         for end in ends
         if end.kept
     ]
+
+
+def as_json(ends: Iterable[WorktreeEnd]) -> list[dict[str, Any]]:
+    """`awf run --json`'s `worktrees`: every worktree's end, paths as text."""
+    return [{**vars(end), "path": str(end.path)} for end in ends]
 
 
 def _manifests(run_dir: Path) -> list[Manifest]:
@@ -107,7 +113,7 @@ def _one(run_dir: Path, manifest: Manifest, clean: bool, out: TextIO) -> int:
     worktree = manifest.worktree
     try:
         status = _status(worktree)
-    except OSError as error:
+    except (GitFailed, OSError) as error:  # no git, a repository moved away: listed, never touched
         status = ("changed", f"it couldn't be checked ({error}); left as it is")
     if status is None:
         return 0

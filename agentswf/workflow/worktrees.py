@@ -236,6 +236,8 @@ def git(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subpr
     except subprocess.TimeoutExpired:
         raise GitFailed(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS:g}s") from None
     except OSError as error:
+        if cwd is not None and not cwd.is_dir():
+            raise GitFailed(f"{cwd} is not there") from None
         raise GitFailed(f"git couldn't run: {error.strerror or error}") from None
     if check and done.returncode != 0:
         raise GitFailed(git_message(done))
@@ -440,7 +442,8 @@ class RunWorktrees:
             return self._add(name, base, keep)
 
     def _add(self, name: str, base: str, keep: Keep) -> Worktree:
-        check_git()
+        if not self._tried:
+            check_git()
         repository, common = self._repository()
         sha = _commit(repository, base)
         if sha is None:

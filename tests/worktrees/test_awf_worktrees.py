@@ -4,6 +4,7 @@ removes only those in which nothing changed. Real `awf run` subprocesses, real g
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .kit import agent, branches, git, make_repo, registered, snapshot
+from agentswf import Workflow
+
+from .kit import agent, branches, git, make_repo, registered, run_in, snapshot
 
 AWF = [sys.executable, "-m", "agentswf"]
 READY_SECONDS = 30.0
@@ -109,12 +112,15 @@ def test_awf_run_lists_the_worktrees_it_kept(tmp_path: Path) -> None:
         f"        agent = await wf.agents.open(key, runtime={committer!r} if key == 'c' else 'shell:true', cwd=wf.worktree(key))\n"
         "        await agent.run('Work.', nudge=False)\n"
     )
-    done = awf(repo, "run", str(flows))
+    done = awf(repo, "run", str(flows), "--json")
     assert done.returncode == 0, done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("awf: worktree")]
     run_dir = next((repo / ".awf" / "runs" / "kept").iterdir())
     path = run_dir / "worktrees" / "c"
     assert line == f"awf: worktree c kept (1 commit on its branch): {path}  branch awf/{run_dir.name}/c"
+    ends = {end["name"]: end for end in json.loads(done.stdout)["worktrees"]}
+    assert (ends["c"]["state"], ends["c"]["path"], ends["c"]["commits"]) == ("kept", str(path), 1)
+    assert (ends["idle"]["state"], ends["idle"]["reason"]) == ("removed", "nothing changed")
     assert listed(repo) == {"c": "changed: 1 commit on its branch"}
     assert listed(repo, run_dir.name) == {"c": "changed: 1 commit on its branch"}
 
@@ -124,3 +130,19 @@ def test_an_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2 and "no record of run 'no-such-run'" in done.stderr
     nothing = awf(tmp_path, "worktrees")
     assert nothing.returncode == 0 and "no worktrees under" in nothing.stderr
+
+
+async def test_a_worktree_whose_repository_went_away_is_listed_and_left(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+
+    async def leaves(wf: Workflow) -> None:
+        (wf.worktree("w") / "mine.txt").write_text("mine\n")
+
+    result = await run_in(repo, leaves, run_root=tmp_path / "records")
+    assert [end.state for end in result.worktrees] == ["kept"]
+    repo.rename(tmp_path / "elsewhere")
+    for clean in ((), ("--clean",)):
+        done = awf(tmp_path, "worktrees", "--run-root", str(tmp_path / "records"), *clean)
+        assert done.returncode == 0, done.stderr
+        assert f"w  {'kept' if clean else 'changed'}: it couldn't be checked ({repo} is not there)" in done.stdout
+    assert (result.worktrees[0].path / "mine.txt").read_text() == "mine\n"

@@ -122,3 +122,28 @@ async def test_a_failing_workflow_still_deals_with_its_worktrees(tmp_path: Path)
     result = await run_in(repo, fails)
     assert result.outcome == "failed"
     assert {end.name: end.state for end in result.worktrees} == {"kept": "kept", "clean": "removed"}
+
+
+async def test_from_a_subdirectory_with_the_record_outside_the_repository(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    (repo / "service").mkdir()
+    (repo / "service" / "app.py").write_text("app = 1\n")
+    git(repo, "add", "service")
+    git(repo, "commit", "-qm", "a service")
+    before = snapshot(repo)
+
+    async def sub(wf: Workflow) -> str:
+        top = wf.worktree("w")
+        made = wf.worktrees["w"]
+        assert made.repository == repo and wf.cwd == repo / "service"
+        assert top.parent == tmp_path / "records" / "wt" / wf.run_id / "worktrees"  # where the record is
+        here = top / wf.cwd.relative_to(made.repository)  # the run's directory, in the worktree
+        opened = await wf.agents.open("a", runtime=agent(tmp_path, "a", "echo more >> app.py"), cwd=here)
+        return (await opened.run("Work.")).outcome.kind
+
+    result = await run_in(repo / "service", sub, run_root=tmp_path / "records")
+    assert result.value == "answered", result.reason
+    [end] = result.worktrees
+    assert (end.state, end.reason) == ("kept", "uncommitted changes")
+    assert (end.path / "service" / "app.py").read_text() == "app = 1\nmore\n"
+    assert snapshot(repo) == before
