@@ -60,6 +60,7 @@ class Workflow:
         run_dir: this run's record directory.
         cwd: the directory the run works in; agents' `cwd` is relative to it.
         stop_reason: the reason given to `wf.stop`, once it was called.
+        worktrees: the git worktrees `wf.worktree` made, by name (`Worktree`).
     """
 
     agents: Agents
@@ -227,8 +228,10 @@ class Workflow:
         `keep="never"` removes a clean one even with commits, which stay on its branch.
         Raises DefinitionError when it can't be made (no repository, no such base, ...).
         """
+        new = name not in self._worktrees.made
         made = self._worktrees.make(name, base=base, keep=keep)
-        self.log("worktree made", worktree=name, path=str(made.path), branch=made.branch, base=made.base)
+        if new:
+            self.log("worktree made", worktree=name, path=str(made.path), branch=made.branch, base=made.base)
         return made.path
 
     @property
