@@ -480,13 +480,15 @@ class RunWorktrees:
     def _repository(self) -> tuple[Path, Path]:
         """The top of the working tree of the run's directory, and its repository's git directory."""
         try:
-            top = Path(git("rev-parse", "--show-toplevel", cwd=self._cwd).stdout.strip())
-            common = git("rev-parse", "--git-common-dir", cwd=top).stdout.strip()
+            said = git("rev-parse", "--show-toplevel", "--git-common-dir", cwd=self._cwd).stdout.splitlines()
         except GitFailed as error:
             raise DefinitionError(
                 f"wf.worktree needs the run's directory {self._cwd} to be in a git working tree: {error}"
             ) from None
-        return top, (top / common).resolve()
+        if len(said) != 2:  # a newline in a path
+            raise DefinitionError(f"wf.worktree can't read where the repository of {self._cwd} is: {said!r}")
+        top, common = said  # the common directory relative to where git ran, unless absolute
+        return Path(top), (self._cwd / common).resolve()
 
     def finish(self) -> list[WorktreeEnd]:
         """Deal with every worktree the run tried to make (its agents are stopped), and let go of the run's lock."""
