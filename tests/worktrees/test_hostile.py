@@ -130,3 +130,16 @@ async def test_two_runs_at_once_in_one_repository_get_their_own_worktrees(tmp_pa
     assert ends[0].branch != ends[1].branch and ends[0].path != ends[1].path
     for end in ends:
         assert git(repo, "show", f"{end.branch}:mine").strip() == str(end.path)
+
+
+async def test_commits_on_a_detached_head_keep_the_worktree_even_with_keep_never(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+
+    async def detached(wf: Workflow) -> None:
+        body = "git checkout -q --detach && git commit -q --allow-empty -m 'on no branch'"
+        opened = await wf.agents.open("a", runtime=agent(tmp_path, "a", body), cwd=wf.worktree("w", keep="never"))
+        await opened.run("Work.")
+
+    [end] = (await run_in(repo, detached)).worktrees
+    assert end.state == "kept" and "holds commits its branch doesn't" in end.reason
+    assert git(end.path, "log", "-1", "--format=%s").strip() == "on no branch"  # the commit only its HEAD holds

@@ -87,6 +87,13 @@ async def test_a_branch_git_cant_make_fails_the_add_and_leaves_nothing(tmp_path:
 
     await refused(repo, blocked, "git worktree add failed")
     assert registered(repo) == []
+
+    def after_failing(wf: Workflow) -> None:
+        with pytest.raises(DefinitionError):
+            blocked(wf)
+        wf.worktree("w")
+
+    await refused(repo, after_failing, "failed to be made earlier in this run; use another name")
     assert snapshot(repo) == before
 
 
