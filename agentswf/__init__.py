@@ -15,6 +15,8 @@ gets typed, validated answers back; the agent answers through one command, `wfa`
     wf.approvals                            Approvals: tool calls waiting for a person (ApprovalRequest)
     agent.usage, RunResult.usage            what an agent, and the run, spent (Usage, RunUsage; Prices)
     wf.sandboxes.open(key, write=[...])     a Sandbox to pass as agents.open(sandbox=...) (wf.sandboxes is Sandboxes)
+    cwd=wf.worktree(name)                   a git worktree for an agent (wf.worktrees: Worktree;
+                                            RunResult.worktrees: WorktreeEnd)
 
 Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test helpers
 (scripted agents and participants, the pytest plugin) in `agentswf.testing`.
@@ -56,6 +58,7 @@ from .workflow.messaging import MessageRefused, Participant, Participants, Route
 from .workflow.running import RunResult, run
 from .workflow.sandboxes import Sandbox, Sandboxes, SandboxSpec
 from .workflow.tools import Tool, tool
+from .workflow.worktrees import Worktree, WorktreeEnd
 
 __all__ = [
     "Agent",
@@ -95,6 +98,8 @@ __all__ = [
     "Workflow",
     "WorkflowDefinition",
     "WorkflowError",
+    "Worktree",
+    "WorktreeEnd",
     "__version__",
     "load_workflow",
     "run",

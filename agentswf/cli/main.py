@@ -46,6 +46,7 @@ from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from ..workflow.sandboxes import run_sandbox
+from . import worktrees
 from .logs import print_run, print_trace
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -176,6 +177,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
             "value": result.value,
             "run_id": result.run_id,
             "run_dir": str(result.run_dir),
+            "worktrees": worktrees.as_json(result.worktrees),
         }
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(record)).decode() + "\n")
     elif result.completed:
@@ -187,6 +189,8 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
     print(f"awf: {definition.name} {ending}{attempt}{replayed}", file=sys.stderr)
     if result.where:
         print(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})", file=sys.stderr)
+    for line in worktrees.closing_lines(result.worktrees):
+        print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
     if result.outcome != "completed":
         print(f"awf: go on with: awf continue {result.run_id}{_root_words(options)}", file=sys.stderr)
@@ -258,7 +262,7 @@ def _values(path: str | None) -> dict[str, Any] | None:
 
 def command_continue(options: argparse.Namespace) -> int:
     """`awf continue [RUN]`: a new attempt of the run, from its recorded file, args and cwd."""
-    run_dir = _run_dir(options, options.run)
+    run_dir = _run_dir(options, options.run).resolve()  # the record's path said in full, as awf run says it
     try:
         info = read_json(run_dir / "run.json")
         attempts = read_attempts(run_dir)
@@ -494,6 +498,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
+    worktrees.add_parser(commands)
     return parser
 
 

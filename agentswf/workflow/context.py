@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -24,6 +24,7 @@ from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
 from .sandboxes import Sandboxes
 from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
+from .worktrees import Keep, RunWorktrees, Worktree
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -62,6 +63,7 @@ class Workflow:
         run_dir: this run's record directory.
         cwd: the directory the run works in; agents' `cwd` is relative to it.
         stop_reason: the reason given to `wf.stop`, once it was called.
+        worktrees: the git worktrees `wf.worktree` made, by name (`Worktree`).
     """
 
     agents: Agents
@@ -85,9 +87,11 @@ class Workflow:
         log_lines: LogLines,
         approvals: Approvals,
         board: ActorRef,
+        worktrees: RunWorktrees,
         durable: Durable | None = None,
     ) -> None:
         self.name = name
+        self._worktrees = worktrees
         self._durable = durable  # this attempt's stage plan and records
         self.approvals = approvals
         self._board = board
@@ -232,6 +236,28 @@ class Workflow:
             with anyio.CancelScope(shield=True):
                 for route in routes:
                     await route.close()
+
+    def worktree(self, name: str, *, base: str = "HEAD", keep: Keep = "on-change") -> Path:
+        """A git worktree of the run's repository on a new branch, for an agent's `cwd`: its path.
+
+        Made now (git checks `base` out) under the run's record, on the branch
+        `awf/<run id>/<name>`; the same name and arguments give the same worktree. At the
+        run's end it is removed with its branch when nothing changed, and kept (and listed)
+        when it has commits or uncommitted changes; with uncommitted changes it is never
+        removed, whatever `keep` says. `keep="always"` keeps it unchanged too;
+        `keep="never"` removes a clean one even with commits, which stay on its branch.
+        Raises DefinitionError when it can't be made (no repository, no such base, ...).
+        """
+        new = name not in self._worktrees.made
+        made = self._worktrees.make(name, base=base, keep=keep)
+        if new:
+            self.log("worktree made", worktree=name, path=str(made.path), branch=made.branch, base=made.base)
+        return made.path
+
+    @property
+    def worktrees(self) -> Mapping[str, Worktree]:
+        """The worktrees `wf.worktree` made in this run, by name."""
+        return self._worktrees.made
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason` (awf run exits 3)."""

@@ -15,6 +15,7 @@ from typing import Any, Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import msgspec
 
 from ..engine.accounting import RunUsage
@@ -32,6 +33,7 @@ from .continuing import check_stage_options, continued_run
 from .definition import WorkflowDefinition
 from .durable import Durable
 from .durations import Duration, to_seconds
+from .worktrees import RunWorktrees, WorktreeEnd
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 MAX_REASON_CHARS = 4000
@@ -62,6 +64,7 @@ class RunResult:
     usage: RunUsage = field(default_factory=RunUsage)  # what the run spent: in all, by agent, key group, model and turn
     attempt: int = 1
     needs: dict[str, Any] | None = None  # a look-ahead's: each stage before --from-stage, and its JSON Schema
+    worktrees: tuple[WorktreeEnd, ...] = ()  # what became of each wf.worktree
 
     @property
     def completed(self) -> bool:
@@ -209,6 +212,8 @@ async def run(
     work = anyio.CancelScope()
     ending: list[_Ending] = []
     spent: list[RunUsage] = []
+    worktrees = RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory)
+    worktree_ends: list[WorktreeEnd] = []
 
     async def shielded() -> None:
         with anyio.CancelScope(shield=True):
@@ -242,6 +247,7 @@ async def run(
                     approvals=Approvals(actors.desk),
                     board=actors.board,
                     durable=durable,
+                    worktrees=worktrees,
                 )
                 end = _Ending("cancelled", None, "the run was cancelled")
                 with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
@@ -251,6 +257,9 @@ async def run(
                         end = _Ending("cancelled", None, "the run was cancelled")
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
+                worktree_ends.extend(await anyio.to_thread.run_sync(worktrees.finish))  # its agents are stopped
+                for gone in worktree_ends:
+                    wf.log(f"worktree {gone.state}", worktree=gone.name, path=str(gone.path), branch=gone.branch, reason=gone.reason)
                 # The Recorder outlives that bound: the ending is recorded even when the time ran out.
                 ended = end
                 gap = await actors.recorder.ask(RecordGaps())
@@ -282,7 +291,8 @@ async def run(
     needs = dict(durable.needs) if lookahead else None
     n = durable.attempt.n
     return RunResult(
-        end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0], n, needs
+        end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0], n, needs,
+        tuple(worktree_ends),
     )
 
 
