@@ -25,15 +25,12 @@ import structlog
 from ..__about__ import __version__
 from ..engine.operator import (
     Approve,
-    OperatorRequest,
-    OperatorResponse,
     Pending,
     PostAs,
     ReadInbox,
     Reject,
-    ask_run,
 )
-from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.records import DEFAULT_RUN_ROOT, find_run
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
 from ..progress import show_progress
@@ -44,7 +41,9 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from .control import add_commands
 from .logs import print_run, print_trace
+from .runs import UsageFailure, ask_live_run, run_dir_of
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -54,10 +53,6 @@ RUN_EPILOG = (
     "The words after -- are the workflow's args: --name value flags for an args Struct "
     "of simple fields, or one JSON value. Standard output holds only the run's result."
 )
-
-
-class UsageFailure(Exception):
-    """What `awf` prints before exiting 2."""
 
 
 def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
@@ -214,59 +209,14 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         raise UsageFailure(str(leaves[0])) from None
 
 
-def _run_dir(options: argparse.Namespace, run: str | None) -> Path:
-    root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
-    run_dir = find_run(root, run)
-    if run_dir is None:
-        which = f"run {run!r}" if run else "any run"
-        raise UsageFailure(f"no record of {which} under {root}")
-    return run_dir
-
-
 def command_logs(options: argparse.Namespace) -> int:
-    print_run(_run_dir(options, options.run), sys.stdout)
+    print_run(run_dir_of(options, options.run), sys.stdout)
     return 0
-
-
-def _is_live(run_dir: Path) -> bool:
-    """The run has not recorded its ending, and its operator socket is there."""
-    if (run_dir / "output.json").exists():
-        return False
-    try:
-        control = read_json(run_dir / "run.json").get("control")
-    except (OSError, msgspec.DecodeError, AttributeError):
-        return False
-    return bool(control) and Path(control).is_socket()
-
-
-def _live_run_dir(options: argparse.Namespace) -> Path:
-    """The run named, or else the one live run under the run root."""
-    if options.run is not None:
-        return _run_dir(options, options.run)
-    root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
-    live = sorted(path.parent for path in root.glob("*/*/run.json") if _is_live(path.parent))
-    if not live:
-        raise UsageFailure(f"no run is live under {root} (--run-root names another place); awf logs shows the latest run")
-    if len(live) > 1:
-        names = ", ".join(f"{path.name} ({path.parent.name})" for path in live)
-        raise UsageFailure(f"{len(live)} live runs under {root}: {names}; name one")
-    return live[0]
-
-
-def _ask_live_run(options: argparse.Namespace, request: OperatorRequest) -> OperatorResponse:
-    run_dir = _live_run_dir(options)
-    control = read_json(run_dir / "run.json").get("control")
-    if (run_dir / "output.json").exists() or not control:
-        raise UsageFailure(f"run {run_dir.name} has ended; only a live run can be asked (awf logs {run_dir.name} shows it)")
-    try:
-        return ask_run(control, request)
-    except OSError as error:
-        raise UsageFailure(f"run {run_dir.name} isn't answering ({error}); it may have ended") from None
 
 
 def command_decide(options: argparse.Namespace) -> int:
     kind = Approve if options.command == "approve" else Reject
-    response = _ask_live_run(options, kind(options.call, options.reason or "", options.by))
+    response = ask_live_run(options, kind(options.call, options.reason or "", options.by))
     print(f"awf: {response.message}", file=sys.stderr if not response.ok else sys.stdout)
     return 0 if response.ok else 1
 
@@ -277,7 +227,7 @@ def command_inbox(options: argparse.Namespace) -> int:
         wait = parse_duration(options.wait) or 0.0
         if wait <= 0:
             raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
-    response = _ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
+    response = ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
     if not response.ok:
         print(f"awf: {response.message}", file=sys.stderr)
         return 1
@@ -310,18 +260,18 @@ def command_post(options: argparse.Namespace) -> int:
     text = text.removesuffix("\n")
     if not text:
         raise UsageFailure("the message is empty: give it as an argument or on standard input")
-    response = _ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
+    response = ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
     print(f"awf: {response.message}", file=sys.stdout if response.ok else sys.stderr)
     return 0 if response.ok else 1
 
 
 def command_trace(options: argparse.Namespace) -> int:
-    print_trace(_run_dir(options, options.run), sys.stdout)
+    print_trace(run_dir_of(options, options.run), sys.stdout)
     return 0
 
 
 def command_pending(options: argparse.Namespace) -> int:
-    response = _ask_live_run(options, Pending())
+    response = ask_live_run(options, Pending())
     for request in response.value or []:
         why = f"  ({request['reason']})" if request.get("reason") else ""
         print(f"{request['call_id']}  {request['agent']} → {request['tool']}  {json_text(request['input'])}{why}")
@@ -395,6 +345,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
+    add_commands(commands)
     return parser
 
 

@@ -12,7 +12,8 @@ that a run killed with `kill -9` leaves no process carrying its mark and no dire
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from .admission import operator_admit
 from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker
-from .operator import OPERATOR_SOCKET_NAME, serve_operator
+from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
 from .recorder import LogLines, Recorder
 from .switchboard import Switchboard
@@ -73,6 +74,7 @@ class RunActor(Actor):
         self.desk = services.desk
         self.board = services.board
         self.deadline = services.deadline
+        self.stop_run = services.stop
         self.sockets = sockets
         self.budget = ConnectionBudget()
         self.attempts = LiveAttempts()
@@ -81,7 +83,9 @@ class RunActor(Actor):
 
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
-        self.start_soon(serve_operator, listener, self.desk, self.board, operator_admit(self.attempts, self.recorder, self.sockets.name))
+        admit = operator_admit(self.attempts, self.recorder, self.sockets.name)
+        control = RunControl(lambda: tuple(self.agents), lambda: Counter(self.attempts.roots.values()), self.stop_run)
+        self.start_soon(serve_operator, listener, self.desk, self.board, admit, control)
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -137,12 +141,18 @@ class RunActor(Actor):
 
 @dataclass(frozen=True, slots=True)
 class RunServices:
-    """The run-wide actors an agent works with, and the run's deadline (loop clock)."""
+    """The run-wide actors an agent works with, the run's deadline (loop clock), and its stop
+    (`awf stop`: False when the run is already stopping)."""
 
     broker: ActorRef
     desk: ActorRef
     board: ActorRef
     deadline: float
+    stop: Callable[[str], bool]
+
+
+def _no_stop(reason: str) -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +169,12 @@ class RunActors:
 
 @asynccontextmanager
 async def run_actors(
-    record_dir: Path, *, deadline: float, policies: Sequence[Policy] = (), replay: Replay | None = None
+    record_dir: Path,
+    *,
+    deadline: float,
+    policies: Sequence[Policy] = (),
+    replay: Replay | None = None,
+    stop: Callable[[str], bool] = _no_stop,
 ) -> AsyncIterator[RunActors]:
     """The run's actors, for as long as the block lasts; nothing of them outlives it."""
     sockets = make_run_dir()
@@ -174,7 +189,7 @@ async def run_actors(
                 ToolBroker, recorder, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
             )
             board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
-            services = RunServices(broker, desk, board, deadline)
+            services = RunServices(broker, desk, board, deadline, stop)
             run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
             yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines)
     finally:

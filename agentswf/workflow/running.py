@@ -173,11 +173,21 @@ async def run(
     cleanup = anyio.CancelScope()
     work = anyio.CancelScope()
     ending: list[_Ending] = []
+    stopped: list[str] = []  # `awf stop`'s reason, once asked
+
+    def stop(reason: str) -> bool:
+        """`awf stop`: the workflow is cancelled as on Ctrl-C, and the run ends `stopped`."""
+        if stopped or work.cancel_called:
+            return False
+        stopped.append(reason)
+        work.cancel()
+        cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
+        return True
 
     async def shielded() -> None:
         with anyio.CancelScope(shield=True):
             async with run_actors(
-                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed
+                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop
             ) as actors:
                 await actors.recorder.ask(
                     RunStarted(
@@ -209,7 +219,7 @@ async def run(
                     with work:
                         end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
                     if work.cancelled_caught:
-                        end = _Ending("cancelled", None, "the run was cancelled")
+                        end = _Ending(*(("stopped", None, stopped[0]) if stopped else ("cancelled", None, "the run was cancelled")))
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
                 # The Recorder outlives that bound: the ending is recorded even when the time ran out.
