@@ -41,6 +41,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from .actors import print_actors
 from .control import add_commands
 from .logs import print_run, print_trace
 from .runs import UsageFailure, ask_live_run, run_dir_of
@@ -123,6 +124,7 @@ async def _run_with_interrupt(
                 cwd=options.cwd,
                 timeout=options.timeout,
                 replay=replay,
+                trace=options.trace,
             )
         group.cancel_scope.cancel()
     return result
@@ -266,7 +268,11 @@ def command_post(options: argparse.Namespace) -> int:
 
 
 def command_trace(options: argparse.Namespace) -> int:
-    print_trace(run_dir_of(options, options.run), sys.stdout)
+    run_dir = run_dir_of(options, options.run)
+    if options.actors:
+        print_actors(run_dir, sys.stdout)
+    else:
+        print_trace(run_dir, sys.stdout)
     return 0
 
 
@@ -301,6 +307,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.set_defaults(handler=command_run)
 
     run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
+    run_parser.add_argument("--trace", action="store_true", help="record every actor's mailbox events (awf trace --actors)")
 
     for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):
         decide_parser = commands.add_parser(name, help=text)
@@ -338,6 +345,7 @@ def _parser() -> argparse.ArgumentParser:
 
     trace_parser = commands.add_parser("trace", help="who sent what to whom, when it was read, how long it waited")
     trace_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    trace_parser.add_argument("--actors", action="store_true", help="each actor's mailbox figures, of a run traced with --trace")
     trace_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     trace_parser.set_defaults(handler=command_trace)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from ..actors import Actor, ActorRef, Supervisor, handler
+from ..actors import Actor, ActorRef, Supervisor, Tracer, handler
 from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
 from ..harnesses.process import watched
@@ -175,11 +175,14 @@ async def run_actors(
     policies: Sequence[Policy] = (),
     replay: Replay | None = None,
     stop: Callable[[str], bool] = _no_stop,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[RunActors]:
-    """The run's actors, for as long as the block lasts; nothing of them outlives it."""
+    """The run's actors, for as long as the block lasts; nothing of them outlives it.
+
+    With `tracer`, every mailbox event of these actors goes to it (`--trace`)."""
     sockets = make_run_dir()
     try:
-        async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
+        async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
             log_lines = LogLines()
             recorder = supervisor.spawn(
                 Recorder, record_dir, log_lines, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY

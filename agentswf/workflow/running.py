@@ -7,14 +7,18 @@ import os
 import time
 import traceback
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import msgspec
+import structlog
 
+from ..engine.actor_trace import RunTrace, write_trace
 from ..engine.broker import Replay
 from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
@@ -139,6 +143,7 @@ async def run(
     env: Mapping[str, str] | None = None,
     harnesses: HarnessResolver | None = None,
     replay: str | Path | None = None,
+    trace: bool = False,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -146,6 +151,7 @@ async def run(
     agents' runtimes become harnesses (agentswf.testing uses it for scripted agents).
     `replay` names a recorded run's directory: every tool call is answered from its
     record and no handler runs, for debugging a workflow's logic without side effects.
+    `trace` records every mailbox event of the run's actors in its record (`awf trace RUN --actors`).
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
@@ -184,10 +190,13 @@ async def run(
         cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
         return True
 
+    run_trace = RunTrace() if trace else None
+    tracer = run_trace.tracer() if run_trace is not None else None
+
     async def shielded() -> None:
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), tracer or nullcontext():
             async with run_actors(
-                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop
+                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop, tracer=tracer
             ) as actors:
                 await actors.recorder.ask(
                     RunStarted(
@@ -233,6 +242,8 @@ async def run(
                     gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
                     end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
                 ending.append(end)
+            if run_trace is not None:  # once the actors have stopped: their last dead letters are in it
+                await _record_trace(record_dir, run_trace)
         watch.cancel_scope.cancel()
 
     async with anyio.create_task_group() as watch:
@@ -241,6 +252,23 @@ async def run(
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
     return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback)
+
+
+async def _record_trace(record_dir: Path, run_trace: RunTrace) -> None:
+    """The run's mailbox trace, beside its record, and its OpenTelemetry spans where the
+    `otel` extra is installed; a trace that can't be written or exported is only logged."""
+    try:
+        await anyio.to_thread.run_sync(write_trace, record_dir, run_trace)
+    except OSError as error:
+        structlog.get_logger("agentswf.run").warning("the run's mailbox trace could not be written", error=str(error))
+    try:
+        from ..otel import export_run
+    except ImportError:  # no agentswf[otel]
+        return
+    try:
+        await anyio.to_thread.run_sync(export_run, record_dir)
+    except Exception as error:  # an exporter's failure is not the run's
+        structlog.get_logger("agentswf.run").warning("the run's spans could not be exported", error=str(error))
 
 
 def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
