@@ -33,7 +33,7 @@ from ..engine.operator import (
 from ..engine.records import DEFAULT_RUN_ROOT, find_run
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
-from ..progress import show_progress
+from ..progress import show_progress, watch_runs
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
@@ -43,6 +43,7 @@ from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from .actors import print_actors
 from .control import add_commands
+from .live import TURN_SOURCE, RunView, ViewKind
 from .logs import print_run, print_trace
 from .runs import UsageFailure, ask_live_run, run_dir_of
 
@@ -83,8 +84,9 @@ def json_text(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _configure_progress() -> None:
-    show_progress()
+def _configure_progress(kind: ViewKind) -> RunView:
+    """Progress for `awf run`: the live view, or plain lines (turns, tool calls, messages from the record)."""
+    show_progress(kind == "plain", except_sources=(TURN_SOURCE,))
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -93,6 +95,7 @@ def _configure_progress() -> None:
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
+    return RunView(kind)
 
 
 async def _run_with_interrupt(
@@ -153,6 +156,7 @@ def _run_root(options: argparse.Namespace) -> Path:
 
 
 def command_run(options: argparse.Namespace) -> int:
+    options.view = "plain" if options.plain or not (sys.stdout.isatty() and sys.stderr.isatty()) else "live"
     with _stdout_to_stderr():
         result, definition = _start_run(options)
     if result is None:
@@ -199,7 +203,8 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         replay = find_run(_run_root(options), options.replay)
         if replay is None:
             raise UsageFailure(f"--replay {options.replay}: no record of that run under {_run_root(options)}")
-    _configure_progress()
+    view = _configure_progress(options.view)
+    stop_watching = watch_runs(view)
     try:
         return anyio.run(_run_with_interrupt, definition, options, args, replay, backend=options.backend), definition
     except DefinitionError as error:
@@ -209,6 +214,9 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         if not all(isinstance(leaf, DefinitionError) for leaf in leaves):
             raise
         raise UsageFailure(str(leaves[0])) from None
+    finally:
+        stop_watching()
+        view.close()
 
 
 def command_logs(options: argparse.Namespace) -> int:
@@ -307,6 +315,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.set_defaults(handler=command_run)
 
     run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
+    run_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
     run_parser.add_argument("--trace", action="store_true", help="record every actor's mailbox events (awf trace --actors)")
 
     for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):

@@ -249,11 +249,12 @@ async def serve_operator(
             connections.start_soon(_answer, await accept(listener, budget), desk, board, admit, budget, control)
 
 
-def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorResponse:
-    """Send one operator request to a live run (blocking); raises OSError if it isn't live."""
+def ask_run(socket_path: str | Path, request: OperatorRequest, *, timeout: float | None = None) -> OperatorResponse:
+    """Send one operator request to a live run (blocking); raises OSError if it isn't live, or
+    doesn't answer within `timeout` (by default the run's own bound on its answer)."""
     wait = request.wait_ms / 1000 if isinstance(request, ReadInbox) else 0.0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait)
+        connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait if timeout is None else timeout)
         connection.connect(str(socket_path))
         try:
             connection.sendall(msgspec.json.encode(request) + b"\n")

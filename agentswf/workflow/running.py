@@ -26,7 +26,7 @@ from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..harnesses.runtime import harness_for
-from ..progress import progress
+from ..progress import run_started
 from .agents import Agents, HarnessResolver
 from .context import Approvals, Workflow
 from .definition import WorkflowDefinition
@@ -210,7 +210,7 @@ async def run(
                     )
                 )
                 replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
-                progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **replaying)
+                run_started(run_id, record_dir, **replaying)
                 await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
                 agents = Agents(actors.run, actors.board, directory, run_env, resolve)
                 wf = Workflow(
