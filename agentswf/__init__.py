@@ -45,6 +45,7 @@ from .errors import (
 from .harnesses.runtime import Runtime
 from .progress import show_progress
 from .workflow.agents import Agent, Agents
+from .workflow.budgets import Budget, Spending, Spent
 from .workflow.context import Approvals, Workflow
 from .workflow.definition import WorkflowDefinition, workflow
 from .workflow.loading import load_workflow
@@ -61,6 +62,7 @@ __all__ = [
     "ApprovalRequest",
     "Approvals",
     "Blocked",
+    "Budget",
     "Cancelled",
     "DeadlineExceeded",
     "DefinitionError",
@@ -74,6 +76,8 @@ __all__ = [
     "Route",
     "RunResult",
     "Runtime",
+    "Spending",
+    "Spent",
     "StopRequested",
     "TimedOut",
     "Tool",

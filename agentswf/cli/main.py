@@ -37,6 +37,7 @@ from ..progress import show_progress, watch_runs
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
+from ..workflow.budgets import parse_budget
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
@@ -128,6 +129,7 @@ async def _run_with_interrupt(
                 timeout=options.timeout,
                 replay=replay,
                 trace=options.trace,
+                budget=options.budget_limits,
             )
         group.cancel_scope.cancel()
     return result
@@ -195,6 +197,7 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         definition = load_workflow(options.file, options.workflow)
         if options.timeout is not None:
             to_seconds(options.timeout, what="--timeout")
+        options.budget_limits = None if options.budget is None else parse_budget(options.budget)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     args = parse_args(definition, options.args)
@@ -315,6 +318,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.set_defaults(handler=command_run)
 
     run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
+    run_parser.add_argument("--budget", help="cap the run's spend, e.g. '5usd,2h,200turns,1mtokens'")
     run_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
     run_parser.add_argument("--trace", action="store_true", help="record every actor's mailbox events (awf trace --actors)")
 

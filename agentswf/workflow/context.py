@@ -20,6 +20,7 @@ from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
+from .budgets import Budget, Spending
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
 
 _STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -81,6 +82,7 @@ class Workflow:
         log_lines: LogLines,
         approvals: Approvals,
         board: ActorRef,
+        budget: Budget | None = None,
     ) -> None:
         self.name = name
         self.approvals = approvals
@@ -96,6 +98,9 @@ class Workflow:
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
+        self._ledger = agents.ledger
+        self._ledger.log = self.log
+        self._ledger.run.budget = budget
 
     async def parallel(
         self,
@@ -184,11 +189,14 @@ class Workflow:
         """`(name, value)` of whichever named awaitable finishes first; the others are cancelled."""
         return await select(**awaitables)
 
-    async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None) -> R:
+    async def stage(
+        self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Budget | None = None
+    ) -> R:
         """Run `work()` as the stage `name`: routes opened in it close when it ends.
 
-        With `result` (a msgspec type) the stage's value must fit it. One stage at a time,
-        each name once per run.
+        With `result` (a msgspec type) the stage's value must fit it. With `budget`, a turn
+        given in the stage past it ends `Failed` without starting. One stage at a time, each
+        name once per run.
         """
         if not isinstance(name, str) or not name or not set(name) <= _STAGE_CHARACTERS or not name[0].isalpha():
             raise DefinitionError(f"{name!r} is not a stage's name: lowercase letters, digits and '-'")
@@ -198,6 +206,7 @@ class Workflow:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
         self._stage = name
+        self._ledger.enter_stage(name, budget)
         try:
             value = await work()
             if result is not None:
@@ -208,10 +217,26 @@ class Workflow:
             return value
         finally:
             self._stage = None
+            self._ledger.leave_stage()
             routes, self._stage_routes = self._stage_routes, []
             with anyio.CancelScope(shield=True):
                 for route in routes:
                     await route.close()
+
+    def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
+        """Cap what the agents of key group `group` (keys `group` and `group:…`) may spend from
+        now: a `Budget`, or its fields (`wf.budget("review", turns=6)`)."""
+        if budget is None:
+            budget = Budget(**limits)
+        elif limits:
+            raise DefinitionError("wf.budget takes a Budget or its fields, not both")
+        if not isinstance(group, str) or not group or ":" in group:
+            raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
+        self._ledger.limit_group(group, budget)
+
+    def spent(self) -> Spending:
+        """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
+        return self._ledger.spending()
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason` (awf run exits 3)."""

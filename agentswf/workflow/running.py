@@ -28,6 +28,7 @@ from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..harnesses.runtime import harness_for
 from ..progress import run_started
 from .agents import Agents, HarnessResolver
+from .budgets import Budget
 from .context import Approvals, Workflow
 from .definition import WorkflowDefinition
 from .durations import Duration, to_seconds
@@ -144,6 +145,7 @@ async def run(
     harnesses: HarnessResolver | None = None,
     replay: str | Path | None = None,
     trace: bool = False,
+    budget: Budget | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -152,6 +154,7 @@ async def run(
     `replay` names a recorded run's directory: every tool call is answered from its
     record and no handler runs, for debugging a workflow's logic without side effects.
     `trace` records every mailbox event of the run's actors in its record (`awf trace RUN --actors`).
+    `budget` caps what the run's turns may spend (see `Budget`).
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
@@ -222,6 +225,7 @@ async def run(
                     log_lines=actors.log_lines,
                     approvals=Approvals(actors.desk),
                     board=actors.board,
+                    budget=budget,
                 )
                 end = _Ending("cancelled", None, "the run was cancelled")
                 with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
