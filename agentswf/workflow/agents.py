@@ -25,7 +25,7 @@ from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
-from .budgets import Ledger
+from .budgets import Budgets
 from .durations import Duration, to_seconds
 from .tools import Tool, check_tools
 
@@ -164,11 +164,11 @@ class Agent:
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
         call_id = secrets.token_hex(4)
-        ledger, stage = self._agents.ledger, self._agents.ledger.stage
-        refusal = ledger.refusal(self.key)
+        budgets, stage = self._agents.budgets, self._agents.budgets.stage
+        refusal = budgets.refusal(self.key)
         if refusal is not None:  # past a budget: the turn doesn't start
-            return ledger.refused_turn(self.key, n, call_id, refusal)
-        ledger.begin(self.key, stage)
+            return budgets.refused_turn(self.key, n, call_id, refusal)
+        budgets.begin(self.key, stage)
         table = await self._agents._board.ask(PeersOf(self.key))
         peers = peers_block(self.launcher, table["peers"], can_await=self._can_await)
         start = StartTurn(
@@ -210,7 +210,7 @@ class Agent:
             raise
         except ActorStopped:
             raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
-        ledger.spend(self.key, stage, turn)
+        budgets.spend(self.key, stage, turn)
         if id is not None:
             self._by_id[id] = (identity, turn)
         return turn
@@ -265,7 +265,7 @@ class Agents:
         self._resolve = resolve
         self._open: dict[str, Agent] = {}
         self._closed: set[str] = set()
-        self.ledger = Ledger()  # the run's budgets and spend; the Workflow gives it its budgets
+        self.budgets = Budgets()  # the run's budgets and what the turns it gave spent
 
     async def open(
         self,

@@ -132,7 +132,7 @@ class _Scope:
 
 
 @dataclass
-class Ledger:
+class Budgets:
     """The run's budgets and what each scope spent; the workflow's side alone reads and writes it."""
 
     log: Callable[..., None] = lambda message, **fields: None

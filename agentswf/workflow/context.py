@@ -98,9 +98,9 @@ class Workflow:
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
-        self._ledger = agents.ledger
-        self._ledger.log = self.log
-        self._ledger.run.budget = budget
+        self._budgets = agents.budgets
+        self._budgets.log = self.log
+        self._budgets.run.budget = budget
 
     async def parallel(
         self,
@@ -206,7 +206,7 @@ class Workflow:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
         self._stage = name
-        self._ledger.enter_stage(name, budget)
+        self._budgets.enter_stage(name, budget)
         try:
             value = await work()
             if result is not None:
@@ -217,7 +217,7 @@ class Workflow:
             return value
         finally:
             self._stage = None
-            self._ledger.leave_stage()
+            self._budgets.leave_stage()
             routes, self._stage_routes = self._stage_routes, []
             with anyio.CancelScope(shield=True):
                 for route in routes:
@@ -232,11 +232,11 @@ class Workflow:
             raise DefinitionError("wf.budget takes a Budget or its fields, not both")
         if not isinstance(group, str) or not group or ":" in group:
             raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
-        self._ledger.limit_group(group, budget)
+        self._budgets.limit_group(group, budget)
 
     def spent(self) -> Spending:
         """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
-        return self._ledger.spending()
+        return self._budgets.spending()
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason` (awf run exits 3)."""
