@@ -160,7 +160,9 @@ class Agent:
             if earlier != identity:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
-        turn_deadline = self._deadline(timeout, deadline)
+        own_deadline = self._deadline(timeout, deadline)
+        wall_left, wall_scope = self._agents.budgets.wall_left(self.key)
+        turn_deadline = min(own_deadline, anyio.current_time() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
         call_id = secrets.token_hex(4)
@@ -211,6 +213,8 @@ class Agent:
         except ActorStopped:
             raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
         budgets.spend(self.key, stage, turn)
+        if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
+            turn = budgets.stopped_turn(turn, wall_scope)
         if id is not None:
             self._by_id[id] = (identity, turn)
         return turn

@@ -6,8 +6,9 @@ A `Budget` caps dollars, tokens (input and output), turns and wall time; the run
 agent whose key is `review` or starts `review:`). A turn that would start with any budget
 over which it falls spent (or its time passed) does not start: it ends
 `Failed(reason="budget <scope>: …", retryable=False)` at once, without running the CLI, and
-a line in the run's log says which budget stopped which turn. The workflow decides what next;
-`wf.spent()` tells it where each scope stands.
+a line in the run's log says which budget stopped which turn. A turn still running when a wall
+budget runs out is stopped then, and ends the same way (`Budgets.wall_left` bounds its deadline).
+The workflow decides what next; `wf.spent()` tells it where each scope stands.
 
 What is counted is what the turns given by the workflow reported (`Turn.usage`): a turn's
 cost counts where its CLI or the pricing gave one, and a turn started by a message, which the
@@ -16,6 +17,7 @@ workflow never sees, is not counted. `over_budget` is the pure decision.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable
@@ -153,19 +155,43 @@ class Budgets:
         scope = self.groups.setdefault(group, _Scope())
         scope.budget, scope.began = budget, time.monotonic()
 
-    def refusal(self, key: str) -> tuple[str, str] | None:
-        """(the budget's scope, why) if a turn of `key` may not start now, else None."""
-        now = time.monotonic()
+    def _budgeted(self, key: str) -> list[tuple[str, _Scope]]:
+        """The scopes a turn of `key` given now counts toward that have a budget, by name."""
         scopes = [("run", self.run)]
         if self.stage is not None:
             scopes.append((f"stage {self.stage}", self.stages[self.stage]))
         if group_of(key) in self.groups:
             scopes.append((f"group {group_of(key)}", self.groups[group_of(key)]))
-        for name, scope in scopes:
-            why = None if scope.budget is None else over_budget(scope.budget, scope.spent, now - scope.began)
+        return [(name, scope) for name, scope in scopes if scope.budget is not None]
+
+    def refusal(self, key: str) -> tuple[str, str] | None:
+        """(the budget's scope, why) if a turn of `key` may not start now, else None."""
+        now = time.monotonic()
+        for name, scope in self._budgeted(key):
+            assert scope.budget is not None
+            why = over_budget(scope.budget, scope.spent, now - scope.began)
             if why is not None:
                 return name, why
         return None
+
+    def wall_left(self, key: str) -> tuple[float, str]:
+        """The seconds left before the first wall budget of a turn of `key` given now runs out
+        (infinite without one), and that budget's scope: a turn still running then is stopped."""
+        now, left, which = time.monotonic(), math.inf, ""
+        for name, scope in self._budgeted(key):
+            assert scope.budget is not None
+            if scope.budget.wall is not None:
+                remaining = to_seconds(scope.budget.wall) - (now - scope.began)
+                if remaining < left:
+                    left, which = remaining, name
+        return left, which
+
+    def stopped_turn(self, turn: Turn[Any], scope: str) -> Turn[Any]:
+        """A turn its wall budget stopped in flight: it ended timed out at the budget's end, and
+        ends for the workflow as a turn past the budget does."""
+        self.log("a budget stopped a turn in flight", agent=turn.agent, turn=turn.n, budget=scope, reason="wall time passed")
+        outcome = Failed(reason=f"budget {scope}: its wall time passed while the turn ran", retryable=False)
+        return msgspec.structs.replace(turn, outcome=outcome)
 
     def refused_turn(self, key: str, n: int, call_id: str, refusal: tuple[str, str]) -> Turn[Any]:
         """The turn a budget did not let start, and its line in the run's log."""

@@ -21,7 +21,7 @@ import agentswf
 from agentswf import Budget, Failed, Usage, workflow
 from agentswf.errors import DefinitionError
 from agentswf.harnesses.base import Attempt, AttemptResult
-from agentswf.testing.scripted import ScriptBook, ScriptedHarness, answer
+from agentswf.testing.scripted import ScriptBook, ScriptedHarness, answer, hang
 from agentswf.workflow.budgets import Spent, over_budget, parse_budget
 
 PER_ATTEMPT = Usage(input_tokens=100, output_tokens=50, cost_usd=0.25)
@@ -131,6 +131,29 @@ async def test_a_key_groups_wall_budget_stops_its_agents_alone(tmp_path: Path) -
     first, late, other = result.value
     assert first == "answered" and other == "answered"
     assert late.startswith("budget group review: ") and "of its 0.2s wall time passed" in late
+
+
+@workflow(name="hung", description="A reviewer that never ends, under a wall budget.")
+async def hung(wf) -> tuple[str, float]:  # type: ignore[no-untyped-def]
+    wf.budget("review", wall=0.3)
+    reviewer = await wf.agents.open("review:deep", runtime="claude")
+    started = anyio.current_time()
+    turn = await reviewer.run("Review.", timeout="1h")
+    return turn.outcome.reason, anyio.current_time() - started
+
+
+async def test_a_wall_budget_stops_a_turn_in_flight(tmp_path: Path) -> None:
+    book = ScriptBook({"review:deep": hang()})
+    result = await _run(hung, book, tmp_path)
+    reason, took = result.value
+    assert reason == "budget group review: its wall time passed while the turn ran"
+    assert 0.2 < took < 5.0  # at the budget's end, not the turn's hour
+    [stopped] = [json.loads(line) for line in (result.run_dir / "turns.jsonl").read_text().splitlines()]
+    assert stopped["outcome"]["kind"] == "timed-out"  # the engine's account; the workflow's is the budget's
+    lines = [json.loads(line) for line in (result.run_dir / "log.jsonl").read_text().splitlines()]
+    assert [line["fields"]["budget"] for line in lines if line["message"] == "a budget stopped a turn in flight"] == [
+        "group review"
+    ]
 
 
 def test_awf_run_budget_and_a_bad_one(tmp_path: Path) -> None:
