@@ -74,7 +74,7 @@ def _events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
         fields = line.get("fields") or {}
         extra = " ".join(f"{key}={_short(value)}" for key, value in fields.items())
         text = f"{line.get('message', '')} {extra}".rstrip()
-        yield Event(line.get("at") or 0.0, "log", str(fields.get("agent", "")), text, fields)
+        yield Event(line.get("at") or 0.0, "log", str(fields.get("agent", "")), text, line)
 
 
 @dataclass

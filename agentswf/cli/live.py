@@ -9,8 +9,8 @@ awaits, what waits for approval) every `STATUS_REFRESH_SECONDS`, one small reque
   deadline, its last tool call or message (or the reply it awaits), tokens and cost — with
   the agents of one key group (the part of the key before `:`) folded under the group's
   row; the run's totals; the last `LOG_LINES_SHOWN` `wf.log` lines.
-- Plain lines: one per turn started and ended, tool call and message, through structlog
-  as the rest of `awf run`'s progress.
+- Plain lines: one per turn started and ended, tool call, message and `wf.log` line, in
+  the record's order, through structlog as the rest of `awf run`'s progress.
 """
 
 from __future__ import annotations
@@ -36,13 +36,17 @@ VIEW_REFRESH_SECONDS = 0.25  # the most often the view reads the record and draw
 STATUS_REFRESH_SECONDS = 1.0  # the most often the live view asks the run how its agents stand
 STATUS_TIMEOUT_SECONDS = 2.0  # a status the run doesn't give in this time is asked again later
 LOG_LINES_SHOWN = 5
-TURN_SOURCE = "agentswf.turns"  # whose progress lines the plain view prints from the record instead
+TURN_SOURCE = "agentswf.turns"
+LOG_SOURCE = "agentswf.workflow"
+RECORDED_SOURCES = (TURN_SOURCE, LOG_SOURCE, "agentswf.tools")
+"""Whose progress lines the plain view prints from the record instead, so that every line
+it prints comes in the order the record has them."""
 
 ViewKind = Literal["live", "plain"]
 
 
 def _plain(event: Event) -> None:
-    """One structlog line for an event of the record (turns, tool calls, messages)."""
+    """One structlog line for an event of the record (turns, tool calls, messages, log lines)."""
     fields = event.fields
     if event.kind == "turn-started":
         structlog.get_logger(TURN_SOURCE).info("turn started", agent=event.agent, turn=fields.get("n"), call=fields.get("call_id"))
@@ -62,6 +66,8 @@ def _plain(event: Event) -> None:
         structlog.get_logger("agentswf.messages").info(
             "message sent", sender=event.agent, to=fields.get("to"), kind=fields.get("kind")
         )
+    elif event.kind == "log":  # wf.log's lines, and the tool calls a policy logs
+        structlog.get_logger(LOG_SOURCE).info(str(fields.get("message", "")), **(fields.get("fields") or {}))
 
 
 def _deadline(agent: AgentTally, now: float) -> str:

@@ -44,7 +44,7 @@ from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from .actors import print_actors
 from .control import add_commands
-from .live import TURN_SOURCE, RunView, ViewKind
+from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
 from .runs import UsageFailure, ask_live_run, run_dir_of
 
@@ -87,7 +87,7 @@ def json_text(value: Any) -> str:
 
 def _configure_progress(kind: ViewKind) -> RunView:
     """Progress for `awf run`: the live view, or plain lines (turns, tool calls, messages from the record)."""
-    show_progress(kind == "plain", except_sources=(TURN_SOURCE,))
+    show_progress(kind == "plain", except_sources=RECORDED_SOURCES)
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,

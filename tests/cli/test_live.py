@@ -34,6 +34,7 @@ async def chatty(wf):
     await wf.route(agent, wf, purpose="notes")
     turn = await agent.run("Note, tell, answer.")
     await wf.receive()
+    wf.log("noted", by="a")
     return turn.value
 
 
@@ -67,7 +68,7 @@ def _index(lines: list[str], *words: str) -> int:
     return next(n for n, line in enumerate(lines) if all(word in line for word in words))
 
 
-def test_plain_lines_a_turn_its_tool_call_and_its_message_in_order(tmp_path, flows):
+def test_plain_lines_a_turn_its_tool_call_its_message_and_a_log_line_in_order(tmp_path, flows):
     done = subprocess.run(
         [*AWF, "run", str(flows), "--workflow", "chatty"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
@@ -77,7 +78,8 @@ def test_plain_lines_a_turn_its_tool_call_and_its_message_in_order(tmp_path, flo
     tool = _index(lines, "tool called", "agent=a", "tool=note", "outcome=result")
     message = _index(lines, "message sent", "sender=a", "to=workflow", "kind=message")
     ended = _index(lines, "turn ended", "agent=a", "outcome=answered")
-    assert _index(lines, "run started") < started < tool < message < ended
+    logged = _index(lines, "noted", "by=a")
+    assert _index(lines, "run started") < started < tool < message < ended < logged  # the record's order
     assert sum("turn started" in line for line in lines) == 1  # from the record alone, not twice
 
 
