@@ -6,7 +6,8 @@ call, message and wf.log line as it is recorded. Reading it, rather than asking 
 actors, keeps every watcher off the run's event loop: a watcher costs the run nothing but
 the file reads it does in its own thread or process.
 
-`Follower.poll` returns what was added since the last poll, each line once, a torn last
+`Follower.poll` returns what was added since the last poll (turns started and ended, tool
+calls, approvals, messages sent and read, `wf.log` lines, the run's ending), each line once, a torn last
 line (still being written) left for the next poll. `Tally` folds those events into the
 standing of each agent, a pure function of the events seen.
 """
@@ -24,9 +25,9 @@ import msgspec
 
 from ..engine.records import read_json
 
-EventKind = Literal["turn-started", "turn-ended", "tool", "message", "read", "log", "run-ended"]
+EventKind = Literal["turn-started", "turn-ended", "tool", "approval", "message", "read", "log", "run-ended"]
 MAX_EVENT_TEXT_CHARS = 200  # of a prompt, a message or a tool's input, in one event line
-_LOGS = ("turns", "tools", "messages", "log")
+_LOGS = ("turns", "tools", "approvals", "messages", "log")
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -64,6 +65,12 @@ def _events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
     elif log == "tools":
         text = f"tool {line.get('tool')} {_short(line.get('input'))} -> {line.get('outcome')}"
         yield Event(line.get("started_at") or 0.0, "tool", line.get("agent", ""), text, line)
+    elif log == "approvals":
+        decision = line.get("decision") or {}
+        verb = "approved" if decision.get("approved") else "rejected"
+        why = f": {_short(decision['reason'])}" if decision.get("reason") else ""
+        text = f"tool {line.get('tool')} call {line.get('call_id')} {verb} by {decision.get('by')}{why}"
+        yield Event(line.get("at") or 0.0, "approval", line.get("agent", ""), text, line)
     elif log == "messages" and line.get("event") == "sent":
         mail = line.get("mail") or {}
         text = f"{mail.get('kind', 'message')} to {mail.get('to')}: {_short(mail.get('text', ''))}"

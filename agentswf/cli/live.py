@@ -66,6 +66,11 @@ def _plain(event: Event) -> None:
         structlog.get_logger("agentswf.messages").info(
             "message sent", sender=event.agent, to=fields.get("to"), kind=fields.get("kind")
         )
+    elif event.kind == "approval":
+        decision = fields.get("decision") or {}
+        structlog.get_logger("agentswf.approvals").info(
+            "tool call decided", agent=event.agent, tool=fields.get("tool"), approved=decision.get("approved"), by=decision.get("by")
+        )
     elif event.kind == "log":  # wf.log's lines, and the tool calls a policy logs
         structlog.get_logger(LOG_SOURCE).info(str(fields.get("message", "")), **(fields.get("fields") or {}))
 
