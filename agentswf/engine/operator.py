@@ -231,7 +231,10 @@ async def _answer(
                 response = await _respond(data, stream, desk, board, admit, control)
             await deliver(stream, _encode(response))
         except Exception:  # the run is stopping, or a bug: this connection ends, the run doesn't
-            _log.warning("an operator connection failed", exc_info=True)
+            try:
+                _log.warning("an operator connection failed", exc_info=True)
+            except OSError:  # out of descriptors, the log's renderer may fail to load what it needs (rich)
+                pass
         finally:
             budget.release(slot)
 
