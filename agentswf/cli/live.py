@@ -8,7 +8,7 @@ awaits, what waits for approval) every `STATUS_REFRESH_SECONDS`, one small reque
 - The live view (rich): a row per agent — state, turn, time in the turn against its
   deadline, its last tool call or message (or the reply it awaits), tokens and cost — with
   the agents of one key group (the part of the key before `:`) folded under the group's
-  row; the run's totals; the last `LOG_LINES_SHOWN` `wf.log` lines.
+  row; the run's totals, and its budget against them; the last `LOG_LINES_SHOWN` `wf.log` lines.
 - Plain lines: one per turn started and ended, tool call, message and `wf.log` line, in
   the record's order, through structlog as the rest of `awf run`'s progress.
 """
@@ -29,6 +29,8 @@ from rich.text import Text
 
 from ..engine.operator import OPERATOR_TIMEOUT_SECONDS, Status, ask_run
 from ..engine.records import read_json
+from ..workflow.budgets import Budget
+from ..workflow.durations import to_seconds
 from .control import age, money
 from .follow import AgentTally, Event, Follower, Tally
 
@@ -90,8 +92,24 @@ def _doing(agent: AgentTally, standing: dict[str, Any] | None) -> str:
     return agent.doing
 
 
-def render(tally: Tally, status: dict[str, Any], header: str, now: float) -> Group:
-    """The view of a run: pure, from its tally and the run's last status answer."""
+def budget_text(budget: Budget, tally: Tally, seconds: float) -> str:
+    """The run's budget beside what its turns spent so far: `budget: 3/200 turns · 40s/2h00m`."""
+    parts = []
+    if budget.turns is not None:
+        parts.append(f"{sum(agent.turns for agent in tally.agents.values())}/{budget.turns} turns")
+    if budget.tokens is not None:
+        parts.append(f"{tally.tokens}/{budget.tokens} tokens")
+    if budget.cost_usd is not None:
+        parts.append(f"{money(tally.cost_usd or 0.0)}/{money(budget.cost_usd)}")
+    if budget.wall is not None:
+        parts.append(f"{age(seconds)}/{age(to_seconds(budget.wall))}")
+    return "budget: " + " · ".join(parts)
+
+
+def render(
+    tally: Tally, status: dict[str, Any], header: str, now: float, budget: Budget | None = None, seconds: float = 0.0
+) -> Group:
+    """The view of a run: pure, from its tally, the run's last status answer, and its budget."""
     standings = {agent["key"]: agent for agent in status.get("agents", [])}
     table = Table(expand=True, box=None, pad_edge=False)
     for name, justify in (("agent", "left"), ("state", "left"), ("turn", "right"), ("time / deadline", "left"),
@@ -125,6 +143,8 @@ def render(tally: Tally, status: dict[str, Any], header: str, now: float) -> Gro
     if pending:
         totals += f" · {len(pending)} waiting for approval (awf pending)"
     parts: list[Any] = [Text(header, style="bold"), table, Text(totals)]
+    if budget is not None:
+        parts.append(Text(budget_text(budget, tally, seconds)))
     if tally.logs:
         parts.append(Text("\n".join(tally.logs), style="dim"))
     if tally.ended:
@@ -136,8 +156,9 @@ class RunView:
     """The watcher `awf run` gives `progress.watch_runs`: a thread per run that reads its
     record and draws it (`kind` "live") or prints its lines ("plain"), until `close`."""
 
-    def __init__(self, kind: ViewKind, console: Console | None = None) -> None:
+    def __init__(self, kind: ViewKind, console: Console | None = None, budget: Budget | None = None) -> None:
         self.kind = kind
+        self.budget = budget  # the run's, from `awf run --budget`, shown against its spend
         self.console = console or Console(stderr=True)
         self._threads: list[tuple[threading.Thread, threading.Event]] = []
 
@@ -181,7 +202,8 @@ class RunView:
                 if not finishing and not tally.ended and now - asked >= STATUS_REFRESH_SECONDS:
                     asked = now
                     status = _status(record_dir) or status
-                live.update(render(tally, status, f"{header} · {age(now - started)}", now), refresh=True)
+                view = render(tally, status, f"{header} · {age(now - started)}", now, self.budget, now - started)
+                live.update(view, refresh=True)
                 if finishing:
                     return
                 done.wait(VIEW_REFRESH_SECONDS)

@@ -37,7 +37,7 @@ from ..progress import show_progress, watch_runs
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
-from ..workflow.budgets import parse_budget
+from ..workflow.budgets import Budget, parse_budget
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
@@ -85,7 +85,7 @@ def json_text(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _configure_progress(kind: ViewKind) -> RunView:
+def _configure_progress(kind: ViewKind, budget: Budget | None) -> RunView:
     """Progress for `awf run`: the live view, or plain lines (turns, tool calls, messages from the record)."""
     show_progress(kind == "plain", except_sources=RECORDED_SOURCES)
     structlog.configure(
@@ -96,7 +96,7 @@ def _configure_progress(kind: ViewKind) -> RunView:
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
-    return RunView(kind)
+    return RunView(kind, budget=budget)
 
 
 async def _run_with_interrupt(
@@ -206,7 +206,7 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         replay = find_run(_run_root(options), options.replay)
         if replay is None:
             raise UsageFailure(f"--replay {options.replay}: no record of that run under {_run_root(options)}")
-    view = _configure_progress(options.view)
+    view = _configure_progress(options.view, options.budget_limits)
     stop_watching = watch_runs(view)
     try:
         return anyio.run(_run_with_interrupt, definition, options, args, replay, backend=options.backend), definition

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from agentswf import Budget
 from agentswf.cli.follow import Event, Tally
 from agentswf.cli.live import render
 
@@ -102,7 +103,7 @@ def _screen_until(socket: str, pattern: str) -> str:
 def test_the_live_view_in_a_real_terminal(tmp_path, flows):
     socket = f"awf-live-test-{os.getpid()}"
     # Without pytest's COLUMNS (the tmux server inherits it), as a terminal of its own size.
-    command = f"cd {tmp_path} && env -u COLUMNS -u LINES {sys.executable} -m agentswf run {flows} --workflow busy --timeout 2h; sleep 60"
+    command = f"cd {tmp_path} && env -u COLUMNS -u LINES {sys.executable} -m agentswf run {flows} --workflow busy --timeout 2h --budget 10turns; sleep 60"
     _tmux(socket, "new-session", "-d", "-s", "view", "-x", "150", "-y", "30", command)
     try:
         screen = _screen_until(socket, r"review:sleeper\s+in turn")
@@ -116,6 +117,7 @@ def test_the_live_view_in_a_real_terminal(tmp_path, flows):
         assert re.search(r"in turn\s+1\s+\d+s / (59m5\ds|1h00m)", lines[sleeper]), lines[sleeper]
         assert "the quick one is done reviewer=quick" in screen  # the last log lines
         assert re.search(r"1 in turn · 0 tokens", screen)
+        assert "budget: 1/10 turns" in screen  # the quick one's ended turn, of --budget's 10
         assert "turn started" not in screen  # the view, not the plain lines
         stopped = subprocess.run([*AWF, "stop", "--reason", "seen"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert stopped.returncode == 0, stopped.stderr
@@ -133,10 +135,11 @@ def test_render_folds_a_key_group_and_leaves_a_lone_agent_unfolded():
     tally.add(Event(101.0, "turn-ended", "review:a", "turn 1 ended answered", {"n": 1, "usage": {"input_tokens": 7, "cost_usd": 0.5}}))
     status = {"agents": [{"key": "fixer", "awaits": "review:b", "owes": []}], "pending": [{"call_id": "c1"}]}
     console = Console(width=120, record=True)
-    console.print(render(tally, status, "run x", 160.0))
+    console.print(render(tally, status, "run x", 160.0, Budget(turns=10, cost_usd=2.0, wall="1h"), 90.0))
     text = console.export_text()
     lines = text.splitlines()
     assert any(line.startswith("review (2)") and "1 in turn" in line and "$0.5000" in line for line in lines)
     assert any(line.startswith("  review:b") for line in lines) and any(line.startswith("fixer ") for line in lines)
     assert "awaits review:b's reply" in text and "1m00s / 10m00s" in text
     assert "2 in turn · 7 tokens · $0.5000 · 1 waiting for approval" in text
+    assert "budget: 1/10 turns · $0.5000/$2.0000 · 1m30s/1h00m" in text
