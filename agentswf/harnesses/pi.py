@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.outcomes import Usage, add_usage
 from .base import Attempt
 from .cli import CliHarness, OutputReader
+from .usage import Usage, add_usage
 
 
 class PiReader(OutputReader):
@@ -36,6 +36,7 @@ class PiReader(OutputReader):
                     ),
                 )
             if message.get("role") == "assistant":
+                self.model = message.get("model") or self.model
                 if message.get("stopReason") == "error":
                     self.error = message.get("errorMessage") or "the model's API failed"
                     self.retryable = True

@@ -14,6 +14,7 @@ import anyio
 import msgspec
 
 from ..actors import ActorRef
+from ..engine.accounting import Ledger
 from ..engine.agent import CancelTurn, StartTurn
 from ..engine.agent_tools import SetTools
 from ..engine.outcomes import Turn
@@ -23,9 +24,11 @@ from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, resolve_runtime
+from ..harnesses.usage import Usage
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
 from .budgets import Budgets
+from .durable import Durable
 from .durations import Duration, to_seconds
 from .tools import Tool, check_tools
 
@@ -91,6 +94,11 @@ class Agent:
         self._turns = 0
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self.closed = False
+
+    @property
+    def usage(self) -> Usage | None:
+        """What this agent's ended turns spent, every turn a message started too; None while unknown."""
+        return self._agents.ledger.agent(self.key)
 
     @overload
     async def run(
@@ -160,6 +168,13 @@ class Agent:
             if earlier != identity:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
+        durable = self._agents.durable
+        if durable is not None:  # an id'd turn answered in an earlier attempt is given back, not run
+            recorded = durable.given(self.key, id, prompt, taught.schema, taught.type)
+            if recorded is not None:
+                if id is not None:
+                    self._by_id[id] = (identity, recorded)
+                return recorded
         own_deadline = self._deadline(timeout, deadline)
         wall_left, wall_scope = self._agents.budgets.wall_left(self.key)
         turn_deadline = min(own_deadline, anyio.current_time() + wall_left)  # a wall budget stops it in flight
@@ -215,6 +230,8 @@ class Agent:
         budgets.spend(self.key, stage, turn)
         if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
             turn = budgets.stopped_turn(turn, wall_scope)
+        if durable is not None:
+            await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
         if id is not None:
             self._by_id[id] = (identity, turn)
         return turn
@@ -259,9 +276,18 @@ class Agents:
     """
 
     def __init__(
-        self, run: ActorRef, board: ActorRef, cwd: Path, env: Mapping[str, str], resolve: HarnessResolver
+        self,
+        run: ActorRef,
+        board: ActorRef,
+        cwd: Path,
+        env: Mapping[str, str],
+        resolve: HarnessResolver,
+        ledger: Ledger | None = None,
+        durable: Durable | None = None,
     ) -> None:
+        self.durable = durable  # this attempt's records: id'd turns, sessions to resume
         self._run = run
+        self.ledger = ledger or Ledger()  # the run's spend, by agent
         self._board = board
         self.keys: set[str] = set()  # agents' and participants' keys: one namespace
         self._cwd = cwd
@@ -305,6 +331,8 @@ class Agents:
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         harness = self._resolve(key, resolved)
+        if self.durable is not None:
+            harness = await self.durable.opened(key, resolved.harness, harness)
         env = {**self._env, **resolved.env}
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
         agent = Agent(key, spec, opened, self, checked or {}, harness)

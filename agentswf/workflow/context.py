@@ -21,9 +21,10 @@ from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
 from .budgets import Budget, Spending
+from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
+from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
 
-_STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -83,8 +84,10 @@ class Workflow:
         approvals: Approvals,
         board: ActorRef,
         budget: Budget | None = None,
+        durable: Durable | None = None,
     ) -> None:
         self.name = name
+        self._durable = durable  # this attempt's stage plan and records
         self.approvals = approvals
         self._board = board
         self.participants = Participants(board, agents.keys)
@@ -194,17 +197,26 @@ class Workflow:
     ) -> R:
         """Run `work()` as the stage `name`: routes opened in it close when it ends.
 
-        With `result` (a msgspec type) the stage's value must fit it. With `budget`, a turn
-        given in the stage past it ends `Failed` without starting. One stage at a time, each
-        name once per run.
+        With `result` (a msgspec type) the stage's value must fit it; either way it must
+        encode as JSON. The value is recorded before the stage returns it, so a continued
+        run (`awf continue`) gives it back without calling `work`. With `budget`, a turn
+        given in the stage past it ends `Failed` without starting. One stage at a time,
+        each name once per run.
         """
-        if not isinstance(name, str) or not name or not set(name) <= _STAGE_CHARACTERS or not name[0].isalpha():
-            raise DefinitionError(f"{name!r} is not a stage's name: lowercase letters, digits and '-'")
+        if not is_stage_name(name):
+            raise DefinitionError(
+                f"{name!r} is not a stage's name: lowercase letters, digits and '-', starting with a letter, "
+                f"at most {MAX_STAGE_NAME_CHARS} characters"
+            )
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
+        if self._durable is not None:
+            done, recorded = await self._durable.enter(name, result)
+            if done:  # reused from the record, given by --values, or a look-ahead's stand-in
+                return recorded  # type: ignore[no-any-return]
         self._stage = name
         self._budgets.enter_stage(name, budget)
         try:
@@ -214,10 +226,14 @@ class Workflow:
                     value = msgspec.convert(value, result, from_attributes=True)
                 except msgspec.ValidationError as error:
                     raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
+            if self._durable is not None:
+                await self._durable.completed(name, value)
             return value
         finally:
             self._stage = None
             self._budgets.leave_stage()
+            if self._durable is not None:
+                self._durable.left()
             routes, self._stage_routes = self._stage_routes, []
             with anyio.CancelScope(shield=True):
                 for route in routes:
