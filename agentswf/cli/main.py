@@ -408,6 +408,7 @@ def _parser() -> argparse.ArgumentParser:
     continue_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
     continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
+    continue_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
     continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     continue_parser.set_defaults(handler=command_continue)
     run_parser.add_argument("--budget", help="cap the run's spend, e.g. '5usd,2h,200turns,1mtokens'")
