@@ -51,6 +51,7 @@ from .harnesses.prices import Price, Prices
 from .harnesses.runtime import Runtime
 from .progress import show_progress
 from .workflow.agents import Agent, Agents
+from .workflow.budgets import Budget, Spending, Spent
 from .workflow.context import Approvals, Workflow
 from .workflow.definition import WorkflowDefinition, workflow
 from .workflow.loading import load_workflow
@@ -69,6 +70,7 @@ __all__ = [
     "ApprovalRequest",
     "Approvals",
     "Blocked",
+    "Budget",
     "Cancelled",
     "DeadlineExceeded",
     "DefinitionError",
@@ -88,6 +90,8 @@ __all__ = [
     "Sandbox",
     "SandboxSpec",
     "Sandboxes",
+    "Spending",
+    "Spent",
     "StopRequested",
     "TimedOut",
     "Tool",

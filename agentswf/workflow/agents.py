@@ -29,6 +29,7 @@ from ..sandbox.runner import Sandbox, SandboxedHarness
 from ..sandbox.spec import SandboxSpec
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
+from .budgets import Budgets
 from .durable import Durable
 from .durations import Duration, to_seconds
 from .sandboxes import Sandboxes, sandbox_cwd
@@ -179,10 +180,17 @@ class Agent:
                 if id is not None:
                     self._by_id[id] = (identity, recorded)
                 return recorded
-        turn_deadline = self._deadline(timeout, deadline)
+        own_deadline = self._deadline(timeout, deadline)
+        wall_left, wall_scope = self._agents.budgets.wall_left(self.key)
+        turn_deadline = min(own_deadline, anyio.current_time() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
         call_id = secrets.token_hex(4)
+        budgets, stage = self._agents.budgets, self._agents.budgets.stage
+        refusal = budgets.refusal(self.key)
+        if refusal is not None:  # past a budget: the turn doesn't start
+            return budgets.refused_turn(self.key, n, call_id, refusal)
+        budgets.begin(self.key, stage)
         table = await self._agents._board.ask(PeersOf(self.key))
         peers = peers_block(self.launcher, table["peers"], can_await=self._can_await)
         start = StartTurn(
@@ -224,6 +232,9 @@ class Agent:
             raise
         except ActorStopped:
             raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
+        budgets.spend(self.key, stage, turn)
+        if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
+            turn = budgets.stopped_turn(turn, wall_scope)
         if durable is not None:
             await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
         if id is not None:
@@ -290,6 +301,7 @@ class Agents:
         self._open: dict[str, Agent] = {}
         self._closed: set[str] = set()
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
+        self.budgets = Budgets()  # the run's budgets and what the turns it gave spent
 
     async def open(
         self,

@@ -20,6 +20,7 @@ from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
+from .budgets import Budget, Spending
 from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
 from .sandboxes import Sandboxes
@@ -88,6 +89,7 @@ class Workflow:
         approvals: Approvals,
         board: ActorRef,
         worktrees: RunWorktrees,
+        budget: Budget | None = None,
         durable: Durable | None = None,
     ) -> None:
         self.name = name
@@ -107,6 +109,9 @@ class Workflow:
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
+        self._budgets = agents.budgets
+        self._budgets.log = self.log
+        self._budgets.run.budget = budget
 
     async def parallel(
         self,
@@ -195,12 +200,15 @@ class Workflow:
         """`(name, value)` of whichever named awaitable finishes first; the others are cancelled."""
         return await select(**awaitables)
 
-    async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None) -> R:
+    async def stage(
+        self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Budget | None = None
+    ) -> R:
         """Run `work()` as the stage `name`: routes opened in it close when it ends.
 
         With `result` (a msgspec type) the stage's value must fit it; either way it must
         encode as JSON. The value is recorded before the stage returns it, so a continued
-        run (`awf continue`) gives it back without calling `work`. One stage at a time,
+        run (`awf continue`) gives it back without calling `work`. With `budget`, a turn
+        given in the stage past it ends `Failed` without starting. One stage at a time,
         each name once per run.
         """
         if not is_stage_name(name):
@@ -218,6 +226,7 @@ class Workflow:
             if done:  # reused from the record, given by --values, or a look-ahead's stand-in
                 return recorded  # type: ignore[no-any-return]
         self._stage = name
+        self._budgets.enter_stage(name, budget)
         try:
             value = await work()
             if result is not None:
@@ -230,6 +239,7 @@ class Workflow:
             return value
         finally:
             self._stage = None
+            self._budgets.leave_stage()
             if self._durable is not None:
                 self._durable.left()
             routes, self._stage_routes = self._stage_routes, []
@@ -258,6 +268,20 @@ class Workflow:
     def worktrees(self) -> Mapping[str, Worktree]:
         """The worktrees `wf.worktree` made in this run, by name."""
         return self._worktrees.made
+    def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
+        """Cap what the agents of key group `group` (keys `group` and `group:…`) may spend from
+        now: a `Budget`, or its fields (`wf.budget("review", turns=6)`)."""
+        if budget is None:
+            budget = Budget(**limits)
+        elif limits:
+            raise DefinitionError("wf.budget takes a Budget or its fields, not both")
+        if not isinstance(group, str) or not group or ":" in group:
+            raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
+        self._budgets.limit_group(group, budget)
+
+    def spent(self) -> Spending:
+        """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
+        return self._budgets.spending()
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason` (awf run exits 3)."""

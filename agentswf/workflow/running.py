@@ -9,6 +9,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -17,8 +18,10 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import msgspec
+import structlog
 
 from ..engine.accounting import RunUsage
+from ..engine.actor_trace import RunTrace, write_trace
 from ..engine.broker import Replay
 from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
@@ -26,8 +29,9 @@ from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import harness_for
-from ..progress import progress
+from ..progress import run_started
 from .agents import Agents, HarnessResolver
+from .budgets import Budget
 from .context import Approvals, Workflow
 from .continuing import check_stage_options, continued_run
 from .definition import WorkflowDefinition
@@ -156,6 +160,8 @@ async def run(
     rerun: str | None = None,
     from_stage: str | None = None,
     values: Mapping[str, Any] | None = None,
+    trace: bool = False,
+    budget: Budget | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -163,6 +169,8 @@ async def run(
     agents' runtimes become harnesses (agentswf.testing uses it for scripted agents).
     `replay` names a recorded run's directory: every tool call is answered from its
     record and no handler runs, for debugging a workflow's logic without side effects.
+    `trace` records every mailbox event of the run's actors in its record (`awf trace RUN --actors`).
+    `budget` caps what the run's turns may spend (see `Budget`).
 
     `continue_from` (a run's id or directory) makes this a new attempt of that run: stages
     recorded complete give back their values without running, id'd turns answered before
@@ -214,11 +222,24 @@ async def run(
     spent: list[RunUsage] = []
     worktrees = RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory)
     worktree_ends: list[WorktreeEnd] = []
+    stopped: list[str] = []  # `awf stop`'s reason, once asked
+
+    def stop(reason: str) -> bool:
+        """`awf stop`: the workflow is cancelled as on Ctrl-C, and the run ends `stopped`."""
+        if stopped or work.cancel_called:
+            return False
+        stopped.append(reason)
+        work.cancel()
+        cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
+        return True
+
+    run_trace = RunTrace() if trace else None
+    tracer = run_trace.tracer() if run_trace is not None else None
 
     async def shielded() -> None:
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), tracer or nullcontext():
             async with run_actors(
-                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed
+                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop, tracer=tracer
             ) as actors:
                 await actors.recorder.ask(
                     RunStarted(
@@ -232,7 +253,7 @@ async def run(
                     )
                 )
                 replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
-                progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **replaying)
+                run_started(run_id, record_dir, **replaying)
                 await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
                 agents = Agents(
                     actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable
@@ -246,6 +267,7 @@ async def run(
                     log_lines=actors.log_lines,
                     approvals=Approvals(actors.desk),
                     board=actors.board,
+                    budget=budget,
                     durable=durable,
                     worktrees=worktrees,
                 )
@@ -254,7 +276,7 @@ async def run(
                     with work:
                         end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
                     if work.cancelled_caught:
-                        end = _Ending("cancelled", None, "the run was cancelled")
+                        end = _Ending(*(("stopped", None, stopped[0]) if stopped else ("cancelled", None, "the run was cancelled")))
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
                 worktree_ends.extend(await anyio.to_thread.run_sync(worktrees.finish))  # its agents are stopped
@@ -277,6 +299,8 @@ async def run(
                     reason = f"{end.reason}; and {error}" if end.outcome == "failed" else _incomplete(str(error), end.outcome, end.reason)
                     end = _Ending("failed", None, reason, end.where, end.traceback)
                 ending.append(end)
+            if run_trace is not None:  # once the actors have stopped: their last dead letters are in it
+                await _record_trace(record_dir, run_trace)
         watch.cancel_scope.cancel()
 
     try:
@@ -294,6 +318,23 @@ async def run(
         end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0], n, needs,
         tuple(worktree_ends),
     )
+
+
+async def _record_trace(record_dir: Path, run_trace: RunTrace) -> None:
+    """The run's mailbox trace, beside its record, and its OpenTelemetry spans where the
+    `otel` extra is installed; a trace that can't be written or exported is only logged."""
+    try:
+        await anyio.to_thread.run_sync(write_trace, record_dir, run_trace)
+    except OSError as error:
+        structlog.get_logger("agentswf.run").warning("the run's mailbox trace could not be written", error=str(error))
+    try:
+        from ..otel import export_run
+    except ImportError:  # no agentswf[otel]
+        return
+    try:
+        await anyio.to_thread.run_sync(export_run, record_dir)
+    except Exception as error:  # an exporter's failure is not the run's
+        structlog.get_logger("agentswf.run").warning("the run's spans could not be exported", error=str(error))
 
 
 def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
