@@ -2,7 +2,7 @@
 
     python benchmarks/broker.py [N]        (default N=2000)
 
-Each call goes the whole broker path: the policy verdict, the handler in a task of its
+Each call goes the whole broker path: its input read by the tool's schema, the policy verdict, the handler in a task of its
 own under the call's deadline, the result checked (JSON, size, output schema), the call
 appended to the run's record by the Recorder, and the outcome told to the calling agent
 (here a stub actor). The baseline calls the same handler directly and encodes its result
@@ -51,6 +51,7 @@ class Caller(Actor):
 async def measure(n: int) -> tuple[float, float]:
     noop = tool(handle, input=Item, description="Count one item.")
     value = Item("b1", 3)
+    given = msgspec.json.encode(value).decode()
     start = time.perf_counter()
     for _ in range(n):
         msgspec.json.encode(noop.invoke(value, ToolCall("c", "a", "count")))
@@ -66,7 +67,18 @@ async def measure(n: int) -> tuple[float, float]:
             for index in range(n):
                 signal[0] = anyio.Event()
                 deadline = anyio.current_time() + 30
-                await broker.tell(RunTool(ToolCall(str(index), "a", "count"), noop, value, deadline, "turn", caller))
+                await broker.tell(
+                    RunTool(
+                        call=ToolCall(str(index), "a", "count"),
+                        tool=noop,
+                        args=[],
+                        input=given,
+                        deadline=deadline,
+                        turn_call_id="turn",
+                        agent_ref=caller,
+                        launcher="wfa",
+                    )
+                )
                 await signal[0].wait()
             brokered = (time.perf_counter() - start) / n
             await supervisor.stop()

@@ -31,7 +31,7 @@ import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import msgspec
@@ -41,13 +41,19 @@ from ..actors import Actor, ActorRef, handler
 from ..errors import AskTimeout
 from ..progress import progress
 from ..wire import Response, accepted, refused
+from ..wire.prompts import usage_line
+from ..wire.teaching import ReadError
 from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
-from .policy import Policy, PolicyCall, decide, redact_value
-from .recorder import Logged, ToolCalled
+from .policy import Policy, PolicyCall, Verdict, decide, redact_value
+from .recorder import Logged
 from .records import read_lines
-from .toolcall import CURRENT_TOOL_CALL, ToolCall
+from .toolcall import CURRENT_TOOL_CALL, ToolCall, tool_record
+
+if TYPE_CHECKING:
+    from ..workflow.tools import Tool
 
 MAX_TOOL_RESULT_BYTES = 64 * 1024
+MAX_TOOL_INPUT_BYTES = MAX_TOOL_RESULT_BYTES  # one call's input, as given: 64 KiB, as its result
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
 _encoder = msgspec.json.Encoder()
@@ -66,20 +72,24 @@ class ToolOutcome(msgspec.Struct, frozen=True):
     code: str = ""
 
 
-class RunTool(msgspec.Struct, frozen=True):
-    call: Any  # ToolCall
-    tool: Any  # workflow.tools.Tool
-    value: Any  # the checked input
-    deadline: float  # the call's deadline on the loop's clock
+class RunTool(msgspec.Struct, frozen=True, kw_only=True):
+    """Told by an agent's actor: run this call, whose input the broker reads and checks."""
+
+    call: ToolCall
+    tool: Tool
+    args: list[str]  # the request's raw args
+    input: str | None  # the request's raw input
+    deadline: float  # the call's deadline on the loop's clock (turn deadline, tool timeout)
     turn_call_id: str
     agent_ref: ActorRef
+    launcher: str  # the agent's launcher path, for the usage line of an invalid-input hint
 
 
 class ToolDone(msgspec.Struct, frozen=True):
-    """Told to the calling agent's actor."""
+    """Told to the calling agent's actor: exactly what `wfa tool` prints and exits with."""
 
     call_id: str
-    outcome: ToolOutcome
+    response: Response
 
 
 class CancelTool(msgspec.Struct, frozen=True):
@@ -206,6 +216,18 @@ def check_result(value: Any, output: Any) -> ToolOutcome:
     return ToolOutcome("result", value=msgspec.json.decode(encoded))
 
 
+def read_input(msg: RunTool) -> tuple[Any, str | None]:
+    """The call's input read by the tool's schema, or why it can't be (the invalid-input hint)."""
+    size = len((msg.input or "").encode()) + sum(len(arg.encode()) for arg in msg.args)
+    if size > MAX_TOOL_INPUT_BYTES:
+        return None, f"the input is {size} bytes, over the limit of {MAX_TOOL_INPUT_BYTES}; pass a path instead"
+    try:
+        return msg.tool.taught.read(msg.args, msg.input), None
+    except ReadError as error:
+        usage = usage_line(f"{msg.launcher} tool {msg.call.tool}", msg.tool.taught)
+        return None, f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\n{usage}"
+
+
 def call_over(msg: RunTool) -> bool:
     """The call was cancelled (its turn ended) or its time is up."""
     return msg.call.cancelled or anyio.current_time() >= msg.deadline
@@ -219,7 +241,7 @@ class ToolBroker(Actor):
         self.policies = list(policies)
         self.replay = replay
         self.running: dict[str, ToolCall] = {}
-        self.handling: dict[str, tuple[RunTool, float]] = {}  # calls whose handler runs, and since when
+        self.handling: dict[str, tuple[RunTool, Any, float]] = {}  # calls whose handler runs: its input, since when
         self.threads = anyio.CapacityLimiter(SYNC_HANDLER_THREADS)
 
     @handler
@@ -236,20 +258,22 @@ class ToolBroker(Actor):
     async def on_stop(self) -> None:
         """The run is ending: a call whose handler still ran is recorded abandoned."""
         now = time.time()
-        for msg, started in self.handling.values():
-            call: ToolCall = msg.call
-            plain = msgspec.to_builtins(msg.value)
+        for msg, value, started in self.handling.values():
+            call = msg.call
+            plain = msgspec.to_builtins(value)
+            redacted: frozenset[str] | None
             try:  # redacted as when the call started: the policies decide again
-                redacted = redact_value(plain, self._verdict(msg, plain).redacted)
+                redacted = self._verdict(msg, plain).redacted
             except Exception:  # a broken policy: keep none of the input
-                redacted = "[redacted]"
+                redacted = None
             await self.recorder.tell(
-                ToolCalled(
+                tool_record(
                     call_id=call.id,
                     turn_call_id=msg.turn_call_id,
                     agent=call.agent,
                     tool=call.tool,
-                    input=redacted,
+                    input=plain,
+                    redacted=redacted,
                     outcome="timed-out",
                     error="the run ended while the handler ran, and it was abandoned. It may have run.",
                     code="abandoned",
@@ -259,8 +283,8 @@ class ToolBroker(Actor):
             )
         self.handling.clear()
 
-    def _verdict(self, msg: RunTool, plain: Any) -> Any:
-        call: ToolCall = msg.call
+    def _verdict(self, msg: RunTool, plain: Any) -> Verdict:
+        call = msg.call
         return decide(
             PolicyCall(call.tool, call.agent, plain),
             self.policies,
@@ -270,9 +294,13 @@ class ToolBroker(Actor):
         )
 
     async def _call(self, msg: RunTool) -> None:
-        call: ToolCall = msg.call
+        call = msg.call
         started = time.time()
-        plain = msgspec.to_builtins(msg.value)
+        value, invalid = read_input(msg)
+        if invalid is not None:
+            await self._refuse_input(msg, invalid, started)
+            return
+        plain = msgspec.to_builtins(value)
         verdict = None
         attempts = 0
         approval: ApprovalDecision | None = None
@@ -299,21 +327,22 @@ class ToolBroker(Actor):
             elif self.replay is not None:
                 outcome = self.replay.take(call.agent, call.tool, redact_value(plain, verdict.redacted))
             else:
-                outcome, attempts = await self._attempts(msg)
+                outcome, attempts = await self._attempts(msg, value)
         except Exception as error:  # a broken policy fails the call, never the run
             outcome = ToolOutcome("failed", error=f"the call could not be run: {type(error).__name__}: {error}")
         finally:
             self.running.pop(call.id, None)
         redacted = verdict.redacted if verdict is not None else msg.tool.sensitive_fields
         recorded = await self.recorder.ask(
-            ToolCalled(
+            tool_record(
                 call_id=call.id,
                 turn_call_id=msg.turn_call_id,
                 agent=call.agent,
                 tool=call.tool,
-                input=redact_value(plain, redacted),
+                input=plain,
+                redacted=redacted,
                 outcome=outcome.kind,
-                result=redact_value(outcome.value, redacted),
+                result=outcome.value,
                 error=outcome.error,
                 code=outcome.code,
                 attempts=attempts,
@@ -324,9 +353,33 @@ class ToolBroker(Actor):
         )
         if not recorded:  # the agent is told only what is on the record
             outcome = ToolOutcome("refused", error=UNRECORDED_CALL, code="internal-error")
-        await msg.agent_ref.tell(ToolDone(call.id, outcome))
+        await msg.agent_ref.tell(ToolDone(call.id, tool_response(outcome)))
 
-    async def _log(self, msg: RunTool, plain: Any, verdict: Any) -> None:
+    async def _refuse_input(self, msg: RunTool, hint: str, now: float) -> None:
+        """An input that doesn't fit is refused, recorded first with its raw input (the handler
+        never ran). A refusal that can't be recorded is answered all the same (nothing ran);
+        the run ends failed for the gap."""
+        call = msg.call
+        self.running.pop(call.id, None)
+        await self.recorder.ask(
+            tool_record(
+                call_id=call.id,
+                turn_call_id=msg.turn_call_id,
+                agent=call.agent,
+                tool=call.tool,
+                input=msg.args or msg.input,
+                redacted=msg.tool.sensitive_fields,
+                read=False,
+                outcome="refused",
+                error=hint,
+                code="invalid-input",
+                started_at=now,
+                ended_at=now,
+            )
+        )
+        await msg.agent_ref.tell(ToolDone(call.id, refused("tool", "invalid-input", hint)))
+
+    async def _log(self, msg: RunTool, plain: Any, verdict: Verdict) -> None:
         """A policy's `log()`: a line in the run's log (log.jsonl and the progress), input redacted."""
         call: ToolCall = msg.call
         fields = {
@@ -341,7 +394,7 @@ class ToolBroker(Actor):
         progress("agentswf.tools", message, **fields)
         await self.recorder.tell(Logged(time.time(), message, fields))
 
-    async def _approval(self, msg: RunTool, plain: Any, verdict: Any) -> ApprovalDecision | None:
+    async def _approval(self, msg: RunTool, plain: Any, verdict: Verdict) -> ApprovalDecision | None:
         """A person's decision, or None when the call's time ran out or its turn ended first."""
         call: ToolCall = msg.call
         request = ApprovalRequest(
@@ -374,12 +427,12 @@ class ToolBroker(Actor):
                     await self.desk.tell(WithdrawRequest(call.id))
         return got[0] if got else None
 
-    async def _attempts(self, msg: RunTool) -> tuple[ToolOutcome, int]:
+    async def _attempts(self, msg: RunTool, value: Any) -> tuple[ToolOutcome, int]:
         """Run the handler, retrying a raise when the tool allows; the call's time bounds all of it."""
         attempt = 0
         while True:
             attempt += 1
-            outcome = await self._run_handler(msg)
+            outcome = await self._run_handler(msg, value)
             if outcome.kind != "failed" or outcome.code != "raised" or attempt >= msg.tool.max_attempts:
                 return (msgspec.structs.replace(outcome, code="") if outcome.code == "raised" else outcome), attempt
             pause = msg.tool.backoff * (2 ** (attempt - 1))
@@ -390,7 +443,7 @@ class ToolBroker(Actor):
             if call_over(msg):  # its turn ended during the pause: no more attempts
                 return msgspec.structs.replace(outcome, code=""), attempt
 
-    async def _run_handler(self, msg: RunTool) -> ToolOutcome:
+    async def _run_handler(self, msg: RunTool, value: Any) -> ToolOutcome:
         """One run of the handler, until it returns, raises, or is abandoned after its grace."""
         call: ToolCall = msg.call
         done = anyio.Event()
@@ -405,10 +458,10 @@ class ToolBroker(Actor):
                     CURRENT_TOOL_CALL.set(call)  # a worker thread runs in a copy of this context
                     if in_thread:
                         got = await anyio.to_thread.run_sync(
-                            _invoke, msg.tool, msg.value, call, abandon_on_cancel=True, limiter=self.threads
+                            _invoke, msg.tool, value, call, abandon_on_cancel=True, limiter=self.threads
                         )
                     else:
-                        got = _invoke(msg.tool, msg.value, call)
+                        got = _invoke(msg.tool, value, call)
                     if inspect.isawaitable(got.get("value")):
                         got = await _awaited(got["value"])
                     box.update(got)
@@ -416,7 +469,7 @@ class ToolBroker(Actor):
                 done.set()
                 wake.set()
 
-        self.handling[call.id] = (msg, time.time())
+        self.handling[call.id] = (msg, value, time.time())
         self.start_soon(work)
         await _until_either(wake, call, msg.deadline)
         if not done.is_set():  # its time is up, or its turn ended: the signal, then the grace
@@ -456,7 +509,7 @@ class ToolBroker(Actor):
         return check_result(box["value"], msg.tool.output)
 
 
-def _invoke(tool: Any, value: Any, call: ToolCall) -> dict[str, Any]:
+def _invoke(tool: Tool, value: Any, call: ToolCall) -> dict[str, Any]:
     """Call the handler: `{"value": …}` what it returned, or `{"error": …}` whatever it raised.
 
     Raised is handed back as a value, so no exception (SystemExit, KeyboardInterrupt…)
