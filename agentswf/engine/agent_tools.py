@@ -17,7 +17,7 @@ import anyio
 import msgspec
 
 from ..actors import Reply, handler
-from ..wire import Response, ToolRequest, refused
+from ..wire import Code, Response, ToolRequest, refused
 from . import rules
 from .broker import RunTool, ToolDone
 from .notice import notice
@@ -98,7 +98,7 @@ class AgentTools:
         )
         return None
 
-    async def _record_refused(self: Any, request: ToolRequest, code: str, message: str) -> None:
+    async def _record_refused(self: Any, request: ToolRequest, code: Code, message: str) -> None:
         """A refused call goes in the record too, before the refusal is answered: the handler never
         ran, so its raw input is kept. A refusal that can't be recorded is answered all the same
         (nothing ran); the run ends failed for the gap."""

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..wire import Response, accepted, refused
+from ..wire import Response, accepted, is_code, refused
 from ..wire.prompts import usage_line
 from ..wire.teaching import ReadError, Taught
 from .policy import Verdict
-from .toolcall import ToolOutcomeKind
+from .toolcall import OutcomeCode, ToolOutcomeKind
 
 if TYPE_CHECKING:
     from .approvals import ApprovalDecision
@@ -45,7 +45,7 @@ class ToolOutcome(msgspec.Struct, frozen=True):
     kind: ToolOutcomeKind
     value: Any = None
     error: str = ""
-    code: str = ""
+    code: OutcomeCode = ""
 
 
 class Next(enum.Enum):
@@ -260,4 +260,4 @@ def tool_response(outcome: ToolOutcome) -> Response:
             text = _encoder.encode(value).decode() + "\n"
         return accepted("tool", stdout=text, value=value)
     code = outcome.code if outcome.kind == "refused" else outcome.kind
-    return refused("tool", code, outcome.error)
+    return refused("tool", code if is_code(code) else "internal-error", outcome.error)  # a replayed record's code
