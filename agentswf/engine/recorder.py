@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -21,6 +21,7 @@ import structlog
 from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
 from ..progress import progress
+from .outcomes import Turn
 from .records import (
     BATCH_MAX_BYTES,
     GROUP_COMMIT_SECONDS,
@@ -32,6 +33,10 @@ from .records import (
     write_private,
     write_whole,
 )
+
+if TYPE_CHECKING:
+    from .approvals import ApprovalDecision
+    from .switchboard import Mail
 
 _log = structlog.get_logger("agentswf.recorder")
 BATCH_WAIT_SECONDS = 0.001  # the longest a batch no ask is waiting on is held for more lines
@@ -73,7 +78,7 @@ class ResultAccepted(msgspec.Struct, frozen=True):
 
 
 class TurnEnded(msgspec.Struct, frozen=True):
-    turn: Any  # engine.outcomes.Turn
+    turn: Turn[Any]
 
 
 class Logged(msgspec.Struct, frozen=True):
@@ -95,7 +100,7 @@ class ToolCalled(msgspec.Struct, frozen=True, kw_only=True):
     error: str = ""
     code: str = ""
     attempts: int = 0
-    approval: Any = None
+    approval: ApprovalDecision | None = None
     started_at: float
     ended_at: float
 
@@ -104,12 +109,12 @@ class ApprovalDecided(msgspec.Struct, frozen=True):
     call_id: str
     tool: str
     agent: str
-    decision: Any
+    decision: ApprovalDecision
     at: float
 
 
 class MessageSent(msgspec.Struct, frozen=True):
-    mail: Any  # switchboard.Mail
+    mail: Mail
     route: str
     read: str  # when the sender was told the peer reads it
 
