@@ -23,7 +23,7 @@ from agentswf import tool
 from agentswf.actors import Actor, Supervisor, handler
 from agentswf.engine.approvals import ApprovalDesk
 from agentswf.engine.broker import RunTool, ToolBroker, ToolDone
-from agentswf.engine.recorder import Recorder
+from agentswf.engine.recorder import Appends, Recorder
 from agentswf.engine.toolcall import ToolCall
 
 
@@ -58,9 +58,10 @@ async def measure(n: int) -> tuple[float, float]:
     direct = (time.perf_counter() - start) / n
     with tempfile.TemporaryDirectory(prefix="awf-bench-") as root:
         async with Supervisor("bench") as supervisor:
-            recorder = supervisor.spawn(Recorder, Path(root), name="recorder", capacity=64)
+            appends = Appends()
+            recorder = supervisor.spawn(Recorder, Path(root), None, appends, name="recorder", capacity=64)
             desk = supervisor.spawn(ApprovalDesk, recorder, name="desk", capacity=64)
-            broker = supervisor.spawn(ToolBroker, recorder, desk, (), None, name="broker", capacity=64)
+            broker = supervisor.spawn(ToolBroker, recorder, appends, desk, (), None, name="broker", capacity=64)
             signal = [anyio.Event()]
             caller = supervisor.spawn(Caller, signal, name="caller", capacity=64)
             start = time.perf_counter()

@@ -20,6 +20,7 @@ import structlog
 
 from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
+from ..errors import ActorStopped
 from ..progress import progress
 from .outcomes import Turn
 from .records import (
@@ -167,15 +168,19 @@ class Appends:
     answer's line), for a fraction of the cost: the Recorder takes every waiting line at
     once and writes them as one batch, and the askers of a batch share one event. There is
     no capacity to wait for: each asker waits for its own line, so what waits here is a line
-    per waiting asker. One asker's lines keep the order it asked them in.
+    per waiting asker. One asker's lines keep the order it asked them in. Once the Recorder
+    has stopped (its last batch written), an ask is `ActorStopped`, as the Recorder's is.
     """
 
     def __init__(self) -> None:
         self._taking = _Take()
         self._waiting = anyio.Event()
+        self._closed = False
 
     async def ask(self, message: Any) -> bool | None:
         answered = APPENDED[type(message)]  # KeyError: not a line the Recorder appends
+        if self._closed:
+            raise ActorStopped(f"the Recorder has stopped; {type(message).__name__} was not written")
         take = self._taking
         slot = len(take.asked)
         take.asked.append(message)
@@ -193,6 +198,10 @@ class Appends:
     async def wait(self) -> None:
         await self._waiting.wait()
         self._waiting = anyio.Event()
+
+    def close(self) -> None:
+        """The Recorder has stopped: no more asks (what was asked is written or failed)."""
+        self._closed = True
 
 
 class _Take:
@@ -461,6 +470,7 @@ class Recorder(Actor):
         self._take_log_lines()
         self._append_asked()
         self._write_batch()
+        self.appends.close()
         for log in self._logs.values():
             try:
                 log.close()

@@ -313,3 +313,17 @@ async def test_a_record_that_cant_be_encoded_fails_its_own_ask_only(tmp_path):
         assert await ref.ask(call(1, 2)) is True  # and the Recorder goes on
         assert await ref.ask(RecordGaps()) is None
     assert on_disk(tmp_path / "tools.jsonl") == {"1-0", "1-1", "1-2"}
+
+
+@pytest.mark.anyio
+async def test_appends_once_the_recorder_has_stopped_are_refused_not_left_waiting(tmp_path):
+    from agentswf.errors import ActorStopped
+
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        assert await appends.ask(call(1, 0)) is True
+        await ref.stop()
+    with anyio.fail_after(2), pytest.raises(ActorStopped):
+        await appends.ask(call(1, 1))
+    assert on_disk(tmp_path / "tools.jsonl") == {"1-0"}
