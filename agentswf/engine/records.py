@@ -79,6 +79,11 @@ def encode(value: Any) -> bytes:
     return _encoder.encode(value)
 
 
+def encode_lines(values: Iterable[Any]) -> bytes:
+    """`values` as JSON lines, each ending in a newline, in one call."""
+    return _encoder.encode_lines(values)
+
+
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
