@@ -2,9 +2,10 @@
 
     python benchmarks/broker.py [N]        (default N=2000)
 
-Each call goes the whole broker path: its input read by the tool's schema, the policy verdict, the handler in a task of its
-own under the call's deadline, the result checked (JSON, size, output schema), the call
-appended to the run's record by the Recorder, and the outcome told to the calling agent
+Each call goes the whole broker path: its input read by the tool's schema, the policy
+verdict, the handler in a task of its own under the call's deadline, the result checked
+(JSON, size, output schema), the call appended to the run's record by the Recorder (asked
+through its Appends, as a run's broker asks), and the answer told to the calling agent
 (here a stub actor). The baseline calls the same handler directly and encodes its result
 as JSON. Prints microseconds per call for each and the ratio, on both backends.
 """

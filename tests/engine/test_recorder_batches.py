@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -327,3 +328,26 @@ async def test_appends_once_the_recorder_has_stopped_are_refused_not_left_waitin
     with anyio.fail_after(2), pytest.raises(ActorStopped):
         await appends.ask(call(1, 1))
     assert on_disk(tmp_path / "tools.jsonl") == {"1-0"}
+
+
+@pytest.mark.anyio
+async def test_an_asker_that_gives_up_leaves_the_others_of_its_take_answered(tmp_path):
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        answers = []
+
+        async def ask(line: ToolCalled, scope: anyio.CancelScope | None = None) -> None:
+            with scope or anyio.CancelScope():
+                answers.append(await appends.ask(line))
+
+        async with anyio.create_task_group() as tg:
+            gives_up = anyio.CancelScope()
+            tg.start_soon(ask, call(1, 0), gives_up)
+            tg.start_soon(ask, call(2, 0))
+            await anyio.lowlevel.checkpoint()  # both have asked, in the same take
+            gives_up.cancel()
+        assert answers == [True]
+        assert await appends.ask(call(2, 1)) is True  # the Recorder goes on
+        assert await ref.ask(RecordGaps()) is None
+    assert on_disk(tmp_path / "tools.jsonl") == {"1-0", "2-0", "2-1"}  # its line was written all the same
