@@ -23,6 +23,7 @@ from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
 from ..errors import ActorStopped
 from ..progress import progress
+from .accounting import Ledger
 from .outcomes import Turn
 from .records import (
     BATCH_MAX_BYTES,
@@ -292,9 +293,14 @@ class Recorder(Actor):
 
     _mailbox: Mailbox  # its own, to see whether more is queued for the batch
 
-    def __init__(self, run_dir: Path, logs: LogLines | None = None, appends: Appends | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, logs: LogLines | None = None, appends: Appends | None = None, ledger: Ledger | None = None
+    ) -> None:
         super().__init__()
         self.run_dir = run_dir
+        self.ledger = ledger or Ledger()  # what the run spent, written to usage.json as turns end
+        self._usage_stale = False  # the ledger has turns usage.json doesn't
+        self._stopping = False  # on_stop runs: no more tasks of its own
         self.lines = logs or LogLines()
         self.appends = appends or Appends()
         self.failures = 0
@@ -355,6 +361,7 @@ class Recorder(Actor):
             progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id,
                      outcome=turn.outcome.kind)
             self._batch_ends_turn = True  # what is written by the end of this batch is fsynced at once
+            self._account(turn)
             return self._turns, turn, False
         if kind is Logged:
             return self._log, msg, False
@@ -522,10 +529,13 @@ class Recorder(Actor):
         await self._sync()
 
     async def on_stop(self) -> None:
+        self._stopping = True
         self._take_log_lines()
         self._append_asked()
         self._write_batch()
         self.appends.close()
+        if self._usage_stale:  # a turn's line asked through Appends as the Recorder stopped
+            await self._write(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()))
         for log in self._logs.values():
             try:
                 log.close()
@@ -603,6 +613,28 @@ class Recorder(Actor):
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
         self._add(msg)
+
+    def _account(self, turn: Turn[Any]) -> None:
+        """The turn in the ledger, and usage.json rewritten (however the turn's line was asked)."""
+        self.ledger.add(turn)
+        if not self._usage_stale:
+            self._usage_stale = True
+            if self._stopping:
+                return  # on_stop writes it
+            self._whole_writes += 1
+            self.start_soon(self._write_usage)
+
+    async def _write_usage(self) -> None:
+        """usage.json rewritten whole until it holds every turn ended so far, one write at a time."""
+        try:
+            while self._usage_stale:
+                self._usage_stale = False
+                await self._write(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()))
+        finally:
+            self._whole_writes -= 1
+            if not self._whole_writes:
+                self._whole_written.set()
+                self._whole_written = anyio.Event()
 
     @handler
     def logged(self, msg: Logged) -> None:

@@ -28,6 +28,7 @@ from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
 from ..launcher.place import make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
+from .accounting import Ledger
 from .admission import operator_admit
 from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
@@ -155,6 +156,7 @@ class RunActors:
     supervisor: Supervisor
     control: Path  # the operator socket: awf approve / reject
     log_lines: LogLines  # wf.log's way to the Recorder
+    ledger: Ledger  # what the run spent, kept by the Recorder as turns end
 
 
 @asynccontextmanager
@@ -165,9 +167,9 @@ async def run_actors(
     sockets = make_run_dir()
     try:
         async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
-            log_lines, appends = LogLines(), Appends()
+            log_lines, appends, ledger = LogLines(), Appends(), Ledger()
             recorder = supervisor.spawn(
-                Recorder, record_dir, log_lines, appends, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+                Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
             )
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
             broker = supervisor.spawn(
@@ -176,7 +178,7 @@ async def run_actors(
             board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
             services = RunServices(broker, desk, board, deadline)
             run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
-            yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines)
+            yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger)
     finally:
         remove_run_dir(sockets)
 

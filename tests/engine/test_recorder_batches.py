@@ -351,3 +351,20 @@ async def test_an_asker_that_gives_up_leaves_the_others_of_its_take_answered(tmp
         assert await appends.ask(call(2, 1)) is True  # the Recorder goes on
         assert await ref.ask(RecordGaps()) is None
     assert on_disk(tmp_path / "tools.jsonl") == {"1-0", "2-0", "2-1"}  # its line was written all the same
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("through", ["mailbox", "appends"])
+async def test_a_turns_usage_is_accounted_however_its_line_is_asked(tmp_path, through):
+    from agentswf.harnesses.usage import Usage
+
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        ask = ref.ask if through == "mailbox" else appends.ask
+        turn = Turn(agent="a", n=1, call_id="c1", outcome=Answered(value="x"), started_at=1.0, ended_at=2.0,
+                    usage=Usage(input_tokens=7, output_tokens=1))
+        await ask(recorder.TurnEnded(turn))
+        assert await ref.ask(RecordGaps()) is None  # usage.json written too
+    usage = records.read_json(tmp_path / "usage.json")
+    assert usage["turns"] == 1 and usage["total"]["input_tokens"] == 7
