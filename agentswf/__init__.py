@@ -14,6 +14,7 @@ gets typed, validated answers back; the agent answers through one command, `wfa`
     wf.participants.open(key)               a Participant outside the run (wf.participants)
     wf.approvals                            Approvals: tool calls waiting for a person (ApprovalRequest)
     agent.usage, RunResult.usage            what an agent, and the run, spent (Usage, RunUsage; Prices)
+    wf.sandboxes.open(key, write=[...])     a Sandbox to pass as agents.open(sandbox=...) (wf.sandboxes is Sandboxes)
 
 Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test helpers
 (scripted agents and participants, the pytest plugin) in `agentswf.testing`.
@@ -53,6 +54,7 @@ from .workflow.definition import WorkflowDefinition, workflow
 from .workflow.loading import load_workflow
 from .workflow.messaging import MessageRefused, Participant, Participants, Route
 from .workflow.running import RunResult, run
+from .workflow.sandboxes import Sandbox, Sandboxes, SandboxSpec
 from .workflow.tools import Tool, tool
 
 __all__ = [
@@ -80,6 +82,9 @@ __all__ = [
     "RunResult",
     "RunUsage",
     "Runtime",
+    "Sandbox",
+    "SandboxSpec",
+    "Sandboxes",
     "StopRequested",
     "TimedOut",
     "Tool",

@@ -23,6 +23,7 @@ import msgspec
 import structlog
 
 from ..__about__ import __version__
+from ..engine.attempts import RecordRefused, read_attempts
 from ..engine.operator import (
     Approve,
     OperatorRequest,
@@ -44,6 +45,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from ..workflow.sandboxes import run_sandbox
 from .logs import print_run, print_trace
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -99,9 +101,7 @@ def _configure_progress() -> None:
     )
 
 
-async def _run_with_interrupt(
-    definition: WorkflowDefinition, options: argparse.Namespace, args: Any, replay: Path | None
-) -> RunResult | None:
+async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_options: dict[str, Any]) -> RunResult | None:
     """Run it; None if Ctrl-C cancelled it (its record still says how it ended).
 
     The signals are caught for the whole run: a second Ctrl-C while the run stops its
@@ -118,17 +118,13 @@ async def _run_with_interrupt(
                     print("awf: stopping the agents and recording the run's ending; a moment", file=sys.stderr)
                 run_scope.cancel()
 
+    sandbox = run_options.pop("sandbox", None)
+    cwd = Path(run_options.get("cwd") or ".").resolve()
+    boxed = await run_sandbox(sandbox, cwd, os.environ) if sandbox else None
     async with anyio.create_task_group() as group:
         await group.start(watch_interrupt)
         with run_scope:
-            result = await run(
-                definition,
-                args=args,
-                run_root=options.run_root,
-                cwd=options.cwd,
-                timeout=options.timeout,
-                replay=replay,
-            )
+            result = await run(definition, args=args, harnesses=boxed, **run_options)
         group.cancel_scope.cancel()
     return result
 
@@ -158,14 +154,20 @@ def _run_root(options: argparse.Namespace) -> Path:
 def command_run(options: argparse.Namespace) -> int:
     with _stdout_to_stderr():
         result, definition = _start_run(options)
+    return _ended(options, result, definition, _run_root(options))
+
+
+def _ended(options: argparse.Namespace, result: RunResult | None, definition: WorkflowDefinition, root: Path) -> int:
+    """Print how the run ended (its value on standard output) and return awf's exit code."""
     if result is None:
         print("awf: interrupted; the run was cancelled", file=sys.stderr)
-        runs = sorted(
-            (_run_root(options) / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns
-        )
+        runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
         if runs:
             print(f"awf: record {runs[-1].parent}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
+            print(f"awf: go on with: awf continue {runs[-1].parent.name}{_root_words(options)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
+        return _print_needs(options, result)
     if options.json:
         record = {
             "outcome": result.outcome,
@@ -180,12 +182,35 @@ def command_run(options: argparse.Namespace) -> int:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(result.value)).decode() + "\n")
     sys.stdout.flush()
     ending = result.outcome if result.reason is None else f"{result.outcome}: {result.reason}"
-    replayed = f" (a replay of {options.replay}: no tool handler ran)" if options.replay else ""
-    print(f"awf: {definition.name} {ending}{replayed}", file=sys.stderr)
+    replayed = f" (a replay of {options.replay}: no tool handler ran)" if getattr(options, "replay", None) else ""
+    attempt = f" (attempt {result.attempt})" if result.attempt > 1 else ""
+    print(f"awf: {definition.name} {ending}{attempt}{replayed}", file=sys.stderr)
     if result.where:
         print(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})", file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
+    if result.outcome != "completed":
+        print(f"awf: go on with: awf continue {result.run_id}{_root_words(options)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
+
+
+def _root_words(options: argparse.Namespace) -> str:
+    return f" --run-root {options.run_root}" if getattr(options, "run_root", None) else ""
+
+
+def _print_needs(options: argparse.Namespace, result: RunResult) -> int:
+    """A look-ahead's ending: the stage values --values must give, as JSON on standard output."""
+    needs = result.needs or {}
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(needs)).decode() + "\n")
+    sys.stdout.flush()
+    print(f"awf: a look-ahead ran nothing and recorded nothing: {result.reason}", file=sys.stderr)
+    for name, schema in needs.items():
+        print(f"awf:   {name}: {json_text(schema)}", file=sys.stderr)
+    print(
+        f"awf: give them as a JSON object by stage name: awf run {options.file} --from-stage {options.from_stage} "
+        "--values values.json",
+        file=sys.stderr,
+    )
+    return EXIT_BY_OUTCOME["stopped"]
 
 
 def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowDefinition]:
@@ -202,9 +227,64 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         replay = find_run(_run_root(options), options.replay)
         if replay is None:
             raise UsageFailure(f"--replay {options.replay}: no record of that run under {_run_root(options)}")
+    run_options = {
+        "run_root": options.run_root,
+        "cwd": options.cwd,
+        "timeout": options.timeout,
+        "replay": replay,
+        "sandbox": options.sandbox,
+    }
+    if options.values is not None and options.from_stage is None:
+        raise UsageFailure("--values gives the stages before --from-stage: give --from-stage too")
+    if options.from_stage is not None:
+        run_options.update(from_stage=options.from_stage, values=_values(options.values))
+    return _go(definition, args, run_options, options.backend), definition
+
+
+def _values(path: str | None) -> dict[str, Any] | None:
+    """The --values file: a JSON object of stage values by stage name."""
+    if path is None:
+        return None
+    try:
+        values = msgspec.json.decode(Path(path).read_bytes())
+    except OSError as error:
+        raise UsageFailure(f"--values {path}: {error.strerror or error}") from None
+    except msgspec.DecodeError as error:
+        raise UsageFailure(f"--values {path} is not JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise UsageFailure(f"--values {path} must hold a JSON object of stage values by stage name")
+    return values
+
+
+def command_continue(options: argparse.Namespace) -> int:
+    """`awf continue [RUN]`: a new attempt of the run, from its recorded file, args and cwd."""
+    run_dir = _run_dir(options, options.run)
+    try:
+        info = read_json(run_dir / "run.json")
+        attempts = read_attempts(run_dir)
+    except (OSError, msgspec.DecodeError, RecordRefused) as error:
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    file = attempts[-1].file if attempts else None
+    if file is None:
+        raise UsageFailure(f"run {run_dir.name} has no workflow file on record; it can't be continued")
+    try:
+        definition = load_workflow(file, info.get("workflow"))
+        if options.timeout is not None:
+            to_seconds(options.timeout, what="--timeout")
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
+    options.file = file
+    run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
+                   "rerun": options.rerun, "sandbox": options.sandbox}
+    with _stdout_to_stderr():
+        result = _go(definition, None, run_options, options.backend)
+    return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _go(definition: WorkflowDefinition, args: Any, run_options: dict[str, Any], backend: str) -> RunResult | None:
     _configure_progress()
     try:
-        return anyio.run(_run_with_interrupt, definition, options, args, replay, backend=options.backend), definition
+        return anyio.run(_run_with_interrupt, definition, args, run_options, backend=backend)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     except BaseExceptionGroup as group:  # a refusal before the run started, from inside the task group
@@ -350,7 +430,26 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     run_parser.set_defaults(handler=command_run)
 
+    run_parser.add_argument("--sandbox", metavar="FILE", help="put every agent in one sandbox (JSON: read, write, network)")
     run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
+    run_parser.add_argument("--from-stage", metavar="STAGE", help="start at STAGE; the stages before it take --values")
+    run_parser.add_argument(
+        "--values", metavar="FILE", help="a JSON object of the values of the stages before --from-stage, by stage name"
+    )
+
+    continue_parser = commands.add_parser(
+        "continue", help="a new attempt of a run: stages recorded complete are not run again"
+    )
+    continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")
+    continue_parser.add_argument(
+        "--sandbox", metavar="FILE", help="put every agent in one sandbox, as awf run --sandbox (give it again: it isn't kept)"
+    )
+    continue_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
+    continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
+    continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    continue_parser.set_defaults(handler=command_continue)
 
     for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):
         decide_parser = commands.add_parser(name, help=text)

@@ -20,9 +20,11 @@ from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
+from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
+from .sandboxes import Sandboxes
+from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
 
-_STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -54,6 +56,7 @@ class Workflow:
         participants: people and programs outside the run (`Participants`):
             `await wf.participants.open(key)`.
         approvals: tool calls waiting for a person's decision (`Approvals`).
+        sandboxes: sandboxes to put agents in (`Sandboxes`): `await wf.sandboxes.open(key, write=["."])`.
         name: the workflow's name.
         run_id: this run's id, as `awf logs RUN` and `awf reply RUN` take it.
         run_dir: this run's record directory.
@@ -64,6 +67,7 @@ class Workflow:
     agents: Agents
     participants: Participants
     approvals: Approvals
+    sandboxes: Sandboxes
     name: str
     run_id: str
     run_dir: Path
@@ -81,8 +85,10 @@ class Workflow:
         log_lines: LogLines,
         approvals: Approvals,
         board: ActorRef,
+        durable: Durable | None = None,
     ) -> None:
         self.name = name
+        self._durable = durable  # this attempt's stage plan and records
         self.approvals = approvals
         self._board = board
         self.participants = Participants(board, agents.keys)
@@ -93,6 +99,7 @@ class Workflow:
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
+        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log)
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
@@ -187,16 +194,25 @@ class Workflow:
     async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None) -> R:
         """Run `work()` as the stage `name`: routes opened in it close when it ends.
 
-        With `result` (a msgspec type) the stage's value must fit it. One stage at a time,
+        With `result` (a msgspec type) the stage's value must fit it; either way it must
+        encode as JSON. The value is recorded before the stage returns it, so a continued
+        run (`awf continue`) gives it back without calling `work`. One stage at a time,
         each name once per run.
         """
-        if not isinstance(name, str) or not name or not set(name) <= _STAGE_CHARACTERS or not name[0].isalpha():
-            raise DefinitionError(f"{name!r} is not a stage's name: lowercase letters, digits and '-'")
+        if not is_stage_name(name):
+            raise DefinitionError(
+                f"{name!r} is not a stage's name: lowercase letters, digits and '-', starting with a letter, "
+                f"at most {MAX_STAGE_NAME_CHARS} characters"
+            )
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
+        if self._durable is not None:
+            done, recorded = await self._durable.enter(name, result)
+            if done:  # reused from the record, given by --values, or a look-ahead's stand-in
+                return recorded  # type: ignore[no-any-return]
         self._stage = name
         try:
             value = await work()
@@ -205,9 +221,13 @@ class Workflow:
                     value = msgspec.convert(value, result, from_attributes=True)
                 except msgspec.ValidationError as error:
                     raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
+            if self._durable is not None:
+                await self._durable.completed(name, value)
             return value
         finally:
             self._stage = None
+            if self._durable is not None:
+                self._durable.left()
             routes, self._stage_routes = self._stage_routes, []
             with anyio.CancelScope(shield=True):
                 for route in routes:

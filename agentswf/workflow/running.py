@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
+import tempfile
 import time
 import traceback
 from collections.abc import Mapping
@@ -21,12 +23,14 @@ from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
 from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
-from ..errors import DefinitionError, StopRequested, leaf_errors
+from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import harness_for
 from ..progress import progress
 from .agents import Agents, HarnessResolver
 from .context import Approvals, Workflow
+from .continuing import check_stage_options, continued_run
 from .definition import WorkflowDefinition
+from .durable import Durable
 from .durations import Duration, to_seconds
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
@@ -43,7 +47,9 @@ class RunResult:
 
     When the workflow raised, `where` is the line it raised from (`file:line, in name`,
     the innermost in the workflow's own file) and `traceback` the whole of it, as the
-    record's output.json also holds them.
+    record's output.json also holds them. `attempt` is the attempt's number (1 for a new
+    run, more for a continued one); `needs` is set by a look-ahead (`from_stage` without
+    `values`): each stage before the start, and its value's JSON Schema.
     """
 
     outcome: RunOutcome
@@ -54,6 +60,8 @@ class RunResult:
     where: str | None = None
     traceback: str | None = None
     usage: RunUsage = field(default_factory=RunUsage)  # what the run spent: in all, by agent, key group, model and turn
+    attempt: int = 1
+    needs: dict[str, Any] | None = None  # a look-ahead's: each stage before --from-stage, and its JSON Schema
 
     @property
     def completed(self) -> bool:
@@ -141,6 +149,10 @@ async def run(
     env: Mapping[str, str] | None = None,
     harnesses: HarnessResolver | None = None,
     replay: str | Path | None = None,
+    continue_from: str | Path | None = None,
+    rerun: str | None = None,
+    from_stage: str | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -148,23 +160,44 @@ async def run(
     agents' runtimes become harnesses (agentswf.testing uses it for scripted agents).
     `replay` names a recorded run's directory: every tool call is answered from its
     record and no handler runs, for debugging a workflow's logic without side effects.
+
+    `continue_from` (a run's id or directory) makes this a new attempt of that run: stages
+    recorded complete give back their values without running, id'd turns answered before
+    give back their turns, and `rerun` names a stage to run again (and all after it).
+    `from_stage` starts a new run at that stage, the stages before it given by `values`
+    (by stage name); without `values` it only looks ahead: nothing runs or is recorded, and
+    `RunResult.needs` lists the stage values needed with their JSON Schemas.
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
-    checked_args = decode_args(definition, args)
     directory = Path(cwd or os.getcwd()).resolve()
     root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
     root = root if root.is_absolute() else directory / root
+    continued = None
+    if continue_from is not None:
+        continued = continued_run(definition, root, continue_from, args, cwd)
+        args, directory = continued.args, continued.cwd
+    check_stage_options(continue_from, rerun, from_stage, values)
+    checked_args = decode_args(definition, args)
     seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
     run_env = dict(env if env is not None else os.environ)
     resolve = harnesses or (lambda key, runtime: harness_for(runtime, run_env))
     replayed = _replay_of(definition, Path(replay)) if replay is not None else None
-    run_id = new_run_id()
-    record_dir = root / definition.name / run_id
-    try:
-        make_private_dirs(record_dir, exist_ok=False)
-    except OSError as error:
-        raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
+    lookahead = from_stage is not None and values is None
+    if continued is not None:
+        run_id, record_dir = continued.run_dir.name, continued.run_dir
+    else:
+        run_id = new_run_id()
+        record_dir = root / definition.name / run_id
+        if lookahead:  # writes nothing under the run root: its record is a scratch one, removed after
+            record_dir = Path(tempfile.mkdtemp(prefix="awf-lookahead-")) / definition.name / run_id
+        try:
+            make_private_dirs(record_dir, exist_ok=False)
+        except OSError as error:
+            raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
+    durable = Durable.begin(
+        record_dir, definition, continuing=continued is not None, from_stage=from_stage, rerun=rerun, values=values
+    )
     started = time.time()
     run_deadline = anyio.current_time() + seconds
     # The run's actors outlive a cancellation from the caller long enough to record how
@@ -196,7 +229,9 @@ async def run(
                 replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
                 progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **replaying)
                 await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
-                agents = Agents(actors.run, actors.board, directory, run_env, resolve, actors.ledger)
+                agents = Agents(
+                    actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable
+                )
                 wf = Workflow(
                     name=definition.name,
                     run_id=run_id,
@@ -206,6 +241,7 @@ async def run(
                     log_lines=actors.log_lines,
                     approvals=Approvals(actors.desk),
                     board=actors.board,
+                    durable=durable,
                 )
                 end = _Ending("cancelled", None, "the run was cancelled")
                 with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
@@ -226,15 +262,28 @@ async def run(
                     gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
                     end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
                 spent.append(actors.ledger.snapshot())
+                try:
+                    await durable.end(end.outcome, end.reason)
+                except WorkflowError as error:  # its attempt's record: the run's record is incomplete
+                    reason = f"{end.reason}; and {error}" if end.outcome == "failed" else _incomplete(str(error), end.outcome, end.reason)
+                    end = _Ending("failed", None, reason, end.where, end.traceback)
                 ending.append(end)
         watch.cancel_scope.cancel()
 
-    async with anyio.create_task_group() as watch:
-        watch.start_soon(_pass_on_cancellation, work, cleanup)
-        watch.start_soon(shielded)
+    try:
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_pass_on_cancellation, work, cleanup)
+            watch.start_soon(shielded)
+    finally:
+        if lookahead:
+            shutil.rmtree(record_dir.parent.parent, ignore_errors=True)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
-    return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0])
+    needs = dict(durable.needs) if lookahead else None
+    n = durable.attempt.n
+    return RunResult(
+        end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0], n, needs
+    )
 
 
 def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
