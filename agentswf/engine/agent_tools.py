@@ -2,7 +2,8 @@
 
 One call at a time per agent: a second call while one runs is `tool-busy`, except the
 same tool with the same input, which joins the running call and gets its answer. The
-ToolBroker runs the call; this side only decides whether it may start.
+ToolBroker reads the input, runs the call and answers it; this side only decides whether
+it may start.
 """
 
 from __future__ import annotations
@@ -16,23 +17,17 @@ import anyio
 import msgspec
 
 from ..actors import Reply, handler
-from ..wire import Response, ToolRequest, refused
-from ..wire.prompts import usage_line
-from ..wire.teaching import ReadError
+from ..wire import Code, Response, ToolRequest, refused
 from . import rules
-from .broker import MAX_TOOL_RESULT_BYTES, RunTool, ToolDone, tool_response
+from .broker import RunTool, ToolDone
 from .notice import notice
-from .recorder import ToolCalled
-from .toolcall import ToolCall
+from .toolcall import ToolCall, tool_record
 
 
 class SetTools(msgspec.Struct, frozen=True):
     """The agent was reopened with the same tools: the new handlers replace the old."""
 
     tools: dict[str, Any]
-
-
-MAX_TOOL_INPUT_BYTES = MAX_TOOL_RESULT_BYTES  # one call's input, as given: 64 KiB, as its result
 
 
 @dataclass
@@ -85,25 +80,25 @@ class AgentTools:
             return None
         assert turn is not None
         tool = self.tools[request.name]
-        size = len((request.input or "").encode()) + sum(len(arg.encode()) for arg in request.args)
-        if size > MAX_TOOL_INPUT_BYTES:
-            message = f"the input is {size} bytes, over the limit of {MAX_TOOL_INPUT_BYTES}; pass a path instead"
-            await self._record_refused(request, "invalid-input", message)
-            return refused("tool", "invalid-input", message)
-        try:
-            value = tool.taught.read(request.args, request.input)
-        except ReadError as error:
-            message = self._tool_hint(request.name, tool, str(error))
-            await self._record_refused(request, "invalid-input", message)
-            return refused("tool", "invalid-input", message)
         call = ToolCall(secrets.token_hex(4), self.key, request.name)
         now = anyio.current_time()
         deadline = turn.deadline if tool.timeout is None else min(turn.deadline, now + tool.timeout)
         self.tool_run = ToolRun(call, request.name, request.args, request.input, [self.defer()])
-        await self.broker.tell(RunTool(call, tool, value, deadline, turn.call_id, self.ref))
+        await self.broker.tell(
+            RunTool(
+                call=call,
+                tool=tool,
+                args=request.args,
+                input=request.input,
+                deadline=deadline,
+                turn_call_id=turn.call_id,
+                agent_ref=self.ref,
+                launcher=self.launcher,
+            )
+        )
         return None
 
-    async def _record_refused(self: Any, request: ToolRequest, code: str, message: str) -> None:
+    async def _record_refused(self: Any, request: ToolRequest, code: Code, message: str) -> None:
         """A refused call goes in the record too, before the refusal is answered: the handler never
         ran, so its raw input is kept. A refusal that can't be recorded is answered all the same
         (nothing ran); the run ends failed for the gap."""
@@ -111,12 +106,14 @@ class AgentTools:
         given = request.args or request.input
         sensitive: frozenset[str] = getattr(self.tools.get(request.name), "sensitive_fields", frozenset())
         await self.recorder.ask(
-            ToolCalled(
+            tool_record(
                 call_id=secrets.token_hex(4),
                 turn_call_id=self.turn.call_id if self.turn is not None else "",
                 agent=self.key,
                 tool=request.name,
-                input="[redacted]" if sensitive else given,
+                input=given,
+                redacted=sensitive,
+                read=False,
                 outcome="refused",
                 error=message,
                 code=code,
@@ -125,17 +122,13 @@ class AgentTools:
             )
         )
 
-    def _tool_hint(self: Any, name: str, tool: Any, error: str) -> str:
-        usage = usage_line(f"{self.launcher} tool {name}", tool.taught)
-        return f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\n{usage}"
-
     @handler
     async def tool_done(self: Any, msg: ToolDone) -> None:
         running = self.tool_run
         if running is None or running.call.id != msg.call_id:
             return
         self.tool_run = None
-        response = tool_response(msg.outcome)
+        response = msg.response
         lead = notice(self.standings.of(self.key))  # on standard error: stdout is the result's
         if lead:
             response = msgspec.structs.replace(response, stderr=lead + response.stderr)

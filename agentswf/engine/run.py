@@ -36,7 +36,7 @@ from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
-from .recorder import LogLines, Recorder
+from .recorder import Appends, LogLines, Recorder
 from .switchboard import Switchboard
 
 RUN_MAILBOX_CAPACITY = 256
@@ -185,14 +185,13 @@ async def run_actors(
     sockets = make_run_dir()
     try:
         async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
-            log_lines = LogLines()
-            ledger = Ledger()
+            log_lines, appends, ledger = LogLines(), Appends(), Ledger()
             recorder = supervisor.spawn(
-                Recorder, record_dir, log_lines, None, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+                Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
             )
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
             broker = supervisor.spawn(
-                ToolBroker, recorder, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
+                ToolBroker, recorder, appends, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
             )
             board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
             services = RunServices(broker, desk, board, deadline, stop)

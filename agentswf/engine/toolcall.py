@@ -1,11 +1,24 @@
-"""`ToolCall`: what a tool's handler is given about the call it is handling."""
+"""`ToolCall`: what a tool's handler is given about the call it is handling; `tool_record`:
+the one place a tool call's record is built and its input redacted."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+
+from ..wire import Code
+from .policy import REDACTED, redact_value
+from .recorder import ToolCalled
+
+if TYPE_CHECKING:
+    from .approvals import ApprovalDecision
+
+ToolOutcomeKind = Literal["result", "failed", "timed-out", "refused"]
+OutcomeCode = Code | Literal["", "raised", "abandoned"]
+"""A refusal's wire code; or, recorded only, `raised` (a retry may follow) and `abandoned` (a handler left running)."""
 
 
 class ToolCall:
@@ -52,3 +65,50 @@ class ToolCall:
 
 CURRENT_TOOL_CALL: ContextVar[ToolCall | None] = ContextVar("agentswf_tool_call", default=None)
 """The call whose handler is running in this task, if any: what a handler may not do depends on it."""
+
+
+def tool_record(
+    *,
+    call_id: str,
+    turn_call_id: str,
+    agent: str,
+    tool: str,
+    input: Any,
+    redacted: frozenset[str] | None,
+    read: bool = True,
+    outcome: ToolOutcomeKind,
+    result: Any = None,
+    error: str = "",
+    code: OutcomeCode = "",
+    attempts: int = 0,
+    approval: ApprovalDecision | None = None,
+    started_at: float,
+    ended_at: float,
+) -> ToolCalled:
+    """The record of one tool call, redacted as the record must be.
+
+    A read input (plain JSON) and the result have every field in `redacted` replaced at
+    any depth. An input not read (`read=False`: the args or text as the agent gave them,
+    refused before its schema read it) can't be told apart field by field, so it is kept
+    only when the tool has no sensitive field. `redacted=None` keeps none of the input
+    (the policies that would say which fields broke).
+    """
+    if redacted is None or (not read and redacted):
+        kept = REDACTED
+    else:
+        kept = redact_value(input, redacted) if read else input
+    return ToolCalled(
+        call_id=call_id,
+        turn_call_id=turn_call_id,
+        agent=agent,
+        tool=tool,
+        input=kept,
+        outcome=outcome,
+        result=redact_value(result, redacted or frozenset()),
+        error=error,
+        code=code,
+        attempts=attempts,
+        approval=approval,
+        started_at=started_at,
+        ended_at=ended_at,
+    )
