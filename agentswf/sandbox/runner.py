@@ -97,8 +97,9 @@ def runtime_paths(harness: Harness) -> tuple[Path, ...]:
     return tuple(sorted(path for path in paths if path != Path("/") and path.exists()))
 
 
-def check_reach(spec: ResolvedSpec) -> None:
-    """Refuse paths that would show the sandbox the run's own directory of sockets (every agent's)."""
+def check_reach(spec: ResolvedSpec, record: Path | None = None) -> None:
+    """Refuse paths that would show the sandbox the run's own directory of sockets (every agent's),
+    or that lie in the runs' record `record` (its run root: what `awf continue` takes as true)."""
     sockets = Path(os.path.realpath(sockets_root()))
     for field, paths in (("read", spec.read), ("write", spec.write), ("cwd", (spec.cwd,))):
         for path in paths:
@@ -107,6 +108,22 @@ def check_reach(spec: ResolvedSpec) -> None:
                     f"sandbox {field} {path} holds {sockets}, where every agent's socket is: "
                     "give the directories the agents need, not one above it"
                 )
+            if record is not None and (path == record or record in path.parents):
+                raise DefinitionError(
+                    f"sandbox {field} {path} is in the runs' record at {record}: no sandbox is given a record, "
+                    "whose stages and sessions a continued run takes back as they are"
+                )
+
+
+def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[Path]:
+    """What covers the records in the paths a sandbox is given: each one's `.awf`, and the run's own
+    record (its run root, whatever its name) where it lies inside one of them."""
+    given = (spec.cwd, cwd, *spec.read, *spec.write)
+    hidden = [path / RECORD_DIR for path in given if (path / RECORD_DIR).is_dir()]
+    covered = any(record == path or path in record.parents for path in hidden) if record is not None else True
+    if record is not None and not covered and any(path in record.parents for path in given):
+        hidden.append(record)
+    return hidden
 
 
 class Sandbox:
@@ -117,11 +134,12 @@ class Sandbox:
         spec: what it reads, writes and reaches, every path absolute.
     """
 
-    def __init__(self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log) -> None:
+    def __init__(self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None) -> None:
         self.key = key
         self.spec = spec
         self.bwrap = bwrap
         self.log = log
+        self.record = record  # the run root, covered wherever a given path holds it
         self.agents: list[str] = []
 
     def confine(self, agent: str, harness: Harness) -> Harness:
@@ -177,7 +195,6 @@ class SandboxedHarness(Harness):
         runtime = runtime_paths(self.inner)
         system = system_view()
         spec = self.sandbox.spec
-        hidden = [path / RECORD_DIR for path in (spec.cwd, *spec.read, *spec.write) if (path / RECORD_DIR).is_dir()]
 
         def confine(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
             command = list(argv)
@@ -186,7 +203,7 @@ class SandboxedHarness(Harness):
                     command, python=sys.executable, forwarder=FORWARDER, proxy_socket=agent_dir / PROXY_SOCKET_NAME,
                     tunnels=tunnels,
                 )  # fmt: skip
-            records = [*hidden, *([cwd / RECORD_DIR] if (cwd / RECORD_DIR).is_dir() else [])]
+            records = hidden_records(spec, cwd, self.sandbox.record)  # now: a record made since is covered too
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
                 bwrap=self.sandbox.bwrap,
