@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import string
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,35 @@ from ..harnesses.base import Attempt, AttemptResult, Harness
 from ..harnesses.capabilities import TABLE, refusal
 
 
+MAX_SESSION_ID_CHARS = 128
+_SESSION_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-_.:")
+
+
+def is_session_id(session: object) -> bool:
+    """A native session's id as the CLIs make them (a UUID, a thread id): letters, digits and `-_.:`,
+    starting with a letter or digit. What a CLI is given after `--resume` or `--session` is one of
+    these or nothing: a record's forged `--dangerously-skip-permissions` is no option, and no path."""
+    return (
+        isinstance(session, str)
+        and 0 < len(session) <= MAX_SESSION_ID_CHARS
+        and set(session) <= _SESSION_ID_CHARACTERS
+        and session[0].isalnum()
+        and ".." not in session
+    )
+
+
 def sessions_on_record(run_dir: Path) -> dict[str, SessionRecord]:
-    """Each agent's latest native session on record, with the harness it was opened on."""
-    harnesses = {line["agent"]: line.get("harness", "") for line in read_sessions(run_dir) if isinstance(line.get("agent"), str)}
+    """Each agent's latest native session on record, with the harness it was opened on; a session
+    that is no session id (`is_session_id`) is passed over."""
+    harnesses = {
+        line["agent"]: harness
+        for line in read_sessions(run_dir)
+        if isinstance(line.get("agent"), str) and isinstance(harness := line.get("harness", ""), str)
+    }
     found: dict[str, SessionRecord] = {}
     for turn in read_lines(run_dir / "turns.jsonl"):
         agent, session = turn.get("agent"), turn.get("session")
-        if isinstance(agent, str) and isinstance(session, str) and session:
+        if isinstance(agent, str) and is_session_id(session):
             found[agent] = SessionRecord(agent, harnesses.get(agent, ""), session)
     return found
 
@@ -37,6 +60,8 @@ def fresh_because(recorded: SessionRecord | None, harness: str) -> str | None:
             return f"its harness can't resume: {why}"
     if recorded is None or recorded.session is None:
         return "no native session of it is on record"
+    if not is_session_id(recorded.session):
+        return "its session on record is not a session id"
     if recorded.harness != harness:
         return f"its session on record is of harness {recorded.harness or 'unknown'}, and it opens on {harness}"
     return None
