@@ -32,6 +32,7 @@ MAX_CONNECTIONS = 64  # open at once, per attempt; more wait in the kernel's bac
 MAX_LOGGED_REFUSALS = 100  # per attempt; past that, one line says so and the rest go unlogged
 ACCEPT_RETRY_SECONDS = 0.05  # after an accept failed for want of descriptors
 _CHUNK_BYTES = 65536
+_PRINTABLE_FIRST, _PRINTABLE_LAST = 0x21, 0x7E  # of a request target's bytes: no space, no control character
 
 Log = Callable[..., None]  # (message, **fields): a line in the run's record
 Resolve = Callable[[str, int], Awaitable[list[str]]]  # a host's addresses to connect to
@@ -75,12 +76,49 @@ class Allowlist:
         return None
 
 
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # IPv4 addresses, translated: their last 32 bits
+_DISCARD_PORT = 9  # a port to aim an unsent UDP socket at: only its route is asked for
+
+
+def _embedded(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one leads to (mapped, 6to4, Teredo's client, NAT64, IPv4-compatible)."""
+    if address.ipv4_mapped is not None or address.sixtofour is not None:
+        return address.ipv4_mapped or address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in NAT64 or int(address) >> 32 == 0:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def is_public(address: str) -> bool:
+    """A global address, and not an IPv6 one that leads to a private or loopback IPv4 address."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if not ip.is_global:
+        return False
+    embedded = _embedded(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+    return embedded is None or embedded.is_global
+
+
+def is_own_address(address: str) -> bool:
+    """One of this machine's own addresses (a global one on its network included): the kernel
+    routes to it from itself. Asked of a UDP socket's route; nothing is sent."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect((address, _DISCARD_PORT))
+        except OSError:  # no route: not this machine's
+            return False
+        source = str(probe.getsockname()[0])
+    return ipaddress.ip_address(source.split("%")[0]) == ipaddress.ip_address(address.split("%")[0])
+
+
 async def public_addresses(host: str, port: int) -> list[str]:
-    """`host`'s addresses, global ones only: the host's own loopback and private networks are
-    no place for a sandbox's allowed domain to lead."""
+    """`host`'s addresses, public ones only: this machine's own (its loopback, its address on its
+    network) and private networks are no place for a sandbox's allowed domain to lead."""
     found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     addresses = [str(info[4][0]) for info in found]
-    return [address for address in addresses if ipaddress.ip_address(address.split("%")[0]).is_global]
+    return [address for address in addresses if is_public(address) and not is_own_address(address)]
 
 
 async def _endpoint_addresses(host: str, port: int) -> list[str]:
@@ -108,10 +146,9 @@ def parse_head(head: bytes, rest: bytes) -> Request | str:
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
         return "not an HTTP/1 request line"
     method, target, version = parts
-    try:
-        text = target.decode("ascii")
-    except UnicodeDecodeError:
-        return "the request's target is not ASCII"
+    if not all(_PRINTABLE_FIRST <= byte <= _PRINTABLE_LAST for byte in target):  # it is logged, and shown
+        return "the request's target is not printable ASCII"
+    text = target.decode("ascii")
     if method == b"CONNECT":
         host, port = _host_port(text, default=None)
         if host is None or port is None:

@@ -18,7 +18,6 @@ from ..engine.records import read_lines
 from ..harnesses.base import Attempt, AttemptResult, Harness
 from ..harnesses.capabilities import TABLE, refusal
 
-
 MAX_SESSION_ID_CHARS = 128
 _SESSION_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-_.:")
 

@@ -4,12 +4,16 @@ test is the attack as the agent's shell (or its CLI's proxy client) would make i
 from __future__ import annotations
 
 import secrets
+import socket
 from pathlib import Path
 
+import anyio
 import pytest
 
 import agentswf
 from agentswf import workflow
+from agentswf.sandbox import proxy as proxy_module
+from agentswf.sandbox.proxy import Allowlist, Proxy, is_own_address, is_public, parse_head, serving
 
 from ..sandbox.kit import ANSWER, agent, needs_bwrap
 
@@ -20,6 +24,19 @@ pytestmark = pytest.mark.anyio
 def place(tmp_path):
     (tmp_path / "ws").mkdir()
     return tmp_path
+
+
+async def _ask(path: Path, request: bytes) -> bytes:
+    async with await anyio.connect_unix(path) as stream:
+        await stream.send(request)
+        reply = b""
+        with anyio.fail_after(5):
+            try:
+                while True:
+                    reply += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+        return reply
 
 
 async def _run_in(fn, cwd: Path, run_root: Path) -> agentswf.RunResult:
@@ -62,3 +79,56 @@ async def test_a_sandbox_given_a_path_inside_the_runs_record_is_refused(place, f
 
     result = await _run_in(fn, place, root)
     assert result.outcome == "failed" and "record" in (result.reason or ""), result.reason
+
+
+@pytest.mark.parametrize("target", ["\x1b]0;owned\x07.test:443", "a.test\x1b[2J:443", "a.test\x00:443", "a\tb.test:443", "a.test\x7f:80"])
+async def test_a_request_target_with_control_characters_is_refused_unlogged(tmp_path, target):
+    """What the proxy refuses it logs, and `awf run` prints log lines to the operator's terminal:
+    an escape sequence in a CONNECT target would be the agent writing to that terminal."""
+    assert isinstance(parse_head(f"CONNECT {target} HTTP/1.1\r\n\r\n".encode(), b""), str)
+    assert isinstance(parse_head(f"GET http://{target}/ HTTP/1.1\r\n\r\n".encode(), b""), str)
+    logged: list[str] = []
+    proxy = Proxy(Allowlist(frozenset(), ()), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
+    async with serving(tmp_path / "n.sock", proxy):
+        reply = await _ask(tmp_path / "n.sock", f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+    assert reply.startswith(b"HTTP/1.1 400") and logged == []
+    assert all(31 < ord(character) < 127 or character in "\r\n" for character in reply.decode())
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "2002:c0a8:101::1",  # 6to4 of 192.168.1.1
+        "::127.0.0.1",  # IPv4-compatible
+        "::ffff:127.0.0.1",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo, its client 127.0.0.1
+    ],
+)
+def test_an_address_that_leads_to_a_private_one_is_not_public(address):
+    assert not is_public(address)
+
+
+def test_public_addresses_are_public_and_the_hosts_own_are_not():
+    assert is_public("8.8.8.8") and is_public("2606:4700:4700::1111") and is_public("64:ff9b::808:808")
+    assert is_own_address("127.0.0.1") and not is_own_address("192.0.2.1")
+    try:
+        own = socket.gethostbyname(socket.gethostname())  # this machine's address on its network
+    except OSError:
+        pytest.skip("this machine's name doesn't resolve")
+    assert is_own_address(own)
+
+
+async def test_an_allowed_name_that_resolves_to_the_hosts_own_address_is_refused(monkeypatch):
+    """A name under an allowed suffix (`*.nip.io`, a DNS the agent's author controls) pointed at
+    the machine's own address on its network would reach every port it listens on there."""
+    own = "127.0.0.1"
+
+    async def resolve(host, port, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (own, port))]
+
+    monkeypatch.setattr(proxy_module, "is_public", lambda address: True)  # as a global address of this machine would be
+    monkeypatch.setattr(proxy_module.anyio, "getaddrinfo", resolve)  # a stand-in DNS: no resolver here leads to it
+    assert await proxy_module.public_addresses("own.nip.io", 443) == []
