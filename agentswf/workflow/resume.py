@@ -9,30 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import string
 from pathlib import Path
 from typing import Any
 
 from ..engine.attempts import SessionRecord, read_sessions
 from ..engine.records import read_lines
-from ..harnesses.base import Attempt, AttemptResult, Harness
+from ..harnesses.base import Attempt, AttemptResult, Harness, is_session_id
 from ..harnesses.capabilities import TABLE, refusal
-
-MAX_SESSION_ID_CHARS = 128
-_SESSION_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-_.:")
-
-
-def is_session_id(session: object) -> bool:
-    """A native session's id as the CLIs make them (a UUID, a thread id): letters, digits and `-_.:`,
-    starting with a letter or digit. What a CLI is given after `--resume` or `--session` is one of
-    these or nothing: a record's forged `--dangerously-skip-permissions` is no option, and no path."""
-    return (
-        isinstance(session, str)
-        and 0 < len(session) <= MAX_SESSION_ID_CHARS
-        and set(session) <= _SESSION_ID_CHARACTERS
-        and session[0].isalnum()
-        and ".." not in session
-    )
 
 
 def sessions_on_record(run_dir: Path) -> dict[str, SessionRecord]:
