@@ -8,12 +8,16 @@ says so: an exact model endpoint (host and port, loopback included), or a host t
 sandbox's `network` names, resolved to public addresses only (a name that resolves to
 the host's loopback or a private network is refused, so an allowed domain can't be
 pointed back at the host). Everything else is answered 403 and logged in the run's record.
+Each attempt's proxy holds at most MAX_CONNECTIONS, and all of the process's together a share
+of its descriptors (503 past it), so that agents fanned out together can't starve the run.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import resource
 import socket
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +33,8 @@ MAX_HEAD_BYTES = 16 * 1024  # of a request's line and headers
 HEAD_TIMEOUT_SECONDS = 10.0  # for the request's head to arrive
 CONNECT_TIMEOUT_SECONDS = 10.0  # for the upstream host to accept
 MAX_CONNECTIONS = 64  # open at once, per attempt; more wait in the kernel's backlog, unaccepted
+PROXIES_FD_SHARE = 0.25  # of the process's file-descriptor limit, what every proxy's connections may hold together
+FDS_PER_CONNECTION = 2  # the agent's side and the host's
 MAX_LOGGED_REFUSALS = 100  # per attempt; past that, one line says so and the rest go unlogged
 ACCEPT_RETRY_SECONDS = 0.05  # after an accept failed for want of descriptors
 _CHUNK_BYTES = 65536
@@ -227,6 +233,39 @@ async def _connect(addresses: list[str], port: int) -> SocketStream | None:
     return None
 
 
+def shared_connection_limit() -> int:
+    """How many connections all the process's proxies may hold at once: a share of its descriptors,
+    so agents fanned out together can't take the ones the run records with."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS * 64
+    return max(1, int(soft * PROXIES_FD_SHARE) // FDS_PER_CONNECTION)
+
+
+class _Shared:
+    """The connections every proxy of the process holds (runs may be in threads of their own)."""
+
+    lock = threading.Lock()
+    open = 0
+
+
+def shared_open() -> int:
+    return _Shared.open
+
+
+def _take_shared() -> bool:
+    with _Shared.lock:
+        if _Shared.open >= shared_connection_limit():
+            return False
+        _Shared.open += 1
+        return True
+
+
+def _give_shared() -> None:
+    with _Shared.lock:
+        _Shared.open -= 1
+
+
 class Proxy:
     """Serves one attempt's proxy socket by the allowlist; refusals go to `log`."""
 
@@ -324,7 +363,14 @@ async def _serve(listener: Any, proxy: Proxy) -> None:
 
 async def _guarded(proxy: Proxy, client: ByteStream) -> None:
     try:
-        await proxy.handle(client)
+        if not _take_shared():
+            async with client:
+                await _answer(client, "503 Service Unavailable", "agentswf sandbox: the run's agents hold all the connections it allows")
+            return
+        try:
+            await proxy.handle(client)
+        finally:
+            _give_shared()
     except Exception:  # one connection's trouble (hostile bytes included) is its own
         pass
     finally:

@@ -132,3 +132,21 @@ async def test_an_allowed_name_that_resolves_to_the_hosts_own_address_is_refused
     monkeypatch.setattr(proxy_module, "is_public", lambda address: True)  # as a global address of this machine would be
     monkeypatch.setattr(proxy_module.anyio, "getaddrinfo", resolve)  # a stand-in DNS: no resolver here leads to it
     assert await proxy_module.public_addresses("own.nip.io", 443) == []
+
+
+async def test_the_agents_together_hold_at_most_the_proxies_share_of_the_runs_descriptors(tmp_path, monkeypatch):
+    """Each proxy takes MAX_CONNECTIONS; ten agents fanned out over one hostile repository,
+    each holding its proxy's all, would take the run's every descriptor (soft limit 1024 is
+    common) and fail its record. Across the process the proxies hold a share of the limit."""
+    monkeypatch.setattr(proxy_module, "shared_connection_limit", lambda: 2)
+    proxies = [Proxy(Allowlist(frozenset(), ()), lambda message, **fields: None, sandbox="b", agent=name) for name in "ab"]
+    async with serving(tmp_path / "a.sock", proxies[0]), serving(tmp_path / "b.sock", proxies[1]):
+        held = [await anyio.connect_unix(tmp_path / "a.sock") for _ in range(2)]  # agent a holds the share
+        await anyio.sleep(0.1)
+        refused = await _ask(tmp_path / "b.sock", b"CONNECT h.test:443 HTTP/1.1\r\n\r\n")
+        assert refused.startswith(b"HTTP/1.1 503"), refused
+        await held[0].aclose()
+        await anyio.sleep(0.1)
+        assert (await _ask(tmp_path / "b.sock", b"CONNECT h.test:443 HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 403")
+        await held[1].aclose()
+    assert proxy_module.shared_open() == 0
