@@ -118,7 +118,7 @@ def check_reach(spec: ResolvedSpec, record: Path | None = None) -> None:
 def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[Path]:
     """What covers the records in the paths a sandbox is given: each one's `.awf`, and the run's own
     record (its run root, whatever its name) where it lies inside one of them."""
-    given = (spec.cwd, cwd, *spec.read, *spec.write)
+    given = (spec.cwd, Path(os.path.realpath(cwd)), *spec.read, *spec.write)  # real paths, as the record's is
     hidden = [path / RECORD_DIR for path in given if (path / RECORD_DIR).is_dir()]
     covered = any(record == path or path in record.parents for path in hidden) if record is not None else True
     if record is not None and not covered and any(path in record.parents for path in given):

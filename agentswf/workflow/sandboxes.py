@@ -95,7 +95,7 @@ class Sandboxes:
                     f"agent {agent}: this run puts every agent in the sandbox given with awf run --sandbox, "
                     "so sandbox= can't be given"
                 )
-            check_reach(replace(harness.sandbox.spec, cwd=cwd), self._record)
+            check_reach(replace(harness.sandbox.spec, cwd=Path(os.path.realpath(cwd))), self._record)
             if harness.sandbox.log is not self._log:  # its first agent: from now on, it records in this run
                 harness.sandbox.log, harness.sandbox.record = self._log, self._record
                 self._opened(harness.sandbox)
@@ -111,7 +111,7 @@ class Sandboxes:
             sandbox = await self._open_spec(PRIVATE_PREFIX + agent, check_spec(sandbox))
         elif all(sandbox is not opened for _, opened in self._open.values()):
             raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
-        check_reach(replace(sandbox.spec, cwd=cwd), self._record)  # the agent's cwd is in its sandbox too
+        check_reach(replace(sandbox.spec, cwd=Path(os.path.realpath(cwd))), self._record)  # the agent's cwd is in its sandbox too
         return sandbox.confine(agent, harness)
 
 

@@ -118,3 +118,26 @@ async def test_a_session_a_cli_reports_that_is_no_session_id_is_never_resumed(tm
     assert result.outcome == "completed", result.reason
     assert result.value == [None, None]
     assert all("--resume" not in line for line in (tmp_path / "argv").read_text().splitlines())
+
+
+@pytest.mark.xfail(strict=True, reason="a record can't be told from a forged one when the forger runs as you (security.md)")
+def test_a_forged_attempt_record_cant_choose_the_workflow_file_awf_continue_runs(tmp_path):
+    import subprocess
+    import sys
+
+    write_flows(tmp_path)
+    (marks(tmp_path) / "fail").touch()
+    started = subprocess.run(
+        [sys.executable, "-m", "agentswf", "run", "flows.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert started.returncode == 1, started.stderr
+    [attempt] = (tmp_path / "runs" / "three").glob("*/attempts/1.json")
+    evil = tmp_path / "evil.py"
+    evil.write_text((tmp_path / "flows.py").read_text() + f"\nopen({str(tmp_path / 'OWNED')!r}, 'w').close()\n")
+    attempt.write_text(json.dumps({**json.loads(attempt.read_text()), "file": str(evil)}))
+    subprocess.run(
+        [sys.executable, "-m", "agentswf", "continue", "--run-root", "runs"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert not (tmp_path / "OWNED").exists()

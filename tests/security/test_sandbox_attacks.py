@@ -150,3 +150,27 @@ async def test_the_agents_together_hold_at_most_the_proxies_share_of_the_runs_de
         assert (await _ask(tmp_path / "b.sock", b"CONNECT h.test:443 HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 403")
         await held[1].aclose()
     assert proxy_module.shared_open() == 0
+
+
+def test_a_module_planted_beside_the_workflow_file_doesnt_stand_in_for_the_standard_librarys(tmp_path):
+    """A sandbox that writes its cwd writes beside the workflow's file when they share a folder
+    (`awf run review.py --sandbox box.json` with `write: ["."]`). The folder goes on sys.path for
+    the workflow's own neighbours; in front, `queue.py` there ran, outside any sandbox, at the
+    next `awf run` or `awf continue` (the run imports `queue` after loading the workflow)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "flow.py").write_text(
+        "from agentswf import workflow\nimport helper\n\n"
+        "@workflow(name='flow', description='Reads its neighbour.')\nasync def flow(wf):\n    return helper.VALUE\n"
+    )
+    (folder / "helper.py").write_text("VALUE = 'neighbour'\n")  # a neighbour of its own still imports
+    (folder / "queue.py").write_text(f"open({str(tmp_path / 'OWNED')!r}, 'w').close()\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentswf", "run", str(folder / "flow.py"), "--run-root", str(tmp_path / "runs")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert not (tmp_path / "OWNED").exists()
+    assert done.returncode == 0 and done.stdout.strip() == '"neighbour"', done.stderr
