@@ -174,3 +174,20 @@ def test_a_module_planted_beside_the_workflow_file_doesnt_stand_in_for_the_stand
     )  # fmt: skip
     assert not (tmp_path / "OWNED").exists()
     assert done.returncode == 0 and done.stdout.strip() == '"neighbour"', done.stderr
+
+
+def test_what_runs_the_agent_stays_read_only_inside_a_path_it_may_write():
+    """A project's `.venv` (the `awf` that runs the workflow, and `wfa`'s interpreter) inside a
+    `write: ["."]`: writable, the agent would change what runs outside it at the next `awf`."""
+    from agentswf.sandbox.bwrap import AgentPaths, bwrap_argv
+    from agentswf.sandbox.spec import ResolvedSpec
+
+    from ..sandbox.test_bwrap import effective
+
+    repo = Path("/work/repo")
+    venv, explicit = repo / ".venv", repo / ".venv" / "cache"
+    spec = ResolvedSpec(repo, (), (repo, explicit), ())
+    argv = bwrap_argv(spec, AgentPaths(repo, Path("/t/a")), Path("/t/a/home"), ["sh"], system=(), runtime=(venv,))
+    assert effective(argv, venv / "lib" / "site.py") == "--ro-bind"
+    assert effective(argv, repo / "src") == "--bind"
+    assert effective(argv, explicit / "x") == "--bind"  # what `write` names inside it, by name, is written
