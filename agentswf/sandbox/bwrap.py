@@ -9,7 +9,8 @@ stays read-only, or the agent would change the `awf` that runs next outside it),
 `write` entry inside it; then the agent's own directory
 read-only (its launcher and its sockets, at the same path as outside, so the prompt's
 launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
-directory it is given is covered by an empty one. Nothing else of the machine is there: not
+directory it is given is covered by an empty one; a git repository's config and hooks in a
+directory it may write stay read-only (they name commands your next `git status` runs). Nothing else of the machine is there: not
 `$HOME`, not another agent's directory, not the run's record.
 
 Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
@@ -66,10 +67,13 @@ def bwrap_argv(
     system: Sequence[SystemEntry],
     runtime: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
+    controls: Sequence[Path] = (),
     bwrap: str = "bwrap",
 ) -> list[str]:
     """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`;
-    `hidden` (a run's record in a directory it is given) is covered by an empty directory."""
+    `hidden` (a run's record in a directory it is given) is covered by an empty directory, and
+    `controls` (what says which commands run outside: a repository's git config and hooks) stay
+    read-only in a directory it may write."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for entry in system:
         if entry.link is not None:
@@ -85,6 +89,8 @@ def bwrap_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order([p for p in spec.write if any(r == p or r in p.parents for r in runtime)]):
         argv += ["--bind", str(path), str(path)]  # but what `write` names in it, by name
+    for path in _depth_order(controls):
+        argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(hidden):
         argv += ["--size", str(HIDDEN_BYTES), "--tmpfs", str(path)]
     argv += ["--ro-bind", str(agent.agent_dir), str(agent.agent_dir), "--bind", str(home), str(home)]

@@ -126,6 +126,25 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
     return hidden
 
 
+GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs (core.fsmonitor, filters, hooks)
+
+
+def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
+    """The git config and hooks of each repository at the top of a path the sandbox may write (its
+    cwd's too): read-only inside, or the agent would choose what your next `git status` runs.
+    A missing hooks directory is made (empty), so that there is one to hold read-only."""
+    cwd = Path(os.path.realpath(cwd))
+    tops = {*spec.write, *(path for path in (spec.cwd, cwd) if any(w == path or w in path.parents for w in spec.write))}
+    found: list[Path] = []
+    for top in sorted(tops):
+        git = top if top.name == ".git" else top / ".git"  # a repository, or its .git given (a worktree's)
+        if not git.is_dir() or git.is_symlink():
+            continue
+        (git / "hooks").mkdir(exist_ok=True)
+        found += [git / name for name in GIT_CONTROLS if (git / name).exists()]
+    return found
+
+
 class Sandbox:
     """An opened sandbox (`wf.sandboxes.open`): pass it as `sandbox=` to `wf.agents.open`; agents may share it.
 
@@ -206,7 +225,7 @@ class SandboxedHarness(Harness):
             records = hidden_records(spec, cwd, self.sandbox.record)  # now: a record made since is covered too
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
-                bwrap=self.sandbox.bwrap,
+                controls=git_controls(spec, cwd), bwrap=self.sandbox.bwrap,
             )  # fmt: skip
             return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)
 

@@ -4,6 +4,7 @@ test is the attack as the agent's shell (or its CLI's proxy client) would make i
 from __future__ import annotations
 
 import secrets
+import shutil
 import socket
 from pathlib import Path
 
@@ -191,3 +192,52 @@ def test_what_runs_the_agent_stays_read_only_inside_a_path_it_may_write():
     assert effective(argv, venv / "lib" / "site.py") == "--ro-bind"
     assert effective(argv, repo / "src") == "--bind"
     assert effective(argv, explicit / "x") == "--bind"  # what `write` names inside it, by name, is written
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("git") is None, reason="git isn't installed")
+async def test_a_writer_commits_but_cant_set_what_git_runs_outside_it(place):
+    """`.git/config` (core.fsmonitor, core.hooksPath, a filter) and `.git/hooks` are commands your
+    next `git status` or `git commit` runs, outside the sandbox: read-only in a repository it writes."""
+    import subprocess
+
+    ws = place / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    token = secrets.token_hex(4)
+    owned = place / "OWNED"
+    body = f"""\
+        git -c user.name=a -c user.email=a@b add -A >/dev/null 2>&1 && git -c user.name=a -c user.email=a@b commit -qm work >/dev/null 2>&1 \\
+            && say "committed" || say "NO COMMIT"
+        git config core.fsmonitor "touch {owned}" 2>/dev/null && say "CONFIG SET" || say "config: read-only"
+        printf '#!/bin/sh\\ntouch {owned}\\n' >.git/hooks/pre-commit 2>/dev/null && say "HOOK SET" || say "hooks: read-only"
+        {ANSWER}
+    """
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws", write=["."])
+        a = await wf.agents.open("a", runtime=agent(ws, "a", body, token), sandbox=box)
+        return (await a.run("Commit.", timeout=20)).value
+
+    result = await _run_in(fn, place, place / "runs")
+    assert result.outcome == "completed", result.reason
+    assert result.value.split("\n") == ["committed", "config: read-only", "hooks: read-only"]
+    subprocess.run(["git", "-C", str(ws), "status"], check=True, capture_output=True)
+    assert not owned.exists()
+
+
+def test_the_git_controls_of_a_repository_or_a_git_directory_given_to_write(tmp_path):
+    from agentswf.sandbox.runner import git_controls
+    from agentswf.sandbox.spec import ResolvedSpec
+
+    repo, other, plain = tmp_path / "repo", tmp_path / "other", tmp_path / "plain"
+    for path in (repo / ".git", other / ".git", plain):
+        path.mkdir(parents=True)
+    (repo / ".git" / "config").write_text("")
+    (other / ".git" / "config").write_text("")
+    spec = ResolvedSpec(repo, (), (repo, other / ".git", plain), ())
+    assert git_controls(spec, repo) == [
+        other / ".git" / "config", other / ".git" / "hooks", repo / ".git" / "config", repo / ".git" / "hooks",
+    ]  # fmt: skip
+    assert (repo / ".git" / "hooks").is_dir()  # made, to be held read-only
+    reader = ResolvedSpec(repo, (), (), ())
+    assert git_controls(reader, repo) == []  # nothing it can write: nothing to hold
