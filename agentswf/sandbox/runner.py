@@ -132,17 +132,28 @@ GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs 
 def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
     """The git config and hooks of each repository at the top of a path the sandbox may write (its
     cwd's too): read-only inside, or the agent would choose what your next `git status` runs.
-    A missing hooks directory is made (empty), so that there is one to hold read-only."""
+    Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
+    a missing hooks directory is made (empty), so that there is one to hold read-only."""
     cwd = Path(os.path.realpath(cwd))
-    tops = {*spec.write, *(path for path in (spec.cwd, cwd) if any(w == path or w in path.parents for w in spec.write))}
-    found: list[Path] = []
-    for top in sorted(tops):
-        git = top if top.name == ".git" else top / ".git"  # a repository, or its .git given (a worktree's)
-        if not git.is_dir() or git.is_symlink():
+    tops = {*spec.write, *(path for path in (spec.cwd, cwd) if _inside(path, spec.write))}
+    found: set[Path] = set()
+    for top in tops:
+        git = Path(os.path.realpath(top if top.name == ".git" else top / ".git"))  # a repository, or its .git given
+        if not git.is_dir():
             continue
-        (git / "hooks").mkdir(exist_ok=True)
-        found += [git / name for name in GIT_CONTROLS if (git / name).exists()]
-    return found
+        try:
+            (git / "hooks").mkdir(exist_ok=True)
+        except OSError:  # a dangling symlink: git runs no hooks through it
+            pass
+        for name in GIT_CONTROLS:
+            real = Path(os.path.realpath(git / name))
+            if real.exists() and _inside(real, spec.write):
+                found.add(real)
+    return sorted(found)
+
+
+def _inside(path: Path, paths: tuple[Path, ...]) -> bool:
+    return any(given == path or given in path.parents for given in paths)
 
 
 class Sandbox:

@@ -239,5 +239,11 @@ def test_the_git_controls_of_a_repository_or_a_git_directory_given_to_write(tmp_
         other / ".git" / "config", other / ".git" / "hooks", repo / ".git" / "config", repo / ".git" / "hooks",
     ]  # fmt: skip
     assert (repo / ".git" / "hooks").is_dir()  # made, to be held read-only
+    (other / ".git" / "hooks").rmdir()
+    (other / ".git" / "hooks").symlink_to(plain)  # a hooks directory elsewhere in what it writes: held there
+    assert git_controls(spec, repo)[:2] == [other / ".git" / "config", plain]
+    (other / ".git" / "hooks").unlink()
+    (other / ".git" / "hooks").symlink_to(tmp_path / "outside")  # dangling: git runs nothing through it
+    assert git_controls(spec, repo)[:1] == [other / ".git" / "config"]
     reader = ResolvedSpec(repo, (), (), ())
     assert git_controls(reader, repo) == []  # nothing it can write: nothing to hold
