@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -42,6 +42,9 @@ INTERRUPTED = "interrupted"  # an attempt that never recorded its ending (kill -
 StageHow = Literal["ran", "reused", "provided"]
 
 
+Positive = Annotated[int, msgspec.Meta(ge=1)]  # an attempt's number, a pid: never 0 or -1 (os.kill's "every process")
+
+
 class RecordRefused(Exception):
     """A record this version can't read, or an attempt that can't be claimed; the text says why."""
 
@@ -50,14 +53,14 @@ class AttemptRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     """`attempts/<n>.json`: one attempt of a run, written as it starts and again as it ends."""
 
     version: int = ATTEMPTS_VERSION
-    n: int
+    n: Positive
     workflow: str
     file: str | None = None
     file_sha256: str | None = None
-    pid: int
+    pid: Positive
     process_start: int | None = None  # the kernel's start time of `pid`, to tell a reused pid apart
     started_at: float
-    continues: int | None = None  # the attempt this one went on from
+    continues: Positive | None = None  # the attempt this one went on from
     file_changed: bool = False  # the workflow's file is not the one `continues` ran
     from_stage: str | None = None
     rerun: str | None = None
@@ -84,7 +87,7 @@ class StageRecord(msgspec.Struct, kw_only=True):
 
     version: int = ATTEMPTS_VERSION
     stage: str
-    attempt: int
+    attempt: Positive
     outcome: Literal["succeeded"] = "succeeded"
     started_at: float
     ended_at: float
@@ -114,20 +117,29 @@ def read_attempts(run_dir: Path) -> list[AttemptRecord]:
     directory = run_dir / ATTEMPTS_DIR
     if not directory.is_dir():
         return []
-    found = [
-        _decode(path, path.read_bytes(), AttemptRecord)
-        for path in directory.glob("*.json")
-        if path.stem.isdigit()
-    ]
+    found = []
+    for path in directory.glob("*.json"):
+        if path.stem.isdigit():
+            record = _decode(path, path.read_bytes(), AttemptRecord)
+            if record.n != int(path.stem):  # its number names the file the next attempt rewrites
+                raise RecordRefused(f"{path} is not attempt {path.stem}'s record: it says attempt {record.n}")
+            found.append(record)
     return sorted(found, key=lambda record: record.n)
 
 
 def read_stages(run_dir: Path) -> dict[str, StageRecord]:
+    """Each stage's record, by the stage it is of: the one its file is named for (a stage's name
+    makes the paths it is moved by, so a record naming another, or a path, is refused)."""
     directory = run_dir / STAGES_DIR
     if not directory.is_dir():
         return {}
-    records = [_decode(path, path.read_bytes(), StageRecord) for path in directory.glob("*.json")]
-    return {record.stage: record for record in records}
+    records = {}
+    for path in directory.glob("*.json"):
+        record = _decode(path, path.read_bytes(), StageRecord)
+        if record.stage != path.stem:
+            raise RecordRefused(f"{path} is not a stage's record: it names stage {record.stage!r}, not {path.stem!r}")
+        records[record.stage] = record
+    return records
 
 
 def attempt_path(run_dir: Path, n: int) -> Path:

@@ -10,6 +10,7 @@ starts processes tells `Attempt.started` the pid they all descend from (the keep
 
 from __future__ import annotations
 
+import string
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,24 @@ class Attempt:
     started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
     started: Callable[[int], None] | None = None  # told the pid every process of the attempt descends from
     confine: Confine | None = None  # wraps the command the keeper runs: a sandbox's (run_in_group)
+
+
+MAX_SESSION_ID_CHARS = 128
+_SESSION_ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-_.:")
+
+
+def is_session_id(session: object) -> bool:
+    """A native session's id as the CLIs make them (a UUID, a thread id): letters, digits and `-_.:`,
+    starting with a letter or digit. What a CLI is given after `--resume` or `--session` is one of
+    these or nothing: a forged `--dangerously-skip-permissions` (in a CLI's output an agent's
+    process wrote to, or in a record) is no option, and no path."""
+    return (
+        isinstance(session, str)
+        and 0 < len(session) <= MAX_SESSION_ID_CHARS
+        and set(session) <= _SESSION_ID_CHARACTERS
+        and session[0].isalnum()
+        and ".." not in session
+    )
 
 
 @dataclass(frozen=True, slots=True)

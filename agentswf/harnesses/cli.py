@@ -18,7 +18,7 @@ import msgspec
 
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
-from .base import Attempt, AttemptEnding, AttemptResult, Harness
+from .base import Attempt, AttemptEnding, AttemptResult, Harness, is_session_id
 from .capabilities import refusal
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Exited, run_in_group
@@ -129,7 +129,7 @@ class CliHarness(Harness):
             self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed,
             started=attempt.started, confine=attempt.confine,
         )
-        session = reader.session or attempt.session
+        session = reader.session if is_session_id(reader.session) else attempt.session  # never an option or a path
         return AttemptResult(self.ending(exited, reader), session=session, usage=self.attempt_usage(session, reader))
 
     def attempt_usage(self, session: str | None, reader: OutputReader) -> Usage | None:

@@ -2,12 +2,15 @@
 
 The sandbox starts from an empty root and is given, in this order (a later mount covers an
 earlier one): the system read-only (`/usr`, `/etc`, `/bin`, `/lib*`…, symlinks kept as
-symlinks), its own `/proc`, `/dev` and an empty `/tmp` (in memory, bounded); read-only, what
-runs the agent (the interpreter `wfa` runs on, agentswf, the CLI's install); read-only, the
-sandbox's cwd, the agent's cwd and `read`; writable, `write`; then the agent's own directory
+symlinks), its own `/proc`, `/dev` and an empty `/tmp` (in memory, bounded); read-only, the
+sandbox's cwd, the agent's cwd and `read`; writable, `write`; read-only, what runs the agent
+(the interpreter `wfa` runs on, agentswf, the CLI's install: a project's `.venv` in `write`
+stays read-only, or the agent would change the `awf` that runs next outside it), but for a
+`write` entry inside it; then the agent's own directory
 read-only (its launcher and its sockets, at the same path as outside, so the prompt's
 launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
-directory it is given is covered by an empty one. Nothing else of the machine is there: not
+directory it is given is covered by an empty one; a git repository's config and hooks in a
+directory it may write stay read-only (they name commands your next `git status` runs). Nothing else of the machine is there: not
 `$HOME`, not another agent's directory, not the run's record.
 
 Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
@@ -64,10 +67,13 @@ def bwrap_argv(
     system: Sequence[SystemEntry],
     runtime: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
+    controls: Sequence[Path] = (),
     bwrap: str = "bwrap",
 ) -> list[str]:
     """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`;
-    `hidden` (a run's record in a directory it is given) is covered by an empty directory."""
+    `hidden` (a run's record in a directory it is given) is covered by an empty directory, and
+    `controls` (what says which commands run outside: a repository's git config and hooks) stay
+    read-only in a directory it may write."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for entry in system:
         if entry.link is not None:
@@ -75,12 +81,16 @@ def bwrap_argv(
         else:
             argv += ["--ro-bind", entry.path, entry.path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    for path in _depth_order(runtime):
-        argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order([p for p in (spec.cwd, agent.cwd, *spec.read) if p not in spec.write]):
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(spec.write):
         argv += ["--bind", str(path), str(path)]
+    for path in _depth_order(runtime):  # read-only even in a path it may write (a project's .venv)
+        argv += ["--ro-bind", str(path), str(path)]
+    for path in _depth_order([p for p in spec.write if any(r == p or r in p.parents for r in runtime)]):
+        argv += ["--bind", str(path), str(path)]  # but what `write` names in it, by name
+    for path in _depth_order(controls):
+        argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(hidden):
         argv += ["--size", str(HIDDEN_BYTES), "--tmpfs", str(path)]
     argv += ["--ro-bind", str(agent.agent_dir), str(agent.agent_dir), "--bind", str(home), str(home)]

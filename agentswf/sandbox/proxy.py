@@ -8,12 +8,16 @@ says so: an exact model endpoint (host and port, loopback included), or a host t
 sandbox's `network` names, resolved to public addresses only (a name that resolves to
 the host's loopback or a private network is refused, so an allowed domain can't be
 pointed back at the host). Everything else is answered 403 and logged in the run's record.
+Each attempt's proxy holds at most MAX_CONNECTIONS, and all of the process's together a share
+of its descriptors (503 past it), so that agents fanned out together can't starve the run.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import resource
 import socket
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,9 +33,12 @@ MAX_HEAD_BYTES = 16 * 1024  # of a request's line and headers
 HEAD_TIMEOUT_SECONDS = 10.0  # for the request's head to arrive
 CONNECT_TIMEOUT_SECONDS = 10.0  # for the upstream host to accept
 MAX_CONNECTIONS = 64  # open at once, per attempt; more wait in the kernel's backlog, unaccepted
+PROXIES_FD_SHARE = 0.25  # of the process's file-descriptor limit, what every proxy's connections may hold together
+FDS_PER_CONNECTION = 2  # the agent's side and the host's
 MAX_LOGGED_REFUSALS = 100  # per attempt; past that, one line says so and the rest go unlogged
 ACCEPT_RETRY_SECONDS = 0.05  # after an accept failed for want of descriptors
 _CHUNK_BYTES = 65536
+_PRINTABLE_FIRST, _PRINTABLE_LAST = 0x21, 0x7E  # of a request target's bytes: no space, no control character
 
 Log = Callable[..., None]  # (message, **fields): a line in the run's record
 Resolve = Callable[[str, int], Awaitable[list[str]]]  # a host's addresses to connect to
@@ -75,12 +82,49 @@ class Allowlist:
         return None
 
 
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # IPv4 addresses, translated: their last 32 bits
+_DISCARD_PORT = 9  # a port to aim an unsent UDP socket at: only its route is asked for
+
+
+def _embedded(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one leads to (mapped, 6to4, Teredo's client, NAT64, IPv4-compatible)."""
+    if address.ipv4_mapped is not None or address.sixtofour is not None:
+        return address.ipv4_mapped or address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in NAT64 or int(address) >> 32 == 0:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def is_public(address: str) -> bool:
+    """A global address, and not an IPv6 one that leads to a private or loopback IPv4 address."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if not ip.is_global:
+        return False
+    embedded = _embedded(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+    return embedded is None or embedded.is_global
+
+
+def is_own_address(address: str) -> bool:
+    """One of this machine's own addresses (a global one on its network included): the kernel
+    routes to it from itself. Asked of a UDP socket's route; nothing is sent."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect((address, _DISCARD_PORT))
+        except OSError:  # no route: not this machine's
+            return False
+        source = str(probe.getsockname()[0])
+    return ipaddress.ip_address(source.split("%")[0]) == ipaddress.ip_address(address.split("%")[0])
+
+
 async def public_addresses(host: str, port: int) -> list[str]:
-    """`host`'s addresses, global ones only: the host's own loopback and private networks are
-    no place for a sandbox's allowed domain to lead."""
+    """`host`'s addresses, public ones only: this machine's own (its loopback, its address on its
+    network) and private networks are no place for a sandbox's allowed domain to lead."""
     found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     addresses = [str(info[4][0]) for info in found]
-    return [address for address in addresses if ipaddress.ip_address(address.split("%")[0]).is_global]
+    return [address for address in addresses if is_public(address) and not is_own_address(address)]
 
 
 async def _endpoint_addresses(host: str, port: int) -> list[str]:
@@ -108,10 +152,9 @@ def parse_head(head: bytes, rest: bytes) -> Request | str:
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
         return "not an HTTP/1 request line"
     method, target, version = parts
-    try:
-        text = target.decode("ascii")
-    except UnicodeDecodeError:
-        return "the request's target is not ASCII"
+    if not all(_PRINTABLE_FIRST <= byte <= _PRINTABLE_LAST for byte in target):  # it is logged, and shown
+        return "the request's target is not printable ASCII"
+    text = target.decode("ascii")
     if method == b"CONNECT":
         host, port = _host_port(text, default=None)
         if host is None or port is None:
@@ -188,6 +231,39 @@ async def _connect(addresses: list[str], port: int) -> SocketStream | None:
         except (OSError, TimeoutError):
             continue
     return None
+
+
+def shared_connection_limit() -> int:
+    """How many connections all the process's proxies may hold at once: a share of its descriptors,
+    so agents fanned out together can't take the ones the run records with."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS * 64
+    return max(1, int(soft * PROXIES_FD_SHARE) // FDS_PER_CONNECTION)
+
+
+class _Shared:
+    """The connections every proxy of the process holds (runs may be in threads of their own)."""
+
+    lock = threading.Lock()
+    open = 0
+
+
+def shared_open() -> int:
+    return _Shared.open
+
+
+def _take_shared() -> bool:
+    with _Shared.lock:
+        if _Shared.open >= shared_connection_limit():
+            return False
+        _Shared.open += 1
+        return True
+
+
+def _give_shared() -> None:
+    with _Shared.lock:
+        _Shared.open -= 1
 
 
 class Proxy:
@@ -287,7 +363,14 @@ async def _serve(listener: Any, proxy: Proxy) -> None:
 
 async def _guarded(proxy: Proxy, client: ByteStream) -> None:
     try:
-        await proxy.handle(client)
+        if not _take_shared():
+            async with client:
+                await _answer(client, "503 Service Unavailable", "agentswf sandbox: the run's agents hold all the connections it allows")
+            return
+        try:
+            await proxy.handle(client)
+        finally:
+            _give_shared()
     except Exception:  # one connection's trouble (hostile bytes included) is its own
         pass
     finally:

@@ -97,8 +97,9 @@ def runtime_paths(harness: Harness) -> tuple[Path, ...]:
     return tuple(sorted(path for path in paths if path != Path("/") and path.exists()))
 
 
-def check_reach(spec: ResolvedSpec) -> None:
-    """Refuse paths that would show the sandbox the run's own directory of sockets (every agent's)."""
+def check_reach(spec: ResolvedSpec, record: Path | None = None) -> None:
+    """Refuse paths that would show the sandbox the run's own directory of sockets (every agent's),
+    or that lie in the runs' record `record` (its run root: what `awf continue` takes as true)."""
     sockets = Path(os.path.realpath(sockets_root()))
     for field, paths in (("read", spec.read), ("write", spec.write), ("cwd", (spec.cwd,))):
         for path in paths:
@@ -107,6 +108,52 @@ def check_reach(spec: ResolvedSpec) -> None:
                     f"sandbox {field} {path} holds {sockets}, where every agent's socket is: "
                     "give the directories the agents need, not one above it"
                 )
+            if record is not None and (path == record or record in path.parents):
+                raise DefinitionError(
+                    f"sandbox {field} {path} is in the runs' record at {record}: no sandbox is given a record, "
+                    "whose stages and sessions a continued run takes back as they are"
+                )
+
+
+def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[Path]:
+    """What covers the records in the paths a sandbox is given: each one's `.awf`, and the run's own
+    record (its run root, whatever its name) where it lies inside one of them."""
+    given = (spec.cwd, Path(os.path.realpath(cwd)), *spec.read, *spec.write)  # real paths, as the record's is
+    hidden = [path / RECORD_DIR for path in given if (path / RECORD_DIR).is_dir()]
+    covered = any(record == path or path in record.parents for path in hidden) if record is not None else True
+    if record is not None and not covered and any(path in record.parents for path in given):
+        hidden.append(record)
+    return hidden
+
+
+GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs (core.fsmonitor, filters, hooks)
+
+
+def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
+    """The git config and hooks of each repository at the top of a path the sandbox may write (its
+    cwd's too): read-only inside, or the agent would choose what your next `git status` runs.
+    Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
+    a missing hooks directory is made (empty), so that there is one to hold read-only."""
+    cwd = Path(os.path.realpath(cwd))
+    tops = {*spec.write, *(path for path in (spec.cwd, cwd) if _inside(path, spec.write))}
+    found: set[Path] = set()
+    for top in tops:
+        git = Path(os.path.realpath(top if top.name == ".git" else top / ".git"))  # a repository, or its .git given
+        if not git.is_dir():
+            continue
+        try:
+            (git / "hooks").mkdir(exist_ok=True)
+        except OSError:  # a dangling symlink: git runs no hooks through it
+            pass
+        for name in GIT_CONTROLS:
+            real = Path(os.path.realpath(git / name))
+            if real.exists() and _inside(real, spec.write):
+                found.add(real)
+    return sorted(found)
+
+
+def _inside(path: Path, paths: tuple[Path, ...]) -> bool:
+    return any(given == path or given in path.parents for given in paths)
 
 
 class Sandbox:
@@ -117,11 +164,12 @@ class Sandbox:
         spec: what it reads, writes and reaches, every path absolute.
     """
 
-    def __init__(self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log) -> None:
+    def __init__(self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None) -> None:
         self.key = key
         self.spec = spec
         self.bwrap = bwrap
         self.log = log
+        self.record = record  # the run root, covered wherever a given path holds it
         self.agents: list[str] = []
 
     def confine(self, agent: str, harness: Harness) -> Harness:
@@ -177,7 +225,6 @@ class SandboxedHarness(Harness):
         runtime = runtime_paths(self.inner)
         system = system_view()
         spec = self.sandbox.spec
-        hidden = [path / RECORD_DIR for path in (spec.cwd, *spec.read, *spec.write) if (path / RECORD_DIR).is_dir()]
 
         def confine(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
             command = list(argv)
@@ -186,10 +233,10 @@ class SandboxedHarness(Harness):
                     command, python=sys.executable, forwarder=FORWARDER, proxy_socket=agent_dir / PROXY_SOCKET_NAME,
                     tunnels=tunnels,
                 )  # fmt: skip
-            records = [*hidden, *([cwd / RECORD_DIR] if (cwd / RECORD_DIR).is_dir() else [])]
+            records = hidden_records(spec, cwd, self.sandbox.record)  # now: a record made since is covered too
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
-                bwrap=self.sandbox.bwrap,
+                controls=git_controls(spec, cwd), bwrap=self.sandbox.bwrap,
             )  # fmt: skip
             return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)
 

@@ -105,7 +105,7 @@ class Workflow:
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
-        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log)
+        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log, record=run_dir.parent.parent)
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None

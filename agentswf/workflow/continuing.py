@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -43,7 +44,10 @@ def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, a
         raise DefinitionError(f"continue {run}: that is a run of workflow {workflow_name!r}, not of {definition.name!r}")
     if args is not None and msgspec.to_builtins(args) != info.get("args"):
         raise DefinitionError(f"continue {run}: a continued run takes the args it was started with, not others")
-    recorded_cwd = Path(info.get("cwd") or ".")
+    given_cwd = info.get("cwd")
+    if not isinstance(given_cwd, str) or not os.path.isabs(given_cwd) or not os.path.isdir(given_cwd):
+        raise DefinitionError(f"continue {run}: the cwd on record ({given_cwd!r}) is not a directory; the run can't go on there")
+    recorded_cwd = Path(given_cwd)
     if cwd is not None and Path(cwd).resolve() != recorded_cwd:
         raise DefinitionError(f"continue {run}: a continued run works in {recorded_cwd}, where it started")
     return Continued(run_dir, info.get("args"), recorded_cwd)

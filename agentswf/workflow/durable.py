@@ -50,7 +50,7 @@ from ..progress import progress
 from . import stages as plan
 from .continuing import file_sha256, workflow_file
 from .definition import WorkflowDefinition
-from .resume import fresh_because, resuming, sessions_on_record
+from .resume import fresh_because, is_session_id, resuming, sessions_on_record
 
 
 @dataclass
@@ -327,7 +327,7 @@ class Durable:
             self._open.turns += 1
             self._open.usage = add_usage(self._open.usage, turn.usage)
             self._open.sessions[key] = SessionRecord(key, harness, turn.session)
-        if turn.session is not None:
+        if is_session_id(turn.session):  # what a later open resumes: never an option or a path
             self.sessions[key] = SessionRecord(key, harness, turn.session)
         if id is None or not turn.answered or not self.writes:
             return
@@ -408,7 +408,7 @@ def _turn_ids(run_dir: Path, attempts: list[AttemptRecord]) -> dict[tuple[str, s
     a later attempt ran again (answered after the stages it replaced began)."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for line in read_turn_ids(run_dir):
-        if not isinstance(line.get("agent"), str) or not isinstance(line.get("id"), str) or "turn" not in line:
+        if not _is_turn_line(line):  # torn, or not as this version writes them: nothing to give back
             continue
         voided = any(
             later.replaced_from is not None and later.n > line.get("attempt", 0) and line.get("at", 0.0) >= later.replaced_from
@@ -417,3 +417,14 @@ def _turn_ids(run_dir: Path, attempts: list[AttemptRecord]) -> dict[tuple[str, s
         if not voided:
             found[(line["agent"], line["id"])] = line
     return found
+
+
+def _is_turn_line(line: dict[str, Any]) -> bool:
+    """A line of turn-ids.jsonl with every field a continue compares, of the type it compares."""
+    return (
+        all(isinstance(line.get(name), str) for name in ("agent", "id", "prompt"))
+        and isinstance(line.get("schema"), dict)
+        and isinstance(line.get("turn"), dict)
+        and type(line.get("attempt")) is int
+        and type(line.get("at")) in (int, float)
+    )

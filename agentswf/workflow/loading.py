@@ -14,7 +14,9 @@ from .definition import WorkflowDefinition
 def load_workflow(path: str | Path, name: str | None = None) -> WorkflowDefinition:
     """The workflow the file at `path` defines (the one named `name`, if it defines several).
 
-    The file's folder goes on sys.path first, so it can import its neighbours.
+    The file's folder goes on sys.path, last, so it can import its neighbours: never in front of
+    the standard library or the installed packages, which a file planted beside it (by a sandbox
+    that writes its folder) would otherwise stand in for, outside the sandbox, in the next run.
     """
     file = Path(path).resolve()
     if not file.is_file():
@@ -24,7 +26,7 @@ def load_workflow(path: str | Path, name: str | None = None) -> WorkflowDefiniti
         raise DefinitionError(f"{path} is not a Python file")
     module = importlib.util.module_from_spec(spec)
     if str(file.parent) not in sys.path:
-        sys.path.insert(0, str(file.parent))
+        sys.path.append(str(file.parent))
     sys.modules[spec.name] = module  # so type annotations resolve in the module's namespace
     try:
         spec.loader.exec_module(module)

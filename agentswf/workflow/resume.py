@@ -14,17 +14,22 @@ from typing import Any
 
 from ..engine.attempts import SessionRecord, read_sessions
 from ..engine.records import read_lines
-from ..harnesses.base import Attempt, AttemptResult, Harness
+from ..harnesses.base import Attempt, AttemptResult, Harness, is_session_id
 from ..harnesses.capabilities import TABLE, refusal
 
 
 def sessions_on_record(run_dir: Path) -> dict[str, SessionRecord]:
-    """Each agent's latest native session on record, with the harness it was opened on."""
-    harnesses = {line["agent"]: line.get("harness", "") for line in read_sessions(run_dir) if isinstance(line.get("agent"), str)}
+    """Each agent's latest native session on record, with the harness it was opened on; a session
+    that is no session id (`is_session_id`) is passed over."""
+    harnesses = {
+        line["agent"]: harness
+        for line in read_sessions(run_dir)
+        if isinstance(line.get("agent"), str) and isinstance(harness := line.get("harness", ""), str)
+    }
     found: dict[str, SessionRecord] = {}
     for turn in read_lines(run_dir / "turns.jsonl"):
         agent, session = turn.get("agent"), turn.get("session")
-        if isinstance(agent, str) and isinstance(session, str) and session:
+        if isinstance(agent, str) and is_session_id(session):
             found[agent] = SessionRecord(agent, harnesses.get(agent, ""), session)
     return found
 
@@ -37,6 +42,8 @@ def fresh_because(recorded: SessionRecord | None, harness: str) -> str | None:
             return f"its harness can't resume: {why}"
     if recorded is None or recorded.session is None:
         return "no native session of it is on record"
+    if not is_session_id(recorded.session):
+        return "its session on record is not a session id"
     if recorded.harness != harness:
         return f"its session on record is of harness {recorded.harness or 'unknown'}, and it opens on {harness}"
     return None

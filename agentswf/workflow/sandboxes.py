@@ -9,6 +9,7 @@ with it (by the run's watchdog if the run is killed).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,10 @@ PRIVATE_PREFIX = "agent:"  # the key of an agent's own sandbox, from an inline s
 class Sandboxes:
     """The run's sandboxes by key (`wf.sandboxes`): `await wf.sandboxes.open(key, write=["."])`."""
 
-    def __init__(self, cwd: Path, log: Log) -> None:
+    def __init__(self, cwd: Path, log: Log, *, record: Path | None = None) -> None:
         self._cwd = cwd
         self._log = log
+        self._record = Path(os.path.realpath(record)) if record is not None else None  # the run root
         self._open: dict[str, tuple[SandboxSpec, Sandbox]] = {}
 
     async def open(
@@ -71,7 +73,7 @@ class Sandboxes:
             if existing[0] != spec:
                 raise DefinitionError(f"sandbox {key} is already open with a different spec")
             return existing[1]
-        sandbox = await open_sandbox(key, spec, self._cwd, self._log)
+        sandbox = await open_sandbox(key, spec, self._cwd, self._log, record=self._record)
         self._open[key] = (spec, sandbox)
         self._opened(sandbox)
         return sandbox
@@ -93,9 +95,9 @@ class Sandboxes:
                     f"agent {agent}: this run puts every agent in the sandbox given with awf run --sandbox, "
                     "so sandbox= can't be given"
                 )
-            check_reach(replace(harness.sandbox.spec, cwd=cwd))
+            check_reach(replace(harness.sandbox.spec, cwd=Path(os.path.realpath(cwd))), self._record)
             if harness.sandbox.log is not self._log:  # its first agent: from now on, it records in this run
-                harness.sandbox.log = self._log
+                harness.sandbox.log, harness.sandbox.record = self._log, self._record
                 self._opened(harness.sandbox)
             return harness
         if sandbox is None:
@@ -109,7 +111,7 @@ class Sandboxes:
             sandbox = await self._open_spec(PRIVATE_PREFIX + agent, check_spec(sandbox))
         elif all(sandbox is not opened for _, opened in self._open.values()):
             raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
-        check_reach(replace(sandbox.spec, cwd=cwd))  # the agent's cwd is in its sandbox too
+        check_reach(replace(sandbox.spec, cwd=Path(os.path.realpath(cwd))), self._record)  # the agent's cwd is in its sandbox too
         return sandbox.confine(agent, harness)
 
 
@@ -121,13 +123,14 @@ def sandbox_cwd(sandbox: Any, run_cwd: Path) -> Path:
     return (run_cwd / given).resolve() if isinstance(given, (str, Path)) else run_cwd
 
 
-async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log) -> Sandbox:
-    """A sandbox of `spec` checked whole (paths, network, bubblewrap) or a DefinitionError."""
+async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log, *, record: Path | None = None) -> Sandbox:
+    """A sandbox of `spec` checked whole (paths, network, bubblewrap) or a DefinitionError;
+    `record` (the run root) is neither given to it nor seen from it."""
     resolved = resolve_spec(check_spec(spec), base)
-    check_reach(resolved)
+    check_reach(resolved, record)
     bwrap = find_bwrap()
     await probe(bwrap)
-    return Sandbox(key, resolved, bwrap=bwrap, log=log)
+    return Sandbox(key, resolved, bwrap=bwrap, log=log, record=record)
 
 
 async def run_sandbox(file: str | Path, cwd: Path, env: Mapping[str, str]) -> Callable[[str, Runtime], Harness]:

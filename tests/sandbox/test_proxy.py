@@ -147,12 +147,13 @@ async def test_a_crafted_name_that_merely_ends_like_an_allowed_one_is_refused_an
     proxy = Proxy(Allowlist(frozenset(), ("*.stand-in.test",)), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
     socket = tmp_path / "n.sock"
     async with serving(socket, proxy):
-        for target in ("evil.com\x00.stand-in.test:80", "evil.com/.stand-in.test:80", "a..stand-in.test:80"):
+        for target in ("evil.com/.stand-in.test:80", "a..stand-in.test:80"):
             reply = await ask(socket, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
             assert reply.startswith(b"HTTP/1.1 403"), target
-        reply = await ask(socket, "CONNECT ünïcode.stand-in.test:80 HTTP/1.1\r\n\r\n".encode())
-        assert reply.startswith(b"HTTP/1.1 400")  # not ASCII
-    assert len(logged) == 3
+        for target in ("ünïcode.stand-in.test:80", "evil.com\x00.stand-in.test:80"):
+            reply = await ask(socket, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+            assert reply.startswith(b"HTTP/1.1 400")  # not printable ASCII
+    assert len(logged) == 2
 
 
 async def test_a_socket_left_by_an_earlier_attempt_is_replaced(tmp_path):
