@@ -25,7 +25,9 @@ import structlog
 from ..__about__ import __version__
 from ..engine.attempts import RecordRefused, read_attempts
 from ..engine.operator import (
+    NOT_A_PARTICIPANT,
     Approve,
+    OperatorResponse,
     Pending,
     PostAs,
     ReadInbox,
@@ -326,6 +328,12 @@ def command_decide(options: argparse.Namespace) -> int:
     return 0 if response.ok else 1
 
 
+def _usage_if_not_a_participant(response: OperatorResponse) -> None:
+    """A `--as KEY` naming no participant is a usage error (exit 2), not a refusal of the run."""
+    if isinstance(response.value, dict) and response.value.get("code") == NOT_A_PARTICIPANT:
+        raise UsageFailure(response.message)
+
+
 def command_inbox(options: argparse.Namespace) -> int:
     wait = 0.0
     if options.wait is not None:
@@ -334,11 +342,13 @@ def command_inbox(options: argparse.Namespace) -> int:
             raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
     response = ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
     if not response.ok:
+        _usage_if_not_a_participant(response)
         print(f"awf: {response.message}", file=sys.stderr)
         return 1
     for mail in response.value or []:
-        kind = {"question": " (a question: awf reply … {s})", "reply": " (a reply)"}.get(mail["kind"], "")
-        print(f"from {mail['sender']}{kind.format(s=mail['sender'])}:\n{mail['text']}\n")
+        sender = mail["sender"]
+        kind = {"question": f" (a question: awf reply {sender} --as {options.key})", "reply": " (a reply)"}.get(mail["kind"], "")
+        print(f"from {sender}{kind}:\n{mail['text']}\n")
     if not response.value:
         print("awf: no messages" + (f" within {options.wait}" if options.wait else ""), file=sys.stderr)
         return 1 if options.wait else 0
@@ -366,6 +376,7 @@ def command_post(options: argparse.Namespace) -> int:
     if not text:
         raise UsageFailure("the message is empty: give it as an argument or on standard input")
     response = ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
+    _usage_if_not_a_participant(response)
     print(f"awf: {response.message}", file=sys.stdout if response.ok else sys.stderr)
     return 0 if response.ok else 1
 
