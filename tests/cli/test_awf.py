@@ -33,6 +33,14 @@ async def boom(wf):
 async def halt(wf):
     wf.stop("nothing to do")
 
+class NotASchema:
+    x: int
+
+@workflow(name="badschema", description="Asks for an answer of a type that is no schema.")
+async def badschema(wf):
+    agent = await wf.agents.open("a", runtime="shell:true")
+    await agent.run("Answer.", schema=list[NotASchema])
+
 @workflow(name="slow", description="Outlives its timeout.")
 async def slow(wf):
     agent = await wf.agents.open("sleeper", runtime="shell:echo $$ >> {pids}; sleep 1000")
@@ -70,6 +78,13 @@ def test_exit_1_when_it_times_out(tmp_path, flows):
     done = awf(tmp_path, "run", str(flows), "--workflow", "slow", "--timeout", "1s")
     assert done.returncode == 1
     assert "timed-out" in done.stderr
+
+
+def test_a_bad_schema_is_named_as_written_not_by_the_module_the_file_is_loaded_as(tmp_path, flows):
+    done = awf(tmp_path, "run", str(flows), "--workflow", "badschema")
+    assert done.returncode == 1
+    assert "DefinitionError: list[NotASchema] can't be a turn's schema" in done.stderr
+    assert "awf_workflow" not in done.stderr
 
 
 def test_exit_3_when_it_stops(tmp_path, flows):
