@@ -110,6 +110,7 @@ def test_ls_status_tail_then_stop_a_live_run(tmp_path, busy):
     assert not agents["review:quick"]["in_turn"] and agents["review:quick"]["turns"] == 1
     text = awf(tmp_path, "status", run_id).stdout
     assert "review:sleeper: in turn 1 for" in text and re.search(r" of (59m5\ds|1h00m)", text), text
+    assert ": 2 agents, 1 in a turn" in text and "review:quick: idle after 1 turn;" in text, text  # no "(s)"
 
     tailed = awf(tmp_path, "tail", "--no-follow")
     assert tailed.returncode == 0, tailed.stderr
