@@ -7,6 +7,7 @@ refused run, 3 stopped, 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import signal
 import sys
@@ -512,11 +513,39 @@ def _exit_past_abandoned_threads(code: int) -> int:
     return code
 
 
+def _take_extras(parser: argparse.ArgumentParser, options: argparse.Namespace, extras: list[str]) -> None:
+    """What argparse left over: the words of `awf send/reply` given after `--as KEY` are theirs;
+    anything else is a usage error naming the flag it looks like (`--timout`: `--timeout`)."""
+    if not extras:
+        return
+    if hasattr(options, "words") and not any(word.startswith("-") for word in extras):
+        options.words.extend(extras)
+        return
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    command = commands.choices[options.command]
+    flags = [flag for action in command._actions for flag in action.option_strings if flag.startswith("--")]
+    word = next((word for word in extras if word.startswith("-")), extras[0])
+    listed = f"awf {options.command} --help lists them"
+    if not word.startswith("-"):
+        after = "; a workflow's args go after --: awf run FILE -- --name Ada" if options.command == "run" else ""
+        raise UsageFailure(f"unexpected argument {word!r} for awf {options.command}{after}")
+    flag = word.split("=", 1)[0]
+    like = difflib.get_close_matches(flag, flags, n=1)
+    hint = f" (did you mean {like[0]}?)" if like else ""
+    raise UsageFailure(f"awf {options.command} has no flag {flag}{hint}; {listed}")
+
+
 def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     split = words.index("--") if "--" in words else len(words)
-    options = _parser().parse_args(words[:split])
+    parser = _parser()
+    options, extras = parser.parse_known_args(words[:split])
     options.args = words[split + 1 :]
+    try:
+        _take_extras(parser, options, extras)
+    except UsageFailure as error:
+        print(f"awf: {error}", file=sys.stderr)
+        return EXIT_USAGE
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
         return _exit_past_abandoned_threads(int(options.handler(options)))

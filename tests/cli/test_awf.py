@@ -87,6 +87,20 @@ def test_a_bad_schema_is_named_as_written_not_by_the_module_the_file_is_loaded_a
     assert "awf_workflow" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "{flows}", "--timout", "5m"], "awf: awf run has no flag --timout (did you mean --timeout?); awf run --help lists them\n"),
+        (["run", "{flows}", "--jsn=1"], "awf: awf run has no flag --jsn (did you mean --json?); awf run --help lists them\n"),
+        (["run", "{flows}", "Ada"], "awf: unexpected argument 'Ada' for awf run; a workflow's args go after --: awf run FILE -- --name Ada\n"),
+        (["ls", "--zzz"], "awf: awf ls has no flag --zzz; awf ls --help lists them\n"),
+    ],
+)
+def test_a_typo_in_a_flag_names_the_flag_it_looks_like(tmp_path, flows, args, said):
+    done = awf(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args])
+    assert (done.returncode, done.stderr) == (2, said)
+
+
 def test_exit_3_when_it_stops(tmp_path, flows):
     done = awf(tmp_path, "run", str(flows), "--workflow", "halt")
     assert done.returncode == 3
@@ -103,6 +117,8 @@ def test_exit_3_when_it_stops(tmp_path, flows):
         ["run", "{flows}", "--workflow", "ok", "--timeout", "soon"],
         ["logs", "no-such-run"],
         ["approve", "no-such-run", "c1"],
+        ["run", "{flows}", "--workflow", "ok", "--timout", "5m"],  # a typo'd flag
+        ["logs", "--zzz"],
     ],
 )
 def test_exit_2_on_usage_errors_with_a_message(tmp_path, flows, args):
