@@ -116,7 +116,7 @@ w ask send --await-reply coordinator 'May I merge?'
         )
         results["reply"] = replied
         again = await anyio.run_process(
-            [*AWF, "reply", run_id, "implementer", "--as", "coordinator", "Again.", "--run-root", root]  # the message after --as, check=False
+            [*AWF, "reply", run_id, "implementer", "--as", "coordinator", "Again.", "--run-root", root], check=False  # the message after --as
         )
         results["again"] = again
         as_agent = await anyio.run_process(
