@@ -173,7 +173,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         print("awf: interrupted; the run was cancelled", file=sys.stderr)
         runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
         if runs:
-            print(f"awf: record {runs[-1].parent}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
+            print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
             print(f"awf: go on with: awf continue {runs[-1].parent.name}{_root_words(options)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.needs is not None:  # a look-ahead: nothing ran; what --values must give

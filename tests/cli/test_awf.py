@@ -142,6 +142,7 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
         os.kill(agent_pid, 0)
     assert _session(agent_pid) == []  # nor what it started: `sleep` is in its session
     run_dir = next(tmp_path.glob(".awf/runs/slow/*"))
+    assert f"awf: record {run_dir.resolve()}  (awf logs {run_dir.name})" in stderr  # in full, as every ending says it
     assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
     [turn] = [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
     assert turn["outcome"]["kind"] == "cancelled"  # the turn Ctrl-C cut off is on the record
