@@ -64,6 +64,8 @@ def _state(run_dir: Path) -> str:
 
 
 def command_ls(options: argparse.Namespace) -> int:
+    if options.last is not None and options.last < 1:
+        raise UsageFailure(f"--last takes how many of the latest runs to list, 1 or more, not {options.last}")
     root = run_root_of(options)
     runs = all_runs(root)
     if not runs:
@@ -222,7 +224,7 @@ def add_commands(commands: Any) -> None:
     """Add ls, status, stop and tail to `awf`'s subcommands."""
     root_help = f"where records are (default {DEFAULT_RUN_ROOT})"
     ls_parser = commands.add_parser("ls", help="list the runs under the run root: id, workflow, state, age, cost")
-    ls_parser.add_argument("--last", type=int, default=0, metavar="N", help="only the N latest runs")
+    ls_parser.add_argument("--last", type=int, default=None, metavar="N", help="only the N latest runs")
     ls_parser.add_argument("--run-root", help=root_help)
     ls_parser.set_defaults(handler=command_ls)
 

@@ -160,6 +160,12 @@ def test_ls_of_no_runs(tmp_path):
     assert done.returncode == 0 and done.stdout == "" and "no runs under" in done.stderr
 
 
+@pytest.mark.parametrize("last", ["0", "-1"])
+def test_ls_last_of_fewer_than_one_run_is_a_usage_error(tmp_path, last):
+    done = awf(tmp_path, "ls", "--last", last)
+    assert done.returncode == 2 and done.stderr == f"awf: --last takes how many of the latest runs to list, 1 or more, not {last}\n"
+
+
 @pytest.mark.parametrize(
     "seconds, text", [(0, "0s"), (59.9, "59s"), (60, "1m00s"), (192, "3m12s"), (7500, "2h05m"), (356400, "4d03h")]
 )
