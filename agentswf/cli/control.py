@@ -40,6 +40,11 @@ def money(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
 
 
+def counted(count: int, word: str) -> str:
+    """`1 turn`, `2 turns`: a count with its word, for lines a person reads."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _info(run_dir: Path) -> dict[str, Any]:
     try:
         info = read_json(run_dir / "run.json")
@@ -59,6 +64,8 @@ def _state(run_dir: Path) -> str:
 
 
 def command_ls(options: argparse.Namespace) -> int:
+    if options.last is not None and options.last < 1:
+        raise UsageFailure(f"--last takes how many of the latest runs to list, 1 or more, not {options.last}")
     root = run_root_of(options)
     runs = all_runs(root)
     if not runs:
@@ -122,11 +129,11 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
     alive = "" if started is None else f", live for {age(now - started)}"
     in_turn = sum(agent["in_turn"] for agent in status["agents"])
     out.write(
-        f"run {status['run_id']} of {status['workflow']}{alive}: {len(status['agents'])} agent(s), "
-        f"{in_turn} in a turn; spent {status['tokens']} tokens, {money(status['cost_usd'])}\n"
+        f"run {status['run_id']} of {status['workflow']}{alive}: {counted(len(status['agents']), 'agent')}, "
+        f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {money(status['cost_usd'])}\n"
     )
     for agent in status["agents"]:
-        state = f"in turn {agent['turn']}" if agent["in_turn"] else f"idle after {agent['turns']} turn(s)"
+        state = f"in turn {agent['turn']}" if agent["in_turn"] else f"idle after {counted(agent['turns'], 'turn')}"
         if agent["in_turn"] and agent["turn_started_at"] is not None:
             state += f" for {age(now - agent['turn_started_at'])}"
             if agent["deadline_at"] is not None:
@@ -217,7 +224,7 @@ def add_commands(commands: Any) -> None:
     """Add ls, status, stop and tail to `awf`'s subcommands."""
     root_help = f"where records are (default {DEFAULT_RUN_ROOT})"
     ls_parser = commands.add_parser("ls", help="list the runs under the run root: id, workflow, state, age, cost")
-    ls_parser.add_argument("--last", type=int, default=0, metavar="N", help="only the N latest runs")
+    ls_parser.add_argument("--last", type=int, default=None, metavar="N", help="only the N latest runs")
     ls_parser.add_argument("--run-root", help=root_help)
     ls_parser.set_defaults(handler=command_ls)
 

@@ -93,6 +93,20 @@ class Follower:
     _calls: set[str] = field(default_factory=set)
     ended: bool = False
 
+    def skip_recorded(self) -> None:
+        """Take what is recorded now as read, from the sizes of the logs and the calls there,
+        reading none of it: the watcher of a continued run shows its own attempt, not again
+        the turns of the attempts before it."""
+        for log in _LOGS:
+            try:
+                self._offsets[log] = (self.run_dir / f"{log}.jsonl").stat().st_size
+            except OSError:
+                continue
+        try:
+            self._calls.update(entry.name for entry in os.scandir(self.run_dir / "calls"))
+        except OSError:
+            return
+
     def poll(self) -> list[Event]:
         events: list[Event] = []
         events.extend(self._new_calls())

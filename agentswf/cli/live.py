@@ -164,7 +164,9 @@ class RunView:
 
     def __call__(self, run_id: str, record_dir: Path) -> None:
         done = threading.Event()
-        thread = threading.Thread(target=self._watch, args=(run_id, record_dir, done), name=f"awf view {run_id}", daemon=True)
+        follower = Follower(record_dir)
+        follower.skip_recorded()  # a continued run's earlier attempts: its record holds them already
+        thread = threading.Thread(target=self._watch, args=(run_id, record_dir, follower, done), name=f"awf view {run_id}", daemon=True)
         self._threads.append((thread, done))
         thread.start()
 
@@ -175,8 +177,7 @@ class RunView:
             thread.join()
         self._threads.clear()
 
-    def _watch(self, run_id: str, record_dir: Path, done: threading.Event) -> None:
-        follower = Follower(record_dir)
+    def _watch(self, run_id: str, record_dir: Path, follower: Follower, done: threading.Event) -> None:
         if self.kind == "plain":
             while True:
                 finishing = done.is_set()

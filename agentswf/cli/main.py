@@ -7,6 +7,7 @@ refused run, 3 stopped, 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import signal
 import sys
@@ -25,7 +26,9 @@ import structlog
 from ..__about__ import __version__
 from ..engine.attempts import RecordRefused, read_attempts
 from ..engine.operator import (
+    NOT_A_PARTICIPANT,
     Approve,
+    OperatorResponse,
     Pending,
     PostAs,
     ReadInbox,
@@ -170,7 +173,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         print("awf: interrupted; the run was cancelled", file=sys.stderr)
         runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
         if runs:
-            print(f"awf: record {runs[-1].parent}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
+            print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
             print(f"awf: go on with: awf continue {runs[-1].parent.name}{_root_words(options)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
@@ -326,6 +329,12 @@ def command_decide(options: argparse.Namespace) -> int:
     return 0 if response.ok else 1
 
 
+def _usage_if_not_a_participant(response: OperatorResponse) -> None:
+    """A `--as KEY` naming no participant is a usage error (exit 2), not a refusal of the run."""
+    if isinstance(response.value, dict) and response.value.get("code") == NOT_A_PARTICIPANT:
+        raise UsageFailure(response.message)
+
+
 def command_inbox(options: argparse.Namespace) -> int:
     wait = 0.0
     if options.wait is not None:
@@ -334,11 +343,13 @@ def command_inbox(options: argparse.Namespace) -> int:
             raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
     response = ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
     if not response.ok:
+        _usage_if_not_a_participant(response)
         print(f"awf: {response.message}", file=sys.stderr)
         return 1
     for mail in response.value or []:
-        kind = {"question": " (a question: awf reply … {s})", "reply": " (a reply)"}.get(mail["kind"], "")
-        print(f"from {mail['sender']}{kind.format(s=mail['sender'])}:\n{mail['text']}\n")
+        sender = mail["sender"]
+        kind = {"question": f" (a question: awf reply {sender} --as {options.key})", "reply": " (a reply)"}.get(mail["kind"], "")
+        print(f"from {sender}{kind}:\n{mail['text']}\n")
     if not response.value:
         print("awf: no messages" + (f" within {options.wait}" if options.wait else ""), file=sys.stderr)
         return 1 if options.wait else 0
@@ -366,6 +377,7 @@ def command_post(options: argparse.Namespace) -> int:
     if not text:
         raise UsageFailure("the message is empty: give it as an argument or on standard input")
     response = ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
+    _usage_if_not_a_participant(response)
     print(f"awf: {response.message}", file=sys.stdout if response.ok else sys.stderr)
     return 0 if response.ok else 1
 
@@ -501,11 +513,39 @@ def _exit_past_abandoned_threads(code: int) -> int:
     return code
 
 
+def _take_extras(parser: argparse.ArgumentParser, options: argparse.Namespace, extras: list[str]) -> None:
+    """What argparse left over: the words of `awf send/reply` given after `--as KEY` are theirs;
+    anything else is a usage error naming the flag it looks like (`--timout`: `--timeout`)."""
+    if not extras:
+        return
+    if hasattr(options, "words") and not any(word.startswith("-") for word in extras):
+        options.words.extend(extras)
+        return
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    command = commands.choices[options.command]
+    flags = [flag for action in command._actions for flag in action.option_strings if flag.startswith("--")]
+    word = next((word for word in extras if word.startswith("-")), extras[0])
+    listed = f"awf {options.command} --help lists them"
+    if not word.startswith("-"):
+        after = "; a workflow's args go after --: awf run FILE -- --name Ada" if options.command == "run" else ""
+        raise UsageFailure(f"unexpected argument {word!r} for awf {options.command}{after}")
+    flag = word.split("=", 1)[0]
+    like = difflib.get_close_matches(flag, flags, n=1)
+    hint = f" (did you mean {like[0]}?)" if like else ""
+    raise UsageFailure(f"awf {options.command} has no flag {flag}{hint}; {listed}")
+
+
 def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     split = words.index("--") if "--" in words else len(words)
-    options = _parser().parse_args(words[:split])
+    parser = _parser()
+    options, extras = parser.parse_known_args(words[:split])
     options.args = words[split + 1 :]
+    try:
+        _take_extras(parser, options, extras)
+    except UsageFailure as error:
+        print(f"awf: {error}", file=sys.stderr)
+        return EXIT_USAGE
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
         return _exit_past_abandoned_threads(int(options.handler(options)))

@@ -45,7 +45,8 @@ def spend_text(usage: Usage | None) -> str:
 def spend_lines(spent: RunUsage) -> list[str]:
     """A run's spend for `awf logs`: the total, then by key group and by model."""
     unpriced = f" ({spent.unpriced_turns} without a cost)" if spent.unpriced_turns else ""
-    lines = [f"spent: {spend_text(spent.total)} over {spent.turns} turns{unpriced}"]
+    turns = f"{spent.turns} turn" if spent.turns == 1 else f"{spent.turns} turns"
+    lines = [f"spent: {spend_text(spent.total)} over {turns}{unpriced}"]
     for title, totals in (("by key group", spent.groups), ("by model", spent.models)):
         if totals:
             lines.append(f"{title}:")

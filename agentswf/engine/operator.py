@@ -17,6 +17,7 @@ which is at most `MAX_INBOX_WAIT_SECONDS`.
 from __future__ import annotations
 
 import math
+import re
 import socket
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -125,9 +126,12 @@ async def _handle(
     if isinstance(request, ReadInbox):
         return await _inbox(request, board)
     if isinstance(request, PostAs):
+        if request.key not in await board.ask(Participants()):  # a person speaks as a participant, never as an agent
+            return _not_a_participant(request.key)
         answer = await board.ask(Post(request.key, request.peer, request.text, request.reply, False, math.inf, True))
         if isinstance(answer, Refusal):
-            return OperatorResponse(False, f"refused ({answer.code}): {answer.message}", {"code": answer.code})
+            told = for_a_person(answer.message, request.key)
+            return OperatorResponse(False, f"refused ({answer.code}): {told}", {"code": answer.code})
         verb = "replied to" if request.reply else "sent to"
         return OperatorResponse(True, f"{verb} {request.peer}; it reads it {answer.read}")
     if isinstance(request, Pending):
@@ -175,12 +179,34 @@ async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
             False, f"a wait is at most {MAX_INBOX_WAIT_SECONDS:g} seconds (MAX_INBOX_WAIT_SECONDS); wait again after"
         )
     if request.key not in await board.ask(Participants()):
-        return OperatorResponse(False, f"{request.key} is not a participant of this run")
+        return _not_a_participant(request.key)
     mail = await board.ask(Inbox(request.key))
     if not mail and request.wait_ms > 0:
         with anyio.move_on_after(request.wait_ms / 1000):
             mail = [await board.ask(Receive(request.key))]
     return OperatorResponse(True, f"{len(mail)} message(s)", msgspec.to_builtins(mail))
+
+
+NOT_A_PARTICIPANT = "not-a-participant"  # the code of a `--as KEY` that names no participant
+
+
+def _not_a_participant(key: str) -> OperatorResponse:
+    return OperatorResponse(
+        False,
+        f"{key} is not a participant of this run (awf status lists them; a workflow adds one with wf.participants.open)",
+        {"code": NOT_A_PARTICIPANT},
+    )
+
+
+_WFA_POST = re.compile(r"\bwfa (send|reply) (\S+?)([.,;)]*)(?=\s|$)")
+_WFA_PEERS = "wfa peers lists the peers you can message"
+
+
+def for_a_person(refusal: str, key: str) -> str:
+    """A refusal's next step in the words of a person's command: the message rules speak to an
+    agent (`wfa send architect`); a person at `awf send … --as KEY` is told `awf send architect --as KEY`."""
+    told = _WFA_POST.sub(lambda match: f"awf {match[1]} {match[2]} --as {key}{match[3]}", refusal)
+    return told.replace(_WFA_PEERS, "the workflow's wf.route calls say whom a participant can message")
 
 
 def _encode(response: OperatorResponse) -> bytes:

@@ -32,6 +32,7 @@ from ..wire.teaching import Taught
 from .budgets import Budgets
 from .durable import Durable
 from .durations import Duration, to_seconds
+from .loading import type_text
 from .sandboxes import Sandboxes, sandbox_cwd
 from .tools import Tool, check_tools
 
@@ -55,7 +56,7 @@ def _taught(schema: Any) -> Taught:
     try:
         return Taught(str if schema is None else schema)
     except (TypeError, ValueError) as error:
-        raise DefinitionError(f"{schema!r} can't be a turn's schema: {error}") from None
+        raise DefinitionError(f"{type_text(schema)} can't be a turn's schema: {error}") from None
 
 
 class AgentSpec(msgspec.Struct, frozen=True):

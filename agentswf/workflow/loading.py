@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import traceback
 from pathlib import Path
 
 from ..errors import DefinitionError
 from .definition import WorkflowDefinition
+
+MODULE_PREFIX = "awf_workflow_"
+"""Of the module name a workflow file is loaded under: internal, so never shown to its author."""
+_MODULE_QUALIFIER = re.compile(rf"\b(?:{MODULE_PREFIX}\w+|builtins|typing|__main__)\.")
+
+
+def type_text(annotation: object) -> str:
+    """A type as its author wrote it (`Verdict`, `list[Verdict]`), for an error message: without
+    the internal module a workflow file is loaded under (`awf_workflow_review.Verdict`)."""
+    if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
+        return annotation.__qualname__
+    return _MODULE_QUALIFIER.sub("", repr(annotation))
 
 
 def load_workflow(path: str | Path, name: str | None = None) -> WorkflowDefinition:
@@ -21,7 +34,7 @@ def load_workflow(path: str | Path, name: str | None = None) -> WorkflowDefiniti
     file = Path(path).resolve()
     if not file.is_file():
         raise DefinitionError(f"no such file: {path}")
-    spec = importlib.util.spec_from_file_location(f"awf_workflow_{file.stem.replace('-', '_')}", file)
+    spec = importlib.util.spec_from_file_location(f"{MODULE_PREFIX}{file.stem.replace('-', '_')}", file)
     if spec is None or spec.loader is None:
         raise DefinitionError(f"{path} is not a Python file")
     module = importlib.util.module_from_spec(spec)

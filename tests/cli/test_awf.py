@@ -33,6 +33,14 @@ async def boom(wf):
 async def halt(wf):
     wf.stop("nothing to do")
 
+class NotASchema:
+    x: int
+
+@workflow(name="badschema", description="Asks for an answer of a type that is no schema.")
+async def badschema(wf):
+    agent = await wf.agents.open("a", runtime="shell:true")
+    await agent.run("Answer.", schema=list[NotASchema])
+
 @workflow(name="slow", description="Outlives its timeout.")
 async def slow(wf):
     agent = await wf.agents.open("sleeper", runtime="shell:echo $$ >> {pids}; sleep 1000")
@@ -72,6 +80,27 @@ def test_exit_1_when_it_times_out(tmp_path, flows):
     assert "timed-out" in done.stderr
 
 
+def test_a_bad_schema_is_named_as_written_not_by_the_module_the_file_is_loaded_as(tmp_path, flows):
+    done = awf(tmp_path, "run", str(flows), "--workflow", "badschema")
+    assert done.returncode == 1
+    assert "DefinitionError: list[NotASchema] can't be a turn's schema" in done.stderr
+    assert "awf_workflow" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "{flows}", "--timout", "5m"], "awf: awf run has no flag --timout (did you mean --timeout?); awf run --help lists them\n"),
+        (["run", "{flows}", "--jsn=1"], "awf: awf run has no flag --jsn (did you mean --json?); awf run --help lists them\n"),
+        (["run", "{flows}", "Ada"], "awf: unexpected argument 'Ada' for awf run; a workflow's args go after --: awf run FILE -- --name Ada\n"),
+        (["ls", "--zzz"], "awf: awf ls has no flag --zzz; awf ls --help lists them\n"),
+    ],
+)
+def test_a_typo_in_a_flag_names_the_flag_it_looks_like(tmp_path, flows, args, said):
+    done = awf(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args])
+    assert (done.returncode, done.stderr) == (2, said)
+
+
 def test_exit_3_when_it_stops(tmp_path, flows):
     done = awf(tmp_path, "run", str(flows), "--workflow", "halt")
     assert done.returncode == 3
@@ -88,6 +117,8 @@ def test_exit_3_when_it_stops(tmp_path, flows):
         ["run", "{flows}", "--workflow", "ok", "--timeout", "soon"],
         ["logs", "no-such-run"],
         ["approve", "no-such-run", "c1"],
+        ["run", "{flows}", "--workflow", "ok", "--timout", "5m"],  # a typo'd flag
+        ["logs", "--zzz"],
     ],
 )
 def test_exit_2_on_usage_errors_with_a_message(tmp_path, flows, args):
@@ -111,6 +142,7 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
         os.kill(agent_pid, 0)
     assert _session(agent_pid) == []  # nor what it started: `sleep` is in its session
     run_dir = next(tmp_path.glob(".awf/runs/slow/*"))
+    assert f"awf: record {run_dir.resolve()}  (awf logs {run_dir.name})" in stderr  # in full, as every ending says it
     assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
     [turn] = [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
     assert turn["outcome"]["kind"] == "cancelled"  # the turn Ctrl-C cut off is on the record

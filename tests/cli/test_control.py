@@ -110,6 +110,7 @@ def test_ls_status_tail_then_stop_a_live_run(tmp_path, busy):
     assert not agents["review:quick"]["in_turn"] and agents["review:quick"]["turns"] == 1
     text = awf(tmp_path, "status", run_id).stdout
     assert "review:sleeper: in turn 1 for" in text and re.search(r" of (59m5\ds|1h00m)", text), text
+    assert ": 2 agents, 1 in a turn" in text and "review:quick: idle after 1 turn;" in text, text  # no "(s)"
 
     tailed = awf(tmp_path, "tail", "--no-follow")
     assert tailed.returncode == 0, tailed.stderr
@@ -157,6 +158,12 @@ def test_status_and_stop_of_no_live_run_are_usage_errors(tmp_path):
 def test_ls_of_no_runs(tmp_path):
     done = awf(tmp_path, "ls")
     assert done.returncode == 0 and done.stdout == "" and "no runs under" in done.stderr
+
+
+@pytest.mark.parametrize("last", ["0", "-1"])
+def test_ls_last_of_fewer_than_one_run_is_a_usage_error(tmp_path, last):
+    done = awf(tmp_path, "ls", "--last", last)
+    assert done.returncode == 2 and done.stderr == f"awf: --last takes how many of the latest runs to list, 1 or more, not {last}\n"
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,21 @@ async def chatty(wf):
     return turn.value
 
 
+@workflow(name="twice", description="A planned stage, then a build that fails while a file `broken` is there.")
+async def twice(wf):
+    planner = await wf.agents.open("planner", runtime="shell:echo plan | \\"$WFA\\" result \\"$WFA_CALL_ID\\"")
+    builder = await wf.agents.open("builder", runtime="shell:test ! -e broken && echo built | \\"$WFA\\" result \\"$WFA_CALL_ID\\"")
+    async def plan():
+        return (await planner.run("Plan.")).value
+    async def build():
+        turn = await builder.run("Build.")
+        if not turn.answered:
+            wf.stop("no build")
+        return turn.value
+    await wf.stage("plan", plan, result=str)
+    return await wf.stage("build", build, result=str)
+
+
 @workflow(name="busy", description="Two reviewers: one answers, one sleeps in its turn.")
 async def busy(wf):
     quick = await wf.agents.open("review:quick", runtime="shell:echo fine | \\"$WFA\\" result \\"$WFA_CALL_ID\\"")
@@ -82,6 +97,19 @@ def test_plain_lines_a_turn_its_tool_call_its_message_and_a_log_line_in_order(tm
     logged = _index(lines, "noted", "by=a")
     assert _index(lines, "run started") < started < tool < message < ended < logged  # the record's order
     assert sum("turn started" in line for line in lines) == 1  # from the record alone, not twice
+
+
+def test_a_continued_run_lines_only_its_own_attempt(tmp_path, flows):
+    (tmp_path / "broken").touch()
+    first = subprocess.run([*AWF, "run", str(flows), "--workflow", "twice"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 3, first.stderr
+    (tmp_path / "broken").unlink()
+    again = subprocess.run([*AWF, "continue"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    lines = again.stderr.splitlines()
+    assert not any("agent=planner" in line for line in lines), again.stderr  # its stage is reused: it never ran
+    assert sum("turn started" in line for line in lines) == 1, again.stderr  # the builder's turn of attempt 2
+    assert sum("turn ended" in line and "outcome=answered" in line for line in lines) == 1, again.stderr
 
 
 def _tmux(socket: str, *args: str) -> str:

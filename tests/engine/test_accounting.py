@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import agentswf
 from agentswf import Runtime, Workflow, workflow
 from agentswf.cli.logs import print_run
-from agentswf.engine.accounting import Ledger, RunUsage, group_of, spend_text
+from agentswf.engine.accounting import Ledger, RunUsage, group_of, spend_lines, spend_text
 from agentswf.engine.outcomes import Answered, Turn, Unanswered
 from agentswf.harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
 from agentswf.harnesses.usage import Usage
@@ -140,3 +140,8 @@ async def test_a_run_records_and_returns_what_it_spent(tmp_path: Path) -> None:
     assert "spent: 294 in, 30 out, $1.5000 estimated over 6 turns (2 without a cost)" in text, text
     assert "  review: 280 in, 28 out, $0.5000" in text, text
     assert text.count("  spent: 7 in, 1 out, $0.5000 estimated, on m1\n") == 2, text  # each turn's own
+
+
+def test_spend_lines_count_one_turn_as_one_turn():
+    assert spend_lines(RunUsage(turns=1, unpriced_turns=1))[0] == "spent: nothing known over 1 turn (1 without a cost)"
+    assert spend_lines(RunUsage(turns=2))[0].endswith(" over 2 turns")

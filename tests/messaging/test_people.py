@@ -10,6 +10,7 @@ import pytest
 
 from agentswf import ToolCall, tool, workflow
 from agentswf.engine.mailrules import MAX_ROUTE_MESSAGES, MAX_UNREAD_MESSAGES
+from agentswf.engine.operator import for_a_person
 from agentswf.errors import DefinitionError, WorkflowError
 from agentswf.testing import answer, run_workflow
 from agentswf.workflow.messaging import MessageRefused
@@ -115,9 +116,13 @@ w ask send --await-reply coordinator 'May I merge?'
         )
         results["reply"] = replied
         again = await anyio.run_process(
-            [*AWF, "reply", run_id, "implementer", "Again.", "--as", "coordinator", "--run-root", root], check=False
+            [*AWF, "reply", run_id, "implementer", "--as", "coordinator", "Again.", "--run-root", root], check=False  # the message after --as
         )
         results["again"] = again
+        as_agent = await anyio.run_process(
+            [*AWF, "send", run_id, "coordinator", "I am not you.", "--as", "implementer", "--run-root", root], check=False
+        )
+        results["as_agent"] = as_agent
         nothing = await anyio.run_process(
             [*AWF, "inbox", run_id, "--as", "coordinator", "--wait", "0.2s", "--run-root", root], check=False
         )
@@ -134,15 +139,18 @@ w ask send --await-reply coordinator 'May I merge?'
 
     result = await run_wf(flow, tmp_path)
     assert result.value == "Merge it."
-    assert results["stranger"].returncode == 1 and b"not a participant" in results["stranger"].stderr
+    assert results["stranger"].returncode == 2 and b"not a participant" in results["stranger"].stderr  # a usage error
+    assert results["as_agent"].returncode == 2 and b"implementer is not a participant" in results["as_agent"].stderr
     inbox = results["inbox"]
     assert inbox.returncode == 0, inbox.stderr
     assert inbox.stdout.decode() == (
-        "from implementer (a question: awf reply … implementer):\nMay I merge?\n\n"
+        "from implementer (a question: awf reply implementer --as coordinator):\nMay I merge?\n\n"
     )
     assert results["reply"].returncode == 0, results["reply"].stderr
     assert results["reply"].stdout.decode().startswith("awf: replied to implementer")
     assert results["again"].returncode == 1 and b"refused (none-owed)" in results["again"].stderr
+    assert b"use awf send implementer --as coordinator." in results["again"].stderr  # a person's command, not wfa's
+    assert b"wfa" not in results["again"].stderr
     assert results["nothing"].returncode == 1 and b"no messages within 0.2s" in results["nothing"].stderr
     assert [(s, t, kind) for s, t, kind, _ in sent_mail(result)] == [
         ("implementer", "coordinator", "question"),
@@ -340,3 +348,18 @@ async def test_race_raises_the_first_error_as_itself():
 
     with pytest.raises(ValueError, match="lost"):
         await race(boom(), anyio.sleep(10))
+
+
+@pytest.mark.parametrize(
+    ("refusal", "told"),
+    [
+        ("b asked you nothing open, or was answered already; to message it, use wfa send b.",
+         "b asked you nothing open, or was answered already; to message it, use awf send b --as boss."),
+        ("you can only reply to b (wfa reply b), not send it messages of your own.",
+         "you can only reply to b (awf reply b --as boss), not send it messages of your own."),
+        ("there is no route to b; wfa peers lists the peers you can message.",
+         "there is no route to b; the workflow's wf.route calls say whom a participant can message."),
+    ],
+)
+def test_a_refusal_told_to_a_person_names_the_persons_command(refusal, told):
+    assert for_a_person(refusal, "boss") == told
