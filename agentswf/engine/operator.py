@@ -94,7 +94,7 @@ async def _handle(request: OperatorRequest, desk: ActorRef, board: ActorRef) -> 
     if isinstance(request, ReadInbox):
         return await _inbox(request, board)
     if isinstance(request, PostAs):
-        answer = await board.ask(Post(request.key, request.peer, request.text, request.reply, False, math.inf, True))
+        answer = await board.ask(Post(sender=request.key, peer=request.peer, text=request.text, reply=request.reply, question=False, until=math.inf, in_turn=True))
         if isinstance(answer, Refusal):
             return OperatorResponse(False, f"refused ({answer.code}): {answer.message}", {"code": answer.code})
         verb = "replied to" if request.reply else "sent to"

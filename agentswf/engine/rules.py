@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from ..wire.common import MAX_WAITING_REASON_BYTES
+
 CallState = Literal["open", "accepted", "ended", "expired"]
 
 
@@ -108,6 +110,13 @@ def judge_tool(
     if name not in tools:
         listed = ", ".join(tools) if tools else "none"
         return Refusal("unknown-tool", f"there is no tool named {name!r}; your tools are: {listed}.")
+    return None
+
+
+def judge_waiting_reason(reason: str) -> Refusal | None:
+    """Is `reason` a reason `wfa waiting` may give: non-blank, at most MAX_WAITING_REASON_BYTES?"""
+    if not reason.strip() or len(reason.encode()) > MAX_WAITING_REASON_BYTES:
+        return Refusal("invalid-request", f"--reason must be non-blank text of at most {MAX_WAITING_REASON_BYTES:,} bytes.")
     return None
 
 

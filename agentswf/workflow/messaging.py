@@ -86,7 +86,7 @@ class Participant:
         return await self._post(peer, text, reply=True)
 
     async def _post(self, peer: str, text: str, *, reply: bool) -> str:
-        answer = await self._board.ask(Post(self.key, peer, text, reply, False, float("inf"), True))
+        answer = await self._board.ask(Post(sender=self.key, peer=peer, text=text, reply=reply, question=False, until=float("inf"), in_turn=True))
         if isinstance(answer, Refusal):
             raise MessageRefused(answer.code, answer.message)
         return answer.read
