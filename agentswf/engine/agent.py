@@ -23,7 +23,7 @@ import msgspec
 
 from ..actors import Actor, ActorRef, Reply, handler
 from ..errors import ActorError
-from ..harnesses.base import Attempt, AttemptResult, Harness
+from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, bind, serve
 from ..launcher.place import agent_paths, make_agent_dir
@@ -36,7 +36,7 @@ from .broker import CancelTool, RunTool, ToolDone
 from .clock import now
 from .outcomes import Cancelled, TimedOut
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
-from .rules import AttemptEnding, CallView
+from .rules import CallView
 from .switchboard import MailWaiting, PeersOf, Presence, Register, StandingSlot, TakeMail
 from .toolcall import ToolCall, tool_record
 from .turn import StartTurn

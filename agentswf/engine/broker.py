@@ -40,7 +40,7 @@ import structlog
 from ..actors import Actor, ActorRef, handler
 from ..errors import AskTimeout
 from ..progress import progress
-from ..wire import Response, accepted, refused
+from ..wire import Response, accepted, is_code, refused
 from ..wire.prompts import usage_line
 from ..wire.teaching import ReadError
 from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
@@ -155,7 +155,7 @@ def tool_response(outcome: ToolOutcome) -> Response:
             text = _encoder.encode(value).decode() + "\n"
         return accepted("tool", stdout=text, value=value)
     code = outcome.code if outcome.kind == "refused" else outcome.kind
-    return refused("tool", code, outcome.error)
+    return refused("tool", code if is_code(code) else "internal-error", outcome.error)
 
 
 def _not_json(value: Any) -> str | None:

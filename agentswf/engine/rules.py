@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from ..harnesses.base import AttemptEnding
+from ..wire.codes import Code
 from ..wire.common import MAX_WAITING_REASON_BYTES
 
 CallState = Literal["open", "accepted", "ended", "expired"]
@@ -17,7 +19,7 @@ CallState = Literal["open", "accepted", "ended", "expired"]
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    code: str
+    code: Code
     message: str
 
 
@@ -124,16 +126,6 @@ def waiting_until(now: float, deadline: float, requested_seconds: float | None, 
     """When a granted wait ends: the request (or the default), at least the minimum, never past the deadline."""
     seconds = default if requested_seconds is None else max(requested_seconds, minimum)
     return min(now + seconds, deadline)
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptEnding:
-    """How one run of the agent's CLI ended, as the turn sees it."""
-
-    kind: Literal["exited", "failed", "blocked", "timed-out"]
-    exit_code: int = 0
-    reason: str = ""
-    retryable: bool = False
 
 
 TurnNext = Literal["answered", "nudge", "wait", "unanswered", "failed", "blocked", "timed-out"]

@@ -287,11 +287,11 @@ class Switchboard(Actor):
         if not 1 <= msg.max_messages <= mailrules.MAX_ROUTE_MESSAGES:
             problem = problem or f"max_messages is at least 1 and at most {mailrules.MAX_ROUTE_MESSAGES}"
         if problem:
-            return Refusal("invalid-route", problem)
+            return Refusal("invalid-request", problem)
         for view in self.views.values():
             if view.open and {view.sender, view.receiver} == {msg.sender, msg.receiver}:
                 return Refusal(
-                    "invalid-route", f"{msg.sender} and {msg.receiver} already have an open route; close it first"
+                    "invalid-request", f"{msg.sender} and {msg.receiver} already have an open route; close it first"
                 )
         route_id = f"r{len(self.views) + 1}"
         view = RouteView(route_id, msg.sender, msg.receiver, msg.both_ways, msg.purpose.strip(), msg.max_messages)

@@ -24,7 +24,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..harnesses.base import AttemptResult
+from ..harnesses.base import AttemptEnding, AttemptResult
+from ..harnesses.usage import Usage
 from ..wire import (
     DEFAULT_WAITING_SECONDS,
     MIN_WAITING_SECONDS,
@@ -43,8 +44,8 @@ from . import rules
 from .clock import Instant
 from .mailrules import MESSAGE_TURN_SECONDS
 from .notice import notice
-from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, Usage, add_usage
-from .rules import AttemptEnding, CallView, Refusal
+from .outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, add_usage
+from .rules import CallView, Refusal
 from .switchboard import DropAwait, GiveUp, Mail, Post, Posted, StandingView, StateChanged
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own

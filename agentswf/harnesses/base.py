@@ -14,10 +14,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
-from ..engine.outcomes import Usage
-from ..engine.rules import AttemptEnding
+from .usage import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnding:
+    """How one run of the agent's CLI ended, as the turn sees it."""
+
+    kind: Literal["exited", "failed", "blocked", "timed-out"]
+    exit_code: int = 0
+    reason: str = ""
+    retryable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +48,8 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class AttemptResult:
+    """How an attempt ended, and what the CLI said of its session and spend."""
+
     ending: AttemptEnding
     session: str | None = None
     usage: Usage | None = None

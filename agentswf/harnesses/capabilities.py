@@ -79,10 +79,6 @@ EFFORT_LEVELS: dict[str, tuple[str, ...]] = {
 }
 
 
-def capability(harness: str, name: str) -> Capability:
-    return TABLE[harness][name]
-
-
 def refusal(harness: str, name: str) -> str | None:
     """Why `harness` can't do `name`, or None if it can."""
     entry = TABLE[harness][name]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..engine.outcomes import Usage
 from .base import Attempt
 from .cli import CliHarness, OutputReader
+from .usage import Usage
 
 RETRYABLE_STATUSES = (408, 429, 500, 502, 503, 504, 529)
 CALLING_SESSION_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")

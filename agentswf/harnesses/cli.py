@@ -16,13 +16,12 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from ..engine.outcomes import Usage
-from ..engine.rules import AttemptEnding
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
-from .base import Attempt, AttemptResult, Harness
+from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .capabilities import refusal
 from .process import Exited, run_in_group
+from .usage import Usage
 
 STDERR_LINES_IN_REASON = 20
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.outcomes import Usage, add_usage
 from .base import Attempt
 from .cli import CliHarness, OutputReader
+from .usage import Usage, add_usage
 
 
 class CodexReader(OutputReader):

@@ -7,7 +7,6 @@ into a harness happens when the agent opens, so a mistake fails there.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping
 
 import msgspec
@@ -98,8 +97,3 @@ def harness_for(runtime: Runtime, env: Mapping[str, str] | None = None) -> Harne
     executable = cls.locate(tuple(runtime.command), environment)
     return cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args))
 
-
-def describe(runtime: Runtime) -> str:
-    if runtime.harness == "shell":
-        return "shell:" + shlex.join(runtime.command)
-    return runtime.harness

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.rules import AttemptEnding
-from .base import Attempt, AttemptResult, Harness
+from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .process import run_in_group
 
 STDERR_LINES_IN_REASON = 20

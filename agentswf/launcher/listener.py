@@ -58,6 +58,7 @@ from ..wire import (
     MAX_OPEN_CONNECTIONS,
     MAX_REQUEST_BYTES,
     REQUEST_LINE_TIMEOUT_SECONDS,
+    Code,
     Request,
     Response,
     decode_request,
@@ -311,7 +312,7 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
             if refusal is None:
                 response = await _respond(decode_request(data), stream, handle, admit)
             else:
-                code = "internal-error" if slot.evicted else "invalid-request"
+                code: Code = "internal-error" if slot.evicted else "invalid-request"
                 response = refused(command_hint(data), code, refusal)
             await deliver(stream, encode_response(response))
         finally:

@@ -21,15 +21,15 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from ..engine.rules import AttemptEnding
 from ..errors import TestScriptError
-from ..harnesses.base import Attempt, AttemptResult, Harness
+from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
 from ..harnesses.runtime import Runtime
 from ..launcher import client
 from ..launcher.place import SOCKET_NAME
 from ..wire import (
     MAX_RESPONSE_BYTES,
     REQUEST_LINE_TIMEOUT_SECONDS,
+    TOOL_FAILURES,
     WIRE_VERSION,
     Response,
 )
@@ -142,7 +142,7 @@ class ScriptedTurn:
             response = await self.request("tool", name=name, args=[], input=text)
         if response.ok:
             return ToolResult(output=response.value)
-        if response.code in ("failed", "timed-out"):
+        if response.code in TOOL_FAILURES:
             return ToolFailed(outcome=response.code, error=response.error)  # type: ignore[arg-type]
         return ToolRefused(code=response.code or "", error=response.error)
 

@@ -1,5 +1,6 @@
 """The `wfa` protocol, sans-IO: requests, responses, codes, limits, framing and teaching."""
 
+from .codes import *  # noqa: F403
 from .common import *  # noqa: F403
 from .framing import decode_request, decode_response, encode_request, encode_response
 from .messages import (

@@ -21,45 +21,11 @@ MAX_WAITING_REASON_BYTES = 2048
 MIN_WAITING_SECONDS = 30.0
 DEFAULT_WAITING_SECONDS = 120.0
 
-# Commands and codes -------------------------------------------------------------------
+# Commands and exit statuses -----------------------------------------------------------
 
 COMMANDS = ("result", "tool", "waiting", "peers", "send", "reply")
-
-# Refusals any command can meet.
-COMMON_CODES = (
-    "invalid-request",
-    "unsupported-version",
-    "unsupported-command",
-    "request-too-large",
-    "internal-error",
-)
-RESULT_CODES = (
-    "invalid-result",
-    "unknown-operation",
-    "wrong-agent",
-    "expired-operation",
-    "closed-operation",
-    "owes-reply",
-    "no-result",
-    "tool-running",
-)
-TOOL_CODES = ("no-operation", "result-accepted", "tool-busy", "unknown-tool", "invalid-input")
-# How a tool call that ran ends when it did not return.
-TOOL_FAILURES = ("failed", "timed-out")
-MESSAGE_CODES = (
-    "no-operation",
-    "no-route",
-    "peer-stopped",
-    "closed",
-    "too-large",
-    "already-awaiting",
-    "unsupported",
-    "cycle",
-    "limit",
-    "inbox-full",
-    "none-owed",
-    "expired",
-)
+# The codes themselves are `wire.codes.Code`; the client also passes `exit_code` its own
+# "lost" (the answer didn't come back) and "unreached" (the request never got there).
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # refused, or failed on the way (every command but tool)

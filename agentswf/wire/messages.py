@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from .codes import TOOL_FAILURES, Code
 from .common import WIRE_VERSION, exit_code
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
@@ -78,7 +79,7 @@ class Response(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
     version: int
     exit: int
-    code: str | None = None
+    code: Code | None = None
     stdout: str = ""
     stderr: str = ""
     value: Any = None
@@ -94,10 +95,10 @@ def accepted(command: str, *, stdout: str = "", stderr: str = "", value: Any = N
     return Response(WIRE_VERSION, exit_code(command, None), None, stdout, stderr, value)
 
 
-def refused(command: str, code: str, message: str, *, notice: str = "") -> Response:
+def refused(command: str, code: Code, message: str, *, notice: str = "") -> Response:
     """A command refused (or a tool call that failed) with `code`; `message` says what to do."""
     text = f"wfa: {command} refused ({code}): {message}"
-    if code in ("failed", "timed-out"):
+    if code in TOOL_FAILURES:
         text = f"wfa: {command} {code}: {message}"
     return Response(
         WIRE_VERSION,

@@ -16,12 +16,12 @@ import pytest
 
 import agentswf
 from agentswf import Runtime, workflow
-from agentswf.engine.outcomes import Usage
 from agentswf.harnesses.base import Attempt
 from agentswf.harnesses.claude import ClaudeHarness
 from agentswf.harnesses.codex import CodexHarness
 from agentswf.harnesses.pi import PiHarness
 from agentswf.harnesses.process import Exited
+from agentswf.harnesses.usage import Usage
 
 
 def attempt(session: str | None = None) -> Attempt:
