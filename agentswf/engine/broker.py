@@ -1,12 +1,14 @@
 """The ToolBroker: every tool call goes through it, and nothing enters or leaves unchecked.
 
-In order: the allowlist and the workflow's policies (deny wins); a person's approval
-when required; the handler, under the call's time (its timeout, never past the turn's
-deadline), retried when it is marked safe to retry; then the result must be JSON, at
-most 64 KiB, and fit the tool's `output`. Each call is recorded, its input redacted,
-before the agent is told how it ended; a call that can't be recorded is `internal-error`.
-The agent's actor decides whether a call may start (tool-busy and the rest); the
-broker only runs it, each call in a task of its own, and tells the agent how it ended.
+In order: the input, read by the tool's schema (at most 64 KiB as given); the allowlist
+and the workflow's policies (deny wins); a person's approval when required; the handler,
+under the call's time (its timeout, never past the turn's deadline), retried when it is
+marked safe to retry; then the result must be JSON, at most 64 KiB, and fit the tool's
+`output`. Each call is recorded, its input redacted, before the agent is told how it
+ended, with exactly what `wfa tool` prints and exits with; a call that can't be recorded
+is `internal-error`. Every decision on the way is a pure rule of toolrules.py; this actor
+carries them out, each call in a task of its own. The agent's actor decides whether a
+call may start (tool-busy and the rest).
 
 Where a handler runs: an `async def` handler on the run's own loop (it may run another
 agent); any other in a worker thread, SYNC_HANDLER_THREADS at most at once, so one that
@@ -25,13 +27,12 @@ in a sync handler.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -40,36 +41,39 @@ import structlog
 from ..actors import Actor, ActorRef, handler
 from ..errors import AskTimeout
 from ..progress import progress
-from ..wire import Response, accepted, is_code, refused
-from ..wire.prompts import usage_line
-from ..wire.teaching import ReadError
+from ..wire import Response
 from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
 from .policy import Policy, PolicyCall, Verdict, decide, redact_value
 from .recorder import Logged
 from .records import read_lines
 from .toolcall import CURRENT_TOOL_CALL, ToolCall, tool_record
+from .toolrules import (
+    ABANDONED_AT_RUN_END,
+    HandlerEnding,
+    Next,
+    Raised,
+    Read,
+    Returned,
+    Stopped,
+    ToolOutcome,
+    abandoned,
+    after_approval,
+    after_attempt,
+    after_policy,
+    broken,
+    final,
+    handler_ended,
+    read_input,
+    settle,
+)
 
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
 
-MAX_TOOL_RESULT_BYTES = 64 * 1024
-MAX_TOOL_INPUT_BYTES = MAX_TOOL_RESULT_BYTES  # one call's input, as given: 64 KiB, as its result
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
 _encoder = msgspec.json.Encoder()
 _log = structlog.get_logger("agentswf.tools")
-UNRECORDED_CALL = (
-    "the run couldn't record this call, so its answer isn't given. It may have run: check before calling again."
-)
-
-
-class ToolOutcome(msgspec.Struct, frozen=True):
-    """How one call ended: `result` (with `value`), `failed`, `timed-out`, or `refused` (with `code`)."""
-
-    kind: Literal["result", "failed", "timed-out", "refused"]
-    value: Any = None
-    error: str = ""
-    code: str = ""
 
 
 class RunTool(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,97 +147,22 @@ class Replay:
         return queue.pop(0)
 
 
-def tool_response(outcome: ToolOutcome) -> Response:
-    """What `wfa tool` prints and exits with for `outcome`."""
-    if outcome.kind == "result":
-        value = outcome.value
-        if value is None:
-            text = ""
-        elif isinstance(value, str):
-            text = value
-        else:
-            text = _encoder.encode(value).decode() + "\n"
-        return accepted("tool", stdout=text, value=value)
-    code = outcome.code if outcome.kind == "refused" else outcome.kind
-    return refused("tool", code if is_code(code) else "internal-error", outcome.error)
-
-
-def _not_json(value: Any) -> str | None:
-    """What in `value` isn't a JSON value (None if all of it is).
-
-    msgspec would encode a set, a datetime, bytes or a UUID in some form, but the agent
-    should read what the handler returned, not a guess at it: only None, bool, int, a
-    finite float, str, list/tuple, dict with str keys, and Structs or dataclasses of
-    these are JSON.
-    """
-    if value is None or isinstance(value, (bool, int, str)):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"the number {value!r}"
-    if isinstance(value, (list, tuple)):
-        items: Any = value
-    elif isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                return f"a dict key {key!r} ({type(key).__name__}, not str)"
-        items = value.values()
-    elif isinstance(value, msgspec.Struct):
-        items = [getattr(value, name) for name in value.__struct_fields__]
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = [getattr(value, item.name) for item in dataclasses.fields(value)]
-    else:
-        return f"a value of type {type(value).__name__}"
-    for item in items:
-        found = _not_json(item)
-        if found is not None:
-            return found
-    return None
-
-
-def check_result(value: Any, output: Any) -> ToolOutcome:
-    """The handler's return value as the agent will read it, or why it can't be."""
-    try:
-        found = _not_json(value)
-    except RecursionError:
-        found = "a value nested too deeply"
-    if found is not None:
-        return ToolOutcome("failed", error=f"the tool returned what isn't JSON: {found}")
-    if output is not None:
-        try:
-            value = msgspec.convert(value, output, from_attributes=True)
-        except msgspec.ValidationError as error:
-            return ToolOutcome("failed", error=f"the tool's result doesn't fit its output schema: {error}")
-    try:
-        encoded = _encoder.encode(value)
-    except (TypeError, msgspec.EncodeError) as error:
-        return ToolOutcome("failed", error=f"the tool returned what isn't JSON: {error}")
-    if len(encoded) > MAX_TOOL_RESULT_BYTES:
-        return ToolOutcome(
-            "failed",
-            error=f"the tool's result is {len(encoded)} bytes as JSON, over the limit of {MAX_TOOL_RESULT_BYTES}; "
-            "return a summary or a path instead",
-        )
-    return ToolOutcome("result", value=msgspec.json.decode(encoded))
-
-
-def read_input(msg: RunTool) -> tuple[Any, str | None]:
-    """The call's input read by the tool's schema, or why it can't be (the invalid-input hint)."""
-    size = len((msg.input or "").encode()) + sum(len(arg.encode()) for arg in msg.args)
-    if size > MAX_TOOL_INPUT_BYTES:
-        return None, f"the input is {size} bytes, over the limit of {MAX_TOOL_INPUT_BYTES}; pass a path instead"
-    try:
-        return msg.tool.taught.read(msg.args, msg.input), None
-    except ReadError as error:
-        usage = usage_line(f"{msg.launcher} tool {msg.call.tool}", msg.tool.taught)
-        return None, f"the input doesn't fit: {error}\nThe tool did not run. Fix the input and call it again.\n{usage}"
-
-
 def call_over(msg: RunTool) -> bool:
     """The call was cancelled (its turn ended) or its time is up."""
     return msg.call.cancelled or anyio.current_time() >= msg.deadline
 
 
+class _Handling(msgspec.Struct):
+    """A call whose handler runs: its input, and since when."""
+
+    msg: RunTool
+    value: Any
+    started: float
+
+
 class ToolBroker(Actor):
+    """The shell around a call's phases (toolrules.py): it carries out each decision, one task a call."""
+
     def __init__(self, recorder: ActorRef, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None) -> None:
         super().__init__()
         self.recorder = recorder
@@ -241,7 +170,7 @@ class ToolBroker(Actor):
         self.policies = list(policies)
         self.replay = replay
         self.running: dict[str, ToolCall] = {}
-        self.handling: dict[str, tuple[RunTool, Any, float]] = {}  # calls whose handler runs: its input, since when
+        self.handling: dict[str, _Handling] = {}
         self.threads = anyio.CapacityLimiter(SYNC_HANDLER_THREADS)
 
     @handler
@@ -258,9 +187,9 @@ class ToolBroker(Actor):
     async def on_stop(self) -> None:
         """The run is ending: a call whose handler still ran is recorded abandoned."""
         now = time.time()
-        for msg, value, started in self.handling.values():
-            call = msg.call
-            plain = msgspec.to_builtins(value)
+        for running in self.handling.values():
+            msg, call = running.msg, running.msg.call
+            plain = msgspec.to_builtins(running.value)
             redacted: frozenset[str] | None
             try:  # redacted as when the call started: the policies decide again
                 redacted = self._verdict(msg, plain).redacted
@@ -275,9 +204,9 @@ class ToolBroker(Actor):
                     input=plain,
                     redacted=redacted,
                     outcome="timed-out",
-                    error="the run ended while the handler ran, and it was abandoned. It may have run.",
+                    error=ABANDONED_AT_RUN_END,
                     code="abandoned",
-                    started_at=started,
+                    started_at=running.started,
                     ended_at=now,
                 )
             )
@@ -294,45 +223,35 @@ class ToolBroker(Actor):
         )
 
     async def _call(self, msg: RunTool) -> None:
+        """One call through its phases: read, policy, approval, run, then recorded and answered."""
         call = msg.call
         started = time.time()
-        value, invalid = read_input(msg)
-        if invalid is not None:
-            await self._refuse_input(msg, invalid, started)
+        read = read_input(msg.tool.taught, call.tool, msg.args, msg.input, msg.launcher)
+        if not isinstance(read, Read):
+            await self._refuse_input(msg, read, started)
             return
-        plain = msgspec.to_builtins(value)
-        verdict = None
+        plain = msgspec.to_builtins(read.value)
+        verdict: Verdict | None = None
         attempts = 0
         approval: ApprovalDecision | None = None
         try:
-            verdict = decide(
-                PolicyCall(call.tool, call.agent, plain),
-                self.policies,
-                allowed_agents=msg.tool.allowed_agents,
-                requires_approval=msg.tool.requires_approval,
-                sensitive_fields=msg.tool.sensitive_fields,
-            )
+            verdict = self._verdict(msg, plain)
             if verdict.allowed and verdict.logged:
                 await self._log(msg, plain, verdict)
-            if not verdict.allowed:
-                outcome = ToolOutcome("refused", error=verdict.reason, code="denied")
-            elif verdict.needs_approval and (approval := await self._approval(msg, plain, verdict)) is None:
-                why = "its turn ended" if call.cancelled else "its time ran out"
-                outcome = ToolOutcome(
-                    "timed-out", error=f"no decision on the call's approval before {why}; the tool did not run"
-                )
-            elif approval is not None and not approval.approved:
-                why = f": {approval.reason}" if approval.reason else ""
-                outcome = ToolOutcome("refused", error=f"a person rejected this call{why}", code="rejected")
+            step = after_policy(verdict)
+            if step is Next.APPROVAL:
+                approval = await self._approval(msg, plain, verdict)
+                step = after_approval(approval, turn_ended=call.cancelled)
+            if isinstance(step, ToolOutcome):
+                outcome = step
             elif self.replay is not None:
                 outcome = self.replay.take(call.agent, call.tool, redact_value(plain, verdict.redacted))
             else:
-                outcome, attempts = await self._attempts(msg, value)
+                outcome, attempts = await self._attempts(msg, read.value)
         except Exception as error:  # a broken policy fails the call, never the run
-            outcome = ToolOutcome("failed", error=f"the call could not be run: {type(error).__name__}: {error}")
+            outcome = broken(error)
         finally:
             self.running.pop(call.id, None)
-        redacted = verdict.redacted if verdict is not None else msg.tool.sensitive_fields
         recorded = await self.recorder.ask(
             tool_record(
                 call_id=call.id,
@@ -340,7 +259,7 @@ class ToolBroker(Actor):
                 agent=call.agent,
                 tool=call.tool,
                 input=plain,
-                redacted=redacted,
+                redacted=verdict.redacted if verdict is not None else msg.tool.sensitive_fields,
                 outcome=outcome.kind,
                 result=outcome.value,
                 error=outcome.error,
@@ -351,11 +270,9 @@ class ToolBroker(Actor):
                 ended_at=time.time(),
             )
         )
-        if not recorded:  # the agent is told only what is on the record
-            outcome = ToolOutcome("refused", error=UNRECORDED_CALL, code="internal-error")
-        await msg.agent_ref.tell(ToolDone(call.id, tool_response(outcome)))
+        await msg.agent_ref.tell(ToolDone(call.id, settle(outcome, recorded=bool(recorded))))
 
-    async def _refuse_input(self, msg: RunTool, hint: str, now: float) -> None:
+    async def _refuse_input(self, msg: RunTool, refusal: ToolOutcome, now: float) -> None:
         """An input that doesn't fit is refused, recorded first with its raw input (the handler
         never ran). A refusal that can't be recorded is answered all the same (nothing ran);
         the run ends failed for the gap."""
@@ -370,18 +287,18 @@ class ToolBroker(Actor):
                 input=msg.args or msg.input,
                 redacted=msg.tool.sensitive_fields,
                 read=False,
-                outcome="refused",
-                error=hint,
-                code="invalid-input",
+                outcome=refusal.kind,
+                error=refusal.error,
+                code=refusal.code,
                 started_at=now,
                 ended_at=now,
             )
         )
-        await msg.agent_ref.tell(ToolDone(call.id, refused("tool", "invalid-input", hint)))
+        await msg.agent_ref.tell(ToolDone(call.id, settle(refusal, recorded=True)))
 
     async def _log(self, msg: RunTool, plain: Any, verdict: Verdict) -> None:
         """A policy's `log()`: a line in the run's log (log.jsonl and the progress), input redacted."""
-        call: ToolCall = msg.call
+        call = msg.call
         fields = {
             "tool": call.tool,
             "agent": call.agent,
@@ -396,7 +313,7 @@ class ToolBroker(Actor):
 
     async def _approval(self, msg: RunTool, plain: Any, verdict: Verdict) -> ApprovalDecision | None:
         """A person's decision, or None when the call's time ran out or its turn ended first."""
-        call: ToolCall = msg.call
+        call = msg.call
         request = ApprovalRequest(
             call.id, call.tool, call.agent, redact_value(plain, verdict.redacted), verdict.approval_reason
         )
@@ -428,27 +345,33 @@ class ToolBroker(Actor):
         return got[0] if got else None
 
     async def _attempts(self, msg: RunTool, value: Any) -> tuple[ToolOutcome, int]:
-        """Run the handler, retrying a raise when the tool allows; the call's time bounds all of it."""
+        """Run the handler, again after a backoff while `after_attempt` says so."""
         attempt = 0
         while True:
             attempt += 1
             outcome = await self._run_handler(msg, value)
-            if outcome.kind != "failed" or outcome.code != "raised" or attempt >= msg.tool.max_attempts:
-                return (msgspec.structs.replace(outcome, code="") if outcome.code == "raised" else outcome), attempt
-            pause = msg.tool.backoff * (2 ** (attempt - 1))
-            if call_over(msg) or anyio.current_time() + pause >= msg.deadline:
-                return msgspec.structs.replace(outcome, code=""), attempt
-            with anyio.move_on_after(pause):
+            step = after_attempt(
+                outcome,
+                attempt,
+                max_attempts=msg.tool.max_attempts,
+                backoff=msg.tool.backoff,
+                now=anyio.current_time(),
+                deadline=msg.deadline,
+                over=call_over(msg),
+            )
+            if isinstance(step, ToolOutcome):
+                return step, attempt
+            with anyio.move_on_after(step.pause):
                 await msg.call.wait_cancelled()
             if call_over(msg):  # its turn ended during the pause: no more attempts
-                return msgspec.structs.replace(outcome, code=""), attempt
+                return final(outcome), attempt
 
     async def _run_handler(self, msg: RunTool, value: Any) -> ToolOutcome:
         """One run of the handler, until it returns, raises, or is abandoned after its grace."""
-        call: ToolCall = msg.call
+        call = msg.call
         done = anyio.Event()
         wake = anyio.Event()  # done, or the call's signal
-        box: dict[str, Any] = {}
+        ending: list[HandlerEnding] = []
         scope = anyio.CancelScope()
         in_thread = not msg.tool.is_async
 
@@ -462,18 +385,18 @@ class ToolBroker(Actor):
                         )
                     else:
                         got = _invoke(msg.tool, value, call)
-                    if inspect.isawaitable(got.get("value")):
-                        got = await _awaited(got["value"])
-                    box.update(got)
+                    if isinstance(got, Returned) and inspect.isawaitable(got.value):
+                        got = await _awaited(got.value)
+                    ending.append(got)
             finally:
                 done.set()
                 wake.set()
 
-        self.handling[call.id] = (msg, value, time.time())
+        self.handling[call.id] = _Handling(msg, value, time.time())
         self.start_soon(work)
         await _until_either(wake, call, msg.deadline)
         if not done.is_set():  # its time is up, or its turn ended: the signal, then the grace
-            why = "its turn ended" if anyio.current_time() < msg.deadline else "the call's time ran out"
+            turn_ended = anyio.current_time() < msg.deadline
             call.cancel()
             if not in_thread:
                 scope.cancel()
@@ -490,49 +413,37 @@ class ToolBroker(Actor):
                     runs_on="its worker thread, until it returns" if in_thread
                     else "the run's loop: the run's end waits for it, as it shields itself from cancellation",
                 )
-                return ToolOutcome(
-                    "timed-out",
-                    error=f"{why}, and the handler ignored its signal for {TOOL_SETTLE_GRACE_SECONDS:g}s more, "
-                    "so it was abandoned. It may have run: check before calling again.",
-                    code="abandoned",
-                )
+                return abandoned(turn_ended=turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS)
         del self.handling[call.id]
-        if "error" in box:
-            error = box["error"]
-            if not isinstance(error, Exception):
-                return ToolOutcome("failed", error=f"the handler raised {error!r}", code="raised")
-            return ToolOutcome("failed", error=str(error) or type(error).__name__, code="raised")
-        if "value" not in box:  # cancelled by its turn ending
-            return ToolOutcome("timed-out", error="the call was cancelled when its turn ended. It may have run.")
-        if anyio.current_time() >= msg.deadline:
-            return ToolOutcome("timed-out", error="the call finished after its time ran out. It may have run.")
-        return check_result(box["value"], msg.tool.output)
+        return handler_ended(
+            ending[0] if ending else Stopped(), now=anyio.current_time(), deadline=msg.deadline, output=msg.tool.output
+        )
 
 
-def _invoke(tool: Tool, value: Any, call: ToolCall) -> dict[str, Any]:
-    """Call the handler: `{"value": …}` what it returned, or `{"error": …}` whatever it raised.
+def _invoke(tool: Tool, value: Any, call: ToolCall) -> HandlerEnding:
+    """Call the handler: what it returned, or whatever it raised.
 
     Raised is handed back as a value, so no exception (SystemExit, KeyboardInterrupt…)
     ever leaves a handler, from a worker thread or from the loop: the call fails, not the run.
     """
     try:
-        return {"value": tool.invoke(value, call)}
+        return Returned(tool.invoke(value, call))
     except BaseException as error:
-        return {"error": error}
+        return Raised(error)
 
 
-async def _awaited(returned: Any) -> dict[str, Any]:
+async def _awaited(returned: Any) -> HandlerEnding:
     """What awaiting an async handler gave, as `_invoke` says. A cancellation goes on as one
     only if something really cancelled this task; a handler's own `raise CancelledError()`
     is an error like any other."""
     try:
-        return {"value": await returned}
+        return Returned(await returned)
     except anyio.get_cancelled_exc_class() as error:
         if anyio.current_effective_deadline() == -math.inf:  # a scope around us was cancelled
             raise
-        return {"error": error}
+        return Raised(error)
     except BaseException as error:
-        return {"error": error}
+        return Raised(error)
 
 
 async def _until_either(wake: anyio.Event, call: ToolCall, deadline: float) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ..wire import Code
 from .policy import REDACTED, redact_value
 from .recorder import ToolCalled
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from .approvals import ApprovalDecision
 
 ToolOutcomeKind = Literal["result", "failed", "timed-out", "refused"]
+OutcomeCode = Code | Literal["", "raised", "abandoned"]
+"""A refusal's wire code; or, recorded only, `raised` (a retry may follow) and `abandoned` (a handler left running)."""
 
 
 class ToolCall:
@@ -76,7 +79,7 @@ def tool_record(
     outcome: ToolOutcomeKind,
     result: Any = None,
     error: str = "",
-    code: str = "",
+    code: OutcomeCode = "",
     attempts: int = 0,
     approval: ApprovalDecision | None = None,
     started_at: float,

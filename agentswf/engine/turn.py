@@ -29,6 +29,7 @@ from ..harnesses.usage import Usage
 from ..wire import (
     DEFAULT_WAITING_SECONDS,
     MIN_WAITING_SECONDS,
+    Code,
     ReplyRequest,
     Response,
     ResultRequest,
@@ -407,7 +408,7 @@ class RecordAnswer:
 @dataclass(frozen=True, slots=True)
 class RecordToolRefused:
     request: ToolRequest
-    code: str
+    code: Code
     message: str
     turn_call_id: str
 
