@@ -1,37 +1,35 @@
-"""The AgentActor: the I/O shell around one agent's turns (`turn.py` decides them).
+"""The AgentActor: the I/O shell around one agent's turns, which `turn.py` decides.
 
 Every message it gets becomes an event; `turn.step` says what follows, and the actor does
-it: runs the harness, arms timers, answers `wfa`, asks the Recorder and tells the
+it: runs an attempt (`attempt.py`), arms timers, answers `wfa`, asks the Recorder, tells the
 switchboard. An effect that asks (the record of an answer, the agent's mail, a message
-posted) is stepped again with its answer, in the same handler. What the agent owes or awaits
-it is told: the switchboard keeps it in the agent's `StandingSlot`, read on every request.
-Its socket admits only the run's own process and what runs under the keeper of its live
-attempt (the run's `LiveAttempts`, `admission.py`), and listens only during a turn, so an
-agent that isn't in one holds no file descriptor.
+posted) is stepped again with its answer, in the same handler. What the agent owes or
+awaits it is told: the switchboard keeps it in the agent's `StandingSlot`, read on every
+request with no round trip.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
 
-from ..actors import Actor, ActorRef, Reply, handler
+from ..actors import Actor, Reply, handler
 from ..errors import ActorError
-from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
-from ..launcher.identity import LiveAttempts
-from ..launcher.listener import ConnectionBudget, bind, serve
-from ..launcher.place import agent_paths, make_agent_dir
-from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest, accepted
+from ..harnesses.base import Attempt, AttemptResult
+from ..launcher.place import agent_paths
+from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from ..wire.prompts import message_turn_prompt, peers_block
 from . import turn as t
 from .admission import agent_admit
-from .agent_text import needs_peers, peers_text, prompt_text
+from .agent_messages import AgentSetup, CallRegistered, CancelTurn, Describe, SetTools, StartTurn, WfaCall, WhoseCall
+from .agent_text import needs_peers, peers_response, prompt_text
+from .attempt import AgentSocket, TurnTasks, fire_at, run_attempt
 from .broker import CancelTool, RunTool, ToolDone
 from .clock import now
 from .outcomes import Cancelled, TimedOut
@@ -39,50 +37,10 @@ from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
 from .switchboard import MailWaiting, PeersOf, Presence, Register, StandingSlot, TakeMail
 from .toolcall import ToolCall, tool_record
-from .turn import StartTurn
 
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
 
-__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentActor", "AgentSetup", "CallRegistered", "CancelTurn", "Describe", "SetTools",
-           "StartTurn", "WhoseCall"]
-
-AGENT_MAILBOX_CAPACITY = 128
-
-
-class WfaCall(msgspec.Struct, frozen=True):
-    """A decoded `wfa` request that arrived on this agent's socket."""
-
-    request: Request
-
-
-class Describe(msgspec.Struct, frozen=True):
-    """Asked once the agent is open: where its launcher is."""
-
-
-class CancelTurn(msgspec.Struct, frozen=True):
-    call_id: str
-    reason: str
-    timed_out: bool = False  # the caller's deadline passed: the turn ends timed-out
-
-
-class SetTools(msgspec.Struct, frozen=True):
-    """The agent was reopened with the same tools: the new handlers replace the old."""
-
-    tools: dict[str, Tool]
-
-
-class CallRegistered(msgspec.Struct, frozen=True):
-    """Told to the run: a call id is this agent's."""
-
-    call_id: str
-    agent: str
-
-
-class WhoseCall(msgspec.Struct, frozen=True):
-    """Asked of the run: which agent a call id belongs to, if any."""
-
-    call_id: str
 
 
 class _AttemptEnded(msgspec.Struct, frozen=True):
@@ -90,7 +48,7 @@ class _AttemptEnded(msgspec.Struct, frozen=True):
     result: AttemptResult
 
 
-class _TimerFired(msgspec.Struct, frozen=True):
+class _TimerFired(msgspec.Struct, frozen=True, kw_only=True):
     call_id: str
     timer: t.Timer
     queued: bool = False  # a queued turn's deadline
@@ -98,25 +56,6 @@ class _TimerFired(msgspec.Struct, frozen=True):
 
 class _TurnSettled(msgspec.Struct, frozen=True):
     call_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class AgentSetup:
-    """Everything an AgentActor is started with."""
-
-    key: str
-    harness: Harness
-    cwd: Path
-    env: Mapping[str, str]
-    sockets: Path  # the run's directory of agent sockets
-    run: ActorRef
-    recorder: ActorRef
-    budget: ConnectionBudget
-    broker: ActorRef
-    tools: Mapping[str, Tool]
-    board: ActorRef  # the switchboard
-    run_deadline: float
-    attempts: LiveAttempts  # the run's, shared: whose processes the sockets admit
 
 
 def _timeouts(tools: Mapping[str, Tool]) -> dict[str, float | None]:
@@ -129,9 +68,8 @@ class AgentActor(Actor):
         self.setup = setup
         self.key = setup.key
         self.tools = dict(setup.tools)
-        self.socket_path, self.launcher = agent_paths(setup.sockets)  # written at its first turn
-        self.dir_made = False
-        self.accepting: anyio.CancelScope | None = None  # while its socket listens: in a turn
+        socket_path, self.launcher = agent_paths(setup.sockets)  # written at its first turn
+        self.socket = AgentSocket(socket_path, self.launcher)
         self.state = t.AgentState(
             self.key, str(self.launcher), setup.harness.supports_waiting, setup.run_deadline, _timeouts(self.tools)
         )
@@ -140,7 +78,7 @@ class AgentActor(Actor):
         self.starters: dict[str, Reply] = {}  # who asked for each turn
         self.settle_waiters: dict[str, list[Reply]] = {}
         self.tool_waiters: list[Reply] = []
-        self.scopes: list[anyio.CancelScope] = []  # the turn's attempt and timers
+        self.tasks = TurnTasks(self.start_soon)  # the turn's attempt and timers
         self.attempt_done = anyio.Event()
         self.attempt_done.set()
 
@@ -208,9 +146,7 @@ class AgentActor(Actor):
     async def wfa(self, msg: WfaCall) -> Response | None:
         request = msg.request
         if isinstance(request, PeersRequest):
-            table = await self.setup.board.ask(PeersOf(self.key))  # its table says what the agent owes
-            text = msgspec.json.format(msgspec.json.encode(table), indent=2).decode() + "\n" if request.json else peers_text(table)
-            return accepted("peers", stdout=text, value=table)
+            return peers_response(await self.setup.board.ask(PeersOf(self.key)), as_json=request.json)
         if isinstance(request, ToolRequest):
             return await self._step(t.ToolAsked(request, self.standing.view, secrets.token_hex(4), now()))
         if isinstance(request, SendRequest | ReplyRequest):
@@ -234,15 +170,14 @@ class AgentActor(Actor):
             case t.StartAttempt():
                 return await self._start_attempt(effect)
             case t.ArmTimer(call_id, timer, at):
-                self._in_turn(self._fire_at, at, _TimerFired(call_id, timer))
+                self.tasks.spawn(fire_at, at, partial(self.ref.tell, _TimerFired(call_id=call_id, timer=timer)))
             case t.ArmQueuedTimer(call_id, at):
-                self.start_soon(self._fire_at, at, _TimerFired(call_id, t.Timer.DEADLINE, queued=True))
+                expired = _TimerFired(call_id=call_id, timer=t.Timer.DEADLINE, queued=True)
+                self.start_soon(fire_at, at, partial(self.ref.tell, expired))
             case t.StopTurn(call_id):
                 self._stop_turn(call_id)
             case t.Unlisten():
-                if self.accepting is not None:  # requests already taken are answered
-                    self.accepting.cancel()
-                    self.accepting = None
+                self.socket.close()
             case t.Announce(state, reason):
                 self.presence.state, self.presence.reason = state, reason
             case t.RegisterCall(call_id):
@@ -256,8 +191,15 @@ class AgentActor(Actor):
             case t.RecordAnswer(request, value, standing):
                 ok = await recorder.ask(ResultAccepted(request.call_id, value))
                 return await self._step(t.AnswerRecorded(request, value, ok, standing, now()))
-            case t.RecordToolRefused():
-                await self._record_refused(effect)
+            case t.RecordToolRefused(request, code, message, turn_call_id):
+                # Recorded before the refusal is answered; one that can't be is answered all the same
+                # (nothing ran), and the run ends failed for the gap.
+                tool, at = self.tools.get(request.name), now().wall
+                await recorder.ask(tool_record(
+                    call_id=secrets.token_hex(4), turn_call_id=turn_call_id, agent=self.key, tool=request.name,
+                    input=request.args or request.input, redacted=tool.sensitive_fields if tool else frozenset(),
+                    read=False, outcome="refused", error=message, code=code, started_at=at, ended_at=at,
+                ))
             case t.StartTool(call_id, request, deadline, turn_call_id):
                 self.tool_waiters = [self.defer()]
                 run = RunTool(
@@ -295,44 +237,13 @@ class AgentActor(Actor):
                     waiter.set(None)
         return None
 
-    async def _record_refused(self, effect: t.RecordToolRefused) -> None:
-        """A refused call goes in the record too, before the refusal is answered; one that can't be
-        recorded is answered all the same (nothing ran), and the run ends failed for the gap."""
-        request, at = effect.request, now().wall
-        tool = self.tools.get(request.name)
-        await self.setup.recorder.ask(
-            tool_record(
-                call_id=secrets.token_hex(4), turn_call_id=effect.turn_call_id, agent=self.key, tool=request.name,
-                input=request.args or request.input, redacted=tool.sensitive_fields if tool else frozenset(),
-                read=False, outcome="refused", error=effect.message, code=effect.code, started_at=at, ended_at=at,
-            )
-        )
-
     async def _peers_block(self) -> str:
         table = await self.setup.board.ask(PeersOf(self.key))
         return peers_block(self.launcher, table["peers"], can_await=self.setup.harness.can_await)
 
-    # The turn's tasks -----------------------------------------------------------------
-
-    def _in_turn(self, fn: Callable[..., Awaitable[None]], *args: object) -> None:
-        """Run `fn` beside the handlers until the turn stops."""
-        scope = anyio.CancelScope()
-        self.scopes.append(scope)
-
-        async def in_scope() -> None:
-            with scope:
-                await fn(*args)
-
-        self.start_soon(in_scope)
-
-    async def _fire_at(self, at: float, message: _TimerFired) -> None:
-        await anyio.sleep_until(at)
-        await self.ref.tell(message)
-
     def _stop_turn(self, call_id: str) -> None:
-        scopes, self.scopes = self.scopes, []
-        for scope in scopes:
-            scope.cancel()
+        """Its attempt and timers are cancelled; it settles once its CLI is gone."""
+        self.tasks.stop()
         done = self.attempt_done
 
         async def settle() -> None:
@@ -342,59 +253,26 @@ class AgentActor(Actor):
         self.start_soon(settle)
 
     async def _start_attempt(self, effect: t.StartAttempt) -> Response | None:
+        setup = self.setup
         peers = await self._peers_block() if needs_peers(effect.prompt) else ""
         prompt = prompt_text(effect.prompt, call_id=effect.call_id, launcher=self.launcher, peers=peers, tools=self.tools)
-        setup = self.setup
         attempt = Attempt(
             agent=self.key, call_id=effect.call_id, turn=effect.n, nudge=effect.nudge, prompt=prompt,
-            launcher=self.launcher, cwd=setup.cwd, env=dict(setup.env), session=effect.session,
-            started_by=effect.started_by,
+            launcher=self.launcher, cwd=setup.cwd, env=setup.env, session=effect.session, started_by=effect.started_by,
         )
         try:
-            self._listen()
+            self.socket.listen(self._handle, setup.budget, agent_admit(self.key, setup.attempts, setup.recorder), self.start_soon)
         except OSError as error:  # no descriptor, or no room on disk: this turn fails, not the run
             return await self._step(t.AttemptNotStarted(effect.call_id, str(error)))
         self.attempt_done = anyio.Event()
         self.presence.state, self.presence.reason = "working", ""
-        self._in_turn(self._run_attempt, attempt, self.attempt_done)
+
+        async def report(result: AttemptResult) -> None:
+            await self.ref.tell(_AttemptEnded(effect.call_id, result))
+
+        self.tasks.spawn(run_attempt, setup.harness, setup.attempts, attempt, report, self.attempt_done)
         return None
 
-    def _listen(self) -> None:
-        """Open the agent's socket for its turn (its directory and launcher too, at the first).
-        Bound now, so a connection queues even before the task serving it runs."""
-        if self.accepting is not None:
-            return
-        if not self.dir_made:
-            make_agent_dir(self.socket_path, self.launcher)
-            self.dir_made = True
-        sock = bind(self.socket_path)
-        self.accepting = anyio.CancelScope()
-
-        async def handle(request: Request) -> Response:
-            response: Response = await self.ref.ask(WfaCall(request))
-            return response
-
-        admit = agent_admit(self.key, self.setup.attempts, self.setup.recorder)
-        self.start_soon(serve, sock, handle, self.setup.budget, admit, self.accepting)
-
-    async def _run_attempt(self, attempt: Attempt, done: anyio.Event) -> None:
-        harness, attempts, keepers = self.setup.harness, self.setup.attempts, list[int]()
-
-        def started(pid: int) -> None:  # from now on the socket admits what runs under `pid`
-            keepers.append(pid)
-            attempts.add(pid, self.key)
-
-        if harness.spawns:  # until `started`: a connection waits for the keeper's pid
-            attempts.begin(self.key)
-        try:
-            try:
-                result = await harness.run(replace(attempt, started=started))
-            except Exception as error:  # a harness that breaks fails the turn, not the run
-                result = AttemptResult(AttemptEnding("failed", reason=f"the agent could not be run: {error}", retryable=False))
-            await self.ref.tell(_AttemptEnded(attempt.call_id, result))
-        finally:
-            if not keepers and harness.spawns:  # it never started
-                attempts.end(self.key)
-            for pid in keepers:  # the harness is done: nothing under them is left
-                attempts.remove(pid)
-            done.set()
+    async def _handle(self, request: Request) -> Response:
+        response: Response = await self.ref.ask(WfaCall(request))
+        return response

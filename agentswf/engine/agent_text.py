@@ -9,6 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from ..wire import Response, accepted
 from ..wire.prompts import continuation_prompt, message_turn_prompt
 from .turn import Continue, Prompt, Remind
 
@@ -53,3 +56,9 @@ def peers_text(table: dict[str, Any]) -> str:
     if "awaits" in table:
         lines.append(f"you await {table['awaits']['peer']}'s reply.")
     return "\n".join(lines) + "\n"
+
+
+def peers_response(table: dict[str, Any], *, as_json: bool) -> Response:
+    """`wfa peers`' answer: its table, which says what the agent owes too."""
+    text = msgspec.json.format(msgspec.json.encode(table), indent=2).decode() + "\n" if as_json else peers_text(table)
+    return accepted("peers", stdout=text, value=table)

@@ -29,7 +29,8 @@ from ..launcher.listener import ConnectionBudget, connection_limit, listen
 from ..launcher.place import make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
 from .admission import operator_admit
-from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
+from .agent import AgentActor
+from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker
 from .operator import OPERATOR_SOCKET_NAME, serve_operator

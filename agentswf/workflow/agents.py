@@ -14,7 +14,7 @@ import anyio
 import msgspec
 
 from ..actors import ActorRef
-from ..engine.agent import CancelTurn, SetTools, StartTurn
+from ..engine.agent_messages import CancelTurn, SetTools, StartTurn
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
 from ..engine.switchboard import WORKFLOW_KEY, PeersOf
