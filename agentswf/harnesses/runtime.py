@@ -19,6 +19,7 @@ from .cli import CliHarness
 from .codex import CodexHarness
 from .cursor import CursorHarness
 from .pi import PiHarness
+from .prices import LIST_PRICES, Prices
 from .shell import ShellHarness
 
 SHELL_PREFIX = "shell:"
@@ -30,6 +31,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
 
     `command` is a shell agent's program, or the path of a CLI that isn't on PATH. `env`
     is added to the run's environment for this agent, e.g. to point a CLI at a gateway.
+    `prices` prices the tokens of a CLI that prints no cost (codex), as estimated.
     """
 
     harness: str
@@ -38,6 +40,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}
     args: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
+    prices: Prices | None = None  # for a CLI that prints no cost; None: agentswf's LIST_PRICES
 
 
 def resolve_runtime(runtime: str | Runtime) -> Runtime:
@@ -95,5 +98,6 @@ def harness_for(runtime: Runtime, env: Mapping[str, str] | None = None) -> Harne
     cls = CLI_HARNESSES[runtime.harness]
     environment = {**(os.environ if env is None else env), **runtime.env}
     executable = cls.locate(tuple(runtime.command), environment)
-    return cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args))
+    prices = LIST_PRICES if runtime.prices is None else runtime.prices
+    return cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args), prices=prices)
 
