@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,15 +22,26 @@ import msgspec
 
 from ..actors import Actor, Reply, handler
 from ..errors import ActorError
-from ..harnesses.base import Attempt, AttemptResult
+from ..harnesses.base import Attempt, AttemptResult, Operation, OperationResult
 from ..launcher.place import agent_paths
 from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from ..wire.prompts import message_turn_prompt, peers_block
 from . import turn as t
 from .admission import agent_admit
-from .agent_messages import AgentSetup, CallRegistered, CancelTurn, Describe, SetTools, StartTurn, WfaCall, WhoseCall
+from .agent_messages import (
+    AgentSetup,
+    CallRegistered,
+    CancelTurn,
+    Describe,
+    SetTools,
+    StartOp,
+    StartTurn,
+    StopAgent,
+    WfaCall,
+    WhoseCall,
+)
 from .agent_text import needs_peers, peers_response, prompt_text
-from .attempt import AgentSocket, TurnTasks, fire_at, run_attempt
+from .attempt import AgentSocket, TurnTasks, fire_at, run_attempt, run_operation
 from .broker import CancelTool, RunTool, ToolDone
 from .clock import now
 from .outcomes import Cancelled, TimedOut
@@ -54,6 +66,11 @@ class _TimerFired(msgspec.Struct, frozen=True, kw_only=True):
     queued: bool = False  # a queued turn's deadline
 
 
+class _OpEnded(msgspec.Struct, frozen=True):
+    call_id: str
+    result: OperationResult
+
+
 class _TurnSettled(msgspec.Struct, frozen=True):
     call_id: str
 
@@ -70,8 +87,10 @@ class AgentActor(Actor):
         self.tools = dict(setup.tools)
         socket_path, self.launcher = agent_paths(setup.sockets)  # written at its first turn
         self.socket = AgentSocket(socket_path, self.launcher)
+        model, effort = setup.harness.settings()
         self.state = t.AgentState(
-            self.key, str(self.launcher), setup.harness.supports_waiting, setup.run_deadline, _timeouts(self.tools)
+            self.key, str(self.launcher), setup.harness.supports_waiting, setup.run_deadline, _timeouts(self.tools),
+            session=setup.session, model=model, effort=effort, forked_from=setup.forked_from,
         )
         self.presence = Presence()  # the agent sets it, the switchboard reads it
         self.standing = StandingSlot()  # the switchboard sets it, the agent reads it
@@ -110,6 +129,19 @@ class AgentActor(Actor):
     async def start_turn(self, msg: StartTurn) -> None:
         self.starters[msg.call_id] = self.defer()
         await self._step(t.TurnAsked(msg, now()))
+
+    @handler
+    async def start_op(self, msg: StartOp) -> None:
+        self.starters[msg.call_id] = self.defer()
+        await self._step(t.OpAsked(msg, now()))
+
+    @handler
+    async def stop_agent(self, msg: StopAgent) -> None:
+        await self._step(t.StopAsked(msg.call_id, msg.reason, now()))
+
+    @handler
+    async def op_ended(self, msg: _OpEnded) -> None:
+        await self._step(t.OpEnded(msg.call_id, msg.result, now()))
 
     @handler
     async def cancel_turn(self, msg: CancelTurn) -> None:
@@ -169,6 +201,10 @@ class AgentActor(Actor):
                 return response
             case t.StartAttempt():
                 return await self._start_attempt(effect)
+            case t.RunOp(op, session):
+                self._run_op(op, session)
+            case t.SwitchSettings(model, effort):
+                self.setup = replace(self.setup, harness=self.setup.harness.with_settings(model, effort))
             case t.ArmTimer(call_id, timer, at):
                 self.tasks.spawn(fire_at, at, partial(self.ref.tell, _TimerFired(call_id=call_id, timer=timer)))
             case t.ArmQueuedTimer(call_id, at):
@@ -251,6 +287,20 @@ class AgentActor(Actor):
             await self.ref.tell(_TurnSettled(call_id))
 
         self.start_soon(settle)
+
+    def _run_op(self, op: t.StartOp, session: str | None) -> None:
+        """Run a compaction or a fork's copy beside the handlers, as an attempt is: stopped with the turn's tasks."""
+        setup = self.setup
+        operation = Operation(
+            agent=self.key, kind="fork" if op.kind == "fork" else "compact", session=session, cwd=setup.cwd,
+            env=setup.env, focus=op.focus,
+        )
+        self.attempt_done = anyio.Event()
+        self.tasks.spawn(run_operation, setup.harness, operation, partial(self._op_report, op.call_id),
+                         self.attempt_done)
+
+    async def _op_report(self, call_id: str, result: OperationResult) -> None:
+        await self.ref.tell(_OpEnded(call_id, result))
 
     async def _start_attempt(self, effect: t.StartAttempt) -> Response | None:
         setup = self.setup

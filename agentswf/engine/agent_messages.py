@@ -14,13 +14,13 @@ from ..harnesses.base import Harness
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget
 from ..wire import Request
-from .turn import StartTurn
+from .turn import StartOp, StartTurn
 
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
 
-__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CallRegistered", "CancelTurn", "Describe", "SetTools", "StartTurn",
-           "WfaCall", "WhoseCall"]
+__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CallRegistered", "CancelTurn", "Describe", "SetTools", "StartOp",
+           "StartTurn", "StopAgent", "WfaCall", "WhoseCall"]
 
 AGENT_MAILBOX_CAPACITY = 128
 
@@ -42,6 +42,8 @@ class AgentSetup:
     board: ActorRef  # the switchboard
     run_deadline: float
     attempts: LiveAttempts  # the run's, shared: whose processes the sockets admit
+    session: str | None = None  # a fork's: the copy of its parent's session it starts from
+    forked_from: str | None = None
 
 
 
@@ -59,6 +61,13 @@ class CancelTurn(msgspec.Struct, frozen=True):
     call_id: str
     reason: str
     timed_out: bool = False  # the caller's deadline passed: the turn ends timed-out
+
+
+class StopAgent(msgspec.Struct, frozen=True):
+    """`wf.agents.stop`: answered once what ran has settled cancelled."""
+
+    call_id: str
+    reason: str
 
 
 class SetTools(msgspec.Struct, frozen=True):

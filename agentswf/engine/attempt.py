@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
+from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import Admit, ConnectionBudget, Handler, bind, serve
 from ..launcher.place import make_agent_dir
@@ -46,6 +46,28 @@ async def run_attempt(
             attempts.end(attempt.agent)
         for pid in keepers:  # the harness is done: nothing under them is left
             attempts.remove(pid)
+        done.set()
+
+
+async def run_operation(
+    harness: Harness,
+    operation: Operation,
+    report: Callable[[OperationResult], Awaitable[None]],
+    done: anyio.Event,
+) -> None:
+    """Run a compaction or a fork's copy to its end and `report` it; `done` once nothing of it is left.
+
+    Its processes are never admitted to the agent's socket: an operation takes no `wfa`.
+    """
+    run = harness.fork if operation.kind == "fork" else harness.compact
+    try:
+        try:
+            result = await run(operation)
+        except Exception as error:  # a harness that breaks fails the operation, not the run
+            ending = AttemptEnding("failed", reason=f"the agent's {operation.kind} could not be run: {error}")
+            result = OperationResult(ending)
+        await report(result)
+    finally:
         done.set()
 
 

@@ -54,6 +54,8 @@ class OpenAgent(msgspec.Struct, frozen=True):
     cwd: Path
     env: Mapping[str, str]
     tools: Mapping[str, Any]
+    session: str | None = None  # a fork's copy of its parent's session
+    forked_from: str | None = None
 
 
 class CloseAgent(msgspec.Struct, frozen=True):
@@ -101,6 +103,8 @@ class RunActor(Actor):
             board=self.board,
             run_deadline=self.deadline,
             attempts=self.attempts,
+            session=msg.session,
+            forked_from=msg.forked_from,
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref

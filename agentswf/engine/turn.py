@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..harnesses.base import AttemptEnding, AttemptResult
+from ..harnesses.base import AttemptEnding, AttemptResult, OperationResult
 from ..harnesses.usage import Usage
 from ..wire import (
     DEFAULT_WAITING_SECONDS,
@@ -54,6 +54,7 @@ NO_RESULT = Taught(str)  # a message turn takes no result; this only fills the s
 QUEUED_TOO_LONG = "the turn's deadline passed while it waited for the agent's earlier turns"
 
 TurnKind = Literal["workflow", "message"]
+OpKind = Literal["compaction", "set", "fork"]
 
 
 class Phase(enum.Enum):
@@ -85,6 +86,26 @@ class StartTurn(msgspec.Struct, frozen=True, kw_only=True):
     nudge: bool = True
 
 
+class StartOp(msgspec.Struct, frozen=True, kw_only=True):
+    """Asked by the workflow: an operation on the agent, queued in order with its turns; answered with its record.
+
+    A compaction, a switch of model or effort, or the copy of the session a fork starts from.
+    """
+
+    call_id: str  # the operation's id on the record
+    n: int
+    kind: OpKind
+    deadline: float
+    focus: str = ""  # a compaction's
+    model: str | None = None  # a set's
+    effort: str | None = None
+    fork: str = ""  # a fork's key
+    refusal: str | None = None  # why the harness can't: it fails at once, sending nothing
+
+
+Queued = StartTurn | StartOp
+
+
 # State --------------------------------------------------------------------------------
 
 
@@ -113,6 +134,15 @@ class TurnState:
 
 
 @dataclass(frozen=True, slots=True)
+class OpState:
+    """The operation the agent is in (between turns): its CLI runs until it reports, or `outcome` stops it."""
+
+    op: StartOp
+    started_at: float  # loop clock
+    outcome: Outcome | None = None  # once stopping: it settles when its CLI is gone
+
+
+@dataclass(frozen=True, slots=True)
 class ToolRun:
     """The one tool call the agent has running; `joined` once the same call came again."""
 
@@ -133,11 +163,16 @@ class AgentState:
     run_deadline: float
     tools: Mapping[str, float | None] = field(default_factory=dict)  # name -> its timeout, seconds
     turn: TurnState | None = None
-    queue: tuple[StartTurn, ...] = ()
+    queue: tuple[Queued, ...] = ()
     calls: Mapping[str, CallView] = field(default_factory=dict)
     tool: ToolRun | None = None
     session: str | None = None  # the CLI's native session, resumed by every attempt after the first
     message_turns: int = 0
+    op: OpState | None = None
+    stopped: str | None = None  # why it was stopped: nothing more runs, and whatever is asked is refused
+    model: str | None = None  # the settings its next attempt runs with, as `set` left them
+    effort: str | None = None
+    forked_from: str | None = None
 
 
 # Events: what happened, with the time it happened -----------------------------------
@@ -280,6 +315,28 @@ class ToolsSet:
 
 
 @dataclass(frozen=True, slots=True)
+class OpAsked:
+    op: StartOp
+    at: Instant
+
+
+@dataclass(frozen=True, slots=True)
+class OpEnded:
+    call_id: str
+    result: OperationResult
+    at: Instant
+
+
+@dataclass(frozen=True, slots=True)
+class StopAsked:
+    """`wf.agents.stop`: what runs ends cancelled, what is queued never starts, nothing is taken after."""
+
+    call_id: str  # the stop's own id on the record
+    reason: str
+    at: Instant
+
+
+@dataclass(frozen=True, slots=True)
 class Closing:
     """The agent is closing: what it hadn't settled ends cancelled, on the record."""
 
@@ -289,7 +346,7 @@ class Closing:
 Event = (
     TurnAsked | QueuedExpired | AttemptEnded | AttemptNotStarted | MailTaken | MailArrived | MessageTurnReady
     | TimerFired | CancelAsked | Settled | ResultAsked | AnswerRecorded | WaitingAsked | ToolAsked | ToolFinished
-    | PostAsked | PostAnswered | ToolsSet | Closing
+    | PostAsked | PostAnswered | ToolsSet | Closing | OpAsked | OpEnded | StopAsked
 )
 
 
@@ -330,6 +387,22 @@ class StartAttempt:
     prompt: Prompt
     started_by: TurnKind
     session: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOp:
+    """Run the operation's CLI on `session`; the actor steps `OpEnded` (or, stopped, `Settled`)."""
+
+    op: StartOp
+    session: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchSettings:
+    """Later attempts run with these settings (None keeps what it had)."""
+
+    model: str | None
+    effort: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,6 +558,7 @@ Effect = (
     Respond | StartAttempt | ArmTimer | ArmQueuedTimer | StopTurn | Unlisten | Announce | RegisterCall
     | RecordCallOpened | RecordTurnEnded | RecordCandidate | RecordAnswer | RecordToolRefused | StartTool | JoinTool
     | AnswerTool | StopTool | TakeMail | OpenMessageTurn | SendPost | TellBoard | HoldUntilSettled | Finished
+    | RunOp | SwitchSettings
 )
 Step = tuple[AgentState, list[Effect]]
 
@@ -527,11 +601,18 @@ def _record(state: AgentState, turn: TurnState, outcome: Outcome, at: Instant) -
         usage=turn.usage,
         session=turn.session,
         started_by=turn.kind,
+        model=state.model,
+        effort=state.effort,
+        forked_from=state.forked_from,
     )
 
 
-def _never_started(state: AgentState, start: StartTurn, outcome: Outcome, at: Instant) -> Turn:
-    return Turn(outcome=outcome, agent=state.key, call_id=start.call_id, n=start.n, started_at=at.wall, ended_at=at.wall)
+def _never_started(state: AgentState, start: Queued, outcome: Outcome, at: Instant) -> Turn:
+    kind = start.kind if isinstance(start, StartOp) else "turn"
+    return Turn(
+        outcome=outcome, agent=state.key, call_id=start.call_id, n=start.n, started_at=at.wall, ended_at=at.wall,
+        kind=kind, model=state.model, effort=state.effort, forked_from=state.forked_from,
+    )
 
 
 # Turns starting ---------------------------------------------------------------------
@@ -540,7 +621,9 @@ def _never_started(state: AgentState, start: StartTurn, outcome: Outcome, at: In
 def _turn_asked(state: AgentState, event: TurnAsked) -> Step:
     """Start the turn, or queue it behind the one running; its deadline runs while queued."""
     start = event.start
-    if state.turn is not None:
+    if state.stopped is not None:
+        return _refused_stopped(state, start, event.at)
+    if _busy(state):
         effects: list[Effect] = [] if math.isinf(start.deadline) else [ArmQueuedTimer(start.call_id, start.deadline)]
         return replace(state, queue=(*state.queue, start)), effects
     return _begin(state, start, event.at)
@@ -567,8 +650,10 @@ def _end_queued(state: AgentState, call_id: str, call_state: rules.CallState, ou
     """A turn that never started ends now: its call is recorded, and so is how it ended."""
     start = next(start for start in state.queue if start.call_id == call_id)
     queue = tuple(queued for queued in state.queue if queued.call_id != call_id)
-    calls = _with_call(state, call_id, CallView(state.key, call_state, start.deadline))
     record = _never_started(state, start, outcome, at)
+    if isinstance(start, StartOp):
+        return replace(state, queue=queue), [RecordTurnEnded(record), Finished(call_id, record)]
+    calls = _with_call(state, call_id, CallView(state.key, call_state, start.deadline))
     return replace(state, queue=queue, calls=calls), [
         RegisterCall(call_id),
         RecordCallOpened(call_id, start.n, start.prompt, start.taught.schema, at.ms(start.deadline)),
@@ -658,6 +743,8 @@ def _after(state: AgentState, turn: TurnState, ending: AttemptEnding, at: Instan
 def _mail_arrived(state: AgentState, event: MailArrived) -> Step:
     """Mail arrived: read now if the agent has nothing running, else when its attempt ends."""
     turn = state.turn
+    if state.op is not None or state.stopped is not None:  # read once the operation is over; never once stopped
+        return state, []
     if turn is None or turn.phase in (Phase.AWAITING, Phase.WAITING):
         return state, [TakeMail()]
     return state, []
@@ -693,7 +780,9 @@ def _continue(state: AgentState, turn: TurnState, mail: tuple[Mail, ...]) -> Ste
 
 
 def _next(state: AgentState, event: MailTaken) -> Step:
-    """Between turns: mail first (in a turn of its own), then the workflow's next turn."""
+    """Between turns: mail first (in a turn of its own), then the workflow's next turn or operation."""
+    if state.op is not None or state.stopped is not None:
+        return state, []
     if event.mail:
         at = event.at
         deadline = at.loop + MESSAGE_TURN_SECONDS
@@ -703,6 +792,8 @@ def _next(state: AgentState, event: MailTaken) -> Step:
         return state, [OpenMessageTurn(event.mail, min(deadline, state.run_deadline))]
     if state.queue:
         start, *rest = state.queue
+        if isinstance(start, StartOp):
+            return _begin_op(replace(state, queue=tuple(rest)), start, event.at)
         return _begin(replace(state, queue=tuple(rest)), start, event.at)
     return state, [Announce("idle")]
 
@@ -711,6 +802,9 @@ def _next(state: AgentState, event: MailTaken) -> Step:
 
 
 def _timer_fired(state: AgentState, event: TimerFired) -> Step:
+    op = state.op
+    if op is not None and op.op.call_id == event.call_id and op.outcome is None:
+        return _stop_op(state, op, TimedOut(f"the {op.op.kind}'s deadline passed before its CLI reported"), [])
     turn = _current(state, event.call_id)
     if turn is None:
         return state, []
@@ -741,10 +835,15 @@ def _finish(state: AgentState, turn: TurnState, outcome: Outcome, effects: list[
 
 
 def _cancel_asked(state: AgentState, event: CancelAsked) -> Step:
-    """Cancel a running or queued turn; answered once its CLI is gone."""
+    """Cancel a running or queued turn (or operation); answered once its CLI is gone."""
     if any(start.call_id == event.call_id for start in state.queue):
         state, ended = _end_queued(state, event.call_id, "ended", event.outcome, event.at)
         return state, [*ended, Respond(None)]
+    op = state.op
+    if op is not None and op.op.call_id == event.call_id:
+        if op.outcome is not None:
+            return state, [HoldUntilSettled(event.call_id)]
+        return _stop_op(state, op, event.outcome, [HoldUntilSettled(event.call_id)])
     turn = state.turn
     if turn is None or turn.call_id != event.call_id:
         return state, [Respond(None)]
@@ -754,6 +853,9 @@ def _cancel_asked(state: AgentState, event: CancelAsked) -> Step:
 
 
 def _settled(state: AgentState, event: Settled) -> Step:
+    op = state.op
+    if op is not None and op.op.call_id == event.call_id and op.outcome is not None:
+        return _end_op(state, op, op.outcome, None, event.at)
     turn = state.turn
     if turn is None or turn.call_id != event.call_id or turn.outcome is None:
         return state, []
@@ -776,6 +878,8 @@ def _closing(state: AgentState, event: Closing) -> Step:
     ]
     if state.turn is not None:
         effects.append(RecordTurnEnded(_record(state, state.turn, state.turn.outcome or Cancelled(reason), event.at)))
+    if state.op is not None:
+        effects.append(RecordTurnEnded(_op_record(state, state.op, state.op.outcome or Cancelled(reason), None, event.at)))
     effects += [RecordTurnEnded(_never_started(state, start, Cancelled(reason), event.at)) for start in state.queue]
     return state, effects
 
@@ -947,6 +1051,118 @@ def _tools_set(state: AgentState, event: ToolsSet) -> Step:
     return replace(state, tools=dict(event.tools)), []
 
 
+# Operations: compactions, sets, a fork's copy, and stopping --------------------------
+
+
+def _busy(state: AgentState) -> bool:
+    """In a turn or an operation: what is asked now waits its place in the queue."""
+    return state.turn is not None or state.op is not None
+
+
+def _refused_stopped(state: AgentState, start: Queued, at: Instant) -> Step:
+    """Asked of a stopped agent: it never starts, and says why."""
+    record = _never_started(state, start, Cancelled(f"{state.stopped}; it takes no more work"), at)
+    return state, [RecordTurnEnded(record), Finished(start.call_id, record)]
+
+
+def _op_asked(state: AgentState, event: OpAsked) -> Step:
+    """Run the operation now, or queue it behind what the agent is doing; a harness that can't fails it at once."""
+    op = event.op
+    if state.stopped is not None:
+        return _refused_stopped(state, op, event.at)
+    if op.refusal is not None:
+        record = _never_started(state, op, Failed(op.refusal, False), event.at)
+        return state, [RecordTurnEnded(record), Finished(op.call_id, record)]
+    if _busy(state):
+        return replace(state, queue=(*state.queue, op)), []
+    return _begin_op(state, op, event.at)
+
+
+def _begin_op(state: AgentState, op: StartOp, at: Instant) -> Step:
+    running = OpState(op, at.loop)
+    if at.loop >= op.deadline:
+        return _end_op(state, running, TimedOut(QUEUED_TOO_LONG), None, at)
+    if op.kind == "set":  # nothing to run: later attempts take the settings
+        state = replace(
+            state,
+            model=op.model if op.model is not None else state.model,
+            effort=op.effort if op.effort is not None else state.effort,
+        )
+        return _end_op(state, running, Answered(None), None, at, [SwitchSettings(op.model, op.effort)])
+    effects: list[Effect] = [Announce("working"), RunOp(op, state.session)]
+    if not math.isinf(op.deadline):
+        effects.append(ArmTimer(op.call_id, Timer.DEADLINE, op.deadline))
+    return replace(state, op=running), effects
+
+
+def _op_ended(state: AgentState, event: OpEnded) -> Step:
+    op = state.op
+    if op is None or op.op.call_id != event.call_id or op.outcome is not None:
+        return state, []  # stopped already: it settles when its CLI is gone
+    result = event.result
+    ending = result.ending
+    if ending.kind != "exited":
+        outcome: Outcome = (
+            Failed(ending.reason, ending.retryable) if ending.kind == "failed"
+            else Blocked(ending.reason) if ending.kind == "blocked" else TimedOut(ending.reason)
+        )
+        return _end_op(state, op, outcome, result, event.at, [StopTurn(op.op.call_id)])
+    if op.op.kind == "compaction":
+        state = replace(state, session=result.session or state.session)
+        return _end_op(state, op, Answered(result.summary), result, event.at, [StopTurn(op.op.call_id)])
+    return _end_op(state, op, Answered(op.op.fork), result, event.at, [StopTurn(op.op.call_id)])
+
+
+def _stop_op(state: AgentState, op: OpState, outcome: Outcome, effects: list[Effect]) -> Step:
+    """Stop the operation's CLI; it ends with `outcome` once the CLI is gone, the context as it was."""
+    return replace(state, op=replace(op, outcome=outcome)), [StopTurn(op.op.call_id), *effects]
+
+
+def _op_record(state: AgentState, op: OpState, outcome: Outcome, result: OperationResult | None, at: Instant) -> Turn:
+    session = result.session if result is not None and op.op.kind == "fork" else state.session
+    return Turn(
+        outcome=outcome, agent=state.key, call_id=op.op.call_id, n=op.op.n, started_at=at.wall_of(op.started_at),
+        ended_at=at.wall, usage=result.usage if result is not None else None, session=session, kind=op.op.kind,
+        model=state.model, effort=state.effort, forked_from=state.forked_from,
+    )
+
+
+def _end_op(
+    state: AgentState, op: OpState, outcome: Outcome, result: OperationResult | None, at: Instant,
+    effects: list[Effect] | None = None,
+) -> Step:
+    """The operation is over: recorded, its asker answered, and the agent takes its next work."""
+    record = _op_record(state, op, outcome, result, at)
+    after: list[Effect] = [TakeMail()] if state.stopped is None else []
+    return replace(state, op=None), [*(effects or []), RecordTurnEnded(record), Finished(op.op.call_id, record), *after]
+
+
+def _stop_asked(state: AgentState, event: StopAsked) -> Step:
+    """Stop the agent: what runs settles cancelled, what is queued never starts; answered once all is gone."""
+    why = f"the agent was stopped: {event.reason}" if event.reason else "the agent was stopped"
+    state = replace(state, stopped=why)
+    stop: Turn[Any] = Turn(
+        outcome=Cancelled(why), agent=state.key, call_id=event.call_id, n=0, started_at=event.at.wall,
+        ended_at=event.at.wall, kind="stop", session=state.session, model=state.model, effort=state.effort,
+        forked_from=state.forked_from,
+    )
+    effects: list[Effect] = [Announce("stopped", why), RecordTurnEnded(stop)]
+    for start in state.queue:
+        state, ended = _end_queued(state, start.call_id, "ended", Cancelled(why), event.at)
+        effects += ended
+    turn, op = state.turn, state.op
+    if op is not None:
+        if op.outcome is None:
+            state, stopped = _stop_op(state, op, Cancelled(why), [])
+            effects += stopped
+        return state, [*effects, HoldUntilSettled(op.op.call_id)]
+    if turn is None:
+        return state, [*effects, Respond(None)]
+    if turn.phase is Phase.ENDING:
+        return state, [*effects, HoldUntilSettled(turn.call_id)]
+    return _finish(state, turn, Cancelled(why), [*effects, HoldUntilSettled(turn.call_id)])
+
+
 _HANDLERS: dict[type, Any] = {
     TurnAsked: _turn_asked,
     QueuedExpired: _queued_expired,
@@ -967,4 +1183,7 @@ _HANDLERS: dict[type, Any] = {
     PostAnswered: _post_answered,
     ToolsSet: _tools_set,
     Closing: _closing,
+    OpAsked: _op_asked,
+    OpEnded: _op_ended,
+    StopAsked: _stop_asked,
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost")
+CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost", "fork", "compact", "set")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Absent("a program reports no tokens"),
         "cost": Absent("a program reports no dollars"),
+        "fork": Absent("a shell agent has no session to copy: it is run anew for each attempt"),
+        "compact": Absent("a shell agent has no context to compact"),
+        "set": Absent("a program has no model or effort to switch"),
     },
     "claude": {
         "resume": Given("claude -p --resume <session id>"),
@@ -45,6 +48,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("the stream-json result line's usage"),
         "cost": Given("the result line's total_cost_usd"),
+        "fork": Given("claude -p --resume <id> --fork-session --session-id <new>, stdin /cost: no model call"),
+        "compact": Given("claude -p --resume <id>, stdin /compact <focus>: the summary is the row after compact_boundary"),
+        "set": Given("--model / --effort on every later attempt, resuming the same session"),
     },
     "codex": {
         "resume": Given("codex exec resume <thread id>"),
@@ -53,6 +59,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("turn.completed usage"),
         "cost": Absent("codex prints no dollars; its tokens can be priced from its usage"),
+        "fork": Absent("codex exec can't fork a thread (only the app-server's thread/fork can), and agentswf drives codex exec"),
+        "compact": Absent("codex exec can't compact (only the app-server's thread/compact/start can), and agentswf drives codex exec"),
+        "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
     },
     "pi": {
         "resume": Given("pi --session <session id>, from the agent's cwd"),
@@ -61,6 +70,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("each message_end's usage, summed"),
         "cost": Given("each message_end's usage.cost.total, summed"),
+        "fork": Absent("pi --fork copies a session only while starting a run of its own; not yet driven without a model call"),
+        "compact": Absent("pi compacts only in --mode rpc (its compact command), which agentswf doesn't drive yet"),
+        "set": Given("--model / --thinking on every later run, resuming the same session"),
     },
     "cursor": {
         "resume": Given("cursor-agent -p --resume <session id>"),
@@ -69,6 +81,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Absent("not verified: cursor-agent can't be installed from npm here, so its usage isn't read"),
         "cost": Absent("cursor-agent prints no dollars"),
+        "fork": Absent("not verified: cursor-agent can't be installed from npm here, so a copy of its chat isn't made"),
+        "compact": Absent("headless cursor has no compaction (only its TUI's /summarize)"),
+        "set": Given("--model on every later attempt (the effort is part of the model id)"),
     },
 }
 
