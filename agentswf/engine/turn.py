@@ -866,7 +866,9 @@ def _settled(state: AgentState, event: Settled) -> Step:
         effects.append(TellBoard(GiveUp(state.key, why)))
     if event.standing.awaits is not None:  # a question dies with the turn that asked it
         effects.append(TellBoard(DropAwait(state.key)))
-    effects += [Finished(turn.call_id, record), TakeMail()]
+    effects.append(Finished(turn.call_id, record))
+    if state.stopped is None:  # a stopped agent's mail stays unread: it is never taken again
+        effects.append(TakeMail())
     return replace(state, turn=None), effects
 
 
