@@ -6,7 +6,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from agentswf import tool, workflow
+from agentswf import ToolCall, tool, workflow
 from agentswf.errors import AgentClosed, DefinitionError, WorkflowError
 from agentswf.testing import answer, failed, hang, run_workflow, silent
 
@@ -256,3 +256,61 @@ async def test_operations_throw_inside_the_agents_own_tool_handler(tmp_path):
 
     run = await run_workflow(ops, agents={"a": answer(script)}, run_root=tmp_path)
     assert run.value == [f"a tool handler can't {what} agent a" for what in ("compact", "set", "fork", "stop")]
+
+
+async def test_a_forks_answers_go_through_its_own_socket_and_its_calls_are_its_own(tmp_path):
+    callers: list[str] = []
+    parent_call: dict[str, str] = {}
+
+    def whoami(n: int, call: ToolCall) -> str:
+        """Who called."""
+        callers.append(call.agent)
+        return call.agent
+
+    def parent_script(turn):
+        parent_call["id"] = turn.call_id
+        return "x"
+
+    async def fork_script(turn):
+        foreign = await turn.request("result", call_id=parent_call["id"], args=[], input='"stolen"')
+        await turn.tool("whoami", {"n": 1})
+        return foreign.code
+
+    @flow
+    async def ops(wf):
+        a = await wf.agents.open("a", runtime="claude", tools={"whoami": tool(whoami)})
+        await a.run("one")
+        b = await a.fork("b")
+        return (await b.run("go")).value
+
+    run = await run_workflow(ops, agents={"a": answer(parent_script), "b": answer(fork_script)}, run_root=tmp_path)
+    assert run.value == "wrong-agent"
+    assert callers == ["b"]
+
+
+async def test_awf_logs_shows_each_operation_among_the_turns(tmp_path):
+    import io
+
+    from agentswf.cli.logs import print_run
+
+    @flow
+    async def ops(wf):
+        a = await wf.agents.open("a", runtime="claude")
+        await a.run("one")
+        await a.compact("keep it")
+        await a.set(effort="high")
+        b = await a.fork("b")
+        await b.run("two")
+        await wf.agents.stop("b", "enough")
+        return "ok"
+
+    run = await run_workflow(
+        ops, agents={"a": answer("x"), "b": answer("y")}, run_root=tmp_path, compactions={"a": [answer("the gist")]}
+    )
+    out = io.StringIO()
+    print_run(run.run_dir, out)
+    text = out.getvalue()
+    assert "a compaction [" in text and "summary: the gist" in text
+    assert "a set [" in text and "(effort high)" in text
+    assert "forked into b" in text and "a fork of a" in text
+    assert "b stop [" in text and "the agent was stopped: enough" in text
