@@ -70,8 +70,11 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("each message_end's usage, summed"),
         "cost": Given("each message_end's usage.cost.total, summed"),
-        "fork": Absent("pi --fork copies a session only while starting a run of its own; not yet driven without a model call"),
-        "compact": Absent("pi compacts only in --mode rpc (its compact command), which agentswf doesn't drive yet"),
+        "fork": Given("pi --mode rpc --fork <session>, answering get_state with the copy's file: no model call"),
+        "compact": Absent(
+            "pi compacts only in --mode rpc (its compact command), which needs its standard input held open "
+            "until it answers; agentswf doesn't drive that yet"
+        ),
         "set": Given("--model / --thinking on every later run, resuming the same session"),
     },
     "cursor": {
