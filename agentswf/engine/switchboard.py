@@ -1,10 +1,10 @@
 """The Switchboard: the run's inboxes, open questions, and who awaits whom.
 
-Agents ask it (to send, reply, take their mail, learn what they owe); it asks only route
+Agents ask it to send, reply and take their mail; what each owes or awaits it tells them,
+in the agent's `StandingSlot`, whenever a question opens or closes. It asks only route
 actors, which never ask back, and the Recorder, which asks no one; it only tells agents,
 from a task beside its handlers. So no cycle of asks (or of waits for a full mailbox) can
-form however agents message each other. Every decision is a pure rule of `mailrules`.
-"""
+form however agents message each other. Every decision is a pure rule of `mailrules`."""
 
 from __future__ import annotations
 
