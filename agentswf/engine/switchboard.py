@@ -88,7 +88,7 @@ class StandingSlot:
     view: StandingView = _NO_STANDING
 
 
-class Register(msgspec.Struct, frozen=True):
+class Register(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     kind: Literal["agent", "participant"]
     ref: ActorRef | None = None  # an agent's
@@ -105,7 +105,7 @@ class StateChanged(msgspec.Struct, frozen=True):
     reason: str = ""
 
 
-class OpenRouteRequest(msgspec.Struct, frozen=True):
+class OpenRouteRequest(msgspec.Struct, frozen=True, kw_only=True):
     sender: str
     receiver: str
     purpose: str
@@ -183,7 +183,7 @@ class _Expire(msgspec.Struct, frozen=True):
     question: str
 
 
-class MailWaiting(msgspec.Struct, frozen=True):
+class MailWaiting(msgspec.Struct, frozen=True, kw_only=True):
     """Told to an agent: it has unread mail (a reply it awaits, with `reply`)."""
 
     reply: bool = False
