@@ -216,7 +216,7 @@ class Agent:
             reason = "the deadline passed" if timed_out else "the workflow cancelled the turn"
             with anyio.CancelScope(shield=True):
                 try:
-                    await self._ref.ask(CancelTurn(call_id, reason, timed_out))
+                    await self._ref.ask(CancelTurn(call_id=call_id, reason=reason, timed_out=timed_out))
                 except ActorStopped:
                     pass
             raise
@@ -300,7 +300,7 @@ class Agent:
             reason = "the deadline passed" if timed_out else f"the workflow cancelled the {op.kind}"
             with anyio.CancelScope(shield=True):
                 try:
-                    await self._ref.ask(CancelTurn(op.call_id, reason, timed_out))
+                    await self._ref.ask(CancelTurn(call_id=op.call_id, reason=reason, timed_out=timed_out))
                 except ActorStopped:
                     pass
             raise
