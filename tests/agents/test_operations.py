@@ -314,3 +314,20 @@ async def test_awf_logs_shows_each_operation_among_the_turns(tmp_path):
     assert "a set [" in text and "(effort high)" in text
     assert "forked into b" in text and "a fork of a" in text
     assert "b stop [" in text and "the agent was stopped: enough" in text
+
+
+async def test_a_fork_is_forked_only_after_its_own_first_turn(tmp_path):
+    @flow
+    async def ops(wf):
+        a = await wf.agents.open("a", runtime="claude")
+        await a.run("one")
+        b = await a.fork("b")
+        with pytest.raises(DefinitionError, match="an agent cannot be forked before its first turn"):
+            await b.fork("c")
+        await b.run("two")
+        c = await b.fork("c")
+        return (await c.run("three")).value
+
+    run = await run_workflow(ops, agents={"a": answer("x"), "b": answer("y"), "c": answer("z")}, run_root=tmp_path)
+    assert run.value == "z"
+    assert run.turns_of("c")[0]["forked_from"] == "b"
