@@ -66,7 +66,6 @@ class Operation:
     cwd: Path
     env: Mapping[str, str]
     focus: str = ""
-    started: Callable[[int], None] | None = None  # as `Attempt.started`
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,9 +170,7 @@ class CliHarness(Harness):
     async def operate(self, operation: Operation, argv: list[str], stdin: str, reader: OutputReader) -> Exited:
         """Run the CLI once for an operation (no `wfa`: it answers nothing), reading its output with `reader`."""
         env = {name: value for name, value in operation.env.items() if name not in OPERATION_HIDDEN_VARIABLES}
-        return await run_in_group(
-            argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed, started=operation.started
-        )
+        return await run_in_group(argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed)
 
     def ending(self, exited: Exited, reader: OutputReader) -> AttemptEnding:
         """How the attempt ended, from the exit status and what the CLI reported; fail closed."""
