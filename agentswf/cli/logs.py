@@ -89,10 +89,17 @@ def print_run(run_dir: Path, out: TextIO) -> None:
         nudged = " (nudged)" if turn.get("nudged") else ""
         what = "message turn" if turn.get("started_by") == "message" else "turn"
         ending = "ended" if turn.get("started_by") == "message" and outcome["kind"] == "answered" else outcome["kind"]
+        kind = turn.get("kind", "turn")
+        if kind != "turn":
+            out.write(_operation_lines(turn))
+            continue
+        settings = _settings(turn)
         out.write(
             f"\n{_clock(turn.get('started_at'))} {turn['agent']} {what} {turn['n']} "
-            f"[call {turn['call_id']}]: {ending}{nudged}\n"
+            f"[call {turn['call_id']}]: {ending}{nudged}{settings}\n"
         )
+        if turn.get("forked_from") and turn["n"] == 1:
+            out.write(f"  a fork of {turn['forked_from']}\n")
         if turn.get("started_by") == "message":
             out.write("  started by a message; takes no answer\n")
         elif outcome["kind"] == "answered":
@@ -189,3 +196,21 @@ def print_trace(run_dir: Path, out: TextIO) -> None:
             f"{_clock(mail['at'])} {mail['sender']} -> {mail['to']} [{mail['kind']}, route {line['route']}] "
             f"{_short(mail['text'])}\n  {when}\n"
         )
+
+
+def _settings(line: dict[str, Any]) -> str:
+    named = [f"{name} {line[name]}" for name in ("model", "effort") if line.get(name)]
+    return f" ({', '.join(named)})" if named else ""
+
+
+def _operation_lines(line: dict[str, Any]) -> str:
+    """A compaction, a set, a fork's copy or a stop, as one entry among the agent's turns."""
+    outcome, kind = line["outcome"], line["kind"]
+    head = f"\n{_clock(line.get('started_at'))} {line['agent']} {kind} [{line['call_id']}]: {outcome['kind']}"
+    if kind == "set":
+        return f"{head}{_settings(line)}\n"
+    if kind == "fork" and outcome["kind"] == "answered":
+        return f"{head}: forked into {outcome.get('value')}\n"
+    if kind == "compaction" and outcome["kind"] == "answered":
+        return f"{head}\n  summary: {_short(outcome.get('value') or '(kept by the CLI)')}\n"
+    return f"{head}\n" + _block("reason", outcome.get("reason", ""))

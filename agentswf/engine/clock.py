@@ -1,4 +1,4 @@
-"""The event loop's clock, as people read time."""
+"""The event loop's clock, as people read time, and the instant an event happened."""
 
 from __future__ import annotations
 
@@ -6,10 +6,34 @@ import math
 import time
 
 import anyio
+import msgspec
+
+
+class Instant(msgspec.Struct, frozen=True):
+    """A moment read on both clocks at once: the loop's (`loop`) and Unix seconds (`wall`).
+
+    Events carry one, so the pure rules that read time never read a clock themselves.
+    """
+
+    loop: float
+    wall: float
+
+    def wall_of(self, loop_time: float) -> float:
+        """A time on the loop's clock as Unix seconds."""
+        return self.wall + loop_time - self.loop
+
+    def ms(self, loop_time: float) -> int | None:
+        """A time on the loop's clock as Unix milliseconds (None for no time at all)."""
+        if math.isinf(loop_time):
+            return None
+        return int(self.wall_of(loop_time) * 1000)
+
+
+def now() -> Instant:
+    """This moment, on both clocks."""
+    return Instant(anyio.current_time(), time.time())
 
 
 def wall_ms(loop_time: float) -> int | None:
     """A time on the event loop's clock as Unix milliseconds (None for no time at all)."""
-    if math.isinf(loop_time):
-        return None
-    return int((time.time() + loop_time - anyio.current_time()) * 1000)
+    return now().ms(loop_time)

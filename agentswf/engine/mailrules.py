@@ -183,12 +183,15 @@ def judge_reply(
     awaiting: str | None,
     can_await: bool,
     waits: Mapping[str, str],
+    closed_under: bool = False,
 ) -> Refusal | None:
     """May `sender` reply to `peer` now (asking back with `question`)?
 
-    `owed` is the open question `peer` asked `sender`; `expired` says one was asked but the
-    asker stopped waiting.
+    `owed` is the open question `peer` asked `sender`; `closed_under` says one was asked but
+    its route closed before the reply; `expired` says one was asked but the asker stopped waiting.
     """
+    if owed is None and closed_under:
+        return Refusal("closed", f"the route to {peer} closed before you replied; {peer} was told.")
     if not in_turn:
         return Refusal("no-operation", "you aren't in a turn; replies are sent while you work on one.")
     if owed is None:

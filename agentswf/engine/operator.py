@@ -128,7 +128,17 @@ async def _handle(
     if isinstance(request, PostAs):
         if request.key not in await board.ask(Participants()):  # a person speaks as a participant, never as an agent
             return _not_a_participant(request.key)
-        answer = await board.ask(Post(request.key, request.peer, request.text, request.reply, False, math.inf, True))
+        answer = await board.ask(
+            Post(
+                sender=request.key,
+                peer=request.peer,
+                text=request.text,
+                reply=request.reply,
+                question=False,
+                until=math.inf,
+                in_turn=True,
+            )
+        )
         if isinstance(answer, Refusal):
             told = for_a_person(answer.message, request.key)
             return OperatorResponse(False, f"refused ({answer.code}): {told}", {"code": answer.code})

@@ -84,6 +84,10 @@ class Turn(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
     usage: Usage | None = None
     session: str | None = None
     started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
+    kind: str = "turn"  # or an operation: "compaction", "set", "fork" (the copy a fork starts from), "stop"
+    model: str | None = None  # the settings it ran with (None: the CLI's default)
+    effort: str | None = None
+    forked_from: str | None = None  # a fork's: the agent whose session it started from
 
     @property
     def answered(self) -> bool:

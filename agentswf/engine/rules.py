@@ -1,7 +1,7 @@
 """What an agent may do now: pure functions of its state and the request.
 
-The actors only do I/O around these. Each `judge_*` returns None when the request may
-go on, or a `Refusal` whose message tells the agent what to do next.
+`turn.step` strings them into a turn's life. Each `judge_*` returns None when the request
+may go on, or a `Refusal` whose message tells the agent what to do next.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Literal
 
 from ..harnesses.base import AttemptEnding
 from ..wire.codes import Code
+from ..wire.common import MAX_WAITING_REASON_BYTES
 
 CallState = Literal["open", "accepted", "ended", "expired"]
 
@@ -111,6 +112,13 @@ def judge_tool(
     if name not in tools:
         listed = ", ".join(tools) if tools else "none"
         return Refusal("unknown-tool", f"there is no tool named {name!r}; your tools are: {listed}.")
+    return None
+
+
+def judge_waiting_reason(reason: str) -> Refusal | None:
+    """Is `reason` a reason `wfa waiting` may give: non-blank, at most MAX_WAITING_REASON_BYTES?"""
+    if not reason.strip() or len(reason.encode()) > MAX_WAITING_REASON_BYTES:
+        return Refusal("invalid-request", f"--reason must be non-blank text of at most {MAX_WAITING_REASON_BYTES:,} bytes.")
     return None
 
 

@@ -31,7 +31,8 @@ from ..launcher.place import make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
 from .accounting import Ledger
 from .admission import operator_admit
-from .agent import AGENT_MAILBOX_CAPACITY, AgentActor, AgentSetup, CallRegistered, Describe, WhoseCall
+from .agent import AgentActor
+from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
@@ -54,6 +55,8 @@ class OpenAgent(msgspec.Struct, frozen=True):
     cwd: Path
     env: Mapping[str, str]
     tools: Mapping[str, Any]
+    session: str | None = None  # a fork's copy of its parent's session
+    forked_from: str | None = None
 
 
 class CloseAgent(msgspec.Struct, frozen=True):
@@ -104,6 +107,8 @@ class RunActor(Actor):
             board=self.board,
             run_deadline=self.deadline,
             attempts=self.attempts,
+            session=msg.session,
+            forked_from=msg.forked_from,
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref

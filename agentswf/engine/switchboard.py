@@ -1,10 +1,10 @@
 """The Switchboard: the run's inboxes, open questions, and who awaits whom.
 
-Agents ask it (to send, reply, take their mail, learn what they owe); it asks only route
+Agents ask it to send, reply and take their mail; what each owes or awaits it tells them,
+in the agent's `StandingSlot`, whenever a question opens or closes. It asks only route
 actors, which never ask back, and the Recorder, which asks no one; it only tells agents,
 from a task beside its handlers. So no cycle of asks (or of waits for a full mailbox) can
-form however agents message each other. Every decision is a pure rule of `mailrules`.
-"""
+form however agents message each other. Every decision is a pure rule of `mailrules`."""
 
 from __future__ import annotations
 
@@ -65,12 +65,36 @@ class Presence:
     reason: str = ""
 
 
-class Register(msgspec.Struct, frozen=True):
+class StandingView(msgspec.Struct, frozen=True):
+    """Whom an agent owes a reply, whose reply it awaits."""
+
+    owes: tuple[str, ...] = ()
+    awaits: str | None = None
+    latest_asker_until: float | None = None  # lengthens a message turn
+    owed_text: str = ""  # the first question it owes, for a refusal that names it
+
+
+_NO_STANDING = StandingView()
+
+
+@dataclass
+class StandingSlot:
+    """An agent's standing, in a slot the switchboard sets whenever it changes and the agent reads.
+
+    The agent is told, never asks: its rules and the notice heading its answers read the slot,
+    with no round trip to the switchboard on any request.
+    """
+
+    view: StandingView = _NO_STANDING
+
+
+class Register(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     kind: Literal["agent", "participant"]
-    ref: Any = None  # the agent's ActorRef
+    ref: ActorRef | None = None  # an agent's
     can_await: bool = True
-    presence: Any = None  # the agent's Presence
+    presence: Presence | None = None  # an agent's, which it sets
+    standing: StandingSlot | None = None  # an agent's, which the switchboard sets
 
 
 class StateChanged(msgspec.Struct, frozen=True):
@@ -81,7 +105,7 @@ class StateChanged(msgspec.Struct, frozen=True):
     reason: str = ""
 
 
-class OpenRouteRequest(msgspec.Struct, frozen=True):
+class OpenRouteRequest(msgspec.Struct, frozen=True, kw_only=True):
     sender: str
     receiver: str
     purpose: str
@@ -93,7 +117,7 @@ class CloseRouteRequest(msgspec.Struct, frozen=True):
     route: str
 
 
-class Post(msgspec.Struct, frozen=True):
+class Post(msgspec.Struct, frozen=True, kw_only=True):
     """`wfa send` (reply=False) or `wfa reply` (reply=True) from `sender`."""
 
     sender: str
@@ -117,17 +141,9 @@ class TakeMail(msgspec.Struct, frozen=True):
 
 
 class Standing(msgspec.Struct, frozen=True):
-    """Asked by an agent: whom it owes a reply, whose reply it awaits."""
+    """Asked (by a test or a tool): whom `key` owes a reply, whose reply it awaits."""
 
     key: str
-
-
-class StandingView(msgspec.Struct, frozen=True):
-    owes: tuple[str, ...] = ()
-    awaits: str | None = None
-    awaits_until: float | None = None
-    latest_asker_until: float | None = None  # lengthens a message turn
-    owed_text: str = ""  # the first question it owes, for a refusal that names it
 
 
 class DropAwait(msgspec.Struct, frozen=True):
@@ -167,7 +183,7 @@ class _Expire(msgspec.Struct, frozen=True):
     question: str
 
 
-class MailWaiting(msgspec.Struct, frozen=True):
+class MailWaiting(msgspec.Struct, frozen=True, kw_only=True):
     """Told to an agent: it has unread mail (a reply it awaits, with `reply`)."""
 
     reply: bool = False
@@ -187,6 +203,7 @@ class _Endpoint:
     ref: ActorRef | None = None
     can_await: bool = True
     presence: Presence = field(default_factory=Presence)
+    standing: StandingSlot = field(default_factory=StandingSlot)
     inbox: deque[Mail] = field(default_factory=deque)
     receivers: deque[Reply] = field(default_factory=deque)
     waking: bool = False  # a MailWaiting is on its way to the agent
@@ -209,28 +226,9 @@ def standing_in(questions: Mapping[str, QuestionView], key: str) -> StandingView
     return StandingView(
         tuple(q.asker for q in owed),
         awaiting.askee if awaiting else None,
-        awaiting.until if awaiting else None,
         max((q.until for q in owed), default=None),
         owed[0].text if owed else "",
     )
-
-
-_NO_STANDING = StandingView()
-
-
-class Standings:
-    """The board's standing of each end, read without a message: `register`'s answer.
-
-    It reads the board's own table of questions (which only the board changes), and on the
-    run's one event loop a read between two of the board's messages is as consistent as an
-    ask, so an agent reads it directly where a hop would buy nothing (on every tool call's answer).
-    """
-
-    def __init__(self, questions: Mapping[str, QuestionView]) -> None:
-        self._questions = questions
-
-    def of(self, key: str) -> StandingView:
-        return standing_in(self._questions, key)
 
 
 class Switchboard(Actor):
@@ -249,9 +247,17 @@ class Switchboard(Actor):
     # Ends and routes ----------------------------------------------------------------
 
     @handler
-    def register(self, msg: Register) -> Standings:
-        self.ends[msg.key] = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence())
-        return Standings(self.questions)
+    def register(self, msg: Register) -> None:
+        end = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence(), msg.standing or StandingSlot())
+        end.standing.view = standing_in(self.questions, msg.key)
+        self.ends[msg.key] = end
+
+    def _restand(self, question: QuestionView) -> None:
+        """A question opened or closed: its two ends are told their standing now, in their slots."""
+        for key in (question.asker, question.askee):
+            end = self.ends.get(key)
+            if end is not None:
+                end.standing.view = standing_in(self.questions, key)
 
     @handler
     def state_changed(self, msg: StateChanged) -> None:
@@ -339,8 +345,6 @@ class Switchboard(Actor):
         size = len(msg.text.encode())
         awaiting = self._awaiting(msg.sender)
         can_await = sender.can_await if sender is not None else False
-        if msg.reply and self._owed(msg.sender, msg.peer) is None and (msg.peer, msg.sender) in self.closed_questions:
-            return Refusal("closed", f"the route to {msg.peer} closed before you replied; {msg.peer} was told.")
         if msg.reply:
             owed = self._owed(msg.sender, msg.peer)
             waits = self._waits()
@@ -351,6 +355,7 @@ class Switchboard(Actor):
                 peer=msg.peer,
                 in_turn=msg.in_turn,
                 owed=owed,
+                closed_under=(msg.peer, msg.sender) in self.closed_questions,
                 expired=(msg.peer, msg.sender) in self.expired,
                 route=route,
                 size=size,
@@ -404,9 +409,9 @@ class Switchboard(Actor):
             if sender is not None:  # answered before it was read: its mail is no longer news
                 sender.inbox = deque(mail for mail in sender.inbox if mail.question != owed.id)
         if msg.question:
-            self.questions[question_id] = QuestionView(
-                question_id, msg.sender, msg.peer, route.id, msg.until, text=msg.text
-            )
+            question = QuestionView(question_id, msg.sender, msg.peer, route.id, msg.until, text=msg.text)
+            self.questions[question_id] = question
+            self._restand(question)
             self.expired.discard((msg.sender, msg.peer))
             self.closed_questions.discard((msg.sender, msg.peer))
             if msg.until != float("inf"):
@@ -476,6 +481,7 @@ class Switchboard(Actor):
 
     def _settle(self, question: QuestionView) -> None:
         self.questions[question.id] = replace(question, open=False)
+        self._restand(question)
 
     def _drop(self, question: QuestionView) -> None:
         self._settle(question)

@@ -79,8 +79,34 @@ class AttemptResult:
     output: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """A compaction, or the copy of a session a fork starts from: run on the agent's session, between turns."""
+
+    agent: str
+    kind: Literal["compact", "fork"]
+    session: str | None
+    cwd: Path
+    env: Mapping[str, str]
+    focus: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OperationResult:
+    """How an operation ended: a compaction's session and summary, or a fork's new session."""
+
+    ending: AttemptEnding
+    session: str | None = None
+    summary: str = ""
+    usage: Usage | None = None  # what it spent
+
+
 class Harness(ABC):
-    """Drives one kind of agent CLI."""
+    """Drives one kind of agent CLI.
+
+    Beside `run`, a harness that can compact, fork or switch settings overrides `compact`,
+    `fork` and `with_settings`; whether it can is the capability table's to say.
+    """
 
     name: ClassVar[str]
     supports_waiting: ClassVar[bool] = False
@@ -90,6 +116,30 @@ class Harness(ABC):
     @abstractmethod
     async def run(self, attempt: Attempt) -> AttemptResult:
         """Run the CLI for `attempt` to its end."""
+
+    def settings(self) -> tuple[str | None, str | None]:
+        """The model and effort its attempts run with (None: the CLI's own default)."""
+        return None, None
+
+    def with_settings(self, model: str | None, effort: str | None) -> Harness:
+        """This harness, running later attempts with `model` and `effort`; the session and its totals kept."""
+        raise NotImplementedError(f"{self.name} can't switch model or effort")
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        """Compact the session with `operation.focus`."""
+        raise NotImplementedError(f"{self.name} can't compact")
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        """Copy the session into a new one, with no model call."""
+        raise NotImplementedError(f"{self.name} can't fork")
+
+    def seed(self, session: str, totals: Usage | None) -> None:
+        """A fork's session starts with the totals its CLI reports for the copy: its first turn takes them off."""
+        return None  # a harness whose CLI reports no running totals has nothing to take off
+
+    def totals(self, session: str) -> Usage | None:
+        """What its CLI last reported as `session`'s running totals, if it reports any."""
+        return None
 
     def attempt_env(self, attempt: Attempt) -> dict[str, str]:
         """The variables every agent process gets, on top of the run's environment."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost", "sandbox")
+CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost", "sandbox", "fork", "compact", "set")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "usage": Absent("a program reports no tokens"),
         "cost": Absent("a program reports no dollars"),
         "sandbox": Given("bubblewrap around the command; it reaches only what network names"),
+        "fork": Absent("a shell agent has no session to copy: it is run anew for each attempt"),
+        "compact": Absent("a shell agent has no context to compact"),
+        "set": Absent("a program has no model or effort to switch"),
     },
     "claude": {
         "resume": Given("claude -p --resume <session id>"),
@@ -47,6 +50,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "usage": Given("the stream-json result line's usage"),
         "cost": Given("the result line's total_cost_usd"),
         "sandbox": Given("bubblewrap around claude -p; a home with its credential, its base URL reachable"),
+        "fork": Given("claude -p --resume <id> --fork-session --session-id <new>, stdin /cost: no model call"),
+        "compact": Given("claude -p --resume <id>, stdin /compact <focus>: the summary is the row after compact_boundary"),
+        "set": Given("--model / --effort on every later attempt, resuming the same session"),
     },
     "codex": {
         "resume": Given("codex exec resume <thread id>"),
@@ -56,6 +62,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "usage": Given("turn.completed usage"),
         "cost": Absent("codex prints no dollars; its tokens can be priced from its usage"),
         "sandbox": Given("bubblewrap around codex exec, its own sandbox off; its provider's base_url reachable"),
+        "fork": Absent("codex exec can't fork a thread (only the app-server's thread/fork can), and agentswf drives codex exec"),
+        "compact": Absent("codex exec can't compact (only the app-server's thread/compact/start can), and agentswf drives codex exec"),
+        "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
     },
     "pi": {
         "resume": Given("pi --session <session id>, from the agent's cwd"),
@@ -65,6 +74,12 @@ TABLE: dict[str, dict[str, Capability]] = {
         "usage": Given("each message_end's usage, summed"),
         "cost": Given("each message_end's usage.cost.total, summed"),
         "sandbox": Given("bubblewrap around pi; a home with its models.json and auth, their base URLs reachable"),
+        "fork": Given("pi --mode rpc --fork <session>, answering get_state with the copy's file: no model call"),
+        "compact": Absent(
+            "pi compacts only in --mode rpc (its compact command), which needs its standard input held open "
+            "until it answers; agentswf doesn't drive that yet"
+        ),
+        "set": Given("--model / --thinking on every later run, resuming the same session"),
     },
     "cursor": {
         "resume": Given("cursor-agent -p --resume <session id>"),
@@ -74,6 +89,9 @@ TABLE: dict[str, dict[str, Capability]] = {
         "usage": Absent("not verified: cursor-agent can't be installed from npm here, so its usage isn't read"),
         "cost": Absent("cursor-agent prints no dollars"),
         "sandbox": Given("bubblewrap around cursor-agent (not verified: it can't be installed from npm here)"),
+        "fork": Absent("not verified: cursor-agent can't be installed from npm here, so a copy of its chat isn't made"),
+        "compact": Absent("headless cursor has no compaction (only its TUI's /summarize)"),
+        "set": Given("--model on every later attempt (the effort is part of the model id)"),
     },
 }
 

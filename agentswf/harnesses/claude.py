@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Any
 
-from .base import Attempt
+from .base import Attempt, AttemptEnding, Operation, OperationResult
 from .cli import CliHarness, OutputReader
 from .usage import Usage
 
@@ -41,6 +42,37 @@ class ClaudeReader(OutputReader):
                     self.login = ClaudeHarness.login_hint
 
 
+SUMMARY_START = "</system-reminder>\n"  # claude's compaction row: its preamble, then the summary,
+SUMMARY_END = "\n\nIf you need specific details"  # then where the full transcript is
+
+
+class ClaudeCompactionReader(ClaudeReader):
+    """`/compact <focus>`: a `compact_boundary` row, then the synthetic user row carrying the summary."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.compacted = False
+        self.summary: str | None = None
+
+    def event(self, event: dict[str, Any]) -> None:
+        super().event(event)
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "compact_boundary":
+            self.compacted = True
+        elif kind == "user" and self.compacted and self.summary is None:
+            content = (event.get("message") or {}).get("content")
+            if isinstance(content, str):
+                self.summary = summary_of(content)
+
+
+def summary_of(content: str) -> str:
+    """The summary in claude's compaction row, without the preamble and the transcript's path around it."""
+    start = content.find(SUMMARY_START)
+    text = content[start + len(SUMMARY_START):] if start >= 0 else content
+    end = text.find(SUMMARY_END)
+    return (text[:end] if end >= 0 else text).strip()
+
+
 class ClaudeHarness(CliHarness):
     name = "claude"
     executable_name = "claude"
@@ -57,6 +89,36 @@ class ClaudeHarness(CliHarness):
         if self.effort:
             argv += ["--effort", self.effort]
         return argv + list(self.args)
+
+    def _headless(self, session: str) -> list[str]:
+        return [self.executable, "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
+                "--resume", session]
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        if operation.session is None:
+            return OperationResult(AttemptEnding("failed", reason="nothing to compact: the agent has no session yet"))
+        reader = ClaudeCompactionReader()
+        exited = await self.operate(operation, self._headless(operation.session), f"/compact {operation.focus}", reader)
+        ending = self.ending(exited, reader)
+        if ending.kind == "exited" and (not reader.compacted or reader.summary is None):
+            ending = AttemptEnding("failed", reason="claude did not confirm a compaction (no compact_boundary)")
+        usage = self._own(operation.session, reader.usage)
+        return OperationResult(ending, session=operation.session, summary=reader.summary or "", usage=usage)
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        """`--fork-session` with a session id of its own, running `/cost`: a local command, no model call."""
+        if operation.session is None:
+            return OperationResult(AttemptEnding("failed", reason="an agent cannot be forked before its first turn"))
+        new = str(uuid.uuid4())
+        argv = [*self._headless(operation.session), "--fork-session", "--session-id", new]
+        reader = ClaudeReader()
+        exited = await self.operate(operation, argv, "/cost", reader)
+        ending = self.ending(exited, reader)
+        if ending.kind == "exited" and reader.session != new:
+            ending = AttemptEnding("failed", reason=f"claude did not fork the session into {new} (it reported {reader.session})")
+        if ending.kind == "exited":
+            self.seed(new, reader.usage)  # the copy's total_cost_usd is the parent's so far: not the fork's to spend
+        return OperationResult(ending, session=new)
 
     def reader(self, attempt: Attempt) -> ClaudeReader:
         return ClaudeReader()

@@ -8,6 +8,7 @@ read is never taken for success.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 from abc import abstractmethod
@@ -18,13 +19,14 @@ import msgspec
 
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
-from .base import Attempt, AttemptEnding, AttemptResult, Harness, is_session_id
+from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, is_session_id
 from .capabilities import refusal
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Exited, run_in_group
 from .usage import Usage, UsageField, since
 
 STDERR_LINES_IN_REASON = 20
+OPERATION_HIDDEN_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 
 
 class OutputReader:
@@ -95,6 +97,23 @@ class CliHarness(Harness):
     def can_await(self) -> bool:  # type: ignore[override]
         return refusal(self.name, "await_reply") is None
 
+    def settings(self) -> tuple[str | None, str | None]:
+        return self.model, self.effort
+
+    def with_settings(self, model: str | None, effort: str | None) -> CliHarness:
+        """A copy running with `model` and `effort`, sharing what each session has reported so far."""
+        switched = copy.copy(self)
+        switched.model = model if model is not None else self.model
+        switched.effort = effort if effort is not None else self.effort
+        return switched
+
+    def seed(self, session: str, totals: Usage | None) -> None:
+        if totals is not None and self.session_totals:
+            self._reported[session] = totals
+
+    def totals(self, session: str) -> Usage | None:
+        return self._reported.get(session)
+
     @classmethod
     def locate(cls, command: tuple[str, ...], env: Mapping[str, str]) -> str:
         """The CLI's executable: `command[0]` if given, else found on the agent's PATH."""
@@ -147,6 +166,11 @@ class CliHarness(Harness):
         before = self._reported.get(session)
         self._reported[session] = reported
         return since(reported, before, self.session_totals)
+
+    async def operate(self, operation: Operation, argv: list[str], stdin: str, reader: OutputReader) -> Exited:
+        """Run the CLI once for an operation (no `wfa`: it answers nothing), reading its output with `reader`."""
+        env = {name: value for name, value in operation.env.items() if name not in OPERATION_HIDDEN_VARIABLES}
+        return await run_in_group(argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed)
 
     def ending(self, exited: Exited, reader: OutputReader) -> AttemptEnding:
         """How the attempt ended, from the exit status and what the CLI reported; fail closed."""

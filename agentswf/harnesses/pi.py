@@ -8,18 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Attempt
-from .cli import CliHarness, OutputReader
+from .base import Attempt, AttemptEnding, Operation, OperationResult
+from .cli import STDERR_LINES_IN_REASON, CliHarness, OutputReader
 from .usage import Usage, add_usage
+
+SESSION_FILE_SUFFIX = ".jsonl"  # how a session named by its file is told from one named by id
 
 
 class PiReader(OutputReader):
-    """JSON lines: a `session` line first, `message_end` per message (with usage), `agent_end` last."""
+    """JSON lines: a `session` line first, `message_end` per message (with usage), `agent_end` last.
+
+    A session resumed by its file (a fork's, which may be in another directory's store) stays
+    named by that file: by id, pi looks only in the store of the agent's cwd.
+    """
+
+    def __init__(self, file: str | None = None) -> None:
+        super().__init__()
+        self.file = file
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "session":
-            self.session = event.get("id") or self.session
+            self.session = self.file or event.get("id") or self.session
         elif kind == "message_end":
             message = event.get("message") or {}
             usage = message.get("usage")
@@ -66,4 +76,33 @@ class PiHarness(CliHarness):
         return b""  # the prompt is the last argument; pi reads no standard input in json mode
 
     def reader(self, attempt: Attempt) -> PiReader:
-        return PiReader()
+        by_file = attempt.session is not None and attempt.session.endswith(SESSION_FILE_SUFFIX)
+        return PiReader(attempt.session if by_file else None)
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        """`pi --mode rpc --fork <session>` answering `get_state` with the copy's file: no model call."""
+        if operation.session is None:
+            return OperationResult(AttemptEnding("failed", reason="an agent cannot be forked before its first turn"))
+        argv = [self.executable, "--mode", "rpc", "--fork", operation.session]
+        if self.model:
+            argv += ["--model", self.model]
+        reader = PiStateReader()
+        exited = await self.operate(operation, argv + list(self.args), '{"id":"fork","type":"get_state"}\n', reader)
+        if reader.file is None:
+            tail = exited.stderr_lines(STDERR_LINES_IN_REASON)
+            reason = f"pi did not fork the session (it reported no session file){': ' + tail if tail else ''}"
+            return OperationResult(AttemptEnding("failed", reason=reason))
+        return OperationResult(AttemptEnding("exited"), session=reader.file)
+
+
+class PiStateReader(OutputReader):
+    """`--mode rpc`: the answer to `get_state`, naming the session's file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.file: str | None = None
+
+    def event(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "response" and event.get("command") == "get_state" and event.get("success"):
+            file = (event.get("data") or {}).get("sessionFile")
+            self.file = file if isinstance(file, str) and file.endswith(SESSION_FILE_SUFFIX) else None

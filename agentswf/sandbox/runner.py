@@ -22,8 +22,9 @@ from pathlib import Path
 import anyio
 
 from ..errors import DefinitionError
-from ..harnesses.base import Attempt, AttemptResult, Confine, Harness
+from ..harnesses.base import Attempt, AttemptResult, Confine, Harness, Operation, OperationResult
 from ..harnesses.cli import CliHarness
+from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
 from .homes import model_endpoints, prepare_home, sandbox_env
@@ -203,6 +204,28 @@ class SandboxedHarness(Harness):
     @property
     def supports_waiting(self) -> bool:  # type: ignore[override]
         return self.inner.supports_waiting
+
+    def settings(self) -> tuple[str | None, str | None]:
+        return self.inner.settings()
+
+    def with_settings(self, model: str | None, effort: str | None) -> Harness:
+        switched = SandboxedHarness(self.sandbox, self.agent, self.inner.with_settings(model, effort))
+        switched.endpoints = self.endpoints
+        return switched
+
+    def seed(self, session: str, totals: Usage | None) -> None:
+        self.inner.seed(session, totals)
+
+    def totals(self, session: str) -> Usage | None:
+        return self.inner.totals(session)
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        """Not yet: an operation's CLI would run outside the sandbox, so it isn't run at all."""
+        raise NotImplementedError(f"{self.inner.name} can't compact in a sandbox yet (its CLI would run outside it)")
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        """Not yet, as `compact`."""
+        raise NotImplementedError(f"{self.inner.name} can't fork in a sandbox yet (its CLI would run outside it)")
 
     async def run(self, attempt: Attempt) -> AttemptResult:
         if not self.inner.spawns:

@@ -6,7 +6,7 @@ import atexit
 import dataclasses
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from ..workflow.durations import Duration
 from ..workflow.running import RunResult, run
 from .participants import ParticipantScript
 from .record import Record
-from .scripted import ScriptBook, Scripts
+from .scripted import Script, ScriptBook, Scripts
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,16 @@ class TestRun:
     def logs(self) -> list[dict[str, Any]]:
         return self.record.logs
 
+    def turns_of(self, key: str, kind: str = "turn") -> list[dict[str, Any]]:
+        """`key`'s recorded turns, or its operations of `kind`: "compaction", "set", "fork", "stop"."""
+        return [turn for turn in self.turns if turn["agent"] == key and turn.get("kind", "turn") == kind]
+
+    def compactions_of(self, key: str) -> list[dict[str, Any]]:
+        return self.turns_of(key, "compaction")
+
+    def sets_of(self, key: str) -> list[dict[str, Any]]:
+        return self.turns_of(key, "set")
+
 
 async def run_workflow(
     definition: WorkflowDefinition,
@@ -78,6 +88,7 @@ async def run_workflow(
     timeout: Duration | None = None,
     supports_waiting: bool = True,
     replay: str | Path | None = None,
+    compactions: Mapping[str, Sequence[Script]] | None = None,
 ) -> TestRun:
     """Run `definition` for real, its agents played by `agents` (key -> script or list).
 
@@ -87,9 +98,12 @@ async def run_workflow(
     record stays readable until then). Raises TestScriptError when an agent has no
     script, a list runs out or has entries left, and re-raises an error raised inside a
     script, such as a failed assert. With `replay` (a recorded run's directory) every
-    tool call is answered from that record.
+    tool call is answered from that record. `compactions` (key -> a list, one entry per
+    compaction) script compactions; unscripted, a compaction answers "" and takes no entry
+    of the agent's script. A fork is scripted under its own key in `agents`.
     """
-    book = ScriptBook(dict(agents), supports_waiting=supports_waiting)
+    compacting = {key: list(entries) for key, entries in (compactions or {}).items()}
+    book = ScriptBook(dict(agents), supports_waiting=supports_waiting, compactions=compacting)
     if run_root is None:
         root: str | Path = tempfile.mkdtemp(prefix="awf-test-runs-")
         atexit.register(shutil.rmtree, root, ignore_errors=True)

@@ -22,7 +22,7 @@ import anyio
 import msgspec
 
 from ..errors import TestScriptError
-from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
+from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
 from ..harnesses.runtime import Runtime
 from ..launcher import client
 from ..launcher.place import SOCKET_NAME
@@ -254,6 +254,7 @@ class ScriptBook:
 
     scripts: dict[str, Scripts]
     supports_waiting: bool = True
+    compactions: dict[str, list[Script]] = field(default_factory=dict)  # by agent: one entry per compaction
     errors: list[BaseException] = field(default_factory=list)
     played: dict[str, _Played] = field(default_factory=dict)
 
@@ -265,7 +266,12 @@ class ScriptBook:
             raise error
         entries = self.scripts[key]
         self.played[key] = _Played(entries if isinstance(entries, Script) else list(entries))
-        return ScriptedHarness(key, self)
+        return ScriptedHarness(key, self, runtime.model, runtime.effort)
+
+    def next_compaction(self, agent: str) -> Script | None:
+        """The agent's next scripted compaction; None when it has none left (it answers "")."""
+        entries = self.compactions.get(agent)
+        return entries.pop(0) if entries else None
 
     def next_entry(self, attempt: Attempt) -> Script:
         played = self.played[attempt.agent]
@@ -307,10 +313,40 @@ class ScriptedHarness(Harness):
     name = "scripted"
     spawns = False  # it plays in the run's own process, which its socket admits
 
-    def __init__(self, key: str, book: ScriptBook) -> None:
+    def __init__(self, key: str, book: ScriptBook, model: str | None = None, effort: str | None = None) -> None:
         self.key = key
         self.book = book
+        self.model, self.effort = model, effort
+        self.forks = 0
 
+    def settings(self) -> tuple[str | None, str | None]:
+        return self.model, self.effort
+
+    def with_settings(self, model: str | None, effort: str | None) -> ScriptedHarness:
+        switched = ScriptedHarness(self.key, self.book, model or self.model, effort or self.effort)
+        switched.forks = self.forks
+        return switched
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        """Its next scripted compaction (`answer("summary")`, `silent()`, `failed()`, `hang()`...), or ""."""
+        entry = self.book.next_compaction(self.key)
+        if entry is None:
+            return OperationResult(AttemptEnding("exited"), session=operation.session)
+        if entry.kind == "hang":
+            await anyio.sleep_forever()
+        if entry.kind == "silent":
+            return OperationResult(AttemptEnding("failed", reason="the harness did not confirm a compaction"))
+        if entry.kind != "answer":
+            return OperationResult(AttemptEnding(entry.kind, reason=entry.reason, retryable=entry.retryable))  # type: ignore[arg-type]
+        value = entry.fn(operation) if entry.fn is not None else ""  # type: ignore[arg-type]  # given the Operation: its focus
+        if inspect.isawaitable(value):
+            value = await value
+        return OperationResult(AttemptEnding("exited"), session=operation.session, summary=str(value or ""))
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        """A session id of its own for the copy: a scripted agent keeps no history."""
+        self.forks += 1
+        return OperationResult(AttemptEnding("exited"), session=f"scripted:{self.key}:fork-{self.forks}")
     @property
     def supports_waiting(self) -> bool:  # type: ignore[override]
         return self.book.supports_waiting

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -15,14 +16,14 @@ import msgspec
 
 from ..actors import ActorRef
 from ..engine.accounting import Ledger
-from ..engine.agent import CancelTurn, StartTurn
-from ..engine.agent_tools import SetTools
+from ..engine.agent_messages import CancelTurn, SetTools, StartOp, StartTurn, StopAgent
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
 from ..engine.switchboard import WORKFLOW_KEY, PeersOf
 from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
+from ..harnesses.capabilities import EFFORT_LEVELS, TABLE, refusal
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
 from ..sandbox.runner import Sandbox, SandboxedHarness
@@ -65,6 +66,35 @@ class AgentSpec(msgspec.Struct, frozen=True):
     cwd: str
 
 
+class ForkSpec(msgspec.Struct, frozen=True):
+    """What a fork was asked with: the same key, parent and spec give the same agent."""
+
+    parent: str
+    tools: tuple[tuple[str, str], ...] | None  # names and descriptions; None: the parent's
+    instructions: str | None
+    effort: str | None
+    cwd: str | None
+
+
+_INHERIT: Any = object()  # `fork(tools=...)` not given: the parent's tools
+
+
+def _capable(harness: str, name: str) -> str | None:
+    """Why `harness` can't do `name` (a harness outside the table, e.g. a test's, can)."""
+    return refusal(harness, name) if harness in TABLE else None
+
+
+def check_effort(key: str, harness: str, effort: str | None) -> None:
+    if effort is None:
+        return
+    levels = EFFORT_LEVELS.get(harness)
+    if levels is None:
+        why = _capable(harness, "effort") or "it lists no effort levels"
+        raise DefinitionError(f"agent {key}: {harness} can't take effort={effort!r}: {why}")
+    if effort not in levels:
+        raise DefinitionError(f"agent {key}: {harness} has no effort {effort!r}; its levels are {', '.join(levels)}")
+
+
 def _not_from_own_handler(key: str, what: str) -> None:
     call = CURRENT_TOOL_CALL.get()
     if call is not None and call.agent == key:
@@ -97,9 +127,16 @@ class Agent:
         self._agents = agents
         self.launcher: Path = opened.launcher
         self.sandbox: Sandbox | None = None
+        self._harness = harness
         self._turns = 0
+        self._ops = 0
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
+        self._compactions: dict[str, tuple[str, Turn[Any]]] = {}
         self.closed = False
+        self.stopped: str | None = None  # why `wf.agents.stop` stopped it
+        self.model, self.effort = harness.settings()  # as `set` left them
+        self._last_queued = anyio.Event()  # set once the latest turn or operation asked for is in the agent's queue
+        self._last_queued.set()
 
     @property
     def usage(self) -> Usage | None:
@@ -160,9 +197,7 @@ class Agent:
         seconds) bounds it; `id` makes it idempotent (the same turn given again returns
         the first one's Turn); `nudge=False` doesn't nudge an agent that ends silent.
         """
-        _not_from_own_handler(self.key, "run")
-        if self.closed:
-            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        self._check_usable("run")
         if timeout is not None and deadline is not None:
             raise DefinitionError("a turn takes a timeout or a deadline, not both")
         if not isinstance(prompt, str) or not prompt.strip():
@@ -192,9 +227,38 @@ class Agent:
         if refusal is not None:  # past a budget: the turn doesn't start
             return budgets.refused_turn(self.key, n, call_id, refusal)
         budgets.begin(self.key, stage)
+        async with self._in_order():
+            start = await self._start_turn(call_id, n, prompt, taught, turn_deadline, nudge)
+        try:
+            turn: Turn[Any] = await self._ref.ask(start)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside: at the deadline the turn timed out; otherwise the
+            # workflow (a parallel branch, a stage, the run) gave up on it.
+            timed_out = anyio.current_time() >= turn_deadline
+            reason = "the deadline passed" if timed_out else "the workflow cancelled the turn"
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._ref.ask(CancelTurn(call_id=call_id, reason=reason, timed_out=timed_out))
+                except ActorStopped:
+                    pass
+            raise
+        except ActorStopped:
+            raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
+        budgets.spend(self.key, stage, turn)
+        if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
+            turn = budgets.stopped_turn(turn, wall_scope)
+        if durable is not None:
+            await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
+        if id is not None:
+            self._by_id[id] = (identity, turn)
+        return turn
+
+    async def _start_turn(
+        self, call_id: str, n: int, prompt: str, taught: Taught, turn_deadline: float, nudge: bool
+    ) -> StartTurn:
         table = await self._agents._board.ask(PeersOf(self.key))
         peers = peers_block(self.launcher, table["peers"], can_await=self._can_await)
-        start = StartTurn(
+        return StartTurn(
             call_id=call_id,
             n=n,
             prompt=turn_prompt(
@@ -218,29 +282,6 @@ class Agent:
             deadline=turn_deadline,
             nudge=nudge,
         )
-        try:
-            turn: Turn[Any] = await self._ref.ask(start)
-        except anyio.get_cancelled_exc_class():
-            # Cancelled from outside: at the deadline the turn timed out; otherwise the
-            # workflow (a parallel branch, a stage, the run) gave up on it.
-            timed_out = anyio.current_time() >= turn_deadline
-            reason = "the deadline passed" if timed_out else "the workflow cancelled the turn"
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._ref.ask(CancelTurn(call_id, reason, timed_out))
-                except ActorStopped:
-                    pass
-            raise
-        except ActorStopped:
-            raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
-        budgets.spend(self.key, stage, turn)
-        if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
-            turn = budgets.stopped_turn(turn, wall_scope)
-        if durable is not None:
-            await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
-        if id is not None:
-            self._by_id[id] = (identity, turn)
-        return turn
 
     @staticmethod
     def _deadline(timeout: Duration | None, deadline: datetime | float | None) -> float:
@@ -255,6 +296,115 @@ class Agent:
                 raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
             limit = min(limit, now + (unix - time.time()))
         return limit
+
+    @asynccontextmanager
+    async def _in_order(self) -> AsyncIterator[None]:
+        """Turns and operations reach the agent's queue in the order they were asked for, though
+        a turn asks for its peers first: each waits until the one asked before it is queued."""
+        before, mine = self._last_queued, anyio.Event()
+        self._last_queued = mine
+        try:
+            await before.wait()
+            yield
+        finally:
+            mine.set()  # the caller sends at once, before anything else runs
+
+    def _check_usable(self, what: str) -> None:
+        _not_from_own_handler(self.key, what)
+        if self.stopped is not None:
+            raise AgentClosed(f"agent {self.key} was stopped ({self.stopped}); its key is not opened again")
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+
+    async def _operate(self, op: StartOp) -> Turn[Any]:
+        """Queue the operation with the agent's turns and wait for its record, as `run` waits for a turn."""
+        async with self._in_order():
+            pass
+        try:
+            record: Turn[Any] = await self._ref.ask(op)
+        except anyio.get_cancelled_exc_class():
+            timed_out = anyio.current_time() >= op.deadline
+            reason = "the deadline passed" if timed_out else f"the workflow cancelled the {op.kind}"
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._ref.ask(CancelTurn(call_id=op.call_id, reason=reason, timed_out=timed_out))
+                except ActorStopped:
+                    pass
+            raise
+        except ActorStopped:
+            raise AgentClosed(f"agent {self.key} was closed while its {op.kind} {op.n} was queued or ran") from None
+        return record
+
+    async def compact(
+        self, focus: str, *, timeout: Duration | None = None, deadline: datetime | float | None = None,
+        id: str | None = None,
+    ) -> Turn[str]:
+        """Have the harness compact the agent's context with `focus`; never raises for the outcome.
+
+        `answered` means it compacted: the value is the summary where the CLI gives one (`""`
+        where it keeps it private). Any other outcome leaves the context as it was. Where the
+        harness can't compact, it fails at once, sending nothing. `id` makes it idempotent.
+        """
+        self._check_usable("compact")
+        if not isinstance(focus, str):
+            raise DefinitionError(f"agent {self.key}: a compaction's focus is text")
+        if timeout is not None and deadline is not None:
+            raise DefinitionError("a compaction takes a timeout or a deadline, not both")
+        if id is not None and id in self._compactions:
+            earlier, given = self._compactions[id]
+            if earlier != focus:
+                raise DefinitionError(f"agent {self.key}: compaction id {id!r} was reused with a different focus")
+            return given
+        self._ops += 1
+        op = StartOp(
+            call_id=secrets.token_hex(4), n=self._ops, kind="compaction", deadline=self._deadline(timeout, deadline),
+            focus=focus, refusal=_capable(self.spec.runtime.harness, "compact"),
+        )
+        record = await self._operate(op)
+        if id is not None:
+            self._compactions[id] = (focus, record)
+        return record
+
+    async def set(self, *, model: str | None = None, effort: str | None = None) -> Turn[None]:
+        """Switch the model and/or effort of every later operation; the session is kept.
+
+        Refused before it runs for an effort the harness doesn't list, or a harness that
+        can't switch (the capability table says why).
+        """
+        self._check_usable("set")
+        harness = self.spec.runtime.harness
+        why = _capable(harness, "set")
+        if why is not None:
+            raise DefinitionError(f"agent {self.key}: {harness} can't switch model or effort: {why}")
+        if model is None and effort is None:
+            raise DefinitionError(f"agent {self.key}: set needs a model or an effort")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise DefinitionError(f"agent {self.key}: {model!r} is not a model name")
+        check_effort(self.key, harness, effort)
+        self._ops += 1
+        op = StartOp(call_id=secrets.token_hex(4), n=self._ops, kind="set", deadline=math.inf, model=model, effort=effort)
+        record = await self._operate(op)
+        if record.answered:
+            self.model, self.effort = record.model, record.effort
+        return record
+
+    async def fork(
+        self,
+        key: str,
+        *,
+        tools: Mapping[str, Tool] | None = _INHERIT,
+        instructions: str | None = None,
+        effort: str | None = None,
+        cwd: str | Path | None = None,
+    ) -> Agent:
+        """A new agent on a copy of this one's session, copied after the operations queued before it.
+
+        It inherits the runtime, model, effort (as `set` left them), cwd and tools unless
+        given (`tools={}` gives none), and has its own socket, launcher and call ids. The
+        same key with the same parent and spec returns the same agent.
+        """
+        self._check_usable("fork")
+        return await self._agents._fork(self, key, tools, instructions, effort, cwd)
 
     async def close(self) -> None:
         """Stop the agent: a turn still running ends, and its key is not opened again."""
@@ -303,6 +453,8 @@ class Agents:
         self._closed: set[str] = set()
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
         self.budgets = Budgets()  # the run's budgets and what the turns it gave spent
+        self._stopped: dict[str, str] = {}
+        self._forks: dict[str, ForkSpec] = {}
 
     async def open(
         self,
@@ -326,8 +478,9 @@ class Agents:
         resolved = resolve_runtime(runtime)
         directory = (self._cwd / cwd).resolve() if cwd is not None else sandbox_cwd(sandbox, self._cwd)
         spec = AgentSpec(resolved, instructions, str(directory))
-        if key in self._closed:
-            raise DefinitionError(f"agent {key} was closed; its key is not opened again")
+        self._check_reusable(key)
+        if key in self._forks:
+            raise DefinitionError(f"agent {key} is already open, not by open but as a fork of {self._forks[key].parent}")
         if key == WORKFLOW_KEY or (key in self.keys and key not in self._open):
             raise DefinitionError(f"{key} is already a participant of this run; agents and participants share keys")
         existing = self._open.get(key)
@@ -349,9 +502,95 @@ class Agents:
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
         agent = Agent(key, spec, opened, self, checked or {}, harness)
         agent.sandbox = harness.sandbox if isinstance(harness, SandboxedHarness) else None
+        return await self._start(key, spec, self._resolve(key, resolved), checked or {})
+
+    async def _start(
+        self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],
+        session: str | None = None, forked_from: str | None = None,
+    ) -> Agent:
+        env = {**self._env, **spec.runtime.env}
+        directory = Path(spec.cwd)
+        opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, tools, session, forked_from))
+        agent = Agent(key, spec, opened, self, tools, harness)
         self.keys.add(key)
         self._open[key] = agent
         return agent
+
+    def _check_reusable(self, key: str) -> None:
+        if key in self._stopped:
+            raise DefinitionError(f"agent {key} was stopped ({self._stopped[key]}); its key is not opened again")
+        if key in self._closed:
+            raise DefinitionError(f"agent {key} was closed; its key is not opened again")
+
+    async def _fork(
+        self, parent: Agent, key: str, tools: Mapping[str, Tool] | None, instructions: str | None,
+        effort: str | None, cwd: str | Path | None,
+    ) -> Agent:
+        check_key(key)
+        inherit = tools is _INHERIT
+        checked = parent.tools if inherit else check_tools(key, tools or {})
+        directory = (self._cwd / cwd).resolve() if cwd is not None else Path(parent.spec.cwd)
+        asked = ForkSpec(
+            parent.key, None if inherit else tuple((name, tool.description) for name, tool in sorted(checked.items())),
+            instructions, effort, str(directory),
+        )
+        earlier = self._forks.get(key)
+        if earlier is not None and key in self._open:
+            if earlier != asked:
+                raise DefinitionError(f"agent {key} is already open, not as this fork of {parent.key}")
+            return self._open[key]
+        self._check_reusable(key)
+        if key == WORKFLOW_KEY or key in self.keys:
+            raise DefinitionError(f"agent {key} is already open, not as this fork of {parent.key}")
+        if parent._turns == 0:
+            raise DefinitionError(f"agent {parent.key}: an agent cannot be forked before its first turn")
+        harness_name = parent.spec.runtime.harness
+        why = _capable(harness_name, "fork")
+        if why is not None:
+            raise DefinitionError(f"agent {parent.key} can't be forked: {why}")
+        check_effort(key, harness_name, effort)
+        if not directory.is_dir():
+            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
+        self._forks[key] = asked  # taken now: a second fork of the key while this one copies is the same or refused
+        try:
+            parent._ops += 1
+            op = StartOp(call_id=secrets.token_hex(4), n=parent._ops, kind="fork", deadline=math.inf, fork=key)
+            record = await parent._operate(op)
+            if not record.answered or record.session is None:
+                raise WorkflowError(f"agent {parent.key} could not be forked into {key}: {record.outcome.reason}")
+            runtime = msgspec.structs.replace(
+                parent.spec.runtime, model=record.model, effort=effort if effort is not None else record.effort
+            )
+            spec = AgentSpec(runtime, instructions, str(directory))
+            harness = self._resolve(key, runtime)
+            if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
+                harness = await self.sandboxes.confine(key, harness, parent.sandbox, directory)
+            harness.seed(record.session, parent._harness.totals(record.session))
+            return await self._start(key, spec, harness, dict(checked), record.session, parent.key)
+        except BaseException:
+            if key not in self._open:
+                self._forks.pop(key, None)
+            raise
+
+    async def stop(self, key: str, reason: str | None = None) -> bool:
+        """End the agent early: a turn in flight settles `cancelled`, its processes are stopped, later
+        operations and forks are refused, and the key is never opened again. False for an unknown or
+        already stopped key."""
+        agent = self._open.get(key)
+        if agent is None:
+            return False
+        _not_from_own_handler(key, "stop")
+        why = reason or "no reason given"
+        agent.stopped = why
+        self._stopped[key] = why
+        del self._open[key]
+        agent.closed = True
+        try:
+            await agent._ref.ask(StopAgent(secrets.token_hex(4), reason or ""))
+        except ActorStopped:
+            pass  # it was going down already
+        await self._run.ask(CloseAgent(key))
+        return True
 
     async def close(self, key: str) -> bool:
         """Close the agent under `key`; False if none is open."""

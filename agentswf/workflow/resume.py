@@ -14,8 +14,9 @@ from typing import Any
 
 from ..engine.attempts import SessionRecord, read_sessions
 from ..engine.records import read_lines
-from ..harnesses.base import Attempt, AttemptResult, Harness, is_session_id
+from ..harnesses.base import Attempt, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from ..harnesses.capabilities import TABLE, refusal
+from ..harnesses.usage import Usage
 
 
 def sessions_on_record(run_dir: Path) -> dict[str, SessionRecord]:
@@ -70,6 +71,25 @@ class _Resuming(Harness):
 
     def attempt_env(self, attempt: Attempt) -> dict[str, str]:
         return self._inner.attempt_env(attempt)
+
+    # What Harness defines is not found by __getattr__: each is the inner's, resuming the same session.
+    def settings(self) -> tuple[str | None, str | None]:
+        return self._inner.settings()
+
+    def with_settings(self, model: str | None, effort: str | None) -> Harness:
+        return _Resuming(self._inner.with_settings(model, effort), self._session)
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        return await self._inner.compact(operation if operation.session else dataclasses.replace(operation, session=self._session))
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        return await self._inner.fork(operation if operation.session else dataclasses.replace(operation, session=self._session))
+
+    def seed(self, session: str, totals: Usage | None) -> None:
+        self._inner.seed(session, totals)
+
+    def totals(self, session: str) -> Usage | None:
+        return self._inner.totals(session)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -113,9 +113,9 @@ class Board(RuleBasedStateMachine):
     @initialize()
     def open_routes(self) -> None:
         for key in KEYS:
-            self.ask(Register(key, "agent", None, True))
+            self.ask(Register(key=key, kind="agent"))
         for a, b in itertools.combinations(KEYS, 2):
-            assert isinstance(self.ask(OpenRouteRequest(a, b, f"{a} and {b}", True, BUDGET)), str)
+            assert isinstance(self.ask(OpenRouteRequest(sender=a, receiver=b, purpose=f"{a} and {b}", both_ways=True, max_messages=BUDGET)), str)
 
     # What the model predicts ---------------------------------------------------------
 
@@ -131,7 +131,7 @@ class Board(RuleBasedStateMachine):
 
     @rule(sender=st.sampled_from(KEYS), peer=st.sampled_from(KEYS), question=st.booleans())
     def send(self, sender: str, peer: str, question: bool) -> None:
-        answer = self.ask(Post(sender, peer, "hello", False, question, math.inf, True))
+        answer = self.ask(Post(sender=sender, peer=peer, text="hello", reply=False, question=question, until=math.inf, in_turn=True))
         pair = frozenset((sender, peer))
         if sender == peer:
             expected = "no-route"
@@ -155,7 +155,7 @@ class Board(RuleBasedStateMachine):
 
     @rule(sender=st.sampled_from(KEYS), peer=st.sampled_from(KEYS), back=st.booleans())
     def reply(self, sender: str, peer: str, back: bool) -> None:
-        answer = self.ask(Post(sender, peer, "an answer", True, back, math.inf, True))
+        answer = self.ask(Post(sender=sender, peer=peer, text="an answer", reply=True, question=back, until=math.inf, in_turn=True))
         pair = frozenset((sender, peer))
         owed = self.waits.get(peer) == sender
         if not owed:

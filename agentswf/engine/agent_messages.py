@@ -1,0 +1,89 @@
+"""What an AgentActor is started with and the messages it takes from the run and the workflow."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..actors import ActorRef
+from ..harnesses.base import Harness
+from ..launcher.identity import LiveAttempts
+from ..launcher.listener import ConnectionBudget
+from ..wire import Request
+from .turn import StartOp, StartTurn
+
+if TYPE_CHECKING:
+    from ..workflow.tools import Tool
+
+__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CallRegistered", "CancelTurn", "Describe", "SetTools", "StartOp",
+           "StartTurn", "StopAgent", "WfaCall", "WhoseCall"]
+
+AGENT_MAILBOX_CAPACITY = 128
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSetup:
+    """Everything an AgentActor is started with."""
+
+    key: str
+    harness: Harness
+    cwd: Path
+    env: Mapping[str, str]
+    sockets: Path  # the run's directory of agent sockets
+    run: ActorRef
+    recorder: ActorRef
+    budget: ConnectionBudget
+    broker: ActorRef
+    tools: Mapping[str, Tool]
+    board: ActorRef  # the switchboard
+    run_deadline: float
+    attempts: LiveAttempts  # the run's, shared: whose processes the sockets admit
+    session: str | None = None  # a fork's: the copy of its parent's session it starts from
+    forked_from: str | None = None
+
+
+
+class WfaCall(msgspec.Struct, frozen=True):
+    """A decoded `wfa` request that arrived on this agent's socket."""
+
+    request: Request
+
+
+class Describe(msgspec.Struct, frozen=True):
+    """Asked once the agent is open: where its launcher is."""
+
+
+class CancelTurn(msgspec.Struct, frozen=True, kw_only=True):
+    call_id: str
+    reason: str
+    timed_out: bool = False  # the caller's deadline passed: the turn ends timed-out
+
+
+class StopAgent(msgspec.Struct, frozen=True):
+    """`wf.agents.stop`: answered once what ran has settled cancelled."""
+
+    call_id: str
+    reason: str
+
+
+class SetTools(msgspec.Struct, frozen=True):
+    """The agent was reopened with the same tools: the new handlers replace the old."""
+
+    tools: dict[str, Tool]
+
+
+class CallRegistered(msgspec.Struct, frozen=True):
+    """Told to the run: a call id is this agent's."""
+
+    call_id: str
+    agent: str
+
+
+class WhoseCall(msgspec.Struct, frozen=True):
+    """Asked of the run: which agent a call id belongs to, if any."""
+
+    call_id: str

@@ -1,0 +1,64 @@
+"""What an AgentActor writes for its agent: an attempt's prompt, and `wfa peers` as a table.
+
+Formatting only; what to write, and when, is decided in `turn.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..wire import Response, accepted
+from ..wire.prompts import continuation_prompt, message_turn_prompt
+from .turn import Continue, Prompt, Remind
+
+_PEER_COLUMNS = ("peer", "can", "kind", "state", "queued", "purpose")
+
+
+def prompt_text(prompt: Prompt, *, call_id: str, launcher: Path, peers: str, tools: Mapping[str, Any]) -> str:
+    """An attempt's prompt as the agent reads it; `peers` is the peers block (`needs_peers`)."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, Continue):
+        if prompt.taught is None:
+            return message_turn_prompt(list(prompt.mail), launcher=launcher, peers=peers, tools=tools)
+        return continuation_prompt(
+            list(prompt.mail), launcher=launcher, call_id=call_id, taught=prompt.taught, peers=peers, tools=tools
+        )
+    if prompt.then is None:
+        return message_turn_prompt([], launcher=launcher, peers=peers, tools=tools, reminder=prompt.text)
+    return f"{prompt.text}\n\n{prompt.then}"
+
+
+def needs_peers(prompt: Prompt) -> bool:
+    """Whether the prompt shows the agent's peers (so the switchboard is asked for them)."""
+    return isinstance(prompt, Continue) or (isinstance(prompt, Remind) and prompt.then is None)
+
+
+def peers_text(table: dict[str, Any]) -> str:
+    """`wfa peers` as a table: one row per route, then what the agent owes and awaits."""
+    rows = [[str(row.get(column, "-")) for column in _PEER_COLUMNS] for row in table["peers"]]
+    for row, source in zip(rows, table["peers"], strict=False):
+        if "awaits" in source:
+            row[3] += f" (awaits {source['awaits']})"
+        if "reason" in source:
+            row[3] += f" ({source['reason']})"
+    widths = [max([len(column), *(len(row[i]) for row in rows)]) for i, column in enumerate(_PEER_COLUMNS)]
+    lines = ["  ".join(column.ljust(widths[i]) for i, column in enumerate(_PEER_COLUMNS)).rstrip()]
+    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    if not rows:
+        lines = ["no peers: the workflow opened no routes for you."]
+    for peer in table["owes"]:
+        lines.append(f"you owe {peer} a reply (wfa reply {peer}).")
+    if "awaits" in table:
+        lines.append(f"you await {table['awaits']['peer']}'s reply.")
+    return "\n".join(lines) + "\n"
+
+
+def peers_response(table: dict[str, Any], *, as_json: bool) -> Response:
+    """`wfa peers`' answer: its table, which says what the agent owes too."""
+    text = msgspec.json.format(msgspec.json.encode(table), indent=2).decode() + "\n" if as_json else peers_text(table)
+    return accepted("peers", stdout=text, value=table)

@@ -1,0 +1,129 @@
+"""An AgentActor's I/O beside its turn: one attempt of the CLI, and the socket `wfa` reaches it by.
+
+An attempt admits what runs under its keeper to the agent's socket (the run's `LiveAttempts`)
+for exactly as long as it runs. The socket listens only during a turn, so an agent that
+isn't in one holds no file descriptor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+
+from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
+from ..launcher.identity import LiveAttempts
+from ..launcher.listener import Admit, ConnectionBudget, Handler, bind, serve
+from ..launcher.place import make_agent_dir
+
+
+async def run_attempt(
+    harness: Harness,
+    attempts: LiveAttempts,
+    attempt: Attempt,
+    report: Callable[[AttemptResult], Awaitable[None]],
+    done: anyio.Event,
+) -> None:
+    """Run `attempt` to its end and `report` how it ended; `done` is set once nothing of it is left."""
+    keepers: list[int] = []
+
+    def started(pid: int) -> None:  # from now on the socket admits what runs under `pid`
+        keepers.append(pid)
+        attempts.add(pid, attempt.agent)
+
+    if harness.spawns:  # until `started`: a connection waits for the keeper's pid
+        attempts.begin(attempt.agent)
+    try:
+        try:
+            result = await harness.run(replace(attempt, started=started))
+        except Exception as error:  # a harness that breaks fails the turn, not the run
+            result = AttemptResult(AttemptEnding("failed", reason=f"the agent could not be run: {error}", retryable=False))
+        await report(result)
+    finally:
+        if not keepers and harness.spawns:  # it never started
+            attempts.end(attempt.agent)
+        for pid in keepers:  # the harness is done: nothing under them is left
+            attempts.remove(pid)
+        done.set()
+
+
+async def run_operation(
+    harness: Harness,
+    operation: Operation,
+    report: Callable[[OperationResult], Awaitable[None]],
+    done: anyio.Event,
+) -> None:
+    """Run a compaction or a fork's copy to its end and `report` it; `done` once nothing of it is left.
+
+    Its processes are never admitted to the agent's socket: an operation takes no `wfa`.
+    """
+    run = harness.fork if operation.kind == "fork" else harness.compact
+    try:
+        try:
+            result = await run(operation)
+        except Exception as error:  # a harness that breaks fails the operation, not the run
+            ending = AttemptEnding("failed", reason=f"the agent's {operation.kind} could not be run: {error}")
+            result = OperationResult(ending)
+        await report(result)
+    finally:
+        done.set()
+
+
+class AgentSocket:
+    """The agent's socket, listening only while it is in a turn (its directory made at the first)."""
+
+    def __init__(self, socket_path: Path, launcher: Path) -> None:
+        self.socket_path, self.launcher = socket_path, launcher
+        self.dir_made = False
+        self.accepting: anyio.CancelScope | None = None
+
+    def listen(
+        self, handle: Handler, budget: ConnectionBudget, admit: Admit | None, start_soon: Callable[..., None]
+    ) -> None:
+        """Bound now, so a connection queues even before the task serving it runs; OSError if it can't be."""
+        if self.accepting is not None:
+            return
+        if not self.dir_made:
+            make_agent_dir(self.socket_path, self.launcher)
+            self.dir_made = True
+        sock = bind(self.socket_path)
+        self.accepting = anyio.CancelScope()
+        start_soon(serve, sock, handle, budget, admit, self.accepting)
+
+    def close(self) -> None:
+        """The turn is over: the socket gives its descriptor back (requests already taken are answered)."""
+        if self.accepting is not None:
+            self.accepting.cancel()
+            self.accepting = None
+
+
+class TurnTasks:
+    """The tasks of the turn in progress (its attempt, its timers), beside the actor's handlers:
+    all cancelled at once when the turn stops."""
+
+    def __init__(self, start_soon: Callable[..., None]) -> None:
+        self.start_soon = start_soon
+        self.scopes: list[anyio.CancelScope] = []
+
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
+        scope = anyio.CancelScope()
+        self.scopes.append(scope)
+
+        async def in_scope() -> None:
+            with scope:
+                await fn(*args)
+
+        self.start_soon(in_scope)
+
+    def stop(self) -> None:
+        scopes, self.scopes = self.scopes, []
+        for scope in scopes:
+            scope.cancel()
+
+
+async def fire_at(at: float, tell: Callable[[], Awaitable[None]]) -> None:
+    """`tell` at `at` on the loop's clock."""
+    await anyio.sleep_until(at)
+    await tell()
