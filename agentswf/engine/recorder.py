@@ -35,7 +35,7 @@ from .records import (
     encode_lines,
     sync_paths,
     write_private,
-    write_whole,
+    write_wholes,
 )
 
 if TYPE_CHECKING:
@@ -318,6 +318,8 @@ class Recorder(Actor):
         self._commit = GroupCommit(GROUP_COMMIT_SECONDS)
         self._commit_wanted = anyio.Event()
         self._whole_writes = 0  # whole-file writes under way
+        self._whole_queue: list[tuple[Path, bytes, bool, Reply]] = []  # queued for `_write_wholes`
+        self._whole_writers = 0  # tasks of `_write_wholes` running (one thread each at most)
         self._whole_written = anyio.Event()
         # Its own threads: the Recorder never waits on a pool a handler or a test can fill.
         self._threads = anyio.CapacityLimiter(RECORDER_THREADS)
@@ -551,35 +553,42 @@ class Recorder(Actor):
         return await self._write_data(path, encode({"version": RECORD_VERSION, **record}), exclusive=exclusive)
 
     async def _write_data(self, path: Path, data: bytes, *, exclusive: bool = False) -> bool:
-        try:
-            await anyio.to_thread.run_sync(
-                lambda: write_whole(path, data, exclusive=exclusive), limiter=self._threads
-            )
-            return True
-        except OSError as error:
-            return self._failed(path, error)
+        (error,) = await anyio.to_thread.run_sync(write_wholes, [(path, data, exclusive)], limiter=self._threads)
+        return True if error is None else self._failed(path, error)
 
     def _write_beside(self, path: Path, record: Any, *, exclusive: bool = False) -> None:
-        """Write `path` whole in a task of its own, answering the ask being handled when it is done.
+        """Queue `path` to be written whole beside the Recorder's other work, answering the ask
+        being handled when it is on disk.
 
         The Recorder goes on with other messages meanwhile: one agent's fsyncs don't hold
         up another's lines. The record is encoded here, so what can't be fails this ask
         (and the Recorder goes on), not the task.
         """
         data = encode({"version": RECORD_VERSION, **record})
-        reply = self.defer()
+        self._whole_queue.append((path, data, exclusive, self.defer()))
         self._whole_writes += 1
+        if self._whole_writers < RECORDER_THREADS:
+            self._whole_writers += 1
+            self.start_soon(self._write_wholes)
 
-        async def write() -> None:
-            try:
-                reply.set(await self._write_data(path, data, exclusive=exclusive))
-            finally:
-                self._whole_writes -= 1
-                if not self._whole_writes:
-                    self._whole_written.set()
-                    self._whole_written = anyio.Event()
-
-        self.start_soon(write)
+    async def _write_wholes(self) -> None:
+        """Write what is queued whole, all of it in one worker thread's turn, until nothing is."""
+        try:
+            while self._whole_queue:
+                files, self._whole_queue = self._whole_queue, []
+                try:
+                    errors = await anyio.to_thread.run_sync(
+                        write_wholes, [(path, data, exclusive) for path, data, exclusive, _ in files], limiter=self._threads
+                    )
+                    for (path, _, _, reply), error in zip(files, errors, strict=True):
+                        reply.set(True if error is None else self._failed(path, error))
+                finally:
+                    self._whole_writes -= len(files)
+                    if not self._whole_writes:
+                        self._whole_written.set()
+                        self._whole_written = anyio.Event()
+        finally:
+            self._whole_writers -= 1
 
     # Handlers -----------------------------------------------------------------------
 

@@ -46,7 +46,10 @@ created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every
 and at the run's end, one fsync a file however many lines it took; nobody's acknowledgement
 waits for it but the run's end (output.json is written after it). Other whole files (run.json,
 call.json, output.json) are fsynced as they are written, beside the appends: an agent's whole
-write doesn't hold up another agent's lines. A failed append leaves a log whole lines; a
+write doesn't hold up another agent's lines. The call.json and result.json files queued while
+others are being written go to a worker thread together (`write_wholes`), each written and
+fsynced as above before its own ask is answered: one thread hop for many agents' files, not
+one each. A failed append leaves a log whole lines; a
 failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
 run killed mid-write). Only the Recorder actor writes here.
 """
@@ -216,6 +219,18 @@ class LineLog:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+
+
+def write_wholes(files: Iterable[tuple[Path, bytes, bool]]) -> list[OSError | None]:
+    """`write_whole` each of `files` (path, data, exclusive) in turn; for each, the error that failed it, or None."""
+    errors: list[OSError | None] = []
+    for path, data, exclusive in files:
+        try:
+            write_whole(path, data, exclusive=exclusive)
+            errors.append(None)
+        except OSError as error:
+            errors.append(error)
+    return errors
 
 
 def sync_paths(paths: Iterable[str]) -> list[tuple[Path, OSError]]:

@@ -90,11 +90,18 @@ def connection_limit(cap: int = MAX_OPEN_CONNECTIONS) -> int:
     return max(1, min(cap, int(soft * MAX_CONNECTION_FD_SHARE)))
 
 
+def raw_socket(stream: SocketStream) -> socket.socket:
+    """`stream`'s socket. Looked up once a connection: anyio's lookup reads the peer's address each time."""
+    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+    return sock
+
+
 class Slot:
     """One connection's place in a budget; `evicted` says why it was closed to make room."""
 
     def __init__(self, stream: SocketStream) -> None:
         self.stream = stream
+        self.sock = raw_socket(stream)
         self.evicted: str | None = None
 
 
@@ -144,7 +151,7 @@ class ConnectionBudget:
         self.open -= 1
         self.evicted += 1
         try:  # the read ends as at the client's EOF
-            slot.stream.extra(SocketAttribute.raw_socket).shutdown(socket.SHUT_RD)
+            slot.sock.shutdown(socket.SHUT_RD)
         except OSError:
             pass  # the client is gone already: its read is ending anyway
         return True
@@ -180,14 +187,14 @@ class ConnectionBudget:
         )
 
 
-async def _read_into(buffer: bytearray, stream: SocketStream, limit: int, budget: ConnectionBudget, slot: Slot) -> None:
+async def _read_into(buffer: bytearray, limit: int, budget: ConnectionBudget, slot: Slot) -> None:
     """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`.
 
     Read from the raw socket when it is readable, not with `stream.receive`: on asyncio a
     receive cancelled (by the deadline, or the run stopping) just as its socket turns
     readable raises in the event loop (anyio's raw-socket streams), and a hostile client
     can time that."""
-    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+    sock = slot.sock
     while len(buffer) <= limit:
         try:  # a wfa client has written its line by now, as a rule: waiting comes second
             chunk = sock.recv(_READ_CHUNK_BYTES)
@@ -207,7 +214,7 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
     time, the refusal's text."""
     buffer = bytearray()
     with budget.waiting(slot), anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
-        await _read_into(buffer, stream, limit, budget, slot)
+        await _read_into(buffer, limit, budget, slot)
     data = bytes(buffer)
     if slot.evicted:
         return data, (
@@ -222,11 +229,12 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
     return data, None
 
 
-async def deliver(stream: SocketStream, data: bytes) -> None:
+async def deliver(stream: SocketStream, data: bytes, sock: socket.socket | None = None) -> None:
     """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS. An answer is a line
-    that fits the socket's buffer, as a rule: sent at once, it needs no wait and no deadline."""
+    that fits the socket's buffer, as a rule: sent at once, it needs no wait and no deadline.
+    `sock` is `stream`'s socket where the caller holds it already."""
     try:
-        sent = stream.extra(SocketAttribute.raw_socket).send(data)
+        sent = (sock or raw_socket(stream)).send(data)
     except BlockingIOError:
         sent = 0
     except OSError:
@@ -285,11 +293,11 @@ def _command_of(request: Request | Response) -> str:
     return "result" if isinstance(request, Response) else type(request).__struct_config__.tag  # type: ignore[return-value]
 
 
-async def _respond(request: Request | Response, stream: SocketStream, handle: Handler, admit: Admit | None) -> Response:
+async def _respond(request: Request | Response, sock: socket.socket, handle: Handler, admit: Admit | None) -> Response:
     if isinstance(request, Response):
         return request
     try:
-        refusal = None if admit is None else await admit(peer_pid(stream))
+        refusal = None if admit is None else await admit(peer_pid(sock))
         if refusal is not None:
             return refused(_command_of(request), "wrong-agent", refusal)
         return await handle(request)
@@ -313,11 +321,11 @@ async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudge
         try:
             data, refusal = await receive(stream, budget, slot, MAX_REQUEST_BYTES)
             if refusal is None:
-                response = await _respond(decode_request(data), stream, handle, admit)
+                response = await _respond(decode_request(data), slot.sock, handle, admit)
             else:
                 code: Code = "internal-error" if slot.evicted else "invalid-request"
                 response = refused(command_hint(data), code, refusal)
-            await deliver(stream, encode_response(response))
+            await deliver(stream, encode_response(response), slot.sock)
         finally:
             budget.release(slot)
 

@@ -28,7 +28,7 @@ _CANT_LOOK_NOW = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 _SO_PEERPIDFD = 77  # Linux 6.5+ <asm-generic/socket.h>: a pidfd of the very process that connected
 
 
-def peer_pid(stream: SocketStream) -> int | None:
+def peer_pid(stream: SocketStream | socket.socket) -> int | None:
     """The pid of the process that connected `stream` while that process still runs, or
     None where it can't be read or the process is gone.
 
@@ -36,9 +36,10 @@ def peer_pid(stream: SocketStream) -> int | None:
     another process (an agent's own, say) before the request is checked. Where the kernel
     gives the connection's pidfd, the pid is returned only if that very process still
     runs, so the checks that follow, read at once, are about it; elsewhere only that a
-    process of that pid exists."""
+    process of that pid exists. Given the raw socket, as the listener holds it, it is not
+    looked up again (anyio's lookup reads the peer's address each time)."""
     try:
-        sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+        sock = stream if isinstance(stream, socket.socket) else stream.extra(SocketAttribute.raw_socket)
         if sys.platform.startswith("linux"):
             pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
             return pid if pid > 0 and _still_running(sock, pid) else None
@@ -53,6 +54,17 @@ def peer_pid(stream: SocketStream) -> int | None:
     return None
 
 
+MAX_FDINFO_BYTES = 4096  # of a pidfd's /proc/self/fdinfo entry: a few short lines
+
+
+def _fdinfo_pid(info: bytes) -> int:
+    """The `Pid:` field of a pidfd's fdinfo (-1 once its process has exited, or if absent)."""
+    for line in info.splitlines():
+        if line.startswith(b"Pid:"):
+            return int(line[4:])
+    return -1
+
+
 def _still_running(sock: socket.socket, pid: int) -> bool:
     """Whether the process that connected `sock`, `pid` by its credentials, runs still."""
     try:
@@ -61,10 +73,13 @@ def _still_running(sock: socket.socket, pid: int) -> bool:
         if error.errno in _CANT_LOOK_NOW:
             raise
         return os.path.exists(f"/proc/{pid}")  # an older kernel: the pid names some process
-    try:
-        with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:  # "Pid:\t-1" once it has exited
-            fields = dict(line.split(b":", 1) for line in info.read().splitlines() if b":" in line)
-        return int(fields.get(b"Pid", b"-1")) == pid
+    try:  # one os.read, not a buffered file: this runs for every request
+        fd = os.open(f"/proc/self/fdinfo/{pidfd}", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            info = os.read(fd, MAX_FDINFO_BYTES)
+        finally:
+            os.close(fd)
+        return _fdinfo_pid(info) == pid
     except OSError as error:
         if error.errno in _CANT_LOOK_NOW:
             raise

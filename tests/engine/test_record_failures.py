@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from agentswf import tool, workflow
-from agentswf.engine import recorder, records
+from agentswf.engine import records
 from agentswf.engine.records import read_json
 from agentswf.testing import answer, run_workflow
 
@@ -24,14 +24,14 @@ async def unrecorded(wf):
 
 
 async def test_an_answer_that_cant_be_recorded_is_refused_and_the_run_ends_failed(tmp_path, monkeypatch):
-    real = recorder.write_whole
+    real = records.write_whole
 
     def failing(path, data, *, exclusive=False):
         if path.name == "result.json":
             raise OSError(28, "No space left on device")
         return real(path, data, exclusive=exclusive)
 
-    monkeypatch.setattr(recorder, "write_whole", failing)
+    monkeypatch.setattr(records, "write_whole", failing)
     responses = []
 
     async def a(turn):

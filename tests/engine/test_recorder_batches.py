@@ -154,14 +154,14 @@ def _target(fd: str) -> str:
 @pytest.mark.anyio
 async def test_a_whole_file_being_written_holds_up_no_one_elses_lines(tmp_path, monkeypatch):
     release = threading.Event()
-    real = recorder.write_whole
+    real = records.write_whole
 
     def slow(path, data, *, exclusive=False):
         if path.name == "result.json":
             release.wait(10)
         return real(path, data, exclusive=exclusive)
 
-    monkeypatch.setattr(recorder, "write_whole", slow)
+    monkeypatch.setattr(records, "write_whole", slow)
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, capacity=64)
         accepted: list[bool] = []
@@ -178,6 +178,44 @@ async def test_a_whole_file_being_written_holds_up_no_one_elses_lines(tmp_path, 
         assert accepted == [True]
         assert await ref.ask(RecordGaps()) is None
     assert records.read_json(tmp_path / "calls" / "c1" / "result.json")["value"] == "done"
+
+
+@pytest.mark.anyio
+async def test_whole_files_queued_together_go_to_one_thread_and_each_ask_waits_for_its_own(tmp_path, monkeypatch):
+    """Many agents' result.json queued while one is being written: a few thread hops, not one a file."""
+    release = threading.Event()
+    batches: list[list[str]] = []
+    real = recorder.write_wholes
+
+    def counted(files):
+        files = list(files)
+        batches.append([path.parent.name for path, _, _ in files])
+        if len(batches) == 1:
+            release.wait(10)
+        return real(files)
+
+    monkeypatch.setattr(recorder, "write_wholes", counted)
+    files = 40
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, capacity=64)
+        accepted: dict[str, bool] = {}
+
+        async def accept(i: int) -> None:
+            accepted[f"c{i}"] = await ref.ask(ResultAccepted(f"c{i}", i))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(files):
+                tg.start_soon(accept, i)
+            with anyio.fail_after(5):
+                while sum(map(len, batches)) < files or len(accepted) < files - len(batches[0]):
+                    await anyio.sleep(0.01)  # every file taken, and all answered but the held batch's
+            await anyio.sleep(0.05)
+            assert len(accepted) == files - len(batches[0])  # the held batch's asks wait for their files
+            release.set()
+        assert accepted == {f"c{i}": True for i in range(files)}
+    assert sorted(name for batch in batches for name in batch) == sorted(accepted)
+    assert len(batches) <= recorder.RECORDER_THREADS + 2  # one hop for many files
+    assert [records.read_json(tmp_path / "calls" / f"c{i}" / "result.json")["value"] for i in range(files)] == list(range(files))
 
 
 KILLED = """
