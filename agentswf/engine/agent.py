@@ -90,6 +90,8 @@ class AgentActor(Actor):
             await self._step(t.Closing(now()))
         except ActorError:
             pass  # the whole run is going down at once: the record has its ending already
+        with anyio.CancelScope(shield=True):
+            await self.setup.harness.close()  # what it keeps between turns (a pane) is gone with it
 
     # Messages become events -----------------------------------------------------------
 

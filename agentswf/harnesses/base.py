@@ -68,6 +68,10 @@ class Harness(ABC):
     async def run(self, attempt: Attempt) -> AttemptResult:
         """Run the CLI for `attempt` to its end."""
 
+    async def close(self) -> None:
+        """The agent is closing: stop what the harness keeps between attempts (a pane). Most keep nothing."""
+        return None
+
     def attempt_env(self, attempt: Attempt) -> dict[str, str]:
         """The variables every agent process gets, on top of the run's environment."""
         return {

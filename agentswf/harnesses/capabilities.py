@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost")
+CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost", "pane")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +25,10 @@ class Absent:
 Capability = Given | Absent
 
 _HEADLESS_WAITING = Absent(
-    "wfa waiting is offered only where the harness confirms what it was sent (a claude TUI); "
-    "agentswf drives headless CLIs"
+    "wfa waiting is offered only where the harness confirms what it was sent (a claude TUI in a pane); "
+    "this harness runs headless, or its pane can't confirm delivery"
 )
+_NO_PANE = "its TUI isn't driven in panes yet: its startup screens and busy and idle markers haven't been measured"
 
 TABLE: dict[str, dict[str, Capability]] = {
     "shell": {
@@ -37,14 +38,19 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Absent("a program reports no tokens"),
         "cost": Absent("a program reports no dollars"),
+        "pane": Absent("a shell agent has no TUI"),
     },
     "claude": {
         "resume": Given("claude -p --resume <session id>"),
         "effort": Given("--effort low|medium|high|xhigh|max"),
         "await_reply": Given("the reply resumes the session in a new headless run"),
-        "waiting": _HEADLESS_WAITING,
+        "waiting": Given(
+            "in a pane (placement='pane') only: the transcript confirms the check-in was received; "
+            "headless, wfa waiting is refused unsupported-command"
+        ),
         "usage": Given("the stream-json result line's usage"),
         "cost": Given("the result line's total_cost_usd"),
+        "pane": Given("its TUI in a tmux pane of the agent's own, prompts typed, delivery read from its transcript"),
     },
     "codex": {
         "resume": Given("codex exec resume <thread id>"),
@@ -53,6 +59,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("turn.completed usage"),
         "cost": Absent("codex prints no dollars; its tokens can be priced from its usage"),
+        "pane": Absent(_NO_PANE),
     },
     "pi": {
         "resume": Given("pi --session <session id>, from the agent's cwd"),
@@ -61,6 +68,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("each message_end's usage, summed"),
         "cost": Given("each message_end's usage.cost.total, summed"),
+        "pane": Absent(_NO_PANE),
     },
     "cursor": {
         "resume": Given("cursor-agent -p --resume <session id>"),
@@ -69,6 +77,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Absent("not verified: cursor-agent can't be installed from npm here, so its usage isn't read"),
         "cost": Absent("cursor-agent prints no dollars"),
+        "pane": Absent(_NO_PANE),
     },
 }
 

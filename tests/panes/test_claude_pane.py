@@ -1,0 +1,117 @@
+"""The real claude TUI in a tmux pane of the agent's own, offline against a scripted model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import pytest
+
+import agentswf
+from agentswf import workflow
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text
+
+from .kit import TAUGHT, alive, claude_pane, needs_claude_and_tmux
+
+pytestmark = [pytest.mark.anyio, needs_claude_and_tmux]
+
+
+@pytest.fixture(params=["asyncio"])
+def anyio_backend(request):
+    return request.param  # a real TUI per test: once, on asyncio, is enough here
+
+
+class Verdict(msgspec.Struct, forbid_unknown_fields=True):
+    verdict: Literal["approve", "reject"]
+
+
+OPERATOR_PROBE = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(open(sys.argv[1]).read().strip())
+s.sendall(json.dumps({"command": "pending"}).encode() + b"\\n")
+s.shutdown(socket.SHUT_WR)
+data = b""
+while chunk := s.recv(65536):
+    data += chunk
+open(sys.argv[2], "w").write(data.decode())
+"""
+
+
+def plan(conv: Conversation, out: Path) -> list[str]:
+    found = TAUGHT.search(conv.prompt)
+    if not found:
+        return []
+    wfa, call = found.groups()
+    commands = [f'echo "$TMUX" >{out}/tmux.env']
+    if "SCENARIO operator" in conv.prompt:
+        commands.append(f"{sys.executable} {out}/probe.py {out}/control {out}/operator.json")
+    if "SCENARIO hang" in conv.prompt:
+        return [*commands, f"echo $$ >{out}/shell.pid; sleep 1000"]
+    return [*commands, f"{wfa} result {call} --verdict approve"]
+
+
+def script_for(out: Path):
+    def script(conv: Conversation):
+        commands = plan(conv, out)
+        done = len(conv.tool_results)
+        return Shell(commands[done]) if done < len(commands) else Text("Finished.")
+
+    return script
+
+
+async def run_pane(tmp_path: Path, scenario: str, *, timeout: float = 90, turns: int = 1):
+    (tmp_path / "probe.py").write_text(OPERATOR_PROBE)
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        runtime = claude_pane(model, tmp_path / "home")
+
+        @workflow(name=f"pane-{scenario}", description="claude in a pane.")
+        async def flow(wf):
+            (tmp_path / "control").write_text(json.loads((wf.run_dir / "run.json").read_text())["control"])
+            agent = await wf.agents.open("claude", runtime=runtime)
+            out = []
+            for n in range(turns):
+                turn = await agent.run(f"SCENARIO {scenario} {n}. Review the change.", schema=Verdict, timeout=timeout)
+                out.append(msgspec.to_builtins(turn))
+            return out
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    return result, model
+
+
+def server_pid(tmp_path: Path) -> int:
+    """The agent's tmux server, from $TMUX as the pane's shell saw it: socket,pid,session."""
+    return int((tmp_path / "tmux.env").read_text().strip().split(",")[1])
+
+
+async def test_a_turn_in_a_pane_is_answered_and_nothing_is_left(tmp_path):
+    result, _ = await run_pane(tmp_path, "answer")
+    (turn,) = result.value
+    assert turn["outcome"] == {"kind": "answered", "value": {"verdict": "approve"}}, turn
+    assert turn["session"]
+    assert not alive(server_pid(tmp_path))
+
+
+async def test_the_pane_is_kept_across_turns(tmp_path):
+    result, _ = await run_pane(tmp_path, "answer", turns=2)
+    assert [turn["outcome"]["kind"] for turn in result.value] == ["answered", "answered"]
+    assert result.value[0]["session"] == result.value[1]["session"]
+    assert len({line for line in (tmp_path / "tmux.env").read_text().splitlines()}) == 1  # one server
+
+
+async def test_the_operator_socket_refuses_a_panes_shell(tmp_path):
+    result, _ = await run_pane(tmp_path, "operator")
+    assert result.value[0]["outcome"]["kind"] == "answered"
+    answer = json.loads((tmp_path / "operator.json").read_text())
+    assert answer["value"] == {"code": "wrong-agent"}, answer
+
+
+async def test_a_deadline_ends_the_turn_with_the_panes_processes_gone(tmp_path):
+    result, _ = await run_pane(tmp_path, "hang", timeout=25)
+    assert result.value[0]["outcome"]["kind"] == "timed-out"
+    assert not alive(int((tmp_path / "shell.pid").read_text()))
+    assert not alive(server_pid(tmp_path))
