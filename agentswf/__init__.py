@@ -13,12 +13,14 @@ gets typed, validated answers back; the agent answers through one command, `wfa`
     wf.route(a, b, purpose=...)             a Route: a may message b; a message reads as Mail
     wf.participants.open(key)               a Participant outside the run (wf.participants)
     wf.approvals                            Approvals: tool calls waiting for a person (ApprovalRequest)
+    agent.usage, RunResult.usage            what an agent, and the run, spent (Usage, RunUsage; Prices)
 
 Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test helpers
 (scripted agents and participants, the pytest plugin) in `agentswf.testing`.
 """
 
 from .__about__ import __version__
+from .engine.accounting import RunUsage
 from .engine.approvals import ApprovalRequest
 from .engine.outcomes import (
     Answered,
@@ -42,6 +44,7 @@ from .errors import (
     StopRequested,
     WorkflowError,
 )
+from .harnesses.prices import Price, Prices
 from .harnesses.runtime import Runtime
 from .progress import show_progress
 from .workflow.agents import Agent, Agents
@@ -71,8 +74,11 @@ __all__ = [
     "Outcome",
     "Participant",
     "Participants",
+    "Price",
+    "Prices",
     "Route",
     "RunResult",
+    "RunUsage",
     "Runtime",
     "StopRequested",
     "TimedOut",

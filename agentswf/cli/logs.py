@@ -9,7 +9,9 @@ from typing import Any, TextIO
 
 import msgspec
 
+from ..engine.accounting import RunUsage, spend_lines, spend_text
 from ..engine.records import read_json, read_lines
+from ..harnesses.usage import Usage
 
 MAX_SHOWN_CHARS = 400
 MAX_SHOWN_LINES = 20
@@ -69,6 +71,8 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             out.write(f"  at: {output['where']}\n")
         if output.get("traceback"):
             out.write("  traceback:\n" + "".join(f"    {line}\n" for line in output["traceback"].rstrip().splitlines()))
+    if (run_dir / "usage.json").exists():
+        out.writelines(f"  {line}\n" for line in spend_lines(msgspec.convert(read_json(run_dir / "usage.json"), RunUsage)))
     logs = list(read_lines(run_dir / "log.jsonl"))
     tools: dict[str, list[dict[str, Any]]] = {}
     for call in read_lines(run_dir / "tools.jsonl"):
@@ -88,6 +92,8 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             out.write(f"  answer: {_short(outcome.get('value'))}\n")
         else:
             out.write(_block("reason", outcome.get("reason", "")))
+        if turn.get("usage"):
+            out.write(f"  spent: {spend_text(msgspec.convert(turn['usage'], Usage))}\n")
         events = [
             *((candidate.get("at") or 0.0, _candidate_lines(candidate)) for candidate in read_lines(
                 run_dir / "calls" / turn["call_id"] / "candidates.jsonl"

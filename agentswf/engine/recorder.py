@@ -21,6 +21,7 @@ import structlog
 from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
 from ..progress import progress
+from .accounting import Ledger
 from .records import (
     BATCH_MAX_BYTES,
     GROUP_COMMIT_SECONDS,
@@ -244,9 +245,13 @@ class Recorder(Actor):
 
     _mailbox: Mailbox  # its own, to see whether more is queued for the batch
 
-    def __init__(self, run_dir: Path, logs: LogLines | None = None, appends: Appends | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, logs: LogLines | None = None, appends: Appends | None = None, ledger: Ledger | None = None
+    ) -> None:
         super().__init__()
         self.run_dir = run_dir
+        self.ledger = ledger or Ledger()  # what the run spent, written to usage.json as turns end
+        self._usage_stale = False  # the ledger has turns usage.json doesn't
         self.lines = logs or LogLines()
         self.appends = appends or Appends()
         self.failures = 0
@@ -533,6 +538,23 @@ class Recorder(Actor):
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
         self._add(msg)
+        self.ledger.add(msg.turn)
+        if not self._usage_stale:
+            self._usage_stale = True
+            self._whole_writes += 1
+            self.start_soon(self._write_usage)
+
+    async def _write_usage(self) -> None:
+        """usage.json rewritten whole until it holds every turn ended so far, one write at a time."""
+        try:
+            while self._usage_stale:
+                self._usage_stale = False
+                await self._write(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()))
+        finally:
+            self._whole_writes -= 1
+            if not self._whole_writes:
+                self._whole_written.set()
+                self._whole_written = anyio.Event()
 
     @handler
     def logged(self, msg: Logged) -> None:

@@ -28,6 +28,7 @@ from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
 from ..launcher.place import make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
+from .accounting import Ledger
 from .admission import operator_admit
 from .agent import AgentActor
 from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
@@ -156,6 +157,7 @@ class RunActors:
     supervisor: Supervisor
     control: Path  # the operator socket: awf approve / reject
     log_lines: LogLines  # wf.log's way to the Recorder
+    ledger: Ledger  # what the run spent, kept by the Recorder as turns end
 
 
 @asynccontextmanager
@@ -167,8 +169,9 @@ async def run_actors(
     try:
         async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
             log_lines = LogLines()
+            ledger = Ledger()
             recorder = supervisor.spawn(
-                Recorder, record_dir, log_lines, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+                Recorder, record_dir, log_lines, None, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
             )
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
             broker = supervisor.spawn(
@@ -177,7 +180,7 @@ async def run_actors(
             board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
             services = RunServices(broker, desk, board, deadline)
             run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
-            yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines)
+            yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger)
     finally:
         remove_run_dir(sockets)
 

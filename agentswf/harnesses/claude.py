@@ -20,6 +20,7 @@ class ClaudeReader(OutputReader):
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             self.session = event.get("session_id") or self.session
+            self.model = event.get("model") or self.model
         elif kind == "result":
             self.finished = True
             self.session = event.get("session_id") or self.session
@@ -45,6 +46,7 @@ class ClaudeHarness(CliHarness):
     executable_name = "claude"
     install = "npm install -g @anthropic-ai/claude-code@2.1.332"
     login_hint = "Run `claude` and log in with /login, or set ANTHROPIC_API_KEY in the runtime's env."
+    session_totals = frozenset({"cost_usd"})  # on --resume, total_cost_usd is the session's; its tokens are the run's own
 
     def argv(self, attempt: Attempt) -> list[str]:
         argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]

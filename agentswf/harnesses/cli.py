@@ -20,8 +20,9 @@ from ..errors import HarnessError
 from ..wire.nesting import too_deep
 from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .capabilities import refusal
+from .prices import LIST_PRICES, Prices, estimate
 from .process import Exited, run_in_group
-from .usage import Usage
+from .usage import Usage, UsageField, since
 
 STDERR_LINES_IN_REASON = 20
 
@@ -32,6 +33,7 @@ class OutputReader:
     def __init__(self) -> None:
         self.session: str | None = None
         self.usage: Usage | None = None
+        self.model: str | None = None  # the model the CLI says it ran
         self.error: str | None = None  # an error the CLI reported
         self.retryable = False
         self.login: str | None = None  # what the person should run, when the CLI isn't logged in
@@ -70,6 +72,8 @@ class CliHarness(Harness):
     executable_name: ClassVar[str]
     install: ClassVar[str]  # the command that installs it, pinned where it can be
     login_hint: ClassVar[str]
+    session_totals: ClassVar[frozenset[UsageField]] = frozenset()  # what it reports as its session's total on resume
+    input_counts_cache_reads: ClassVar[bool] = False  # its input count includes the cached tokens
 
     def __init__(
         self,
@@ -78,11 +82,14 @@ class CliHarness(Harness):
         model: str | None = None,
         effort: str | None = None,
         args: tuple[str, ...] = (),
+        prices: Prices = LIST_PRICES,
     ) -> None:
         self.executable = executable
         self.model = model
         self.effort = effort
         self.args = args
+        self.prices = prices  # for the cost of a turn whose CLI prints none
+        self._reported: dict[str, Usage] = {}  # by session: what the CLI last reported, to take off the next
 
     @property
     def can_await(self) -> bool:  # type: ignore[override]
@@ -122,7 +129,24 @@ class CliHarness(Harness):
             self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed,
             started=attempt.started,
         )
-        return AttemptResult(self.ending(exited, reader), session=reader.session or attempt.session, usage=reader.usage)
+        session = reader.session or attempt.session
+        return AttemptResult(self.ending(exited, reader), session=session, usage=self.attempt_usage(session, reader))
+
+    def attempt_usage(self, session: str | None, reader: OutputReader) -> Usage | None:
+        """The attempt's own usage, naming its model, with a cost where the CLI printed none."""
+        usage = self._own(session, reader.usage)
+        model = reader.model or self.model
+        if usage is not None and model is not None:
+            usage = msgspec.structs.replace(usage, model=model)
+        return estimate(usage, self.prices, input_counts_cache_reads=self.input_counts_cache_reads)
+
+    def _own(self, session: str | None, reported: Usage | None) -> Usage | None:
+        """The attempt's own usage, where the CLI reported its session's running totals."""
+        if reported is None or not self.session_totals or session is None:
+            return reported
+        before = self._reported.get(session)
+        self._reported[session] = reported
+        return since(reported, before, self.session_totals)
 
     def ending(self, exited: Exited, reader: OutputReader) -> AttemptEnding:
         """How the attempt ended, from the exit status and what the CLI reported; fail closed."""

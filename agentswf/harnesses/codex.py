@@ -40,6 +40,9 @@ class CodexHarness(CliHarness):
     executable_name = "codex"
     install = "npm install -g @openai/codex@0.171.0"
     login_hint = "Run `codex login`, or configure a model provider with its API key in the runtime's env."
+    # `codex exec resume` reports the whole thread's tokens in its turn.completed
+    session_totals = frozenset({"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"})
+    input_counts_cache_reads = True  # it prints no dollars: its tokens are priced, the cached part as cache reads
 
     def argv(self, attempt: Attempt) -> list[str]:
         # Its own sandbox would block the agent's socket: the run decides where agents may reach.

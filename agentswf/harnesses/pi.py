@@ -36,6 +36,7 @@ class PiReader(OutputReader):
                     ),
                 )
             if message.get("role") == "assistant":
+                self.model = message.get("model") or self.model
                 if message.get("stopReason") == "error":
                     self.error = message.get("errorMessage") or "the model's API failed"
                     self.retryable = True

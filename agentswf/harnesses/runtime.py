@@ -21,6 +21,7 @@ from .codex import CodexHarness
 from .cursor import CursorHarness
 from .pane import PaneHarness, tui_refusal
 from .pi import PiHarness
+from .prices import LIST_PRICES, Prices
 from .shell import ShellHarness
 
 SHELL_PREFIX = "shell:"
@@ -32,6 +33,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
 
     `command` is a shell agent's program, or the path of a CLI that isn't on PATH. `env`
     is added to the run's environment for this agent, e.g. to point a CLI at a gateway.
+    `prices` prices the tokens of a CLI that prints no cost (codex), as estimated.
     `placement="pane"` runs the CLI's interactive TUI in a tmux pane kept across the
     agent's turns (docs/guide/panes.md); `"headless"` runs it once per attempt.
     """
@@ -42,6 +44,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}
     args: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
+    prices: Prices | None = None  # for a CLI that prints no cost; None: agentswf's LIST_PRICES
     placement: Literal["headless", "pane"] = "headless"
 
 
@@ -106,6 +109,7 @@ def harness_for(runtime: Runtime, env: Mapping[str, str] | None = None) -> Harne
     cls = CLI_HARNESSES[runtime.harness]
     environment = {**(os.environ if env is None else env), **runtime.env}
     executable = cls.locate(tuple(runtime.command), environment)
-    cli = cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args))
+    prices = LIST_PRICES if runtime.prices is None else runtime.prices
+    cli = cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args), prices=prices)
     return PaneHarness.for_cli(cli, environment) if runtime.placement == "pane" else cli
 

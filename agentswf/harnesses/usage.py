@@ -6,19 +6,27 @@ adapters depend on nothing of the engine's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 
 class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Tokens (and dollars, where the CLI prints them) a turn spent; absent, never zero, when unknown."""
+    """Tokens and dollars a turn spent; absent, never zero, when unknown.
+
+    The counts are as the CLI reports them (codex's `input_tokens` includes its cached ones).
+    `cost_usd` is what the CLI printed, or, `estimated`, its tokens at a table's prices
+    (`harnesses.prices`). `model` is the model that spent it, where known; a sum over more
+    than one model names none.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
+    model: str | None = None
+    estimated: bool = False  # some of `cost_usd` is priced from tokens, not printed by the CLI
 
 
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
@@ -35,4 +43,23 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
         plus(total.cache_read_tokens, more.cache_read_tokens),
         plus(total.cache_write_tokens, more.cache_write_tokens),
         plus(total.cost_usd, more.cost_usd),
+        total.model if total.model == more.model else None,
+        total.estimated or more.estimated,
     )
+
+
+UsageField = Literal["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd"]
+
+
+def since(reported: Usage, before: Usage | None, totals: frozenset[UsageField]) -> Usage:
+    """An attempt's own usage, from what its CLI reported: the fields in `totals` are the session's
+    running totals, so what the CLI reported for the session last time (`before`) is taken off.
+
+    A total below the one before is a count begun anew (the session wasn't the one resumed), and
+    counts as it is; a field either side leaves unknown stays as reported."""
+    changes: dict[str, Any] = {}
+    for name in totals:
+        now, then = getattr(reported, name), getattr(before, name, None)
+        if now is not None and then is not None and now >= then:
+            changes[name] = now - then
+    return msgspec.structs.replace(reported, **changes)

@@ -45,6 +45,16 @@ class Record:
         return self._lines("turns.jsonl")
 
     @property
+    def usage(self) -> dict[str, Any] | None:
+        """usage.json: what the run spent, in all, by agent, key group and model, and per turn;
+        None before a turn has ended."""
+        path = self.run_dir / "usage.json"
+        if not path.exists():
+            return None
+        value: dict[str, Any] = read_json(path)
+        return value
+
+    @property
     def tools(self) -> list[dict[str, Any]]:
         """Every tool call: who, input (redacted), result or error, timing."""
         return self._lines("tools.jsonl")

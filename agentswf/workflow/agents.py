@@ -14,6 +14,7 @@ import anyio
 import msgspec
 
 from ..actors import ActorRef
+from ..engine.accounting import Ledger
 from ..engine.agent_messages import CancelTurn, SetTools, StartTurn
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
@@ -22,6 +23,7 @@ from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, resolve_runtime
+from ..harnesses.usage import Usage
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
 from .durations import Duration, to_seconds
@@ -89,6 +91,11 @@ class Agent:
         self._turns = 0
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self.closed = False
+
+    @property
+    def usage(self) -> Usage | None:
+        """What this agent's ended turns spent, every turn a message started too; None while unknown."""
+        return self._agents.ledger.agent(self.key)
 
     @overload
     async def run(
@@ -247,9 +254,16 @@ class Agents:
     """
 
     def __init__(
-        self, run: ActorRef, board: ActorRef, cwd: Path, env: Mapping[str, str], resolve: HarnessResolver
+        self,
+        run: ActorRef,
+        board: ActorRef,
+        cwd: Path,
+        env: Mapping[str, str],
+        resolve: HarnessResolver,
+        ledger: Ledger | None = None,
     ) -> None:
         self._run = run
+        self.ledger = ledger or Ledger()  # the run's spend, by agent
         self._board = board
         self.keys: set[str] = set()  # agents' and participants' keys: one namespace
         self._cwd = cwd

@@ -7,7 +7,7 @@ import os
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -15,6 +15,7 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
+from ..engine.accounting import RunUsage
 from ..engine.broker import Replay
 from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
@@ -52,6 +53,7 @@ class RunResult:
     run_dir: Path
     where: str | None = None
     traceback: str | None = None
+    usage: RunUsage = field(default_factory=RunUsage)  # what the run spent: in all, by agent, key group, model and turn
 
     @property
     def completed(self) -> bool:
@@ -173,6 +175,7 @@ async def run(
     cleanup = anyio.CancelScope()
     work = anyio.CancelScope()
     ending: list[_Ending] = []
+    spent: list[RunUsage] = []
 
     async def shielded() -> None:
         with anyio.CancelScope(shield=True):
@@ -193,7 +196,7 @@ async def run(
                 replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
                 progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **replaying)
                 await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
-                agents = Agents(actors.run, actors.board, directory, run_env, resolve)
+                agents = Agents(actors.run, actors.board, directory, run_env, resolve, actors.ledger)
                 wf = Workflow(
                     name=definition.name,
                     run_id=run_id,
@@ -222,6 +225,7 @@ async def run(
                 ):
                     gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
                     end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
+                spent.append(actors.ledger.snapshot())
                 ending.append(end)
         watch.cancel_scope.cancel()
 
@@ -230,7 +234,7 @@ async def run(
         watch.start_soon(shielded)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
-    return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback)
+    return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0])
 
 
 def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
