@@ -44,6 +44,7 @@ class Attempt:
     session: str | None = None  # the native session to resume, once there is one
     started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
     started: Callable[[int], None] | None = None  # told the pid every process of the attempt descends from
+    received: Callable[[], None] | None = None  # told once the model got the prompt, where the harness can see it
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,7 @@ class Harness(ABC):
 
     name: ClassVar[str]
     supports_waiting: ClassVar[bool] = False
+    confirms_delivery: ClassVar[bool] = False  # calls `Attempt.received`: the turn checks in on it (turn.Liveness)
     spawns: ClassVar[bool] = True  # runs a process per attempt, whose keeper's pid `Attempt.started` is told
     can_await: ClassVar[bool] = True  # the reply to a question can start the agent's next turn
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,11 +210,15 @@ class PaneHarness(Harness):
         return self.tui.confirms_delivery
 
     @property
+    def confirms_delivery(self) -> bool:  # type: ignore[override]
+        return self.tui.confirms_delivery
+
+    @property
     def can_await(self) -> bool:  # type: ignore[override]
         return self.cli.can_await
 
     @classmethod
-    def for_cli(cls, cli: CliHarness, env: dict[str, str]) -> PaneHarness:
+    def for_cli(cls, cli: CliHarness, env: Mapping[str, str]) -> PaneHarness:
         why = tui_refusal(cli.name)
         if why is not None:
             raise HarnessError(why)
@@ -233,7 +238,7 @@ class PaneHarness(Harness):
                     return AttemptResult(failed, session=self.session)
             elif attempt.started is not None:
                 attempt.started(self._keeper_pid())
-            ending = await self._turn(attempt.prompt)
+            ending = await self._turn(attempt.prompt, attempt.received)
         except BaseException:
             await self.close()  # cancelled mid-turn (the deadline, the run stopping): nothing of it is left
             raise
@@ -316,7 +321,7 @@ class PaneHarness(Harness):
             await anyio.sleep(POLL_SECONDS)
         raise HarnessError(f"{self.name}'s startup screen {startup.marker!r} offered no {startup.choice!r}")
 
-    async def _turn(self, prompt: str) -> AttemptEnding:
+    async def _turn(self, prompt: str, received: Callable[[], None] | None) -> AttemptEnding:
         """Deliver `prompt`, then watch until the TUI is idle again, blocked, or gone."""
         server = self.server
         assert server is not None
@@ -358,6 +363,9 @@ class PaneHarness(Harness):
                     continue
                 if not transcript.received:
                     continue
+                if received is not None:
+                    received()
+                    received = None
             if still and _found(screen, self.tui.busy) is None and _found(screen, self.tui.ready) is not None:
                 return AttemptEnding("exited")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Literal
@@ -12,7 +13,9 @@ import pytest
 
 import agentswf
 from agentswf import workflow
+from agentswf.engine import turn
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text
+from agentswf.wire.prompts import NUDGE_TEXT
 
 from .kit import TAUGHT, alive, claude_pane, needs_claude_and_tmux
 
@@ -41,15 +44,30 @@ open(sys.argv[2], "w").write(data.decode())
 """
 
 
+SCENARIO = re.compile(r"SCENARIO ([\w-]+)")
+
+
 def plan(conv: Conversation, out: Path) -> list[str]:
+    """The shell commands the scripted model has claude run, by the scenario its session began with."""
     found = TAUGHT.search(conv.prompt)
     if not found:
         return []
     wfa, call = found.groups()
+    scenario_found = SCENARIO.search(conv.prompt) or SCENARIO.search(str(conv.history))
+    scenario = scenario_found.group(1) if scenario_found else ""
     commands = [f'echo "$TMUX" >{out}/tmux.env']
-    if "SCENARIO operator" in conv.prompt:
+    if scenario.startswith("silent"):
+        if NUDGE_TEXT not in conv.prompt:
+            return commands  # the first prompt: works, then stops without an answer
+        (out / "check-in.txt").write_text(conv.prompt)
+        if scenario == "silent-waits":
+            return [f"{wfa} waiting {call} --reason 'the build runs' >{out}/waiting.out", f"{wfa} result {call} --verdict approve"]
+        if scenario == "silent-hangs":
+            return [f"echo $$ >{out}/shell.pid; sleep 1000"]
+        return []  # a check-in read, and answered with prose only
+    if scenario == "operator":
         commands.append(f"{sys.executable} {out}/probe.py {out}/control {out}/operator.json")
-    if "SCENARIO hang" in conv.prompt:
+    if scenario == "hang":
         return [*commands, f"echo $$ >{out}/shell.pid; sleep 1000"]
     return [*commands, f"{wfa} result {call} --verdict approve"]
 
@@ -113,5 +131,34 @@ async def test_the_operator_socket_refuses_a_panes_shell(tmp_path):
 async def test_a_deadline_ends_the_turn_with_the_panes_processes_gone(tmp_path):
     result, _ = await run_pane(tmp_path, "hang", timeout=25)
     assert result.value[0]["outcome"]["kind"] == "timed-out"
+    assert not alive(int((tmp_path / "shell.pid").read_text()))
+    assert not alive(server_pid(tmp_path))
+
+
+@pytest.fixture
+def quick_check_ins(monkeypatch):
+    """Check-ins on a test's time: a second's quiet, a few seconds' response window."""
+    monkeypatch.setattr(turn, "DEFAULT_LIVENESS", turn.Liveness(quiet=1.0, response=6.0))
+
+
+async def test_a_silent_turn_is_checked_in_on_and_the_agent_waits_then_answers(tmp_path, quick_check_ins):
+    result, _ = await run_pane(tmp_path, "silent-waits")
+    (turn_,) = result.value
+    assert turn_["outcome"]["kind"] == "answered" and turn_["nudged"], turn_
+    check_in = (tmp_path / "check-in.txt").read_text()
+    assert "waiting" in check_in and "The fixed answer deadline is" in check_in
+    granted = (tmp_path / "waiting.out").read_text()
+    assert granted.startswith("wfa: waiting granted until ") and "the turn's deadline is" in granted
+
+
+async def test_a_check_in_answered_with_prose_only_is_unanswered(tmp_path, quick_check_ins):
+    result, _ = await run_pane(tmp_path, "silent")
+    assert result.value[0]["outcome"] == {"kind": "unanswered", "reason": turn.CHECK_IN_UNANSWERED}
+    assert not alive(server_pid(tmp_path))
+
+
+async def test_a_received_check_in_with_no_reply_in_its_window_is_unanswered(tmp_path, quick_check_ins):
+    result, _ = await run_pane(tmp_path, "silent-hangs")
+    assert result.value[0]["outcome"] == {"kind": "unanswered", "reason": turn.CHECK_IN_UNANSWERED}
     assert not alive(int((tmp_path / "shell.pid").read_text()))
     assert not alive(server_pid(tmp_path))
