@@ -14,7 +14,7 @@ import pytest
 import agentswf
 from agentswf import workflow
 from agentswf.engine import turn
-from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, Tool
 from agentswf.wire.prompts import NUDGE_TEXT
 
 from .kit import TAUGHT, alive, claude_pane, needs_claude_and_tmux
@@ -74,6 +74,8 @@ def plan(conv: Conversation, out: Path) -> list[str]:
 
 def script_for(out: Path):
     def script(conv: Conversation):
+        if "SCENARIO write" in conv.prompt and not conv.tool_results:  # a tool claude's pane must ask for
+            return Tool("Write", {"file_path": str(out / "written.txt"), "content": "hello\n"})
         commands = plan(conv, out)
         done = len(conv.tool_results)
         return Shell(commands[done]) if done < len(commands) else Text("Finished.")
@@ -162,3 +164,13 @@ async def test_a_received_check_in_with_no_reply_in_its_window_is_unanswered(tmp
     assert result.value[0]["outcome"] == {"kind": "unanswered", "reason": turn.CHECK_IN_UNANSWERED}
     assert not alive(int((tmp_path / "shell.pid").read_text()))
     assert not alive(server_pid(tmp_path))
+
+
+async def test_a_permission_prompt_on_screen_ends_the_turn_blocked_with_the_screen(tmp_path):
+    result, _ = await run_pane(tmp_path, "write")
+    outcome = result.value[0]["outcome"]
+    assert outcome["kind"] == "blocked", outcome
+    assert "held by a prompt on its screen" in outcome["reason"] and "written.txt" in outcome["reason"]
+    assert not (tmp_path / "written.txt").exists()
+    record = [json.loads(line) for line in next((tmp_path / "runs").rglob("turns.jsonl")).read_text().splitlines()]
+    assert record[-1]["outcome"]["reason"] == outcome["reason"]  # kept in the record
