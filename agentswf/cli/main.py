@@ -44,6 +44,8 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from .attach import AttachFailure
+from .attach import add_parser as add_attach_parser
 from .logs import print_run, print_trace
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -395,6 +397,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
+    add_attach_parser(commands)
     return parser
 
 
@@ -424,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
         return _exit_past_abandoned_threads(int(options.handler(options)))
-    except UsageFailure as error:
+    except (UsageFailure, AttachFailure) as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # before a run's signals are caught, or after

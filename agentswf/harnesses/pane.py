@@ -16,6 +16,7 @@ as text, bounded, and only ever matched against fixed markers.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from collections.abc import Callable, Mapping
@@ -40,7 +41,12 @@ DELIVERY_ACCEPT_SECONDS = 30.0  # for the transcript to show the prompt as a use
 SCREEN_LINES_IN_REASON = 15
 MAX_TRANSCRIPT_LINE_BYTES = 1024 * 1024  # a longer transcript line is skipped, never decoded
 MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
-TMUX_SOCKET_NAME = "tmux"
+PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
+
+
+def pane_socket(run_sockets: Path, agent: str) -> Path:
+    """Where agent `agent`'s tmux server listens, in the run's sockets directory (which can't be listed)."""
+    return run_sockets / f"{PANE_SOCKET_PREFIX}{hashlib.sha256(agent.encode()).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +276,7 @@ class PaneHarness(Harness):
         """Start the agent's server and TUI, and get it past its startup screens; a failed ending if it can't."""
         env = self.cli.env(attempt)
         env.setdefault("TERM", "xterm-256color")
-        self.server = TmuxServer(self.tmux, attempt.launcher.parent / TMUX_SOCKET_NAME)
+        self.server = TmuxServer(self.tmux, pane_socket(attempt.launcher.parent.parent, attempt.agent))
         pid = await self.server.start(env, attempt.cwd)
         if attempt.started is not None:
             attempt.started(pid)

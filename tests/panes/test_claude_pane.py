@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+import anyio
 import msgspec
 import pytest
 
 import agentswf
 from agentswf import workflow
 from agentswf.engine import turn
+from agentswf.harnesses.pane import pane_socket
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, Tool
 from agentswf.wire.prompts import NUDGE_TEXT
 
@@ -130,11 +132,55 @@ async def test_the_operator_socket_refuses_a_panes_shell(tmp_path):
     assert answer["value"] == {"code": "wrong-agent"}, answer
 
 
-async def test_a_deadline_ends_the_turn_with_the_panes_processes_gone(tmp_path):
-    result, _ = await run_pane(tmp_path, "hang", timeout=25)
-    assert result.value[0]["outcome"]["kind"] == "timed-out"
+async def watch_from_a_second_client(tmp_path: Path, record: Path) -> tuple[str, str]:
+    """`awf attach` (read-only) in a tmux of the test's own, once the agent hangs: what the
+    viewer showed, and the agent's own screen after the viewer typed into it."""
+    viewer = ["tmux", "-S", str(tmp_path / "viewer.sock"), "-f", "/dev/null"]
+    with anyio.fail_after(60):
+        while not (tmp_path / "shell.pid").exists():
+            await anyio.sleep(0.1)
+    attach = f"{sys.executable} -m agentswf attach {record} claude"
+    await anyio.run_process([*viewer, "new-session", "-d", "-x", "200", "-y", "50", attach])
+    try:
+        shown = ""
+        with anyio.move_on_after(15):
+            while "sleep 1000" not in shown:
+                await anyio.sleep(0.2)
+                shown = (await anyio.run_process([*viewer, "capture-pane", "-p"])).stdout.decode()
+        await anyio.run_process([*viewer, "send-keys", "-l", "typed-by-a-watcher"])
+        await anyio.sleep(1)
+        agent = ["tmux", "-S", str(pane_socket(Path(json.loads((record / "run.json").read_text())["control"]).parent, "claude"))]
+        seen = (await anyio.run_process([*agent, "capture-pane", "-p", "-t", "agent"])).stdout.decode()
+        return shown, seen
+    finally:
+        await anyio.run_process([*viewer, "kill-server"], check=False)
+
+
+async def test_a_deadline_ends_the_turn_with_the_panes_processes_gone_and_a_watcher_saw_it(tmp_path):
+    (tmp_path / "probe.py").write_text(OPERATOR_PROBE)
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        runtime = claude_pane(model, tmp_path / "home")
+
+        @workflow(name="pane-hang", description="claude in a pane, hanging, watched.")
+        async def flow(wf):
+            agent = await wf.agents.open("claude", runtime=runtime)
+            async def watch() -> None:
+                watched.append(await watch_from_a_second_client(tmp_path, wf.run_dir))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch)
+                turn = await agent.run("SCENARIO hang. Review the change.", schema=Verdict, timeout=25)
+            return msgspec.to_builtins(turn)
+
+        watched: list[tuple[str, str]] = []
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert result.value["outcome"]["kind"] == "timed-out"
     assert not alive(int((tmp_path / "shell.pid").read_text()))
     assert not alive(server_pid(tmp_path))
+    ((shown, seen),) = watched
+    assert "sleep 1000" in shown  # the watcher saw the agent's screen
+    assert "typed-by-a-watcher" not in seen  # read-only: nothing it typed reached the agent
 
 
 @pytest.fixture
