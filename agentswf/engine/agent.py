@@ -88,7 +88,10 @@ class AgentActor(Actor):
         self.attempt_done.set()
 
     async def on_start(self) -> None:
-        await self.setup.board.ask(Register(self.key, "agent", self.ref, self.setup.harness.can_await, self.presence, self.standing))
+        await self.setup.board.ask(Register(
+            key=self.key, kind="agent", ref=self.ref, can_await=self.setup.harness.can_await,
+            presence=self.presence, standing=self.standing,
+        ))
 
     async def on_stop(self) -> None:
         try:

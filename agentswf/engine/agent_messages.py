@@ -55,7 +55,7 @@ class Describe(msgspec.Struct, frozen=True):
     """Asked once the agent is open: where its launcher is."""
 
 
-class CancelTurn(msgspec.Struct, frozen=True):
+class CancelTurn(msgspec.Struct, frozen=True, kw_only=True):
     call_id: str
     reason: str
     timed_out: bool = False  # the caller's deadline passed: the turn ends timed-out

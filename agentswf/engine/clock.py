@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import anyio
+import msgspec
 
 
-@dataclass(frozen=True, slots=True)
-class Instant:
+class Instant(msgspec.Struct, frozen=True):
     """A moment read on both clocks at once: the loop's (`loop`) and Unix seconds (`wall`).
 
     Events carry one, so the pure rules that read time never read a clock themselves.

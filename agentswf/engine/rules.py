@@ -1,7 +1,7 @@
 """What an agent may do now: pure functions of its state and the request.
 
-The actors only do I/O around these. Each `judge_*` returns None when the request may
-go on, or a `Refusal` whose message tells the agent what to do next.
+`turn.step` strings them into a turn's life. Each `judge_*` returns None when the request
+may go on, or a `Refusal` whose message tells the agent what to do next.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The Switchboard: the run's inboxes, open questions, and who awaits whom.
 
-Agents ask it (to send, reply, take their mail, learn what they owe); it asks only route
+Agents ask it to send, reply and take their mail; what each owes or awaits it tells them,
+in the agent's `StandingSlot`, whenever a question opens or closes. It asks only route
 actors, which never ask back, and the Recorder, which asks no one; it only tells agents,
 from a task beside its handlers. So no cycle of asks (or of waits for a full mailbox) can
-form however agents message each other. Every decision is a pure rule of `mailrules`.
-"""
+form however agents message each other. Every decision is a pure rule of `mailrules`."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class StandingSlot:
     view: StandingView = _NO_STANDING
 
 
-class Register(msgspec.Struct, frozen=True):
+class Register(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     kind: Literal["agent", "participant"]
     ref: ActorRef | None = None  # an agent's
@@ -105,7 +105,7 @@ class StateChanged(msgspec.Struct, frozen=True):
     reason: str = ""
 
 
-class OpenRouteRequest(msgspec.Struct, frozen=True):
+class OpenRouteRequest(msgspec.Struct, frozen=True, kw_only=True):
     sender: str
     receiver: str
     purpose: str
@@ -183,7 +183,7 @@ class _Expire(msgspec.Struct, frozen=True):
     question: str
 
 
-class MailWaiting(msgspec.Struct, frozen=True):
+class MailWaiting(msgspec.Struct, frozen=True, kw_only=True):
     """Told to an agent: it has unread mail (a reply it awaits, with `reply`)."""
 
     reply: bool = False

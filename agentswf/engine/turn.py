@@ -19,10 +19,10 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import msgspec
+from msgspec.structs import replace
 
 from ..harnesses.base import AttemptEnding, AttemptResult
 from ..harnesses.usage import Usage
@@ -95,8 +95,7 @@ class StartTurn(msgspec.Struct, frozen=True, kw_only=True):
 # State --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Liveness:
+class Liveness(msgspec.Struct, frozen=True):
     """How an agent whose harness confirms delivery is checked in on (seconds)."""
 
     quiet: float = QUIET_SECONDS
@@ -106,8 +105,7 @@ class Liveness:
 DEFAULT_LIVENESS = Liveness()
 
 
-@dataclass(frozen=True, slots=True)
-class TurnState:
+class TurnState(msgspec.Struct, frozen=True):
     """The turn the agent is in."""
 
     call_id: str
@@ -133,8 +131,7 @@ class TurnState:
     session: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRun:
+class ToolRun(msgspec.Struct, frozen=True):
     """The one tool call the agent has running; `joined` once the same call came again."""
 
     call_id: str
@@ -144,18 +141,17 @@ class ToolRun:
     joined: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class AgentState:
+class AgentState(msgspec.Struct, frozen=True):
     """An agent's state as the turn rules read it. `calls` is never changed in place: replaced."""
 
     key: str
     launcher: str  # the agent's `wfa`, for the usage lines of hints
     supports_waiting: bool
     run_deadline: float
-    tools: Mapping[str, float | None] = field(default_factory=dict)  # name -> its timeout, seconds
+    tools: Mapping[str, float | None] = msgspec.field(default_factory=dict)  # name -> its timeout, seconds
     turn: TurnState | None = None
     queue: tuple[StartTurn, ...] = ()
-    calls: Mapping[str, CallView] = field(default_factory=dict)
+    calls: Mapping[str, CallView] = msgspec.field(default_factory=dict)
     tool: ToolRun | None = None
     session: str | None = None  # the CLI's native session, resumed by every attempt after the first
     message_turns: int = 0
@@ -165,35 +161,30 @@ class AgentState:
 # Events: what happened, with the time it happened -----------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TurnAsked:
+class TurnAsked(msgspec.Struct, frozen=True):
     start: StartTurn
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class QueuedExpired:
+class QueuedExpired(msgspec.Struct, frozen=True):
     call_id: str
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptEnded:
+class AttemptEnded(msgspec.Struct, frozen=True):
     call_id: str
     result: AttemptResult
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptNotStarted:
+class AttemptNotStarted(msgspec.Struct, frozen=True):
     """Its socket couldn't be opened (no descriptor, no room on disk)."""
 
     call_id: str
     error: str
 
 
-@dataclass(frozen=True, slots=True)
-class MailTaken:
+class MailTaken(msgspec.Struct, frozen=True):
     """The answer to `TakeMail`: the agent's unread mail, and its standing after."""
 
     mail: tuple[Mail, ...]
@@ -201,13 +192,11 @@ class MailTaken:
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class MailArrived:
+class MailArrived(msgspec.Struct, frozen=True):
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class MessageTurnReady:
+class MessageTurnReady(msgspec.Struct, frozen=True):
     """The answer to `OpenMessageTurn`: its call id and prompt."""
 
     call_id: str
@@ -216,22 +205,19 @@ class MessageTurnReady:
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class TimerFired:
+class TimerFired(msgspec.Struct, frozen=True):
     call_id: str
     timer: Timer
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class CancelAsked:
+class CancelAsked(msgspec.Struct, frozen=True):
     call_id: str
     outcome: Outcome  # Cancelled, or TimedOut when the caller's deadline passed
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class Settled:
+class Settled(msgspec.Struct, frozen=True):
     """The turn's CLI is gone."""
 
     call_id: str
@@ -239,16 +225,14 @@ class Settled:
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class ResultAsked:
+class ResultAsked(msgspec.Struct, frozen=True):
     request: ResultRequest
     standing: StandingView
     foreign: CallView | None  # the call as the run knows it, when it isn't this agent's
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerRecorded:
+class AnswerRecorded(msgspec.Struct, frozen=True):
     """The answer to `RecordAnswer`: whether the run has the answer on its record."""
 
     request: ResultRequest
@@ -258,37 +242,32 @@ class AnswerRecorded:
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class WaitingAsked:
+class WaitingAsked(msgspec.Struct, frozen=True):
     request: WaitingRequest
     standing: StandingView
     foreign: CallView | None
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class ToolAsked:
+class ToolAsked(msgspec.Struct, frozen=True):
     request: ToolRequest
     standing: StandingView
     new_call_id: str  # the id the call gets if it runs
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class ToolFinished:
+class ToolFinished(msgspec.Struct, frozen=True):
     call_id: str
     response: Response
     standing: StandingView
 
 
-@dataclass(frozen=True, slots=True)
-class PostAsked:
+class PostAsked(msgspec.Struct, frozen=True):
     request: SendRequest | ReplyRequest
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class PostAnswered:
+class PostAnswered(msgspec.Struct, frozen=True):
     request: SendRequest | ReplyRequest
     until: float
     answer: Posted | Refusal
@@ -296,21 +275,18 @@ class PostAnswered:
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class ToolsSet:
+class ToolsSet(msgspec.Struct, frozen=True):
     tools: Mapping[str, float | None]
 
 
-@dataclass(frozen=True, slots=True)
-class DeliveryReceived:
+class DeliveryReceived(msgspec.Struct, frozen=True):
     """The harness saw the model receive the attempt's prompt (claude's transcript)."""
 
     call_id: str
     at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class Closing:
+class Closing(msgspec.Struct, frozen=True):
     """The agent is closing: what it hadn't settled ends cancelled, on the record."""
 
     at: Instant
@@ -326,31 +302,27 @@ Event = (
 # Effects: what the actor does, in order -----------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Respond:
+class Respond(msgspec.Struct, frozen=True):
     """Answer the request being handled."""
 
     response: Response | None
 
 
-@dataclass(frozen=True, slots=True)
-class Continue:
+class Continue(msgspec.Struct, frozen=True):
     """An attempt's prompt: the agent's mail (`taught` None in a turn a message started)."""
 
     mail: tuple[Mail, ...]
     taught: Taught | None
 
 
-@dataclass(frozen=True, slots=True)
-class Remind:
+class Remind(msgspec.Struct, frozen=True):
     """An attempt's prompt: the reminder of a reply owed, then `then` (None: a message turn's, rebuilt)."""
 
     text: str
     then: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class CheckIn:
+class CheckIn(msgspec.Struct, frozen=True):
     """An attempt's prompt: a check-in, `text` (the nudge prompt) then the fixed deadline."""
 
     text: str
@@ -360,8 +332,7 @@ class CheckIn:
 Prompt = str | Continue | Remind | CheckIn
 
 
-@dataclass(frozen=True, slots=True)
-class StartAttempt:
+class StartAttempt(msgspec.Struct, frozen=True):
     call_id: str
     n: int
     nudge: bool
@@ -370,8 +341,7 @@ class StartAttempt:
     session: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class ArmTimer:
+class ArmTimer(msgspec.Struct, frozen=True):
     """Fire `timer` at `at`; the turn's timers stop with it."""
 
     call_id: str
@@ -379,39 +349,33 @@ class ArmTimer:
     at: float
 
 
-@dataclass(frozen=True, slots=True)
-class ArmQueuedTimer:
+class ArmQueuedTimer(msgspec.Struct, frozen=True):
     call_id: str
     at: float
 
 
-@dataclass(frozen=True, slots=True)
-class StopTurn:
+class StopTurn(msgspec.Struct, frozen=True):
     """Cancel the turn's attempt and timers; tell `Settled` once its CLI is gone."""
 
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class Unlisten:
+class Unlisten(msgspec.Struct, frozen=True):
     """The turn is over: the agent's socket gives its descriptor back."""
 
 
-@dataclass(frozen=True, slots=True)
-class Announce:
+class Announce(msgspec.Struct, frozen=True):
     """The agent's state as `wfa peers` shows it."""
 
     state: str
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class RegisterCall:
+class RegisterCall(msgspec.Struct, frozen=True):
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class RecordCallOpened:
+class RecordCallOpened(msgspec.Struct, frozen=True):
     call_id: str
     n: int
     prompt: str
@@ -419,13 +383,11 @@ class RecordCallOpened:
     deadline_ms: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class RecordTurnEnded:
+class RecordTurnEnded(msgspec.Struct, frozen=True):
     record: Turn
 
 
-@dataclass(frozen=True, slots=True)
-class RecordCandidate:
+class RecordCandidate(msgspec.Struct, frozen=True):
     call_id: str
     at: float  # Unix seconds
     args: list[str]
@@ -434,8 +396,7 @@ class RecordCandidate:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RecordAnswer:
+class RecordAnswer(msgspec.Struct, frozen=True):
     """Put the answer on the record; the actor steps `AnswerRecorded` with whether it could."""
 
     request: ResultRequest
@@ -443,16 +404,14 @@ class RecordAnswer:
     standing: StandingView
 
 
-@dataclass(frozen=True, slots=True)
-class RecordToolRefused:
+class RecordToolRefused(msgspec.Struct, frozen=True):
     request: ToolRequest
     code: Code
     message: str
     turn_call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class StartTool:
+class StartTool(msgspec.Struct, frozen=True):
     """Hold the request for the call's answer, and have the broker run it."""
 
     call_id: str
@@ -461,58 +420,49 @@ class StartTool:
     turn_call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class JoinTool:
+class JoinTool(msgspec.Struct, frozen=True):
     """Hold the request: it gets the running call's answer."""
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerTool:
+class AnswerTool(msgspec.Struct, frozen=True):
     """Answer every request held for the running call."""
 
     response: Response
 
 
-@dataclass(frozen=True, slots=True)
-class StopTool:
+class StopTool(msgspec.Struct, frozen=True):
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class TakeMail:
+class TakeMail(msgspec.Struct, frozen=True):
     """Take the agent's unread mail; the actor steps `MailTaken`."""
 
 
-@dataclass(frozen=True, slots=True)
-class OpenMessageTurn:
+class OpenMessageTurn(msgspec.Struct, frozen=True):
     """Build a turn of its own for `mail` (its id, its prompt); the actor steps `MessageTurnReady`."""
 
     mail: tuple[Mail, ...]
     deadline: float
 
 
-@dataclass(frozen=True, slots=True)
-class SendPost:
+class SendPost(msgspec.Struct, frozen=True):
     """Pass the message to the switchboard; the actor steps `PostAnswered`."""
 
     post: Post
     request: SendRequest | ReplyRequest
 
 
-@dataclass(frozen=True, slots=True)
-class TellBoard:
+class TellBoard(msgspec.Struct, frozen=True):
     message: DropAwait | GiveUp | StateChanged
 
 
-@dataclass(frozen=True, slots=True)
-class HoldUntilSettled:
+class HoldUntilSettled(msgspec.Struct, frozen=True):
     """Answer the request being handled once the turn `call_id` has settled."""
 
     call_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class Finished:
+class Finished(msgspec.Struct, frozen=True):
     """The turn's record is final: its asker gets it, and whoever waits for it to settle is answered."""
 
     call_id: str
@@ -907,8 +857,8 @@ def _lead(response: Response, standing: StandingView, *, stderr: bool = False) -
     if not lead:
         return response
     if stderr:
-        return msgspec.structs.replace(response, stderr=lead + response.stderr)
-    return msgspec.structs.replace(response, stdout=lead + response.stdout)
+        return replace(response, stderr=lead + response.stderr)
+    return replace(response, stdout=lead + response.stdout)
 
 
 def _refuse(command: str, refusal: Refusal, standing: StandingView) -> list[Effect]:

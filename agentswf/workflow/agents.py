@@ -204,7 +204,7 @@ class Agent:
             reason = "the deadline passed" if timed_out else "the workflow cancelled the turn"
             with anyio.CancelScope(shield=True):
                 try:
-                    await self._ref.ask(CancelTurn(call_id, reason, timed_out))
+                    await self._ref.ask(CancelTurn(call_id=call_id, reason=reason, timed_out=timed_out))
                 except ActorStopped:
                     pass
             raise

@@ -106,7 +106,7 @@ class Participants:
         if key in self._keys or key == WORKFLOW_KEY:
             raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
         self._keys.add(key)
-        await self._board.ask(Register(key, "participant", None, False))
+        await self._board.ask(Register(key=key, kind="participant", can_await=False))
         participant = self._open[key] = Participant(self._board, key)
         return participant
 
@@ -130,7 +130,7 @@ async def open_route(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROUTE_MESSAGES:
         raise DefinitionError(f"max_messages can only lower the limit of {MAX_ROUTE_MESSAGES}; got {max_messages!r}")
     a, b = end_key(sender), end_key(receiver)
-    route_id = await board.ask(OpenRouteRequest(a, b, purpose, both_ways, limit))
+    route_id = await board.ask(OpenRouteRequest(sender=a, receiver=b, purpose=purpose, both_ways=both_ways, max_messages=limit))
     if isinstance(route_id, Refusal):
         raise DefinitionError(f"route {a} → {b}: {route_id.message}")
     return Route(board, route_id, a, b, purpose)

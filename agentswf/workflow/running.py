@@ -195,7 +195,7 @@ async def run(
                 )
                 replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
                 progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **replaying)
-                await actors.board.ask(Register(WORKFLOW_KEY, "participant", None, False))
+                await actors.board.ask(Register(key=WORKFLOW_KEY, kind="participant", can_await=False))
                 agents = Agents(actors.run, actors.board, directory, run_env, resolve, actors.ledger)
                 wf = Workflow(
                     name=definition.name,

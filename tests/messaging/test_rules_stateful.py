@@ -113,9 +113,9 @@ class Board(RuleBasedStateMachine):
     @initialize()
     def open_routes(self) -> None:
         for key in KEYS:
-            self.ask(Register(key, "agent", None, True))
+            self.ask(Register(key=key, kind="agent"))
         for a, b in itertools.combinations(KEYS, 2):
-            assert isinstance(self.ask(OpenRouteRequest(a, b, f"{a} and {b}", True, BUDGET)), str)
+            assert isinstance(self.ask(OpenRouteRequest(sender=a, receiver=b, purpose=f"{a} and {b}", both_ways=True, max_messages=BUDGET)), str)
 
     # What the model predicts ---------------------------------------------------------
 
