@@ -6,7 +6,8 @@ screens its `TuiSpec` names (never picking an update); each attempt then types i
 prompt, and ends when the TUI has gone idle again. Reading the screen (`capture-pane`)
 says idle, blocked (a permission prompt) or not logged in; for claude the transcript
 confirms what it was sent (`ClaudeTranscript`): accepted once the prompt is a user row,
-received once an assistant row descends from it. An attempt that is cancelled (the
+received once an assistant row descends from it, and the turn over once claude writes its
+`turn_duration` row under it (the screen alone can sit still while a command runs). An attempt that is cancelled (the
 deadline, the run stopping) takes the pane down with everything in it; the next attempt
 starts it again on the same session.
 
@@ -40,6 +41,7 @@ STARTUP_SECONDS = 60.0  # from launch to the TUI taking input
 DELIVERY_ACCEPT_SECONDS = 30.0  # for the transcript to show the prompt as a user row
 SCREEN_LINES_IN_REASON = 15
 MAX_TRANSCRIPT_LINE_BYTES = 1024 * 1024  # a longer transcript line is skipped, never decoded
+TURN_END_SUBTYPE = "turn_duration"  # claude's `system` row at the end of each turn (2.1.332)
 MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
 PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
 
@@ -122,14 +124,15 @@ class ClaudeTranscript:
         self.parents: dict[str, str | None] = {}
         self.prompt_rows: list[str] = []  # user rows holding the prompt being confirmed
         self.assistants: list[str] = []
+        self.ends: list[str] = []  # rows that end a turn (`system`, subtype `turn_duration`)
         self.wanted = ""
 
     def expect(self, prompt: str) -> None:
         """From now on, confirm `prompt`: the rows before don't count."""
         self.wanted = prompt.strip().splitlines()[0].strip() if prompt.strip() else ""
-        self.prompt_rows, self.assistants = [], []
+        self.prompt_rows, self.assistants, self.ends = [], [], []
         self.read()
-        self.prompt_rows, self.assistants = [], []
+        self.prompt_rows, self.assistants, self.ends = [], [], []
 
     def _path(self) -> Path | None:
         projects = self.config_dir / "projects"
@@ -169,6 +172,8 @@ class ClaudeTranscript:
             self.prompt_rows.append(row["uuid"])
         elif row.get("type") == "assistant":
             self.assistants.append(row["uuid"])
+        elif row.get("type") == "system" and row.get("subtype") == TURN_END_SUBTYPE:
+            self.ends.append(row["uuid"])
 
     @property
     def accepted(self) -> bool:
@@ -177,6 +182,11 @@ class ClaudeTranscript:
     @property
     def received(self) -> bool:
         return any(self._descends(row) for row in self.assistants)
+
+    @property
+    def finished(self) -> bool:
+        """claude ended the turn the prompt started (it writes how long the turn took)."""
+        return any(self._descends(row) for row in self.ends)
 
     def _descends(self, row: str) -> bool:
         seen: set[str] = set()
@@ -372,6 +382,9 @@ class PaneHarness(Harness):
                 if received is not None:
                     received()
                     received = None
+                if transcript.finished and _found(screen, self.tui.busy) is None:
+                    return AttemptEnding("exited")
+                continue
             if still and _found(screen, self.tui.busy) is None and _found(screen, self.tui.ready) is not None:
                 return AttemptEnding("exited")
 
