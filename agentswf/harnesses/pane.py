@@ -41,6 +41,7 @@ STARTUP_SECONDS = 60.0  # from launch to the TUI taking input
 DELIVERY_ACCEPT_SECONDS = 30.0  # for the transcript to show the prompt as a user row
 SCREEN_LINES_IN_REASON = 15
 MAX_TRANSCRIPT_LINE_BYTES = 1024 * 1024  # a longer transcript line is skipped, never decoded
+TRANSCRIPT_READ_BYTES = 4 * 1024 * 1024  # read at most this much of the transcript per poll
 TURN_END_SUBTYPE = "turn_duration"  # claude's `system` row at the end of each turn (2.1.332)
 MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
 PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
@@ -121,6 +122,7 @@ class ClaudeTranscript:
         self.config_dir, self.session = config_dir, session
         self.offset = 0
         self.partial = b""
+        self.skipping = False  # inside an overlong line, until its end
         self.parents: dict[str, str | None] = {}
         self.prompt_rows: list[str] = []  # user rows holding the prompt being confirmed
         self.assistants: list[str] = []
@@ -148,13 +150,16 @@ class ClaudeTranscript:
         try:
             with open(path, "rb") as file:
                 file.seek(self.offset)
-                data = file.read()
+                data = file.read(TRANSCRIPT_READ_BYTES)
         except OSError:
             return
         self.offset += len(data)
-        *lines, self.partial = (self.partial + data).split(b"\n")
-        if len(self.partial) > MAX_TRANSCRIPT_LINE_BYTES:
-            self.partial = b""
+        *lines, rest = (self.partial + data).split(b"\n")
+        if self.skipping and lines:  # the end of the overlong line
+            lines, self.skipping = lines[1:], False
+        if len(rest) > MAX_TRANSCRIPT_LINE_BYTES:  # an overlong line: skipped to its end, never decoded
+            self.skipping = True
+        self.partial = b"" if self.skipping else rest
         for line in lines:
             if line and len(line) <= MAX_TRANSCRIPT_LINE_BYTES and not too_deep(line):
                 self._row(line)

@@ -145,3 +145,38 @@ def test_check_ins_never_overlap_and_only_a_wait_earns_another(moves):
         if after.check_ins > before:
             assert turn.phase in (t.Phase.QUIET, t.Phase.WAITING)  # never while an attempt runs
         assert after.check_ins <= 1 + waits
+
+
+def test_a_transcript_confirms_acceptance_receipt_and_the_end_and_skips_hostile_lines(tmp_path):
+    import json
+
+    from agentswf.harnesses.pane import MAX_TRANSCRIPT_LINE_BYTES, ClaudeTranscript
+
+    path = tmp_path / "projects" / "-work" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
+    rows = [
+        {"type": "user", "uuid": "old", "message": {"content": "SCENARIO x. earlier"}},
+        {"type": "assistant", "uuid": "old-a", "parentUuid": "old"},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    transcript = ClaudeTranscript(tmp_path, "s1")
+    transcript.expect("SCENARIO x. earlier")  # what was there before the prompt doesn't count
+    assert not transcript.accepted and not transcript.received
+    with open(path, "a") as file:
+        file.write("[" * 10_000 + "\n")  # nests too deep: never decoded
+        file.write('{"type": "user", "uuid": "big", "x": "' + "y" * (MAX_TRANSCRIPT_LINE_BYTES + 10))  # overlong
+        file.flush()
+        transcript.read()
+        file.write('"}\n')
+        file.write(json.dumps({"type": "user", "uuid": "p", "message": {"content": "SCENARIO x. earlier"}}) + "\n")
+        file.flush()
+        transcript.read()
+        assert transcript.accepted and not transcript.received and "big" not in transcript.parents
+        file.write(json.dumps({"type": "attachment", "uuid": "at", "parentUuid": "p"}) + "\n")
+        file.write(json.dumps({"type": "assistant", "uuid": "a", "parentUuid": "at"}) + "\n")
+        file.flush()
+        transcript.read()
+        assert transcript.received and not transcript.finished
+        file.write(json.dumps({"type": "system", "subtype": "turn_duration", "uuid": "e", "parentUuid": "a"}) + "\n")
+    transcript.read()
+    assert transcript.finished
