@@ -85,9 +85,9 @@ def script_for(out: Path):
     return script
 
 
-async def run_pane(tmp_path: Path, scenario: str, *, timeout: float = 90, turns: int = 1):
+async def run_pane(tmp_path: Path, scenario: str, *, timeout: float = 90, turns: int = 1, fail_status: int | None = None):
     (tmp_path / "probe.py").write_text(OPERATOR_PROBE)
-    async with ScriptedModel(script_for(tmp_path)) as model:
+    async with ScriptedModel(script_for(tmp_path), fail_status=fail_status) as model:
         runtime = claude_pane(model, tmp_path / "home")
 
         @workflow(name=f"pane-{scenario}", description="claude in a pane.")
@@ -220,3 +220,10 @@ async def test_a_permission_prompt_on_screen_ends_the_turn_blocked_with_the_scre
     assert not (tmp_path / "written.txt").exists()
     record = [json.loads(line) for line in next((tmp_path / "runs").rglob("turns.jsonl")).read_text().splitlines()]
     assert record[-1]["outcome"]["reason"] == outcome["reason"]  # kept in the record
+
+
+async def test_a_rejected_api_key_fails_the_turn_for_good(tmp_path):
+    result, _ = await run_pane(tmp_path, "answer", fail_status=401, timeout=60)
+    outcome = result.value[0]["outcome"]
+    assert outcome["kind"] == "failed" and not outcome["retryable"], outcome
+    assert "isn't logged in" in outcome["reason"]
