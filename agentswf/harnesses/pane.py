@@ -245,11 +245,6 @@ class PaneHarness(Harness):
             raise HarnessError(why)
         return cls(cli, TUIS[cli.name], tmux_path(env))
 
-    @property
-    def socket(self) -> Path | None:
-        """The agent's tmux socket, for `awf attach`, once its pane runs."""
-        return self.server.socket if self.server is not None and self.server.running else None
-
     async def run(self, attempt: Attempt) -> AttemptResult:
         try:
             if self.server is None or not self.server.running:

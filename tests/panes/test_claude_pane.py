@@ -69,7 +69,7 @@ def plan(conv: Conversation, out: Path) -> list[str]:
         return []  # a check-in read, and answered with prose only
     if scenario == "operator":
         commands.append(f"{sys.executable} {out}/probe.py {out}/control {out}/operator.json")
-    if scenario == "hang":
+    if scenario == "hang" or (scenario == "hang-once" and "SCENARIO hang-once 0" in conv.prompt):
         return [*commands, f"echo $$ >{out}/shell.pid; sleep 1000"]
     return [*commands, f"{wfa} result {call} --verdict approve"]
 
@@ -227,3 +227,15 @@ async def test_a_rejected_api_key_fails_the_turn_for_good(tmp_path):
     outcome = result.value[0]["outcome"]
     assert outcome["kind"] == "failed" and not outcome["retryable"], outcome
     assert "isn't logged in" in outcome["reason"]
+
+
+async def test_after_a_deadline_the_next_turn_starts_the_pane_again_on_the_same_session(tmp_path):
+    result, model = await run_pane(tmp_path, "hang-once", timeout=20, turns=2)
+    first, second = result.value
+    assert first["outcome"]["kind"] == "timed-out"
+    assert second["outcome"] == {"kind": "answered", "value": {"verdict": "approve"}}, second
+    assert second["session"]  # the cancelled first attempt reported none; the pane kept its id
+    resumed = [r for r in model.requests if r.conversation and "SCENARIO hang-once 1" in r.conversation.prompt]
+    assert resumed and any("SCENARIO hang-once 0" in str(item) for item in resumed[0].conversation.history)
+    assert len(set((tmp_path / "tmux.env").read_text().splitlines())) == 1  # the last server's; it is gone too
+    assert not alive(server_pid(tmp_path))
