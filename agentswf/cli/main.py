@@ -49,6 +49,8 @@ from ..workflow.running import RunResult, run
 from ..workflow.sandboxes import run_sandbox
 from . import worktrees
 from .actors import print_actors
+from .attach import AttachFailure
+from .attach import add_parser as add_attach_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
@@ -492,6 +494,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.set_defaults(handler=command_logs)
     worktrees.add_parser(commands)
     add_commands(commands)
+    add_attach_parser(commands)
     return parser
 
 
@@ -549,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
         return _exit_past_abandoned_threads(int(options.handler(options)))
-    except UsageFailure as error:
+    except (UsageFailure, AttachFailure) as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # before a run's signals are caught, or after

@@ -75,6 +75,10 @@ class _TurnSettled(msgspec.Struct, frozen=True):
     call_id: str
 
 
+class _Received(msgspec.Struct, frozen=True):
+    call_id: str
+
+
 def _timeouts(tools: Mapping[str, Tool]) -> dict[str, float | None]:
     return {name: tool.timeout for name, tool in tools.items()}
 
@@ -91,6 +95,7 @@ class AgentActor(Actor):
         self.state = t.AgentState(
             self.key, str(self.launcher), setup.harness.supports_waiting, setup.run_deadline, _timeouts(self.tools),
             session=setup.session, model=model, effort=effort, forked_from=setup.forked_from,
+            liveness=t.DEFAULT_LIVENESS if setup.harness.confirms_delivery else None,
         )
         self.presence = Presence()  # the agent sets it, the switchboard reads it
         self.standing = StandingSlot()  # the switchboard sets it, the agent reads it
@@ -112,6 +117,8 @@ class AgentActor(Actor):
             await self._step(t.Closing(now()))
         except ActorError:
             pass  # the whole run is going down at once: the record has its ending already
+        with anyio.CancelScope(shield=True):
+            await self.setup.harness.close()  # what it keeps between turns (a pane) is gone with it
 
     # Messages become events -----------------------------------------------------------
 
@@ -159,6 +166,10 @@ class AgentActor(Actor):
     async def timer_fired(self, msg: _TimerFired) -> None:
         event = t.QueuedExpired(msg.call_id, now()) if msg.queued else t.TimerFired(msg.call_id, msg.timer, now())
         await self._step(event)
+
+    @handler
+    async def received(self, msg: _Received) -> None:
+        await self._step(t.DeliveryReceived(msg.call_id, now()))
 
     @handler
     async def turn_settled(self, msg: _TurnSettled) -> None:
@@ -312,6 +323,7 @@ class AgentActor(Actor):
         attempt = Attempt(
             agent=self.key, call_id=effect.call_id, turn=effect.n, nudge=effect.nudge, prompt=prompt,
             launcher=self.launcher, cwd=setup.cwd, env=setup.env, session=effect.session, started_by=effect.started_by,
+            received=partial(self.start_soon, self.ref.tell, _Received(effect.call_id)),
         )
         try:
             self.socket.listen(self._handle, setup.budget, agent_admit(self.key, setup.attempts, setup.recorder), self.start_soon)

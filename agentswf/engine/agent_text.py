@@ -6,6 +6,7 @@ Formatting only; what to write, and when, is decided in `turn.py`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import msgspec
 
 from ..wire import Response, accepted
 from ..wire.prompts import continuation_prompt, message_turn_prompt
-from .turn import Continue, Prompt, Remind
+from .turn import CheckIn, Continue, Prompt, Remind
 
 _PEER_COLUMNS = ("peer", "can", "kind", "state", "queued", "purpose")
 
@@ -28,9 +29,19 @@ def prompt_text(prompt: Prompt, *, call_id: str, launcher: Path, peers: str, too
         return continuation_prompt(
             list(prompt.mail), launcher=launcher, call_id=call_id, taught=prompt.taught, peers=peers, tools=tools
         )
+    if isinstance(prompt, CheckIn):
+        return check_in_text(prompt)
     if prompt.then is None:
         return message_turn_prompt([], launcher=launcher, peers=peers, tools=tools, reminder=prompt.text)
     return f"{prompt.text}\n\n{prompt.then}"
+
+
+def check_in_text(check_in: CheckIn) -> str:
+    """A check-in: the nudge prompt (the call id, `wfa result` and `wfa waiting`), then the fixed deadline."""
+    if check_in.deadline_ms is None:
+        return f"{check_in.text}\n\nThe turn has no deadline; waiting never sets one."
+    when = datetime.fromtimestamp(check_in.deadline_ms / 1000, UTC).isoformat(timespec="seconds")
+    return f"{check_in.text}\n\nThe fixed answer deadline is {when} ({check_in.deadline_ms} Unix ms). Waiting never extends it."
 
 
 def needs_peers(prompt: Prompt) -> bool:

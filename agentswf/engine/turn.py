@@ -50,6 +50,10 @@ from .rules import CallView, Refusal
 from .switchboard import DropAwait, GiveUp, Mail, Post, Posted, StandingView, StateChanged
 
 RELEASE_GRACE_SECONDS = 30.0  # after an accepted answer, for the CLI to finish on its own
+# Check-ins, where the harness confirms what it was sent (a claude pane); the liveness policy's numbers.
+QUIET_SECONDS = 30.0  # the TUI idle without an answer this long: a check-in is sent
+RESPONSE_WINDOW_SECONDS = 120.0  # from the check-in's confirmed receipt, for a result or a wait
+CHECK_IN_UNANSWERED = "the check-in received no waiting declaration or result"
 NO_RESULT = Taught(str)  # a message turn takes no result; this only fills the slot
 QUEUED_TOO_LONG = "the turn's deadline passed while it waited for the agent's earlier turns"
 
@@ -65,6 +69,7 @@ class Phase(enum.Enum):
     READING_MAIL = "reading-mail"  # the attempt exited cleanly without an answer: its unread mail is taken
     AWAITING = "awaiting"  # quiet: nothing runs; the reply it awaits (or word that none comes) continues it
     WAITING = "waiting"  # quiet: nothing runs; a granted wait holds off the nudge
+    QUIET = "quiet"  # the TUI went idle without an answer: a check-in follows the quiet interval
     ENDING = "ending"  # its outcome is decided; it settles once its CLI is gone
 
 
@@ -72,6 +77,8 @@ class Timer(enum.Enum):
     DEADLINE = "deadline"
     RELEASE = "release"
     WAIT = "wait"
+    QUIET = "quiet"  # the quiet interval is over: check in
+    RESPONSE = "response"  # a received check-in's response window is over
 
 
 class StartTurn(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,6 +116,16 @@ Queued = StartTurn | StartOp
 # State --------------------------------------------------------------------------------
 
 
+class Liveness(msgspec.Struct, frozen=True):
+    """How an agent whose harness confirms delivery is checked in on (seconds)."""
+
+    quiet: float = QUIET_SECONDS
+    response: float = RESPONSE_WINDOW_SECONDS
+
+
+DEFAULT_LIVENESS = Liveness()
+
+
 class TurnState(msgspec.Struct, frozen=True):
     """The turn the agent is in."""
 
@@ -127,6 +144,9 @@ class TurnState(msgspec.Struct, frozen=True):
     last_refusal: str | None = None  # why its last answer was refused, for the outcome's reason
     value: Any = None  # the accepted answer, once RELEASING
     waiting_until: float | None = None  # a granted wait's end
+    check_ins: int = 0  # sent, where delivery is confirmed (each also sets `nudged`)
+    waited: bool = False  # a wait was granted since the last check-in
+    response_until: float | None = None  # the check-in's response window's end, once it was received
     outcome: Outcome | None = None  # once ENDING
     usage: Usage | None = None
     session: str | None = None
@@ -169,6 +189,7 @@ class AgentState(msgspec.Struct, frozen=True):
     model: str | None = None  # the settings its next attempt runs with, as `set` left them
     effort: str | None = None
     forked_from: str | None = None
+    liveness: Liveness | None = None  # check-ins, where the harness confirms delivery; None: one nudge
 
 
 # Events: what happened, with the time it happened -----------------------------------
@@ -311,6 +332,13 @@ class StopAsked(msgspec.Struct, frozen=True):
     at: Instant
 
 
+class DeliveryReceived(msgspec.Struct, frozen=True):
+    """The harness saw the model receive the attempt's prompt (claude's transcript)."""
+
+    call_id: str
+    at: Instant
+
+
 class Closing(msgspec.Struct, frozen=True):
     """The agent is closing: what it hadn't settled ends cancelled, on the record."""
 
@@ -320,7 +348,7 @@ class Closing(msgspec.Struct, frozen=True):
 Event = (
     TurnAsked | QueuedExpired | AttemptEnded | AttemptNotStarted | MailTaken | MailArrived | MessageTurnReady
     | TimerFired | CancelAsked | Settled | ResultAsked | AnswerRecorded | WaitingAsked | ToolAsked | ToolFinished
-    | PostAsked | PostAnswered | ToolsSet | Closing | OpAsked | OpEnded | StopAsked
+    | PostAsked | PostAnswered | ToolsSet | DeliveryReceived | Closing | OpAsked | OpEnded | StopAsked
 )
 
 
@@ -347,7 +375,14 @@ class Remind(msgspec.Struct, frozen=True):
     then: str | None
 
 
-Prompt = str | Continue | Remind
+class CheckIn(msgspec.Struct, frozen=True):
+    """An attempt's prompt: a check-in, `text` (the nudge prompt) then the fixed deadline."""
+
+    text: str
+    deadline_ms: int | None
+
+
+Prompt = str | Continue | Remind | CheckIn
 
 
 class StartAttempt(msgspec.Struct, frozen=True):
@@ -662,6 +697,8 @@ def _attempt_ended(state: AgentState, event: AttemptEnded) -> Step:
 
 def _after(state: AgentState, turn: TurnState, ending: AttemptEnding, at: Instant, effects: list[Effect]) -> Step:
     """The attempt is over and nothing continues the turn: finish, nudge once, or hold for a granted wait."""
+    if state.liveness is not None:
+        return _after_checked(state, turn, ending, at, effects)
     waiting = turn.waiting_until is not None and at.loop < turn.waiting_until
     next_ = rules.after_attempt(
         ending, accepted=turn.phase is Phase.RELEASING, nudged=turn.nudged, nudge_allowed=turn.nudge_allowed,
@@ -687,12 +724,78 @@ def _after(state: AgentState, turn: TurnState, ending: AttemptEnding, at: Instan
     return _finish(state, turn, TimedOut(ending.reason), effects)
 
 
+# Check-ins, where delivery is confirmed -----------------------------------------------
+
+
+def _after_checked(state: AgentState, turn: TurnState, ending: AttemptEnding, at: Instant, effects: list[Effect]) -> Step:
+    """As `_after`, for a harness that confirms delivery: a quiet interval, then a check-in; a
+    wait granted since permits another; a check-in that got neither a result nor a wait ends
+    the turn `unanswered`."""
+    liveness = state.liveness
+    assert liveness is not None
+    waiting = turn.waiting_until is not None and at.loop < turn.waiting_until
+    next_ = rules.after_attempt(
+        ending, accepted=turn.phase is Phase.RELEASING, nudged=False, nudge_allowed=turn.nudge_allowed, waiting=waiting
+    )
+    if next_ == "wait":
+        assert turn.waiting_until is not None
+        effects.append(ArmTimer(turn.call_id, Timer.WAIT, turn.waiting_until))
+        return replace(state, turn=replace(turn, phase=Phase.WAITING)), effects
+    if next_ != "nudge":
+        return _unchecked(state, turn, ending, at, effects)
+    if turn.check_ins and not turn.waited:
+        return _finish(state, turn, Unanswered(CHECK_IN_UNANSWERED), effects)
+    if turn.waited:  # the wait was the quiet: check in now
+        return _check_in(state, turn, at, effects)
+    effects.append(ArmTimer(turn.call_id, Timer.QUIET, min(turn.deadline, at.loop + liveness.quiet)))
+    return replace(state, turn=replace(turn, phase=Phase.QUIET)), effects
+
+
+def _unchecked(state: AgentState, turn: TurnState, ending: AttemptEnding, at: Instant, effects: list[Effect]) -> Step:
+    """What `_after` does for an ending no check-in follows (answered, failed, blocked, timed out)."""
+    liveness = state.liveness
+    state, effects = _after(replace(state, liveness=None), turn, ending, at, effects)
+    return replace(state, liveness=liveness), effects
+
+
+def _check_in(state: AgentState, turn: TurnState, at: Instant, effects: list[Effect]) -> Step:
+    """Send a check-in: the nudge prompt with the fixed deadline; its window starts once received."""
+    turn = replace(turn, nudged=True, check_ins=turn.check_ins + 1, waited=False, waiting_until=None, response_until=None)
+    return _launch(state, turn, CheckIn(turn.nudge_prompt, at.ms(turn.deadline)), effects)
+
+
+def _check_in_timer(state: AgentState, turn: TurnState, event: TimerFired) -> Step:
+    """The quiet interval ended (check in), or a received check-in's response window did."""
+    if event.timer is Timer.QUIET:
+        if turn.phase is not Phase.QUIET:
+            return state, []
+        if turn.waiting_until is not None and event.at.loop < turn.waiting_until:  # granted while quiet
+            effects: list[Effect] = [ArmTimer(turn.call_id, Timer.WAIT, turn.waiting_until)]
+            return replace(state, turn=replace(turn, phase=Phase.WAITING)), effects
+        return _check_in(state, turn, event.at, [])
+    due = turn.response_until is not None and event.at.loop >= turn.response_until
+    if turn.phase is not Phase.RUNNING or not turn.check_ins or turn.waited or not due:
+        return state, []
+    return _finish(state, turn, Unanswered(CHECK_IN_UNANSWERED), [])
+
+
+def _delivery_received(state: AgentState, event: DeliveryReceived) -> Step:
+    """A check-in reached the model: its response window starts now."""
+    turn = _current(state, event.call_id)
+    liveness = state.liveness
+    if turn is None or liveness is None or not turn.check_ins or turn.response_until is not None:
+        return state, []
+    until = min(turn.deadline, event.at.loop + liveness.response)
+    turn = replace(turn, response_until=until)
+    return replace(state, turn=turn), [ArmTimer(turn.call_id, Timer.RESPONSE, until)]
+
+
 def _mail_arrived(state: AgentState, event: MailArrived) -> Step:
     """Mail arrived: read now if the agent has nothing running, else when its attempt ends."""
     turn = state.turn
     if state.op is not None or state.stopped is not None:  # read once the operation is over; never once stopped
         return state, []
-    if turn is None or turn.phase in (Phase.AWAITING, Phase.WAITING):
+    if turn is None or turn.phase in (Phase.AWAITING, Phase.WAITING, Phase.QUIET):
         return state, [TakeMail()]
     return state, []
 
@@ -701,7 +804,7 @@ def _mail_taken(state: AgentState, event: MailTaken) -> Step:
     turn = state.turn
     if turn is None:
         return _next(state, event)
-    if turn.phase in (Phase.AWAITING, Phase.WAITING):
+    if turn.phase in (Phase.AWAITING, Phase.WAITING, Phase.QUIET):
         return _continue(state, turn, event.mail) if event.mail else (state, [])
     if turn.phase is not Phase.READING_MAIL:
         return state, []
@@ -760,6 +863,8 @@ def _timer_fired(state: AgentState, event: TimerFired) -> Step:
         return _finish(replace(state, calls=calls), turn, TimedOut("the turn's deadline passed before an answer was accepted"), [])
     if event.timer in (Timer.DEADLINE, Timer.RELEASE):
         return _finish(state, turn, Answered(turn.value), [])
+    if event.timer in (Timer.QUIET, Timer.RESPONSE):
+        return _check_in_timer(state, turn, event)
     if turn.phase is Phase.WAITING and event.at.loop < turn.deadline:
         # a wait that runs to the deadline ends there: the deadline, not a nudge, ends the turn
         return _after(state, replace(turn, waiting_until=None), AttemptEnding("exited"), event.at, [])
@@ -921,7 +1026,7 @@ def _waiting_asked(state: AgentState, event: WaitingAsked) -> Step:
     text = f"wfa: waiting granted until {until_ms}"
     text += f"; the turn's deadline is {deadline_ms}.\n" if deadline_ms is not None else ".\n"
     response = accepted("waiting", stdout=text, value={"wait_until_ms": until_ms, "deadline_ms": deadline_ms})
-    return replace(state, turn=replace(turn, waiting_until=until)), [Respond(_lead(response, standing))]
+    return replace(state, turn=replace(turn, waiting_until=until, waited=True)), [Respond(_lead(response, standing))]
 
 
 def _tool_asked(state: AgentState, event: ToolAsked) -> Step:
@@ -1131,6 +1236,7 @@ _HANDLERS: dict[type, Any] = {
     PostAsked: _post_asked,
     PostAnswered: _post_answered,
     ToolsSet: _tools_set,
+    DeliveryReceived: _delivery_received,
     Closing: _closing,
     OpAsked: _op_asked,
     OpEnded: _op_ended,

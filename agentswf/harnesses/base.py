@@ -49,6 +49,7 @@ class Attempt:
     started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
     started: Callable[[int], None] | None = None  # told the pid every process of the attempt descends from
     confine: Confine | None = None  # wraps the command the keeper runs: a sandbox's (run_in_group)
+    received: Callable[[], None] | None = None  # told once the model got the prompt, where the harness can see it
 
 
 MAX_SESSION_ID_CHARS = 128
@@ -67,6 +68,7 @@ def is_session_id(session: object) -> bool:
         and session[0].isalnum()
         and ".." not in session
     )
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,7 @@ class Harness(ABC):
 
     name: ClassVar[str]
     supports_waiting: ClassVar[bool] = False
+    confirms_delivery: ClassVar[bool] = False  # calls `Attempt.received`: the turn checks in on it (turn.Liveness)
     spawns: ClassVar[bool] = True  # runs a process per attempt, whose keeper's pid `Attempt.started` is told
     can_await: ClassVar[bool] = True  # the reply to a question can start the agent's next turn
 
@@ -139,6 +142,10 @@ class Harness(ABC):
 
     def totals(self, session: str) -> Usage | None:
         """What its CLI last reported as `session`'s running totals, if it reports any."""
+        return None
+
+    async def close(self) -> None:
+        """The agent is closing: stop what the harness keeps between attempts (a pane). Most keep nothing."""
         return None
 
     def attempt_env(self, attempt: Attempt) -> dict[str, str]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost", "sandbox", "fork", "compact", "set")
+CAPABILITIES = (
+    "resume", "effort", "await_reply", "waiting", "usage", "cost", "sandbox", "fork", "compact", "set", "pane"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +27,10 @@ class Absent:
 Capability = Given | Absent
 
 _HEADLESS_WAITING = Absent(
-    "wfa waiting is offered only where the harness confirms what it was sent (a claude TUI); "
-    "agentswf drives headless CLIs"
+    "wfa waiting is offered only where the harness confirms what it was sent (a claude TUI in a pane); "
+    "this harness runs headless, or its pane can't confirm delivery"
 )
+_NO_PANE = "its TUI isn't driven in panes yet: its startup screens and busy and idle markers haven't been measured"
 
 TABLE: dict[str, dict[str, Capability]] = {
     "shell": {
@@ -41,18 +44,23 @@ TABLE: dict[str, dict[str, Capability]] = {
         "fork": Absent("a shell agent has no session to copy: it is run anew for each attempt"),
         "compact": Absent("a shell agent has no context to compact"),
         "set": Absent("a program has no model or effort to switch"),
+        "pane": Absent("a shell agent has no TUI"),
     },
     "claude": {
         "resume": Given("claude -p --resume <session id>"),
         "effort": Given("--effort low|medium|high|xhigh|max"),
         "await_reply": Given("the reply resumes the session in a new headless run"),
-        "waiting": _HEADLESS_WAITING,
+        "waiting": Given(
+            "in a pane (placement='pane') only: the transcript confirms the check-in was received; "
+            "headless, wfa waiting is refused unsupported-command"
+        ),
         "usage": Given("the stream-json result line's usage"),
         "cost": Given("the result line's total_cost_usd"),
         "sandbox": Given("bubblewrap around claude -p; a home with its credential, its base URL reachable"),
         "fork": Given("claude -p --resume <id> --fork-session --session-id <new>, stdin /cost: no model call"),
         "compact": Given("claude -p --resume <id>, stdin /compact <focus>: the summary is the row after compact_boundary"),
         "set": Given("--model / --effort on every later attempt, resuming the same session"),
+        "pane": Given("its TUI in a tmux pane of the agent's own, prompts typed, delivery read from its transcript"),
     },
     "codex": {
         "resume": Given("codex exec resume <thread id>"),
@@ -65,6 +73,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "fork": Absent("codex exec can't fork a thread (only the app-server's thread/fork can), and agentswf drives codex exec"),
         "compact": Absent("codex exec can't compact (only the app-server's thread/compact/start can), and agentswf drives codex exec"),
         "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
+        "pane": Absent(_NO_PANE),
     },
     "pi": {
         "resume": Given("pi --session <session id>, from the agent's cwd"),
@@ -80,6 +89,7 @@ TABLE: dict[str, dict[str, Capability]] = {
             "until it answers; agentswf doesn't drive that yet"
         ),
         "set": Given("--model / --thinking on every later run, resuming the same session"),
+        "pane": Absent(_NO_PANE),
     },
     "cursor": {
         "resume": Given("cursor-agent -p --resume <session id>"),
@@ -92,6 +102,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "fork": Absent("not verified: cursor-agent can't be installed from npm here, so a copy of its chat isn't made"),
         "compact": Absent("headless cursor has no compaction (only its TUI's /summarize)"),
         "set": Given("--model on every later attempt (the effort is part of the model id)"),
+        "pane": Absent(_NO_PANE),
     },
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Literal
 
 import msgspec
 
@@ -18,6 +19,7 @@ from .claude import ClaudeHarness
 from .cli import CliHarness
 from .codex import CodexHarness
 from .cursor import CursorHarness
+from .pane import PaneHarness, tui_refusal
 from .pi import PiHarness
 from .prices import LIST_PRICES, Prices
 from .shell import ShellHarness
@@ -32,6 +34,8 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     `command` is a shell agent's program, or the path of a CLI that isn't on PATH. `env`
     is added to the run's environment for this agent, e.g. to point a CLI at a gateway.
     `prices` prices the tokens of a CLI that prints no cost (codex), as estimated.
+    `placement="pane"` runs the CLI's interactive TUI in a tmux pane kept across the
+    agent's turns (docs/guide/panes.md); `"headless"` runs it once per attempt.
     """
 
     harness: str
@@ -41,6 +45,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     args: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     prices: Prices | None = None  # for a CLI that prints no cost; None: agentswf's LIST_PRICES
+    placement: Literal["headless", "pane"] = "headless"
 
 
 def resolve_runtime(runtime: str | Runtime) -> Runtime:
@@ -84,6 +89,12 @@ def check_runtime(runtime: Runtime) -> None:
             raise DefinitionError(
                 f"{runtime.harness} has no effort {runtime.effort!r}; its levels are {', '.join(levels)}"
             )
+    if runtime.placement not in ("headless", "pane"):
+        raise DefinitionError(f"placement must be 'headless' or 'pane', not {runtime.placement!r}")
+    if runtime.placement == "pane":
+        why = tui_refusal(runtime.harness)
+        if why is not None:
+            raise DefinitionError(f"{runtime.harness} can't run in a pane: {why}")
     if runtime.model is not None and runtime.harness == "shell":
         raise DefinitionError("a shell agent has no model: give its command what it needs in command or env")
 
@@ -99,5 +110,6 @@ def harness_for(runtime: Runtime, env: Mapping[str, str] | None = None) -> Harne
     environment = {**(os.environ if env is None else env), **runtime.env}
     executable = cls.locate(tuple(runtime.command), environment)
     prices = LIST_PRICES if runtime.prices is None else runtime.prices
-    return cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args), prices=prices)
+    cli = cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args), prices=prices)
+    return PaneHarness.for_cli(cli, environment) if runtime.placement == "pane" else cli
 

@@ -91,6 +91,9 @@ class _Resuming(Harness):
     def totals(self, session: str) -> Usage | None:
         return self._inner.totals(session)
 
+    async def close(self) -> None:
+        await self._inner.close()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 

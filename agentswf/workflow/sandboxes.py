@@ -19,6 +19,7 @@ from msgspec.structs import replace
 
 from ..errors import DefinitionError
 from ..harnesses.base import Harness
+from ..harnesses.pane import PaneHarness
 from ..harnesses.runtime import Runtime, harness_for
 from ..sandbox.runner import Sandbox, SandboxedHarness, check_reach, find_bwrap, probe
 
@@ -89,6 +90,10 @@ class Sandboxes:
     async def confine(self, agent: str, harness: Harness, sandbox: Any, cwd: Path) -> Harness:
         """The harness agent `agent` (working in `cwd`) runs on, in `sandbox` (a Sandbox, or an
         inline spec of its own)."""
+        if isinstance(harness, PaneHarness) or (
+            isinstance(harness, SandboxedHarness) and isinstance(harness.inner, PaneHarness)
+        ):
+            raise DefinitionError(f"agent {agent}: an agent in a pane can't be sandboxed yet; run it headless to sandbox it")
         if isinstance(harness, SandboxedHarness):  # the run's sandbox (awf run --sandbox) has it already
             if sandbox is not None:
                 raise DefinitionError(

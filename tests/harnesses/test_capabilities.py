@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from agentswf import DefinitionError, HarnessError, Runtime
@@ -59,3 +61,32 @@ def test_a_cli_at_a_configured_path_is_used(tmp_path):
     cli.chmod(0o755)
     harness = harness_for(Runtime(harness="codex", command=(str(cli),)), {"PATH": "/nonexistent"})
     assert harness.executable == str(cli)
+
+
+def test_only_claude_runs_in_a_pane_and_the_others_say_why():
+    check_runtime(Runtime(harness="claude", placement="pane"))
+    for harness in ("codex", "pi", "cursor", "shell"):
+        with pytest.raises(DefinitionError, match="can't run in a pane"):
+            check_runtime(Runtime(harness=harness, placement="pane"))
+    with pytest.raises(DefinitionError, match="placement must be"):
+        check_runtime(Runtime(harness="claude", placement="window"))  # type: ignore[arg-type]
+
+
+def test_waiting_is_offered_by_a_claude_pane_and_not_by_headless_claude(tmp_path):
+    cli = tmp_path / "claude"
+    cli.write_text("#!/bin/sh\n")
+    cli.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin"}
+    headless = harness_for(Runtime(harness="claude", command=(str(cli),)), env)
+    assert not headless.supports_waiting and not headless.confirms_delivery
+    if shutil.which("tmux"):
+        pane = harness_for(Runtime(harness="claude", command=(str(cli),), placement="pane"), env)
+        assert pane.supports_waiting and pane.confirms_delivery
+
+
+def test_a_pane_without_tmux_says_how_to_install_it(tmp_path):
+    cli = tmp_path / "claude"
+    cli.write_text("#!/bin/sh\n")
+    cli.chmod(0o755)
+    with pytest.raises(HarnessError, match="apt-get install -y tmux"):
+        harness_for(Runtime(harness="claude", command=(str(cli),), placement="pane"), {"PATH": str(tmp_path)})

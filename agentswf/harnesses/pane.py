@@ -1,0 +1,395 @@
+"""Placement "pane": an agent's CLI as its interactive TUI in a tmux window, kept across its turns.
+
+One attempt is one prompt delivered into the pane: the first attempt starts the agent's
+tmux server (`tmux.py`, under the agent's keeper) and its TUI, answering the startup
+screens its `TuiSpec` names (never picking an update); each attempt then types its
+prompt, and ends when the TUI has gone idle again. Reading the screen (`capture-pane`)
+says idle, blocked (a permission prompt) or not logged in; for claude the transcript
+confirms what it was sent (`ClaudeTranscript`): accepted once the prompt is a user row,
+received once an assistant row descends from it, and the turn over once claude writes its
+`turn_duration` row under it (the screen alone can sit still while a command runs). An attempt that is cancelled (the
+deadline, the run stopping) takes the pane down with everything in it; the next attempt
+starts it again on the same session.
+
+Everything on the screen and in the transcript comes from the agent's side: it is read
+as text, bounded, and only ever matched against fixed markers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from ..errors import HarnessError
+from ..wire.nesting import too_deep
+from .base import Attempt, AttemptEnding, AttemptResult, Harness
+from .capabilities import refusal
+from .cli import CliHarness
+from .tmux import TmuxServer, tmux_path
+
+POLL_SECONDS = 0.15  # between two reads of the screen
+IDLE_STILL_SECONDS = 1.5  # an unchanged screen with no busy marker for this long is idle
+STARTUP_SECONDS = 60.0  # from launch to the TUI taking input
+DELIVERY_ACCEPT_SECONDS = 30.0  # for the transcript to show the prompt as a user row
+SCREEN_LINES_IN_REASON = 15
+MAX_TRANSCRIPT_LINE_BYTES = 1024 * 1024  # a longer transcript line is skipped, never decoded
+TRANSCRIPT_READ_BYTES = 4 * 1024 * 1024  # read at most this much of the transcript per poll
+TURN_END_SUBTYPE = "turn_duration"  # claude's `system` row at the end of each turn (2.1.332)
+MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
+PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
+
+
+def pane_socket(run_sockets: Path, agent: str) -> Path:
+    """Where agent `agent`'s tmux server listens, in the run's sockets directory (which can't be listed)."""
+    return run_sockets / f"{PANE_SOCKET_PREFIX}{hashlib.sha256(agent.encode()).hexdigest()[:12]}"
+
+
+@dataclass(frozen=True, slots=True)
+class StartupScreen:
+    """A screen a TUI shows before it takes input, and the option that gets past it."""
+
+    marker: str  # text only this screen shows
+    choice: str  # the label of the option to pick (the menu's `❯` line starts with it)
+
+
+@dataclass(frozen=True, slots=True)
+class TuiSpec:
+    """How one CLI's TUI is driven in a pane: measured against its pinned version."""
+
+    startup: tuple[StartupScreen, ...]
+    ready: tuple[str, ...]  # one of these on screen: it takes input
+    busy: tuple[str, ...]  # one of these on screen: it is working
+    blocked: tuple[str, ...]  # a prompt it can't get past on its own
+    login: tuple[str, ...]  # it isn't logged in: the turn fails for good
+    typed: bool  # prompts are typed key by key, not pasted
+    confirms_delivery: bool  # a transcript says what it was sent and that the model got it
+
+
+CLAUDE_TUI = TuiSpec(
+    startup=(
+        StartupScreen("Yes, I trust this folder", "Yes, I trust this folder"),
+        # the runtime's env gave the key: that is the operator's choice, so it is taken
+        StartupScreen("Detected a custom API key", "Yes"),
+    ),
+    ready=("shift+tab to cycle", "? for shortcuts"),
+    busy=("esc to interrupt",),
+    blocked=("Auto mode can't check actions", "Do you want to proceed?", "Do you want to make this edit", "Do you want to create", "Do you want to allow"),
+    login=("Select login method", "Please run /login", "Invalid API key", "OAuth token has expired"),
+    typed=True,  # claude 2.1.288 takes a pasted multi-line prompt as pasted text and doesn't act on it
+    confirms_delivery=True,
+)
+
+TUIS: dict[str, TuiSpec] = {"claude": CLAUDE_TUI}
+
+
+def tui_refusal(harness: str) -> str | None:
+    """Why `harness` can't run in a pane (the capability table's reason), or None if it can."""
+    return refusal(harness, "pane")
+
+
+def screen_tail(screen: str, lines: int = SCREEN_LINES_IN_REASON) -> str:
+    kept = [line.rstrip() for line in screen.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+def _selected(screen: str) -> str | None:
+    """The label of the menu line the `❯` cursor is on, if the screen shows a menu."""
+    for line in screen.splitlines():
+        if "❯" in line:
+            return line.split("❯", 1)[1].strip()
+    return None
+
+
+def _found(screen: str, markers: tuple[str, ...]) -> str | None:
+    return next((marker for marker in markers if marker in screen), None)
+
+
+class ClaudeTranscript:
+    """claude's session transcript, read as it grows: was the prompt accepted, and received?
+
+    `$CLAUDE_CONFIG_DIR/projects/<cwd>/<session>.jsonl`, one JSON row per line; a user row
+    carries what was typed, and every row names its parent (`parentUuid`)."""
+
+    def __init__(self, config_dir: Path, session: str) -> None:
+        self.config_dir, self.session = config_dir, session
+        self.offset = 0
+        self.partial = b""
+        self.skipping = False  # inside an overlong line, until its end
+        self.parents: dict[str, str | None] = {}
+        self.prompt_rows: list[str] = []  # user rows holding the prompt being confirmed
+        self.assistants: list[str] = []
+        self.ends: list[str] = []  # rows that end a turn (`system`, subtype `turn_duration`)
+        self.wanted = ""
+
+    def expect(self, prompt: str) -> None:
+        """From now on, confirm `prompt`: the rows before don't count."""
+        self.wanted = prompt.strip().splitlines()[0].strip() if prompt.strip() else ""
+        self.prompt_rows, self.assistants, self.ends = [], [], []
+        self.read()
+        self.prompt_rows, self.assistants, self.ends = [], [], []
+
+    def _path(self) -> Path | None:
+        projects = self.config_dir / "projects"
+        try:
+            return next(projects.glob(f"*/{self.session}.jsonl"), None)
+        except OSError:
+            return None
+
+    def read(self) -> None:
+        path = self._path()
+        if path is None:
+            return
+        try:
+            with open(path, "rb") as file:
+                file.seek(self.offset)
+                data = file.read(TRANSCRIPT_READ_BYTES)
+        except OSError:
+            return
+        self.offset += len(data)
+        *lines, rest = (self.partial + data).split(b"\n")
+        if self.skipping and lines:  # the end of the overlong line
+            lines, self.skipping = lines[1:], False
+        if len(rest) > MAX_TRANSCRIPT_LINE_BYTES:  # an overlong line: skipped to its end, never decoded
+            self.skipping = True
+        self.partial = b"" if self.skipping else rest
+        for line in lines:
+            if line and len(line) <= MAX_TRANSCRIPT_LINE_BYTES and not too_deep(line):
+                self._row(line)
+
+    def _row(self, line: bytes) -> None:
+        try:
+            row = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            return
+        if not isinstance(row, dict) or not isinstance(row.get("uuid"), str):
+            return
+        parent = row.get("parentUuid")
+        self.parents[row["uuid"]] = parent if isinstance(parent, str) else None
+        if row.get("type") == "user" and self.wanted and self.wanted in _text(row.get("message")):
+            self.prompt_rows.append(row["uuid"])
+        elif row.get("type") == "assistant":
+            self.assistants.append(row["uuid"])
+        elif row.get("type") == "system" and row.get("subtype") == TURN_END_SUBTYPE:
+            self.ends.append(row["uuid"])
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.prompt_rows)
+
+    @property
+    def received(self) -> bool:
+        return any(self._descends(row) for row in self.assistants)
+
+    @property
+    def finished(self) -> bool:
+        """claude ended the turn the prompt started (it writes how long the turn took)."""
+        return any(self._descends(row) for row in self.ends)
+
+    def _descends(self, row: str) -> bool:
+        seen: set[str] = set()
+        current: str | None = row
+        while current is not None and current not in seen:
+            if current in self.prompt_rows:
+                return True
+            seen.add(current)
+            current = self.parents.get(current)
+        return False
+
+
+def _text(message: Any) -> str:
+    """A transcript message's text: its content string, or its text blocks joined."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+    return ""
+
+
+class PaneHarness(Harness):
+    """An agent CLI's TUI in a tmux pane of its own; the turn sees one attempt per prompt."""
+
+    def __init__(self, cli: CliHarness, tui: TuiSpec, tmux: str) -> None:
+        self.cli, self.tui, self.tmux = cli, tui, tmux
+        self.name = cli.name  # type: ignore[misc]
+        self.server: TmuxServer | None = None
+        self.session: str | None = None
+        self.transcript: ClaudeTranscript | None = None
+
+    @property
+    def supports_waiting(self) -> bool:  # type: ignore[override]
+        return self.tui.confirms_delivery
+
+    @property
+    def confirms_delivery(self) -> bool:  # type: ignore[override]
+        return self.tui.confirms_delivery
+
+    @property
+    def can_await(self) -> bool:  # type: ignore[override]
+        return self.cli.can_await
+
+    @classmethod
+    def for_cli(cls, cli: CliHarness, env: Mapping[str, str]) -> PaneHarness:
+        why = tui_refusal(cli.name)
+        if why is not None:
+            raise HarnessError(why)
+        return cls(cli, TUIS[cli.name], tmux_path(env))
+
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        try:
+            if self.server is None or not self.server.running:
+                failed = await self._launch(attempt)
+                if failed is not None:
+                    await self.close()
+                    return AttemptResult(failed, session=self.session)
+            elif attempt.started is not None:
+                attempt.started(self._keeper_pid())
+            ending = await self._turn(attempt.prompt, attempt.received)
+        except BaseException:
+            await self.close()  # cancelled mid-turn (the deadline, the run stopping): nothing of it is left
+            raise
+        if ending.kind != "exited":
+            await self.close()
+        return AttemptResult(ending, session=self.session)
+
+    def _keeper_pid(self) -> int:
+        assert self.server is not None and self.server.keeper is not None
+        return self.server.keeper.pid
+
+    def argv(self, attempt: Attempt) -> list[str]:
+        """claude's TUI: Bash allowed (so `wfa` runs), anything else asks; a session id we choose."""
+        # not auto mode (claude's default since 2.1.3xx): its safety check calls Anthropic's
+        # servers, and without them it holds every command on a screen of its own
+        argv = [self.cli.executable, "--permission-mode", "default", "--allowed-tools", "Bash"]
+        if self.session is not None:
+            argv += ["--resume", self.session]
+        else:
+            self.session = attempt.session or str(uuid.uuid4())
+            argv += ["--resume", self.session] if attempt.session else ["--session-id", self.session]
+        if self.cli.model:
+            argv += ["--model", self.cli.model]
+        if self.cli.effort:
+            argv += ["--effort", self.cli.effort]
+        return argv + list(self.cli.args)
+
+    async def _launch(self, attempt: Attempt) -> AttemptEnding | None:
+        """Start the agent's server and TUI, and get it past its startup screens; a failed ending if it can't."""
+        env = self.cli.env(attempt)
+        env.setdefault("TERM", "xterm-256color")
+        self.server = TmuxServer(self.tmux, pane_socket(attempt.launcher.parent.parent, attempt.agent))
+        pid = await self.server.start(env, attempt.cwd)
+        if attempt.started is not None:
+            attempt.started(pid)
+        await self.server.open_window(self.argv(attempt), attempt.cwd)
+        if self.tui.confirms_delivery:
+            config = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", os.path.expanduser("~"))) / ".claude")
+            assert self.session is not None
+            self.transcript = ClaudeTranscript(config, self.session)
+        return await self._past_startup()
+
+    async def _past_startup(self) -> AttemptEnding | None:
+        server = self.server
+        assert server is not None
+        screen = ""
+        with anyio.move_on_after(STARTUP_SECONDS):
+            while True:
+                screen = await server.screen()
+                if await server.dead():
+                    return AttemptEnding("failed", reason=f"{self.name} exited as it started:\n{screen_tail(screen)}")
+                login = _found(screen, self.tui.login)
+                if login is not None:
+                    return AttemptEnding(
+                        "failed", reason=f"{self.name} isn't logged in ({login!r} on its screen)\n{self.cli.login_hint}"
+                    )
+                startup = next((s for s in self.tui.startup if s.marker in screen), None)
+                if startup is not None:
+                    await self._choose(startup)
+                elif _found(screen, self.tui.ready) is not None:
+                    return None
+                await anyio.sleep(POLL_SECONDS)
+        return AttemptEnding(
+            "failed", reason=f"{self.name}'s TUI didn't take input within {STARTUP_SECONDS:g} s:\n{screen_tail(screen)}",
+            retryable=True,
+        )
+
+    async def _choose(self, startup: StartupScreen) -> None:
+        """Move the menu's cursor to the screen's choice, and take it."""
+        server = self.server
+        assert server is not None
+        for _ in range(MENU_MOVES):
+            selected = _selected(await server.screen()) or ""
+            if selected.startswith(startup.choice):
+                await server.keys("Enter")
+                await anyio.sleep(POLL_SECONDS)
+                return
+            # menus here list the choice below or above: try down first, then wrap around
+            await server.keys("Down")
+            await anyio.sleep(POLL_SECONDS)
+        raise HarnessError(f"{self.name}'s startup screen {startup.marker!r} offered no {startup.choice!r}")
+
+    async def _turn(self, prompt: str, received: Callable[[], None] | None) -> AttemptEnding:
+        """Deliver `prompt`, then watch until the TUI is idle again, blocked, or gone."""
+        server = self.server
+        assert server is not None
+        if self.transcript is not None:
+            self.transcript.expect(prompt)
+        if self.tui.typed:
+            await server.type(prompt)
+        else:
+            await server.paste(prompt)
+        await anyio.sleep(POLL_SECONDS)
+        await server.keys("Enter")
+        delivered = anyio.current_time()
+        last, still_since = "", anyio.current_time()
+        while True:
+            await anyio.sleep(POLL_SECONDS)
+            screen = await server.screen()
+            now = anyio.current_time()
+            if screen != last:
+                last, still_since = screen, now
+            still = now - still_since >= IDLE_STILL_SECONDS
+            if await server.dead():
+                return AttemptEnding("failed", reason=f"{self.name} exited in its pane:\n{screen_tail(screen)}")
+            login = _found(screen, self.tui.login)
+            if login is not None:
+                reason = f"{self.name} isn't logged in ({login!r} on its screen)\n{self.cli.login_hint}"
+                return AttemptEnding("failed", reason=reason)
+            blocked = _found(screen, self.tui.blocked)
+            if blocked is not None and still:
+                return AttemptEnding("blocked", reason=f"{self.name} is held by a prompt on its screen:\n{screen_tail(screen)}")
+            transcript = self.transcript
+            if transcript is not None:
+                transcript.read()
+                if not transcript.accepted:
+                    if now - delivered > DELIVERY_ACCEPT_SECONDS:
+                        return AttemptEnding(
+                            "failed", reason=f"{self.name} didn't take the prompt within {DELIVERY_ACCEPT_SECONDS:g} s:\n"
+                            f"{screen_tail(screen)}", retryable=True,
+                        )
+                    continue
+                if not transcript.received:
+                    continue
+                if received is not None:
+                    received()
+                    received = None
+                if transcript.finished and _found(screen, self.tui.busy) is None:
+                    return AttemptEnding("exited")
+                continue
+            if still and _found(screen, self.tui.busy) is None and _found(screen, self.tui.ready) is not None:
+                return AttemptEnding("exited")
+
+    async def close(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            await server.stop()
+

@@ -1,0 +1,47 @@
+"""`awf attach`: read-only unless --write, and a clear refusal when there is no pane."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from agentswf.cli.attach import AttachFailure, attach_argv, find_pane
+from agentswf.cli.main import main
+from agentswf.harnesses.pane import pane_socket
+
+
+def a_run(tmp_path: Path, *agents: str) -> Path:
+    record = tmp_path / "runs" / "flow" / "r1"
+    sockets = tmp_path / "s"
+    sockets.mkdir()
+    record.mkdir(parents=True)
+    (record / "run.json").write_text(json.dumps({"control": str(sockets / "control.sock")}))
+    for n, agent in enumerate(agents):
+        (record / "calls" / f"c{n}").mkdir(parents=True)
+        (record / "calls" / f"c{n}" / "call.json").write_text(json.dumps({"agent": agent}))
+    return record
+
+
+def test_attaching_is_read_only_unless_asked_to_write():
+    assert attach_argv("/usr/bin/tmux", Path("/s/t1"), write=False)[-1] == "-r"
+    assert "-r" not in attach_argv("/usr/bin/tmux", Path("/s/t1"), write=True)
+
+
+def test_the_one_agent_in_a_pane_is_found_and_an_absent_one_is_refused(tmp_path):
+    record = a_run(tmp_path, "a", "b")
+    live = pane_socket(tmp_path / "s", "b")
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(live))
+        assert find_pane(tmp_path / "runs", str(record), None) == live
+        assert find_pane(tmp_path / "runs", "r1", "b") == live
+        with pytest.raises(AttachFailure, match="agent a has no pane running"):
+            find_pane(tmp_path / "runs", str(record), "a")
+
+
+def test_awf_attach_with_nothing_to_attach_to_exits_2(tmp_path, capsys):
+    record = a_run(tmp_path, "a")
+    assert main(["attach", str(record)]) == 2
+    assert "no agent of run r1 has a pane running" in capsys.readouterr().err
