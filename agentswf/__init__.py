@@ -14,6 +14,9 @@ gets typed, validated answers back; the agent answers through one command, `wfa`
     wf.participants.open(key)               a Participant outside the run (wf.participants)
     wf.approvals                            Approvals: tool calls waiting for a person (ApprovalRequest)
     agent.usage, RunResult.usage            what an agent, and the run, spent (Usage, RunUsage; Prices)
+    wf.sandboxes.open(key, write=[...])     a Sandbox to pass as agents.open(sandbox=...) (wf.sandboxes is Sandboxes)
+    cwd=wf.worktree(name)                   a git worktree for an agent (wf.worktrees: Worktree;
+                                            RunResult.worktrees: WorktreeEnd)
 
 Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test helpers
 (scripted agents and participants, the pytest plugin) in `agentswf.testing`.
@@ -48,12 +51,15 @@ from .harnesses.prices import Price, Prices
 from .harnesses.runtime import Runtime
 from .progress import show_progress
 from .workflow.agents import Agent, Agents
+from .workflow.budgets import Budget, Spending, Spent
 from .workflow.context import Approvals, Workflow
 from .workflow.definition import WorkflowDefinition, workflow
 from .workflow.loading import load_workflow
 from .workflow.messaging import MessageRefused, Participant, Participants, Route
 from .workflow.running import RunResult, run
+from .workflow.sandboxes import Sandbox, Sandboxes, SandboxSpec
 from .workflow.tools import Tool, tool
+from .workflow.worktrees import Worktree, WorktreeEnd
 
 __all__ = [
     "Agent",
@@ -64,6 +70,7 @@ __all__ = [
     "ApprovalRequest",
     "Approvals",
     "Blocked",
+    "Budget",
     "Cancelled",
     "DeadlineExceeded",
     "DefinitionError",
@@ -80,6 +87,11 @@ __all__ = [
     "RunResult",
     "RunUsage",
     "Runtime",
+    "Sandbox",
+    "SandboxSpec",
+    "Sandboxes",
+    "Spending",
+    "Spent",
     "StopRequested",
     "TimedOut",
     "Tool",
@@ -90,6 +102,8 @@ __all__ = [
     "Workflow",
     "WorkflowDefinition",
     "WorkflowError",
+    "Worktree",
+    "WorktreeEnd",
     "__version__",
     "load_workflow",
     "run",

@@ -2,24 +2,51 @@
 
 A library should not print into the program that embeds it: the lines always go to the
 run's record (log.jsonl), and to structlog only once `show_progress()` is called, as
-`awf run` does.
+`awf run` does. `watch_runs` tells a watcher (the live view of `awf run`) each run this
+process starts, with its record, which the watcher then reads on its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import structlog
 
+RunWatcher = Callable[[str, Path], None]
+
 _shown = False
+_hidden_sources: frozenset[str] = frozenset()
+_watchers: list[RunWatcher] = []
 
 
-def show_progress(on: bool = True) -> None:
-    """Send progress lines to structlog (as configured) as well as to the run's record."""
-    global _shown
+def show_progress(on: bool = True, *, except_sources: Collection[str] = ()) -> None:
+    """Send progress lines to structlog (as configured) as well as to the run's record,
+    but those of `except_sources` (whose lines a watcher prints from the record instead)."""
+    global _shown, _hidden_sources
     _shown = on
+    _hidden_sources = frozenset(except_sources)
 
 
 def progress(source: str, message: str, **fields: Any) -> None:
-    if _shown:
+    if _shown and source not in _hidden_sources:
         structlog.get_logger(source).info(message, **fields)
+
+
+def watch_runs(watcher: RunWatcher) -> Callable[[], None]:
+    """Call `watcher(run_id, record_dir)` as each run of this process starts; returns its remover."""
+    _watchers.append(watcher)
+
+    def remove() -> None:
+        if watcher in _watchers:
+            _watchers.remove(watcher)
+
+    return remove
+
+
+def run_started(run_id: str, record_dir: Path, **fields: Any) -> None:
+    """The run's first progress line, and its record to every watcher."""
+    progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **fields)
+    for watcher in tuple(_watchers):
+        watcher(run_id, record_dir)

@@ -5,7 +5,9 @@ and keeps the best round of each, so a noisy machine hurts both alike. Prints
 ``name: ours=… baseline=… ratio=…`` with ratio = ours / baseline: seconds per ask
 for ``ask_*`` (lower is better; goal ≤ 1.0), messages per second for ``tell_*``
 (higher is better; goal ≥ 0.8). ``ask_timeout_*`` is the same ask given a timeout,
-against the same baseline without one.
+against the same baseline without one. ``ask_traced_*`` is the same ask under a supervisor
+whose run trace is on (`agentswf.run(..., trace=True)`), against ours untraced: what
+tracing costs when it is on (off, it is the plain ``ask_*``).
 
 Run: PYTHONPATH=. python benchmarks/actors.py
 """
@@ -17,7 +19,8 @@ import time
 import anyio
 import msgspec
 
-from agentswf.actors import Actor, Supervisor, handler
+from agentswf.actors import Actor, Supervisor, Tracer, handler
+from agentswf.engine.actor_trace import RunTrace
 
 ASKS = 20_000
 """Round trips per round (asks)."""
@@ -54,8 +57,8 @@ class Sink(Actor):
             self.done.set()
 
 
-async def ours_ask(timeout: float | None = None) -> float:
-    async with Supervisor("bench") as sup:
+async def ours_ask(timeout: float | None = None, tracer: Tracer | None = None) -> float:
+    async with Supervisor("bench", tracer=tracer) as sup:
         ref = sup.spawn(Echo, capacity=CAPACITY)
         start = time.perf_counter()
         for i in range(ASKS):
@@ -66,6 +69,12 @@ async def ours_ask(timeout: float | None = None) -> float:
 async def ours_ask_with_timeout() -> float:
     """The same asks with a timeout, which costs a cancel scope each; the baseline has none."""
     return await ours_ask(timeout=ASK_TIMEOUT_S)
+
+
+async def ours_ask_traced() -> float:
+    """The same asks, every mailbox event going to a run's trace (bounded, as a run keeps it)."""
+    with RunTrace().tracer() as tracer:
+        return await ours_ask(tracer=tracer)
 
 
 async def baseline_ask() -> float:
@@ -127,6 +136,7 @@ async def measure(backend: str) -> None:
         ("ask", ours_ask, baseline_ask, min),
         ("ask_timeout", ours_ask_with_timeout, baseline_ask, min),
         ("tell", ours_tell, baseline_tell, max),
+        ("ask_traced", ours_ask_traced, ours_ask, min),
     ):
         ours_rounds, baseline_rounds = [], []
         for _ in range(ROUNDS):  # interleaved so drift hits both

@@ -2,9 +2,10 @@
 
     python benchmarks/broker.py [N]        (default N=2000)
 
-Each call goes the whole broker path: its input read by the tool's schema, the policy verdict, the handler in a task of its
-own under the call's deadline, the result checked (JSON, size, output schema), the call
-appended to the run's record by the Recorder, and the outcome told to the calling agent
+Each call goes the whole broker path: its input read by the tool's schema, the policy
+verdict, the handler in a task of its own under the call's deadline, the result checked
+(JSON, size, output schema), the call appended to the run's record by the Recorder (asked
+through its Appends, as a run's broker asks), and the answer told to the calling agent
 (here a stub actor). The baseline calls the same handler directly and encodes its result
 as JSON. Prints microseconds per call for each and the ratio, on both backends.
 """
@@ -23,7 +24,7 @@ from agentswf import tool
 from agentswf.actors import Actor, Supervisor, handler
 from agentswf.engine.approvals import ApprovalDesk
 from agentswf.engine.broker import RunTool, ToolBroker, ToolDone
-from agentswf.engine.recorder import Recorder
+from agentswf.engine.recorder import Appends, Recorder
 from agentswf.engine.toolcall import ToolCall
 
 
@@ -58,9 +59,10 @@ async def measure(n: int) -> tuple[float, float]:
     direct = (time.perf_counter() - start) / n
     with tempfile.TemporaryDirectory(prefix="awf-bench-") as root:
         async with Supervisor("bench") as supervisor:
-            recorder = supervisor.spawn(Recorder, Path(root), name="recorder", capacity=64)
+            appends = Appends()
+            recorder = supervisor.spawn(Recorder, Path(root), None, appends, name="recorder", capacity=64)
             desk = supervisor.spawn(ApprovalDesk, recorder, name="desk", capacity=64)
-            broker = supervisor.spawn(ToolBroker, recorder, desk, (), None, name="broker", capacity=64)
+            broker = supervisor.spawn(ToolBroker, recorder, appends, desk, (), None, name="broker", capacity=64)
             signal = [anyio.Event()]
             caller = supervisor.spawn(Caller, signal, name="caller", capacity=64)
             start = time.perf_counter()

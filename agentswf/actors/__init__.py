@@ -13,7 +13,7 @@ from .mailbox import DeadLetter, Mailbox, MailboxStatistics, Overflow
 from .ref import ActorRef
 from .reply import Reply
 from .supervisor import DEAD_LETTERS_KEPT, Supervisor, SupervisorStatistics
-from .tracing import add_trace_sink, capture_trace, enable_tracing
+from .tracing import Tracer, add_trace_sink, capture_trace, enable_tracing
 
 __all__ = [
     "DEAD_LETTERS_KEPT",
@@ -27,6 +27,7 @@ __all__ = [
     "Restart",
     "Supervisor",
     "SupervisorStatistics",
+    "Tracer",
     "add_trace_sink",
     "capture_trace",
     "enable_tracing",

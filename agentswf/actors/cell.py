@@ -201,7 +201,8 @@ class Cell:
         self._deferred.clear()
 
     def _trace(self, event: str, message: Any, started: float) -> None:
-        tracing.emit(event, {**self.mailbox._fields(message), "handling_s": time.perf_counter() - started})
+        fields = {**self.mailbox._fields(message), "handling_s": time.perf_counter() - started}
+        tracing.emit(event, fields, self.mailbox.tracer)
 
     # Called from inside the actor ----------------------------------------------------
 

@@ -77,6 +77,7 @@ class Mailbox:
         "_senders",
         "_closed",
         "_on_dead_letter",
+        "tracer",
     )
 
     def __init__(
@@ -85,6 +86,7 @@ class Mailbox:
         capacity: int,
         overflow: Overflow = Overflow.BLOCK,
         on_dead_letter: Callable[[DeadLetter], None] | None = None,
+        tracer: tracing.Tracer | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"mailbox capacity must be at least 1, got {capacity}")
@@ -101,6 +103,7 @@ class Mailbox:
         self._senders: deque[anyio.Event] = deque()
         self._closed = False
         self._on_dead_letter = on_dead_letter
+        self.tracer = tracer  # its actor system's trace, if it has one
 
     @property
     def closed(self) -> bool:
@@ -134,7 +137,7 @@ class Mailbox:
         if tracing.enabled:
             at = time.perf_counter()
             queue.append((message, reply, at))
-            tracing.emit("mailbox.enqueue", self._fields(message))
+            tracing.emit("mailbox.enqueue", self._fields(message), self.tracer)
         else:
             queue.append((message, reply, 0.0))
         receiver = self._receiver
@@ -249,7 +252,7 @@ class Mailbox:
         if self._on_dead_letter is not None:
             self._on_dead_letter(DeadLetter(self.name, message, reason, time.time()))
         if tracing.enabled:
-            tracing.emit("mailbox.dead_letter", {**self._fields(message), "reason": reason})
+            tracing.emit("mailbox.dead_letter", {**self._fields(message), "reason": reason}, self.tracer)
 
     # Tracing -------------------------------------------------------------------------
 
@@ -259,4 +262,4 @@ class Mailbox:
     def _trace_dequeue(self, envelope: Envelope) -> None:
         message, _, at = envelope
         queued_s = time.perf_counter() - at if at else None
-        tracing.emit("mailbox.dequeue", {**self._fields(message), "queued_s": queued_s})
+        tracing.emit("mailbox.dequeue", {**self._fields(message), "queued_s": queued_s}, self.tracer)

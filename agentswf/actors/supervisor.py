@@ -17,6 +17,7 @@ from .actor import Actor
 from .cell import Cell, Restart
 from .mailbox import DeadLetter, Mailbox, Overflow
 from .ref import ActorRef
+from .tracing import Tracer
 
 DEAD_LETTERS_KEPT = 1000
 """Most recent dead letters a supervisor keeps (messages); older ones are only counted."""
@@ -36,9 +37,10 @@ class SupervisorStatistics(msgspec.Struct, frozen=True):
 class Supervisor:
     """Owns a task group of actors; use as ``async with Supervisor("name") as sup``."""
 
-    def __init__(self, name: str, stop_grace: float = DEFAULT_STOP_GRACE_S) -> None:
+    def __init__(self, name: str, stop_grace: float = DEFAULT_STOP_GRACE_S, tracer: Tracer | None = None) -> None:
         self.name = name
         self.stop_grace = stop_grace
+        self.tracer = tracer  # its children's mailbox events go to it (see `tracing`)
         self._children: dict[Cell, None] = {}  # in start order
         self._dead_letters: deque[DeadLetter] = deque(maxlen=DEAD_LETTERS_KEPT)
         self._dead_letter_count = 0
@@ -95,7 +97,7 @@ class Supervisor:
             raise RuntimeError(f"supervisor {self.name!r} is not running; spawn inside `async with`")
         if not (isinstance(factory, type) and issubclass(factory, Actor)):
             raise TypeError(f"spawn takes an Actor subclass, got {factory!r}")
-        mailbox = Mailbox(name or factory.__name__, capacity, overflow, self._record_dead_letter)
+        mailbox = Mailbox(name or factory.__name__, capacity, overflow, self._record_dead_letter, self.tracer)
         cell = Cell(
             factory,
             args,

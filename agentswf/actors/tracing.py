@@ -1,10 +1,14 @@
 """Mailbox tracing: what each actor enqueued, dequeued, handled, failed and dead-lettered.
 
-Off by default. The kernel reads ``tracing.enabled`` once per event and does nothing
-else when it is false, so tracing costs next to nothing until it is switched on. When
-on, each event goes to structlog (logger ``agentswf.actors``, level debug) and to every
-sink added with ``add_trace_sink``, so a recorder can observe the kernel without
-configuring logging.
+Two scopes. A ``Tracer`` given to a ``Supervisor`` traces that supervisor's actors alone
+(a run traces its own actors so: two runs in one process trace apart). The process-wide
+switch, ``enable_tracing``, traces every actor to structlog (logger ``agentswf.actors``,
+level debug) and to every sink added with ``add_trace_sink``.
+
+Off by default, and then free: the kernel reads the module's ``enabled`` once per event
+and does nothing else when it is false. It is true while the process-wide switch is on
+or any ``Tracer`` is open; an event is then built and goes to its mailbox's tracer, if
+it has one, and to the process-wide sinks, if the switch is on.
 """
 
 from __future__ import annotations
@@ -18,20 +22,54 @@ import structlog
 TraceSink = Callable[[str, dict[str, Any]], None]
 
 enabled = False
-"""Read by the kernel on every event; change it with ``enable_tracing``."""
+"""Read by the kernel on every event: the process-wide switch is on, or a ``Tracer`` is open."""
 
+_process_wide = False
+_open_tracers = 0
 _sinks: list[TraceSink] = []
 _logger = structlog.get_logger("agentswf.actors")
 
 
-def enable_tracing(on: bool = True) -> None:
-    """Switch mailbox tracing on or off for the whole process."""
+class Tracer:
+    """One actor system's trace: every event of the actors spawned by the supervisors it is
+    given to goes to its sink, while it is open (``with tracer:``)."""
+
+    __slots__ = ("sink", "_open")
+
+    def __init__(self, sink: TraceSink) -> None:
+        self.sink = sink
+        self._open = False
+
+    def __enter__(self) -> Tracer:
+        global _open_tracers
+        if not self._open:
+            self._open = True
+            _open_tracers += 1
+            _update()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _open_tracers
+        if self._open:
+            self._open = False
+            _open_tracers -= 1
+            _update()
+
+
+def _update() -> None:
     global enabled
-    enabled = on
+    enabled = _process_wide or _open_tracers > 0
+
+
+def enable_tracing(on: bool = True) -> None:
+    """Switch mailbox tracing on or off for every actor of the process."""
+    global _process_wide
+    _process_wide = on
+    _update()
 
 
 def add_trace_sink(sink: TraceSink) -> Callable[[], None]:
-    """Call ``sink(event, fields)`` for every event while tracing is on; returns its remover."""
+    """Call ``sink(event, fields)`` for every event while process-wide tracing is on; returns its remover."""
     _sinks.append(sink)
 
     def remove() -> None:
@@ -41,11 +79,15 @@ def add_trace_sink(sink: TraceSink) -> Callable[[], None]:
     return remove
 
 
-def emit(event: str, fields: dict[str, Any]) -> None:
-    """Send one event to structlog and the sinks; the kernel calls it only when tracing is on."""
-    _logger.debug(event, **fields)
-    for sink in tuple(_sinks):
-        sink(event, fields)
+def emit(event: str, fields: dict[str, Any], tracer: Tracer | None) -> None:
+    """Send one event to the mailbox's tracer and, when the switch is on, to structlog and the
+    process-wide sinks; the kernel calls it only when ``enabled``."""
+    if tracer is not None and tracer._open:
+        tracer.sink(event, fields)
+    if _process_wide:
+        _logger.debug(event, **fields)
+        for sink in tuple(_sinks):
+            sink(event, fields)
 
 
 @contextmanager
@@ -55,7 +97,7 @@ def capture_trace() -> Iterator[list[dict[str, Any]]]:
     Like ``structlog.testing.capture_logs``: tracing is on for the block and restored after.
     """
     events: list[dict[str, Any]] = []
-    was_enabled = enabled
+    was_enabled = _process_wide
     remove = add_trace_sink(lambda event, fields: events.append({"event": event, **fields}))
     enable_tracing(True)
     try:

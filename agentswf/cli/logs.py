@@ -1,5 +1,5 @@
-"""`awf logs`: a run's record, readable: how it ended, each turn, each answer handed in, and
-each process refused on the run's sockets for who it is."""
+"""`awf logs`: a run's record, readable: how it ended (each attempt, when it was continued),
+each turn, each answer handed in, and each process refused on the run's sockets for who it is."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, TextIO
 import msgspec
 
 from ..engine.accounting import RunUsage, spend_lines, spend_text
+from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
 from ..engine.records import read_json, read_lines
 from ..harnesses.usage import Usage
 
@@ -73,11 +74,17 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             out.write("  traceback:\n" + "".join(f"    {line}\n" for line in output["traceback"].rstrip().splitlines()))
     if (run_dir / "usage.json").exists():
         out.writelines(f"  {line}\n" for line in spend_lines(msgspec.convert(read_json(run_dir / "usage.json"), RunUsage)))
+    attempts = _attempts(run_dir, out)
     logs = list(read_lines(run_dir / "log.jsonl"))
     tools: dict[str, list[dict[str, Any]]] = {}
     for call in read_lines(run_dir / "tools.jsonl"):
         tools.setdefault(call.get("turn_call_id", ""), []).append(call)
+    shown_attempt = 1
     for turn in read_lines(run_dir / "turns.jsonl"):
+        n = _attempt_at(attempts, turn.get("started_at"))
+        if n != shown_attempt:
+            out.write(f"\n— attempt {n} —\n")
+            shown_attempt = n
         outcome = turn["outcome"]
         nudged = " (nudged)" if turn.get("nudged") else ""
         what = "message turn" if turn.get("started_by") == "message" else "turn"
@@ -112,6 +119,54 @@ def print_run(run_dir: Path, out: TextIO) -> None:
         for line in logs:
             fields = " ".join(f"{key}={value}" for key, value in (line.get("fields") or {}).items())
             out.write(f"  {_clock(line.get('at'))} {line.get('message', '')} {fields}".rstrip() + "\n")
+
+
+def _attempts(run_dir: Path, out: TextIO) -> list[AttemptRecord]:
+    """The run's attempts, each on a line or two, when there was more than one (or it went on from a stage)."""
+    try:
+        attempts = read_attempts(run_dir)
+    except RecordRefused as error:
+        out.write(f"  attempts: {error}\n")
+        return []
+    if len(attempts) < 2 and not any(attempt.from_stage for attempt in attempts):
+        return attempts
+    stages = read_stages(run_dir)
+    for attempt in attempts:
+        notes = [f"continues {attempt.continues}"] if attempt.continues else []
+        notes += ["the workflow's file changed"] if attempt.file_changed else []
+        notes += [f"--rerun {attempt.rerun}"] if attempt.rerun else []
+        notes += [f"--from-stage {attempt.from_stage}"] if attempt.from_stage else []
+        ending = attempt.outcome or "running, or killed (a later attempt marks it interrupted)"
+        where = f" in stage {attempt.stage}" if attempt.stage else ""
+        took = f" after {attempt.ended_at - attempt.started_at:.1f}s" if attempt.ended_at else ""
+        why = f": {_short(attempt.reason)}" if attempt.reason else ""
+        noted = f" ({', '.join(notes)})" if notes else ""
+        out.write(f"  attempt {attempt.n}{noted}, started {_clock(attempt.started_at)}: {ending}{where}{took}{why}\n")
+        shown = []
+        for name, how in attempt.stages.items():
+            record = stages.get(name)
+            source = f" (attempt {record.attempt})" if how == "reused" and record is not None else ""
+            shown.append(f"{name} {how}{source}")
+        spent = [f"{_count(attempt.turns, 'turn')} run"]
+        given = _count(attempt.reused_turns, "id'd turn")
+        spent += [f"{given} given back"] if attempt.reused_turns else []
+        cost = attempt.usage.cost_usd if attempt.usage is not None else None
+        spent += [f"${cost:.4f}"] if cost is not None else []
+        out.write(f"    stages: {', '.join(shown) or 'none'}; {', '.join(spent)}\n")
+    return attempts
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
+
+
+def _attempt_at(attempts: list[AttemptRecord], at: float | None) -> int:
+    """The attempt running at `at`: the last one started by then."""
+    found = 1
+    for attempt in attempts:
+        if at is not None and attempt.started_at <= at:
+            found = attempt.n
+    return found
 
 
 def print_trace(run_dir: Path, out: TextIO) -> None:

@@ -23,28 +23,33 @@ import msgspec
 import structlog
 
 from ..__about__ import __version__
+from ..engine.attempts import RecordRefused, read_attempts
 from ..engine.operator import (
     Approve,
-    OperatorRequest,
-    OperatorResponse,
     Pending,
     PostAs,
     ReadInbox,
     Reject,
-    ask_run,
 )
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
-from ..progress import show_progress
+from ..progress import show_progress, watch_runs
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
+from ..workflow.budgets import Budget, parse_budget
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
+from ..workflow.sandboxes import run_sandbox
+from . import worktrees
+from .actors import print_actors
+from .control import add_commands
+from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
+from .runs import UsageFailure, ask_live_run, run_dir_of
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -54,10 +59,6 @@ RUN_EPILOG = (
     "The words after -- are the workflow's args: --name value flags for an args Struct "
     "of simple fields, or one JSON value. Standard output holds only the run's result."
 )
-
-
-class UsageFailure(Exception):
-    """What `awf` prints before exiting 2."""
 
 
 def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
@@ -87,8 +88,9 @@ def json_text(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _configure_progress() -> None:
-    show_progress()
+def _configure_progress(kind: ViewKind, budget: Budget | None) -> RunView:
+    """Progress for `awf run`: the live view, or plain lines (turns, tool calls, messages from the record)."""
+    show_progress(kind == "plain", except_sources=RECORDED_SOURCES)
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -97,11 +99,10 @@ def _configure_progress() -> None:
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
+    return RunView(kind, budget=budget)
 
 
-async def _run_with_interrupt(
-    definition: WorkflowDefinition, options: argparse.Namespace, args: Any, replay: Path | None
-) -> RunResult | None:
+async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_options: dict[str, Any]) -> RunResult | None:
     """Run it; None if Ctrl-C cancelled it (its record still says how it ended).
 
     The signals are caught for the whole run: a second Ctrl-C while the run stops its
@@ -118,17 +119,13 @@ async def _run_with_interrupt(
                     print("awf: stopping the agents and recording the run's ending; a moment", file=sys.stderr)
                 run_scope.cancel()
 
+    sandbox = run_options.pop("sandbox", None)
+    cwd = Path(run_options.get("cwd") or ".").resolve()
+    boxed = await run_sandbox(sandbox, cwd, os.environ) if sandbox else None
     async with anyio.create_task_group() as group:
         await group.start(watch_interrupt)
         with run_scope:
-            result = await run(
-                definition,
-                args=args,
-                run_root=options.run_root,
-                cwd=options.cwd,
-                timeout=options.timeout,
-                replay=replay,
-            )
+            result = await run(definition, args=args, harnesses=boxed, **run_options)
         group.cancel_scope.cancel()
     return result
 
@@ -155,17 +152,29 @@ def _run_root(options: argparse.Namespace) -> Path:
     return root if root.is_absolute() else Path(options.cwd or ".") / root
 
 
+def _view_kind(options: argparse.Namespace) -> ViewKind:
+    """The live view in a terminal (standard output and error both one), else plain lines."""
+    return "plain" if getattr(options, "plain", False) or not (sys.stdout.isatty() and sys.stderr.isatty()) else "live"
+
+
 def command_run(options: argparse.Namespace) -> int:
+    options.view = _view_kind(options)
     with _stdout_to_stderr():
         result, definition = _start_run(options)
+    return _ended(options, result, definition, _run_root(options))
+
+
+def _ended(options: argparse.Namespace, result: RunResult | None, definition: WorkflowDefinition, root: Path) -> int:
+    """Print how the run ended (its value on standard output) and return awf's exit code."""
     if result is None:
         print("awf: interrupted; the run was cancelled", file=sys.stderr)
-        runs = sorted(
-            (_run_root(options) / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns
-        )
+        runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
         if runs:
             print(f"awf: record {runs[-1].parent}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
+            print(f"awf: go on with: awf continue {runs[-1].parent.name}{_root_words(options)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
+        return _print_needs(options, result)
     if options.json:
         record = {
             "outcome": result.outcome,
@@ -174,18 +183,44 @@ def command_run(options: argparse.Namespace) -> int:
             "value": result.value,
             "run_id": result.run_id,
             "run_dir": str(result.run_dir),
+            "worktrees": worktrees.as_json(result.worktrees),
         }
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(record)).decode() + "\n")
     elif result.completed:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(result.value)).decode() + "\n")
     sys.stdout.flush()
     ending = result.outcome if result.reason is None else f"{result.outcome}: {result.reason}"
-    replayed = f" (a replay of {options.replay}: no tool handler ran)" if options.replay else ""
-    print(f"awf: {definition.name} {ending}{replayed}", file=sys.stderr)
+    replayed = f" (a replay of {options.replay}: no tool handler ran)" if getattr(options, "replay", None) else ""
+    attempt = f" (attempt {result.attempt})" if result.attempt > 1 else ""
+    print(f"awf: {definition.name} {ending}{attempt}{replayed}", file=sys.stderr)
     if result.where:
         print(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})", file=sys.stderr)
+    for line in worktrees.closing_lines(result.worktrees):
+        print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
+    if result.outcome != "completed":
+        print(f"awf: go on with: awf continue {result.run_id}{_root_words(options)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
+
+
+def _root_words(options: argparse.Namespace) -> str:
+    return f" --run-root {options.run_root}" if getattr(options, "run_root", None) else ""
+
+
+def _print_needs(options: argparse.Namespace, result: RunResult) -> int:
+    """A look-ahead's ending: the stage values --values must give, as JSON on standard output."""
+    needs = result.needs or {}
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(needs)).decode() + "\n")
+    sys.stdout.flush()
+    print(f"awf: a look-ahead ran nothing and recorded nothing: {result.reason}", file=sys.stderr)
+    for name, schema in needs.items():
+        print(f"awf:   {name}: {json_text(schema)}", file=sys.stderr)
+    print(
+        f"awf: give them as a JSON object by stage name: awf run {options.file} --from-stage {options.from_stage} "
+        "--values values.json",
+        file=sys.stderr,
+    )
+    return EXIT_BY_OUTCOME["stopped"]
 
 
 def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowDefinition]:
@@ -194,6 +229,7 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         definition = load_workflow(options.file, options.workflow)
         if options.timeout is not None:
             to_seconds(options.timeout, what="--timeout")
+        options.budget_limits = None if options.budget is None else parse_budget(options.budget)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     args = parse_args(definition, options.args)
@@ -202,9 +238,70 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         replay = find_run(_run_root(options), options.replay)
         if replay is None:
             raise UsageFailure(f"--replay {options.replay}: no record of that run under {_run_root(options)}")
-    _configure_progress()
+    run_options = {
+        "run_root": options.run_root,
+        "cwd": options.cwd,
+        "timeout": options.timeout,
+        "replay": replay,
+        "sandbox": options.sandbox,
+        "trace": options.trace,
+        "budget": options.budget_limits,
+    }
+    if options.values is not None and options.from_stage is None:
+        raise UsageFailure("--values gives the stages before --from-stage: give --from-stage too")
+    if options.from_stage is not None:
+        run_options.update(from_stage=options.from_stage, values=_values(options.values))
+    return _go(definition, args, run_options, options), definition
+
+
+def _values(path: str | None) -> dict[str, Any] | None:
+    """The --values file: a JSON object of stage values by stage name."""
+    if path is None:
+        return None
     try:
-        return anyio.run(_run_with_interrupt, definition, options, args, replay, backend=options.backend), definition
+        values = msgspec.json.decode(Path(path).read_bytes())
+    except OSError as error:
+        raise UsageFailure(f"--values {path}: {error.strerror or error}") from None
+    except msgspec.DecodeError as error:
+        raise UsageFailure(f"--values {path} is not JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise UsageFailure(f"--values {path} must hold a JSON object of stage values by stage name")
+    return values
+
+
+def command_continue(options: argparse.Namespace) -> int:
+    """`awf continue [RUN]`: a new attempt of the run, from its recorded file, args and cwd."""
+    run_dir = run_dir_of(options, options.run).resolve()  # the record's path said in full, as awf run says it
+    try:
+        info = read_json(run_dir / "run.json")
+        attempts = read_attempts(run_dir)
+    except (OSError, msgspec.DecodeError, RecordRefused) as error:
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    file = attempts[-1].file if attempts else None
+    if file is None:
+        raise UsageFailure(f"run {run_dir.name} has no workflow file on record; it can't be continued")
+    try:
+        definition = load_workflow(file, info.get("workflow"))
+        if options.timeout is not None:
+            to_seconds(options.timeout, what="--timeout")
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
+    options.file = file
+    run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
+                   "rerun": options.rerun, "sandbox": options.sandbox}
+    options.view, options.budget_limits = _view_kind(options), None
+    with _stdout_to_stderr():
+        result = _go(definition, None, run_options, options)
+    return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _go(
+    definition: WorkflowDefinition, args: Any, run_options: dict[str, Any], options: argparse.Namespace
+) -> RunResult | None:
+    view = _configure_progress(options.view, options.budget_limits)
+    stop_watching = watch_runs(view)
+    try:
+        return anyio.run(_run_with_interrupt, definition, args, run_options, backend=options.backend)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     except BaseExceptionGroup as group:  # a refusal before the run started, from inside the task group
@@ -212,61 +309,19 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         if not all(isinstance(leaf, DefinitionError) for leaf in leaves):
             raise
         raise UsageFailure(str(leaves[0])) from None
-
-
-def _run_dir(options: argparse.Namespace, run: str | None) -> Path:
-    root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
-    run_dir = find_run(root, run)
-    if run_dir is None:
-        which = f"run {run!r}" if run else "any run"
-        raise UsageFailure(f"no record of {which} under {root}")
-    return run_dir
+    finally:
+        stop_watching()
+        view.close()
 
 
 def command_logs(options: argparse.Namespace) -> int:
-    print_run(_run_dir(options, options.run), sys.stdout)
+    print_run(run_dir_of(options, options.run), sys.stdout)
     return 0
-
-
-def _is_live(run_dir: Path) -> bool:
-    """The run has not recorded its ending, and its operator socket is there."""
-    if (run_dir / "output.json").exists():
-        return False
-    try:
-        control = read_json(run_dir / "run.json").get("control")
-    except (OSError, msgspec.DecodeError, AttributeError):
-        return False
-    return bool(control) and Path(control).is_socket()
-
-
-def _live_run_dir(options: argparse.Namespace) -> Path:
-    """The run named, or else the one live run under the run root."""
-    if options.run is not None:
-        return _run_dir(options, options.run)
-    root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
-    live = sorted(path.parent for path in root.glob("*/*/run.json") if _is_live(path.parent))
-    if not live:
-        raise UsageFailure(f"no run is live under {root} (--run-root names another place); awf logs shows the latest run")
-    if len(live) > 1:
-        names = ", ".join(f"{path.name} ({path.parent.name})" for path in live)
-        raise UsageFailure(f"{len(live)} live runs under {root}: {names}; name one")
-    return live[0]
-
-
-def _ask_live_run(options: argparse.Namespace, request: OperatorRequest) -> OperatorResponse:
-    run_dir = _live_run_dir(options)
-    control = read_json(run_dir / "run.json").get("control")
-    if (run_dir / "output.json").exists() or not control:
-        raise UsageFailure(f"run {run_dir.name} has ended; only a live run can be asked (awf logs {run_dir.name} shows it)")
-    try:
-        return ask_run(control, request)
-    except OSError as error:
-        raise UsageFailure(f"run {run_dir.name} isn't answering ({error}); it may have ended") from None
 
 
 def command_decide(options: argparse.Namespace) -> int:
     kind = Approve if options.command == "approve" else Reject
-    response = _ask_live_run(options, kind(options.call, options.reason or "", options.by))
+    response = ask_live_run(options, kind(options.call, options.reason or "", options.by))
     print(f"awf: {response.message}", file=sys.stderr if not response.ok else sys.stdout)
     return 0 if response.ok else 1
 
@@ -277,7 +332,7 @@ def command_inbox(options: argparse.Namespace) -> int:
         wait = parse_duration(options.wait) or 0.0
         if wait <= 0:
             raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
-    response = _ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
+    response = ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
     if not response.ok:
         print(f"awf: {response.message}", file=sys.stderr)
         return 1
@@ -310,18 +365,22 @@ def command_post(options: argparse.Namespace) -> int:
     text = text.removesuffix("\n")
     if not text:
         raise UsageFailure("the message is empty: give it as an argument or on standard input")
-    response = _ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
+    response = ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
     print(f"awf: {response.message}", file=sys.stdout if response.ok else sys.stderr)
     return 0 if response.ok else 1
 
 
 def command_trace(options: argparse.Namespace) -> int:
-    print_trace(_run_dir(options, options.run), sys.stdout)
+    run_dir = run_dir_of(options, options.run)
+    if options.actors:
+        print_actors(run_dir, sys.stdout)
+    else:
+        print_trace(run_dir, sys.stdout)
     return 0
 
 
 def command_pending(options: argparse.Namespace) -> int:
-    response = _ask_live_run(options, Pending())
+    response = ask_live_run(options, Pending())
     for request in response.value or []:
         why = f"  ({request['reason']})" if request.get("reason") else ""
         print(f"{request['call_id']}  {request['agent']} → {request['tool']}  {json_text(request['input'])}{why}")
@@ -350,7 +409,30 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     run_parser.set_defaults(handler=command_run)
 
+    run_parser.add_argument("--sandbox", metavar="FILE", help="put every agent in one sandbox (JSON: read, write, network)")
     run_parser.add_argument("--replay", metavar="RUN", help="answer every tool call from RUN's record; run no handler")
+    run_parser.add_argument("--from-stage", metavar="STAGE", help="start at STAGE; the stages before it take --values")
+    run_parser.add_argument(
+        "--values", metavar="FILE", help="a JSON object of the values of the stages before --from-stage, by stage name"
+    )
+
+    continue_parser = commands.add_parser(
+        "continue", help="a new attempt of a run: stages recorded complete are not run again"
+    )
+    continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")
+    continue_parser.add_argument(
+        "--sandbox", metavar="FILE", help="put every agent in one sandbox, as awf run --sandbox (give it again: it isn't kept)"
+    )
+    continue_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
+    continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
+    continue_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
+    continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    continue_parser.set_defaults(handler=command_continue)
+    run_parser.add_argument("--budget", help="cap the run's spend, e.g. '5usd,2h,200turns,1mtokens'")
+    run_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
+    run_parser.add_argument("--trace", action="store_true", help="record every actor's mailbox events (awf trace --actors)")
 
     for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):
         decide_parser = commands.add_parser(name, help=text)
@@ -388,6 +470,7 @@ def _parser() -> argparse.ArgumentParser:
 
     trace_parser = commands.add_parser("trace", help="who sent what to whom, when it was read, how long it waited")
     trace_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    trace_parser.add_argument("--actors", action="store_true", help="each actor's mailbox figures, of a run traced with --trace")
     trace_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     trace_parser.set_defaults(handler=command_trace)
 
@@ -395,6 +478,8 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
+    worktrees.add_parser(commands)
+    add_commands(commands)
     return parser
 
 

@@ -44,7 +44,7 @@ from ..progress import progress
 from ..wire import Response
 from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
 from .policy import Policy, PolicyCall, Verdict, decide, redact_value
-from .recorder import Logged
+from .recorder import Appends, Logged
 from .records import read_lines
 from .toolcall import CURRENT_TOOL_CALL, ToolCall, tool_record
 from .toolrules import (
@@ -163,9 +163,12 @@ class _Handling(msgspec.Struct):
 class ToolBroker(Actor):
     """The shell around a call's phases (toolrules.py): it carries out each decision, one task a call."""
 
-    def __init__(self, recorder: ActorRef, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None) -> None:
+    def __init__(
+        self, recorder: ActorRef, appends: Appends, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None
+    ) -> None:
         super().__init__()
         self.recorder = recorder
+        self.appends = appends  # a call's line, asked without a mailbox message (recorder.py)
         self.desk = desk
         self.policies = list(policies)
         self.replay = replay
@@ -252,7 +255,7 @@ class ToolBroker(Actor):
             outcome = broken(error)
         finally:
             self.running.pop(call.id, None)
-        recorded = await self.recorder.ask(
+        recorded = await self.appends.ask(
             tool_record(
                 call_id=call.id,
                 turn_call_id=msg.turn_call_id,
@@ -278,7 +281,7 @@ class ToolBroker(Actor):
         the run ends failed for the gap."""
         call = msg.call
         self.running.pop(call.id, None)
-        await self.recorder.ask(
+        await self.appends.ask(
             tool_record(
                 call_id=call.id,
                 turn_call_id=msg.turn_call_id,

@@ -1,5 +1,5 @@
-"""The run's operator socket: how `awf approve`, `awf reject`, `awf inbox`, `awf send` and
-`awf reply` reach a live run.
+"""The run's operator socket: how `awf approve`, `awf reject`, `awf inbox`, `awf send`,
+`awf reply`, `awf status` and `awf stop` reach a live run.
 
 One socket per run, beside the agents' sockets, answering one JSON line with one JSON
 line. Its path is in the run's record (run.json `control`), so a person finds it by
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import socket
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ from ..launcher.peer import peer_pid
 from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
 from .rules import Refusal
-from .switchboard import Inbox, Participants, Post, Receive
+from .switchboard import Inbox, Participants, Post, Receive, Standing
 
 _log = structlog.get_logger("agentswf.operator")
 OPERATOR_SOCKET_NAME = "op.sock"
@@ -78,7 +80,30 @@ class PostAs(_Operator, tag="post", frozen=True):
     reply: bool = False
 
 
-OperatorRequest = Approve | Reject | Pending | ReadInbox | PostAs
+class Status(_Operator, tag="status", frozen=True):
+    """How the live run stands: its agents, which are in a turn now, what each owes or awaits."""
+
+
+class Stop(_Operator, tag="stop", frozen=True):
+    """End the run `stopped`: the workflow is cancelled, its agents stopped, the record closed."""
+
+    reason: str = ""
+    by: str = "operator"
+
+
+OperatorRequest = Approve | Reject | Pending | ReadInbox | PostAs | Status | Stop
+
+
+@dataclass(frozen=True, slots=True)
+class RunControl:
+    """What the operator socket reads of the run beyond the desk and the board, and its stop.
+
+    Read between two messages on the run's one event loop, as `Standings` is.
+    """
+
+    agents: Callable[[], Collection[str]]  # the keys of the open agents
+    in_turn: Callable[[], Mapping[str, int]]  # agent -> its attempts running now
+    stop: Callable[[str], bool]  # False when the run is already stopping
 
 
 class OperatorResponse(msgspec.Struct, frozen=True):
@@ -90,7 +115,13 @@ class OperatorResponse(msgspec.Struct, frozen=True):
 _decoder = msgspec.json.Decoder(OperatorRequest)
 
 
-async def _handle(request: OperatorRequest, desk: ActorRef, board: ActorRef) -> OperatorResponse:
+async def _handle(
+    request: OperatorRequest, desk: ActorRef, board: ActorRef, control: RunControl | None
+) -> OperatorResponse:
+    if isinstance(request, Status | Stop):
+        if control is None:
+            return OperatorResponse(False, f"this run does not answer {type(request).__name__.lower()}")
+        return await (_status(control, desk, board) if isinstance(request, Status) else _stop(request, control))
     if isinstance(request, ReadInbox):
         return await _inbox(request, board)
     if isinstance(request, PostAs):
@@ -108,6 +139,34 @@ async def _handle(request: OperatorRequest, desk: ActorRef, board: ActorRef) -> 
     if decided:
         return OperatorResponse(True, f"call {request.call_id} {verb}")
     return OperatorResponse(False, f"no call {request.call_id} is waiting for approval")
+
+
+async def _status(control: RunControl, desk: ActorRef, board: ActorRef) -> OperatorResponse:
+    in_turn = control.in_turn()
+    agents = []
+    for key in sorted(control.agents()):
+        standing = await board.ask(Standing(key))
+        agents.append(
+            {
+                "key": key,
+                "in_turn": in_turn.get(key, 0) > 0,
+                "owes": list(standing.owes),
+                "awaits": standing.awaits,
+                "awaits_until": standing.awaits_until,
+            }
+        )
+    participants = sorted(set(await board.ask(Participants())) - {agent["key"] for agent in agents})
+    pending = msgspec.to_builtins(await desk.ask(ListPending()))
+    value = {"agents": agents, "participants": participants, "pending": pending}
+    return OperatorResponse(True, f"{len(agents)} agent(s), {len(pending)} call(s) waiting for approval", value)
+
+
+async def _stop(request: Stop, control: RunControl) -> OperatorResponse:
+    reason = f"stopped by {request.by}" + (f": {request.reason}" if request.reason else "")
+    if not control.stop(reason):
+        return OperatorResponse(True, "the run is already stopping")
+    _log.info("run stopped from its operator socket", reason=reason)
+    return OperatorResponse(True, f"stopping the run ({reason}); its agents are being stopped")
 
 
 async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
@@ -128,7 +187,9 @@ def _encode(response: OperatorResponse) -> bytes:
     return msgspec.json.encode(response) + b"\n"
 
 
-async def _respond(data: bytes, stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None) -> OperatorResponse:
+async def _respond(
+    data: bytes, stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None, control: RunControl | None
+) -> OperatorResponse:
     try:
         refusal = None if admit is None else await admit(peer_pid(stream))
     except OSError as error:  # out of descriptors to look the process up with
@@ -144,12 +205,17 @@ async def _respond(data: bytes, stream: SocketStream, desk: ActorRef, board: Act
         return OperatorResponse(False, f"not an operator request: {error}")
     wait = min(request.wait_ms / 1000, MAX_INBOX_WAIT_SECONDS) if isinstance(request, ReadInbox) else 0.0
     with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + wait):
-        return await _handle(request, desk, board)
+        return await _handle(request, desk, board, control)
     return OperatorResponse(False, f"the run did not answer within {OPERATOR_TIMEOUT_SECONDS:g} seconds; try again")
 
 
 async def _answer(
-    stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None, budget: ConnectionBudget
+    stream: SocketStream,
+    desk: ActorRef,
+    board: ActorRef,
+    admit: Admit | None,
+    budget: ConnectionBudget,
+    control: RunControl | None,
 ) -> None:
     """One operator connection; whatever goes wrong with it ends it, never the run."""
     async with stream:
@@ -162,26 +228,36 @@ async def _answer(
             if refusal is not None:
                 response = OperatorResponse(False, refusal)
             else:
-                response = await _respond(data, stream, desk, board, admit)
+                response = await _respond(data, stream, desk, board, admit, control)
             await deliver(stream, _encode(response))
         except Exception:  # the run is stopping, or a bug: this connection ends, the run doesn't
-            _log.warning("an operator connection failed", exc_info=True)
+            try:
+                _log.warning("an operator connection failed", exc_info=True)
+            except OSError:  # out of descriptors, the log's renderer may fail to load what it needs (rich)
+                pass
         finally:
             budget.release(slot)
 
 
-async def serve_operator(listener: SocketListener, desk: ActorRef, board: ActorRef, admit: Admit | None = None) -> None:
+async def serve_operator(
+    listener: SocketListener,
+    desk: ActorRef,
+    board: ActorRef,
+    admit: Admit | None = None,
+    control: RunControl | None = None,
+) -> None:
     budget = ConnectionBudget(MAX_OPERATOR_CONNECTIONS, "MAX_OPERATOR_CONNECTIONS")
     async with listener, anyio.create_task_group() as connections:
         while True:
-            connections.start_soon(_answer, await accept(listener, budget), desk, board, admit, budget)
+            connections.start_soon(_answer, await accept(listener, budget), desk, board, admit, budget, control)
 
 
-def ask_run(socket_path: str | Path, request: OperatorRequest) -> OperatorResponse:
-    """Send one operator request to a live run (blocking); raises OSError if it isn't live."""
+def ask_run(socket_path: str | Path, request: OperatorRequest, *, timeout: float | None = None) -> OperatorResponse:
+    """Send one operator request to a live run (blocking); raises OSError if it isn't live, or
+    doesn't answer within `timeout` (by default the run's own bound on its answer)."""
     wait = request.wait_ms / 1000 if isinstance(request, ReadInbox) else 0.0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait)
+        connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait if timeout is None else timeout)
         connection.connect(str(socket_path))
         try:
             connection.sendall(msgspec.json.encode(request) + b"\n")

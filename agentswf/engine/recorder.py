@@ -10,9 +10,10 @@ See records.py for the policy.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -20,8 +21,10 @@ import structlog
 
 from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
+from ..errors import ActorStopped
 from ..progress import progress
 from .accounting import Ledger
+from .outcomes import Turn
 from .records import (
     BATCH_MAX_BYTES,
     GROUP_COMMIT_SECONDS,
@@ -29,14 +32,22 @@ from .records import (
     GroupCommit,
     LineLog,
     encode,
+    encode_lines,
     sync_paths,
     write_private,
     write_whole,
 )
 
+if TYPE_CHECKING:
+    from trio.lowlevel import ParkingLot
+
+    from .approvals import ApprovalDecision
+    from .switchboard import Mail
+
 _log = structlog.get_logger("agentswf.recorder")
 BATCH_WAIT_SECONDS = 0.001  # the longest a batch no ask is waiting on is held for more lines
 RECORDER_THREADS = 4  # worker threads for whole-file writes and group commits (each fsyncs)
+_UNENCODABLE = (TypeError, ValueError, msgspec.EncodeError)  # what encoding a record that isn't JSON raises
 _RUN_LOGS = ("turns", "log", "tools", "approvals", "messages", "refusals")
 
 
@@ -74,7 +85,7 @@ class ResultAccepted(msgspec.Struct, frozen=True):
 
 
 class TurnEnded(msgspec.Struct, frozen=True):
-    turn: Any  # engine.outcomes.Turn
+    turn: Turn[Any]
 
 
 class Logged(msgspec.Struct, frozen=True):
@@ -96,7 +107,7 @@ class ToolCalled(msgspec.Struct, frozen=True, kw_only=True):
     error: str = ""
     code: str = ""
     attempts: int = 0
-    approval: Any = None
+    approval: ApprovalDecision | None = None
     started_at: float
     ended_at: float
 
@@ -105,12 +116,12 @@ class ApprovalDecided(msgspec.Struct, frozen=True):
     call_id: str
     tool: str
     agent: str
-    decision: Any
+    decision: ApprovalDecision
     at: float
 
 
 class MessageSent(msgspec.Struct, frozen=True):
-    mail: Any  # switchboard.Mail
+    mail: Mail
     route: str
     read: str  # when the sender was told the peer reads it
 
@@ -163,20 +174,24 @@ class Appends:
     answer's line), for a fraction of the cost: the Recorder takes every waiting line at
     once and writes them as one batch, and the askers of a batch share one event. There is
     no capacity to wait for: each asker waits for its own line, so what waits here is a line
-    per waiting asker. One asker's lines keep the order it asked them in.
+    per waiting asker. One asker's lines keep the order it asked them in. Once the Recorder
+    has stopped (its last batch written), an ask is `ActorStopped`, as the Recorder's is.
     """
 
     def __init__(self) -> None:
         self._taking = _Take()
         self._waiting = anyio.Event()
+        self._closed = False
 
     async def ask(self, message: Any) -> bool | None:
         answered = APPENDED[type(message)]  # KeyError: not a line the Recorder appends
+        if self._closed:
+            raise ActorStopped(f"the Recorder has stopped; {type(message).__name__} was not written")
         take = self._taking
         slot = len(take.asked)
         take.asked.append(message)
         self._waiting.set()
-        await take.written.wait()
+        await take.written()
         if slot in take.errors:
             raise take.errors[slot]  # its record can't be encoded: as the Recorder's ask raises
         return slot not in take.failed if answered else None
@@ -190,18 +205,51 @@ class Appends:
         await self._waiting.wait()
         self._waiting = anyio.Event()
 
+    def close(self) -> None:
+        """The Recorder has stopped: no more asks (what was asked is written or failed)."""
+        self._closed = True
+
 
 class _Take:
-    """One take of `Appends`: its messages in asking order, the failed ones, and the event its askers wait on."""
+    """One take of `Appends`: its messages in asking order, the failed ones, and its askers' wake-up.
 
-    __slots__ = ("asked", "paths", "failed", "errors", "written")
+    Its askers are woken at the event loop's own cost, once each: on asyncio a future per
+    asker (what an `asyncio.Event` does, without an Event and its loop check per take), on
+    trio one parking lot (what a `trio.Event` is). A take is written once, after every ask
+    in it was made, so an asker always waits before it is woken.
+    """
+
+    __slots__ = ("asked", "paths", "failed", "errors", "_futures", "_lot")
 
     def __init__(self) -> None:
         self.asked: list[Any] = []
         self.paths: list[str] = []  # where each went
         self.failed: set[int] = set()
         self.errors: dict[int, Exception] = {}
-        self.written = anyio.Event()
+        self._futures: list[asyncio.Future[None]] = []
+        self._lot: ParkingLot | None = None
+
+    async def written(self) -> None:
+        """Wait until the take is written (or failed)."""
+        loop = asyncio._get_running_loop()
+        if loop is not None:
+            future = loop.create_future()
+            self._futures.append(future)
+            await future
+            return
+        if self._lot is None:
+            from trio.lowlevel import ParkingLot
+
+            self._lot = ParkingLot()
+        await self._lot.park()
+
+    def wake(self) -> None:
+        """The take is written: every asker goes on (one that gave up meanwhile is passed over)."""
+        for future in self._futures:
+            if not future.done():
+                future.set_result(None)
+        if self._lot is not None:
+            self._lot.unpark_all()
 
 
 class ConnectionRefused(msgspec.Struct, frozen=True):
@@ -252,6 +300,7 @@ class Recorder(Actor):
         self.run_dir = run_dir
         self.ledger = ledger or Ledger()  # what the run spent, written to usage.json as turns end
         self._usage_stale = False  # the ledger has turns usage.json doesn't
+        self._stopping = False  # on_stop runs: no more tasks of its own
         self.lines = logs or LogLines()
         self.appends = appends or Appends()
         self.failures = 0
@@ -259,7 +308,7 @@ class Recorder(Actor):
         self._logs = {str(run_dir / f"{name}.jsonl"): LineLog(run_dir / f"{name}.jsonl") for name in _RUN_LOGS}
         self._turns, self._log, self._tools, self._approvals, self._messages, self._refusals = self._logs
         self._calls = str(run_dir / "calls")
-        self._batch: dict[str, list[bytes]] = {}  # file -> its lines waiting for the batch's write
+        self._batch: dict[str, list[bytes]] = {}  # file -> its lines (each ending in a newline) waiting for the batch's write
         self._batch_replies: dict[str, list[tuple[Reply, bool]]] = {}  # file -> (ask, answered True/False)
         self._batch_takes: list[_Take] = []  # Appends' takes in the batch
         self._batch_bytes = 0
@@ -312,6 +361,7 @@ class Recorder(Actor):
             progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id,
                      outcome=turn.outcome.kind)
             self._batch_ends_turn = True  # what is written by the end of this batch is fsynced at once
+            self._account(turn)
             return self._turns, turn, False
         if kind is Logged:
             return self._log, msg, False
@@ -326,18 +376,21 @@ class Recorder(Actor):
 
     def _queue_line(self, msg: Any, reply: Reply | None) -> str:
         path, record, answer = self._line(msg)
-        line = encode(record)
-        lines = self._batch.get(path)
-        if lines is None:
-            lines = self._batch[path] = []
-        lines.append(line)
-        self._batch_bytes += len(line) + 1
+        self._queue_data(path, encode(record) + b"\n")
         if reply is not None and reply.pending:
             replies = self._batch_replies.get(path)
             if replies is None:
                 replies = self._batch_replies[path] = []
             replies.append((reply, answer))
         return path
+
+    def _queue_data(self, path: str, data: bytes) -> None:
+        """Queue whole lines for `path` in the batch."""
+        lines = self._batch.get(path)
+        if lines is None:
+            lines = self._batch[path] = []
+        lines.append(data)
+        self._batch_bytes += len(data)
 
     def _done(self) -> None:
         """A handler is done: write the batch if it is full, or an ask waits on it and nothing more is queued.
@@ -369,7 +422,7 @@ class Recorder(Actor):
         now = anyio.current_time()
         was_unsynced = self._commit.unsynced_since is not None
         for path, lines in batch.items():
-            written = self._write_lines(path, b"\n".join(lines) + b"\n", now)
+            written = self._write_lines(path, b"".join(lines), now)
             if not written:
                 failed.add(path)
             for reply, answer in replies.get(path, ()):
@@ -377,7 +430,7 @@ class Recorder(Actor):
         for take in takes:
             if failed:
                 take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
-            take.written.set()
+            take.wake()
         if self._batch_ends_turn:
             self._batch_ends_turn = False
             self._commit.ask()
@@ -413,16 +466,34 @@ class Recorder(Actor):
             self._write_batch()
 
     def _append_asked(self) -> None:
+        """Queue what `Appends` holds, each file's records encoded in one call."""
         take = self.appends.take()
-        if take.asked:
-            paths = take.paths
-            for message in take.asked:
-                try:
-                    paths.append(self._queue_line(message, None))
-                except (TypeError, ValueError, msgspec.EncodeError) as error:  # a record that can't be encoded
-                    take.errors[len(paths)] = error
-                    paths.append("")
-            self._batch_takes.append(take)
+        if not take.asked:
+            return
+        paths = take.paths
+        records: dict[str, list[Any]] = {}
+        for message in take.asked:
+            path, record, _ = self._line(message)
+            paths.append(path)
+            into = records.get(path)
+            if into is None:
+                into = records[path] = []
+            into.append(record)
+        for path, file_records in records.items():
+            try:
+                self._queue_data(path, encode_lines(file_records))
+            except _UNENCODABLE:  # one record that can't be encoded fails its own ask only
+                self._queue_each(take, path, file_records)
+        self._batch_takes.append(take)
+
+    def _queue_each(self, take: _Take, path: str, file_records: list[Any]) -> None:
+        slots = [slot for slot, went in enumerate(take.paths) if went == path]
+        for slot, record in zip(slots, file_records, strict=True):
+            try:
+                self._queue_data(path, encode(record) + b"\n")
+            except _UNENCODABLE as error:
+                take.errors[slot] = error
+                take.paths[slot] = ""
 
     def _take_log_lines(self) -> None:
         for line in self.lines.take():
@@ -458,9 +529,13 @@ class Recorder(Actor):
         await self._sync()
 
     async def on_stop(self) -> None:
+        self._stopping = True
         self._take_log_lines()
         self._append_asked()
         self._write_batch()
+        self.appends.close()
+        if self._usage_stale:  # a turn's line asked through Appends as the Recorder stopped
+            await self._write(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()))
         for log in self._logs.values():
             try:
                 log.close()
@@ -538,9 +613,14 @@ class Recorder(Actor):
     @handler
     def turn_ended(self, msg: TurnEnded) -> None:
         self._add(msg)
-        self.ledger.add(msg.turn)
+
+    def _account(self, turn: Turn[Any]) -> None:
+        """The turn in the ledger, and usage.json rewritten (however the turn's line was asked)."""
+        self.ledger.add(turn)
         if not self._usage_stale:
             self._usage_stale = True
+            if self._stopping:
+                return  # on_stop writes it
             self._whole_writes += 1
             self.start_soon(self._write_usage)
 

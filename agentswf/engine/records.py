@@ -32,7 +32,8 @@ Durability, before which acknowledgement:
 - what can't be written is answered `internal-error` (a tool call "may have run"; a message
   wasn't sent; an answer wasn't accepted) and the run ends `failed`: its record is incomplete.
 
-Batches: the Recorder takes what is queued for it and appends it as one batch, one write(2)
+Batches: the Recorder takes what is queued for it (its mailbox, and the lines asked through
+its `Appends`, as the broker asks a tool call's) and appends it as one batch, one write(2)
 per file, and answers each ask in the batch once its file's write returned (so no ask waits
 longer than the batch it is in); a batch is written when an ask waits on it and nothing more
 is queued, once it holds `BATCH_MAX_BYTES`, and otherwise (told lines no acknowledgement
@@ -77,6 +78,11 @@ def new_run_id(now: float | None = None) -> str:
 
 def encode(value: Any) -> bytes:
     return _encoder.encode(value)
+
+
+def encode_lines(values: Iterable[Any]) -> bytes:
+    """`values` as JSON lines, each ending in a newline, in one call."""
+    return _encoder.encode_lines(values)
 
 
 PRIVATE_DIR_MODE = 0o700

@@ -12,7 +12,8 @@ that a run killed with `kill -9` leaves no process carrying its mark and no dire
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from ..actors import Actor, ActorRef, Supervisor, handler
+from ..actors import Actor, ActorRef, Supervisor, Tracer, handler
 from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
 from ..harnesses.process import watched
@@ -34,9 +35,9 @@ from .agent import AgentActor
 from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker
-from .operator import OPERATOR_SOCKET_NAME, serve_operator
+from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
-from .recorder import LogLines, Recorder
+from .recorder import Appends, LogLines, Recorder
 from .switchboard import Switchboard
 
 RUN_MAILBOX_CAPACITY = 256
@@ -75,6 +76,7 @@ class RunActor(Actor):
         self.desk = services.desk
         self.board = services.board
         self.deadline = services.deadline
+        self.stop_run = services.stop
         self.sockets = sockets
         self.budget = ConnectionBudget()
         self.attempts = LiveAttempts()
@@ -83,7 +85,9 @@ class RunActor(Actor):
 
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
-        self.start_soon(serve_operator, listener, self.desk, self.board, operator_admit(self.attempts, self.recorder, self.sockets.name))
+        admit = operator_admit(self.attempts, self.recorder, self.sockets.name)
+        control = RunControl(lambda: tuple(self.agents), lambda: Counter(self.attempts.roots.values()), self.stop_run)
+        self.start_soon(serve_operator, listener, self.desk, self.board, admit, control)
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -139,12 +143,18 @@ class RunActor(Actor):
 
 @dataclass(frozen=True, slots=True)
 class RunServices:
-    """The run-wide actors an agent works with, and the run's deadline (loop clock)."""
+    """The run-wide actors an agent works with, the run's deadline (loop clock), and its stop
+    (`awf stop`: False when the run is already stopping)."""
 
     broker: ActorRef
     desk: ActorRef
     board: ActorRef
     deadline: float
+    stop: Callable[[str], bool]
+
+
+def _no_stop(reason: str) -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,23 +172,30 @@ class RunActors:
 
 @asynccontextmanager
 async def run_actors(
-    record_dir: Path, *, deadline: float, policies: Sequence[Policy] = (), replay: Replay | None = None
+    record_dir: Path,
+    *,
+    deadline: float,
+    policies: Sequence[Policy] = (),
+    replay: Replay | None = None,
+    stop: Callable[[str], bool] = _no_stop,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[RunActors]:
-    """The run's actors, for as long as the block lasts; nothing of them outlives it."""
+    """The run's actors, for as long as the block lasts; nothing of them outlives it.
+
+    With `tracer`, every mailbox event of these actors goes to it (`--trace`)."""
     sockets = make_run_dir()
     try:
-        async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS) as supervisor:
-            log_lines = LogLines()
-            ledger = Ledger()
+        async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
+            log_lines, appends, ledger = LogLines(), Appends(), Ledger()
             recorder = supervisor.spawn(
-                Recorder, record_dir, log_lines, None, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+                Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
             )
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
             broker = supervisor.spawn(
-                ToolBroker, recorder, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
+                ToolBroker, recorder, appends, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
             )
             board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
-            services = RunServices(broker, desk, board, deadline)
+            services = RunServices(broker, desk, board, deadline, stop)
             run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
             yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger)
     finally:

@@ -11,7 +11,7 @@ starts processes tells `Attempt.started` the pid they all descend from (the keep
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -27,6 +27,9 @@ class AttemptEnding:
     exit_code: int = 0
     reason: str = ""
     retryable: bool = False
+
+Confine = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[list[str], dict[str, str]]]
+"""(argv, cwd, env) of a CLI to the (argv, env) that run it in a sandbox (agentswf.sandbox)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,7 @@ class Attempt:
     session: str | None = None  # the native session to resume, once there is one
     started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
     started: Callable[[int], None] | None = None  # told the pid every process of the attempt descends from
+    confine: Confine | None = None  # wraps the command the keeper runs: a sandbox's (run_in_group)
 
 
 @dataclass(frozen=True, slots=True)

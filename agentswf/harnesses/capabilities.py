@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost")
+CAPABILITIES = ("resume", "effort", "await_reply", "waiting", "usage", "cost", "sandbox")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Absent("a program reports no tokens"),
         "cost": Absent("a program reports no dollars"),
+        "sandbox": Given("bubblewrap around the command; it reaches only what network names"),
     },
     "claude": {
         "resume": Given("claude -p --resume <session id>"),
@@ -45,6 +46,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("the stream-json result line's usage"),
         "cost": Given("the result line's total_cost_usd"),
+        "sandbox": Given("bubblewrap around claude -p; a home with its credential, its base URL reachable"),
     },
     "codex": {
         "resume": Given("codex exec resume <thread id>"),
@@ -53,6 +55,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("turn.completed usage"),
         "cost": Absent("codex prints no dollars; its tokens can be priced from its usage"),
+        "sandbox": Given("bubblewrap around codex exec, its own sandbox off; its provider's base_url reachable"),
     },
     "pi": {
         "resume": Given("pi --session <session id>, from the agent's cwd"),
@@ -61,6 +64,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Given("each message_end's usage, summed"),
         "cost": Given("each message_end's usage.cost.total, summed"),
+        "sandbox": Given("bubblewrap around pi; a home with its models.json and auth, their base URLs reachable"),
     },
     "cursor": {
         "resume": Given("cursor-agent -p --resume <session id>"),
@@ -69,6 +73,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "waiting": _HEADLESS_WAITING,
         "usage": Absent("not verified: cursor-agent can't be installed from npm here, so its usage isn't read"),
         "cost": Absent("cursor-agent prints no dollars"),
+        "sandbox": Given("bubblewrap around cursor-agent (not verified: it can't be installed from npm here)"),
     },
 }
 

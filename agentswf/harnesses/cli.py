@@ -127,7 +127,7 @@ class CliHarness(Harness):
         reader = self.reader(attempt)
         exited = await run_in_group(
             self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed,
-            started=attempt.started,
+            started=attempt.started, confine=attempt.confine,
         )
         session = reader.session or attempt.session
         return AttemptResult(self.ending(exited, reader), session=session, usage=self.attempt_usage(session, reader))

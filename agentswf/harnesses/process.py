@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from .base import Confine
 from .keeper import MARK_VARIABLE, keep_command, kill_marked, watch_command
 
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
@@ -182,13 +183,17 @@ async def run_in_group(
     env: Mapping[str, str],
     read_line: LineReader | None = None,
     started: Callable[[int], None] | None = None,
+    confine: Confine | None = None,
 ) -> Exited:
     """Run `argv` to its end with `input` on standard input; cancelling stops it and all it started.
 
     `read_line` is given each line of standard output as it comes, for CLIs that report
     as they go (a session id first, usage last). `started` is told the keeper's pid as soon
-    as it runs: every process of the attempt descends from it.
+    as it runs: every process of the attempt descends from it. `confine` wraps the command
+    the keeper runs (a sandbox's: the keeper stays outside, the sandbox is its child).
     """
+    if confine is not None:
+        argv, env = confine(argv, cwd, env)
     mark = attempt_mark(env)
     # Shielded: cancelled mid-spawn, the event loop would kill the new process alone (not its
     # group) and lose it, leaving whatever it had started already running.

@@ -27,6 +27,7 @@ class ShellHarness(Harness):
             cwd=attempt.cwd,
             env=self.attempt_env(attempt),
             started=attempt.started,
+            confine=attempt.confine,
         )
         reason = ""
         if exited.exit_code != 0:

@@ -294,7 +294,10 @@ async def _respond(request: Request | Response, stream: SocketStream, handle: Ha
             return refused(_command_of(request), "wrong-agent", refusal)
         return await handle(request)
     except Exception as error:  # the agent must get an answer, never a dropped line
-        _log.exception("wfa request failed", command=_command_of(request))
+        try:
+            _log.exception("wfa request failed", command=_command_of(request))
+        except OSError:  # out of descriptors, the log's renderer may fail to load what it needs (rich)
+            pass
         return refused(
             _command_of(request), "internal-error", f"the run could not answer ({type(error).__name__}); try again later."
         )

@@ -24,9 +24,14 @@ from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
+from ..sandbox.runner import Sandbox, SandboxedHarness
+from ..sandbox.spec import SandboxSpec
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
+from .budgets import Budgets
+from .durable import Durable
 from .durations import Duration, to_seconds
+from .sandboxes import Sandboxes, sandbox_cwd
 from .tools import Tool, check_tools
 
 MAX_KEY_CHARS = 64
@@ -75,6 +80,7 @@ class Agent:
         tools: the tools it can call, by name.
         launcher: the path of its `wfa` launcher, as its prompts teach it.
         closed: whether it was closed; a closed agent takes no more turns.
+        sandbox: the sandbox its turns run in, or None.
     """
 
     def __init__(
@@ -88,6 +94,7 @@ class Agent:
         self._ref = opened.ref
         self._agents = agents
         self.launcher: Path = opened.launcher
+        self.sandbox: Sandbox | None = None
         self._turns = 0
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self.closed = False
@@ -165,10 +172,24 @@ class Agent:
             if earlier != identity:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
-        turn_deadline = self._deadline(timeout, deadline)
+        durable = self._agents.durable
+        if durable is not None:  # an id'd turn answered in an earlier attempt is given back, not run
+            recorded = durable.given(self.key, id, prompt, taught.schema, taught.type)
+            if recorded is not None:
+                if id is not None:
+                    self._by_id[id] = (identity, recorded)
+                return recorded
+        own_deadline = self._deadline(timeout, deadline)
+        wall_left, wall_scope = self._agents.budgets.wall_left(self.key)
+        turn_deadline = min(own_deadline, anyio.current_time() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
         call_id = secrets.token_hex(4)
+        budgets, stage = self._agents.budgets, self._agents.budgets.stage
+        refusal = budgets.refusal(self.key)
+        if refusal is not None:  # past a budget: the turn doesn't start
+            return budgets.refused_turn(self.key, n, call_id, refusal)
+        budgets.begin(self.key, stage)
         table = await self._agents._board.ask(PeersOf(self.key))
         peers = peers_block(self.launcher, table["peers"], can_await=self._can_await)
         start = StartTurn(
@@ -210,6 +231,11 @@ class Agent:
             raise
         except ActorStopped:
             raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
+        budgets.spend(self.key, stage, turn)
+        if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
+            turn = budgets.stopped_turn(turn, wall_scope)
+        if durable is not None:
+            await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
         if id is not None:
             self._by_id[id] = (identity, turn)
         return turn
@@ -261,7 +287,9 @@ class Agents:
         env: Mapping[str, str],
         resolve: HarnessResolver,
         ledger: Ledger | None = None,
+        durable: Durable | None = None,
     ) -> None:
+        self.durable = durable  # this attempt's records: id'd turns, sessions to resume
         self._run = run
         self.ledger = ledger or Ledger()  # the run's spend, by agent
         self._board = board
@@ -271,6 +299,8 @@ class Agents:
         self._resolve = resolve
         self._open: dict[str, Agent] = {}
         self._closed: set[str] = set()
+        self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
+        self.budgets = Budgets()  # the run's budgets and what the turns it gave spent
 
     async def open(
         self,
@@ -280,16 +310,19 @@ class Agents:
         tools: Mapping[str, Tool] | None = None,
         instructions: str | None = None,
         cwd: str | Path | None = None,
+        sandbox: Sandbox | SandboxSpec | Mapping[str, Any] | None = None,
     ) -> Agent:
         """Open an agent, or return the one open under `key` with the same spec.
 
         Reopening with tools must give the same names, descriptions and schemas (the new
-        handlers replace the old); leaving `tools` out keeps what the agent has.
+        handlers replace the old); leaving `tools` out keeps what the agent has. `sandbox`
+        runs every turn of it in a sandbox: one from `wf.sandboxes.open` (its cwd is then
+        the agent's default), or a spec of its own.
         """
         check_key(key)
         checked = check_tools(key, tools) if tools is not None else None
         resolved = resolve_runtime(runtime)
-        directory = (self._cwd / cwd).resolve() if cwd is not None else self._cwd
+        directory = (self._cwd / cwd).resolve() if cwd is not None else sandbox_cwd(sandbox, self._cwd)
         spec = AgentSpec(resolved, instructions, str(directory))
         if key in self._closed:
             raise DefinitionError(f"agent {key} was closed; its key is not opened again")
@@ -300,15 +333,20 @@ class Agents:
             for field in ("runtime", "instructions", "cwd"):
                 if getattr(existing.spec, field) != getattr(spec, field):
                     raise DefinitionError(f"agent {key} is already open with a different {field}")
+            if sandbox is not None and sandbox is not existing.sandbox and not isinstance(sandbox, (SandboxSpec, Mapping)):
+                raise DefinitionError(f"agent {key} is already open in a different sandbox")
             if checked is not None:
                 await existing._replace_tools(checked)
             return existing
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
-        harness = self._resolve(key, resolved)
+        harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox, directory)
+        if self.durable is not None:
+            harness = await self.durable.opened(key, resolved.harness, harness)
         env = {**self._env, **resolved.env}
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
         agent = Agent(key, spec, opened, self, checked or {}, harness)
+        agent.sandbox = harness.sandbox if isinstance(harness, SandboxedHarness) else None
         self.keys.add(key)
         self._open[key] = agent
         return agent

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -20,9 +20,13 @@ from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
+from .budgets import Budget, Spending
+from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
+from .sandboxes import Sandboxes
+from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
+from .worktrees import Keep, RunWorktrees, Worktree
 
-_STAGE_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -54,16 +58,19 @@ class Workflow:
         participants: people and programs outside the run (`Participants`):
             `await wf.participants.open(key)`.
         approvals: tool calls waiting for a person's decision (`Approvals`).
+        sandboxes: sandboxes to put agents in (`Sandboxes`): `await wf.sandboxes.open(key, write=["."])`.
         name: the workflow's name.
         run_id: this run's id, as `awf logs RUN` and `awf reply RUN` take it.
         run_dir: this run's record directory.
         cwd: the directory the run works in; agents' `cwd` is relative to it.
         stop_reason: the reason given to `wf.stop`, once it was called.
+        worktrees: the git worktrees `wf.worktree` made, by name (`Worktree`).
     """
 
     agents: Agents
     participants: Participants
     approvals: Approvals
+    sandboxes: Sandboxes
     name: str
     run_id: str
     run_dir: Path
@@ -81,8 +88,13 @@ class Workflow:
         log_lines: LogLines,
         approvals: Approvals,
         board: ActorRef,
+        worktrees: RunWorktrees,
+        budget: Budget | None = None,
+        durable: Durable | None = None,
     ) -> None:
         self.name = name
+        self._worktrees = worktrees
+        self._durable = durable  # this attempt's stage plan and records
         self.approvals = approvals
         self._board = board
         self.participants = Participants(board, agents.keys)
@@ -93,9 +105,13 @@ class Workflow:
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
+        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log)
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
+        self._budgets = agents.budgets
+        self._budgets.log = self.log
+        self._budgets.run.budget = budget
 
     async def parallel(
         self,
@@ -184,20 +200,33 @@ class Workflow:
         """`(name, value)` of whichever named awaitable finishes first; the others are cancelled."""
         return await select(**awaitables)
 
-    async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None) -> R:
+    async def stage(
+        self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Budget | None = None
+    ) -> R:
         """Run `work()` as the stage `name`: routes opened in it close when it ends.
 
-        With `result` (a msgspec type) the stage's value must fit it. One stage at a time,
+        With `result` (a msgspec type) the stage's value must fit it; either way it must
+        encode as JSON. The value is recorded before the stage returns it, so a continued
+        run (`awf continue`) gives it back without calling `work`. With `budget`, a turn
+        given in the stage past it ends `Failed` without starting. One stage at a time,
         each name once per run.
         """
-        if not isinstance(name, str) or not name or not set(name) <= _STAGE_CHARACTERS or not name[0].isalpha():
-            raise DefinitionError(f"{name!r} is not a stage's name: lowercase letters, digits and '-'")
+        if not is_stage_name(name):
+            raise DefinitionError(
+                f"{name!r} is not a stage's name: lowercase letters, digits and '-', starting with a letter, "
+                f"at most {MAX_STAGE_NAME_CHARS} characters"
+            )
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
+        if self._durable is not None:
+            done, recorded = await self._durable.enter(name, result)
+            if done:  # reused from the record, given by --values, or a look-ahead's stand-in
+                return recorded  # type: ignore[no-any-return]
         self._stage = name
+        self._budgets.enter_stage(name, budget)
         try:
             value = await work()
             if result is not None:
@@ -205,13 +234,54 @@ class Workflow:
                     value = msgspec.convert(value, result, from_attributes=True)
                 except msgspec.ValidationError as error:
                     raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
+            if self._durable is not None:
+                await self._durable.completed(name, value)
             return value
         finally:
             self._stage = None
+            self._budgets.leave_stage()
+            if self._durable is not None:
+                self._durable.left()
             routes, self._stage_routes = self._stage_routes, []
             with anyio.CancelScope(shield=True):
                 for route in routes:
                     await route.close()
+
+    def worktree(self, name: str, *, base: str = "HEAD", keep: Keep = "on-change") -> Path:
+        """A git worktree of the run's repository on a new branch, for an agent's `cwd`: its path.
+
+        Made now (git checks `base` out) under the run's record, on the branch
+        `awf/<run id>/<name>`; the same name and arguments give the same worktree. At the
+        run's end it is removed with its branch when nothing changed, and kept (and listed)
+        when it has commits or uncommitted changes; with uncommitted changes it is never
+        removed, whatever `keep` says. `keep="always"` keeps it unchanged too;
+        `keep="never"` removes a clean one even with commits, which stay on its branch.
+        Raises DefinitionError when it can't be made (no repository, no such base, ...).
+        """
+        new = name not in self._worktrees.made
+        made = self._worktrees.make(name, base=base, keep=keep)
+        if new:
+            self.log("worktree made", worktree=name, path=str(made.path), branch=made.branch, base=made.base)
+        return made.path
+
+    @property
+    def worktrees(self) -> Mapping[str, Worktree]:
+        """The worktrees `wf.worktree` made in this run, by name."""
+        return self._worktrees.made
+    def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
+        """Cap what the agents of key group `group` (keys `group` and `group:…`) may spend from
+        now: a `Budget`, or its fields (`wf.budget("review", turns=6)`)."""
+        if budget is None:
+            budget = Budget(**limits)
+        elif limits:
+            raise DefinitionError("wf.budget takes a Budget or its fields, not both")
+        if not isinstance(group, str) or not group or ":" in group:
+            raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
+        self._budgets.limit_group(group, budget)
+
+    def spent(self) -> Spending:
+        """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
+        return self._budgets.spending()
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason` (awf run exits 3)."""

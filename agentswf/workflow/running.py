@@ -4,30 +4,40 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
+import tempfile
 import time
 import traceback
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import msgspec
+import structlog
 
 from ..engine.accounting import RunUsage
+from ..engine.actor_trace import RunTrace, write_trace
 from ..engine.broker import Replay
 from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
 from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
-from ..errors import DefinitionError, StopRequested, leaf_errors
+from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import harness_for
-from ..progress import progress
+from ..progress import run_started
 from .agents import Agents, HarnessResolver
+from .budgets import Budget
 from .context import Approvals, Workflow
+from .continuing import check_stage_options, continued_run
 from .definition import WorkflowDefinition
+from .durable import Durable
 from .durations import Duration, to_seconds
+from .worktrees import RunWorktrees, WorktreeEnd
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 MAX_REASON_CHARS = 4000
@@ -43,7 +53,9 @@ class RunResult:
 
     When the workflow raised, `where` is the line it raised from (`file:line, in name`,
     the innermost in the workflow's own file) and `traceback` the whole of it, as the
-    record's output.json also holds them.
+    record's output.json also holds them. `attempt` is the attempt's number (1 for a new
+    run, more for a continued one); `needs` is set by a look-ahead (`from_stage` without
+    `values`): each stage before the start, and its value's JSON Schema.
     """
 
     outcome: RunOutcome
@@ -54,6 +66,9 @@ class RunResult:
     where: str | None = None
     traceback: str | None = None
     usage: RunUsage = field(default_factory=RunUsage)  # what the run spent: in all, by agent, key group, model and turn
+    attempt: int = 1
+    needs: dict[str, Any] | None = None  # a look-ahead's: each stage before --from-stage, and its JSON Schema
+    worktrees: tuple[WorktreeEnd, ...] = ()  # what became of each wf.worktree
 
     @property
     def completed(self) -> bool:
@@ -141,6 +156,12 @@ async def run(
     env: Mapping[str, str] | None = None,
     harnesses: HarnessResolver | None = None,
     replay: str | Path | None = None,
+    continue_from: str | Path | None = None,
+    rerun: str | None = None,
+    from_stage: str | None = None,
+    values: Mapping[str, Any] | None = None,
+    trace: bool = False,
+    budget: Budget | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -148,23 +169,46 @@ async def run(
     agents' runtimes become harnesses (agentswf.testing uses it for scripted agents).
     `replay` names a recorded run's directory: every tool call is answered from its
     record and no handler runs, for debugging a workflow's logic without side effects.
+    `trace` records every mailbox event of the run's actors in its record (`awf trace RUN --actors`).
+    `budget` caps what the run's turns may spend (see `Budget`).
+
+    `continue_from` (a run's id or directory) makes this a new attempt of that run: stages
+    recorded complete give back their values without running, id'd turns answered before
+    give back their turns, and `rerun` names a stage to run again (and all after it).
+    `from_stage` starts a new run at that stage, the stages before it given by `values`
+    (by stage name); without `values` it only looks ahead: nothing runs or is recorded, and
+    `RunResult.needs` lists the stage values needed with their JSON Schemas.
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
-    checked_args = decode_args(definition, args)
     directory = Path(cwd or os.getcwd()).resolve()
     root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
     root = root if root.is_absolute() else directory / root
+    continued = None
+    if continue_from is not None:
+        continued = continued_run(definition, root, continue_from, args, cwd)
+        args, directory = continued.args, continued.cwd
+    check_stage_options(continue_from, rerun, from_stage, values)
+    checked_args = decode_args(definition, args)
     seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
     run_env = dict(env if env is not None else os.environ)
     resolve = harnesses or (lambda key, runtime: harness_for(runtime, run_env))
     replayed = _replay_of(definition, Path(replay)) if replay is not None else None
-    run_id = new_run_id()
-    record_dir = root / definition.name / run_id
-    try:
-        make_private_dirs(record_dir, exist_ok=False)
-    except OSError as error:
-        raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
+    lookahead = from_stage is not None and values is None
+    if continued is not None:
+        run_id, record_dir = continued.run_dir.name, continued.run_dir
+    else:
+        run_id = new_run_id()
+        record_dir = root / definition.name / run_id
+        if lookahead:  # writes nothing under the run root: its record is a scratch one, removed after
+            record_dir = Path(tempfile.mkdtemp(prefix="awf-lookahead-")) / definition.name / run_id
+        try:
+            make_private_dirs(record_dir, exist_ok=False)
+        except OSError as error:
+            raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
+    durable = Durable.begin(
+        record_dir, definition, continuing=continued is not None, from_stage=from_stage, rerun=rerun, values=values
+    )
     started = time.time()
     run_deadline = anyio.current_time() + seconds
     # The run's actors outlive a cancellation from the caller long enough to record how
@@ -176,11 +220,26 @@ async def run(
     work = anyio.CancelScope()
     ending: list[_Ending] = []
     spent: list[RunUsage] = []
+    worktrees = RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory)
+    worktree_ends: list[WorktreeEnd] = []
+    stopped: list[str] = []  # `awf stop`'s reason, once asked
+
+    def stop(reason: str) -> bool:
+        """`awf stop`: the workflow is cancelled as on Ctrl-C, and the run ends `stopped`."""
+        if stopped or work.cancel_called:
+            return False
+        stopped.append(reason)
+        work.cancel()
+        cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
+        return True
+
+    run_trace = RunTrace() if trace else None
+    tracer = run_trace.tracer() if run_trace is not None else None
 
     async def shielded() -> None:
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), tracer or nullcontext():
             async with run_actors(
-                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed
+                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop, tracer=tracer
             ) as actors:
                 await actors.recorder.ask(
                     RunStarted(
@@ -194,9 +253,11 @@ async def run(
                     )
                 )
                 replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
-                progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **replaying)
+                run_started(run_id, record_dir, **replaying)
                 await actors.board.ask(Register(key=WORKFLOW_KEY, kind="participant", can_await=False))
-                agents = Agents(actors.run, actors.board, directory, run_env, resolve, actors.ledger)
+                agents = Agents(
+                    actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable
+                )
                 wf = Workflow(
                     name=definition.name,
                     run_id=run_id,
@@ -206,15 +267,21 @@ async def run(
                     log_lines=actors.log_lines,
                     approvals=Approvals(actors.desk),
                     board=actors.board,
+                    budget=budget,
+                    durable=durable,
+                    worktrees=worktrees,
                 )
                 end = _Ending("cancelled", None, "the run was cancelled")
                 with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
                     with work:
                         end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
                     if work.cancelled_caught:
-                        end = _Ending("cancelled", None, "the run was cancelled")
+                        end = _Ending(*(("stopped", None, stopped[0]) if stopped else ("cancelled", None, "the run was cancelled")))
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
+                worktree_ends.extend(await anyio.to_thread.run_sync(worktrees.finish))  # its agents are stopped
+                for gone in worktree_ends:
+                    wf.log(f"worktree {gone.state}", worktree=gone.name, path=str(gone.path), branch=gone.branch, reason=gone.reason)
                 # The Recorder outlives that bound: the ending is recorded even when the time ran out.
                 ended = end
                 gap = await actors.recorder.ask(RecordGaps())
@@ -226,15 +293,48 @@ async def run(
                     gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
                     end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
                 spent.append(actors.ledger.snapshot())
+                try:
+                    await durable.end(end.outcome, end.reason)
+                except WorkflowError as error:  # its attempt's record: the run's record is incomplete
+                    reason = f"{end.reason}; and {error}" if end.outcome == "failed" else _incomplete(str(error), end.outcome, end.reason)
+                    end = _Ending("failed", None, reason, end.where, end.traceback)
                 ending.append(end)
+            if run_trace is not None:  # once the actors have stopped: their last dead letters are in it
+                await _record_trace(record_dir, run_trace)
         watch.cancel_scope.cancel()
 
-    async with anyio.create_task_group() as watch:
-        watch.start_soon(_pass_on_cancellation, work, cleanup)
-        watch.start_soon(shielded)
+    try:
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_pass_on_cancellation, work, cleanup)
+            watch.start_soon(shielded)
+    finally:
+        if lookahead:
+            shutil.rmtree(record_dir.parent.parent, ignore_errors=True)
     await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
     [end] = ending
-    return RunResult(end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0])
+    needs = dict(durable.needs) if lookahead else None
+    n = durable.attempt.n
+    return RunResult(
+        end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0], n, needs,
+        tuple(worktree_ends),
+    )
+
+
+async def _record_trace(record_dir: Path, run_trace: RunTrace) -> None:
+    """The run's mailbox trace, beside its record, and its OpenTelemetry spans where the
+    `otel` extra is installed; a trace that can't be written or exported is only logged."""
+    try:
+        await anyio.to_thread.run_sync(write_trace, record_dir, run_trace)
+    except OSError as error:
+        structlog.get_logger("agentswf.run").warning("the run's mailbox trace could not be written", error=str(error))
+    try:
+        from ..otel import export_run
+    except ImportError:  # no agentswf[otel]
+        return
+    try:
+        await anyio.to_thread.run_sync(export_run, record_dir)
+    except Exception as error:  # an exporter's failure is not the run's
+        structlog.get_logger("agentswf.run").warning("the run's spans could not be exported", error=str(error))
 
 
 def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import structlog
 
-from agentswf.actors import Supervisor, add_trace_sink, capture_trace, enable_tracing, tracing
+from agentswf.actors import Supervisor, Tracer, add_trace_sink, capture_trace, enable_tracing, tracing
 from agentswf.errors import ActorCrashed
 
 from .kit import Add, Boom, Counter, Get
@@ -68,3 +68,52 @@ async def test_tracing_is_off_by_default_and_goes_through_structlog_when_on() ->
     finally:
         remove()
     remove()  # removing twice is harmless
+
+
+# A supervisor's own tracer ---------------------------------------------------------------------
+
+
+def _collector() -> tuple[Tracer, list[tuple[str, str]]]:
+    events: list[tuple[str, str]] = []
+    return Tracer(lambda event, fields: events.append((event, fields["actor"]))), events
+
+
+async def test_two_supervisors_trace_apart_and_process_sinks_see_neither() -> None:
+    first, first_events = _collector()
+    second, second_events = _collector()
+    process_wide: list[str] = []
+    remove = add_trace_sink(lambda event, fields: process_wide.append(event))
+    try:
+        with first, second:
+            assert tracing.enabled
+            async with Supervisor("a", tracer=first) as a, Supervisor("b", tracer=second) as b, Supervisor("c") as c:
+                await a.spawn(Counter, name="in-a", capacity=4).ask(Add(1))
+                await b.spawn(Counter, name="in-b", capacity=4).ask(Get())
+                await c.spawn(Counter, name="in-c", capacity=4).ask(Get())  # no tracer: nowhere
+        assert not tracing.enabled
+    finally:
+        remove()
+    assert first_events == [("mailbox.enqueue", "in-a"), ("mailbox.dequeue", "in-a"), ("mailbox.handled", "in-a")]
+    assert [actor for _, actor in second_events] == ["in-b"] * 3
+    assert process_wide == []
+
+
+async def test_a_closed_tracer_hears_nothing_and_tracing_is_off_again() -> None:
+    tracer, events = _collector()
+    async with Supervisor("t", tracer=tracer) as sup:
+        ref = sup.spawn(Counter, capacity=4)
+        await ref.ask(Get())  # not open yet
+        with tracer:
+            await ref.ask(Get())
+        await ref.ask(Get())
+    assert len(events) == 3 and not tracing.enabled
+
+
+async def test_the_process_switch_and_a_tracer_both_hear_a_traced_supervisor() -> None:
+    tracer, events = _collector()
+    async with Supervisor("t", tracer=tracer) as sup:
+        ref = sup.spawn(Counter, name="c", capacity=4)
+        with tracer, capture_trace() as captured:
+            await ref.ask(Get())
+        assert not tracing.enabled
+    assert len(events) == len(captured) == 3

@@ -6,9 +6,11 @@ fork), no socket, no run directory. And when the run's watchdog is killed with i
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +42,16 @@ async def held(wf):
     idle = await wf.agents.open("idle", runtime="shell:true")  # opened, never run: no keeper of its own
     await agent.run("Wait.", timeout="1h")
 """
+
+
+@pytest.fixture
+def private_tmp(monkeypatch):
+    """A TMPDIR of the test's own: another test's `awf` command (or another suite's on this
+    machine) sweeps dead runs under the shared /tmp, and would take this test's before it looks."""
+    short = tempfile.mkdtemp(prefix="k", dir="/tmp")  # short: a socket's path has 108 bytes
+    monkeypatch.setenv("TMPDIR", short)
+    yield short
+    shutil.rmtree(short, ignore_errors=True)
 
 
 def start(tmp_path: Path, backend: str) -> subprocess.Popen[bytes]:
@@ -77,7 +89,7 @@ def wait_until_nothing_left(tmp_path: Path, seconds: float) -> tuple[list[int], 
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_nothing_is_left_seconds_after_kill_9_of_the_run(tmp_path, backend):
+def test_nothing_is_left_seconds_after_kill_9_of_the_run(tmp_path, backend, private_tmp):
     run = start(tmp_path, backend)
     alive_before, carrying_before, dir_before = left(tmp_path)
     assert len(alive_before) == 4 and len(carrying_before) >= 4 and dir_before
@@ -101,7 +113,7 @@ def _watchdog_of(run_pid: int) -> int:
     raise AssertionError("the run has no watchdog")
 
 
-def test_a_run_killed_with_its_watchdog_is_swept_by_the_next_awf_command(tmp_path):
+def test_a_run_killed_with_its_watchdog_is_swept_by_the_next_awf_command(tmp_path, private_tmp):
     run = start(tmp_path, "asyncio")
     watchdog = _watchdog_of(run.pid)
     os.kill(watchdog, signal.SIGKILL)

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -313,3 +314,57 @@ async def test_a_record_that_cant_be_encoded_fails_its_own_ask_only(tmp_path):
         assert await ref.ask(call(1, 2)) is True  # and the Recorder goes on
         assert await ref.ask(RecordGaps()) is None
     assert on_disk(tmp_path / "tools.jsonl") == {"1-0", "1-1", "1-2"}
+
+
+@pytest.mark.anyio
+async def test_appends_once_the_recorder_has_stopped_are_refused_not_left_waiting(tmp_path):
+    from agentswf.errors import ActorStopped
+
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        assert await appends.ask(call(1, 0)) is True
+        await ref.stop()
+    with anyio.fail_after(2), pytest.raises(ActorStopped):
+        await appends.ask(call(1, 1))
+    assert on_disk(tmp_path / "tools.jsonl") == {"1-0"}
+
+
+@pytest.mark.anyio
+async def test_an_asker_that_gives_up_leaves_the_others_of_its_take_answered(tmp_path):
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        answers = []
+
+        async def ask(line: ToolCalled, scope: anyio.CancelScope | None = None) -> None:
+            with scope or anyio.CancelScope():
+                answers.append(await appends.ask(line))
+
+        async with anyio.create_task_group() as tg:
+            gives_up = anyio.CancelScope()
+            tg.start_soon(ask, call(1, 0), gives_up)
+            tg.start_soon(ask, call(2, 0))
+            await anyio.lowlevel.checkpoint()  # both have asked, in the same take
+            gives_up.cancel()
+        assert answers == [True]
+        assert await appends.ask(call(2, 1)) is True  # the Recorder goes on
+        assert await ref.ask(RecordGaps()) is None
+    assert on_disk(tmp_path / "tools.jsonl") == {"1-0", "2-0", "2-1"}  # its line was written all the same
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("through", ["mailbox", "appends"])
+async def test_a_turns_usage_is_accounted_however_its_line_is_asked(tmp_path, through):
+    from agentswf.harnesses.usage import Usage
+
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        ask = ref.ask if through == "mailbox" else appends.ask
+        turn = Turn(agent="a", n=1, call_id="c1", outcome=Answered(value="x"), started_at=1.0, ended_at=2.0,
+                    usage=Usage(input_tokens=7, output_tokens=1))
+        await ask(recorder.TurnEnded(turn))
+        assert await ref.ask(RecordGaps()) is None  # usage.json written too
+    usage = records.read_json(tmp_path / "usage.json")
+    assert usage["turns"] == 1 and usage["total"]["input_tokens"] == 7

@@ -1,0 +1,243 @@
+"""`awf ls`, `awf status`, `awf stop`, `awf tail`: a run seen and steered from another terminal.
+
+`status` and `stop` go over the run's operator socket, which refuses any process of the
+run's agents (`engine.admission`): no agent stops its own run or reads how it stands.
+`tail` follows the record as it grows (`follow.Follower`), after the same socket has
+admitted the asker while the run is live; `ls` reads the records alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+
+from ..engine.operator import Status, Stop
+from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from .follow import Event, Follower, Tally, run_cost
+from .runs import UsageFailure, all_runs, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
+
+TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained
+STOP_WAIT_SECONDS = 30.0  # for the run to record its ending after `awf stop` (its cleanup is bounded at 10s)
+LIVE_RUN_HELP = "the run's id or directory (default: the one live run)"
+
+
+def age(seconds: float) -> str:
+    """`seconds` as the one or two largest units: 45s, 3m12s, 2h05m, 4d03h."""
+    seconds = max(0, int(seconds))
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
+        if seconds >= size:
+            rest = (seconds % size) // sub_size
+            return f"{seconds // size}{unit}{rest:02d}{sub}"
+    return f"{seconds}s"
+
+
+def money(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def _info(run_dir: Path) -> dict[str, Any]:
+    try:
+        info = read_json(run_dir / "run.json")
+    except (OSError, msgspec.DecodeError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _state(run_dir: Path) -> str:
+    output = run_dir / "output.json"
+    if output.exists():
+        try:
+            return str(read_json(output).get("outcome", "?"))
+        except (OSError, msgspec.DecodeError, AttributeError):
+            return "?"
+    return "live" if is_live(run_dir) else "unfinished"
+
+
+def command_ls(options: argparse.Namespace) -> int:
+    root = run_root_of(options)
+    runs = all_runs(root)
+    if not runs:
+        print(f"awf: no runs under {root}", file=sys.stderr)
+        return 0
+    now = time.time()
+    rows = [("RUN", "WORKFLOW", "STATE", "AGE", "COST")]
+    for run_dir in runs[-options.last :] if options.last else runs:
+        info = _info(run_dir)
+        started = info.get("started_at")
+        rows.append(
+            (
+                run_dir.name,
+                str(info.get("workflow", run_dir.parent.name)),
+                _state(run_dir),
+                "-" if started is None else age(now - started),
+                money(run_cost(run_dir)),
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def _status_value(run_dir: Path, live: dict[str, Any]) -> dict[str, Any]:
+    """The live run's answer, with what its record adds: each agent's turn, time and spend."""
+    tally = Tally()
+    for event in Follower(run_dir).poll():
+        tally.add(event)
+    info = _info(run_dir)
+    agents = []
+    for agent in live.get("agents", []):
+        seen = tally.agents.get(agent["key"])
+        agents.append(
+            {
+                **agent,
+                "turn": seen.turn if seen else 0,
+                "turns": seen.turns if seen else 0,
+                "turn_started_at": seen.started_at if seen and agent["in_turn"] else None,
+                "deadline_at": seen.deadline_at if seen and agent["in_turn"] else None,
+                "doing": seen.doing if seen else "",
+                "tokens": seen.tokens if seen else 0,
+                "cost_usd": seen.cost_usd if seen else None,
+            }
+        )
+    return {
+        "run_id": run_dir.name,
+        "workflow": info.get("workflow"),
+        "started_at": info.get("started_at"),
+        "agents": agents,
+        "participants": live.get("participants", []),
+        "pending": live.get("pending", []),
+        "tokens": tally.tokens,
+        "cost_usd": tally.cost_usd,
+    }
+
+
+def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
+    started = status.get("started_at")
+    alive = "" if started is None else f", live for {age(now - started)}"
+    in_turn = sum(agent["in_turn"] for agent in status["agents"])
+    out.write(
+        f"run {status['run_id']} of {status['workflow']}{alive}: {len(status['agents'])} agent(s), "
+        f"{in_turn} in a turn; spent {status['tokens']} tokens, {money(status['cost_usd'])}\n"
+    )
+    for agent in status["agents"]:
+        state = f"in turn {agent['turn']}" if agent["in_turn"] else f"idle after {agent['turns']} turn(s)"
+        if agent["in_turn"] and agent["turn_started_at"] is not None:
+            state += f" for {age(now - agent['turn_started_at'])}"
+            if agent["deadline_at"] is not None:
+                state += f" of {age(agent['deadline_at'] - agent['turn_started_at'])}"
+        out.write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {money(agent['cost_usd'])}\n")
+        if agent["owes"]:
+            out.write(f"    owes a reply to {', '.join(agent['owes'])}\n")
+        if agent["awaits"]:
+            out.write(f"    awaits {agent['awaits']}'s reply\n")
+        if agent["doing"]:
+            out.write(f"    last: {agent['doing']}\n")
+    for request in status["pending"]:
+        out.write(f"  waiting for approval: {request['call_id']} {request['agent']} → {request['tool']}\n")
+    if status["participants"]:
+        out.write(f"  participants: {', '.join(status['participants'])}\n")
+
+
+def command_status(options: argparse.Namespace) -> int:
+    run_dir = live_run_dir(options)
+    response = ask_live_run(options, Status(), run_dir)
+    if not response.ok:
+        print(f"awf: {response.message}", file=sys.stderr)
+        return 1
+    status = _status_value(run_dir, response.value or {})
+    if options.json:
+        sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
+    else:
+        print_status(status, sys.stdout, time.time())
+    return 0
+
+
+def command_stop(options: argparse.Namespace) -> int:
+    run_dir = live_run_dir(options)
+    response = ask_live_run(options, Stop(options.reason or "", options.by), run_dir)
+    if not response.ok:
+        print(f"awf: {response.message}", file=sys.stderr)
+        return 1
+    print(f"awf: {response.message}", file=sys.stderr)
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    while not (run_dir / "output.json").exists():
+        if time.monotonic() > deadline:
+            print(f"awf: run {run_dir.name} has not recorded its ending within {STOP_WAIT_SECONDS:g}s", file=sys.stderr)
+            return 1
+        time.sleep(TAIL_POLL_SECONDS)
+    print(f"awf: run {run_dir.name} {_state(run_dir)}  (awf logs {run_dir.name})", file=sys.stderr)
+    return 0
+
+
+def event_line(event: Event) -> str:
+    clock = time.strftime("%H:%M:%S", time.localtime(event.at))
+    who = f"{event.agent}: " if event.agent else ""
+    return f"{clock} {who}{event.text}"
+
+
+def _tail_words(options: argparse.Namespace) -> tuple[Path, str | None]:
+    """`[run] [agent]`: one word is a run when it names a run's record, else an agent of the live run."""
+    words = options.words
+    if len(words) > 2:
+        raise UsageFailure(f"awf tail takes [run] [agent], not {len(words)} words")
+    root = run_root_of(options)
+    if len(words) == 2 or (len(words) == 1 and find_run(root, words[0]) is not None):
+        options.run, words = words[0], words[1:]
+        run_dir = run_dir_of(options, options.run)
+    else:
+        options.run = None
+        run_dir = live_run_dir(options)
+    return run_dir, words[0] if words else None
+
+
+def command_tail(options: argparse.Namespace) -> int:
+    run_dir, agent = _tail_words(options)
+    if is_live(run_dir):  # the operator socket says whether the asker may watch: no agent of the run may
+        response = ask_live_run(options, Status(), run_dir)
+        if not response.ok:
+            print(f"awf: {response.message}", file=sys.stderr)
+            return 1
+    follower = Follower(run_dir)
+    while True:
+        for event in follower.poll():
+            if agent is None or event.agent == agent or event.kind == "run-ended":
+                print(event_line(event), flush=True)
+        if follower.ended or not options.follow:
+            return 0
+        time.sleep(TAIL_POLL_SECONDS)
+
+
+def add_commands(commands: Any) -> None:
+    """Add ls, status, stop and tail to `awf`'s subcommands."""
+    root_help = f"where records are (default {DEFAULT_RUN_ROOT})"
+    ls_parser = commands.add_parser("ls", help="list the runs under the run root: id, workflow, state, age, cost")
+    ls_parser.add_argument("--last", type=int, default=0, metavar="N", help="only the N latest runs")
+    ls_parser.add_argument("--run-root", help=root_help)
+    ls_parser.set_defaults(handler=command_ls)
+
+    status_parser = commands.add_parser("status", help="how a live run stands: its agents, their turns, spend")
+    status_parser.add_argument("run", nargs="?", help=LIVE_RUN_HELP)
+    status_parser.add_argument("--json", action="store_true", help="print it as one JSON object")
+    status_parser.add_argument("--run-root", help=root_help)
+    status_parser.set_defaults(handler=command_status)
+
+    stop_parser = commands.add_parser("stop", help="stop a live run: it ends stopped, its agents stopped")
+    stop_parser.add_argument("run", nargs="?", help=LIVE_RUN_HELP)
+    stop_parser.add_argument("--reason", help="why, for the record")
+    stop_parser.add_argument("--by", default="operator", help="who stops it, for the record (default operator)")
+    stop_parser.add_argument("--run-root", help=root_help)
+    stop_parser.set_defaults(handler=command_stop)
+
+    tail_parser = commands.add_parser(
+        "tail", help="a run's events as they happen: turns, tool calls, messages", usage="awf tail [run] [agent]"
+    )
+    tail_parser.add_argument("words", nargs="*", metavar="[run] [agent]", help=f"the run ({LIVE_RUN_HELP}) and an agent")
+    tail_parser.add_argument("--no-follow", dest="follow", action="store_false", help="print what is recorded and exit")
+    tail_parser.add_argument("--run-root", help=root_help)
+    tail_parser.set_defaults(handler=command_tail)

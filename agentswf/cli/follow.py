@@ -1,0 +1,224 @@
+"""A run's record read as it grows: what `awf tail`, `awf ls` and the live view of `awf run` see.
+
+The record is the run's one account of what happened (see `engine.records`), written as it
+happens: a turn's call.json when it starts, its line in turns.jsonl when it ends, each tool
+call, message and wf.log line as it is recorded. Reading it, rather than asking the run's
+actors, keeps every watcher off the run's event loop: a watcher costs the run nothing but
+the file reads it does in its own thread or process.
+
+`Follower.poll` returns what was added since the last poll (turns started and ended, tool
+calls, approvals, messages sent and read, `wf.log` lines, the run's ending), each line once, a torn last
+line (still being written) left for the next poll. `Tally` folds those events into the
+standing of each agent, a pure function of the events seen.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from ..engine.records import read_json
+
+EventKind = Literal["turn-started", "turn-ended", "tool", "approval", "message", "read", "log", "run-ended"]
+MAX_EVENT_TEXT_CHARS = 200  # of a prompt, a message or a tool's input, in one event line
+_LOGS = ("turns", "tools", "approvals", "messages", "log")
+
+
+class Event(msgspec.Struct, frozen=True):
+    """One thing the record says happened: `agent` is whose it is ("" for the run's own)."""
+
+    at: float
+    kind: EventKind
+    agent: str
+    text: str
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_EVENT_TEXT_CHARS else text[: MAX_EVENT_TEXT_CHARS - 1] + "…"
+
+
+def _usage_text(usage: dict[str, Any] | None) -> str:
+    if not usage:
+        return ""
+    tokens = sum(usage.get(name) or 0 for name in ("input_tokens", "output_tokens"))
+    cost = usage.get("cost_usd")
+    return f" ({tokens} tokens" + (f", ${cost:.4f})" if cost is not None else ")")
+
+
+def _events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
+    """The events one line of one of the run's logs says happened."""
+    if log == "turns":
+        outcome = line.get("outcome") or {}
+        kind = outcome.get("kind", "?")
+        why = "" if kind == "answered" else f": {_short(outcome.get('reason', ''))}"
+        text = f"turn {line.get('n')} ended {kind}{why}{_usage_text(line.get('usage'))}"
+        yield Event(line.get("ended_at") or 0.0, "turn-ended", line.get("agent", ""), text, line)
+    elif log == "tools":
+        text = f"tool {line.get('tool')} {_short(line.get('input'))} -> {line.get('outcome')}"
+        yield Event(line.get("started_at") or 0.0, "tool", line.get("agent", ""), text, line)
+    elif log == "approvals":
+        decision = line.get("decision") or {}
+        verb = "approved" if decision.get("approved") else "rejected"
+        why = f": {_short(decision['reason'])}" if decision.get("reason") else ""
+        text = f"tool {line.get('tool')} call {line.get('call_id')} {verb} by {decision.get('by')}{why}"
+        yield Event(line.get("at") or 0.0, "approval", line.get("agent", ""), text, line)
+    elif log == "messages" and line.get("event") == "sent":
+        mail = line.get("mail") or {}
+        text = f"{mail.get('kind', 'message')} to {mail.get('to')}: {_short(mail.get('text', ''))}"
+        yield Event(mail.get("at") or 0.0, "message", mail.get("sender", ""), text, mail)
+    elif log == "messages" and line.get("event") == "read":
+        yield Event(line.get("at") or 0.0, "read", line.get("by", ""), f"read message {line.get('message_id')}", line)
+    elif log == "log":
+        fields = line.get("fields") or {}
+        extra = " ".join(f"{key}={_short(value)}" for key, value in fields.items())
+        text = f"{line.get('message', '')} {extra}".rstrip()
+        yield Event(line.get("at") or 0.0, "log", str(fields.get("agent", "")), text, line)
+
+
+@dataclass
+class Follower:
+    """Reads what a run's record gained since the last `poll`; see the module docstring."""
+
+    run_dir: Path
+    _offsets: dict[str, int] = field(default_factory=dict)
+    _calls: set[str] = field(default_factory=set)
+    ended: bool = False
+
+    def poll(self) -> list[Event]:
+        events: list[Event] = []
+        events.extend(self._new_calls())
+        for log in _LOGS:
+            for line in self._new_lines(log):
+                events.extend(_events_of(log, line))
+        if not self.ended and (self.run_dir / "output.json").exists():
+            self.ended = True
+            try:
+                output = read_json(self.run_dir / "output.json")
+            except (OSError, msgspec.DecodeError):
+                output = {}
+            reason = f": {_short(output['reason'])}" if output.get("reason") else ""
+            events.append(Event(output.get("ended_at") or time.time(), "run-ended", "", f"run {output.get('outcome')}{reason}", output))
+        events.sort(key=lambda event: event.at)
+        return events
+
+    def _new_calls(self) -> Iterable[Event]:
+        try:
+            entries = list(os.scandir(self.run_dir / "calls"))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name in self._calls:
+                continue
+            try:
+                call = read_json(Path(entry.path) / "call.json")
+                at = (Path(entry.path) / "call.json").stat().st_mtime
+            except (OSError, msgspec.DecodeError):
+                continue  # not written yet: the next poll
+            self._calls.add(entry.name)
+            text = f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}"
+            yield Event(at, "turn-started", call.get("agent", ""), text, call)
+
+    def _new_lines(self, log: str) -> Iterable[dict[str, Any]]:
+        path = self.run_dir / f"{log}.jsonl"
+        offset = self._offsets.get(log, 0)
+        try:
+            with path.open("rb") as file:
+                file.seek(offset)
+                data = file.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1  # a torn last line waits for the next poll
+        self._offsets[log] = offset + end
+        for raw in data[:end].splitlines():
+            try:
+                line = msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                continue
+            if isinstance(line, dict):
+                yield line
+
+
+AgentState = Literal["idle", "in turn"]
+
+
+@dataclass
+class AgentTally:
+    """One agent as the record has it so far."""
+
+    key: str
+    state: AgentState = "idle"
+    turn: int = 0
+    turns: int = 0
+    started_at: float | None = None
+    deadline_at: float | None = None
+    doing: str = ""  # the last tool call or message of its turn
+    tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def group(self) -> str:
+        """The key group: the part of its key before `:` (`review:style` is in `review`)."""
+        return self.key.split(":", 1)[0]
+
+
+@dataclass
+class Tally:
+    """The run's agents and totals, folded from its events in order."""
+
+    agents: dict[str, AgentTally] = field(default_factory=dict)
+    logs: list[str] = field(default_factory=list)
+    ended: str | None = None
+
+    def add(self, event: Event, keep_logs: int = 0) -> None:
+        if event.kind == "run-ended":
+            self.ended = event.text
+            return
+        if event.kind == "log":
+            self.logs = [*self.logs, event.text][-keep_logs:] if keep_logs else []
+            return
+        if not event.agent or event.kind == "read":
+            return
+        agent = self.agents.get(event.agent) or self.agents.setdefault(event.agent, AgentTally(event.agent))
+        if event.kind == "turn-started":
+            agent.state, agent.turn, agent.doing = "in turn", int(event.fields.get("n") or 0), ""
+            deadline_ms = event.fields.get("deadline_at")  # call.json's deadline is Unix milliseconds
+            agent.started_at, agent.deadline_at = event.at, None if deadline_ms is None else deadline_ms / 1000
+        elif event.kind == "turn-ended":
+            agent.state, agent.turns = "idle", agent.turns + 1
+            agent.doing = event.text
+            usage = event.fields.get("usage") or {}
+            agent.tokens += sum(usage.get(name) or 0 for name in ("input_tokens", "output_tokens"))
+            if usage.get("cost_usd") is not None:
+                agent.cost_usd = (agent.cost_usd or 0.0) + usage["cost_usd"]
+        else:
+            agent.doing = event.text
+
+    @property
+    def tokens(self) -> int:
+        return sum(agent.tokens for agent in self.agents.values())
+
+    @property
+    def cost_usd(self) -> float | None:
+        costs = [agent.cost_usd for agent in self.agents.values() if agent.cost_usd is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def in_turn(self) -> int:
+        return sum(agent.state == "in turn" for agent in self.agents.values())
+
+
+def run_cost(run_dir: Path) -> float | None:
+    """The run's cost so far, as its turns recorded it; None when no turn said."""
+    tally = Tally()
+    for event in Follower(run_dir).poll():
+        tally.add(event)
+    return tally.cost_usd

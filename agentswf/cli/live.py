@@ -1,0 +1,221 @@
+"""What `awf run` shows while the run works: a live view in a terminal, plain lines elsewhere.
+
+Both read the run's record from a thread of their own (`follow.Follower`), at most every
+`VIEW_REFRESH_SECONDS`, so drawing never runs on the run's event loop; the live view also
+asks the run's operator socket how its agents stand (whom each owes a reply, whose it
+awaits, what waits for approval) every `STATUS_REFRESH_SECONDS`, one small request.
+
+- The live view (rich): a row per agent — state, turn, time in the turn against its
+  deadline, its last tool call or message (or the reply it awaits), tokens and cost — with
+  the agents of one key group (the part of the key before `:`) folded under the group's
+  row; the run's totals, and its budget against them; the last `LOG_LINES_SHOWN` `wf.log` lines.
+- Plain lines: one per turn started and ended, tool call, message and `wf.log` line, in
+  the record's order, through structlog as the rest of `awf run`'s progress.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import structlog
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ..engine.operator import OPERATOR_TIMEOUT_SECONDS, Status, ask_run
+from ..engine.records import read_json
+from ..workflow.budgets import Budget
+from ..workflow.durations import to_seconds
+from .control import age, money
+from .follow import AgentTally, Event, Follower, Tally
+
+VIEW_REFRESH_SECONDS = 0.25  # the most often the view reads the record and draws (4 a second)
+STATUS_REFRESH_SECONDS = 1.0  # the most often the live view asks the run how its agents stand
+STATUS_TIMEOUT_SECONDS = 2.0  # a status the run doesn't give in this time is asked again later
+LOG_LINES_SHOWN = 5
+TURN_SOURCE = "agentswf.turns"
+LOG_SOURCE = "agentswf.workflow"
+RECORDED_SOURCES = (TURN_SOURCE, LOG_SOURCE, "agentswf.tools")
+"""Whose progress lines the plain view prints from the record instead, so that every line
+it prints comes in the order the record has them."""
+
+ViewKind = Literal["live", "plain"]
+
+
+def _plain(event: Event) -> None:
+    """One structlog line for an event of the record (turns, tool calls, messages, log lines)."""
+    fields = event.fields
+    if event.kind == "turn-started":
+        structlog.get_logger(TURN_SOURCE).info("turn started", agent=event.agent, turn=fields.get("n"), call=fields.get("call_id"))
+    elif event.kind == "turn-ended":
+        usage = fields.get("usage") or {}
+        spent = {key: usage[key] for key in ("input_tokens", "output_tokens", "cost_usd") if usage.get(key) is not None}
+        outcome = (fields.get("outcome") or {}).get("kind")
+        structlog.get_logger(TURN_SOURCE).info(
+            "turn ended", agent=event.agent, turn=fields.get("n"), call=fields.get("call_id"), outcome=outcome, **spent
+        )
+    elif event.kind == "tool":
+        took = (fields.get("ended_at") or 0.0) - (fields.get("started_at") or 0.0)
+        structlog.get_logger("agentswf.tools").info(
+            "tool called", agent=event.agent, tool=fields.get("tool"), outcome=fields.get("outcome"), ms=round(took * 1000)
+        )
+    elif event.kind == "message":
+        structlog.get_logger("agentswf.messages").info(
+            "message sent", sender=event.agent, to=fields.get("to"), kind=fields.get("kind")
+        )
+    elif event.kind == "approval":
+        decision = fields.get("decision") or {}
+        structlog.get_logger("agentswf.approvals").info(
+            "tool call decided", agent=event.agent, tool=fields.get("tool"), approved=decision.get("approved"), by=decision.get("by")
+        )
+    elif event.kind == "log":  # wf.log's lines, and the tool calls a policy logs
+        structlog.get_logger(LOG_SOURCE).info(str(fields.get("message", "")), **(fields.get("fields") or {}))
+
+
+def _deadline(agent: AgentTally, now: float) -> str:
+    if agent.state != "in turn" or agent.started_at is None:
+        return ""
+    took = age(now - agent.started_at)
+    return took if agent.deadline_at is None else f"{took} / {age(agent.deadline_at - agent.started_at)}"
+
+
+def _doing(agent: AgentTally, standing: dict[str, Any] | None) -> str:
+    if standing and standing.get("awaits"):
+        return f"awaits {standing['awaits']}'s reply"
+    if standing and standing.get("owes"):
+        return f"owes {', '.join(standing['owes'])} a reply"
+    return agent.doing
+
+
+def budget_text(budget: Budget, tally: Tally, seconds: float) -> str:
+    """The run's budget beside what its turns spent so far: `budget: 3/200 turns · 40s/2h00m`."""
+    parts = []
+    if budget.turns is not None:
+        parts.append(f"{sum(agent.turns for agent in tally.agents.values())}/{budget.turns} turns")
+    if budget.tokens is not None:
+        parts.append(f"{tally.tokens}/{budget.tokens} tokens")
+    if budget.cost_usd is not None:
+        parts.append(f"{money(tally.cost_usd or 0.0)}/{money(budget.cost_usd)}")
+    if budget.wall is not None:
+        parts.append(f"{age(seconds)}/{age(to_seconds(budget.wall))}")
+    return "budget: " + " · ".join(parts)
+
+
+def render(
+    tally: Tally, status: dict[str, Any], header: str, now: float, budget: Budget | None = None, seconds: float = 0.0
+) -> Group:
+    """The view of a run: pure, from its tally, the run's last status answer, and its budget."""
+    standings = {agent["key"]: agent for agent in status.get("agents", [])}
+    table = Table(expand=True, box=None, pad_edge=False)
+    for name, justify in (("agent", "left"), ("state", "left"), ("turn", "right"), ("time / deadline", "left"),
+                          ("doing", "left"), ("tokens", "right"), ("cost", "right")):
+        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis", ratio=3 if name == "doing" else None)  # type: ignore[arg-type]
+    groups: dict[str, list[AgentTally]] = {}
+    for agent in sorted(tally.agents.values(), key=lambda agent: agent.key):
+        groups.setdefault(agent.group, []).append(agent)
+    for group, members in groups.items():
+        folded = len(members) > 1
+        if folded:
+            busy = sum(member.state == "in turn" for member in members)
+            costs = [member.cost_usd for member in members if member.cost_usd is not None]
+            table.add_row(
+                Text(f"{group} ({len(members)})", style="bold"), f"{busy} in turn", "", "", "",
+                str(sum(member.tokens for member in members)), money(sum(costs) if costs else None),
+            )
+        for agent in members:
+            style = "green" if agent.state == "in turn" else "dim"
+            table.add_row(
+                ("  " if folded else "") + agent.key,
+                Text(agent.state, style=style),
+                str(agent.turn or ""),
+                _deadline(agent, now),
+                _doing(agent, standings.get(agent.key)),
+                str(agent.tokens),
+                money(agent.cost_usd),
+            )
+    pending = status.get("pending", [])
+    totals = f"{tally.in_turn} in turn · {tally.tokens} tokens · {money(tally.cost_usd)}"
+    if pending:
+        totals += f" · {len(pending)} waiting for approval (awf pending)"
+    parts: list[Any] = [Text(header, style="bold"), table, Text(totals)]
+    if budget is not None:
+        parts.append(Text(budget_text(budget, tally, seconds)))
+    if tally.logs:
+        parts.append(Text("\n".join(tally.logs), style="dim"))
+    if tally.ended:
+        parts.append(Text(tally.ended, style="bold"))
+    return Group(*parts)
+
+
+class RunView:
+    """The watcher `awf run` gives `progress.watch_runs`: a thread per run that reads its
+    record and draws it (`kind` "live") or prints its lines ("plain"), until `close`."""
+
+    def __init__(self, kind: ViewKind, console: Console | None = None, budget: Budget | None = None) -> None:
+        self.kind = kind
+        self.budget = budget  # the run's, from `awf run --budget`, shown against its spend
+        self.console = console or Console(stderr=True)
+        self._threads: list[tuple[threading.Thread, threading.Event]] = []
+
+    def __call__(self, run_id: str, record_dir: Path) -> None:
+        done = threading.Event()
+        thread = threading.Thread(target=self._watch, args=(run_id, record_dir, done), name=f"awf view {run_id}", daemon=True)
+        self._threads.append((thread, done))
+        thread.start()
+
+    def close(self) -> None:
+        """Stop watching: each view reads what is left of its record, draws it once more, and ends."""
+        for thread, done in self._threads:
+            done.set()
+            thread.join()
+        self._threads.clear()
+
+    def _watch(self, run_id: str, record_dir: Path, done: threading.Event) -> None:
+        follower = Follower(record_dir)
+        if self.kind == "plain":
+            while True:
+                finishing = done.is_set()
+                for event in follower.poll():
+                    _plain(event)
+                if finishing:
+                    return
+                done.wait(VIEW_REFRESH_SECONDS)
+        self._live(run_id, record_dir, follower, done)
+
+    def _live(self, run_id: str, record_dir: Path, follower: Follower, done: threading.Event) -> None:
+        tally = Tally()
+        status: dict[str, Any] = {}
+        asked = 0.0
+        started = time.time()
+        header = f"run {run_id} · record {record_dir}"
+        with Live(console=self.console, auto_refresh=False, transient=False, redirect_stdout=False, redirect_stderr=False) as live:
+            while True:
+                finishing = done.is_set()
+                for event in follower.poll():
+                    tally.add(event, keep_logs=LOG_LINES_SHOWN)
+                now = time.time()
+                if not finishing and not tally.ended and now - asked >= STATUS_REFRESH_SECONDS:
+                    asked = now
+                    status = _status(record_dir) or status
+                view = render(tally, status, f"{header} · {age(now - started)}", now, self.budget, now - started)
+                live.update(view, refresh=True)
+                if finishing:
+                    return
+                done.wait(VIEW_REFRESH_SECONDS)
+
+
+def _status(record_dir: Path) -> dict[str, Any] | None:
+    """The run's answer to `awf status`, or None when it gave none (starting, ending)."""
+    try:
+        control = read_json(record_dir / "run.json").get("control")
+        if not control:
+            return None
+        response = ask_run(control, Status(), timeout=min(STATUS_TIMEOUT_SECONDS, OPERATOR_TIMEOUT_SECONDS))
+    except (OSError, msgspec.DecodeError, AttributeError):
+        return None
+    return response.value if response.ok and isinstance(response.value, dict) else None

@@ -1,0 +1,104 @@
+"""The bubblewrap command line of one sandboxed attempt: a pure function of what it may see.
+
+The sandbox starts from an empty root and is given, in this order (a later mount covers an
+earlier one): the system read-only (`/usr`, `/etc`, `/bin`, `/lib*`…, symlinks kept as
+symlinks), its own `/proc`, `/dev` and an empty `/tmp` (in memory, bounded); read-only, what
+runs the agent (the interpreter `wfa` runs on, agentswf, the CLI's install); read-only, the
+sandbox's cwd, the agent's cwd and `read`; writable, `write`; then the agent's own directory
+read-only (its launcher and its sockets, at the same path as outside, so the prompt's
+launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
+directory it is given is covered by an empty one. Nothing else of the machine is there: not
+`$HOME`, not another agent's directory, not the run's record.
+
+Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
+namespace so no other process of the machine can be seen or signalled), no capability is
+kept, it is a session of its own (no typing into the run's terminal), and it dies with its
+parent: the attempt's keeper, which stays outside, so that the identity check walking a
+`wfa` process's parents (in the run's pid namespace, where `SO_PEERCRED` reports them)
+still meets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .spec import ResolvedSpec
+
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""The system every sandbox reads: what a shell and its tools need, and nothing of anyone's."""
+
+FORWARDER_PROXY_PORT = 3128  # inside the sandbox's own loopback: HTTPS_PROXY points here
+TMP_BYTES = 1024 * 1024 * 1024  # the sandbox's own /tmp, in memory: at most this much
+HIDDEN_BYTES = 64 * 1024  # an empty directory covering a run's record
+
+
+@dataclass(frozen=True, slots=True)
+class SystemEntry:
+    """One of `SYSTEM_PATHS` as it is on this machine: a directory, or a symlink to `link`."""
+
+    path: str
+    link: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPaths:
+    """Where one agent works: its cwd, and its directory (launcher, sockets, harness home)."""
+
+    cwd: Path
+    agent_dir: Path
+
+
+def _depth_order(paths: Sequence[Path]) -> list[Path]:
+    """Unique, parents before children, so a child's mount is not covered by its parent's."""
+    return sorted(set(paths), key=lambda path: (len(path.parts), str(path)))
+
+
+def bwrap_argv(
+    spec: ResolvedSpec,
+    agent: AgentPaths,
+    home: Path,
+    command: Sequence[str],
+    *,
+    system: Sequence[SystemEntry],
+    runtime: Sequence[Path] = (),
+    hidden: Sequence[Path] = (),
+    bwrap: str = "bwrap",
+) -> list[str]:
+    """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`;
+    `hidden` (a run's record in a directory it is given) is covered by an empty directory."""
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for entry in system:
+        if entry.link is not None:
+            argv += ["--symlink", entry.link, entry.path]
+        else:
+            argv += ["--ro-bind", entry.path, entry.path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    for path in _depth_order(runtime):
+        argv += ["--ro-bind", str(path), str(path)]
+    for path in _depth_order([p for p in (spec.cwd, agent.cwd, *spec.read) if p not in spec.write]):
+        argv += ["--ro-bind", str(path), str(path)]
+    for path in _depth_order(spec.write):
+        argv += ["--bind", str(path), str(path)]
+    for path in _depth_order(hidden):
+        argv += ["--size", str(HIDDEN_BYTES), "--tmpfs", str(path)]
+    argv += ["--ro-bind", str(agent.agent_dir), str(agent.agent_dir), "--bind", str(home), str(home)]
+    argv += ["--chdir", str(agent.cwd), "--", *command]
+    return argv
+
+
+def proxy_port(tunnels: Sequence[str]) -> int:
+    """The loopback port inside the sandbox where HTTPS_PROXY points: none of the tunnels' ports."""
+    port = FORWARDER_PROXY_PORT
+    while any(tunnel.endswith(f":{port}") for tunnel in tunnels):
+        port += 1
+    return port
+
+
+def forwarded(
+    command: Sequence[str], *, python: str, forwarder: Path, proxy_socket: Path, tunnels: Sequence[str]
+) -> list[str]:
+    """`command` started by the forwarder, once the proxy port and each tunnel listen."""
+    port = proxy_port(tunnels)
+    return [python, "-S", "-I", str(forwarder), str(proxy_socket), str(port), *tunnels, "--", *command]

@@ -1,0 +1,196 @@
+"""An opened sandbox, and the harness wrapper that runs each attempt of its agents inside it.
+
+`Sandbox.confine(key, harness)` gives the harness to open the agent with: every attempt
+of it is the same CLI, started by the same keeper (outside: `wfa` from inside still passes
+the identity check), but the keeper's command is bubblewrap's (`bwrap.py`), with the agent's
+harness home (`homes.py`) and, if anything may be reached, a proxy (`proxy.py`) served on
+a socket in the agent's directory for as long as the attempt runs, and the forwarder
+(`forwarder.py`) inside in front of the command. Several agents may share one sandbox:
+each has its own home, namespaces and proxy socket; they share the spec.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+
+from ..errors import DefinitionError
+from ..harnesses.base import Attempt, AttemptResult, Confine, Harness
+from ..harnesses.cli import CliHarness
+from ..launcher.place import sockets_root
+from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
+from .homes import model_endpoints, prepare_home, sandbox_env
+from .proxy import Allowlist, Endpoint, Log, Proxy, serving
+from .spec import ResolvedSpec
+
+BWRAP_PACKAGE = "bubblewrap"
+PROBE_TIMEOUT_SECONDS = 10.0
+HOME_NAME = "home"
+PROXY_SOCKET_NAME = "n.sock"
+RECORD_DIR = ".awf"  # where runs are recorded by default: no sandbox sees it
+FORWARDER = Path(__file__).resolve().with_name("forwarder.py")
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # agentswf: the wfa client and the forwarder
+_probed: dict[str, str | None] = {}  # bwrap's path: why it can't sandbox here, None if it can
+
+
+def find_bwrap() -> str:
+    """bubblewrap's path; DefinitionError naming the package where it isn't installed."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise DefinitionError(
+            f"a sandbox needs bubblewrap, and `bwrap` is not on PATH: install the package `{BWRAP_PACKAGE}` "
+            f"(Debian and Ubuntu: apt-get install {BWRAP_PACKAGE}; Fedora: dnf install {BWRAP_PACKAGE})"
+        )
+    return found
+
+
+async def probe(bwrap: str) -> None:
+    """Run one empty sandbox, once per process: where the kernel refuses namespaces, say so at open."""
+    if bwrap not in _probed:
+        argv = [bwrap, "--unshare-all", "--new-session", "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev",
+                "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]  # fmt: skip
+        for entry in system_view():
+            argv += ["--symlink", entry.link, entry.path] if entry.link else ["--ro-bind", entry.path, entry.path]
+        argv += ["--", "true"]
+        try:
+            with anyio.fail_after(PROBE_TIMEOUT_SECONDS):
+                done = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
+            problem = None if done.returncode == 0 else done.stderr.decode(errors="replace").strip() or f"status {done.returncode}"
+        except (OSError, TimeoutError) as error:
+            problem = str(error)
+        _probed[bwrap] = problem
+    problem = _probed[bwrap]
+    if problem is not None:
+        raise DefinitionError(
+            f"bubblewrap can't make a sandbox here ({problem}): it needs unprivileged user namespaces "
+            "(kernel.unprivileged_userns_clone=1), or a setuid bwrap"
+        )
+
+
+def system_view() -> tuple[SystemEntry, ...]:
+    """`SYSTEM_PATHS` as this machine has them: directories bound, symlinks kept, the missing left out."""
+    found = []
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            found.append(SystemEntry(path, os.readlink(path)))
+        elif os.path.isdir(path):
+            found.append(SystemEntry(path))
+    return tuple(found)
+
+
+def runtime_paths(harness: Harness) -> tuple[Path, ...]:
+    """What runs an agent, read-only inside: the interpreter (for `wfa`), agentswf, the CLI's install."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent, PACKAGE_DIR}
+    if isinstance(harness, CliHarness):
+        real = Path(os.path.realpath(harness.executable))
+        modules = next((parent for parent in real.parents if parent.name == "node_modules"), None)
+        paths.add(modules or real.parent)
+        given = Path(os.path.abspath(harness.executable)).parent
+        paths.add(next((parent for parent in given.parents if parent.name == "node_modules"), given))
+    return tuple(sorted(path for path in paths if path != Path("/") and path.exists()))
+
+
+def check_reach(spec: ResolvedSpec) -> None:
+    """Refuse paths that would show the sandbox the run's own directory of sockets (every agent's)."""
+    sockets = Path(os.path.realpath(sockets_root()))
+    for field, paths in (("read", spec.read), ("write", spec.write), ("cwd", (spec.cwd,))):
+        for path in paths:
+            if path == Path("/") or sockets == path or path in sockets.parents:
+                raise DefinitionError(
+                    f"sandbox {field} {path} holds {sockets}, where every agent's socket is: "
+                    "give the directories the agents need, not one above it"
+                )
+
+
+class Sandbox:
+    """An opened sandbox (`wf.sandboxes.open`): pass it as `sandbox=` to `wf.agents.open`; agents may share it.
+
+    Attributes:
+        key: its key in the run.
+        spec: what it reads, writes and reaches, every path absolute.
+    """
+
+    def __init__(self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log) -> None:
+        self.key = key
+        self.spec = spec
+        self.bwrap = bwrap
+        self.log = log
+        self.agents: list[str] = []
+
+    def confine(self, agent: str, harness: Harness) -> Harness:
+        """`harness`, its every attempt run in this sandbox."""
+        self.agents.append(agent)
+        return SandboxedHarness(self, agent, harness)
+
+    def __repr__(self) -> str:
+        return f"<Sandbox {self.key} agents={len(self.agents)}>"
+
+
+class SandboxedHarness(Harness):
+    """A harness whose attempts run in a sandbox; a harness that spawns nothing (a script) runs as it is."""
+
+    name = "sandboxed"
+
+    def __init__(self, sandbox: Sandbox, agent: str, inner: Harness) -> None:
+        self.sandbox = sandbox
+        self.agent = agent
+        self.inner = inner
+        self.endpoints: frozenset[Endpoint] | None = None  # read at the first attempt, with the home made
+
+    @property
+    def spawns(self) -> bool:  # type: ignore[override]
+        return self.inner.spawns
+
+    @property
+    def can_await(self) -> bool:  # type: ignore[override]
+        return self.inner.can_await
+
+    @property
+    def supports_waiting(self) -> bool:  # type: ignore[override]
+        return self.inner.supports_waiting
+
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        if not self.inner.spawns:
+            return await self.inner.run(attempt)
+        agent_dir = attempt.launcher.parent
+        home = agent_dir / HOME_NAME
+        if self.endpoints is None:
+            await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, attempt.env)
+            self.endpoints = model_endpoints(self.inner.name, attempt.env)
+        allow = Allowlist(self.endpoints, self.sandbox.spec.network)
+        confined = replace(attempt, confine=self._confine(agent_dir, home, allow))
+        if not allow:
+            return await self.inner.run(confined)
+        proxy = Proxy(allow, self.sandbox.log, sandbox=self.sandbox.key, agent=self.agent)
+        async with serving(agent_dir / PROXY_SOCKET_NAME, proxy):
+            return await self.inner.run(confined)
+
+    def _confine(self, agent_dir: Path, home: Path, allow: Allowlist) -> Confine:
+        tunnels = sorted(str(endpoint) for endpoint in allow.endpoints if endpoint.loopback)
+        runtime = runtime_paths(self.inner)
+        system = system_view()
+        spec = self.sandbox.spec
+        hidden = [path / RECORD_DIR for path in (spec.cwd, *spec.read, *spec.write) if (path / RECORD_DIR).is_dir()]
+
+        def confine(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+            command = list(argv)
+            if allow:
+                command = forwarded(
+                    command, python=sys.executable, forwarder=FORWARDER, proxy_socket=agent_dir / PROXY_SOCKET_NAME,
+                    tunnels=tunnels,
+                )  # fmt: skip
+            records = [*hidden, *([cwd / RECORD_DIR] if (cwd / RECORD_DIR).is_dir() else [])]
+            inside = bwrap_argv(
+                spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
+                bwrap=self.sandbox.bwrap,
+            )  # fmt: skip
+            return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)
+
+        return confine

@@ -1,0 +1,236 @@
+"""Budgets: caps on what a run, a stage or a key group may spend, checked before each turn starts.
+
+A `Budget` caps dollars, tokens (input and output), turns and wall time; the run takes one
+(`agentswf.run(..., budget=…)`, `awf run --budget '5usd,2h,200turns'`), a stage one
+(`wf.stage(name, work, budget=…)`), and a key group one (`wf.budget("review", …)`: every
+agent whose key is `review` or starts `review:`). A turn that would start with any budget
+over which it falls spent (or its time passed) does not start: it ends
+`Failed(reason="budget <scope>: …", retryable=False)` at once, without running the CLI, and
+a line in the run's log says which budget stopped which turn. A turn still running when a wall
+budget runs out is stopped then, and ends the same way (`Budgets.wall_left` bounds its deadline).
+The workflow decides what next; `wf.spent()` tells it where each scope stands.
+
+What is counted is what the turns given by the workflow reported (`Turn.usage`): a turn's
+cost counts where its CLI or the pricing gave one, and a turn started by a message, which the
+workflow never sees, is not counted. `over_budget` is the pure decision.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..engine.outcomes import Failed, Turn
+from ..errors import DefinitionError
+from ..wire.common import parse_duration
+from .durations import Duration, to_seconds
+
+_TOKEN_MULTIPLIERS = {"": 1, "k": 1_000, "m": 1_000_000}
+_BUDGET_PART = re.compile(
+    r"^(?:\$(?P<dollars>\d+(?:\.\d+)?)|(?P<usd>\d+(?:\.\d+)?)usd"
+    r"|(?P<tokens>\d+(?:\.\d+)?)(?P<scale>[km]?)tokens?|(?P<turns>\d+)turns?)$"
+)
+
+
+class Budget(msgspec.Struct, frozen=True, kw_only=True):
+    """Caps on spend: dollars, tokens (input and output), turns, wall time (`"2h"` or seconds).
+
+    A cap left None is no cap. The run's wall time counts from its start, a stage's from the
+    stage's, a key group's from `wf.budget`.
+    """
+
+    cost_usd: float | None = None
+    tokens: int | None = None
+    turns: int | None = None
+    wall: Duration | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("cost_usd", "tokens", "turns"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
+                raise DefinitionError(f"a budget's {name} must be a number of at least 0, not {value!r}")
+        if self.wall is not None:
+            to_seconds(self.wall, what="a budget's wall")
+
+
+def parse_budget(text: str) -> Budget:
+    """`'5usd,2h,200turns,1.5mtokens'` (any of them, in any order) as a Budget; `$5` is 5usd."""
+    limits: dict[str, Any] = {}
+    for part in (word.strip().lower() for word in text.split(",")):
+        match = _BUDGET_PART.match(part)
+        name = "wall"
+        if match and (match["dollars"] or match["usd"]):
+            name, value = "cost_usd", float(match["dollars"] or match["usd"])
+        elif match and match["tokens"]:
+            name, value = "tokens", round(float(match["tokens"]) * _TOKEN_MULTIPLIERS[match["scale"]])
+        elif match and match["turns"]:
+            name, value = "turns", int(match["turns"])
+        else:
+            seconds = parse_duration(part)
+            if seconds is None:
+                raise DefinitionError(
+                    f"{part!r} is not part of a budget: give dollars (5usd), tokens (200ktokens), "
+                    f"turns (200turns) or a wall time (2h), separated by commas"
+                )
+            value = seconds
+        if name in limits:
+            raise DefinitionError(f"the budget {text!r} gives {name} twice")
+        limits[name] = value
+    return Budget(**limits)
+
+
+class Spent(msgspec.Struct, kw_only=True):
+    """What one scope spent: turns given, tokens and dollars they reported, seconds since it began."""
+
+    turns: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+
+
+class Spending(msgspec.Struct, frozen=True, kw_only=True):
+    """`wf.spent()`: the run's spend, each stage's, each key group's and each agent's."""
+
+    run: Spent
+    stages: dict[str, Spent]
+    groups: dict[str, Spent]
+    agents: dict[str, Spent]
+
+
+def group_of(key: str) -> str:
+    """An agent's key group: its key before the first `:` (`review:style` is in `review`)."""
+    return key.split(":", 1)[0]
+
+
+def over_budget(budget: Budget, spent: Spent, seconds: float) -> str | None:
+    """Why a turn may not start under `budget` with `spent` after `seconds`, or None if it may."""
+    if budget.turns is not None and spent.turns >= budget.turns:
+        return f"{spent.turns} of {budget.turns} turns given"
+    if budget.tokens is not None and spent.tokens >= budget.tokens:
+        return f"{spent.tokens} of {budget.tokens} tokens spent"
+    if budget.cost_usd is not None and spent.cost_usd >= budget.cost_usd:
+        return f"${spent.cost_usd:.4f} of ${budget.cost_usd:.4f} spent"
+    if budget.wall is not None and seconds >= (wall := to_seconds(budget.wall)):
+        return f"{seconds:.1f}s of its {wall:g}s wall time passed"
+    return None
+
+
+def _tokens(turn: Turn[Any]) -> int:
+    usage = turn.usage
+    return 0 if usage is None else (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+@dataclass
+class _Scope:
+    budget: Budget | None = None
+    spent: Spent = field(default_factory=Spent)
+    began: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Budgets:
+    """The run's budgets and what each scope spent; the workflow's side alone reads and writes it."""
+
+    log: Callable[..., None] = lambda message, **fields: None
+    run: _Scope = field(default_factory=_Scope)
+    stages: dict[str, _Scope] = field(default_factory=dict)
+    groups: dict[str, _Scope] = field(default_factory=dict)
+    agents: dict[str, _Scope] = field(default_factory=dict)
+    stage: str | None = None  # the stage open now
+
+    def enter_stage(self, name: str, budget: Budget | None) -> None:
+        self.stage = name
+        self.stages[name] = _Scope(budget)
+
+    def leave_stage(self) -> None:
+        self.stage = None
+
+    def limit_group(self, group: str, budget: Budget) -> None:
+        scope = self.groups.setdefault(group, _Scope())
+        scope.budget, scope.began = budget, time.monotonic()
+
+    def _budgeted(self, key: str) -> list[tuple[str, _Scope]]:
+        """The scopes a turn of `key` given now counts toward that have a budget, by name."""
+        scopes = [("run", self.run)]
+        if self.stage is not None:
+            scopes.append((f"stage {self.stage}", self.stages[self.stage]))
+        if group_of(key) in self.groups:
+            scopes.append((f"group {group_of(key)}", self.groups[group_of(key)]))
+        return [(name, scope) for name, scope in scopes if scope.budget is not None]
+
+    def refusal(self, key: str) -> tuple[str, str] | None:
+        """(the budget's scope, why) if a turn of `key` may not start now, else None."""
+        now = time.monotonic()
+        for name, scope in self._budgeted(key):
+            assert scope.budget is not None
+            why = over_budget(scope.budget, scope.spent, now - scope.began)
+            if why is not None:
+                return name, why
+        return None
+
+    def wall_left(self, key: str) -> tuple[float, str]:
+        """The seconds left before the first wall budget of a turn of `key` given now runs out
+        (infinite without one), and that budget's scope: a turn still running then is stopped."""
+        now, left, which = time.monotonic(), math.inf, ""
+        for name, scope in self._budgeted(key):
+            assert scope.budget is not None
+            if scope.budget.wall is not None:
+                remaining = to_seconds(scope.budget.wall) - (now - scope.began)
+                if remaining < left:
+                    left, which = remaining, name
+        return left, which
+
+    def stopped_turn(self, turn: Turn[Any], scope: str) -> Turn[Any]:
+        """A turn its wall budget stopped in flight: it ended timed out at the budget's end, and
+        ends for the workflow as a turn past the budget does."""
+        self.log("a budget stopped a turn in flight", agent=turn.agent, turn=turn.n, budget=scope, reason="wall time passed")
+        outcome = Failed(reason=f"budget {scope}: its wall time passed while the turn ran", retryable=False)
+        return msgspec.structs.replace(turn, outcome=outcome)
+
+    def refused_turn(self, key: str, n: int, call_id: str, refusal: tuple[str, str]) -> Turn[Any]:
+        """The turn a budget did not let start, and its line in the run's log."""
+        scope, why = refusal
+        self.log("a budget stopped a turn", agent=key, turn=n, budget=scope, reason=why)
+        now = time.time()
+        outcome = Failed(reason=f"budget {scope}: {why}", retryable=False)
+        return Turn(outcome=outcome, agent=key, call_id=call_id, n=n, started_at=now, ended_at=now)
+
+    def _scopes(self, key: str, stage: str | None) -> list[_Scope]:
+        scopes = [self.run, self.groups.setdefault(group_of(key), _Scope()), self.agents.setdefault(key, _Scope())]
+        if stage is not None and stage in self.stages:
+            scopes.append(self.stages[stage])
+        return scopes
+
+    def begin(self, key: str, stage: str | None) -> None:
+        """A turn of `key` starts: it counts toward the turns of its scopes at once, so turns
+        started side by side can't all pass a turn budget one of them fills."""
+        for scope in self._scopes(key, stage):
+            scope.spent.turns += 1
+
+    def spend(self, key: str, stage: str | None, turn: Turn[Any]) -> None:
+        """A turn of `key` ended: its tokens and cost count toward its scopes."""
+        tokens = _tokens(turn)
+        cost = turn.usage.cost_usd if turn.usage is not None else None
+        for scope in self._scopes(key, stage):
+            scope.spent.tokens += tokens
+            scope.spent.cost_usd += cost or 0.0
+
+    def spending(self) -> Spending:
+        now = time.monotonic()
+
+        def view(scope: _Scope) -> Spent:
+            spent = scope.spent
+            return Spent(turns=spent.turns, tokens=spent.tokens, cost_usd=spent.cost_usd, seconds=now - scope.began)
+
+        return Spending(
+            run=view(self.run),
+            stages={name: view(scope) for name, scope in self.stages.items()},
+            groups={name: view(scope) for name, scope in self.groups.items()},
+            agents={name: view(scope) for name, scope in self.agents.items()},
+        )

@@ -1,0 +1,88 @@
+"""What a continued run goes on with, and which stage options go together.
+
+A continue takes the record a run id (or directory) names, checks it is a run of this
+workflow, and takes the args and cwd it was started with: passing others is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import msgspec
+
+from ..engine.records import find_run, read_json
+from ..errors import DefinitionError
+from . import stages as plan
+from .definition import WorkflowDefinition
+
+
+class Continued(NamedTuple):
+    """The run a continue goes on with: its record, and the args and cwd it was started with."""
+
+    run_dir: Path
+    args: Any
+    cwd: Path
+
+
+def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, args: Any, cwd: str | Path | None) -> Continued:
+    """The record `run` names (an id, `<workflow>/<id>`, or a directory); raises DefinitionError if it
+    isn't a run of this workflow, or if other args or another cwd are given than it was started with."""
+    run_dir = find_run(root, str(run))
+    if run_dir is None:
+        raise DefinitionError(f"continue {run}: no record of that run under {root}")
+    try:
+        info = read_json(run_dir / "run.json")
+    except (OSError, msgspec.DecodeError):
+        raise DefinitionError(f"continue {run}: {run_dir} is not a run's record") from None
+    if not isinstance(info, dict) or info.get("workflow") != definition.name:
+        workflow_name = info.get("workflow") if isinstance(info, dict) else None
+        raise DefinitionError(f"continue {run}: that is a run of workflow {workflow_name!r}, not of {definition.name!r}")
+    if args is not None and msgspec.to_builtins(args) != info.get("args"):
+        raise DefinitionError(f"continue {run}: a continued run takes the args it was started with, not others")
+    recorded_cwd = Path(info.get("cwd") or ".")
+    if cwd is not None and Path(cwd).resolve() != recorded_cwd:
+        raise DefinitionError(f"continue {run}: a continued run works in {recorded_cwd}, where it started")
+    return Continued(run_dir, info.get("args"), recorded_cwd)
+
+
+def check_stage_options(
+    continue_from: Any, rerun: str | None, from_stage: str | None, values: Mapping[str, Any] | None
+) -> None:
+    """Refuse what doesn't go together, or names what can't be a stage."""
+    if rerun is not None and continue_from is None:
+        raise DefinitionError("rerun re-runs a stage of a run being continued: give continue_from too")
+    if from_stage is not None and continue_from is not None:
+        raise DefinitionError("from_stage starts a new run at a stage; to run a stage of a run again, continue it with rerun")
+    if values is not None and from_stage is None:
+        raise DefinitionError("values are the stages' before from_stage: give from_stage too")
+    for what, name in (("rerun", rerun), ("from_stage", from_stage)):
+        if name is not None and not plan.is_stage_name(name):
+            raise DefinitionError(f"{what} {name!r} is not a stage's name: lowercase letters, digits and '-'")
+    if values is not None:
+        if not isinstance(values, Mapping):
+            raise DefinitionError("values must be an object of stage values, by stage name")
+        wrong = [name for name in values if not isinstance(name, str) or not plan.is_stage_name(name)]
+        if wrong:
+            raise DefinitionError(f"values: {wrong[0]!r} is not a stage's name")
+
+
+def workflow_file(definition: WorkflowDefinition) -> Path | None:
+    """The file the workflow's function is defined in, when it has one."""
+    try:
+        source = inspect.getsourcefile(inspect.unwrap(definition.fn))
+    except TypeError:
+        return None
+    return Path(source).resolve() if source else None
+
+
+def file_sha256(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -1,0 +1,144 @@
+"""`wf.sandboxes.open(...)`: sandboxes a workflow puts its agents in.
+
+A sandbox is checked whole when it opens (every path, every network entry, and that
+bubblewrap can make one here) or it doesn't open: a `DefinitionError` before any agent of
+it starts. It has nothing to tear down at the run's end: each attempt's namespaces and proxy
+end with the attempt, and its agents' homes are in the run's directory of sockets, removed
+with it (by the run's watchdog if the run is killed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec.structs import replace
+
+from ..errors import DefinitionError
+from ..harnesses.base import Harness
+from ..harnesses.runtime import Runtime, harness_for
+from ..sandbox.runner import Sandbox, SandboxedHarness, check_reach, find_bwrap, probe
+
+__all__ = ["Sandbox", "SandboxSpec", "Sandboxes", "open_sandbox", "run_sandbox"]
+from ..sandbox.spec import RunSandboxFile, SandboxSpec, check_spec, resolve_spec
+
+Log = Callable[..., None]
+PRIVATE_PREFIX = "agent:"  # the key of an agent's own sandbox, from an inline spec
+
+
+class Sandboxes:
+    """The run's sandboxes by key (`wf.sandboxes`): `await wf.sandboxes.open(key, write=["."])`."""
+
+    def __init__(self, cwd: Path, log: Log) -> None:
+        self._cwd = cwd
+        self._log = log
+        self._open: dict[str, tuple[SandboxSpec, Sandbox]] = {}
+
+    async def open(
+        self,
+        key: str,
+        *,
+        cwd: str | Path | None = None,
+        read: tuple[str | Path, ...] | list[str | Path] = (),
+        write: tuple[str | Path, ...] | list[str | Path] = (),
+        network: tuple[str, ...] | list[str] = (),
+    ) -> Sandbox:
+        """Open a sandbox, or return the one open under `key` with the same spec.
+
+        `cwd` (default: the run's) is readable, as are `read`; `write` is where its agents may
+        write; `network` the hosts they may reach (`"api.example.com"`, `"*.pypi.org"`), besides
+        each CLI's model endpoint. Relative paths are from `cwd`. With nothing given, a reader.
+        """
+        if not isinstance(key, str) or not key or len(key) > 64:
+            raise DefinitionError(f"{key!r} is not a sandbox key: a non-empty string of at most 64 characters")
+        if isinstance(network, str) or isinstance(read, (str, Path)) or isinstance(write, (str, Path)):
+            raise DefinitionError("a sandbox's read, write and network are lists, like write=['.']")
+        spec = check_spec(
+            SandboxSpec(
+                cwd=None if cwd is None else str(cwd),
+                read=tuple(str(path) for path in read),
+                write=tuple(str(path) for path in write),
+                network=tuple(network),
+            )
+        )
+        return await self._open_spec(key, spec)
+
+    async def _open_spec(self, key: str, spec: SandboxSpec) -> Sandbox:
+        existing = self._open.get(key)
+        if existing is not None:
+            if existing[0] != spec:
+                raise DefinitionError(f"sandbox {key} is already open with a different spec")
+            return existing[1]
+        sandbox = await open_sandbox(key, spec, self._cwd, self._log)
+        self._open[key] = (spec, sandbox)
+        self._opened(sandbox)
+        return sandbox
+
+    def _opened(self, sandbox: Sandbox) -> None:
+        """A line in the run's record: the sandbox and its whole spec."""
+        spec = sandbox.spec
+        self._log(
+            f"sandbox {sandbox.key} opened", sandbox=sandbox.key, cwd=str(spec.cwd), read=", ".join(map(str, spec.read)),
+            write=", ".join(map(str, spec.write)), network=", ".join(spec.network),
+        )  # fmt: skip
+
+    async def confine(self, agent: str, harness: Harness, sandbox: Any, cwd: Path) -> Harness:
+        """The harness agent `agent` (working in `cwd`) runs on, in `sandbox` (a Sandbox, or an
+        inline spec of its own)."""
+        if isinstance(harness, SandboxedHarness):  # the run's sandbox (awf run --sandbox) has it already
+            if sandbox is not None:
+                raise DefinitionError(
+                    f"agent {agent}: this run puts every agent in the sandbox given with awf run --sandbox, "
+                    "so sandbox= can't be given"
+                )
+            check_reach(replace(harness.sandbox.spec, cwd=cwd))
+            if harness.sandbox.log is not self._log:  # its first agent: from now on, it records in this run
+                harness.sandbox.log = self._log
+                self._opened(harness.sandbox)
+            return harness
+        if sandbox is None:
+            return harness
+        if not isinstance(sandbox, Sandbox):
+            if not isinstance(sandbox, (SandboxSpec, Mapping)):
+                raise DefinitionError(
+                    f"agent {agent}: sandbox= takes a Sandbox from wf.sandboxes.open, or a spec of its own "
+                    f"(a SandboxSpec or a dict of read, write, network), not {type(sandbox).__name__}"
+                )
+            sandbox = await self._open_spec(PRIVATE_PREFIX + agent, check_spec(sandbox))
+        elif all(sandbox is not opened for _, opened in self._open.values()):
+            raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
+        check_reach(replace(sandbox.spec, cwd=cwd))  # the agent's cwd is in its sandbox too
+        return sandbox.confine(agent, harness)
+
+
+def sandbox_cwd(sandbox: Any, run_cwd: Path) -> Path:
+    """Where an agent opened in `sandbox` (a Sandbox, a spec, or None) works unless told: the sandbox's cwd."""
+    if isinstance(sandbox, Sandbox):
+        return sandbox.spec.cwd
+    given = sandbox.get("cwd") if isinstance(sandbox, Mapping) else getattr(sandbox, "cwd", None)
+    return (run_cwd / given).resolve() if isinstance(given, (str, Path)) else run_cwd
+
+
+async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log) -> Sandbox:
+    """A sandbox of `spec` checked whole (paths, network, bubblewrap) or a DefinitionError."""
+    resolved = resolve_spec(check_spec(spec), base)
+    check_reach(resolved)
+    bwrap = find_bwrap()
+    await probe(bwrap)
+    return Sandbox(key, resolved, bwrap=bwrap, log=log)
+
+
+async def run_sandbox(file: str | Path, cwd: Path, env: Mapping[str, str]) -> Callable[[str, Runtime], Harness]:
+    """`awf run --sandbox FILE`: the run's one sandbox, working in `cwd`, as the way every agent's
+    harness is made (each put in it). The file is JSON of read, write and network: no cwd or key."""
+    try:
+        given = msgspec.json.decode(Path(file).read_bytes(), type=RunSandboxFile)
+    except OSError as error:
+        raise DefinitionError(f"--sandbox {file}: {error.strerror or error}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise DefinitionError(f"--sandbox {file}: not a sandbox (a JSON object of read, write, network): {error}") from None
+    spec = SandboxSpec(read=given.read, write=given.write, network=given.network)
+    sandbox = await open_sandbox("run", spec, cwd, lambda message, **fields: None)
+    return lambda key, runtime: sandbox.confine(key, harness_for(runtime, env))

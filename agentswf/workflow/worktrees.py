@@ -1,0 +1,537 @@
+"""A git worktree per agent (`cwd=wf.worktree(name)`): made on a branch of its own under the
+run, removed at the run's end when nothing changed, kept when something did, and never
+removed while it holds uncommitted changes.
+
+Under the run's record (0700, like the rest of it):
+
+    <run dir>/worktrees/
+      .live              locked (flock) by the run while it lives: a run killed with -9 lets go
+      <name>.json        the worktree's manifest: repository, branch, base, and how it ended
+      <name>/            the worktree, on branch awf/<run id>/<name>, locked in git while the run lives
+
+The user's own working tree and index are never touched. Git runs as `git -C <repository>` to
+add, lock, unlock and remove worktrees and to read and delete the run's branches, and with an
+explicit `--git-dir`/`--work-tree` to read a worktree, never by discovery from a path an agent
+could have changed (a worktree whose `.git` an agent deleted would otherwise be read as the
+user's repository). The variables that point git at a repository (`GIT_DIR`,
+`GIT_INDEX_FILE`, ...) are dropped from its environment. Nothing here runs `checkout`,
+`reset`, `stash`, `-B` or `--force`: `git worktree remove` checks again that a worktree is
+clean, and a branch is deleted only by `update-ref -d` with its expected commit, the base.
+
+What happens to a worktree at the end is `decide`, a pure function of what `inspect` saw;
+`carry_out` does it. `awf worktrees` (agentswf.cli.worktrees) uses the same three for the
+worktrees of a run that was killed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, get_args
+
+import msgspec
+
+from ..engine.records import make_private_dirs, write_whole
+from ..errors import DefinitionError
+
+Keep = Literal["on-change", "always", "never"]
+Ending = Literal["removed", "kept", "branch-kept"]
+Place = Literal["here", "deleted", "moved", "replaced", "gone"]
+"""Where a worktree is: at its path (`here`); its directory deleted, git's entry left
+(`deleted`); moved by `git worktree move` (`moved`); something else at its path (`replaced`);
+neither directory nor git's entry (`gone`)."""
+
+WORKTREES_DIR = "worktrees"
+LIVE_LOCK_NAME = ".live"
+BRANCH_PREFIX = "awf"
+MAX_NAME_CHARS = 64
+MIN_GIT_VERSION = (2, 17)  # `git worktree remove`
+GIT_TIMEOUT_SECONDS = 120.0  # one git command; `worktree add` checks a whole tree out
+GIT_MESSAGE_CHARS = 400  # of git's standard error, in an error or a record
+LOCAL_GIT_VARIABLES = frozenset(
+    # `git rev-parse --local-env-vars`: what makes git use a repository other than the one asked
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT "
+    "GIT_OBJECT_DIRECTORY GIT_DIR GIT_WORK_TREE GIT_IMPLICIT_WORK_TREE GIT_GRAFT_FILE "
+    "GIT_INDEX_FILE GIT_NO_REPLACE_OBJECTS GIT_REPLACE_REF_BASE GIT_PREFIX "
+    "GIT_INTERNAL_SUPER_PREFIX GIT_SHALLOW_FILE GIT_COMMON_DIR GIT_NAMESPACE".split()
+)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A worktree made by `wf.worktree` (`wf.worktrees[name]`).
+
+    Attributes:
+        name: its name in the run.
+        path: its directory, the agent's `cwd`.
+        branch: the branch it is on, `awf/<run id>/<name>`.
+        base: the commit it started from (what `base` resolved to).
+        keep: what happens to it at the run's end: `"on-change"`, `"always"` or `"never"`.
+        repository: the top of the working tree it was made from.
+        git_dir: its own git directory (`.git/worktrees/<id>` of the repository).
+        common_dir: the repository's git directory; a commit writes its objects and refs
+            there, so a sandbox that lets an agent commit must let it write there too.
+        given_base: `base` as it was given.
+        run_id: the run that made it.
+    """
+
+    name: str
+    path: Path
+    branch: str
+    base: str
+    keep: Keep
+    repository: Path
+    git_dir: Path
+    common_dir: Path
+    given_base: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class WorktreeEnd:
+    """What became of a worktree at its run's end (`RunResult.worktrees`).
+
+    `state` is `"removed"` (nothing changed: the worktree and its branch are gone),
+    `"kept"` (both are there, `reason` says why) or `"branch-kept"` (the directory is gone,
+    its commits stay on `branch`).
+    """
+
+    name: str
+    path: Path
+    branch: str
+    base: str
+    state: Ending
+    reason: str
+    commits: int = 0
+    dirty: bool = False
+
+    @property
+    def kept(self) -> bool:
+        return self.state != "removed"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What `inspect` found of a worktree. `head` and `tip` are commits (None: none, or unread)."""
+
+    place: Place
+    dirty: bool | None = None  # None: its status couldn't be read
+    head: str | None = None
+    tip: str | None = None  # its branch's commit; None when the branch is gone
+    commits: int = 0  # on its branch since the base
+    elsewhere: Path | None = None  # where it was moved to
+    problem: str | None = None  # what git said when it couldn't be read
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to do with a worktree: remove it (its directory and git's entry) and delete its branch."""
+
+    remove: bool
+    delete_branch: bool
+    state: Ending
+    reason: str
+
+
+class Manifest(msgspec.Struct, frozen=True):
+    """`<name>.json`: the worktree, and its end once the run (or `awf worktrees --clean`) dealt with it."""
+
+    worktree: Worktree
+    state: Literal["making", "made", "failed", "ended"]
+    ended: WorktreeEnd | None = None
+
+
+def check_name(name: object) -> str:
+    """`name` if it can name a worktree (a directory and the last part of a branch); else DefinitionError."""
+    if (
+        not isinstance(name, str)
+        or len(name) > MAX_NAME_CHARS
+        or not _NAME.fullmatch(name)
+        or ".." in name
+        or name.endswith((".", ".lock"))
+    ):
+        raise DefinitionError(
+            f"{name!r} is not a worktree's name: letters, digits, '.', '_' and '-', starting with a letter "
+            f"or digit, no '..', not ending in '.' or '.lock', at most {MAX_NAME_CHARS} characters"
+        )
+    return name
+
+
+def decide(keep: Keep, seen: Seen, base: str, *, cleaning: bool = False) -> Plan:
+    """What to do with a worktree at its run's end (`cleaning`: for `awf worktrees --clean`,
+    where keep="always" no longer holds an unchanged one). Pure.
+
+    Never removes one with uncommitted changes, one whose status couldn't be read, one moved or
+    replaced, or one whose HEAD holds commits its branch doesn't; never deletes a branch that
+    moved from the base.
+    """
+    work = f"{seen.commits} commit{'s' if seen.commits != 1 else ''} on its branch" if seen.commits else ""
+    if seen.place == "moved":
+        return Plan(False, False, "kept", f"it was moved to {seen.elsewhere}; left as it is")
+    if seen.place == "replaced":
+        return Plan(False, False, "kept", "something else is at its path (its .git is not the worktree's); left as it is")
+    if seen.place == "here":
+        if seen.dirty is None:
+            return Plan(False, False, "kept", f"its status couldn't be read ({seen.problem}); left as it is")
+        if seen.dirty:
+            return Plan(False, False, "kept", "uncommitted changes" + (f", {work}" if work else ""))
+    committed = seen.tip not in (None, base) or (seen.head is not None and seen.head != base)
+    if committed:
+        head_on_branch = seen.head is not None and seen.head in (base, seen.tip)
+        if seen.place == "deleted" or (keep == "never" and seen.place == "here"):
+            if not head_on_branch:
+                return Plan(False, False, "kept", f"its HEAD ({seen.head or 'unread'}) holds commits its branch doesn't")
+            why = "its directory was deleted" if seen.place == "deleted" else "keep='never'"
+            return Plan(True, False, "branch-kept", f"{why}; {work or 'its commits stay on its branch'}")
+        if seen.place == "gone":
+            return Plan(False, False, "branch-kept", f"its directory is gone; {work or 'its branch is kept'}")
+        return Plan(False, False, "kept", work or "new commits")
+    if keep == "always" and not cleaning and seen.place == "here":
+        return Plan(False, False, "kept", "keep='always'")
+    if seen.place == "here" and seen.head is None:
+        return Plan(False, False, "kept", f"its HEAD couldn't be read ({seen.problem}); left as it is")
+    reason = {"here": "nothing changed", "deleted": "its directory was deleted; nothing was committed"}
+    return Plan(seen.place in ("here", "deleted"), seen.tip == base, "removed", reason.get(seen.place, "nothing was left"))
+
+
+# Git -------------------------------------------------------------------------------------
+
+
+class GitFailed(Exception):
+    """A git command failed or couldn't run; the message is git's (or why it couldn't run)."""
+
+
+def git_environment() -> dict[str, str]:
+    environment = {name: value for name, value in os.environ.items() if name not in LOCAL_GIT_VARIABLES}
+    environment.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    return environment
+
+
+def git(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run git (from PATH) with `args`; GitFailed if it can't run, or (`check`) exits non-zero."""
+    executable = shutil.which("git")
+    if executable is None:
+        raise GitFailed("git is not installed (no git on PATH)")
+    try:
+        done = subprocess.run(
+            [executable, *map(str, args)],
+            cwd=cwd,
+            env=git_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise GitFailed(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS:g}s") from None
+    except OSError as error:
+        if cwd is not None and not cwd.is_dir():
+            raise GitFailed(f"{cwd} is not there") from None
+        raise GitFailed(f"git couldn't run: {error.strerror or error}") from None
+    if check and done.returncode != 0:
+        raise GitFailed(git_message(done))
+    return done
+
+
+def git_message(done: subprocess.CompletedProcess[str]) -> str:
+    text = " ".join((done.stderr or done.stdout or f"exit {done.returncode}").split())
+    return text if len(text) <= GIT_MESSAGE_CHARS else text[: GIT_MESSAGE_CHARS - 1] + "…"
+
+
+def check_git() -> None:
+    """DefinitionError unless a git new enough for worktrees is on PATH."""
+    try:
+        said = git("--version").stdout.strip()
+    except GitFailed as error:
+        raise DefinitionError(f"wf.worktree needs git: {error}") from None
+    found = re.match(r"git version (\d+)\.(\d+)", said)
+    if found is None:
+        raise DefinitionError(f"wf.worktree needs git {'.'.join(map(str, MIN_GIT_VERSION))} or newer; git said {said!r}")
+    if (int(found.group(1)), int(found.group(2))) < MIN_GIT_VERSION:
+        raise DefinitionError(f"wf.worktree needs git {'.'.join(map(str, MIN_GIT_VERSION))} or newer, not {said!r}")
+
+
+def _commit(repository: Path, name: str) -> str | None:
+    done = git("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", cwd=repository, check=False)
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+def _read_link(path: Path) -> str | None:
+    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink)."""
+    try:
+        if not path.is_file() or path.is_symlink():
+            return None
+        text = path.read_text(errors="surrogateescape").strip()
+    except OSError:
+        return None
+    return text.removeprefix("gitdir:").strip()
+
+
+def _same(a: str | Path, b: str | Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def inspect(worktree: Worktree) -> Seen:
+    """Where the worktree is and what changed in it, read without discovery from its path."""
+    registered = _read_link(worktree.git_dir / "gitdir")  # git's record of where its .git file is
+    tip = _commit(worktree.repository, f"refs/heads/{worktree.branch}")
+    commits = 0
+    if tip is not None and tip != worktree.base:
+        counted = git("rev-list", "--count", f"{worktree.base}..{tip}", cwd=worktree.repository, check=False)
+        commits = int(counted.stdout.strip()) if counted.returncode == 0 and counted.stdout.strip().isdigit() else 0
+    head = None
+    if registered is not None:
+        said = git(f"--git-dir={worktree.git_dir}", "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+        head = (said.stdout.strip() or None) if said.returncode == 0 else None
+    here = os.path.lexists(worktree.path)
+    if registered is not None and not _same(registered, worktree.path / ".git"):
+        moved = Path(registered).parent
+        if not here and moved.exists():
+            return Seen("moved", head=head, tip=tip, commits=commits, elsewhere=moved)
+        return Seen("replaced" if here else "deleted", head=head, tip=tip, commits=commits)
+    if not here:
+        return Seen("deleted" if registered is not None else "gone", head=head, tip=tip, commits=commits)
+    link = _read_link(worktree.path / ".git")
+    if worktree.path.is_symlink() or registered is None or link is None or not _same(link, worktree.git_dir):
+        return Seen("replaced", head=head, tip=tip, commits=commits)
+    status = git(
+        f"--git-dir={worktree.git_dir}",
+        f"--work-tree={worktree.path}",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+        cwd=worktree.path,
+        check=False,
+    )
+    if status.returncode != 0:
+        return Seen("here", None, head, tip, commits, problem=git_message(status))
+    return Seen("here", bool(status.stdout), head, tip, commits, problem=None if head else "no HEAD")
+
+
+def carry_out(worktree: Worktree, seen: Seen, plan: Plan) -> WorktreeEnd:
+    """Do `plan`. Unlocks the worktree in git (its run is over) whether it goes or stays."""
+    end = WorktreeEnd(
+        worktree.name, worktree.path, worktree.branch, worktree.base, plan.state, plan.reason,
+        seen.commits, bool(seen.dirty),
+    )  # fmt: skip
+    if seen.place in ("here", "deleted"):
+        git("worktree", "unlock", worktree.path, cwd=worktree.repository, check=False)  # not locked: fine
+    if plan.remove:
+        removed = git("worktree", "remove", worktree.path, cwd=worktree.repository, check=False)
+        if removed.returncode != 0:
+            return replace(end, state="kept", reason=f"git would not remove it: {git_message(removed)}")
+    if plan.delete_branch:
+        deleted = git("update-ref", "-d", f"refs/heads/{worktree.branch}", worktree.base, cwd=worktree.repository, check=False)
+        if deleted.returncode != 0:
+            return replace(end, state="branch-kept", reason=f"its branch was kept: {git_message(deleted)}")
+    return end
+
+
+def end_of(worktree: Worktree, *, cleaning: bool = False) -> WorktreeEnd:
+    """Inspect, decide, carry out; any failure keeps everything and says why."""
+    try:
+        seen = inspect(worktree)
+        return carry_out(worktree, seen, decide(worktree.keep, seen, worktree.base, cleaning=cleaning))
+    except (GitFailed, OSError) as error:
+        reason = f"it couldn't be checked ({error}); left as it is"
+        return WorktreeEnd(worktree.name, worktree.path, worktree.branch, worktree.base, "kept", reason)
+
+
+# The record -----------------------------------------------------------------------------
+
+
+def _encode_path(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    raise NotImplementedError(type(value))
+
+
+def _decode_path(kind: type, value: Any) -> Any:
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError(kind)
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    write_whole(directory / f"{manifest.worktree.name}.json", msgspec.json.encode(manifest, enc_hook=_encode_path))
+
+
+def read_manifest(path: Path) -> Manifest | None:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Manifest, dec_hook=_decode_path)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def run_is_live(directory: Path) -> bool:
+    """Whether the run whose worktrees are in `directory` still holds its lock (it lives)."""
+    try:
+        fd = os.open(directory / LIVE_LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def hold_lock(directory: Path) -> int | None:
+    """The run's lock on `directory` (an fd to close to let go), or None if another holds it."""
+    make_private_dirs(directory)
+    fd = os.open(directory / LIVE_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+# A run's worktrees ----------------------------------------------------------------------
+
+
+class RunWorktrees:
+    """The worktrees of one run: `make` (wf.worktree) while it runs, `finish` at its end.
+
+    Both are plain functions, safe from the loop's thread and from a sync tool handler's.
+    """
+
+    def __init__(self, *, run_id: str, run_dir: Path, cwd: Path) -> None:
+        self._run_id = run_id
+        self._directory = run_dir / WORKTREES_DIR
+        self._cwd = cwd
+        self._made: dict[str, Worktree] = {}
+        self._tried: list[Worktree] = []  # every one git was asked to add, made or not
+        self._lock = threading.Lock()
+        self._live: int | None = None
+        self._ended = False
+        self.made: Mapping[str, Worktree] = MappingProxyType(self._made)
+
+    def make(self, name: str, *, base: str = "HEAD", keep: Keep = "on-change") -> Worktree:
+        check_name(name)
+        if keep not in get_args(Keep):
+            raise DefinitionError(f"worktree {name}: keep is one of {', '.join(get_args(Keep))}, not {keep!r}")
+        if not isinstance(base, str) or not base.strip() or base.startswith("-"):
+            raise DefinitionError(f"worktree {name}: base must name a commit (a branch, a tag, a sha), not {base!r}")
+        with self._lock:
+            if self._ended:
+                raise DefinitionError(f"worktree {name}: the run has ended")
+            existing = self._made.get(name)
+            if existing is not None:
+                if (existing.given_base, existing.keep) != (base, keep):
+                    raise DefinitionError(f"worktree {name} was made with base={existing.given_base!r}, keep={existing.keep!r}")
+                return existing
+            if any(tried.name == name for tried in self._tried):
+                raise DefinitionError(f"worktree {name} failed to be made earlier in this run; use another name")
+            return self._add(name, base, keep)
+
+    def _add(self, name: str, base: str, keep: Keep) -> Worktree:
+        if not self._tried:
+            check_git()
+        repository, common = self._repository()
+        sha = _commit(repository, base)
+        if sha is None:
+            if _commit(repository, "HEAD") is None:
+                raise DefinitionError(f"worktree {name}: the repository {repository} has no commits yet; commit first")
+            raise DefinitionError(f"worktree {name}: base {base!r} is not a commit of the repository {repository}")
+        branch = f"{BRANCH_PREFIX}/{self._run_id}/{name}"
+        if git("check-ref-format", f"refs/heads/{branch}", check=False).returncode != 0:
+            raise DefinitionError(f"worktree {name}: {branch} can't be a branch's name")
+        path = self._directory / name
+        earlier = self._kept_earlier(name, base, branch, path)
+        if earlier is None and git(
+            "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repository, check=False
+        ).returncode == 0:
+            raise DefinitionError(f"worktree {name}: the branch {branch} exists already; it is left as it is")
+        if self._live is None:
+            self._live = hold_lock(self._directory)
+            if self._live is None:
+                raise DefinitionError(f"worktree {name}: another process holds {self._directory / LIVE_LOCK_NAME}")
+        if earlier is not None:  # a continued run: the agent goes on in the worktree an earlier attempt kept
+            worktree = replace(earlier, keep=keep)
+            self._tried.append(worktree)
+            reason = f"agentswf run {self._run_id}: worktree {name} (awf worktrees lists it)"
+            git("worktree", "lock", "--reason", reason, path, cwd=worktree.repository, check=False)
+            write_manifest(self._directory, Manifest(worktree, "made"))
+            self._made[name] = worktree
+            return worktree
+        worktree = Worktree(name, path, branch, sha, keep, repository, common / "worktrees" / name, common, base, self._run_id)
+        write_manifest(self._directory, Manifest(worktree, "making"))
+        self._tried.append(worktree)
+        added = git("worktree", "add", "--quiet", "-b", branch, path, sha, cwd=repository, check=False)
+        git_dir = _read_link(path / ".git")
+        if git_dir is not None:  # git names its entry after the directory, with a number if that is taken
+            worktree = replace(worktree, git_dir=Path(git_dir) if Path(git_dir).is_absolute() else path / git_dir)
+            self._tried[-1] = worktree
+        if added.returncode != 0:
+            write_manifest(self._directory, Manifest(worktree, "failed"))
+            raise DefinitionError(f"worktree {name}: git worktree add failed: {git_message(added)}")
+        reason = f"agentswf run {self._run_id}: worktree {name} (awf worktrees lists it)"
+        git("worktree", "lock", "--reason", reason, path, cwd=repository, check=False)  # a live run's: no prune, no remove
+        write_manifest(self._directory, Manifest(worktree, "made"))
+        self._made[name] = worktree
+        return worktree
+
+    def _kept_earlier(self, name: str, base: str, branch: str, path: Path) -> Worktree | None:
+        """The worktree an earlier attempt of this run kept under `name`, still where it was left
+        and given the same base; None when there is none (a new run, or it was removed)."""
+        manifest = read_manifest(self._directory / f"{name}.json")
+        if manifest is None or manifest.ended is None or manifest.ended.state != "kept":
+            return None
+        earlier = manifest.worktree
+        if (earlier.run_id, earlier.branch, earlier.given_base) != (self._run_id, branch, base) or not _same(earlier.path, path):
+            raise DefinitionError(
+                f"worktree {name}: an earlier attempt of this run kept it with base={earlier.given_base!r}; "
+                "give the same base to go on in it"
+            )
+        seen = inspect(earlier)
+        if seen.place != "here":
+            raise DefinitionError(f"worktree {name}: the one an earlier attempt kept is {seen.place}; it is left as it is")
+        return earlier
+
+    def _repository(self) -> tuple[Path, Path]:
+        """The top of the working tree of the run's directory, and its repository's git directory."""
+        try:
+            said = git("rev-parse", "--show-toplevel", "--git-common-dir", cwd=self._cwd).stdout.splitlines()
+        except GitFailed as error:
+            raise DefinitionError(
+                f"wf.worktree needs the run's directory {self._cwd} to be in a git working tree: {error}"
+            ) from None
+        if len(said) != 2:  # a newline in a path
+            raise DefinitionError(f"wf.worktree can't read where the repository of {self._cwd} is: {said!r}")
+        top, common = said  # the common directory relative to where git ran, unless absolute
+        return Path(top), (self._cwd / common).resolve()
+
+    def finish(self) -> list[WorktreeEnd]:
+        """Deal with every worktree the run tried to make (its agents are stopped), and let go of the run's lock."""
+        with self._lock:
+            self._ended = True
+            ends = []
+            for worktree in self._tried:
+                end = end_of(worktree)
+                try:
+                    write_manifest(self._directory, Manifest(worktree, "ended", end))
+                except OSError:
+                    pass  # the worktree's fate is in git and in the run's log; the manifest is a convenience
+                if worktree.name in self._made or end.kept:  # a failed one that left nothing: its error said it
+                    ends.append(end)
+            if self._live is not None:
+                os.close(self._live)
+                self._live = None
+            return ends

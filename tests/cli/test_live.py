@@ -1,0 +1,145 @@
+"""What `awf run` shows as the run works: the live view in a real terminal (tmux), plain lines elsewhere."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from agentswf import Budget
+from agentswf.cli.follow import Event, Tally
+from agentswf.cli.live import render
+
+AWF = [sys.executable, "-m", "agentswf"]
+WAIT_SECONDS = 30.0
+
+FLOWS = '''
+from agentswf import tool, workflow
+
+
+def note(text: str) -> str:
+    """Keep a note."""
+    return "kept"
+
+
+@workflow(name="chatty", description="An agent calls a tool, tells the workflow, answers.")
+async def chatty(wf):
+    agent = await wf.agents.open("a", runtime="shell:{script}", tools={"note": tool(note)})
+    await wf.route(agent, wf, purpose="notes")
+    turn = await agent.run("Note, tell, answer.")
+    await wf.receive()
+    wf.log("noted", by="a")
+    return turn.value
+
+
+@workflow(name="busy", description="Two reviewers: one answers, one sleeps in its turn.")
+async def busy(wf):
+    quick = await wf.agents.open("review:quick", runtime="shell:echo fine | \\"$WFA\\" result \\"$WFA_CALL_ID\\"")
+    await quick.run("Say fine.")
+    wf.log("the quick one is done", reviewer="quick")
+    sleeper = await wf.agents.open("review:sleeper", runtime="shell:sleep 1000")
+    await sleeper.run("Sleep.", timeout="1h")
+'''
+
+AGENT = """#!/bin/sh
+"$WFA" tool note --text 'first' </dev/null >/dev/null 2>&1
+"$WFA" send workflow 'a note is kept' </dev/null >/dev/null 2>&1
+echo done | "$WFA" result "$WFA_CALL_ID" >/dev/null 2>&1
+"""
+
+
+@pytest.fixture
+def flows(tmp_path: Path) -> Path:
+    script = tmp_path / "agent.sh"
+    script.write_text(AGENT)
+    script.chmod(0o755)
+    path = tmp_path / "flows.py"
+    path.write_text(FLOWS.replace("{script}", str(script)))
+    return path
+
+
+def _index(lines: list[str], *words: str) -> int:
+    return next(n for n, line in enumerate(lines) if all(word in line for word in words))
+
+
+def test_plain_lines_a_turn_its_tool_call_its_message_and_a_log_line_in_order(tmp_path, flows):
+    done = subprocess.run(
+        [*AWF, "run", str(flows), "--workflow", "chatty"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    started = _index(lines, "turn started", "agent=a", "turn=1")
+    tool = _index(lines, "tool called", "agent=a", "tool=note", "outcome=result")
+    message = _index(lines, "message sent", "sender=a", "to=workflow", "kind=message")
+    ended = _index(lines, "turn ended", "agent=a", "outcome=answered")
+    logged = _index(lines, "noted", "by=a")
+    assert _index(lines, "run started") < started < tool < message < ended < logged  # the record's order
+    assert sum("turn started" in line for line in lines) == 1  # from the record alone, not twice
+
+
+def _tmux(socket: str, *args: str) -> str:
+    return subprocess.run(["tmux", "-L", socket, *args], check=True, capture_output=True, text=True, timeout=10).stdout
+
+
+def _screen_until(socket: str, pattern: str) -> str:
+    deadline = time.monotonic() + WAIT_SECONDS
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux(socket, "capture-pane", "-p", "-t", "view")
+        if re.search(pattern, screen):
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"the screen never showed {pattern!r}:\n{screen}")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_live_view_in_a_real_terminal(tmp_path, flows):
+    socket = f"awf-live-test-{os.getpid()}"
+    # Without pytest's COLUMNS (the tmux server inherits it), as a terminal of its own size.
+    command = f"cd {tmp_path} && env -u COLUMNS -u LINES {sys.executable} -m agentswf run {flows} --workflow busy --timeout 2h --budget 10turns; sleep 60"
+    _tmux(socket, "new-session", "-d", "-s", "view", "-x", "150", "-y", "30", command)
+    try:
+        screen = _screen_until(socket, r"review:sleeper\s+in turn")
+        lines = screen.splitlines()
+        group = _index(lines, "review (2)")
+        assert "1 in turn" in lines[group]
+        quick = _index(lines, "  review:quick")
+        sleeper = _index(lines, "  review:sleeper")
+        assert group < quick < sleeper  # folded under their group
+        assert "idle" in lines[quick] and "turn 1 ended answered" in lines[quick]
+        assert re.search(r"in turn\s+1\s+\d+s / (59m5\ds|1h00m)", lines[sleeper]), lines[sleeper]
+        assert "the quick one is done reviewer=quick" in screen  # the last log lines
+        assert re.search(r"1 in turn · 0 tokens", screen)
+        assert "budget: 1/10 turns" in screen  # the quick one's ended turn, of --budget's 10
+        assert "turn started" not in screen  # the view, not the plain lines
+        stopped = subprocess.run([*AWF, "stop", "--reason", "seen"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert stopped.returncode == 0, stopped.stderr
+        screen = _screen_until(socket, r"awf: busy stopped")
+        assert "run stopped: stopped by operator: seen" in screen  # the view's last draw
+        assert re.search(r"review:sleeper\s+idle", screen)
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, capture_output=True, timeout=10)
+
+
+def test_render_folds_a_key_group_and_leaves_a_lone_agent_unfolded():
+    tally = Tally()
+    for key in ("review:a", "review:b", "fixer"):
+        tally.add(Event(100.0, "turn-started", key, "turn 1 started", {"n": 1, "deadline_at": 700_000}))
+    tally.add(Event(101.0, "turn-ended", "review:a", "turn 1 ended answered", {"n": 1, "usage": {"input_tokens": 7, "cost_usd": 0.5}}))
+    status = {"agents": [{"key": "fixer", "awaits": "review:b", "owes": []}], "pending": [{"call_id": "c1"}]}
+    console = Console(width=120, record=True)
+    console.print(render(tally, status, "run x", 160.0, Budget(turns=10, cost_usd=2.0, wall="1h"), 90.0))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert any(line.startswith("review (2)") and "1 in turn" in line and "$0.5000" in line for line in lines)
+    assert any(line.startswith("  review:b") for line in lines) and any(line.startswith("fixer ") for line in lines)
+    assert "awaits review:b's reply" in text and "1m00s / 10m00s" in text
+    assert "2 in turn · 7 tokens · $0.5000 · 1 waiting for approval" in text
+    assert "budget: 1/10 turns · $0.5000/$2.0000 · 1m30s/1h00m" in text

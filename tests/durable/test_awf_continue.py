@@ -1,0 +1,119 @@
+"""`awf continue` after `kill -9` and after Ctrl-C of `awf run` mid-stage-2, `awf continue --rerun`,
+and `awf run --from-stage` with `--values` and without (the look-ahead), on both backends."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from .kit import attempts, awf, counts, marks, stages, start_hanging, the_run, write_flows
+
+BACKENDS = ["asyncio", "trio"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("how", ["kill -9", "ctrl-c"])
+def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
+    run = start_hanging(tmp_path, backend)
+    if how == "kill -9":
+        run.send_signal(signal.SIGKILL)
+        assert run.wait(timeout=30) == -signal.SIGKILL
+    else:
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 130, err
+        assert "awf: go on with: awf continue" in err
+    run_dir = the_run(tmp_path)
+    assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 2, "checker": 0}
+
+    done = awf(tmp_path, "continue", "--run-root", "runs", "--backend", backend)
+    assert done.returncode == 0, done.stderr
+    assert "(attempt 2)" in done.stderr
+    # the planner never again, the builder's id'd turn given back; its hung turn runs again
+    assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 3, "checker": 1}
+    assert json.loads(done.stdout) == {"hello": "hello-1", "plan": "plan-1", "build": "built-1+built-3", "check": "checked-1"}
+    first, second = attempts(run_dir)
+    assert first["outcome"] == ("interrupted" if how == "kill -9" else "cancelled")
+    assert ("found_interrupted_at" in first) == (how == "kill -9")
+    assert second["stages"] == {"plan": "reused", "build": "ran", "check": "ran"}
+    assert second["outcome"] == "completed"
+    logs = awf(tmp_path, "logs", "--run-root", "runs")
+    assert "attempt 1, started" in logs.stdout and f": {first['outcome']} in stage build" in logs.stdout
+    assert "attempt 2 (continues 1)" in logs.stdout and "plan reused (attempt 1), build ran, check ran; 2 turns run, 2 id'd turns given back" in logs.stdout
+    assert "— attempt 2 —" in logs.stdout
+
+
+def test_a_live_attempt_is_not_continued_beside_it(tmp_path):
+    run = start_hanging(tmp_path, "asyncio")
+    try:
+        refused = awf(tmp_path, "continue", "--run-root", "runs")
+        assert refused.returncode == 2
+        assert "attempt 1 of run" in refused.stderr and "is still running" in refused.stderr
+    finally:
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=60)
+
+
+def test_rerun_runs_a_stage_again_and_a_changed_file_is_said_so(tmp_path):
+    flows = write_flows(tmp_path)
+    done = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    refused = awf(tmp_path, "continue", "--run-root", "runs")
+    assert refused.returncode == 2 and "there is nothing to continue" in refused.stderr
+    flows.write_text(flows.read_text().replace('"checked-$n"', '"rechecked-$n"'))
+    again = awf(tmp_path, "continue", "--run-root", "runs", "--rerun", "check")
+    assert again.returncode == 0, again.stderr
+    assert "the workflow's file changed since attempt 1" in again.stderr
+    assert json.loads(again.stdout)["check"] == "rechecked-2"
+    assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 2, "checker": 2}
+
+
+def test_the_look_ahead_runs_nothing_and_prints_the_values_needed(tmp_path):
+    write_flows(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    words = ["run", "flows.py", "--run-root", "runs", "--from-stage", "check", "--", "--dir", str(marks(tmp_path))]
+    looked = awf(tmp_path, *words, env={"TMPDIR": str(scratch)})
+    assert looked.returncode == 3, looked.stderr
+    needs = json.loads(looked.stdout)
+    assert set(needs) == {"plan", "build"}
+    assert needs["build"] == {"type": "string"}
+    assert needs["plan"]["$defs"]["Plan"]["required"] == ["title"]
+    assert "--values values.json" in looked.stderr
+    assert "reached stage check" in looked.stderr
+    assert counts(tmp_path) == {"greeter": 0, "planner": 0, "builder": 0, "checker": 0}  # the greeter's turn: a stand-in
+    assert not (tmp_path / "runs" / "three").exists()  # nothing recorded
+    assert list(scratch.iterdir()) == []  # not even in its scratch record
+
+
+def test_from_stage_with_values_runs_from_there(tmp_path):
+    write_flows(tmp_path)
+    (tmp_path / "values.json").write_text(json.dumps({"plan": {"title": "given"}, "build": "made by hand"}))
+    done = awf(
+        tmp_path, "run", "flows.py", "--run-root", "runs", "--from-stage", "check", "--values", "values.json",
+        "--", "--dir", str(marks(tmp_path)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"hello": "hello-1", "plan": "given", "build": "made by hand", "check": "checked-1"}
+    assert counts(tmp_path) == {"greeter": 1, "planner": 0, "builder": 0, "checker": 1}
+    recorded = stages(the_run(tmp_path))
+    assert recorded["plan"]["provided"] is True and recorded["plan"]["value"] == {"title": "given"}
+    assert (recorded["plan"]["usage"], recorded["plan"]["turns"]) == (None, 0)  # no turns, no cost
+    assert attempts(the_run(tmp_path))[0]["stages"] == {"plan": "provided", "build": "provided", "check": "ran"}
+
+
+def test_values_are_checked_against_each_stage_result(tmp_path):
+    write_flows(tmp_path)
+    (tmp_path / "values.json").write_text(json.dumps({"plan": {"title": 3}}))
+    words = ["run", "flows.py", "--run-root", "runs", "--from-stage", "check", "--values", "values.json", "--", "--dir", str(marks(tmp_path))]
+    stopped = awf(tmp_path, *words)
+    assert stopped.returncode == 3
+    assert "--values' value for stage plan doesn't fit its result: Expected `str`, got `int` - at `$.title`" in stopped.stderr
+    (tmp_path / "values.json").write_text(json.dumps({"plan": {"title": "given"}}))
+    missing = awf(tmp_path, *words)
+    assert missing.returncode == 3 and "--values has no value for stage build" in missing.stderr
+    assert counts(tmp_path)["planner"] == 0 and counts(tmp_path)["builder"] == 0
+    not_json = awf(tmp_path, *words[:-3], "--values", "flows.py", "--", "--dir", "x")
+    assert not_json.returncode == 2 and "is not JSON" in not_json.stderr

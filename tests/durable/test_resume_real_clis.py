@@ -1,0 +1,107 @@
+"""A continued stage's agents resume their native sessions: claude, codex and pi for real (the CLIs
+from npm, offline, against a scripted model), and the model sees the earlier attempt's history.
+
+Skipped, saying where it looked, when the CLIs aren't installed (`.ci/run` installs them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import agentswf
+from agentswf import Runtime, workflow
+from agentswf.engine.attempts import read_attempts, read_sessions, read_stages
+from agentswf.testing.models import (
+    CLI_DIR_VARIABLE,
+    Conversation,
+    ScriptedModel,
+    Shell,
+    Text,
+    claude_env,
+    codex_env,
+    find_cli,
+    pi_env,
+)
+
+CLIS = ("claude", "codex", "pi")
+CI_CLI_DIR = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
+if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
+    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
+MISSING = [name for name in CLIS if find_cli(name) is None]
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        bool(MISSING),
+        reason=f"the agent CLIs {', '.join(MISSING)} aren't installed (looked in ${CLI_DIR_VARIABLE} and PATH; "
+        ".ci/run installs them from npm)",
+    ),
+]
+
+TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
+REMEMBERED = "PINEAPPLE-7"  # said in attempt 1's turn; attempt 2's model request must carry it
+
+
+def script(conv: Conversation):
+    found = TAUGHT.search(conv.prompt)
+    if found is None or conv.tool_results:
+        return Text("Finished.")
+    wfa, call = found.groups()
+    return Shell(f"{wfa} result {call} done")
+
+
+@pytest.fixture(params=["asyncio"])
+def anyio_backend(request):
+    return request.param
+
+
+async def test_a_continued_stage_resumes_its_agents_native_sessions(tmp_path):
+    fail = tmp_path / "fail"
+    fail.touch()
+    async with ScriptedModel(script) as model:
+        homes = tmp_path / "homes"
+        runtimes = {
+            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
+            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
+            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
+        }
+
+        @workflow(name="resume", description="A stage of three CLIs that fails after their first turns.")
+        async def flow(wf):
+            agents = {name: await wf.agents.open(name, runtime=runtimes[name]) for name in CLIS}
+
+            async def review() -> dict:
+                async def first(name: str) -> bool:
+                    return (await agents[name].run(f"Remember {REMEMBERED}. Answer done.", id="first", timeout=90)).answered
+
+                async def second(name: str) -> str:
+                    return (await agents[name].run("What did I ask you to remember? Answer done.", timeout=90)).value
+
+                assert all(await wf.parallel(CLIS, first))
+                if fail.exists():
+                    raise RuntimeError("the review broke after the first turns")
+                return dict(zip(CLIS, await wf.parallel(CLIS, second)))
+
+            return await wf.stage("review", review)
+
+        failed = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+        assert failed.outcome == "failed" and "the review broke" in failed.reason
+        before = len(model.requests)
+        fail.unlink()
+        done = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, continue_from=failed.run_id)
+    assert done.outcome == "completed", done.reason
+    assert done.value == {name: "done" for name in CLIS}
+    later = [r for r in model.requests[before:] if r.conversation and "What did I ask" in r.conversation.prompt]
+    assert {r.dialect for r in later} == {"anthropic", "responses", "chat"}
+    # resumed: each CLI's request in attempt 2 carries attempt 1's conversation
+    assert all(any(REMEMBERED in str(item) for item in r.conversation.history) for r in later)
+    assert read_attempts(done.run_dir)[1].reused_turns == len(CLIS)  # the id'd first turns: given back, not run
+    review = read_stages(done.run_dir)["review"]  # the stage's record: its agents' sessions, its usage
+    assert {(record.agent, record.harness) for record in review.sessions} == {(name, name) for name in CLIS}
+    assert all(record.session for record in review.sessions) and review.usage is not None and review.turns == len(CLIS)
+    opened = [line for line in read_sessions(done.run_dir) if line["attempt"] == 2]
+    assert {line["agent"] for line in opened if line.get("resumed")} == set(CLIS), opened

@@ -1,0 +1,79 @@
+"""A sandboxed agent's fresh home holds only its CLI's credential, config and first-run answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentswf.errors import DefinitionError
+from agentswf.sandbox import runner
+from agentswf.sandbox.homes import model_endpoints, prepare_home, sandbox_env
+from agentswf.sandbox.proxy import Endpoint
+
+pytestmark = pytest.mark.anyio
+
+
+def files(root: Path) -> set[str]:
+    return {str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()}
+
+
+def test_claude_gets_its_credential_and_first_run_answers_and_nothing_of_its_history(tmp_path):
+    user = tmp_path / "user"
+    (user / ".claude" / "projects").mkdir(parents=True)
+    (user / ".claude" / ".credentials.json").write_text('{"token": "t"}')
+    (user / ".claude" / "projects" / "old.jsonl").write_text("history")
+    (user / ".claude.json").write_text(json.dumps({"oauthAccount": {"email": "me"}, "projects": {"/secret": {}}}))
+    home = tmp_path / "home"
+    prepare_home(home, "claude", {"HOME": str(user)})
+    assert files(home) == {".claude/.credentials.json", ".claude/.claude.json"}
+    answers = json.loads((home / ".claude" / ".claude.json").read_text())
+    assert answers == {"hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True, "oauthAccount": {"email": "me"}}
+    assert oct(home.stat().st_mode & 0o777) == "0o700"
+
+
+def test_codex_and_pi_get_their_auth_and_config_from_where_their_variables_point(tmp_path):
+    codex = tmp_path / "codex-home"
+    (codex / "sessions").mkdir(parents=True)
+    (codex / "auth.json").write_text("{}")
+    (codex / "config.toml").write_text('model_provider = "gw"\n[model_providers.gw]\nbase_url = "http://127.0.0.1:9999/v1"\n')
+    (codex / "sessions" / "old.jsonl").write_text("history")
+    prepare_home(tmp_path / "h1", "codex", {"CODEX_HOME": str(codex)})
+    assert files(tmp_path / "h1") == {".codex/auth.json", ".codex/config.toml"}
+    assert model_endpoints("codex", {"CODEX_HOME": str(codex)}) == {Endpoint("127.0.0.1", 9999)}
+    assert model_endpoints("codex", {"HOME": str(tmp_path / "nobody")}) == {Endpoint("api.openai.com", 443), Endpoint("chatgpt.com", 443)}
+
+    pi = tmp_path / "pi-agent"
+    pi.mkdir()
+    (pi / "models.json").write_text(json.dumps({"providers": {"x": {"baseUrl": "http://localhost:8080/v1"}}}))
+    (pi / "auth.json").write_text("{}")
+    prepare_home(tmp_path / "h2", "pi", {"PI_CODING_AGENT_DIR": str(pi)})
+    assert files(tmp_path / "h2") == {".pi/agent/models.json", ".pi/agent/auth.json"}
+    assert Endpoint("localhost", 8080) in model_endpoints("pi", {"PI_CODING_AGENT_DIR": str(pi)})
+
+    assert model_endpoints("claude", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:7/"}) == {Endpoint("127.0.0.1", 7)}
+    assert model_endpoints("shell", {}) == frozenset()
+    prepare_home(tmp_path / "h3", "shell", {"HOME": str(tmp_path / "user")})
+    assert files(tmp_path / "h3") == set()
+
+
+def test_the_environment_inside_points_into_the_home_and_at_the_proxy_and_withholds_the_users_sockets(tmp_path):
+    home = tmp_path / "home"
+    env = {"HOME": "/root", "SSH_AUTH_SOCK": "/run/agent", "https_proxy": "http://corp:8080", "KEEP": "1", "TMPDIR": "/var/t"}
+    inside = sandbox_env(env, home, 3128)
+    assert inside["HOME"] == str(home) and inside["TMPDIR"] == "/tmp" and inside["KEEP"] == "1"
+    assert inside["CODEX_HOME"] == str(home / ".codex") and inside["XDG_CONFIG_HOME"] == str(home / ".config")
+    assert "SSH_AUTH_SOCK" not in inside
+    assert inside["HTTPS_PROXY"] == inside["https_proxy"] == "http://127.0.0.1:3128"
+    assert inside["NO_PROXY"] == "localhost,127.0.0.1,::1"
+    closed = sandbox_env(env, home, None)
+    assert not any(name.upper().endswith("_PROXY") for name in closed)
+
+
+async def test_a_machine_whose_kernel_refuses_namespaces_is_told_so_at_open(tmp_path):
+    fake = tmp_path / "bwrap"  # a bwrap that fails as bwrap does where user namespaces are off
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(DefinitionError, match="can't make a sandbox here .bwrap: No permissions.*user namespaces"):
+        await runner.probe(str(fake))

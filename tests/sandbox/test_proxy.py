@@ -1,0 +1,164 @@
+"""The sandbox's proxy, on real sockets: an allowed host is reached, anything else refused and logged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agentswf.sandbox import proxy as proxy_module
+from agentswf.sandbox.proxy import Allowlist, Endpoint, Proxy, parse_head, public_addresses, serving
+
+pytestmark = pytest.mark.anyio
+STAND_IN = "api.stand-in.test"  # resolved to a loopback server by the stand-in resolver below
+
+
+class Upstream:
+    """A loopback HTTP server that records each request's head and answers `hello`."""
+
+    def __init__(self) -> None:
+        self.heads: list[bytes] = []
+
+    async def handle(self, stream: Any) -> None:
+        async with stream:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += await stream.receive()
+            self.heads.append(data.split(b"\r\n\r\n")[0])
+            await stream.send(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+
+
+async def ask(socket: Path, request: bytes, then: bytes = b"") -> bytes:
+    async with await anyio.connect_unix(socket) as stream:
+        await stream.send(request)
+        reply = b""
+        with anyio.fail_after(5):
+            while b"\r\n\r\n" not in reply:
+                reply += await stream.receive()
+            if then:
+                await stream.send(then)
+            try:
+                while True:
+                    reply += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+        return reply
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    async def resolve(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"] if host == STAND_IN else await public_addresses(host, port)
+
+    monkeypatch.setattr(proxy_module, "resolve_network", resolve)
+
+
+async def test_an_allowed_host_and_the_model_endpoint_are_reached_and_the_rest_refused_and_logged(tmp_path, stand_in):
+    upstream, model = Upstream(), Upstream()
+    logged: list[tuple[str, dict]] = []
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as server, await anyio.create_tcp_listener(
+        local_host="127.0.0.1"
+    ) as model_server, await anyio.create_tcp_listener(local_host="127.0.0.1") as private, anyio.create_task_group() as group:
+        port = server.extra(anyio.abc.SocketAttribute.local_port)
+        model_port = model_server.extra(anyio.abc.SocketAttribute.local_port)
+        private_port = private.extra(anyio.abc.SocketAttribute.local_port)
+        group.start_soon(server.serve, upstream.handle)
+        group.start_soon(model_server.serve, model.handle)
+        allow = Allowlist(frozenset({Endpoint("127.0.0.1", model_port)}), (STAND_IN, "*.stand-in.test"))
+        proxy = Proxy(allow, lambda message, **fields: logged.append((message, fields)), sandbox="box", agent="a")
+        socket = tmp_path / "n.sock"
+        async with serving(socket, proxy):
+            tunnel = await ask(socket, f"CONNECT {STAND_IN}:{port} HTTP/1.1\r\n\r\n".encode(), b"GET /t HTTP/1.1\r\n\r\n")
+            assert tunnel.startswith(b"HTTP/1.1 200") and tunnel.endswith(b"hello")
+            plain = await ask(socket, f"GET http://{STAND_IN}:{port}/p?q=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert plain.endswith(b"hello")
+            assert upstream.heads == [b"GET /t HTTP/1.1", b"GET /p?q=1 HTTP/1.1\r\nHost: x"]
+            to_model = await ask(socket, f"CONNECT 127.0.0.1:{model_port} HTTP/1.1\r\n\r\n".encode(), b"POST /v1 HTTP/1.1\r\n\r\n")
+            assert to_model.endswith(b"hello") and model.heads == [b"POST /v1 HTTP/1.1"]
+            for target in ("evil.test:443", f"127.0.0.1:{private_port}", f"localhost:{private_port}", "stand-in.test:443"):
+                refused = await ask(socket, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+                assert refused.startswith(b"HTTP/1.1 403") and b"not on the sandbox's network allowlist" in refused, target
+            bad = await ask(socket, b"hello there\r\n\r\n")
+            assert bad.startswith(b"HTTP/1.1 400")
+        assert not socket.exists()
+        group.cancel_scope.cancel()
+    assert [fields["target"] for _, fields in logged] == [
+        "evil.test:443", f"127.0.0.1:{private_port}", f"localhost:{private_port}", "stand-in.test:443"
+    ]  # fmt: skip
+    assert all(fields["sandbox"] == "box" and fields["agent"] == "a" for _, fields in logged)
+
+
+async def test_an_allowed_domain_that_resolves_to_the_hosts_loopback_is_refused(tmp_path):
+    logged: list[str] = []
+    proxy = Proxy(Allowlist(frozenset(), ("localhost",)), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
+    socket = tmp_path / "n.sock"
+    async with serving(socket, proxy):
+        reply = await ask(socket, b"CONNECT localhost:22 HTTP/1.1\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 502") and b"no public address" in reply
+    assert await public_addresses("localhost", 80) == []
+    assert logged and "no public address" in logged[0]
+
+
+def test_request_heads_are_read_strictly():
+    request = parse_head(b"CONNECT [::1]:8080 HTTP/1.1\r\n\r\n", b"")
+    assert not isinstance(request, str) and (request.host, request.port, request.tunnel) == ("::1", 8080, True)
+    assert isinstance(parse_head(b"CONNECT host HTTP/1.1\r\n\r\n", b""), str)
+    assert isinstance(parse_head(b"CONNECT host:99999 HTTP/1.1\r\n\r\n", b""), str)
+    assert isinstance(parse_head(b"GET /relative HTTP/1.1\r\n\r\n", b""), str)
+    assert isinstance(parse_head(b"GET https://x/ HTTP/1.1\r\n\r\n", b""), str)
+    plain = parse_head(b"POST http://user@h.test/a HTTP/1.1\r\nA: b\r\n\r\n", b"body")
+    assert not isinstance(plain, str) and (plain.host, plain.port) == ("h.test", 80)
+    assert plain.forward == b"POST /a HTTP/1.1\r\nA: b\r\n\r\nbody"
+
+
+async def test_refusals_are_logged_up_to_a_cap_and_the_last_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_LOGGED_REFUSALS", 3)
+    logged: list[str] = []
+    proxy = Proxy(Allowlist(frozenset(), ()), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
+    socket = tmp_path / "n.sock"
+    async with serving(socket, proxy):
+        for n in range(6):
+            assert (await ask(socket, f"CONNECT h{n}.test:443 HTTP/1.1\r\n\r\n".encode())).startswith(b"HTTP/1.1 403")
+    assert len(logged) == 3 and "later ones aren't logged" in logged[-1]
+
+
+async def test_an_agent_holds_at_most_its_share_of_connections_and_the_rest_wait_unaccepted(tmp_path, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_CONNECTIONS", 2)
+    proxy = Proxy(Allowlist(frozenset(), ()), lambda message, **fields: None, sandbox="b", agent="a")
+    socket = tmp_path / "n.sock"
+    async with serving(socket, proxy):
+        idle = [await anyio.connect_unix(socket) for _ in range(2)]  # they send nothing: each holds a slot
+        waiting = await anyio.connect_unix(socket)
+        await waiting.send(b"CONNECT h.test:443 HTTP/1.1\r\n\r\n")
+        with anyio.move_on_after(0.3) as early:
+            await waiting.receive()
+        assert early.cancelled_caught  # not accepted while both slots are held
+        await idle[0].aclose()
+        with anyio.fail_after(5):
+            assert (await waiting.receive()).startswith(b"HTTP/1.1 403")
+        for stream in (idle[1], waiting):
+            await stream.aclose()
+
+
+async def test_a_crafted_name_that_merely_ends_like_an_allowed_one_is_refused_and_the_proxy_goes_on(tmp_path, stand_in):
+    logged: list[str] = []
+    proxy = Proxy(Allowlist(frozenset(), ("*.stand-in.test",)), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
+    socket = tmp_path / "n.sock"
+    async with serving(socket, proxy):
+        for target in ("evil.com\x00.stand-in.test:80", "evil.com/.stand-in.test:80", "a..stand-in.test:80"):
+            reply = await ask(socket, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+            assert reply.startswith(b"HTTP/1.1 403"), target
+        reply = await ask(socket, "CONNECT ünïcode.stand-in.test:80 HTTP/1.1\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.1 400")  # not ASCII
+    assert len(logged) == 3
+
+
+async def test_a_socket_left_by_an_earlier_attempt_is_replaced(tmp_path):
+    socket = tmp_path / "n.sock"
+    socket.write_text("stale")
+    proxy = Proxy(Allowlist(frozenset(), ()), lambda message, **fields: None, sandbox="b", agent="a")
+    async with serving(socket, proxy):
+        assert (await ask(socket, b"CONNECT h.test:1 HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 403")
+    assert not socket.exists()

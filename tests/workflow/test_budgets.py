@@ -1,0 +1,217 @@
+"""Budgets: a turn that would start past one ends Failed without running, one test per kind.
+
+The agents are scripted (agentswf.testing) and report a fixed usage per attempt, as a
+CLI's last line would, so the spend is known; the engine between them is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import agentswf
+from agentswf import Budget, Failed, Usage, workflow
+from agentswf.errors import DefinitionError
+from agentswf.harnesses.base import Attempt, AttemptResult
+from agentswf.testing.scripted import ScriptBook, ScriptedHarness, answer, hang
+from agentswf.workflow.budgets import Spent, over_budget, parse_budget
+
+PER_ATTEMPT = Usage(input_tokens=100, output_tokens=50, cost_usd=0.25)
+
+
+class Billed(ScriptedHarness):
+    """A scripted agent whose every attempt reports `PER_ATTEMPT`."""
+
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        played = await super().run(attempt)
+        return AttemptResult(played.ending, usage=PER_ATTEMPT)
+
+
+def _book(*keys: str) -> ScriptBook:
+    return ScriptBook({key: answer("done") for key in keys})
+
+
+async def _run(flow: Any, book: ScriptBook, tmp_path: Path, **options: Any) -> agentswf.RunResult:
+    def billed(key: str, runtime: Any) -> Billed:
+        book.harness_for(key, runtime)  # the book's own harness keeps count of what was played
+        return Billed(key, book)
+
+    result = await agentswf.run(flow, run_root=tmp_path, cwd=tmp_path, harnesses=billed, **options)
+    book.check()
+    return result
+
+
+def _refusals(run_dir: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    return [line["fields"] for line in lines if line["message"] == "a budget stopped a turn"]
+
+
+@workflow(name="three-turns", description="One agent, three turns, how each ended.")
+async def three_turns(wf) -> list[str]:  # type: ignore[no-untyped-def]
+    agent = await wf.agents.open("a", runtime="claude")
+    kinds = []
+    for _ in range(3):
+        turn = await agent.run("Work.")
+        kinds.append(turn.outcome.kind if turn.answered else f"{turn.outcome.kind}: {turn.outcome.reason}")
+        if not turn.answered:
+            assert isinstance(turn.outcome, Failed) and turn.outcome.retryable is False
+    return kinds
+
+
+async def test_a_turns_budget_stops_the_third_turn_without_running_it(tmp_path: Path) -> None:
+    book = _book("a")
+    result = await _run(three_turns, book, tmp_path, budget=Budget(turns=2))
+    assert result.value == ["answered", "answered", "failed: budget run: 2 of 2 turns given"]
+    assert book.played["a"].used == 2  # the third never reached the CLI
+    assert _refusals(result.run_dir) == [{"agent": "a", "turn": 3, "budget": "run", "reason": "2 of 2 turns given"}]
+
+
+async def test_a_tokens_budget_stops_the_turn_after_it_is_spent(tmp_path: Path) -> None:
+    book = _book("a")
+    result = await _run(three_turns, book, tmp_path, budget=Budget(tokens=300))
+    assert result.value[:2] == ["answered", "answered"]  # 0, then 150 of 300 spent: they start
+    assert result.value[2] == "failed: budget run: 300 of 300 tokens spent"
+    assert book.played["a"].used == 2
+
+
+@workflow(name="staged", description="A stage with a cost budget, then a turn outside it.")
+async def staged(wf) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    agent = await wf.agents.open("a", runtime="claude")
+
+    async def work() -> list[str]:
+        return [(await agent.run("Work.")).outcome.kind for _ in range(3)]
+
+    inside = await wf.stage("build", work, budget=Budget(cost_usd=0.5))
+    after = await agent.run("Work again.")
+    spent = wf.spent()
+    return {
+        "inside": inside,
+        "after": after.outcome.kind,
+        "stage": [spent.stages["build"].turns, spent.stages["build"].cost_usd],
+        "run": [spent.run.turns, spent.run.tokens, spent.run.cost_usd],
+    }
+
+
+async def test_a_stages_cost_budget_stops_its_turns_and_not_the_runs(tmp_path: Path) -> None:
+    book = _book("a")
+    result = await _run(staged, book, tmp_path)
+    assert result.value == {
+        "inside": ["answered", "answered", "failed"],
+        "after": "answered",
+        "stage": [2, 0.5],
+        "run": [3, 450, 0.75],
+    }
+    [refusal] = _refusals(result.run_dir)
+    assert refusal["budget"] == "stage build" and refusal["reason"] == "$0.5000 of $0.5000 spent"
+
+
+@workflow(name="grouped", description="A key group with a wall budget; another agent beside it.")
+async def grouped(wf) -> list[str]:  # type: ignore[no-untyped-def]
+    wf.budget("review", wall=0.2)
+    style = await wf.agents.open("review:style", runtime="claude")
+    fixer = await wf.agents.open("fixer", runtime="claude")
+    first = await style.run("Review.")
+    await anyio.sleep(0.25)
+    late = await style.run("Review again.")
+    other = await fixer.run("Fix.")
+    return [first.outcome.kind, late.outcome.reason if not late.answered else "answered", other.outcome.kind]
+
+
+async def test_a_key_groups_wall_budget_stops_its_agents_alone(tmp_path: Path) -> None:
+    book = _book("review:style", "fixer")
+    result = await _run(grouped, book, tmp_path)
+    first, late, other = result.value
+    assert first == "answered" and other == "answered"
+    assert late.startswith("budget group review: ") and "of its 0.2s wall time passed" in late
+
+
+@workflow(name="hung", description="A reviewer that never ends, under a wall budget.")
+async def hung(wf) -> tuple[str, float]:  # type: ignore[no-untyped-def]
+    wf.budget("review", wall=0.3)
+    reviewer = await wf.agents.open("review:deep", runtime="claude")
+    started = anyio.current_time()
+    turn = await reviewer.run("Review.", timeout="1h")
+    return turn.outcome.reason, anyio.current_time() - started
+
+
+async def test_a_wall_budget_stops_a_turn_in_flight(tmp_path: Path) -> None:
+    book = ScriptBook({"review:deep": hang()})
+    result = await _run(hung, book, tmp_path)
+    reason, took = result.value
+    assert reason == "budget group review: its wall time passed while the turn ran"
+    assert 0.2 < took < 5.0  # at the budget's end, not the turn's hour
+    [stopped] = [json.loads(line) for line in (result.run_dir / "turns.jsonl").read_text().splitlines()]
+    assert stopped["outcome"]["kind"] == "timed-out"  # the engine's account; the workflow's is the budget's
+    lines = [json.loads(line) for line in (result.run_dir / "log.jsonl").read_text().splitlines()]
+    assert [line["fields"]["budget"] for line in lines if line["message"] == "a budget stopped a turn in flight"] == [
+        "group review"
+    ]
+
+
+def test_awf_run_budget_and_a_bad_one(tmp_path: Path) -> None:
+    flows = tmp_path / "flows.py"
+    flows.write_text(
+        "from agentswf import workflow\n\n"
+        "@workflow(name='twice', description='Two turns.')\n"
+        "async def twice(wf):\n"
+        "    agent = await wf.agents.open('a', runtime='shell:echo fine | \"$WFA\" result \"$WFA_CALL_ID\"')\n"
+        "    return [(await agent.run('Say fine.')).outcome.kind for _ in range(2)]\n"
+    )
+    awf = [sys.executable, "-m", "agentswf", "run", str(flows)]
+    done = subprocess.run([*awf, "--budget", "1turns,1h"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["answered", "failed"]
+    bad = subprocess.run([*awf, "--budget", "5 apples"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "'5 apples' is not part of a budget" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "text, budget",
+    [
+        ("5usd,2h,200turns", Budget(cost_usd=5.0, wall=7200.0, turns=200)),
+        ("$1.5", Budget(cost_usd=1.5)),
+        ("200ktokens, 90s", Budget(tokens=200_000, wall=90.0)),
+        ("1.5Mtokens", Budget(tokens=1_500_000)),
+        ("1turn", Budget(turns=1)),
+    ],
+)
+def test_parse_budget(text: str, budget: Budget) -> None:
+    assert parse_budget(text) == budget
+
+
+@pytest.mark.parametrize("text", ["", "5", "5eur", "1turns,2turns", "-1usd"])
+def test_a_bad_budget_says_what_one_is(text: str) -> None:
+    with pytest.raises(DefinitionError):
+        parse_budget(text)
+
+
+def test_a_budget_refuses_nonsense() -> None:
+    with pytest.raises(DefinitionError):
+        Budget(turns=-1)
+    with pytest.raises(DefinitionError):
+        Budget(wall="soon")
+
+
+caps = st.none() | st.integers(0, 10)
+
+
+@given(caps, caps, caps, st.integers(0, 12), st.integers(0, 12), st.integers(0, 12))
+def test_over_budget_exactly_when_a_cap_is_reached(
+    turns: int | None, tokens: int | None, cost: int | None, spent_turns: int, spent_tokens: int, spent_cost: int
+) -> None:
+    budget = Budget(turns=turns, tokens=tokens, cost_usd=None if cost is None else float(cost))
+    spent = Spent(turns=spent_turns, tokens=spent_tokens, cost_usd=float(spent_cost))
+    reached = (
+        (turns is not None and spent_turns >= turns)
+        or (tokens is not None and spent_tokens >= tokens)
+        or (cost is not None and spent_cost >= cost)
+    )
+    assert (over_budget(budget, spent, 0.0) is not None) == reached

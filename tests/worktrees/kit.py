@@ -1,0 +1,93 @@
+"""A real git repository for the worktree tests, made in the test's tmp dir, with a user's
+uncommitted work in it (a modified file, a staged one, an untracked one) and a way to prove
+that work is byte-for-byte as it was."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import agentswf
+from agentswf import workflow
+
+from ..harnesses.kit import shell_agent
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+ANSWER = 'printf done | "$WFA" result "$WFA_CALL_ID"'
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    """git in `repo`, as a person would run it (optional locks off: reading leaves the index be)."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+        check=False,
+        timeout=60,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
+    return done.stdout
+
+
+def make_repo(tmp_path: Path, name: str = "repo") -> Path:
+    """A repository with two commits, then uncommitted work: modified, staged, untracked."""
+    repo = tmp_path / name
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for key, value in (("user.name", "A Person"), ("user.email", "a@example.com"), ("commit.gpgsign", "false")):
+        git(repo, "config", key, value)
+    (repo / "README").write_text("hello\n")
+    (repo / "src.py").write_text("x = 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "first")
+    (repo / "src.py").write_text("x = 2\n")
+    git(repo, "commit", "-qam", "second")
+    (repo / "README").write_text("hello, edited and not saved anywhere\n")  # modified
+    (repo / "staged.txt").write_text("staged\n")
+    git(repo, "add", "staged.txt")  # staged
+    (repo / "notes.txt").write_text("my own notes\n")  # untracked
+    return repo
+
+
+def snapshot(repo: Path) -> dict[str, Any]:
+    """The user's side of `repo`: every file of the working tree (but the run's records), the
+    index's bytes, HEAD, the branch list and the status."""
+    files = {
+        str(path.relative_to(repo)): path.read_bytes()
+        for path in sorted(repo.rglob("*"))
+        if path.is_file() and path.relative_to(repo).parts[0] not in (".git", ".awf")
+    }
+    index = (repo / ".git" / "index").read_bytes()
+    return {
+        "files": files,
+        "index": index,
+        "HEAD": (repo / ".git" / "HEAD").read_bytes(),
+        "main": git(repo, "rev-parse", "main"),
+        "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all"),
+    }
+
+
+def branches(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads").split()
+
+
+def registered(repo: Path) -> list[str]:
+    """The worktrees git knows of, but the main one."""
+    listed = git(repo, "worktree", "list", "--porcelain").split("\n\n")
+    return [block.split("\n")[0].removeprefix("worktree ") for block in listed if block.strip()][1:]
+
+
+def agent(tmp_path: Path, name: str, body: str) -> str:
+    """A shell agent that runs `body` in its cwd, then answers."""
+    return shell_agent(tmp_path, name, f"{body}\n{ANSWER}")
+
+
+async def run_in(repo: Path, fn: Callable[..., Awaitable[Any]], **kwargs: Any) -> agentswf.RunResult:
+    """Run `fn` as a workflow in `repo`, its records where they go by default (.awf/runs inside it)."""
+    definition = workflow(name="wt", description="A worktree test.")(fn)
+    return await agentswf.run(definition, cwd=repo, **kwargs)

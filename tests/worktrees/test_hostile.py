@@ -1,0 +1,145 @@
+"""What an agent (or the world) can do to a worktree, and how the run's end copes: a worktree
+deleted, moved, replaced by a symlink, stripped of its .git; submodules; git's variables in
+the run's environment; two runs at once. Nothing with work in it is removed, and the user's
+tree and index stay byte-for-byte as they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+import agentswf
+from agentswf import Workflow
+
+from .kit import agent, branches, git, make_repo, registered, run_in, snapshot
+
+pytestmark = pytest.mark.anyio
+
+
+async def one_agent(repo: Path, tmp_path: Path, body: str) -> agentswf.RunResult:
+    async def work(wf: Workflow) -> str:
+        opened = await wf.agents.open("a", runtime=agent(tmp_path, "a", body), cwd=wf.worktree("w"))
+        return (await opened.run("Work.")).outcome.kind
+
+    result = await run_in(repo, work)
+    assert result.value == "answered", result.reason
+    return result
+
+
+@pytest.mark.parametrize(
+    ("body", "state", "reason", "branch_kept"),
+    [
+        ('cd / && rm -rf "$OLDPWD"', "removed", "its directory was deleted; nothing was committed", False),
+        (
+            'git commit -q --allow-empty -m mine && cd / && rm -rf "$OLDPWD"',
+            "branch-kept",
+            "its directory was deleted; 1 commit on its branch",
+            True,
+        ),
+    ],
+)
+async def test_a_worktree_the_agent_deleted_leaves_git_clean_and_its_commits_on_its_branch(
+    tmp_path: Path, body: str, state: str, reason: str, branch_kept: bool
+) -> None:
+    repo = make_repo(tmp_path)
+    before = snapshot(repo)
+    [end] = (await one_agent(repo, tmp_path, body)).worktrees
+    assert (end.state, end.reason) == (state, reason)
+    assert registered(repo) == []  # git's entry for it is gone too
+    assert (end.branch in branches(repo)) == branch_kept
+    assert snapshot(repo) == before
+
+
+async def test_a_worktree_the_agent_moved_is_kept_where_it_went(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    body = 'git worktree unlock "$PWD" && git worktree move "$PWD" "$OUT/moved"'
+    [end] = (await one_agent(repo, tmp_path, body)).worktrees
+    assert (end.state, end.reason) == ("kept", f"it was moved to {tmp_path / 'moved'}; left as it is")
+    assert registered(repo) == [str(tmp_path / "moved")]
+    assert end.branch in branches(repo)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "echo mine > work.txt && rm .git",  # no longer a worktree: git would find the user's repository above it
+        'echo "gitdir: $(git rev-parse --git-common-dir)" > .git',  # pointed at the user's repository
+        'here="$PWD" && cd / && rm -rf "$here" && ln -s "$OUT/repo" "$here"',  # the user's repository, by a symlink
+    ],
+)
+async def test_a_worktree_replaced_by_something_else_is_left_alone(tmp_path: Path, body: str) -> None:
+    repo = make_repo(tmp_path)
+    before = snapshot(repo)
+    [end] = (await one_agent(repo, tmp_path, body)).worktrees
+    assert end.state == "kept" and "something else is at its path" in end.reason
+    assert snapshot(repo) == before  # nothing read it as the user's repository, nothing removed it
+
+
+async def test_a_worktree_with_populated_submodules_is_kept_not_forced(tmp_path: Path) -> None:
+    library = make_repo(tmp_path, "library")
+    git(library, "stash", "-u", "-q")  # its own uncommitted work, away: a submodule is checked out from a commit
+    repo = make_repo(tmp_path)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    git(repo, "commit", "-qm", "a submodule")
+    before = snapshot(repo)
+    body = "git -c protocol.file.allow=always submodule update --init -q && test -f lib/README"
+    [end] = (await one_agent(repo, tmp_path, body)).worktrees
+    assert end.state == "kept" and end.reason.startswith("git would not remove it:") and "submodule" in end.reason
+    assert (end.path / "lib" / "README").exists()
+    assert snapshot(repo) == before
+
+
+async def test_gits_variables_in_the_runs_environment_dont_reach_the_users_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path)
+    before = snapshot(repo)
+    # As in a git hook: without dropping these, `git worktree add` checks the base out into the user's tree.
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
+    [end] = (await one_agent(repo, tmp_path, 'cat README > "$OUT/seen"')).worktrees
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_WORK_TREE")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert (tmp_path / "seen").read_text() == "hello\n"  # the base's README, checked out in the worktree
+    assert end.state == "removed"
+    assert snapshot(repo) == before
+
+
+async def test_two_runs_at_once_in_one_repository_get_their_own_worktrees(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    results: list[agentswf.RunResult] = []
+
+    async def commits(wf: Workflow) -> None:
+        opened = await wf.agents.open(
+            "a", runtime=agent(tmp_path, "a", 'echo "$PWD" > mine && git add mine && git commit -qm mine'), cwd=wf.worktree("w")
+        )
+        await opened.run("Work.")
+
+    async def one() -> None:
+        results.append(await run_in(repo, commits))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(one)
+        group.start_soon(one)
+    ends = [end for result in results for end in result.worktrees]
+    assert [end.state for end in ends] == ["kept", "kept"]
+    assert ends[0].branch != ends[1].branch and ends[0].path != ends[1].path
+    for end in ends:
+        assert git(repo, "show", f"{end.branch}:mine").strip() == str(end.path)
+
+
+async def test_commits_on_a_detached_head_keep_the_worktree_even_with_keep_never(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+
+    async def detached(wf: Workflow) -> None:
+        body = "git checkout -q --detach && git commit -q --allow-empty -m 'on no branch'"
+        opened = await wf.agents.open("a", runtime=agent(tmp_path, "a", body), cwd=wf.worktree("w", keep="never"))
+        await opened.run("Work.")
+
+    [end] = (await run_in(repo, detached)).worktrees
+    assert end.state == "kept" and "holds commits its branch doesn't" in end.reason
+    assert git(end.path, "log", "-1", "--format=%s").strip() == "on no branch"  # the commit only its HEAD holds
