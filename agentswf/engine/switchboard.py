@@ -70,6 +70,7 @@ class StandingView(msgspec.Struct, frozen=True):
 
     owes: tuple[str, ...] = ()
     awaits: str | None = None
+    awaits_until: float | None = None  # when the wait for that reply ends (`awf status` shows it)
     latest_asker_until: float | None = None  # lengthens a message turn
     owed_text: str = ""  # the first question it owes, for a refusal that names it
 
@@ -226,6 +227,7 @@ def standing_in(questions: Mapping[str, QuestionView], key: str) -> StandingView
     return StandingView(
         tuple(q.asker for q in owed),
         awaiting.askee if awaiting else None,
+        awaiting.until if awaiting else None,
         max((q.until for q in owed), default=None),
         owed[0].text if owed else "",
     )
