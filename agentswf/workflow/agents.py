@@ -498,11 +498,7 @@ class Agents:
         harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox, directory)
         if self.durable is not None:
             harness = await self.durable.opened(key, resolved.harness, harness)
-        env = {**self._env, **resolved.env}
-        opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, checked or {}))
-        agent = Agent(key, spec, opened, self, checked or {}, harness)
-        agent.sandbox = harness.sandbox if isinstance(harness, SandboxedHarness) else None
-        return await self._start(key, spec, self._resolve(key, resolved), checked or {})
+        return await self._start(key, spec, harness, checked or {})
 
     async def _start(
         self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],
@@ -512,6 +508,7 @@ class Agents:
         directory = Path(spec.cwd)
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, tools, session, forked_from))
         agent = Agent(key, spec, opened, self, tools, harness)
+        agent.sandbox = harness.sandbox if isinstance(harness, SandboxedHarness) else None
         self.keys.add(key)
         self._open[key] = agent
         return agent

@@ -90,7 +90,7 @@ class Sandboxes:
     async def confine(self, agent: str, harness: Harness, sandbox: Any, cwd: Path) -> Harness:
         """The harness agent `agent` (working in `cwd`) runs on, in `sandbox` (a Sandbox, or an
         inline spec of its own)."""
-        if isinstance(harness, PaneHarness) or (
+        if (isinstance(harness, PaneHarness) and sandbox is not None) or (
             isinstance(harness, SandboxedHarness) and isinstance(harness.inner, PaneHarness)
         ):
             raise DefinitionError(f"agent {agent}: an agent in a pane can't be sandboxed yet; run it headless to sandbox it")

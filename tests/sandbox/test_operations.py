@@ -42,3 +42,19 @@ async def test_a_resumed_agent_keeps_its_settings_and_operations(tmp_path):
     resumed = resuming(ClaudeHarness("claude").with_settings("claude-opus-4-5", None), "s1")
     assert resumed.settings() == ("claude-opus-4-5", None)
     assert resuming(ClaudeHarness("claude"), "s1").with_settings(None, "low").settings() == (None, "low")
+
+
+async def test_an_agent_in_a_pane_is_not_sandboxed_yet_and_says_so(tmp_path):
+    from agentswf import DefinitionError
+    from agentswf.harnesses.pane import CLAUDE_TUI, PaneHarness
+    from agentswf.workflow.sandboxes import Sandboxes
+
+    boxes = Sandboxes(tmp_path, lambda message, **fields: None)
+    pane = PaneHarness(ClaudeHarness("claude"), CLAUDE_TUI, "tmux")
+    with pytest.raises(DefinitionError, match="an agent in a pane can't be sandboxed yet"):
+        await boxes.confine("a", pane, {"write": []}, tmp_path)
+    assert await boxes.confine("a", pane, None, tmp_path) is pane  # unsandboxed, it runs as it is
+    boxed = await _boxed(tmp_path)
+    run_level = SandboxedHarness(boxed.sandbox, "a", pane)  # awf run --sandbox around a pane agent
+    with pytest.raises(DefinitionError, match="an agent in a pane can't be sandboxed yet"):
+        await boxes.confine("a", run_level, None, tmp_path)
