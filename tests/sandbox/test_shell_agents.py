@@ -29,7 +29,7 @@ async def test_a_reader_reads_its_cwd_and_nothing_else_and_writes_nothing(place)
         touch made 2>/dev/null && say "WROTE CWD" || say "cwd: read-only"
         ls $HOME/.ssh >/dev/null 2>&1 && say "HOME HAS SSH" || say "home: fresh"
         say "records: $(ls .awf | wc -l)"
-        echo x >/tmp/mine && say "tmp: mine"
+        echo x >/tmp/mine-{token} && say "tmp: mine"
         {ANSWER}
     """
 
@@ -51,7 +51,7 @@ async def test_a_reader_reads_its_cwd_and_nothing_else_and_writes_nothing(place)
         "records: 0",
         "tmp: mine",
     ]
-    assert not (place / "ws" / "made").exists() and not Path("/tmp/mine").exists()
+    assert not (place / "ws" / "made").exists() and not Path(f"/tmp/mine-{token}").exists()  # its /tmp is its own
 
 
 async def test_a_writer_writes_its_workspace_only_and_reads_what_it_was_given(place):
