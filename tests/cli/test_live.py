@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -113,7 +112,7 @@ def test_a_continued_run_lines_only_its_own_attempt(tmp_path, flows):
 
 
 def _tmux(socket: str, *args: str) -> str:
-    return subprocess.run(["tmux", "-L", socket, *args], check=True, capture_output=True, text=True, timeout=10).stdout
+    return subprocess.run(["tmux", "-S", socket, *args], check=True, capture_output=True, text=True, timeout=10).stdout
 
 
 def _screen_until(socket: str, pattern: str) -> str:
@@ -129,7 +128,7 @@ def _screen_until(socket: str, pattern: str) -> str:
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_live_view_in_a_real_terminal(tmp_path, flows):
-    socket = f"awf-live-test-{os.getpid()}"
+    socket = str(tmp_path / "tmux")  # the server's socket in the test's own directory, gone with it
     # Without pytest's COLUMNS (the tmux server inherits it), as a terminal of its own size.
     command = f"cd {tmp_path} && env -u COLUMNS -u LINES {sys.executable} -m agentswf run {flows} --workflow busy --timeout 2h --budget 10turns; sleep 60"
     _tmux(socket, "new-session", "-d", "-s", "view", "-x", "150", "-y", "30", command)
@@ -153,7 +152,7 @@ def test_the_live_view_in_a_real_terminal(tmp_path, flows):
         assert "run stopped: stopped by operator: seen" in screen  # the view's last draw
         assert re.search(r"review:sleeper\s+idle", screen)
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, capture_output=True, timeout=10)
+        subprocess.run(["tmux", "-S", socket, "kill-server"], check=False, capture_output=True, timeout=10)
 
 
 def test_render_folds_a_key_group_and_leaves_a_lone_agent_unfolded():
