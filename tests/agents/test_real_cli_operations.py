@@ -6,8 +6,6 @@ table says why); `set` is tested on all three. Skipped, saying where it looked, 
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Literal
 
@@ -18,7 +16,6 @@ import pytest
 import agentswf
 from agentswf import Runtime, workflow
 from agentswf.testing.models import (
-    CLI_DIR_VARIABLE,
     Conversation,
     ScriptedModel,
     Shell,
@@ -29,20 +26,10 @@ from agentswf.testing.models import (
     pi_env,
 )
 
+from ..clis import TAUGHT, needs_clis
 from ..harnesses.kit import alive
 
-CI_CLI_DIR = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
-if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
-    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
-MISSING = [name for name in ("claude", "codex", "pi") if find_cli(name) is None]
-
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(bool(MISSING), reason=f"the agent CLIs {', '.join(MISSING)} aren't installed "
-                       f"(looked in ${CLI_DIR_VARIABLE} and PATH; .ci/run installs them from npm)"),
-]
-
-TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
+pytestmark = [pytest.mark.anyio, needs_clis]
 SUMMARY = "SUMMARY: the verdict was approve"
 
 

@@ -6,17 +6,12 @@ Skipped, saying where it looked, when the CLIs aren't installed (`.ci/run` insta
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
-
 import pytest
 
 import agentswf
 from agentswf import Runtime, workflow
 from agentswf.engine.attempts import read_attempts, read_sessions, read_stages
 from agentswf.testing.models import (
-    CLI_DIR_VARIABLE,
     Conversation,
     ScriptedModel,
     Shell,
@@ -27,22 +22,13 @@ from agentswf.testing.models import (
     pi_env,
 )
 
-CLIS = ("claude", "codex", "pi")
-CI_CLI_DIR = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
-if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
-    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
-MISSING = [name for name in CLIS if find_cli(name) is None]
+from ..clis import CLIS, TAUGHT, needs_clis
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(
-        bool(MISSING),
-        reason=f"the agent CLIs {', '.join(MISSING)} aren't installed (looked in ${CLI_DIR_VARIABLE} and PATH; "
-        ".ci/run installs them from npm)",
-    ),
+    needs_clis,
 ]
 
-TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
 REMEMBERED = "PINEAPPLE-7"  # said in attempt 1's turn; attempt 2's model request must carry it
 
 

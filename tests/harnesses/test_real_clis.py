@@ -8,8 +8,6 @@ CLIs aren't installed (`.ci/run` installs them).
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +17,6 @@ import pytest
 import agentswf
 from agentswf import Runtime, tool, workflow
 from agentswf.testing.models import (
-    CLI_DIR_VARIABLE,
     Conversation,
     ScriptedModel,
     Shell,
@@ -31,24 +28,14 @@ from agentswf.testing.models import (
 )
 from agentswf.wire.prompts import NUDGE_TEXT
 
+from ..clis import CLIS, TAUGHT, needs_clis
 from .kit import alive
-
-CLIS = ("claude", "codex", "pi")
-CI_CLI_DIR = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
-if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
-    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
-MISSING = [name for name in CLIS if find_cli(name) is None]
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(
-        bool(MISSING),
-        reason=f"the agent CLIs {', '.join(MISSING)} aren't installed (looked in ${CLI_DIR_VARIABLE} and PATH; "
-        ".ci/run installs them from npm)",
-    ),
+    needs_clis,
 ]
 
-TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
 HANG_SECONDS = 8  # long enough for a loaded machine to start all three CLIs and their shells
 
 

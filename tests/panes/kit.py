@@ -8,8 +8,6 @@ screens are left for the pane harness to answer, as it does for an operator.
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 from pathlib import Path
 
@@ -18,16 +16,13 @@ import pytest
 from agentswf import Runtime
 from agentswf.testing.models import CLI_DIR_VARIABLE, ScriptedModel, claude_env, find_cli
 
-CI_CLI_DIR = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
-if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
-    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
+from ..clis import MISSING
 
 needs_claude_and_tmux = pytest.mark.skipif(
-    find_cli("claude") is None or shutil.which("tmux") is None,
+    "claude" in MISSING or shutil.which("tmux") is None,
     reason=f"needs the claude CLI (${CLI_DIR_VARIABLE} or PATH; .ci/run installs it) and tmux (apt-get install tmux)",
 )
 
-TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
 
 
 def claude_pane(model: ScriptedModel, home: Path) -> Runtime:

@@ -19,7 +19,8 @@ from agentswf.harnesses.pane import pane_socket
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, Tool
 from agentswf.wire.prompts import NUDGE_TEXT
 
-from .kit import TAUGHT, alive, claude_pane, needs_claude_and_tmux
+from ..clis import TAUGHT
+from .kit import alive, claude_pane, needs_claude_and_tmux
 
 pytestmark = [pytest.mark.anyio, needs_claude_and_tmux]
 

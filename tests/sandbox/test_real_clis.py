@@ -8,8 +8,6 @@ its environment points; the secret in the user's home stays out of reach.
 
 from __future__ import annotations
 
-import os
-import re
 import sys
 from pathlib import Path
 from typing import Literal
@@ -21,7 +19,6 @@ import agentswf
 from agentswf import Runtime, tool, workflow
 from agentswf.engine.records import read_lines
 from agentswf.testing.models import (
-    CLI_DIR_VARIABLE,
     Conversation,
     ScriptedModel,
     Shell,
@@ -32,25 +29,15 @@ from agentswf.testing.models import (
     pi_env,
 )
 
+from ..clis import CLIS, TAUGHT, needs_clis
 from .kit import needs_bwrap
-
-CLIS = ("claude", "codex", "pi")
-CI_CLI_DIR = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
-if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
-    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
-MISSING = [name for name in CLIS if find_cli(name) is None]
 
 pytestmark = [
     pytest.mark.anyio,
     needs_bwrap,
-    pytest.mark.skipif(
-        bool(MISSING),
-        reason=f"the agent CLIs {', '.join(MISSING)} aren't installed (looked in ${CLI_DIR_VARIABLE} and PATH; "
-        ".ci/run installs them from npm)",
-    ),
+    needs_clis,
 ]
 
-TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
 FETCH = f"{sys.executable} -c 'import urllib.request; urllib.request.urlopen(\"https://example.com/\", timeout=5)' 2>&1 | tail -1"
 
 

@@ -1,0 +1,27 @@
+"""The real agent CLIs for the end-to-end tests: where to find them (`.ci/run` installs them
+under `.ci/node`), a mark that skips a test saying where it looked, and the taught command the
+scripted model reads out of a prompt."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from agentswf.testing.models import CLI_DIR_VARIABLE, find_cli
+
+CLIS = ("claude", "codex", "pi")
+CI_CLI_DIR = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
+if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
+    os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)
+MISSING = [name for name in CLIS if find_cli(name) is None]
+
+needs_clis = pytest.mark.skipif(
+    bool(MISSING),
+    reason=f"the agent CLIs {', '.join(MISSING)} aren't installed (looked in ${CLI_DIR_VARIABLE} and PATH; "
+    ".ci/run installs them from npm)",
+)
+
+TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")  # the launcher and call id a turn's prompt teaches
