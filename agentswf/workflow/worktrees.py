@@ -370,10 +370,17 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
 
 
 def read_manifest(path: Path) -> Manifest | None:
+    """The manifest at `path`, or None when it can't be read or doesn't describe the worktree its
+    place names: a record an agent wrote over never points `--clean` at another path or branch."""
     try:
-        return msgspec.json.decode(path.read_bytes(), type=Manifest, dec_hook=_decode_path)
+        manifest = msgspec.json.decode(path.read_bytes(), type=Manifest, dec_hook=_decode_path)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
+    worktree, run_id = manifest.worktree, path.parent.parent.name
+    expected = (path.stem, run_id, f"{BRANCH_PREFIX}/{run_id}/{path.stem}")
+    if (worktree.name, worktree.run_id, worktree.branch) != expected or not _same(worktree.path, path.with_suffix("")):
+        return None
+    return manifest
 
 
 def run_is_live(directory: Path) -> bool:

@@ -5,6 +5,7 @@ tree and index stay byte-for-byte as they were."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -143,3 +144,23 @@ async def test_commits_on_a_detached_head_keep_the_worktree_even_with_keep_never
     [end] = (await run_in(repo, detached)).worktrees
     assert end.state == "kept" and "holds commits its branch doesn't" in end.reason
     assert git(end.path, "log", "-1", "--format=%s").strip() == "on no branch"  # the commit only its HEAD holds
+
+
+def test_a_manifest_written_over_to_name_another_branch_or_path_is_not_read(tmp_path: Path) -> None:
+    from agentswf.workflow.worktrees import Manifest, Worktree, read_manifest, write_manifest
+
+    directory = tmp_path / "20261201-090020-fc66" / "worktrees"
+    directory.mkdir(parents=True)
+    own = Worktree(
+        "fixer", directory / "fixer", "awf/20261201-090020-fc66/fixer", "0" * 40, "on-change",
+        tmp_path, tmp_path / ".git" / "worktrees" / "fixer", tmp_path / ".git", "HEAD", "20261201-090020-fc66",
+    )  # fmt: skip
+    write_manifest(directory, Manifest(own, "made"))
+    assert read_manifest(directory / "fixer.json") == Manifest(own, "made")
+    for forged in (
+        replace(own, branch="main"),  # --clean would delete the user's branch
+        replace(own, path=tmp_path),  # or remove another directory
+        replace(own, run_id="another-run"),
+    ):
+        write_manifest(directory, Manifest(forged, "ended"))
+        assert read_manifest(directory / "fixer.json") is None
