@@ -80,7 +80,9 @@ def print_run(run_dir: Path, out: TextIO) -> None:
     for call in read_lines(run_dir / "tools.jsonl"):
         tools.setdefault(call.get("turn_call_id", ""), []).append(call)
     shown_attempt = 1
+    ended: set[str] = set()
     for turn in read_lines(run_dir / "turns.jsonl"):
+        ended.add(turn["call_id"])
         n = _attempt_at(attempts, turn.get("started_at"))
         if n != shown_attempt:
             out.write(f"\n— attempt {n} —\n")
@@ -115,6 +117,7 @@ def print_run(run_dir: Path, out: TextIO) -> None:
             *((call.get("started_at") or 0.0, _tool_lines(call)) for call in tools.get(turn["call_id"], [])),
         ]
         out.writelines(lines for _, lines in sorted(events, key=lambda event: event[0]))  # as they happened
+    out.writelines(_cut_off_lines(run_dir, ended))
     refusals = list(read_lines(run_dir / "refusals.jsonl"))
     if refusals:
         out.write("\nrefused for who they are:\n")
@@ -126,6 +129,33 @@ def print_run(run_dir: Path, out: TextIO) -> None:
         for line in logs:
             fields = " ".join(f"{key}={value}" for key, value in (line.get("fields") or {}).items())
             out.write(f"  {_clock(line.get('at'))} {line.get('message', '')} {fields}".rstrip() + "\n")
+
+
+def _cut_off_lines(run_dir: Path, ended: set[str]) -> list[str]:
+    """Turns that started but never ended: the run was killed (or is still running) during them.
+
+    A turn's line in turns.jsonl is written when it ends; its call.json when it starts, so a
+    `kill -9` mid-turn leaves only the latter, and the prompt and answers handed in so far.
+    """
+    started: list[tuple[float, str, dict[str, Any]]] = []
+    calls = run_dir / "calls"
+    for entry in sorted(calls.iterdir()) if calls.is_dir() else []:
+        if entry.name in ended or not (entry / "call.json").is_file():
+            continue
+        try:
+            call = read_json(entry / "call.json")
+            at = (entry / "call.json").stat().st_mtime
+        except (OSError, ValueError):
+            continue
+        if isinstance(call, dict) and isinstance(call.get("agent"), str):
+            started.append((at, entry.name, call))
+    lines = []
+    for at, call_id, call in sorted(started, key=lambda found: found[0]):
+        lines.append(f"\n{_clock(at)} {call['agent']} turn {call.get('n', '?')} [call {call_id}]: cut off\n")
+        lines.append("  never ended: the run was killed during it, or is still running\n")
+        lines.append(f"  prompt: {_short(call.get('prompt', ''))}\n")
+        lines += [_candidate_lines(candidate) for candidate in read_lines(run_dir / "calls" / call_id / "candidates.jsonl")]
+    return lines
 
 
 def _attempts(run_dir: Path, out: TextIO) -> list[AttemptRecord]:

@@ -127,3 +127,14 @@ def test_a_run_killed_with_its_watchdog_is_swept_by_the_next_awf_command(tmp_pat
     assert dir_after  # but nobody removed the run's directory
     subprocess.run([*AWF, "logs", "--run-root", str(tmp_path / "none")], cwd=tmp_path, capture_output=True, timeout=60, check=False)
     assert left(tmp_path) == ([], [], False)
+
+
+def test_awf_logs_shows_the_turn_a_kill_9_cut_off(tmp_path, private_tmp):
+    run = start(tmp_path, "asyncio")
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    wait_until_nothing_left(tmp_path, KILLED_RUN_CLEANUP_SECONDS)
+    shown = subprocess.run([*AWF, "logs"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert "a turn 1 [call " in shown.stdout and ": cut off" in shown.stdout
+    assert "prompt: Wait." in shown.stdout
