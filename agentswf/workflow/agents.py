@@ -200,7 +200,9 @@ class Agent:
         self._check_usable("run")
         if timeout is not None and deadline is not None:
             raise DefinitionError("a turn takes a timeout or a deadline, not both")
-        if not isinstance(prompt, str) or not prompt.strip():
+        if not isinstance(prompt, str):
+            raise DefinitionError(f"agent {self.key}: a turn's prompt is text (a str), not {type(prompt).__name__}")
+        if not prompt.strip():
             raise DefinitionError(f"agent {self.key}: a turn needs a prompt")
         taught = _taught(schema)
         identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)

@@ -484,3 +484,13 @@ def test_durations(value, seconds):
 def test_bad_durations_raise(value):
     with pytest.raises(DefinitionError, match="like '90s'"):
         to_seconds(value, what="timeout")
+
+
+@pytest.mark.parametrize(("prompt", "said"), [(123, "prompt is text (a str), not int"), ("  ", "needs a prompt")])
+async def test_a_turn_without_a_text_prompt_is_refused_saying_what_it_got(tmp_path, prompt, said):
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime="shell:true")
+        await agent.run(prompt)
+
+    result = await run_wf(fn, tmp_path)
+    assert result.outcome == "failed" and said in result.reason
