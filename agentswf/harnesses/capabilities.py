@@ -70,8 +70,11 @@ TABLE: dict[str, dict[str, Capability]] = {
         "usage": Given("turn.completed usage"),
         "cost": Absent("codex prints no dollars; its tokens can be priced from its usage"),
         "sandbox": Given("bubblewrap around codex exec, its own sandbox off; its provider's base_url reachable"),
-        "fork": Absent("codex exec can't fork a thread (only the app-server's thread/fork can), and agentswf drives codex exec"),
-        "compact": Absent("codex exec can't compact (only the app-server's thread/compact/start can), and agentswf drives codex exec"),
+        "fork": Given("codex app-server, thread/fork: a copy of the thread, no model call"),
+        "compact": Given(
+            "codex app-server: thread/inject_items with the focus, then thread/compact/start; "
+            'codex keeps the summary to itself, so the value is ""'
+        ),
         "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
         "pane": Absent(_NO_PANE),
     },

@@ -1,12 +1,20 @@
-"""Codex (`codex`) headless: `codex exec --json`, the prompt on standard input, resumed by thread id."""
+"""Codex (`codex`) headless: `codex exec --json`, the prompt on standard input, resumed by thread id.
+
+A fork and a compaction go through `codex app-server` (`codex_app`), the only part of codex
+that can do either; the thread it leaves is resumed by the next `codex exec resume` as any other.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from .base import Attempt
+from .base import Attempt, AttemptEnding, Operation, OperationResult, is_session_id
 from .cli import CliHarness, OutputReader
-from .usage import Usage, add_usage
+from .codex_app import AppServer, AppServerError
+from .usage import Usage, add_usage, since
+
+COMPACTION_FOCUS = "Your context is about to be compacted. For its summary: {focus}"  # as a user message before it
 
 
 class CodexReader(OutputReader):
@@ -58,3 +66,83 @@ class CodexHarness(CliHarness):
 
     def reader(self, attempt: Attempt) -> CodexReader:
         return CodexReader()
+
+    def app_server(self) -> list[str]:
+        """`codex app-server`, with the `-c` overrides of the runtime's args (its provider may be set there)."""
+        return [self.executable, "app-server", *config_overrides(self.args)]
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        """The app-server's `thread/fork`: a copy of the thread on disk, no model call."""
+        if operation.session is None:
+            return OperationResult(AttemptEnding("failed", reason="an agent cannot be forked before its first turn"))
+        try:
+            async with self.session(operation, self.app_server()) as channel:
+                server = AppServer(channel)
+                await server.start()
+                answer = await server.call("thread/fork", {"threadId": operation.session, "excludeTurns": True})
+        except AppServerError as error:
+            return OperationResult(AttemptEnding("failed", reason=f"codex did not fork the thread: {error}"))
+        thread = answer.get("thread")
+        new = thread.get("id") if isinstance(thread, dict) else None
+        if not isinstance(new, str) or not is_session_id(new) or new == operation.session:
+            return OperationResult(AttemptEnding("failed", reason=f"codex did not fork the thread (it answered {new!r})"))
+        self.seed(new, self.totals(operation.session))  # the copy's running totals are the parent's so far
+        return OperationResult(AttemptEnding("exited"), session=new)
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        """`thread/resume`, the focus added as a user message (`thread/inject_items`), then `thread/compact/start`,
+        read to its `turn/completed`. codex keeps the summary in its rollout: the value is ""."""
+        thread = operation.session
+        if thread is None:
+            return OperationResult(AttemptEnding("failed", reason="nothing to compact: the agent has no session yet"))
+        resume: dict[str, Any] = {"threadId": thread, "excludeTurns": True}
+        if self.model:
+            resume["model"] = self.model
+        if self.effort:
+            resume["config"] = {"model_reasoning_effort": self.effort}
+        try:
+            async with self.session(operation, self.app_server()) as channel:
+                server = AppServer(channel)
+                await server.start()
+                resumed = await server.call("thread/resume", resume)
+                if operation.focus:
+                    focus = {"type": "message", "role": "user",
+                             "content": [{"type": "input_text", "text": COMPACTION_FOCUS.format(focus=operation.focus)}]}
+                    await server.call("thread/inject_items", {"threadId": thread, "items": [focus]})
+                before = server.totals.get(thread)
+                await server.call("thread/compact/start", {"threadId": thread})
+                done = await server.wait_for("turn/completed", thread)
+        except AppServerError as error:
+            return OperationResult(AttemptEnding("failed", reason=f"codex did not compact the thread: {error}"))
+        turn = done.params.get("turn")
+        status = turn.get("status") if isinstance(turn, dict) else None
+        if status != "completed" or thread not in server.compacted:
+            failure = turn.get("error") if isinstance(turn, dict) else None
+            said = failure.get("message") if isinstance(failure, dict) else None
+            reason = f"codex did not compact the thread (its compaction turn ended {status!r}{': ' + str(said) if said else ''})"
+            return OperationResult(AttemptEnding("failed", reason=reason), session=thread)
+        after = server.totals.get(thread)
+        usage = None
+        if after is not None:
+            usage = since(after, self.totals(thread) or before, self.session_totals)
+            self.seed(thread, after)  # the next `codex exec resume` reports totals with the compaction's in them
+        model = resumed.get("model")
+        return OperationResult(
+            AttemptEnding("exited"), session=thread,
+            usage=self.operation_usage(usage, model if isinstance(model, str) else None),
+        )
+
+
+def config_overrides(args: Sequence[str]) -> list[str]:
+    """The `-c key=value` (`--config`) pairs of a codex command line: what `codex app-server` takes of it too."""
+    found: list[str] = []
+    pending = False
+    for arg in args:
+        if pending:
+            found += ["-c", arg]
+            pending = False
+        elif arg in ("-c", "--config"):
+            pending = True
+        elif arg.startswith("--config="):
+            found += ["-c", arg.removeprefix("--config=")]
+    return found

@@ -319,6 +319,7 @@ async def open_in_group(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str
     stderr = _Tail(OUTPUT_TAIL_BYTES)
     send_lines, receive_lines = anyio.create_memory_object_stream[bytes](LINES_WAITING)
     channel = Channel(process, receive_lines, stderr)
+    failure: Exception | None = None
     try:
         async with anyio.create_task_group() as pipes:
             pipes.start_soon(_pump, process.stdout, send_lines)
@@ -328,11 +329,15 @@ async def open_in_group(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str
                 await channel.close_input()
                 with anyio.move_on_after(SESSION_EXIT_SECONDS):
                     await process.wait()
+            except Exception as error:  # the block's own: raised as it is, not in the pipes' exception group
+                failure = error
             finally:
                 receive_lines.close()
                 pipes.cancel_scope.cancel()
     finally:
         await _gone(process, mark)
+    if failure is not None:
+        raise failure
 
 
 @asynccontextmanager

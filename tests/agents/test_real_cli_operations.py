@@ -1,7 +1,7 @@
 """fork, compact, set and stop on the real CLIs, offline, against the scripted model.
 
-claude forks and compacts; pi forks; codex does neither as agentswf drives it (the capability
-table says why); `set` is tested on all three. Skipped, saying where it looked, when the CLIs aren't installed.
+claude, codex (through its app-server) and pi fork and compact, `set` switches the model of each,
+and `wf.agents.stop` ends a turn of each mid-way. Skipped, saying where it looked, when the CLIs aren't installed.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def runtime_of(cli: str, model: ScriptedModel, home: Path) -> Runtime:
     return Runtime(harness=cli, command=(find_cli(cli),), env=env, model="fake/fake-model" if cli == "pi" else None)
 
 
-@pytest.mark.parametrize("cli", ["claude", "pi"])
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
 async def test_a_fork_copies_the_history_and_the_parent_never_sees_the_forks(tmp_path, cli):
     async with ScriptedModel(script_for(tmp_path)) as model:
         runtime = runtime_of(cli, model, tmp_path / "home")
@@ -97,23 +97,33 @@ async def test_a_fork_copies_the_history_and_the_parent_never_sees_the_forks(tmp
     assert fork_usage["input_tokens"] == 100 * len(fork_calls)
 
 
-async def test_claude_compacts_with_a_focus_and_gives_back_the_summary(tmp_path):
-    async with ScriptedModel(script_for(tmp_path)) as model:
-        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+SUMMARIES = {"claude": SUMMARY, "codex": "", "pi": SUMMARY}  # codex keeps its summary to itself
 
-        @workflow(name="claude-compact", description="compact after a first turn")
+
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+async def test_a_compaction_sends_the_focus_and_the_next_turn_runs_on_the_summary(tmp_path, cli):
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        runtime = runtime_of(cli, model, tmp_path / "home")
+
+        @workflow(name=f"{cli}-compact", description="compact after a first turn")
         async def flow(wf):
             a = await wf.agents.open("a", runtime=runtime)
             await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
             compacted = await a.compact("keep the verdict FOCUS-MARK", timeout=90)
             after = await a.run("PARENT-TWO review it.", schema=Verdict, timeout=90)
-            return compacted.outcome.kind, compacted.value, after.answered
+            return compacted.outcome.kind, compacted.value, after.answered, msgspec.to_builtins(compacted.usage)
 
         result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
-    assert list(result.value) == ["answered", SUMMARY, True]
-    assert any("FOCUS-MARK" in texts(r.conversation.history) + r.conversation.prompt
-               for r in model.requests if r.conversation is not None)
+    *outcome, usage = result.value
+    assert outcome == ["answered", SUMMARIES[cli], True]
+    calls = [r.conversation for r in model.requests if r.conversation is not None]
+    compactions = [c for c in calls if TAUGHT.search(c.prompt) is None]
+    assert compactions and all("FOCUS-MARK" in texts(c.history) + c.prompt for c in compactions)
+    later = [c for c in calls if "PARENT-TWO" in c.prompt]
+    assert later and all(SUMMARY in texts(c.history) for c in later)  # the context is the summary now
+    if cli != "claude":  # claude's result line after /compact counts none of the compaction's tokens
+        assert usage["input_tokens"] == 100 * len(compactions)
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
