@@ -87,10 +87,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "cost": Given("each message_end's usage.cost.total, summed"),
         "sandbox": Given("bubblewrap around pi; a home with its models.json and auth, their base URLs reachable"),
         "fork": Given("pi --mode rpc --fork <session>, answering get_state with the copy's file: no model call"),
-        "compact": Absent(
-            "pi compacts only in --mode rpc (its compact command), which needs its standard input held open "
-            "until it answers; agentswf doesn't drive that yet"
-        ),
+        "compact": Given("pi --mode rpc --session <session>, its compact command with the focus: the summary is its answer's"),
         "set": Given("--model / --thinking on every later run, resuming the same session"),
         "pane": Absent(_NO_PANE),
     },
