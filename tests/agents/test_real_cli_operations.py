@@ -50,7 +50,7 @@ def script_for(out: Path):
         wfa, call = found.groups()
         commands = [f"{wfa} result {call} --verdict approve"]
         if "HANG" in conv.prompt:
-            commands = [f"echo $$ >{out}/hang.pid; sleep 1000"]
+            commands = [f"echo $PPID >{out}/hang.cli; echo $$ >{out}/hang.pid; sleep 1000"]
         done = len(conv.tool_results)
         return Shell(commands[done]) if done < len(commands) else Text("Finished.")
 
@@ -147,11 +147,12 @@ async def test_set_names_the_new_model_in_the_next_request(tmp_path, cli):
     assert later and all(c.model == new_model.removeprefix("fake/") for c in later)
 
 
-async def test_stop_mid_turn_cancels_it_and_leaves_nothing_running(tmp_path):
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_stop_mid_turn_cancels_it_and_leaves_nothing_running(tmp_path, cli):
     async with ScriptedModel(script_for(tmp_path)) as model:
-        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+        runtime = runtime_of(cli, model, tmp_path / "home")
 
-        @workflow(name="claude-stop", description="stop mid-turn")
+        @workflow(name=f"{cli}-stop", description="stop mid-turn")
         async def flow(wf):
             a = await wf.agents.open("a", runtime=runtime)
             turns: list = []
@@ -170,4 +171,56 @@ async def test_stop_mid_turn_cancels_it_and_leaves_nothing_running(tmp_path):
         result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
     assert list(result.value) == [True, "cancelled"]
-    assert not alive(int((tmp_path / "hang.pid").read_text()))
+    shell, cli_process = int((tmp_path / "hang.pid").read_text()), int((tmp_path / "hang.cli").read_text())
+    assert not alive(shell) and not alive(cli_process)  # the turn's shell, and the CLI that ran it
+
+
+def processes_with(variable: str) -> list[int]:
+    """Live processes whose environment has `variable` (NAME=value)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and variable.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if alive(pid)]
+
+
+@pytest.mark.parametrize("cli", ["codex", "pi"])
+async def test_stop_mid_compaction_cancels_it_and_its_session_cli_is_gone(tmp_path, cli):
+    compacting = anyio.Event()
+    turns = script_for(tmp_path)
+
+    async def script(conv: Conversation):
+        if TAUGHT.search(conv.prompt) is None:  # the compaction's request: held until the stop
+            compacting.set()
+            await anyio.sleep(600)
+        return turns(conv)
+
+    async with ScriptedModel(script) as model:
+        runtime = runtime_of(cli, model, tmp_path / "home")
+        home = f"HOME={tmp_path / 'home'}"
+
+        @workflow(name=f"{cli}-stop-compacting", description="stop mid-compaction")
+        async def flow(wf):
+            a = await wf.agents.open("a", runtime=runtime)
+            await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
+            ended: list = []
+
+            async def compact() -> None:
+                ended.append(await a.compact("FOCUS-MARK", timeout=90))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(compact)
+                with anyio.fail_after(60):
+                    await compacting.wait()
+                running = processes_with(home)
+                stopped = await wf.agents.stop("a", "enough")
+            return stopped, ended[0].outcome.kind, running, processes_with(home)
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    stopped, kind, running, left = result.value
+    assert (stopped, kind) == (True, "cancelled")
+    assert running and left == []  # the session CLI was running the compaction, and is gone
