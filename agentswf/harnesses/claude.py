@@ -98,7 +98,12 @@ class ClaudeHarness(CliHarness):
         if operation.session is None:
             return OperationResult(AttemptEnding("failed", reason="nothing to compact: the agent has no session yet"))
         reader = ClaudeCompactionReader()
-        exited = await self.operate(operation, self._headless(operation.session), f"/compact {operation.focus}", reader)
+        argv = self._headless(operation.session)
+        if self.model:  # the compaction's model call runs with what `set` left, as a turn does
+            argv += ["--model", self.model]
+        if self.effort:
+            argv += ["--effort", self.effort]
+        exited = await self.operate(operation, argv, f"/compact {operation.focus}", reader)
         ending = self.ending(exited, reader)
         if ending.kind == "exited" and (not reader.compacted or reader.summary is None):
             ending = AttemptEnding("failed", reason="claude did not confirm a compaction (no compact_boundary)")

@@ -224,3 +224,24 @@ async def test_stop_mid_compaction_cancels_it_and_its_session_cli_is_gone(tmp_pa
     stopped, kind, running, left = result.value
     assert (stopped, kind) == (True, "cancelled")
     assert running and left == []  # the session CLI was running the compaction, and is gone
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_a_compaction_after_set_runs_with_the_new_model(tmp_path, cli):
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        runtime = runtime_of(cli, model, tmp_path / "home")
+        new_model = {"claude": "claude-sonnet-9-9", "codex": "gpt-5.5-mini", "pi": "fake/other-model"}[cli]
+
+        @workflow(name=f"{cli}-set-compact", description="set, then compact")
+        async def flow(wf):
+            a = await wf.agents.open("a", runtime=runtime)
+            await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
+            await a.set(model=new_model)
+            return (await a.compact("FOCUS-MARK", timeout=90)).outcome.kind
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert result.value == "answered"
+    compactions = [r.conversation for r in model.requests
+                   if r.conversation is not None and TAUGHT.search(r.conversation.prompt) is None]
+    assert compactions and all(c.model == new_model.removeprefix("fake/") for c in compactions)
