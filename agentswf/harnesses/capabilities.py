@@ -58,7 +58,10 @@ TABLE: dict[str, dict[str, Capability]] = {
         "cost": Given("the result line's total_cost_usd"),
         "sandbox": Given("bubblewrap around claude -p; a home with its credential, its base URL reachable"),
         "fork": Given("claude -p --resume <id> --fork-session --session-id <new>, stdin /cost: no model call"),
-        "compact": Given("claude -p --resume <id>, stdin /compact <focus>: the summary is the row after compact_boundary"),
+        "compact": Given(
+            "claude -p --resume <id> --fork-session, stdin /compact <focus>: the copy is the session from then on; "
+            "the summary is the row after compact_boundary"
+        ),
         "set": Given("--model / --effort on every later attempt, resuming the same session"),
         "pane": Given("its TUI in a tmux pane of the agent's own, prompts typed, delivery read from its transcript"),
     },
@@ -72,8 +75,8 @@ TABLE: dict[str, dict[str, Capability]] = {
         "sandbox": Given("bubblewrap around codex exec, its own sandbox off; its provider's base_url reachable"),
         "fork": Given("codex app-server, thread/fork: a copy of the thread, no model call"),
         "compact": Given(
-            "codex app-server: thread/inject_items with the focus, then thread/compact/start; "
-            'codex keeps the summary to itself, so the value is ""'
+            "codex app-server: a copy of the thread (thread/fork), the focus added (thread/inject_items), "
+            'thread/compact/start; the copy is the session from then on. codex keeps the summary: the value is ""'
         ),
         "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
         "pane": Absent(_NO_PANE),

@@ -79,58 +79,66 @@ class CodexHarness(CliHarness):
             async with self.session(operation, self.app_server()) as channel:
                 server = AppServer(channel)
                 await server.start()
-                answer = await server.call("thread/fork", {"threadId": operation.session, "excludeTurns": True})
+                new, _ = await copy_thread(server, operation.session, {})
         except AppServerError as error:
             return OperationResult(AttemptEnding("failed", reason=f"codex did not fork the thread: {error}"))
-        thread = answer.get("thread")
-        new = thread.get("id") if isinstance(thread, dict) else None
-        if not isinstance(new, str) or not is_session_id(new) or new == operation.session:
-            return OperationResult(AttemptEnding("failed", reason=f"codex did not fork the thread (it answered {new!r})"))
         self.seed(new, self.totals(operation.session))  # the copy's running totals are the parent's so far
         return OperationResult(AttemptEnding("exited"), session=new)
 
     async def compact(self, operation: Operation) -> OperationResult:
-        """`thread/resume`, the focus added as a user message (`thread/inject_items`), then `thread/compact/start`,
-        read to its `turn/completed`. codex keeps the summary in its rollout: the value is ""."""
+        """A copy of the thread (`thread/fork`), the focus added to it as a user message (`thread/inject_items`),
+        compacted (`thread/compact/start`, read to its `turn/completed`): the copy is the agent's thread from
+        then on. A compaction that fails or is stopped leaves the agent's thread as it was, focus and all.
+        codex keeps the summary in its rollout: the value is ""."""
         thread = operation.session
         if thread is None:
             return OperationResult(AttemptEnding("failed", reason="nothing to compact: the agent has no session yet"))
-        resume: dict[str, Any] = {"threadId": thread, "excludeTurns": True}
+        settings: dict[str, Any] = {}
         if self.model:
-            resume["model"] = self.model
+            settings["model"] = self.model
         if self.effort:
-            resume["config"] = {"model_reasoning_effort": self.effort}
+            settings["config"] = {"model_reasoning_effort": self.effort}
         try:
             async with self.session(operation, self.app_server()) as channel:
                 server = AppServer(channel)
                 await server.start()
-                resumed = await server.call("thread/resume", resume)
+                copy, answer = await copy_thread(server, thread, settings)
                 if operation.focus:
                     focus = {"type": "message", "role": "user",
                              "content": [{"type": "input_text", "text": COMPACTION_FOCUS.format(focus=operation.focus)}]}
-                    await server.call("thread/inject_items", {"threadId": thread, "items": [focus]})
-                before = server.totals.get(thread)
-                await server.call("thread/compact/start", {"threadId": thread})
-                done = await server.wait_for("turn/completed", thread)
+                    await server.call("thread/inject_items", {"threadId": copy, "items": [focus]})
+                before = self.totals(thread) or server.totals.get(copy)
+                await server.call("thread/compact/start", {"threadId": copy})
+                done = await server.wait_for("turn/completed", copy)
         except AppServerError as error:
             return OperationResult(AttemptEnding("failed", reason=f"codex did not compact the thread: {error}"))
         turn = done.params.get("turn")
         status = turn.get("status") if isinstance(turn, dict) else None
-        if status != "completed" or thread not in server.compacted:
+        if status != "completed" or copy not in server.compacted:
             failure = turn.get("error") if isinstance(turn, dict) else None
             said = failure.get("message") if isinstance(failure, dict) else None
             reason = f"codex did not compact the thread (its compaction turn ended {status!r}{': ' + str(said) if said else ''})"
-            return OperationResult(AttemptEnding("failed", reason=reason), session=thread)
-        after = server.totals.get(thread)
+            return OperationResult(AttemptEnding("failed", reason=reason))
+        after = server.totals.get(copy)
         usage = None
         if after is not None:
-            usage = since(after, self.totals(thread) or before, self.session_totals)
-            self.seed(thread, after)  # the next `codex exec resume` reports totals with the compaction's in them
-        model = resumed.get("model")
+            usage = since(after, before, self.session_totals)
+            self.seed(copy, after)  # the next `codex exec resume` reports totals with the compaction's in them
+        model = answer.get("model")
         return OperationResult(
-            AttemptEnding("exited"), session=thread,
+            AttemptEnding("exited"), session=copy,
             usage=self.operation_usage(usage, model if isinstance(model, str) else None),
         )
+
+
+async def copy_thread(server: AppServer, thread: str, settings: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """`thread/fork` of `thread` with `settings`: the copy's id and the whole answer."""
+    answer = await server.call("thread/fork", {"threadId": thread, "excludeTurns": True, **settings})
+    copied = answer.get("thread")
+    new = copied.get("id") if isinstance(copied, dict) else None
+    if not isinstance(new, str) or not is_session_id(new) or new == thread:
+        raise AppServerError(f"codex app-server answered thread/fork with no new thread (it named {new!r})")
+    return new, answer
 
 
 def config_overrides(args: Sequence[str]) -> list[str]:

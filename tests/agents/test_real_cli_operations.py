@@ -245,3 +245,38 @@ async def test_a_compaction_after_set_runs_with_the_new_model(tmp_path, cli):
     compactions = [r.conversation for r in model.requests
                    if r.conversation is not None and TAUGHT.search(r.conversation.prompt) is None]
     assert compactions and all(c.model == new_model.removeprefix("fake/") for c in compactions)
+
+
+class CompactionRefused(Exception):
+    """What the scripted model raises at a compaction's request: it answers HTTP 500."""
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_a_failed_compaction_leaves_the_context_as_it_was(tmp_path, cli):
+    turns = script_for(tmp_path)
+
+    def script(conv: Conversation):
+        if TAUGHT.search(conv.prompt) is None:
+            raise CompactionRefused("no compaction today")
+        return turns(conv)
+
+    found: dict = {}
+    with pytest.raises(CompactionRefused):  # the scripted model raises its script's error again at its end
+        async with ScriptedModel(script) as model:
+            runtime = runtime_of(cli, model, tmp_path / "home")
+
+            @workflow(name=f"{cli}-compact-fails", description="a compaction that fails")
+            async def flow(wf):
+                a = await wf.agents.open("a", runtime=runtime)
+                first = await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
+                compacted = await a.compact("FOCUS-MARK", timeout=90)
+                after = await a.run("PARENT-TWO review it.", schema=Verdict, timeout=90)
+                return compacted.outcome.kind, after.answered, after.session == first.session
+
+            found["result"] = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+            found["requests"] = list(model.requests)
+    result = found["result"]
+    assert result.outcome == "completed", result.reason
+    assert list(result.value) == ["failed", True, True]
+    later = [r.conversation for r in found["requests"] if r.conversation is not None and "PARENT-TWO" in r.conversation.prompt]
+    assert later and all("PARENT-ONE" in texts(c.history) and "FOCUS-MARK" not in texts(c.history) for c in later)

@@ -92,8 +92,8 @@ INITIALIZED = 'read -r line; echo \'{"id":1,"result":{}}\'; read -r line\n'
         ('echo "no app-server here" >&2; exit 2', "ended before its answer to initialize: no app-server here"),
         (INITIALIZED + 'read -r line; echo \'{"id":2,"error":{"message":"no rollout found for t-1"}}\'; sleep 1000',
          "refused thread/fork: no rollout found for t-1"),
-        (INITIALIZED + 'read -r line; echo \'{"id":2,"result":{"thread":{"id":"--model evil"}}}\'', "it answered '--model evil'"),
-        (INITIALIZED + 'read -r line; echo \'{"id":2,"result":{"thread":{"id":"t-1"}}}\'', "it answered 't-1'"),
+        (INITIALIZED + 'read -r line; echo \'{"id":2,"result":{"thread":{"id":"--model evil"}}}\'', "it named '--model evil'"),
+        (INITIALIZED + 'read -r line; echo \'{"id":2,"result":{"thread":{"id":"t-1"}}}\'', "it named 't-1'"),
     ],
 )
 async def test_a_fork_the_app_server_fails_fails_saying_why(tmp_path, body, said):
@@ -105,16 +105,17 @@ async def test_a_fork_the_app_server_fails_fails_saying_why(tmp_path, body, said
 @pytest.mark.anyio
 async def test_a_compaction_whose_turn_fails_fails_and_what_the_server_asks_is_refused(tmp_path):
     body = INITIALIZED + (
-        'read -r line; echo \'{"id":2,"result":{"model":"m"}}\'\n'  # thread/resume
+        'read -r line; echo \'{"id":2,"result":{"thread":{"id":"t-2"},"model":"m"}}\'\n'  # thread/fork: the copy
         'read -r line; echo \'{"id":3,"result":{}}\'\n'  # thread/inject_items
         'read -r line; echo \'{"id":"ask","method":"item/commandExecution/requestApproval","params":{}}\'\n'
         f'read -r answer; echo "$answer" >{tmp_path}/answer\n'
         'echo \'{"id":4,"result":{}}\'\n'  # thread/compact/start
-        'echo \'{"method":"turn/completed","params":{"threadId":"other","turn":{"status":"completed"}}}\'\n'
-        'echo \'{"method":"turn/completed","params":{"threadId":"t-1","turn":{"status":"failed","error":{"message":"HTTP 500"}}}}\'\n'
+        'echo \'{"method":"turn/completed","params":{"threadId":"t-1","turn":{"status":"completed"}}}\'\n'
+        'echo \'{"method":"turn/completed","params":{"threadId":"t-2","turn":{"status":"failed","error":{"message":"HTTP 500"}}}}\'\n'
         "sleep 1000"
     )
     result = await stand_in(tmp_path, body).compact(operation(tmp_path, "compact"))
     assert result.ending.kind == "failed" and "ended 'failed': HTTP 500" in result.ending.reason
+    assert result.session is None  # the agent's thread stays t-1, as it was
     assert msgspec.json.decode((tmp_path / "answer").read_text())["error"]["code"] == -32601
     assert [pid for pid in map(int, (tmp_path / "pids").read_text().split()) if alive(pid)] == []
