@@ -8,6 +8,9 @@ passes it on: a grace for the CLI, then SIGKILL to all. If the run dies, its end
 lifeline pipe every keeper holds closes, and each keeper kills its tree. Every agent
 process carries `MARK_VARIABLE` (the run's mark and the attempt's), and at the attempt's
 end whatever still carries it is killed too: a second net, for what escaped a keeper.
+
+`run_in_group` runs a CLI to its end with its input given at once; `open_in_group` keeps its
+input open for a session of lines (codex's app-server, pi's rpc mode), with the same keeper.
 """
 
 from __future__ import annotations

@@ -76,3 +76,11 @@ async def test_writing_to_a_cli_that_is_gone_says_so(tmp_path):
         with pytest.raises(ChannelClosed):
             for _ in range(100):  # the pipe's buffer may take the first writes
                 await channel.send(b"x" * 65536)
+
+
+async def test_an_error_in_the_block_is_raised_as_it_is_and_nothing_is_left(tmp_path):
+    with pytest.raises(LookupError, match="the client's own"):
+        async with open_in_group(["/bin/sh", "-c", ECHO], cwd=tmp_path, env=env_for(tmp_path)):
+            started = await pids_in(tmp_path / "pids")
+            raise LookupError("the client's own")  # not wrapped in the pipes' exception group
+    assert [pid for pid in started if alive(pid)] == []
