@@ -76,7 +76,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "fork": Given("codex app-server, thread/fork: a copy of the thread, no model call"),
         "compact": Given(
             "codex app-server: a copy of the thread (thread/fork), the focus added (thread/inject_items), "
-            'thread/compact/start; the copy is the session from then on. codex keeps the summary: the value is ""'
+            "thread/compact/start; the copy is the session from then on. The summary is read from its rollout"
         ),
         "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
         "pane": Absent(_NO_PANE),

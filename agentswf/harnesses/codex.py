@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
+
 from .base import Attempt, AttemptEnding, Operation, OperationResult, is_session_id
 from .cli import CliHarness, OutputReader
-from .codex_app import AppServer, AppServerError
+from .codex_app import AppServer, AppServerError, read_tail, summary_in
 from .usage import Usage, add_usage, since
 
 COMPACTION_FOCUS = "Your context is about to be compacted. For its summary: {focus}"  # as a user message before it
@@ -89,7 +91,7 @@ class CodexHarness(CliHarness):
         """A copy of the thread (`thread/fork`), the focus added to it as a user message (`thread/inject_items`),
         compacted (`thread/compact/start`, read to its `turn/completed`): the copy is the agent's thread from
         then on. A compaction that fails or is stopped leaves the agent's thread as it was, focus and all.
-        codex keeps the summary in its rollout: the value is ""."""
+        The summary is read from the copy's rollout; "" where it can't be."""
         thread = operation.session
         if thread is None:
             return OperationResult(AttemptEnding("failed", reason="nothing to compact: the agent has no session yet"))
@@ -125,8 +127,10 @@ class CodexHarness(CliHarness):
             usage = since(after, before, self.session_totals)
             self.seed(copy, after)  # the next `codex exec resume` reports totals with the compaction's in them
         model = answer.get("model")
+        path = (answer.get("thread") or {}).get("path")
+        tail = await anyio.to_thread.run_sync(read_tail, path) if isinstance(path, str) else b""
         return OperationResult(
-            AttemptEnding("exited"), session=copy,
+            AttemptEnding("exited"), session=copy, summary=summary_in(tail) or "",
             usage=self.operation_usage(usage, model if isinstance(model, str) else None),
         )
 

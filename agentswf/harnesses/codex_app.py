@@ -9,11 +9,14 @@ read as hostile input: a line that isn't a JSON object of a known shape is skipp
 
 Checked against codex 0.171.0 offline: `thread/fork` copies a thread with no model call;
 `thread/compact/start` answers at once and runs the compaction as a turn of its own, ending
-with `turn/completed`; the summary stays in codex's rollout, never in the protocol.
+with `turn/completed`. The summary is never in the protocol: it is read from the thread's
+rollout (the file its `path` names), its last `compacted` record, where codex can be read.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,8 @@ from .usage import Usage
 CLIENT_INFO = {"name": "agentswf", "title": "agentswf", "version": "1"}
 REFUSED_CODE = -32601  # JSON-RPC "method not found": what a request from the server is answered
 STDERR_LINES = 20  # of the server's standard error, in the reason it failed
+ROLLOUT_TAIL_BYTES = 16 * 1024 * 1024  # of a rollout's end, read for its last compaction's summary
+SUMMARY_AFTER = "use the information in this summary to assist with your own analysis:\n"  # codex's preamble ends so
 MAX_NOTICES_WAITED = 10_000  # notifications read while waiting for one: a server that floods is given up on
 
 
@@ -195,3 +200,43 @@ class AppServer:
             item = notice.params.get("item")
             if isinstance(item, dict) and item.get("type") == "contextCompaction":
                 self.compacted.add(thread)
+
+
+def summary_in(rollout_tail: bytes) -> str | None:
+    """The summary of the last compaction recorded in the end of a rollout (without codex's preamble), if any."""
+    for line in reversed(rollout_tail.split(b"\n")):
+        if b'"compacted"' not in line or too_deep(line):
+            continue
+        try:
+            record = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            continue  # the first line of the tail, cut, or not a record
+        payload = record.get("payload") if isinstance(record, dict) and record.get("type") == "compacted" else None
+        message = payload.get("message") if isinstance(payload, dict) else None
+        if isinstance(message, str):
+            return message.split(SUMMARY_AFTER, 1)[-1].strip()
+    return None
+
+
+def read_tail(path: str) -> bytes:
+    """The last `ROLLOUT_TAIL_BYTES` of the regular file at `path`; b"" for anything else (a FIFO never blocks)."""
+    if not os.path.isabs(path) or not path.endswith(".jsonl"):
+        return b""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            return b""
+        os.lseek(descriptor, max(0, info.st_size - ROLLOUT_TAIL_BYTES), os.SEEK_SET)
+        chunks, left = [], ROLLOUT_TAIL_BYTES
+        while left > 0 and (chunk := os.read(descriptor, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(descriptor)

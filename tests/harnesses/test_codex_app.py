@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from agentswf.harnesses.base import Operation
 from agentswf.harnesses.codex import CodexHarness, config_overrides
-from agentswf.harnesses.codex_app import Answer, Failure, Notice, Rpc, ServerRequest, usage_of
+from agentswf.harnesses.codex_app import Answer, Failure, Notice, Rpc, ServerRequest, read_tail, summary_in, usage_of
 
 from .kit import alive
 
@@ -119,3 +119,29 @@ async def test_a_compaction_whose_turn_fails_fails_and_what_the_server_asks_is_r
     assert result.session is None  # the agent's thread stays t-1, as it was
     assert msgspec.json.decode((tmp_path / "answer").read_text())["error"]["code"] == -32601
     assert [pid for pid in map(int, (tmp_path / "pids").read_text().split()) if alive(pid)] == []
+
+
+def record(message: object) -> bytes:
+    return msgspec.json.encode({"type": "compacted", "payload": {"message": message, "replacement_history": []}})
+
+
+def test_the_summary_is_the_last_compactions_without_codexs_preamble():
+    preamble = "Another language model started … use the information in this summary to assist with your own analysis:\n"
+    tail = b"\n".join([
+        b'cut off: the tail began mid-line "compacted"', record(preamble + "OLD"), record(preamble + "THE GIST"),
+        msgspec.json.encode({"type": "event_msg", "payload": {"type": "compacted"}}), b"",
+    ])
+    assert summary_in(tail) == "THE GIST"
+    assert summary_in(record("no preamble here")) == "no preamble here"
+    assert summary_in(record(["not", "text"])) is None and summary_in(b"") is None
+
+
+def test_the_rollout_is_read_only_as_a_regular_jsonl_file_and_never_blocks(tmp_path):
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_bytes(b"x" * 10 + record("THE GIST"))
+    assert read_tail(str(rollout)).endswith(record("THE GIST"))
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    assert read_tail(str(fifo)) == b""  # opened without blocking, and refused as no regular file
+    assert read_tail("rollout.jsonl") == b"" and read_tail(str(tmp_path / "rollout.txt")) == b""
+    assert read_tail(str(tmp_path / "missing.jsonl")) == b""

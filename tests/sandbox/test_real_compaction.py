@@ -22,7 +22,6 @@ from .kit import needs_bwrap
 
 pytestmark = [pytest.mark.anyio, needs_bwrap, needs_clis]
 SUMMARY = "SUMMARY: the verdict was approve"
-SUMMARIES = {"claude": SUMMARY, "codex": "", "pi": SUMMARY}  # codex keeps its summary to itself
 
 
 class Verdict(msgspec.Struct, forbid_unknown_fields=True):
@@ -73,7 +72,7 @@ async def test_each_cli_compacts_in_its_sandbox_and_its_next_turn_runs_on_the_su
     assert result.outcome == "completed", result.reason
     calls = [r.conversation for r in model.requests if r.conversation is not None]
     for name in CLIS:
-        assert list(result.value[name]) == ["answered", SUMMARIES[name], True], name
+        assert list(result.value[name]) == ["answered", SUMMARY, True], name
         compactions = [c for c in calls if TAUGHT.search(c.prompt) is None and f"FOCUS-MARK {name}" in texts(c.history) + c.prompt]
         assert compactions, name
         later = [c for c in calls if f"PARENT-TWO {name}" in c.prompt]
