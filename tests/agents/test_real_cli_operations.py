@@ -235,15 +235,16 @@ async def test_a_compaction_after_set_runs_with_the_new_model(tmp_path, cli):
         async def flow(wf):
             a = await wf.agents.open("a", runtime=runtime)
             await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
-            await a.set(model=new_model)
+            await a.set(model=new_model, effort="low")
             return (await a.compact("FOCUS-MARK", timeout=90)).outcome.kind
 
         result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
     assert result.value == "answered"
-    compactions = [r.conversation for r in model.requests
-                   if r.conversation is not None and TAUGHT.search(r.conversation.prompt) is None]
-    assert compactions and all(c.model == new_model.removeprefix("fake/") for c in compactions)
+    requests = [r for r in model.requests if r.conversation is not None and TAUGHT.search(r.conversation.prompt) is None]
+    assert requests and all(r.conversation.model == new_model.removeprefix("fake/") for r in requests)
+    if cli == "codex":  # and with the effort set left (claude and pi name it in ways of their own)
+        assert all(r.body["reasoning"]["effort"] == "low" for r in requests)
 
 
 class CompactionRefused(Exception):
