@@ -307,7 +307,7 @@ class AgentActor(Actor):
         setup = self.setup
         operation = Operation(
             agent=self.key, kind="fork" if op.kind == "fork" else "compact", session=session, cwd=setup.cwd,
-            env=setup.env, focus=op.focus,
+            env=setup.env, focus=op.focus, launcher=self.launcher,
         )
         self.attempt_done = anyio.Event()
         self.tasks.spawn(run_operation, setup.harness, operation, partial(self._op_report, op.call_id),

@@ -91,6 +91,8 @@ class Operation:
     cwd: Path
     env: Mapping[str, str]
     focus: str = ""
+    launcher: Path | None = None  # the agent's launcher: its directory holds what a sandbox keeps for the agent
+    confine: Confine | None = None  # wraps the command the operation's CLI runs (a sandbox's)
 
 
 @dataclass(frozen=True, slots=True)

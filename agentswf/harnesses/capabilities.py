@@ -58,7 +58,10 @@ TABLE: dict[str, dict[str, Capability]] = {
         "cost": Given("the result line's total_cost_usd"),
         "sandbox": Given("bubblewrap around claude -p; a home with its credential, its base URL reachable"),
         "fork": Given("claude -p --resume <id> --fork-session --session-id <new>, stdin /cost: no model call"),
-        "compact": Given("claude -p --resume <id>, stdin /compact <focus>: the summary is the row after compact_boundary"),
+        "compact": Given(
+            "claude -p --resume <id> --fork-session, stdin /compact <focus>: the copy is the session from then on; "
+            "the summary is the row after compact_boundary"
+        ),
         "set": Given("--model / --effort on every later attempt, resuming the same session"),
         "pane": Given("its TUI in a tmux pane of the agent's own, prompts typed, delivery read from its transcript"),
     },
@@ -70,8 +73,11 @@ TABLE: dict[str, dict[str, Capability]] = {
         "usage": Given("turn.completed usage"),
         "cost": Absent("codex prints no dollars; its tokens can be priced from its usage"),
         "sandbox": Given("bubblewrap around codex exec, its own sandbox off; its provider's base_url reachable"),
-        "fork": Absent("codex exec can't fork a thread (only the app-server's thread/fork can), and agentswf drives codex exec"),
-        "compact": Absent("codex exec can't compact (only the app-server's thread/compact/start can), and agentswf drives codex exec"),
+        "fork": Given("codex app-server, thread/fork: a copy of the thread, no model call"),
+        "compact": Given(
+            "codex app-server: a copy of the thread (thread/fork), the focus added (thread/inject_items), "
+            "thread/compact/start; the copy is the session from then on. The summary is read from its rollout"
+        ),
         "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
         "pane": Absent(_NO_PANE),
     },
@@ -84,10 +90,7 @@ TABLE: dict[str, dict[str, Capability]] = {
         "cost": Given("each message_end's usage.cost.total, summed"),
         "sandbox": Given("bubblewrap around pi; a home with its models.json and auth, their base URLs reachable"),
         "fork": Given("pi --mode rpc --fork <session>, answering get_state with the copy's file: no model call"),
-        "compact": Absent(
-            "pi compacts only in --mode rpc (its compact command), which needs its standard input held open "
-            "until it answers; agentswf doesn't drive that yet"
-        ),
+        "compact": Given("pi --mode rpc --session <session>, its compact command with the focus: the summary is its answer's"),
         "set": Given("--model / --thinking on every later run, resuming the same session"),
         "pane": Absent(_NO_PANE),
     },

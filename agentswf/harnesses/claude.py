@@ -95,15 +95,30 @@ class ClaudeHarness(CliHarness):
                 "--resume", session]
 
     async def compact(self, operation: Operation) -> OperationResult:
+        """`/compact <focus>` on a copy of the session (`--fork-session`), which is the agent's session once
+        compacted: a compaction that fails or is stopped leaves the session as it was, without the command."""
         if operation.session is None:
             return OperationResult(AttemptEnding("failed", reason="nothing to compact: the agent has no session yet"))
+        new = str(uuid.uuid4())
+        argv = [*self._headless(operation.session), "--fork-session", "--session-id", new]
+        if self.model:  # the compaction's model call runs with what `set` left, as a turn does
+            argv += ["--model", self.model]
+        if self.effort:
+            argv += ["--effort", self.effort]
         reader = ClaudeCompactionReader()
-        exited = await self.operate(operation, self._headless(operation.session), f"/compact {operation.focus}", reader)
+        exited = await self.operate(operation, argv, f"/compact {operation.focus}", reader)
         ending = self.ending(exited, reader)
         if ending.kind == "exited" and (not reader.compacted or reader.summary is None):
             ending = AttemptEnding("failed", reason="claude did not confirm a compaction (no compact_boundary)")
-        usage = self._own(operation.session, reader.usage)
-        return OperationResult(ending, session=operation.session, summary=reader.summary or "", usage=usage)
+        elif ending.kind == "exited" and reader.session != new:
+            ending = AttemptEnding("failed", reason=f"claude did not compact into {new} (it reported {reader.session})")
+        if ending.kind != "exited":
+            return OperationResult(ending)
+        before = self.totals(operation.session)
+        if before is not None:
+            self.seed(new, before)  # the copy's total_cost_usd runs on from the parent's
+        usage = self._own(new, reader.usage)
+        return OperationResult(ending, session=new, summary=reader.summary or "", usage=usage)
 
     async def fork(self, operation: Operation) -> OperationResult:
         """`--fork-session` with a session id of its own, running `/cost`: a local command, no model call."""

@@ -13,6 +13,7 @@ import os
 import shutil
 from abc import abstractmethod
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar
 
 import msgspec
@@ -22,11 +23,16 @@ from ..wire.nesting import too_deep
 from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, is_session_id
 from .capabilities import refusal
 from .prices import LIST_PRICES, Prices, estimate
-from .process import Exited, run_in_group
+from .process import Channel, Exited, open_in_group, run_in_group
 from .usage import Usage, UsageField, since
 
 STDERR_LINES_IN_REASON = 20
 OPERATION_HIDDEN_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
+
+
+def operation_env(operation: Operation) -> dict[str, str]:
+    """An operation's environment: the agent's, without a calling Claude Code session's variables."""
+    return {name: value for name, value in operation.env.items() if name not in OPERATION_HIDDEN_VARIABLES}
 
 
 class OutputReader:
@@ -169,8 +175,21 @@ class CliHarness(Harness):
 
     async def operate(self, operation: Operation, argv: list[str], stdin: str, reader: OutputReader) -> Exited:
         """Run the CLI once for an operation (no `wfa`: it answers nothing), reading its output with `reader`."""
-        env = {name: value for name, value in operation.env.items() if name not in OPERATION_HIDDEN_VARIABLES}
-        return await run_in_group(argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed)
+        env = operation_env(operation)
+        return await run_in_group(
+            argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed, confine=operation.confine
+        )
+
+    def session(self, operation: Operation, argv: list[str]) -> AbstractAsyncContextManager[Channel]:
+        """The CLI run for an operation with its standard input held open: a JSON-RPC or rpc-mode session."""
+        return open_in_group(argv, cwd=operation.cwd, env=operation_env(operation), confine=operation.confine)
+
+    def operation_usage(self, usage: Usage | None, model: str | None) -> Usage | None:
+        """An operation's own usage, naming its model, with a cost where the CLI printed none."""
+        model = model or self.model
+        if usage is not None and model is not None:
+            usage = msgspec.structs.replace(usage, model=model)
+        return estimate(usage, self.prices, input_counts_cache_reads=self.input_counts_cache_reads)
 
     def ending(self, exited: Exited, reader: OutputReader) -> AttemptEnding:
         """How the attempt ended, from the exit status and what the CLI reported; fail closed."""

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
+from ..errors import HarnessError
 from .base import Attempt, AttemptEnding, Operation, OperationResult
 from .cli import STDERR_LINES_IN_REASON, CliHarness, OutputReader
 from .usage import Usage, add_usage
 
 SESSION_FILE_SUFFIX = ".jsonl"  # how a session named by its file is told from one named by id
+MAX_RPC_LINES = 10_000  # lines read waiting for an rpc answer: a pi that writes more without one is given up on
 
 
 class PiReader(OutputReader):
@@ -63,14 +67,17 @@ class PiHarness(CliHarness):
     login_hint = "Run `pi`, then /login, or set the provider's API key in the runtime's env."
 
     def argv(self, attempt: Attempt) -> list[str]:
-        argv = [self.executable, "--mode", "json"]
-        if attempt.session:
-            argv += ["--session", attempt.session]
+        return [*self._command("json", attempt.session), attempt.prompt]
+
+    def _command(self, mode: str, session: str | None) -> list[str]:
+        argv = [self.executable, "--mode", mode]
+        if session:
+            argv += ["--session", session]
         if self.model:
             argv += ["--model", self.model]
         if self.effort:
             argv += ["--thinking", self.effort]
-        return argv + list(self.args) + [attempt.prompt]
+        return argv + list(self.args)
 
     def stdin(self, attempt: Attempt) -> bytes:
         return b""  # the prompt is the last argument; pi reads no standard input in json mode
@@ -93,6 +100,53 @@ class PiHarness(CliHarness):
             reason = f"pi did not fork the session (it reported no session file){': ' + tail if tail else ''}"
             return OperationResult(AttemptEnding("failed", reason=reason))
         return OperationResult(AttemptEnding("exited"), session=reader.file)
+
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        """`pi --mode rpc --session <session>` sent `compact` with the focus, its input held open until it answers."""
+        if operation.session is None:
+            return OperationResult(AttemptEnding("failed", reason="nothing to compact: the agent has no session yet"))
+        command: dict[str, str] = {"id": "compact", "type": "compact"}
+        if operation.focus:
+            command["customInstructions"] = operation.focus
+        reader = PiCompactionReader()
+        closed: HarnessError | None = None
+        async with self.session(operation, self._command("rpc", operation.session)) as channel:
+            try:
+                await channel.send(msgspec.json.encode(command) + b"\n")
+                for _ in range(MAX_RPC_LINES):
+                    reader.feed(await channel.receive())
+                    if reader.finished:
+                        break
+            except HarnessError as error:  # it closed its end: exited
+                closed = error
+        if closed is not None:
+            tail = channel.stderr_lines(STDERR_LINES_IN_REASON)
+            reason = f"pi ended before it answered compact ({closed}){': ' + tail if tail else ''}"
+            return OperationResult(AttemptEnding("failed", reason=reason), session=operation.session)
+        if reader.summary is None:
+            said = reader.error or f"no answer in {MAX_RPC_LINES} lines"
+            return OperationResult(AttemptEnding("failed", reason=f"pi did not compact: {said}"), session=operation.session)
+        return OperationResult(AttemptEnding("exited"), session=operation.session, summary=reader.summary)
+
+
+class PiCompactionReader(OutputReader):
+    """`--mode rpc`: the answer to `compact`, with the summary, or the error pi gave."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.summary: str | None = None
+
+    def event(self, event: dict[str, Any]) -> None:
+        if event.get("type") != "response" or event.get("command") != "compact":
+            return
+        self.finished = True
+        summary = (event.get("data") or {}).get("summary") if event.get("success") is True else None
+        if isinstance(summary, str):
+            self.summary = summary
+        else:
+            error = event.get("error")
+            self.error = error if isinstance(error, str) else "pi answered compact without a summary"
 
 
 class PiStateReader(OutputReader):

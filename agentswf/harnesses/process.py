@@ -8,6 +8,9 @@ passes it on: a grace for the CLI, then SIGKILL to all. If the run dies, its end
 lifeline pipe every keeper holds closes, and each keeper kills its tree. Every agent
 process carries `MARK_VARIABLE` (the run's mark and the attempt's), and at the attempt's
 end whatever still carries it is killed too: a second net, for what escaped a keeper.
+
+`run_in_group` runs a CLI to its end with its input given at once; `open_in_group` keeps its
+input open for a session of lines (codex's app-server, pi's rpc mode), with the same keeper.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from pathlib import Path
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..errors import HarnessError
 from .base import Confine
 from .keeper import MARK_VARIABLE, keep_command, kill_marked, watch_command
 
@@ -33,6 +38,8 @@ KEEPER_GRACE_SECONDS = 1.0  # past KILL_GRACE_SECONDS, for a keeper to kill and 
 WATCHDOG_GRACE_SECONDS = 5.0  # for the run's watchdog to sweep and exit once the run ends
 DRAIN_GRACE_SECONDS = 1.0  # for output pipes held open by an escaped grandchild
 OUTPUT_TAIL_BYTES = 64 * 1024  # of standard output and of standard error, each
+SESSION_EXIT_SECONDS = 2.0  # for a session CLI to end once its standard input is closed
+LINES_WAITING = 64  # lines of a session CLI's output read ahead of its client
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer output line is not handed to the reader
 _READ_BYTES = 65536
 
@@ -50,6 +57,10 @@ class Exited:
 
 
 LineReader = Callable[[bytes], None]
+
+
+class ChannelClosed(HarnessError):
+    """A session CLI closed its end: its input, or its output (it exited)."""
 
 
 class _Tail:
@@ -175,6 +186,36 @@ async def stop_group(process: Process) -> None:
         await process.wait()
 
 
+async def _spawn(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], mark: str, started: Callable[[int], None] | None
+) -> Process:
+    """The keeper of `argv`, in a session of its own, holding the lifeline."""
+    # Shielded: cancelled mid-spawn, the event loop would kill the new process alone (not its
+    # group) and lose it, leaving whatever it had started already running.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, list(argv)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env={**env, MARK_VARIABLE: mark},
+            start_new_session=True,
+            pass_fds=(lifeline(),),
+        )
+        if started is not None:
+            started(process.pid)
+    return process
+
+
+async def _gone(process: Process, mark: str) -> None:
+    """Stop the keeper and its tree, then whatever still carries the attempt's mark."""
+    await stop_group(process)
+    with anyio.CancelScope(shield=True):
+        await process.aclose()
+        await anyio.to_thread.run_sync(kill_marked, mark)
+
+
 async def run_in_group(
     argv: Sequence[str],
     *,
@@ -195,21 +236,7 @@ async def run_in_group(
     if confine is not None:
         argv, env = confine(argv, cwd, env)
     mark = attempt_mark(env)
-    # Shielded: cancelled mid-spawn, the event loop would kill the new process alone (not its
-    # group) and lose it, leaving whatever it had started already running.
-    with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
-            keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, list(argv)),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env={**env, MARK_VARIABLE: mark},
-            start_new_session=True,
-            pass_fds=(lifeline(),),
-        )
-        if started is not None:
-            started(process.pid)
+    process = await _spawn(argv, cwd, env, mark, started)
     stdout, stderr = _Tail(OUTPUT_TAIL_BYTES, read_line), _Tail(OUTPUT_TAIL_BYTES)
     try:
         async with anyio.create_task_group() as pipes:
@@ -219,12 +246,105 @@ async def run_in_group(
             await process.wait()  # the keeper has killed what the CLI left
             pipes.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE_SECONDS
     finally:
-        await stop_group(process)
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-            await anyio.to_thread.run_sync(kill_marked, mark)
+        await _gone(process, mark)
     stdout.finish()
     return Exited(process.returncode if process.returncode is not None else -1, stdout.text(), stderr.text())
+
+
+class Channel:
+    """A CLI whose standard input stays open (a JSON-RPC or rpc-mode session): lines to it, lines from it."""
+
+    def __init__(self, process: Process, lines: MemoryObjectReceiveStream[bytes], stderr: _Tail) -> None:
+        self._process = process
+        self._lines = lines
+        self._stderr = stderr
+
+    async def send(self, data: bytes) -> None:
+        """Write `data` to the CLI's standard input; ChannelClosed if it closed it (or exited)."""
+        if self._process.stdin is None:
+            raise ChannelClosed("the CLI's standard input is closed")
+        try:
+            await self._process.stdin.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ChannelClosed("the CLI closed its standard input") from None
+
+    async def receive(self) -> bytes:
+        """The CLI's next line of standard output; ChannelClosed once its output has ended."""
+        try:
+            return await self._lines.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise ChannelClosed("the CLI's output ended") from None
+
+    async def close_input(self) -> None:
+        """End the CLI's standard input: a session CLI takes that as the end of the session."""
+        if self._process.stdin is not None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._process.stdin.aclose()
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass
+
+    def stderr_lines(self, count: int) -> str:
+        return "\n".join(self._stderr.text().strip().splitlines()[-count:])
+
+
+async def _pump(stream: ByteReceiveStream | None, lines: MemoryObjectSendStream[bytes]) -> None:
+    """Each whole line of `stream` to `lines`, waiting for room (the CLI waits with it); `lines` closed at its end.
+
+    Lines nobody reads any more (the client is done) are dropped; the stream is still drained."""
+    ready: list[bytes] = []
+    tail = _Tail(OUTPUT_TAIL_BYTES, ready.append)
+    async with lines:
+        while stream is not None:
+            try:
+                tail.add(await stream.receive(_READ_BYTES))
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                tail.finish()
+                stream = None
+            for line in ready:
+                try:
+                    await lines.send(line)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass
+            ready.clear()
+
+
+@asynccontextmanager
+async def open_in_group(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], confine: Confine | None = None
+) -> AsyncIterator[Channel]:
+    """Run `argv` under a keeper as `run_in_group` does, with its standard input held open for the block.
+
+    When the block ends, the CLI's input is closed and it gets `SESSION_EXIT_SECONDS` to end
+    on its own; then it and everything it started are stopped, as a cancelled attempt is.
+    Cancelling the block stops them at once. `confine` wraps the command as `run_in_group`'s does.
+    """
+    if confine is not None:
+        argv, env = confine(argv, cwd, env)
+    mark = attempt_mark(env)
+    process = await _spawn(argv, cwd, env, mark, None)
+    stderr = _Tail(OUTPUT_TAIL_BYTES)
+    send_lines, receive_lines = anyio.create_memory_object_stream[bytes](LINES_WAITING)
+    channel = Channel(process, receive_lines, stderr)
+    failure: Exception | None = None
+    try:
+        async with anyio.create_task_group() as pipes:
+            pipes.start_soon(_pump, process.stdout, send_lines)
+            pipes.start_soon(_drain, process.stderr, stderr)
+            try:
+                yield channel
+                await channel.close_input()
+                with anyio.move_on_after(SESSION_EXIT_SECONDS):
+                    await process.wait()
+            except Exception as error:  # the block's own: raised as it is, not in the pipes' exception group
+                failure = error
+            finally:
+                receive_lines.close()
+                pipes.cancel_scope.cancel()
+    finally:
+        await _gone(process, mark)
+    if failure is not None:
+        raise failure
 
 
 @asynccontextmanager

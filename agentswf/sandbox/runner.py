@@ -15,14 +15,15 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import anyio
 
 from ..errors import DefinitionError
-from ..harnesses.base import Attempt, AttemptResult, Confine, Harness, Operation, OperationResult
+from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Harness, Operation, OperationResult
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
@@ -220,28 +221,42 @@ class SandboxedHarness(Harness):
         return self.inner.totals(session)
 
     async def compact(self, operation: Operation) -> OperationResult:
-        """Not yet: an operation's CLI would run outside the sandbox, so it isn't run at all."""
-        raise NotImplementedError(f"{self.inner.name} can't compact in a sandbox yet (its CLI would run outside it)")
+        """The compaction's CLI run in the agent's sandbox, with its home (where its session is) and its proxy."""
+        if not self.inner.spawns:
+            return await self.inner.compact(operation)
+        agent_dir = operation.launcher.parent if operation.launcher is not None else None
+        if agent_dir is None or not (agent_dir / HOME_NAME).is_dir():
+            ending = AttemptEnding("failed", reason="the agent has had no turn in its sandbox in this run: its session isn't there")
+            return OperationResult(ending)
+        async with self._within(agent_dir, operation.env) as confine:
+            return await self.inner.compact(replace(operation, confine=confine))
 
     async def fork(self, operation: Operation) -> OperationResult:
-        """Not yet, as `compact`."""
-        raise NotImplementedError(f"{self.inner.name} can't fork in a sandbox yet (its CLI would run outside it)")
+        """Not yet: the copy would be in this agent's sandbox home, the fork's turns in a home of its own."""
+        raise NotImplementedError(f"{self.inner.name} can't fork in a sandbox yet (the copy would not be in the fork's home)")
 
     async def run(self, attempt: Attempt) -> AttemptResult:
         if not self.inner.spawns:
             return await self.inner.run(attempt)
-        agent_dir = attempt.launcher.parent
+        async with self._within(attempt.launcher.parent, attempt.env) as confine:
+            return await self.inner.run(replace(attempt, confine=confine))
+
+    @asynccontextmanager
+    async def _within(self, agent_dir: Path, env: Mapping[str, str]) -> AsyncIterator[Confine]:
+        """What confines a command of the agent's CLI, with the proxy to its model served meanwhile;
+        its home made at the first."""
         home = agent_dir / HOME_NAME
         if self.endpoints is None:
-            await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, attempt.env)
-            self.endpoints = model_endpoints(self.inner.name, attempt.env)
+            await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, env)
+            self.endpoints = model_endpoints(self.inner.name, env)
         allow = Allowlist(self.endpoints, self.sandbox.spec.network)
-        confined = replace(attempt, confine=self._confine(agent_dir, home, allow))
+        confine = self._confine(agent_dir, home, allow)
         if not allow:
-            return await self.inner.run(confined)
+            yield confine
+            return
         proxy = Proxy(allow, self.sandbox.log, sandbox=self.sandbox.key, agent=self.agent)
         async with serving(agent_dir / PROXY_SOCKET_NAME, proxy):
-            return await self.inner.run(confined)
+            yield confine
 
     def _confine(self, agent_dir: Path, home: Path, allow: Allowlist) -> Confine:
         tunnels = sorted(str(endpoint) for endpoint in allow.endpoints if endpoint.loopback)

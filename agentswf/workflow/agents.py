@@ -36,6 +36,7 @@ from .durations import Duration, to_seconds
 from .loading import type_text
 from .sandboxes import Sandboxes, sandbox_cwd
 from .tools import Tool, check_tools
+from .worktrees import LOCAL_GIT_VARIABLES
 
 MAX_KEY_CHARS = 64
 _KEY_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
@@ -506,7 +507,10 @@ class Agents:
         self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],
         session: str | None = None, forked_from: str | None = None,
     ) -> Agent:
-        env = {**self._env, **spec.runtime.env}
+        # The run's GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE… would point the agent's git at another
+        # repository than its cwd's (a worktree's): not inherited; a runtime's own env may still set them.
+        inherited = {name: value for name, value in self._env.items() if name not in LOCAL_GIT_VARIABLES}
+        env = {**inherited, **spec.runtime.env}
         directory = Path(spec.cwd)
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, tools, session, forked_from))
         agent = Agent(key, spec, opened, self, tools, harness)

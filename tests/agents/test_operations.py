@@ -151,9 +151,9 @@ async def test_fork_refusals(tmp_path):
         await s.run("one")
         with pytest.raises(DefinitionError, match="can't be forked: a shell agent has no session"):
             await s.fork("t")
-        x = await wf.agents.open("x", runtime="codex")
+        x = await wf.agents.open("x", runtime="cursor")
         await x.run("one")
-        with pytest.raises(DefinitionError, match="codex exec can't fork"):
+        with pytest.raises(DefinitionError, match="can't be forked: not verified: cursor-agent"):
             await x.fork("y")
         await a.run("one")
         with pytest.raises(DefinitionError, match="already open, not as this fork of a"):

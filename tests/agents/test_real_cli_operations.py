@@ -1,7 +1,7 @@
 """fork, compact, set and stop on the real CLIs, offline, against the scripted model.
 
-claude forks and compacts; pi forks; codex does neither as agentswf drives it (the capability
-table says why); `set` is tested on all three. Skipped, saying where it looked, when the CLIs aren't installed.
+claude, codex (through its app-server) and pi fork and compact, `set` switches the model of each,
+and `wf.agents.stop` ends a turn of each mid-way. Skipped, saying where it looked, when the CLIs aren't installed.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def script_for(out: Path):
         wfa, call = found.groups()
         commands = [f"{wfa} result {call} --verdict approve"]
         if "HANG" in conv.prompt:
-            commands = [f"echo $$ >{out}/hang.pid; sleep 1000"]
+            commands = [f"echo $PPID >{out}/hang.cli; echo $$ >{out}/hang.pid; sleep 1000"]
         done = len(conv.tool_results)
         return Shell(commands[done]) if done < len(commands) else Text("Finished.")
 
@@ -66,7 +66,7 @@ def runtime_of(cli: str, model: ScriptedModel, home: Path) -> Runtime:
     return Runtime(harness=cli, command=(find_cli(cli),), env=env, model="fake/fake-model" if cli == "pi" else None)
 
 
-@pytest.mark.parametrize("cli", ["claude", "pi"])
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
 async def test_a_fork_copies_the_history_and_the_parent_never_sees_the_forks(tmp_path, cli):
     async with ScriptedModel(script_for(tmp_path)) as model:
         runtime = runtime_of(cli, model, tmp_path / "home")
@@ -97,23 +97,32 @@ async def test_a_fork_copies_the_history_and_the_parent_never_sees_the_forks(tmp
     assert fork_usage["input_tokens"] == 100 * len(fork_calls)
 
 
-async def test_claude_compacts_with_a_focus_and_gives_back_the_summary(tmp_path):
-    async with ScriptedModel(script_for(tmp_path)) as model:
-        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
 
-        @workflow(name="claude-compact", description="compact after a first turn")
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_a_compaction_sends_the_focus_and_the_next_turn_runs_on_the_summary(tmp_path, cli):
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        runtime = runtime_of(cli, model, tmp_path / "home")
+
+        @workflow(name=f"{cli}-compact", description="compact after a first turn")
         async def flow(wf):
             a = await wf.agents.open("a", runtime=runtime)
             await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
             compacted = await a.compact("keep the verdict FOCUS-MARK", timeout=90)
             after = await a.run("PARENT-TWO review it.", schema=Verdict, timeout=90)
-            return compacted.outcome.kind, compacted.value, after.answered
+            return compacted.outcome.kind, compacted.value, after.answered, msgspec.to_builtins(compacted.usage)
 
         result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
-    assert list(result.value) == ["answered", SUMMARY, True]
-    assert any("FOCUS-MARK" in texts(r.conversation.history) + r.conversation.prompt
-               for r in model.requests if r.conversation is not None)
+    *outcome, usage = result.value
+    assert outcome == ["answered", SUMMARY, True]
+    calls = [r.conversation for r in model.requests if r.conversation is not None]
+    compactions = [c for c in calls if TAUGHT.search(c.prompt) is None]
+    assert compactions and all("FOCUS-MARK" in texts(c.history) + c.prompt for c in compactions)
+    later = [c for c in calls if "PARENT-TWO" in c.prompt]
+    assert later and all(SUMMARY in texts(c.history) for c in later)  # the context is the summary now
+    if cli == "codex":  # claude's result line after /compact counts none of its tokens; pi's rpc answer has none
+        assert usage["input_tokens"] == 100 * len(compactions)
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
@@ -137,11 +146,12 @@ async def test_set_names_the_new_model_in_the_next_request(tmp_path, cli):
     assert later and all(c.model == new_model.removeprefix("fake/") for c in later)
 
 
-async def test_stop_mid_turn_cancels_it_and_leaves_nothing_running(tmp_path):
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_stop_mid_turn_cancels_it_and_leaves_nothing_running(tmp_path, cli):
     async with ScriptedModel(script_for(tmp_path)) as model:
-        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+        runtime = runtime_of(cli, model, tmp_path / "home")
 
-        @workflow(name="claude-stop", description="stop mid-turn")
+        @workflow(name=f"{cli}-stop", description="stop mid-turn")
         async def flow(wf):
             a = await wf.agents.open("a", runtime=runtime)
             turns: list = []
@@ -160,4 +170,113 @@ async def test_stop_mid_turn_cancels_it_and_leaves_nothing_running(tmp_path):
         result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
     assert list(result.value) == [True, "cancelled"]
-    assert not alive(int((tmp_path / "hang.pid").read_text()))
+    shell, cli_process = int((tmp_path / "hang.pid").read_text()), int((tmp_path / "hang.cli").read_text())
+    assert not alive(shell) and not alive(cli_process)  # the turn's shell, and the CLI that ran it
+
+
+def processes_with(variable: str) -> list[int]:
+    """Live processes whose environment has `variable` (NAME=value)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and variable.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if alive(pid)]
+
+
+@pytest.mark.parametrize("cli", ["codex", "pi"])
+async def test_stop_mid_compaction_cancels_it_and_its_session_cli_is_gone(tmp_path, cli):
+    compacting = anyio.Event()
+    turns = script_for(tmp_path)
+
+    async def script(conv: Conversation):
+        if TAUGHT.search(conv.prompt) is None:  # the compaction's request: held until the stop
+            compacting.set()
+            await anyio.sleep(600)
+        return turns(conv)
+
+    async with ScriptedModel(script) as model:
+        runtime = runtime_of(cli, model, tmp_path / "home")
+        home = f"HOME={tmp_path / 'home'}"
+
+        @workflow(name=f"{cli}-stop-compacting", description="stop mid-compaction")
+        async def flow(wf):
+            a = await wf.agents.open("a", runtime=runtime)
+            await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
+            ended: list = []
+
+            async def compact() -> None:
+                ended.append(await a.compact("FOCUS-MARK", timeout=90))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(compact)
+                with anyio.fail_after(60):
+                    await compacting.wait()
+                running = processes_with(home)
+                stopped = await wf.agents.stop("a", "enough")
+            return stopped, ended[0].outcome.kind, running, processes_with(home)
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    stopped, kind, running, left = result.value
+    assert (stopped, kind) == (True, "cancelled")
+    assert running and left == []  # the session CLI was running the compaction, and is gone
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_a_compaction_after_set_runs_with_the_new_model(tmp_path, cli):
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        runtime = runtime_of(cli, model, tmp_path / "home")
+        new_model = {"claude": "claude-sonnet-9-9", "codex": "gpt-5.5-mini", "pi": "fake/other-model"}[cli]
+
+        @workflow(name=f"{cli}-set-compact", description="set, then compact")
+        async def flow(wf):
+            a = await wf.agents.open("a", runtime=runtime)
+            await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
+            await a.set(model=new_model, effort="low")
+            return (await a.compact("FOCUS-MARK", timeout=90)).outcome.kind
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert result.value == "answered"
+    requests = [r for r in model.requests if r.conversation is not None and TAUGHT.search(r.conversation.prompt) is None]
+    assert requests and all(r.conversation.model == new_model.removeprefix("fake/") for r in requests)
+    if cli == "codex":  # and with the effort set left (claude and pi name it in ways of their own)
+        assert all(r.body["reasoning"]["effort"] == "low" for r in requests)
+
+
+class CompactionRefused(Exception):
+    """What the scripted model raises at a compaction's request: it answers HTTP 500."""
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_a_failed_compaction_leaves_the_context_as_it_was(tmp_path, cli):
+    turns = script_for(tmp_path)
+
+    def script(conv: Conversation):
+        if TAUGHT.search(conv.prompt) is None:
+            raise CompactionRefused("no compaction today")
+        return turns(conv)
+
+    found: dict = {}
+    with pytest.raises(CompactionRefused):  # the scripted model raises its script's error again at its end
+        async with ScriptedModel(script) as model:
+            runtime = runtime_of(cli, model, tmp_path / "home")
+
+            @workflow(name=f"{cli}-compact-fails", description="a compaction that fails")
+            async def flow(wf):
+                a = await wf.agents.open("a", runtime=runtime)
+                first = await a.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
+                compacted = await a.compact("FOCUS-MARK", timeout=90)
+                after = await a.run("PARENT-TWO review it.", schema=Verdict, timeout=90)
+                return compacted.outcome.kind, after.answered, after.session == first.session
+
+            found["result"] = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+            found["requests"] = list(model.requests)
+    result = found["result"]
+    assert result.outcome == "completed", result.reason
+    assert list(result.value) == ["failed", True, True]
+    later = [r.conversation for r in found["requests"] if r.conversation is not None and "PARENT-TWO" in r.conversation.prompt]
+    assert later and all("PARENT-ONE" in texts(c.history) and "FOCUS-MARK" not in texts(c.history) for c in later)

@@ -1,5 +1,6 @@
-"""A sandboxed agent's life: `set` keeps it in its sandbox, and a compaction or a fork's copy,
-whose CLI would run outside the sandbox, is not run at all (it fails, sending nothing)."""
+"""A sandboxed agent's life: `set` keeps it in its sandbox; a fork's copy, which would not be in the
+fork's sandboxed home, is not made at all, nor a compaction of an agent with no turn in its sandbox
+(they fail, sending nothing). A compaction in the sandbox is tested for real in test_real_compaction.py."""
 
 from __future__ import annotations
 
@@ -30,12 +31,20 @@ async def test_set_keeps_a_sandboxed_agent_in_its_sandbox(tmp_path):
     assert boxed.settings() == (None, None)  # the agent's harness before the switch is as it was
 
 
-@pytest.mark.parametrize("kind", ["compact", "fork"])
-async def test_an_operation_of_a_sandboxed_agent_is_not_run_outside_it(tmp_path, kind):
+async def test_a_sandboxed_agent_is_not_forked(tmp_path):
     boxed = await _boxed(tmp_path)
-    operation = Operation(agent="a", kind=kind, session="s1", cwd=tmp_path, env={}, focus="the plan")
-    with pytest.raises(NotImplementedError, match=f"claude can't {kind} in a sandbox yet"):
-        await (boxed.compact if kind == "compact" else boxed.fork)(operation)
+    operation = Operation(agent="a", kind="fork", session="s1", cwd=tmp_path, env={})
+    with pytest.raises(NotImplementedError, match="claude can't fork in a sandbox yet"):
+        await boxed.fork(operation)
+
+
+@pytest.mark.parametrize("launcher", [None, "agent/wfa"])
+async def test_a_sandboxed_agent_with_no_turn_in_its_sandbox_is_not_compacted(tmp_path, launcher):
+    boxed = await _boxed(tmp_path)
+    given = tmp_path / launcher if launcher else None
+    operation = Operation(agent="a", kind="compact", session="s1", cwd=tmp_path, env={}, focus="x", launcher=given)
+    result = await boxed.compact(operation)
+    assert result.ending.kind == "failed" and "no turn in its sandbox" in result.ending.reason
 
 
 async def test_a_resumed_agent_keeps_its_settings_and_operations(tmp_path):
