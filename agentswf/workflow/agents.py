@@ -452,9 +452,21 @@ class Agents:
         self._open: dict[str, Agent] = {}
         self._closed: set[str] = set()
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
-        self.budgets = Budgets()  # the run's budgets and what the turns it gave spent
+        self.budgets = Budgets()  # the run's budgets and what its turns spent
         self._stopped: dict[str, str] = {}
         self._forks: dict[str, ForkSpec] = {}
+        self.ledger.watch(self._counted)
+        if durable is not None:
+            durable.carry(self.budgets)  # a continued run's: from what its earlier attempts spent
+
+    def _counted(self, turn: Turn[Any]) -> None:
+        """A turn the ledger was given: one the workflow didn't give (mail's, an operation) counts
+        here, in the budgets and the stage open now; the workflow's count where they were given."""
+        if turn.started_by == "workflow" and turn.kind == "turn":
+            return
+        self.budgets.counted(turn)
+        if self.durable is not None:
+            self.durable.counted(turn)
 
     async def open(
         self,

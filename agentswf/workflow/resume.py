@@ -12,11 +12,13 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..engine.attempts import SessionRecord, read_sessions
 from ..engine.records import read_lines
 from ..harnesses.base import Attempt, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from ..harnesses.capabilities import TABLE, refusal
-from ..harnesses.usage import Usage
+from ..harnesses.usage import Usage, add_usage
 
 
 def sessions_on_record(run_dir: Path) -> dict[str, SessionRecord]:
@@ -32,6 +34,23 @@ def sessions_on_record(run_dir: Path) -> dict[str, SessionRecord]:
         agent, session = turn.get("agent"), turn.get("session")
         if isinstance(agent, str) and is_session_id(session):
             found[agent] = SessionRecord(agent, harnesses.get(agent, ""), session)
+    return found
+
+
+def usage_by_session(run_dir: Path) -> dict[tuple[str, str], Usage]:
+    """What each (agent, native session)'s turns on record spent in all: a CLI that reports its
+    session's running totals on resume reports them from there, so a resumed agent's first turn
+    takes them off (`Harness.seed`) and counts only its own."""
+    found: dict[tuple[str, str], Usage] = {}
+    for turn in read_lines(run_dir / "turns.jsonl"):
+        agent, session, usage = turn.get("agent"), turn.get("session"), turn.get("usage")
+        if not (isinstance(agent, str) and isinstance(session, str) and is_session_id(session) and isinstance(usage, dict)):
+            continue
+        try:
+            spent = msgspec.convert(usage, Usage)
+        except msgspec.ValidationError:
+            continue  # a line of the wrong shape takes nothing off
+        found[(agent, session)] = add_usage(found.get((agent, session)), spent) or spent
     return found
 
 

@@ -28,7 +28,7 @@ def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
     run_dir = the_run(tmp_path)
     assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 2, "checker": 0}
 
-    done = awf(tmp_path, "continue", "--run-root", "runs", "--backend", backend)
+    done = awf(tmp_path, "continue", "flows.py", "--run-root", "runs", "--backend", backend)
     assert done.returncode == 0, done.stderr
     assert "(attempt 2)" in done.stderr
     # the planner never again, the builder's id'd turn given back; its hung turn runs again
@@ -48,7 +48,7 @@ def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
 def test_a_live_attempt_is_not_continued_beside_it(tmp_path):
     run = start_hanging(tmp_path, "asyncio")
     try:
-        refused = awf(tmp_path, "continue", "--run-root", "runs")
+        refused = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")
         assert refused.returncode == 2
         assert "attempt 1 of run" in refused.stderr and "is still running" in refused.stderr
     finally:
@@ -60,10 +60,10 @@ def test_rerun_runs_a_stage_again_and_a_changed_file_is_said_so(tmp_path):
     flows = write_flows(tmp_path)
     done = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
     assert done.returncode == 0, done.stderr
-    refused = awf(tmp_path, "continue", "--run-root", "runs")
+    refused = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")
     assert refused.returncode == 2 and "there is nothing to continue" in refused.stderr
     flows.write_text(flows.read_text().replace('"checked-$n"', '"rechecked-$n"'))
-    again = awf(tmp_path, "continue", "--run-root", "runs", "--rerun", "check")
+    again = awf(tmp_path, "continue", "flows.py", "--run-root", "runs", "--rerun", "check")
     assert again.returncode == 0, again.stderr
     assert "the workflow's file changed since attempt 1" in again.stderr
     assert json.loads(again.stdout)["check"] == "rechecked-2"
