@@ -219,7 +219,7 @@ async def run(
     durable = Durable.begin(
         record_dir, definition, continuing=continued is not None, from_stage=from_stage, rerun=rerun, values=values,
         sandbox=msgspec.to_builtins(sandbox) if sandbox is not None else None,
-        budget=msgspec.to_builtins(budget) if budget is not None else None,
+        budget={name: cap for name, cap in msgspec.to_builtins(budget).items() if cap is not None} if budget else None,
     )
     started = time.time()
     run_deadline = anyio.current_time() + seconds
