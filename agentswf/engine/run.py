@@ -55,7 +55,7 @@ class OpenAgent(msgspec.Struct, frozen=True):
     cwd: Path
     env: Mapping[str, str]
     tools: Mapping[str, Any]
-    session: str | None = None  # a fork's copy of its parent's session
+    session: str | None = None  # a fork's copy of its parent's session, or a continued run's on record
     forked_from: str | None = None
 
 

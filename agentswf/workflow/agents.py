@@ -508,9 +508,8 @@ class Agents:
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox, directory)
-        if self.durable is not None:
-            harness = await self.durable.opened(key, resolved.harness, harness)
-        return await self._start(key, spec, harness, checked or {})
+        resumed = await self.durable.opened(key, resolved.harness, harness) if self.durable is not None else None
+        return await self._start(key, spec, harness, checked or {}, resumed)
 
     async def _start(
         self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],

@@ -56,7 +56,7 @@ from . import stages as plan
 from .budgets import Budgets
 from .continuing import file_sha256, workflow_file
 from .definition import WorkflowDefinition
-from .resume import fresh_because, is_session_id, resuming, sessions_on_record, usage_by_session
+from .resume import fresh_because, is_session_id, sessions_on_record, usage_by_session
 
 USAGE_FILE = "usage.json"
 
@@ -382,19 +382,18 @@ class Durable:
 
     # Agents ---------------------------------------------------------------------------
 
-    async def opened(self, key: str, harness_name: str, harness: Harness) -> Harness:
-        """The harness agent `key` runs on: resuming its recorded native session where it can."""
+    async def opened(self, key: str, harness_name: str, harness: Harness) -> str | None:
+        """The native session agent `key` resumes (its recorded one, where its harness can), or None."""
         line: dict[str, Any] = {"attempt": self.attempt.n, "agent": key, "harness": harness_name, "at": time.time()}
-        resumed: Harness = harness
+        resumed: str | None = None
         if self.continuing:
             recorded = self.sessions.get(key)
             why = fresh_because(recorded, harness_name)
             if why is None and recorded is not None and recorded.session is not None:
-                line["resumed"] = recorded.session
-                resumed = resuming(harness, recorded.session)
+                line["resumed"] = resumed = recorded.session
                 # what its CLI reports on resume is the session's running total: its turns on record took it so far
-                resumed.seed(recorded.session, self.session_usage.get((key, recorded.session)))
-                progress("agentswf.run", "agent resumes its session", agent=key, session=recorded.session)
+                harness.seed(resumed, self.session_usage.get((key, resumed)))
+                progress("agentswf.run", "agent resumes its session", agent=key, session=resumed)
             else:
                 line["fresh"] = why
         if self.writes:

@@ -11,7 +11,6 @@ from agentswf.harnesses.base import Operation
 from agentswf.harnesses.claude import ClaudeHarness
 from agentswf.sandbox.runner import SandboxedHarness
 from agentswf.sandbox.spec import SandboxSpec
-from agentswf.workflow.resume import resuming
 from agentswf.workflow.sandboxes import open_sandbox
 
 
@@ -36,12 +35,6 @@ async def test_an_operation_of_a_sandboxed_agent_is_not_run_outside_it(tmp_path,
     operation = Operation(agent="a", kind=kind, session="s1", cwd=tmp_path, env={}, focus="the plan")
     with pytest.raises(NotImplementedError, match=f"claude can't {kind} in a sandbox yet"):
         await (boxed.compact if kind == "compact" else boxed.fork)(operation)
-
-
-async def test_a_resumed_agent_keeps_its_settings_and_operations(tmp_path):
-    resumed = resuming(ClaudeHarness("claude").with_settings("claude-opus-4-5", None), "s1")
-    assert resumed.settings() == ("claude-opus-4-5", None)
-    assert resuming(ClaudeHarness("claude"), "s1").with_settings(None, "low").settings() == (None, "low")
 
 
 async def test_an_agent_in_a_pane_is_not_sandboxed_yet_and_says_so(tmp_path):
