@@ -34,7 +34,7 @@ from ..engine.operator import (
     ReadInbox,
     Reject,
 )
-from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.records import DEFAULT_RUN_ROOT, find_run
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
 from ..progress import show_progress, watch_runs
@@ -55,7 +55,7 @@ from .attach import add_parser as add_attach_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
-from .runs import UsageFailure, ask_live_run, run_dir_of
+from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -209,7 +209,8 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
 def _go_on(options: argparse.Namespace, run_id: str) -> str:
     """The command that continues the run: the workflow's file as it was given here, never the record's."""
     root = f" --run-root {shlex.quote(str(options.run_root))}" if getattr(options, "run_root", None) else ""
-    return f"awf continue {shlex.quote(str(options.file))} {run_id}{root}"
+    which = f" --workflow {shlex.quote(options.workflow)}" if getattr(options, "workflow", None) else ""
+    return f"awf continue {shlex.quote(str(options.file))} {run_id}{which}{root}"
 
 
 def _print_needs(options: argparse.Namespace, result: RunResult) -> int:
@@ -285,24 +286,34 @@ def command_continue(options: argparse.Namespace) -> int:
             "awf continue FILE [RUN]: name the workflow's file the run was started from (awf run's closing "
             "line says it); awf doesn't load a file on the word of the record, which the run's agents may write"
         )
-    run_dir = run_dir_of(options, options.run).resolve()  # the record's path said in full, as awf run says it
+    if not Path(options.file).is_file() and find_run(run_root_of(options), options.file) is not None:
+        raise UsageFailure(f"awf continue FILE [RUN]: {options.file} is a run; name the workflow's file first: "
+                           f"awf continue FILE {options.file}")
     try:
-        info = read_json(run_dir / "run.json")
-    except (OSError, msgspec.DecodeError) as error:
-        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
-    try:
-        definition = load_workflow(options.file, info.get("workflow") if isinstance(info, dict) else None)
+        definition = load_workflow(options.file, options.workflow)
         if options.timeout is not None:
             to_seconds(options.timeout, what="--timeout")
         options.budget_limits = None if options.budget is None else parse_budget(options.budget)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
+    run_dir = _continued_dir(options, definition.name).resolve()  # the record's path said in full, as awf run says it
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
                    "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
     options.view = _view_kind(options)
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options)
     return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:
+    """The run named, or the latest run of `workflow` under the run root."""
+    if options.run is not None:
+        return run_dir_of(options, options.run)
+    root = run_root_of(options)
+    runs = [path.parent for path in (root / workflow).glob("*/run.json")]
+    if not runs:
+        raise UsageFailure(f"no record of a run of {workflow} under {root}")
+    return max(runs, key=lambda path: (path / "run.json").stat().st_mtime_ns)
 
 
 def _sandbox(path: str | None) -> RunSandboxFile | None:
@@ -446,6 +457,7 @@ def _parser() -> argparse.ArgumentParser:
         "continue", help="a new attempt of a run: stages recorded complete are not run again"
     )
     continue_parser.add_argument("file", nargs="?", help="the workflow's file the run was started from")
+    continue_parser.add_argument("--workflow", help="which workflow, when the file defines several")
     continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")
     continue_parser.add_argument(

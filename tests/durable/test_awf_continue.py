@@ -119,3 +119,22 @@ def test_values_are_checked_against_each_stage_result(tmp_path):
     assert counts(tmp_path)["planner"] == 0 and counts(tmp_path)["builder"] == 0
     not_json = awf(tmp_path, *words[:-3], "--values", "flows.py", "--", "--dir", "x")
     assert not_json.returncode == 2 and "is not JSON" in not_json.stderr
+
+
+def test_continue_names_the_workflows_file_and_takes_the_latest_run_of_its_workflow(tmp_path):
+    flows = write_flows(tmp_path)
+    (marks(tmp_path) / "fail").touch()
+    failed = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
+    assert failed.returncode == 1, failed.stderr
+    run_id = the_run(tmp_path).name
+    assert f"awf: go on with: awf continue flows.py {run_id} --run-root runs" in failed.stderr
+    other = tmp_path / "other.py"
+    other.write_text(flows.read_text().replace('name="three"', 'name="other"'))
+    later = awf(tmp_path, "run", "other.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
+    assert later.returncode == 1, later.stderr  # the latest run under the root, of another workflow
+    as_before = awf(tmp_path, "continue", run_id, "--run-root", "runs")  # the run first, as awf continue once took it
+    assert as_before.returncode == 2 and f"{run_id} is a run; name the workflow's file first" in as_before.stderr
+    (marks(tmp_path) / "fail").unlink()
+    done = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")  # the latest run of three, not of other
+    assert done.returncode == 0, done.stderr
+    assert f"awf: record {the_run(tmp_path)}" in done.stderr and "(attempt 2)" in done.stderr
