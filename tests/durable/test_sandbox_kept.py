@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ..sandbox.kit import needs_bwrap
 from .kit import attempts, awf
 
@@ -32,7 +34,8 @@ async def peek(wf) -> str:
 '''
 
 
-def test_a_continue_runs_in_the_runs_sandbox_unless_given_another(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_continue_runs_in_the_runs_sandbox_unless_given_another(tmp_path: Path, backend: str) -> None:
     (tmp_path / "secret").write_text("SECRET")
     work = tmp_path / "work"
     work.mkdir()
@@ -40,13 +43,13 @@ def test_a_continue_runs_in_the_runs_sandbox_unless_given_another(tmp_path: Path
     (work / "box.json").write_text('{"write": ["."]}')
     (work / "reader.json").write_text(json.dumps({"read": [str(tmp_path)], "write": ["."]}))
     (work / "fail").touch()
-    failed = awf(work, "run", "flow.py", "--sandbox", "box.json")
+    failed = awf(work, "run", "flow.py", "--sandbox", "box.json", "--backend", backend)
     assert failed.returncode == 1, failed.stderr
     (work / "fail").unlink()
-    done = awf(work, "continue", "flow.py")  # no --sandbox: the run's, from its record
+    done = awf(work, "continue", "flow.py", "--backend", backend)  # no --sandbox: the run's, from its record
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == "unread"
-    again = awf(work, "continue", "flow.py", "--rerun", "look", "--sandbox", "reader.json")
+    again = awf(work, "continue", "flow.py", "--rerun", "look", "--sandbox", "reader.json", "--backend", backend)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == "read"  # the sandbox given wins: it reads the secret's folder
     [run_dir] = (work / ".awf" / "runs" / "peek").iterdir()
