@@ -3,7 +3,8 @@
 `status` and `stop` go over the run's operator socket, which refuses any process of the
 run's agents (`engine.admission`): no agent stops its own run or reads how it stands.
 `tail` follows the record as it grows (`follow.Follower`), after the same socket has
-admitted the asker while the run is live; `ls` reads the records alone.
+admitted the asker while the run is live; `ls` reads the records alone (a run's cost is
+across its attempts, and it says how many there were).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from ..engine.attempts import INTERRUPTED, RecordRefused, read_attempts
 from ..engine.operator import Status, Stop
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from .follow import Event, Follower, Tally, run_cost
@@ -63,6 +65,17 @@ def _state(run_dir: Path) -> str:
     return "live" if is_live(run_dir) else "unfinished"
 
 
+def _attempts(run_dir: Path) -> str:
+    """How many attempts the run had, and how many of them were interrupted (killed before
+    they recorded their end, found so by the next): `3 (1 interrupted)`."""
+    try:
+        attempts = read_attempts(run_dir)
+    except (OSError, RecordRefused):
+        return "?"
+    interrupted = sum(attempt.outcome == INTERRUPTED for attempt in attempts)
+    return str(len(attempts) or 1) + (f" ({interrupted} interrupted)" if interrupted else "")
+
+
 def command_ls(options: argparse.Namespace) -> int:
     if options.last is not None and options.last < 1:
         raise UsageFailure(f"--last takes how many of the latest runs to list, 1 or more, not {options.last}")
@@ -72,7 +85,7 @@ def command_ls(options: argparse.Namespace) -> int:
         print(f"awf: no runs under {root}", file=sys.stderr)
         return 0
     now = time.time()
-    rows = [("RUN", "WORKFLOW", "STATE", "AGE", "COST")]
+    rows = [("RUN", "WORKFLOW", "STATE", "ATTEMPTS", "AGE", "COST")]
     for run_dir in runs[-options.last :] if options.last else runs:
         info = _info(run_dir)
         started = info.get("started_at")
@@ -81,6 +94,7 @@ def command_ls(options: argparse.Namespace) -> int:
                 run_dir.name,
                 str(info.get("workflow", run_dir.parent.name)),
                 _state(run_dir),
+                _attempts(run_dir),
                 "-" if started is None else age(now - started),
                 money(run_cost(run_dir)),
             )
@@ -223,7 +237,7 @@ def command_tail(options: argparse.Namespace) -> int:
 def add_commands(commands: Any) -> None:
     """Add ls, status, stop and tail to `awf`'s subcommands."""
     root_help = f"where records are (default {DEFAULT_RUN_ROOT})"
-    ls_parser = commands.add_parser("ls", help="list the runs under the run root: id, workflow, state, age, cost")
+    ls_parser = commands.add_parser("ls", help="list the runs under the run root: id, workflow, state, attempts, age, cost")
     ls_parser.add_argument("--last", type=int, default=None, metavar="N", help="only the N latest runs")
     ls_parser.add_argument("--run-root", help=root_help)
     ls_parser.set_defaults(handler=command_ls)

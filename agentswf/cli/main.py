@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -24,7 +25,6 @@ import msgspec
 import structlog
 
 from ..__about__ import __version__
-from ..engine.attempts import RecordRefused, read_attempts
 from ..engine.operator import (
     NOT_A_PARTICIPANT,
     Approve,
@@ -34,10 +34,11 @@ from ..engine.operator import (
     ReadInbox,
     Reject,
 )
-from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.records import DEFAULT_RUN_ROOT, find_run
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
 from ..progress import show_progress, watch_runs
+from ..sandbox.spec import RunSandboxFile
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
@@ -46,7 +47,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
-from ..workflow.sandboxes import run_sandbox
+from ..workflow.sandboxes import read_run_sandbox
 from . import worktrees
 from .actors import print_actors
 from .attach import AttachFailure
@@ -54,7 +55,7 @@ from .attach import add_parser as add_attach_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
-from .runs import UsageFailure, ask_live_run, run_dir_of
+from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -124,13 +125,10 @@ async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_opt
                     print("awf: stopping the agents and recording the run's ending; a moment", file=sys.stderr)
                 run_scope.cancel()
 
-    sandbox = run_options.pop("sandbox", None)
-    cwd = Path(run_options.get("cwd") or ".").resolve()
-    boxed = await run_sandbox(sandbox, cwd, os.environ) if sandbox else None
     async with anyio.create_task_group() as group:
         await group.start(watch_interrupt)
         with run_scope:
-            result = await run(definition, args=args, harnesses=boxed, **run_options)
+            result = await run(definition, args=args, **run_options)
         group.cancel_scope.cancel()
     return result
 
@@ -176,7 +174,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
         if runs:
             print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
-            print(f"awf: go on with: awf continue {runs[-1].parent.name}{_root_words(options)}", file=sys.stderr)
+            print(f"awf: go on with: {_go_on(options, runs[-1].parent.name)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
         return _print_needs(options, result)
@@ -204,12 +202,15 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
     if result.outcome != "completed":
-        print(f"awf: go on with: awf continue {result.run_id}{_root_words(options)}", file=sys.stderr)
+        print(f"awf: go on with: {_go_on(options, result.run_id)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
 
 
-def _root_words(options: argparse.Namespace) -> str:
-    return f" --run-root {options.run_root}" if getattr(options, "run_root", None) else ""
+def _go_on(options: argparse.Namespace, run_id: str) -> str:
+    """The command that continues the run: the workflow's file as it was given here, never the record's."""
+    root = f" --run-root {shlex.quote(str(options.run_root))}" if getattr(options, "run_root", None) else ""
+    which = f" --workflow {shlex.quote(options.workflow)}" if getattr(options, "workflow", None) else ""
+    return f"awf continue {shlex.quote(str(options.file))} {run_id}{which}{root}"
 
 
 def _print_needs(options: argparse.Namespace, result: RunResult) -> int:
@@ -248,7 +249,7 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         "cwd": options.cwd,
         "timeout": options.timeout,
         "replay": replay,
-        "sandbox": options.sandbox,
+        "sandbox": _sandbox(options.sandbox),
         "trace": options.trace,
         "budget": options.budget_limits,
     }
@@ -275,29 +276,51 @@ def _values(path: str | None) -> dict[str, Any] | None:
 
 
 def command_continue(options: argparse.Namespace) -> int:
-    """`awf continue [RUN]`: a new attempt of the run, from its recorded file, args and cwd."""
-    run_dir = run_dir_of(options, options.run).resolve()  # the record's path said in full, as awf run says it
+    """`awf continue FILE [RUN]`: a new attempt of the run, of FILE's workflow, with its recorded args and cwd.
+
+    The workflow's file is the one named here, never the record's: an agent of the run that can
+    write its record (one not sandboxed, running as you) could otherwise choose what awf loads.
+    """
+    if options.file is None:
+        raise UsageFailure(
+            "awf continue FILE [RUN]: name the workflow's file the run was started from (awf run's closing "
+            "line says it); awf doesn't load a file on the word of the record, which the run's agents may write"
+        )
+    if not Path(options.file).is_file() and find_run(run_root_of(options), options.file) is not None:
+        raise UsageFailure(f"awf continue FILE [RUN]: {options.file} is a run; name the workflow's file first: "
+                           f"awf continue FILE {options.file}")
     try:
-        info = read_json(run_dir / "run.json")
-        attempts = read_attempts(run_dir)
-    except (OSError, msgspec.DecodeError, RecordRefused) as error:
-        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
-    file = attempts[-1].file if attempts else None
-    if file is None:
-        raise UsageFailure(f"run {run_dir.name} has no workflow file on record; it can't be continued")
-    try:
-        definition = load_workflow(file, info.get("workflow"))
+        definition = load_workflow(options.file, options.workflow)
         if options.timeout is not None:
             to_seconds(options.timeout, what="--timeout")
+        options.budget_limits = None if options.budget is None else parse_budget(options.budget)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
-    options.file = file
+    run_dir = _continued_dir(options, definition.name).resolve()  # the record's path said in full, as awf run says it
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
-                   "rerun": options.rerun, "sandbox": options.sandbox}
-    options.view, options.budget_limits = _view_kind(options), None
+                   "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
+    options.view = _view_kind(options)
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options)
     return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:
+    """The run named, or the latest run of `workflow` under the run root."""
+    if options.run is not None:
+        return run_dir_of(options, options.run)
+    root = run_root_of(options)
+    runs = [path.parent for path in (root / workflow).glob("*/run.json")]
+    if not runs:
+        raise UsageFailure(f"no record of a run of {workflow} under {root}")
+    return max(runs, key=lambda path: (path / "run.json").stat().st_mtime_ns)
+
+
+def _sandbox(path: str | None) -> RunSandboxFile | None:
+    try:
+        return read_run_sandbox(path) if path is not None else None
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
 
 
 def _go(
@@ -433,11 +456,14 @@ def _parser() -> argparse.ArgumentParser:
     continue_parser = commands.add_parser(
         "continue", help="a new attempt of a run: stages recorded complete are not run again"
     )
+    continue_parser.add_argument("file", nargs="?", help="the workflow's file the run was started from")
+    continue_parser.add_argument("--workflow", help="which workflow, when the file defines several")
     continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")
     continue_parser.add_argument(
-        "--sandbox", metavar="FILE", help="put every agent in one sandbox, as awf run --sandbox (give it again: it isn't kept)"
+        "--sandbox", metavar="FILE", help="put every agent in this sandbox (default: the one the run's last attempt ran in)"
     )
+    continue_parser.add_argument("--budget", help="cap the run's spend, earlier attempts' included (default: the run's)")
     continue_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
     continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")

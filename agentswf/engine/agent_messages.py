@@ -42,7 +42,7 @@ class AgentSetup:
     board: ActorRef  # the switchboard
     run_deadline: float
     attempts: LiveAttempts  # the run's, shared: whose processes the sockets admit
-    session: str | None = None  # a fork's: the copy of its parent's session it starts from
+    session: str | None = None  # the session it starts from: a fork's copy of its parent's, or a continued run's on record
     forked_from: str | None = None
 
 

@@ -3,7 +3,8 @@
     <run dir>/
       attempts/<n>.json            one per attempt: the workflow file (and its sha256), the pid,
                                    when it started and ended, how, in which stage, each stage
-                                   it ran, reused or was given, its turns and their usage
+                                   it ran, reused or was given, its turns and their usage, the
+                                   run's sandbox and budget, which a continue keeps
       attempts/<n>.output.json     attempt n's output.json, moved aside when n + 1 started
       stages/<stage>.json          a stage that completed: its value, its agents' native
                                    sessions, its usage and timings (written before the next
@@ -74,6 +75,8 @@ class AttemptRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     reused_turns: int = 0
     usage: Usage | None = None
     found_interrupted_at: float | None = None
+    sandbox: dict[str, Any] | None = None  # the run's one sandbox (awf run --sandbox): read, write, network
+    budget: dict[str, Any] | None = None  # the run's budget (awf run --budget), across its attempts
 
 
 class SessionRecord(msgspec.Struct, frozen=True):

@@ -55,7 +55,7 @@ class OpenAgent(msgspec.Struct, frozen=True):
     cwd: Path
     env: Mapping[str, str]
     tools: Mapping[str, Any]
-    session: str | None = None  # a fork's copy of its parent's session
+    session: str | None = None  # a fork's copy of its parent's session, or a continued run's on record
     forked_from: str | None = None
 
 
@@ -183,14 +183,16 @@ async def run_actors(
     replay: Replay | None = None,
     stop: Callable[[str], bool] = _no_stop,
     tracer: Tracer | None = None,
+    ledger: Ledger | None = None,
 ) -> AsyncIterator[RunActors]:
     """The run's actors, for as long as the block lasts; nothing of them outlives it.
 
-    With `tracer`, every mailbox event of these actors goes to it (`--trace`)."""
+    With `tracer`, every mailbox event of these actors goes to it (`--trace`). `ledger` is the
+    one the Recorder keeps (a continued run's goes on from its earlier attempts')."""
     sockets = make_run_dir()
     try:
         async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
-            log_lines, appends, ledger = LogLines(), Appends(), Ledger()
+            log_lines, appends, ledger = LogLines(), Appends(), ledger or Ledger()
             recorder = supervisor.spawn(
                 Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
             )

@@ -455,9 +455,21 @@ class Agents:
         self._open: dict[str, Agent] = {}
         self._closed: set[str] = set()
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
-        self.budgets = Budgets()  # the run's budgets and what the turns it gave spent
+        self.budgets = Budgets()  # the run's budgets and what its turns spent
         self._stopped: dict[str, str] = {}
         self._forks: dict[str, ForkSpec] = {}
+        self.ledger.watch(self._counted)
+        if durable is not None:
+            durable.carry(self.budgets)  # a continued run's: from what its earlier attempts spent
+
+    def _counted(self, turn: Turn[Any]) -> None:
+        """A turn the ledger was given: one the workflow didn't give (mail's, an operation) counts
+        here, in the budgets and the stage open now; the workflow's count where they were given."""
+        if turn.started_by == "workflow" and turn.kind == "turn":
+            return
+        self.budgets.counted(turn)
+        if self.durable is not None:
+            self.durable.counted(turn)
 
     async def open(
         self,
@@ -499,9 +511,8 @@ class Agents:
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox, directory)
-        if self.durable is not None:
-            harness = await self.durable.opened(key, resolved.harness, harness)
-        return await self._start(key, spec, harness, checked or {})
+        resumed = await self.durable.opened(key, resolved.harness, harness) if self.durable is not None else None
+        return await self._start(key, spec, harness, checked or {}, resumed)
 
     async def _start(
         self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],

@@ -10,9 +10,15 @@ a line in the run's log says which budget stopped which turn. A turn still runni
 budget runs out is stopped then, and ends the same way (`Budgets.wall_left` bounds its deadline).
 The workflow decides what next; `wf.spent()` tells it where each scope stands.
 
-What is counted is what the turns given by the workflow reported (`Turn.usage`): a turn's
-cost counts where its CLI or the pricing gave one, and a turn started by a message, which the
-workflow never sees, is not counted. `over_budget` is the pure decision.
+What is counted is what the run's turns reported (`Turn.usage`), a turn's cost where its CLI
+or the pricing gave one: the turns the workflow gives, the turns mail starts (in the stage
+open when they end; a budget doesn't stop one from starting, as the workflow didn't give it,
+but it counts toward every budget it falls under) and the operations (compaction, …), whose
+spend counts but which are no turns. A continued run's budgets go on from what its earlier
+attempts spent (`carry`): the run's and each key group's spend, and the run's wall time is the
+time its attempts ran (an attempt killed before it recorded its end counts until its last turn
+ended). A stage's budget counts what the stage spends in this attempt. `over_budget` is the
+pure decision.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from typing import Any
 
 import msgspec
 
-from ..engine.outcomes import Failed, Turn
+from ..engine.accounting import RunUsage
+from ..engine.outcomes import Failed, Turn, Usage
 from ..errors import DefinitionError
 from ..wire.common import parse_duration
 from .durations import Duration, to_seconds
@@ -121,9 +128,30 @@ def over_budget(budget: Budget, spent: Spent, seconds: float) -> str | None:
     return None
 
 
-def _tokens(turn: Turn[Any]) -> int:
-    usage = turn.usage
+def _tokens(usage: Usage | None) -> int:
     return 0 if usage is None else (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+def carried(spent: RunUsage, seconds: float) -> tuple[Spent, dict[str, Spent], dict[str, Spent]]:
+    """What earlier attempts spent, as the run's, each key group's and each agent's `Spent`:
+    `spent` is the run's usage as they left it; `seconds` the time they ran."""
+    turns: dict[str, int] = {}
+    for turn in spent.by_turn:
+        if turn.kind == "turn":
+            turns[turn.agent] = turns.get(turn.agent, 0) + 1
+
+    def of(usage: Usage | None, count: int, wall: float = 0.0) -> Spent:
+        cost = usage.cost_usd if usage is not None else None
+        return Spent(turns=count, tokens=_tokens(usage), cost_usd=cost or 0.0, seconds=wall)
+
+    groups: dict[str, int] = {}
+    for agent, count in turns.items():
+        groups[group_of(agent)] = groups.get(group_of(agent), 0) + count
+    return (
+        of(spent.total, sum(turns.values()), seconds),
+        {name: of(usage, groups.get(name, 0)) for name, usage in spent.groups.items()},
+        {name: of(usage, turns.get(name, 0)) for name, usage in spent.agents.items()},
+    )
 
 
 @dataclass
@@ -143,6 +171,15 @@ class Budgets:
     groups: dict[str, _Scope] = field(default_factory=dict)
     agents: dict[str, _Scope] = field(default_factory=dict)
     stage: str | None = None  # the stage open now
+
+    def carry(self, spent: RunUsage, seconds: float) -> None:
+        """A continued run's: what its earlier attempts spent counts toward the run's budget, and
+        each key group's and agent's; `seconds` is the time they ran."""
+        run, groups, agents = carried(spent, seconds)
+        self.run.spent, self.run.began = run, self.run.began - seconds
+        for scopes, found in ((self.groups, groups), (self.agents, agents)):
+            for name, earlier in found.items():
+                scopes[name] = _Scope(spent=earlier)
 
     def enter_stage(self, name: str, budget: Budget | None) -> None:
         self.stage = name
@@ -213,9 +250,17 @@ class Budgets:
         for scope in self._scopes(key, stage):
             scope.spent.turns += 1
 
+    def counted(self, turn: Turn[Any]) -> None:
+        """A turn the workflow didn't give ended (mail's, or an operation): its spend counts toward
+        the scopes of its agent and of the stage open now, and a turn (no operation) as a turn."""
+        if turn.kind == "turn":
+            for scope in self._scopes(turn.agent, self.stage):
+                scope.spent.turns += 1
+        self.spend(turn.agent, self.stage, turn)
+
     def spend(self, key: str, stage: str | None, turn: Turn[Any]) -> None:
         """A turn of `key` ended: its tokens and cost count toward its scopes."""
-        tokens = _tokens(turn)
+        tokens = _tokens(turn.usage)
         cost = turn.usage.cost_usd if turn.usage is not None else None
         for scope in self._scopes(key, stage):
             scope.spent.tokens += tokens

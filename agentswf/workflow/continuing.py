@@ -1,7 +1,8 @@
 """What a continued run goes on with, and which stage options go together.
 
 A continue takes the record a run id (or directory) names, checks it is a run of this
-workflow, and takes the args and cwd it was started with: passing others is refused.
+workflow, and takes the args and cwd it was started with (passing others is refused) and the
+run's sandbox and budget its last attempt ran with (another given wins).
 """
 
 from __future__ import annotations
@@ -15,18 +16,24 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from ..engine.attempts import RecordRefused, read_attempts
 from ..engine.records import find_run, read_json
 from ..errors import DefinitionError
+from ..sandbox.spec import RunSandboxFile
 from . import stages as plan
+from .budgets import Budget
 from .definition import WorkflowDefinition
 
 
 class Continued(NamedTuple):
-    """The run a continue goes on with: its record, and the args and cwd it was started with."""
+    """The run a continue goes on with: its record, the args and cwd it was started with, and the
+    run's sandbox (`awf run --sandbox`) and budget its last attempt ran with."""
 
     run_dir: Path
     args: Any
     cwd: Path
+    sandbox: RunSandboxFile | None
+    budget: Budget | None
 
 
 def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, args: Any, cwd: str | Path | None) -> Continued:
@@ -50,7 +57,17 @@ def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, a
     recorded_cwd = Path(given_cwd)
     if cwd is not None and Path(cwd).resolve() != recorded_cwd:
         raise DefinitionError(f"continue {run}: a continued run works in {recorded_cwd}, where it started")
-    return Continued(run_dir, info.get("args"), recorded_cwd)
+    try:
+        attempts = read_attempts(run_dir)
+    except RecordRefused as error:
+        raise DefinitionError(f"continue {run}: {error}") from None
+    last = attempts[-1] if attempts else None
+    try:
+        sandbox = msgspec.convert(last.sandbox, RunSandboxFile) if last is not None and last.sandbox is not None else None
+        budget = msgspec.convert(last.budget, Budget) if last is not None and last.budget is not None else None
+    except (msgspec.ValidationError, DefinitionError) as error:
+        raise DefinitionError(f"continue {run}: the sandbox or budget on record doesn't read: {error}") from None
+    return Continued(run_dir, info.get("args"), recorded_cwd, sandbox, budget)
 
 
 def check_stage_options(

@@ -8,6 +8,9 @@ that was answered before gives back its recorded turn; an agent opened again res
 native session where its harness can. It also writes the attempt's own records
 (engine/attempts.py) — a stage's before the stage returns, so a run that dies after it
 never runs it again. The stage plan itself is pure (stages.py).
+
+What earlier attempts spent carries over: the attempt's `Ledger` goes on from the run's
+usage.json as they left it, and its budgets from the same (`carry`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from ..engine.accounting import Ledger, RunUsage
 from ..engine.attempts import (
     INTERRUPTED,
     SESSIONS_FILE,
@@ -44,13 +48,17 @@ from ..engine.attempts import (
     write_stage,
 )
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
+from ..engine.records import RECORD_VERSION, read_json, write_whole
 from ..errors import DefinitionError, StopRequested, WorkflowError
 from ..harnesses.base import Harness
 from ..progress import progress
 from . import stages as plan
+from .budgets import Budgets
 from .continuing import file_sha256, workflow_file
 from .definition import WorkflowDefinition
-from .resume import fresh_because, is_session_id, resuming, sessions_on_record
+from .resume import fresh_because, is_session_id, sessions_on_record, usage_by_session
+
+USAGE_FILE = "usage.json"
 
 
 @dataclass
@@ -78,6 +86,8 @@ class Durable:
         values: Mapping[str, Any] | None,
         continuing: bool,
         writes: bool,
+        earlier: tuple[RunUsage | None, float] = (None, 0.0),
+        session_usage: dict[tuple[str, str], Usage] | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.attempt = attempt
@@ -93,6 +103,9 @@ class Durable:
         self.needs: dict[str, Any] = {}  # a look-ahead's stages before the start, and their JSON Schemas
         self._open: _OpenStage | None = None
         self._left_in: str | None = None  # the last stage that raised or was cancelled
+        self.earlier_usage, self.earlier_seconds = earlier  # what the attempts before spent, and how long they ran
+        self.session_usage = session_usage or {}  # (agent, session): what its turns on record spent in all
+        self.ledger = Ledger(attempt.n, self.earlier_usage)  # the Recorder's: the run's spend, from the earlier
 
     @property
     def lookahead(self) -> bool:
@@ -108,8 +121,13 @@ class Durable:
         from_stage: str | None = None,
         rerun: str | None = None,
         values: Mapping[str, Any] | None = None,
+        sandbox: dict[str, Any] | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> Durable:
-        """Claim the run's next attempt (the first, for a new run); raises DefinitionError if it can't go on."""
+        """Claim the run's next attempt (the first, for a new run); raises DefinitionError if it can't go on.
+
+        `sandbox` is the run's one sandbox (`awf run --sandbox`'s spec) and `budget` its budget,
+        kept in the attempt's record so a continue goes on with them."""
         file = workflow_file(definition)
         sha = file_sha256(file)
         lookahead = from_stage is not None and values is None
@@ -128,6 +146,8 @@ class Durable:
                 file_changed=last is not None and last.file_sha256 != sha,
                 from_stage=from_stage,
                 rerun=rerun,
+                sandbox=sandbox,
+                budget=budget,
             )
             stages = read_stages(run_dir) if continuing else {}
             if rerun is not None:
@@ -147,7 +167,7 @@ class Durable:
                 "as they were recorded (awf continue --rerun STAGE runs one again)",
                 file=attempt.file,
             )
-        return cls(
+        durable = cls(
             run_dir,
             attempt,
             stages=stages,
@@ -158,7 +178,21 @@ class Durable:
             values=values,
             continuing=continuing,
             writes=not lookahead,
+            earlier=_spent_before(run_dir, earlier) if continuing else (None, 0.0),
+            session_usage=usage_by_session(run_dir) if continuing else None,
         )
+        if continuing and not lookahead:  # usage.json says this attempt's spend from its start
+            try:
+                spent = msgspec.structs.asdict(durable.ledger.snapshot())
+                write_whole(run_dir / USAGE_FILE, msgspec.json.encode({"version": RECORD_VERSION, **spent}))
+            except OSError as error:
+                raise DefinitionError(f"the run's usage.json can't be written: {error.strerror or error}") from None
+        return durable
+
+    def carry(self, budgets: Budgets) -> None:
+        """The budgets go on from what the earlier attempts spent."""
+        if self.earlier_usage is not None:
+            budgets.carry(self.earlier_usage, self.earlier_seconds)
 
     # Stages ---------------------------------------------------------------------------
 
@@ -336,19 +370,30 @@ class Durable:
         await self._write(append_synced, self.run_dir / TURN_IDS_FILE, line, what=f"turn {id!r}'s record")
         self.turn_ids[(key, id)] = line
 
+    def counted(self, turn: Turn[Any]) -> None:
+        """A turn the workflow didn't give ended (mail's, or an operation): its spend counts in
+        the attempt's and in the stage open now; a turn (no operation) as a turn of them."""
+        turns = 1 if turn.kind == "turn" else 0
+        self.attempt.turns += turns
+        self.attempt.usage = add_usage(self.attempt.usage, turn.usage)
+        if self._open is not None:
+            self._open.turns += turns
+            self._open.usage = add_usage(self._open.usage, turn.usage)
+
     # Agents ---------------------------------------------------------------------------
 
-    async def opened(self, key: str, harness_name: str, harness: Harness) -> Harness:
-        """The harness agent `key` runs on: resuming its recorded native session where it can."""
+    async def opened(self, key: str, harness_name: str, harness: Harness) -> str | None:
+        """The native session agent `key` resumes (its recorded one, where its harness can), or None."""
         line: dict[str, Any] = {"attempt": self.attempt.n, "agent": key, "harness": harness_name, "at": time.time()}
-        resumed: Harness = harness
+        resumed: str | None = None
         if self.continuing:
             recorded = self.sessions.get(key)
             why = fresh_because(recorded, harness_name)
             if why is None and recorded is not None and recorded.session is not None:
-                line["resumed"] = recorded.session
-                resumed = resuming(harness, recorded.session)
-                progress("agentswf.run", "agent resumes its session", agent=key, session=recorded.session)
+                line["resumed"] = resumed = recorded.session
+                # what its CLI reports on resume is the session's running total: its turns on record took it so far
+                harness.seed(resumed, self.session_usage.get((key, resumed)))
+                progress("agentswf.run", "agent resumes its session", agent=key, session=resumed)
             else:
                 line["fresh"] = why
         if self.writes:
@@ -393,6 +438,23 @@ def _last_of(run_dir: Path, earlier: list[AttemptRecord], rerun: str | None) -> 
             "(--rerun STAGE runs a stage again)"
         )
     return last
+
+
+def _spent_before(run_dir: Path, attempts: list[AttemptRecord]) -> tuple[RunUsage | None, float]:
+    """What the run's attempts so far spent (its usage.json as they left it, None without one or
+    when it doesn't read), and the seconds they ran: to their recorded end, or for one killed
+    before it recorded it, to the end of its last turn."""
+    try:
+        spent: RunUsage | None = msgspec.convert(read_json(run_dir / USAGE_FILE), RunUsage)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        spent = None
+    last_turn = {attempt.n: attempt.last_ended_at for attempt in spent.attempts} if spent is not None else {}
+    seconds = 0.0
+    for attempt in attempts:
+        ended = attempt.ended_at if attempt.ended_at is not None else last_turn.get(attempt.n)
+        if ended is not None:
+            seconds += max(0.0, ended - attempt.started_at)
+    return spent, seconds
 
 
 def _check_rerun(run_dir: Path, rerun: str, stages: dict[str, StageRecord], attempts: list[AttemptRecord]) -> None:

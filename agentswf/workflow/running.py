@@ -30,6 +30,7 @@ from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import harness_for
 from ..progress import run_started
+from ..sandbox.spec import RunSandboxFile
 from .agents import Agents, HarnessResolver
 from .budgets import Budget
 from .context import Approvals, Workflow
@@ -37,6 +38,7 @@ from .continuing import check_stage_options, continued_run
 from .definition import WorkflowDefinition
 from .durable import Durable
 from .durations import Duration, to_seconds
+from .sandboxes import run_sandbox
 from .worktrees import RunWorktrees, WorktreeEnd
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
@@ -162,6 +164,7 @@ async def run(
     values: Mapping[str, Any] | None = None,
     trace: bool = False,
     budget: Budget | None = None,
+    sandbox: RunSandboxFile | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -170,7 +173,10 @@ async def run(
     `replay` names a recorded run's directory: every tool call is answered from its
     record and no handler runs, for debugging a workflow's logic without side effects.
     `trace` records every mailbox event of the run's actors in its record (`awf trace RUN --actors`).
-    `budget` caps what the run's turns may spend (see `Budget`).
+    `budget` caps what the run's turns may spend (see `Budget`). `sandbox` puts every agent in
+    one sandbox working in `cwd` (`awf run --sandbox`'s file, decoded); it is kept in the
+    record, and a continue given none puts its agents in the recorded one again; so is
+    `budget`, which in a continue counts what the earlier attempts spent.
 
     `continue_from` (a run's id or directory) makes this a new attempt of that run: stages
     recorded complete give back their values without running, id'd turns answered before
@@ -188,11 +194,15 @@ async def run(
     if continue_from is not None:
         continued = continued_run(definition, root, continue_from, args, cwd)
         args, directory = continued.args, continued.cwd
+        sandbox = sandbox if sandbox is not None else continued.sandbox
+        budget = budget if budget is not None else continued.budget
     check_stage_options(continue_from, rerun, from_stage, values)
     checked_args = decode_args(definition, args)
     seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
     run_env = dict(env if env is not None else os.environ)
     resolve = harnesses or (lambda key, runtime: harness_for(runtime, run_env))
+    if sandbox is not None:  # before anything is recorded: a sandbox that can't open refuses the run
+        resolve = await run_sandbox(sandbox, directory, resolve)
     replayed = _replay_of(definition, Path(replay)) if replay is not None else None
     lookahead = from_stage is not None and values is None
     if continued is not None:
@@ -207,7 +217,9 @@ async def run(
         except OSError as error:
             raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
     durable = Durable.begin(
-        record_dir, definition, continuing=continued is not None, from_stage=from_stage, rerun=rerun, values=values
+        record_dir, definition, continuing=continued is not None, from_stage=from_stage, rerun=rerun, values=values,
+        sandbox=msgspec.to_builtins(sandbox) if sandbox is not None else None,
+        budget={name: cap for name, cap in msgspec.to_builtins(budget).items() if cap is not None} if budget else None,
     )
     started = time.time()
     run_deadline = anyio.current_time() + seconds
@@ -239,7 +251,8 @@ async def run(
     async def shielded() -> None:
         with anyio.CancelScope(shield=True), tracer or nullcontext():
             async with run_actors(
-                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop, tracer=tracer
+                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop, tracer=tracer,
+                ledger=durable.ledger,
             ) as actors:
                 await actors.recorder.ask(
                     RunStarted(

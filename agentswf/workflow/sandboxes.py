@@ -20,10 +20,10 @@ from msgspec.structs import replace
 from ..errors import DefinitionError
 from ..harnesses.base import Harness
 from ..harnesses.pane import PaneHarness
-from ..harnesses.runtime import Runtime, harness_for
+from ..harnesses.runtime import Runtime
 from ..sandbox.runner import Sandbox, SandboxedHarness, check_reach, find_bwrap, probe
 
-__all__ = ["Sandbox", "SandboxSpec", "Sandboxes", "open_sandbox", "run_sandbox"]
+__all__ = ["Sandbox", "SandboxSpec", "Sandboxes", "open_sandbox", "read_run_sandbox", "run_sandbox"]
 from ..sandbox.spec import RunSandboxFile, SandboxSpec, check_spec, resolve_spec
 
 Log = Callable[..., None]
@@ -138,15 +138,21 @@ async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log, *, rec
     return Sandbox(key, resolved, bwrap=bwrap, log=log, record=record)
 
 
-async def run_sandbox(file: str | Path, cwd: Path, env: Mapping[str, str]) -> Callable[[str, Runtime], Harness]:
-    """`awf run --sandbox FILE`: the run's one sandbox, working in `cwd`, as the way every agent's
-    harness is made (each put in it). The file is JSON of read, write and network: no cwd or key."""
+def read_run_sandbox(file: str | Path) -> RunSandboxFile:
+    """`awf run --sandbox FILE`'s file: JSON of read, write and network (no cwd or key)."""
     try:
-        given = msgspec.json.decode(Path(file).read_bytes(), type=RunSandboxFile)
+        return msgspec.json.decode(Path(file).read_bytes(), type=RunSandboxFile)
     except OSError as error:
         raise DefinitionError(f"--sandbox {file}: {error.strerror or error}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise DefinitionError(f"--sandbox {file}: not a sandbox (a JSON object of read, write, network): {error}") from None
+
+
+async def run_sandbox(
+    given: RunSandboxFile, cwd: Path, make: Callable[[str, Runtime], Harness]
+) -> Callable[[str, Runtime], Harness]:
+    """The run's one sandbox (`awf run --sandbox`, `agentswf.run(sandbox=…)`), working in `cwd`,
+    as the way every agent's harness is made: `make`'s, put in it."""
     spec = SandboxSpec(read=given.read, write=given.write, network=given.network)
     sandbox = await open_sandbox("run", spec, cwd, lambda message, **fields: None)
-    return lambda key, runtime: sandbox.confine(key, harness_for(runtime, env))
+    return lambda key, runtime: sandbox.confine(key, make(key, runtime))

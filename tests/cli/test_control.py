@@ -97,9 +97,9 @@ def test_ls_status_tail_then_stop_a_live_run(tmp_path, busy):
     listed = awf(tmp_path, "ls")
     assert listed.returncode == 0, listed.stderr
     header, row = listed.stdout.splitlines()
-    assert header.split() == ["RUN", "WORKFLOW", "STATE", "AGE", "COST"]
-    run_id, workflow, state = row.split()[:3]
-    assert (workflow, state) == ("busy", "live")
+    assert header.split() == ["RUN", "WORKFLOW", "STATE", "ATTEMPTS", "AGE", "COST"]
+    run_id, workflow, state, attempts = row.split()[:4]
+    assert (workflow, state, attempts) == ("busy", "live", "1")
 
     status = awf(tmp_path, "status", "--json")
     assert status.returncode == 0, status.stderr

@@ -103,7 +103,7 @@ def test_a_continued_run_lines_only_its_own_attempt(tmp_path, flows):
     first = subprocess.run([*AWF, "run", str(flows), "--workflow", "twice"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert first.returncode == 3, first.stderr
     (tmp_path / "broken").unlink()
-    again = subprocess.run([*AWF, "continue"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    again = subprocess.run([*AWF, "continue", str(flows), "--workflow", "twice"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0, again.stderr
     lines = again.stderr.splitlines()
     assert not any("agent=planner" in line for line in lines), again.stderr  # its stage is reused: it never ran

@@ -28,7 +28,7 @@ def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
     run_dir = the_run(tmp_path)
     assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 2, "checker": 0}
 
-    done = awf(tmp_path, "continue", "--run-root", "runs", "--backend", backend)
+    done = awf(tmp_path, "continue", "flows.py", "--run-root", "runs", "--backend", backend)
     assert done.returncode == 0, done.stderr
     assert "(attempt 2)" in done.stderr
     # the planner never again, the builder's id'd turn given back; its hung turn runs again
@@ -43,12 +43,14 @@ def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
     assert "attempt 1, started" in logs.stdout and f": {first['outcome']} in stage build" in logs.stdout
     assert "attempt 2 (continues 1)" in logs.stdout and "plan reused (attempt 1), build ran, check ran; 2 turns run, 2 id'd turns given back" in logs.stdout
     assert "— attempt 2 —" in logs.stdout
+    [_, row] = awf(tmp_path, "ls", "--run-root", "runs").stdout.splitlines()
+    assert "completed  2 (1 interrupted)" in row if how == "kill -9" else row.split()[2:4] == ["completed", "2"]
 
 
 def test_a_live_attempt_is_not_continued_beside_it(tmp_path):
     run = start_hanging(tmp_path, "asyncio")
     try:
-        refused = awf(tmp_path, "continue", "--run-root", "runs")
+        refused = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")
         assert refused.returncode == 2
         assert "attempt 1 of run" in refused.stderr and "is still running" in refused.stderr
     finally:
@@ -60,10 +62,10 @@ def test_rerun_runs_a_stage_again_and_a_changed_file_is_said_so(tmp_path):
     flows = write_flows(tmp_path)
     done = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
     assert done.returncode == 0, done.stderr
-    refused = awf(tmp_path, "continue", "--run-root", "runs")
+    refused = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")
     assert refused.returncode == 2 and "there is nothing to continue" in refused.stderr
     flows.write_text(flows.read_text().replace('"checked-$n"', '"rechecked-$n"'))
-    again = awf(tmp_path, "continue", "--run-root", "runs", "--rerun", "check")
+    again = awf(tmp_path, "continue", "flows.py", "--run-root", "runs", "--rerun", "check")
     assert again.returncode == 0, again.stderr
     assert "the workflow's file changed since attempt 1" in again.stderr
     assert json.loads(again.stdout)["check"] == "rechecked-2"
@@ -117,3 +119,22 @@ def test_values_are_checked_against_each_stage_result(tmp_path):
     assert counts(tmp_path)["planner"] == 0 and counts(tmp_path)["builder"] == 0
     not_json = awf(tmp_path, *words[:-3], "--values", "flows.py", "--", "--dir", "x")
     assert not_json.returncode == 2 and "is not JSON" in not_json.stderr
+
+
+def test_continue_names_the_workflows_file_and_takes_the_latest_run_of_its_workflow(tmp_path):
+    flows = write_flows(tmp_path)
+    (marks(tmp_path) / "fail").touch()
+    failed = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
+    assert failed.returncode == 1, failed.stderr
+    run_id = the_run(tmp_path).name
+    assert f"awf: go on with: awf continue flows.py {run_id} --run-root runs" in failed.stderr
+    other = tmp_path / "other.py"
+    other.write_text(flows.read_text().replace('name="three"', 'name="other"'))
+    later = awf(tmp_path, "run", "other.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
+    assert later.returncode == 1, later.stderr  # the latest run under the root, of another workflow
+    as_before = awf(tmp_path, "continue", run_id, "--run-root", "runs")  # the run first, as awf continue once took it
+    assert as_before.returncode == 2 and f"{run_id} is a run; name the workflow's file first" in as_before.stderr
+    (marks(tmp_path) / "fail").unlink()
+    done = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")  # the latest run of three, not of other
+    assert done.returncode == 0, done.stderr
+    assert f"awf: record {the_run(tmp_path)}" in done.stderr and "(attempt 2)" in done.stderr

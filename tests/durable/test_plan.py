@@ -108,30 +108,3 @@ def test_a_schema_without_a_stand_in_is_refused_by_its_check():
 @pytest.mark.parametrize("name,ok", [("plan", True), ("fix-2", True), ("Plan", False), ("2fix", False), ("", False), ("a/b", False), ("x" * 65, False)])
 def test_stage_names(name, ok):
     assert plan.is_stage_name(name) is ok
-
-
-def test_a_resumed_harness_is_its_harness_but_for_the_session_it_starts_with():
-    import dataclasses
-    from pathlib import Path
-
-    import anyio
-
-    from agentswf.harnesses.base import Attempt, AttemptResult
-    from agentswf.harnesses.runtime import Runtime, harness_for
-    from agentswf.workflow.resume import resuming
-
-    inner = harness_for(Runtime(harness="shell", command=("true",)))
-    seen: list[str | None] = []
-
-    async def run(attempt: Attempt) -> AttemptResult:
-        seen.append(attempt.session)
-        raise RuntimeError("not run")
-
-    object.__setattr__(inner, "run", run)  # the inner harness's own run, watched: no process is started here
-    wrapped = resuming(inner, "s-1")
-    assert (wrapped.name, wrapped.spawns, wrapped.can_await, wrapped.supports_waiting) == ("shell", True, True, False)
-    attempt = Attempt(agent="a", call_id="c", turn=1, nudge=False, prompt="p", launcher=Path("/x"), cwd=Path("/"), env={})
-    for one in (attempt, dataclasses.replace(attempt, session="s-2")):
-        with pytest.raises(RuntimeError):
-            anyio.run(wrapped.run, one)
-    assert seen == ["s-1", "s-2"]  # the recorded session until the engine knows one of its own

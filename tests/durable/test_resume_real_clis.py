@@ -91,3 +91,12 @@ async def test_a_continued_stage_resumes_its_agents_native_sessions(tmp_path):
     assert all(record.session for record in review.sessions) and review.usage is not None and review.turns == len(CLIS)
     opened = [line for line in read_sessions(done.run_dir) if line["attempt"] == 2]
     assert {line["agent"] for line in opened if line.get("resumed")} == set(CLIS), opened
+    # what a CLI reports on resume as its session's running total, less what attempt 1's turns took:
+    # each resumed turn counts its own two model requests, as the turn before it did, not the session's
+    by_attempt = {(turn.agent, turn.attempt): turn.usage for turn in done.usage.by_turn}
+    for name in CLIS:
+        first, second = by_attempt[(name, 1)], by_attempt[(name, 2)]
+        assert first is not None and second is not None, name
+        assert (second.input_tokens, second.output_tokens, second.cost_usd) == (
+            first.input_tokens, first.output_tokens, first.cost_usd
+        ), name

@@ -145,3 +145,45 @@ async def test_a_run_records_and_returns_what_it_spent(tmp_path: Path) -> None:
 def test_spend_lines_count_one_turn_as_one_turn():
     assert spend_lines(RunUsage(turns=1, unpriced_turns=1))[0] == "spent: nothing known over 1 turn (1 without a cost)"
     assert spend_lines(RunUsage(turns=2))[0].endswith(" over 2 turns")
+
+
+def test_a_continued_attempts_ledger_goes_on_from_the_earlier_ones_and_keeps_each_attempts_own() -> None:
+    first = Ledger()
+    first.add(turn("a", 1, Usage(input_tokens=10, cost_usd=0.5)))
+    first.add(turn("a", 2, None))
+    second = Ledger(attempt=2, earlier=msgspec.convert(msgspec.to_builtins(first.snapshot()), RunUsage))  # as usage.json reads
+    second.add(turn("a", 3, Usage(input_tokens=5, cost_usd=0.25)))
+    spent = second.snapshot()
+    assert spent.total == Usage(input_tokens=15, cost_usd=0.75) and spent.turns == 3 and spent.unpriced_turns == 1
+    assert spent.agents["a"] == spent.total and spent.attempt == 2
+    assert [(a.n, a.turns, a.unpriced_turns, a.total) for a in spent.attempts] == [
+        (1, 2, 1, Usage(input_tokens=10, cost_usd=0.5)),
+        (2, 1, 0, Usage(input_tokens=5, cost_usd=0.25)),
+    ]
+    assert [t.attempt for t in spent.by_turn] == [1, 1, 2]
+    assert spend_lines(spent)[1:4] == [
+        "by attempt:",
+        "  1: 10 in, $0.5000 over 2 turns (1 without a cost)",
+        "  2: 5 in, $0.2500 over 1 turn",
+    ]
+
+
+def test_a_usage_json_written_before_attempts_were_kept_is_one_attempt() -> None:
+    older = RunUsage(total=Usage(input_tokens=10, cost_usd=0.5), turns=2)
+    spent = Ledger(attempt=2, earlier=older).snapshot()
+    assert [(a.n, a.turns, a.total) for a in spent.attempts] == [(1, 2, older.total), (2, 0, None)]
+    assert spent.total == older.total
+
+
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 1000)), max_size=30))
+def test_the_runs_totals_are_the_sum_of_its_attempts(turns: list[tuple[int, int]]) -> None:
+    ledger: Ledger | None = None
+    for n in sorted({n for n, _ in turns} | {1}):
+        ledger = Ledger(attempt=n, earlier=ledger.snapshot() if ledger is not None else None)
+        for k, (attempt, tokens) in enumerate(turns):
+            if attempt == n:
+                ledger.add(turn("a", k, Usage(input_tokens=tokens)))
+    assert ledger is not None
+    spent = ledger.snapshot()
+    assert spent.turns == sum(a.turns for a in spent.attempts) == len(turns)
+    assert (spent.total.input_tokens if spent.total else 0) == sum(a.total.input_tokens for a in spent.attempts if a.total)

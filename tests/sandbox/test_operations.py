@@ -12,7 +12,6 @@ from agentswf.harnesses.base import Operation
 from agentswf.harnesses.claude import ClaudeHarness
 from agentswf.sandbox.runner import SandboxedHarness
 from agentswf.sandbox.spec import SandboxSpec
-from agentswf.workflow.resume import resuming
 from agentswf.workflow.sandboxes import open_sandbox
 
 
@@ -45,12 +44,6 @@ async def test_a_sandboxed_agent_with_no_turn_in_its_sandbox_is_not_compacted(tm
     operation = Operation(agent="a", kind="compact", session="s1", cwd=tmp_path, env={}, focus="x", launcher=given)
     result = await boxed.compact(operation)
     assert result.ending.kind == "failed" and "no turn in its sandbox" in result.ending.reason
-
-
-async def test_a_resumed_agent_keeps_its_settings_and_operations(tmp_path):
-    resumed = resuming(ClaudeHarness("claude").with_settings("claude-opus-4-5", None), "s1")
-    assert resumed.settings() == ("claude-opus-4-5", None)
-    assert resuming(ClaudeHarness("claude"), "s1").with_settings(None, "low").settings() == (None, "low")
 
 
 async def test_an_agent_in_a_pane_is_not_sandboxed_yet_and_says_so(tmp_path):

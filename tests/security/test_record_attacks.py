@@ -120,8 +120,8 @@ async def test_a_session_a_cli_reports_that_is_no_session_id_is_never_resumed(tm
     assert all("--resume" not in line for line in (tmp_path / "argv").read_text().splitlines())
 
 
-@pytest.mark.xfail(strict=True, reason="a record can't be told from a forged one when the forger runs as you (security.md)")
 def test_a_forged_attempt_record_cant_choose_the_workflow_file_awf_continue_runs(tmp_path):
+    """awf continue loads the file it is given, never the record's: the record is the agents' to write."""
     import subprocess
     import sys
 
@@ -132,12 +132,20 @@ def test_a_forged_attempt_record_cant_choose_the_workflow_file_awf_continue_runs
         cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
     )  # fmt: skip
     assert started.returncode == 1, started.stderr
+    assert "awf: go on with: awf continue flows.py " in started.stderr  # the file as it was given, not the record's
     [attempt] = (tmp_path / "runs" / "three").glob("*/attempts/1.json")
     evil = tmp_path / "evil.py"
     evil.write_text((tmp_path / "flows.py").read_text() + f"\nopen({str(tmp_path / 'OWNED')!r}, 'w').close()\n")
     attempt.write_text(json.dumps({**json.loads(attempt.read_text()), "file": str(evil)}))
-    subprocess.run(
+    bare = subprocess.run(
         [sys.executable, "-m", "agentswf", "continue", "--run-root", "runs"],
         cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
     )  # fmt: skip
+    assert bare.returncode == 2 and "name the workflow's file the run was started from" in bare.stderr
+    (marks(tmp_path) / "fail").unlink()
+    named = subprocess.run(
+        [sys.executable, "-m", "agentswf", "continue", "flows.py", "--run-root", "runs"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
     assert not (tmp_path / "OWNED").exists()

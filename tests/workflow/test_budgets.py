@@ -215,3 +215,27 @@ def test_over_budget_exactly_when_a_cap_is_reached(
         or (cost is not None and spent_cost >= cost)
     )
     assert (over_budget(budget, spent, 0.0) is not None) == reached
+
+
+def test_what_earlier_attempts_spent_counts_toward_the_runs_groups_and_agents() -> None:
+    from agentswf.engine.accounting import Ledger
+    from agentswf.engine.outcomes import Answered, Turn
+    from agentswf.workflow.budgets import Budgets
+
+    ledger = Ledger()
+    for key, kind in (("review:a", "turn"), ("review:b", "turn"), ("review:b", "compaction"), ("writer", "turn")):
+        ledger.add(Turn(outcome=Answered("ok"), agent=key, call_id="c", n=1, started_at=0.0, ended_at=1.0, usage=PER_ATTEMPT, kind=kind))
+    budgets = Budgets()
+    budgets.run.budget = Budget(turns=4, wall=100)
+    budgets.carry(ledger.snapshot(), seconds=60.0)
+    spending = budgets.spending()
+    assert (spending.run.turns, spending.run.tokens, spending.run.cost_usd) == (3, 600, 1.0)  # a compaction is no turn
+    assert spending.run.seconds >= 60.0
+    assert (spending.groups["review"].turns, spending.groups["review"].cost_usd) == (2, 0.75)
+    assert spending.agents["writer"].turns == 1
+    assert budgets.refusal("writer") is None  # 3 of 4 turns, 60 of 100 seconds
+    later = Budgets()
+    later.run.budget = Budget(wall=100)
+    later.carry(ledger.snapshot(), seconds=100.0)
+    refused = later.refusal("writer")
+    assert refused is not None and refused[0] == "run" and "wall time passed" in refused[1]
