@@ -25,6 +25,7 @@ import msgspec
 import structlog
 
 from ..__about__ import __version__
+from ..engine.attempts import RecordRefused, read_attempts
 from ..engine.operator import (
     NOT_A_PARTICIPANT,
     Approve,
@@ -34,7 +35,7 @@ from ..engine.operator import (
     ReadInbox,
     Reject,
 )
-from ..engine.records import DEFAULT_RUN_ROOT, find_run
+from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
 from ..progress import show_progress, watch_runs
@@ -276,33 +277,48 @@ def _values(path: str | None) -> dict[str, Any] | None:
 
 
 def command_continue(options: argparse.Namespace) -> int:
-    """`awf continue FILE [RUN]`: a new attempt of the run, of FILE's workflow, with its recorded args and cwd.
+    """`awf continue [FILE] [RUN]`: a new attempt of the run, with its recorded args and cwd.
 
-    The workflow's file is the one named here, never the record's: an agent of the run that can
-    write its record (one not sandboxed, running as you) could otherwise choose what awf loads.
+    Named, FILE is what loads (the safe form, which `awf run`'s closing line gives): an agent of
+    the run that isn't sandboxed runs as you and can write the record. Without it, the file the
+    record names loads, and awf says which before it does.
     """
-    if options.file is None:
-        raise UsageFailure(
-            "awf continue FILE [RUN]: name the workflow's file the run was started from (awf run's closing "
-            "line says it); awf doesn't load a file on the word of the record, which the run's agents may write"
-        )
-    if not Path(options.file).is_file() and find_run(run_root_of(options), options.file) is not None:
-        raise UsageFailure(f"awf continue FILE [RUN]: {options.file} is a run; name the workflow's file first: "
-                           f"awf continue FILE {options.file}")
+    if options.file is not None and options.run is None and not Path(options.file).is_file() \
+            and find_run(run_root_of(options), options.file) is not None:
+        options.file, options.run = None, options.file  # `awf continue RUN`
     try:
-        definition = load_workflow(options.file, options.workflow)
         if options.timeout is not None:
             to_seconds(options.timeout, what="--timeout")
         options.budget_limits = None if options.budget is None else parse_budget(options.budget)
+        if options.file is not None:
+            definition = load_workflow(options.file, options.workflow)
+            run_dir = _continued_dir(options, definition.name).resolve()  # said in full, as awf run says it
+        else:
+            run_dir = run_dir_of(options, options.run).resolve()
+            options.file = _recorded_file(run_dir)
+            print(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)",
+                  file=sys.stderr)
+            definition = load_workflow(options.file, options.workflow or read_json(run_dir / "run.json").get("workflow"))
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
-    run_dir = _continued_dir(options, definition.name).resolve()  # the record's path said in full, as awf run says it
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
                    "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
     options.view = _view_kind(options)
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options)
     return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _recorded_file(run_dir: Path) -> str:
+    """The workflow file the run's last attempt was started from, as its record says."""
+    try:
+        attempts = read_attempts(run_dir)
+    except (OSError, msgspec.DecodeError, RecordRefused) as error:
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    file = attempts[-1].file if attempts else None
+    if file is None:
+        raise UsageFailure(f"run {run_dir.name} has no workflow file on record: name it, awf continue FILE {run_dir.name}")
+    return file
 
 
 def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:
@@ -456,7 +472,7 @@ def _parser() -> argparse.ArgumentParser:
     continue_parser = commands.add_parser(
         "continue", help="a new attempt of a run: stages recorded complete are not run again"
     )
-    continue_parser.add_argument("file", nargs="?", help="the workflow's file the run was started from")
+    continue_parser.add_argument("file", nargs="?", help="the workflow's file the run was started from (default: the record's)")
     continue_parser.add_argument("--workflow", help="which workflow, when the file defines several")
     continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")

@@ -132,9 +132,11 @@ def test_continue_names_the_workflows_file_and_takes_the_latest_run_of_its_workf
     other.write_text(flows.read_text().replace('name="three"', 'name="other"'))
     later = awf(tmp_path, "run", "other.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
     assert later.returncode == 1, later.stderr  # the latest run under the root, of another workflow
-    as_before = awf(tmp_path, "continue", run_id, "--run-root", "runs")  # the run first, as awf continue once took it
-    assert as_before.returncode == 2 and f"{run_id} is a run; name the workflow's file first" in as_before.stderr
+    (marks(tmp_path) / "fail").touch()
+    by_run = awf(tmp_path, "continue", run_id, "--run-root", "runs")  # `awf continue RUN`: the file on record, said
+    assert by_run.returncode == 1 and "(attempt 2)" in by_run.stderr, by_run.stderr
+    assert f"awf: loading {flows}, the file on record (name it to be sure: awf continue FILE RUN)" in by_run.stderr
     (marks(tmp_path) / "fail").unlink()
     done = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")  # the latest run of three, not of other
     assert done.returncode == 0, done.stderr
-    assert f"awf: record {the_run(tmp_path)}" in done.stderr and "(attempt 2)" in done.stderr
+    assert f"awf: record {the_run(tmp_path)}" in done.stderr and "(attempt 3)" in done.stderr

@@ -120,8 +120,9 @@ async def test_a_session_a_cli_reports_that_is_no_session_id_is_never_resumed(tm
     assert all("--resume" not in line for line in (tmp_path / "argv").read_text().splitlines())
 
 
-def test_a_forged_attempt_record_cant_choose_the_workflow_file_awf_continue_runs(tmp_path):
-    """awf continue loads the file it is given, never the record's: the record is the agents' to write."""
+def test_a_forged_attempt_record_cant_choose_the_file_awf_continue_file_runs(tmp_path):
+    """`awf continue FILE` loads the file it is given, never the record's (the record is the agents' to
+    write); `awf continue` without one says which file the record names before it loads it."""
     import subprocess
     import sys
 
@@ -141,7 +142,8 @@ def test_a_forged_attempt_record_cant_choose_the_workflow_file_awf_continue_runs
         [sys.executable, "-m", "agentswf", "continue", "--run-root", "runs"],
         cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
     )  # fmt: skip
-    assert bare.returncode == 2 and "name the workflow's file the run was started from" in bare.stderr
+    assert f"awf: loading {evil}, the file on record" in bare.stderr  # unnamed, the record's file: said before it loads
+    (tmp_path / "OWNED").unlink()
     (marks(tmp_path) / "fail").unlink()
     named = subprocess.run(
         [sys.executable, "-m", "agentswf", "continue", "flows.py", "--run-root", "runs"],
