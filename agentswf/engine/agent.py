@@ -153,7 +153,8 @@ class AgentActor(Actor):
     async def wfa(self, msg: WfaCall) -> Response | None:
         request = msg.request
         if isinstance(request, PeersRequest):
-            return peers_response(await self.setup.board.ask(PeersOf(self.key)), as_json=request.json)
+            table = await self.setup.board.ask(PeersOf(self.key))
+            return peers_response(table, as_json=request.json, now_ms=int(now().wall * 1000))
         if isinstance(request, ToolRequest):
             return await self._step(t.ToolAsked(request, self.standing.view, secrets.token_hex(4), now()))
         if isinstance(request, SendRequest | ReplyRequest):
