@@ -6,7 +6,6 @@ Formatting only; what to write, and when, is decided in `turn.py`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import msgspec
 
 from ..wire import Response, accepted
 from ..wire.prompts import continuation_prompt, message_turn_prompt
+from .agent_time import told, utc_text
 from .turn import CheckIn, Continue, Prompt, Remind
 
 _PEER_COLUMNS = ("peer", "can", "kind", "state", "queued", "purpose")
@@ -40,7 +40,7 @@ def check_in_text(check_in: CheckIn) -> str:
     """A check-in: the nudge prompt (the call id, `wfa result` and `wfa waiting`), then the fixed deadline."""
     if check_in.deadline_ms is None:
         return f"{check_in.text}\n\nThe turn has no deadline; waiting never sets one."
-    when = datetime.fromtimestamp(check_in.deadline_ms / 1000, UTC).isoformat(timespec="seconds")
+    when = utc_text(check_in.deadline_ms)
     return f"{check_in.text}\n\nThe fixed answer deadline is {when} ({check_in.deadline_ms} Unix ms). Waiting never extends it."
 
 
@@ -49,8 +49,8 @@ def needs_peers(prompt: Prompt) -> bool:
     return isinstance(prompt, Continue) or (isinstance(prompt, Remind) and prompt.then is None)
 
 
-def peers_text(table: dict[str, Any]) -> str:
-    """`wfa peers` as a table: one row per route, then what the agent owes and awaits."""
+def peers_text(table: dict[str, Any], now_ms: int) -> str:
+    """`wfa peers` as a table: one row per route, then what the agent owes and awaits (until when)."""
     rows = [[str(row.get(column, "-")) for column in _PEER_COLUMNS] for row in table["peers"]]
     for row, source in zip(rows, table["peers"], strict=False):
         if "awaits" in source:
@@ -65,11 +65,13 @@ def peers_text(table: dict[str, Any]) -> str:
     for peer in table["owes"]:
         lines.append(f"you owe {peer} a reply (wfa reply {peer}).")
     if "awaits" in table:
-        lines.append(f"you await {table['awaits']['peer']}'s reply.")
+        awaits = table["awaits"]
+        until = f" until {told(awaits['until'], now_ms)}" if awaits.get("until") is not None else ""
+        lines.append(f"you await {awaits['peer']}'s reply{until}.")
     return "\n".join(lines) + "\n"
 
 
-def peers_response(table: dict[str, Any], *, as_json: bool) -> Response:
+def peers_response(table: dict[str, Any], *, as_json: bool, now_ms: int) -> Response:
     """`wfa peers`' answer: its table, which says what the agent owes too."""
-    text = msgspec.json.format(msgspec.json.encode(table), indent=2).decode() + "\n" if as_json else peers_text(table)
+    text = msgspec.json.format(msgspec.json.encode(table), indent=2).decode() + "\n" if as_json else peers_text(table, now_ms)
     return accepted("peers", stdout=text, value=table)

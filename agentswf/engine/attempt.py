@@ -1,4 +1,4 @@
-"""An AgentActor's I/O beside its turn: one attempt of the CLI, and the socket `wfa` reaches it by.
+"""What `agent_ops.py` runs for a turn: one attempt or operation of the CLI, its timers, and the socket `wfa` reaches it by.
 
 An attempt admits what runs under its keeper to the agent's socket (the run's `LiveAttempts`)
 for exactly as long as it runs. The socket listens only during a turn, so an agent that

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import socket
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -208,14 +209,17 @@ def _not_a_participant(key: str) -> OperatorResponse:
     )
 
 
-_WFA_POST = re.compile(r"\bwfa (send|reply) (\S+?)([.,;)]*)(?=\s|$)")
+# The message rules name a command before ")" or at the end of their sentence; a key may end in ".".
+_WFA_POST = re.compile(r"\bwfa (send|reply) (\S+?)(?=\)|\.?$|[,;]?\s)")
 _WFA_PEERS = "wfa peers lists the peers you can message"
 
 
 def for_a_person(refusal: str, key: str) -> str:
     """A refusal's next step in the words of a person's command: the message rules speak to an
-    agent (`wfa send architect`); a person at `awf send … --as KEY` is told `awf send architect --as KEY`."""
-    told = _WFA_POST.sub(lambda match: f"awf {match[1]} {match[2]} --as {key}{match[3]}", refusal)
+    agent (`wfa send architect`); a person at `awf send … --as KEY` is told `awf send architect --as KEY`,
+    quoted as a shell needs it."""
+    as_key = shlex.quote(key)
+    told = _WFA_POST.sub(lambda match: f"awf {match[1]} {shlex.quote(match[2])} --as {as_key}", refusal)
     return told.replace(_WFA_PEERS, "the workflow's wf.route calls say whom a participant can message")
 
 

@@ -42,6 +42,7 @@ from ..wire import (
 from ..wire.prompts import OWED_REMINDER, usage_line
 from ..wire.teaching import ReadError, Taught
 from . import rules
+from .agent_time import told
 from .clock import Instant
 from .mailrules import MESSAGE_TURN_SECONDS
 from .notice import notice
@@ -1022,9 +1023,9 @@ def _waiting_asked(state: AgentState, event: WaitingAsked) -> Step:
     assert turn is not None
     requested = None if request.timeout_ms is None else request.timeout_ms / 1000
     until = rules.waiting_until(at.loop, turn.deadline, requested, default=DEFAULT_WAITING_SECONDS, minimum=MIN_WAITING_SECONDS)
-    until_ms, deadline_ms = at.ms(until), at.ms(turn.deadline)
-    text = f"wfa: waiting granted until {until_ms}"
-    text += f"; the turn's deadline is {deadline_ms}.\n" if deadline_ms is not None else ".\n"
+    until_ms, deadline_ms, now_ms = at.ms(until), at.ms(turn.deadline), int(at.wall * 1000)
+    text = f"wfa: waiting granted until {told(until_ms, now_ms)}"
+    text += f"; the turn's deadline is {told(deadline_ms, now_ms)}.\n" if deadline_ms is not None else ".\n"
     response = accepted("waiting", stdout=text, value={"wait_until_ms": until_ms, "deadline_ms": deadline_ms})
     return replace(state, turn=replace(turn, waiting_until=until, waited=True)), [Respond(_lead(response, standing))]
 
@@ -1096,7 +1097,7 @@ def _post_answered(state: AgentState, event: PostAnswered) -> Step:
     if request.await_reply:
         when = event.at.ms(event.until)
         text += "wfa: its reply starts your next turn"
-        text += f"; the wait ends at {when} (Unix ms).\n" if when is not None else ".\n"
+        text += f"; the wait ends at {told(when, int(event.at.wall * 1000))}.\n" if when is not None else ".\n"
     response = accepted(command, stdout=text, value={"message_id": answer.message_id, "read": answer.read})
     return state, [Respond(_lead(response, event.standing))]
 

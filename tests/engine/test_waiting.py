@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -194,3 +195,29 @@ async def test_the_nudge_comes_once_a_shorter_wait_ends(tmp_path, monkeypatch):
     assert run.value == {"n": 5, "nudged": True}
     at, was_nudge = seen["nudge"]
     assert was_nudge and at - seen["left"] >= 0.2  # held off until the wait ended
+
+
+async def test_a_granted_wait_reads_as_utc_times_and_seconds_left(tmp_path):
+    from datetime import UTC, datetime
+
+    from agentswf import workflow
+
+    seen = {}
+
+    async def script(turn):
+        seen["response"] = await turn.waiting("Running the full test suite", timeout_seconds=60)
+        return {"n": 1}
+
+    @workflow(name="w", description="waits")
+    async def wf_(wf):
+        agent = await wf.agents.open("a", runtime="shell:true")
+        return (await agent.run("Work.", schema=N, timeout=600)).value.n
+
+    await run_workflow(wf_, agents={"a": answer(script)}, run_root=tmp_path)
+    response = seen["response"]
+    value = response.value
+    until = datetime.fromtimestamp(value["wait_until_ms"] // 1000, UTC).isoformat()
+    deadline = datetime.fromtimestamp(value["deadline_ms"] // 1000, UTC).isoformat()
+    assert f"until {value['wait_until_ms']} Unix ms ({until}, in 60 s)" in response.stdout
+    left = re.search(rf"deadline is {value['deadline_ms']} Unix ms \({re.escape(deadline)}, in (\d+) s\)", response.stdout)
+    assert left and 590 <= int(left[1]) <= 600, response.stdout  # the turn has run a moment
