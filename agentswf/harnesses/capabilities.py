@@ -30,7 +30,7 @@ _HEADLESS_WAITING = Absent(
     "wfa waiting is offered only where the harness confirms what it was sent (a claude TUI in a pane); "
     "this harness runs headless, or its pane can't confirm delivery"
 )
-_NO_PANE = "its TUI isn't driven in panes yet: its startup screens and busy and idle markers haven't been measured"
+_NO_PANE = "not verified: cursor-agent can't be installed from npm here, so its TUI's screens haven't been measured"
 
 TABLE: dict[str, dict[str, Capability]] = {
     "shell": {
@@ -73,7 +73,10 @@ TABLE: dict[str, dict[str, Capability]] = {
         "fork": Absent("codex exec can't fork a thread (only the app-server's thread/fork can), and agentswf drives codex exec"),
         "compact": Absent("codex exec can't compact (only the app-server's thread/compact/start can), and agentswf drives codex exec"),
         "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
-        "pane": Absent(_NO_PANE),
+        "pane": Given(
+            "its TUI (--no-daemon) in a tmux pane of the agent's own, prompts pasted; it confirms no delivery, "
+            "so a silent turn is nudged once, and wfa waiting and --await-reply are refused there"
+        ),
     },
     "pi": {
         "resume": Given("pi --session <session id>, from the agent's cwd"),
@@ -89,7 +92,10 @@ TABLE: dict[str, dict[str, Capability]] = {
             "until it answers; agentswf doesn't drive that yet"
         ),
         "set": Given("--model / --thinking on every later run, resuming the same session"),
-        "pane": Absent(_NO_PANE),
+        "pane": Given(
+            "its TUI in a tmux pane of the agent's own, prompts pasted; it confirms no delivery, "
+            "so a silent turn is nudged once, and wfa waiting and --await-reply are refused there"
+        ),
     },
     "cursor": {
         "resume": Given("cursor-agent -p --resume <session id>"),
