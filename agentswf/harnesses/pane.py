@@ -306,6 +306,7 @@ class PaneHarness(Harness):
         server = self.server
         assert server is not None
         screen = ""
+        ready_since: float | None = None
         with anyio.move_on_after(STARTUP_SECONDS):
             while True:
                 screen = await server.screen()
@@ -319,7 +320,12 @@ class PaneHarness(Harness):
                 startup = next((s for s in self.tui.startup if s.marker in screen), None)
                 if startup is not None:
                     await self._choose(startup)
-                elif _found(screen, self.tui.ready) is not None:
+                    ready_since = None
+                elif _found(screen, self.tui.ready) is None:
+                    ready_since = None
+                elif ready_since is None:
+                    ready_since = anyio.current_time()
+                if ready_since is not None and anyio.current_time() - ready_since >= self.tui.settle:
                     return None
                 await anyio.sleep(POLL_SECONDS)
         return AttemptEnding(

@@ -5,7 +5,8 @@ that outlives the pane (measured: it was re-parented to init when the pane's ser
 stopped). Its own sandbox and approvals are off, as headless: the run decides where an
 agent may reach. Before it takes input it may ask to trust a git folder and offer a newer
 model ("Use existing model" is taken: the runtime names the model) or an update (skipped,
-never taken). A login menu ends the turn `failed`. codex picks its thread id: it is read
+never taken); these come up over its prompt after it is drawn, so the prompt must last a
+while before it counts as ready. A login menu ends the turn `failed`. codex picks its thread id: it is read
 afterwards from the rollout (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl`)
 that holds the turn's call id. Bracketed pastes are taken whole, so prompts are pasted.
 """
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from .cli import CliHarness
 from .pane_spec import StartupScreen, TuiSpec, home
+
+CODEX_SETTLE_SECONDS = 3.0  # it draws its prompt, then (1.2 s later, measured) its trust or model screen over it
 
 
 def codex_launch(cli: CliHarness, session: str | None) -> tuple[list[str], str | None]:
@@ -47,5 +50,6 @@ CODEX_TUI = TuiSpec(
     confirms_delivery=False,
     launch=codex_launch,
     cursor="›",
+    settle=CODEX_SETTLE_SECONDS,
     sessions=codex_sessions,
 )

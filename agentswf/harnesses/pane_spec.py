@@ -52,6 +52,7 @@ class TuiSpec:
     confirms_delivery: bool  # a transcript says what it was sent and that the model got it
     launch: Launch
     cursor: str = "❯"  # what marks the selected line of its menus
+    settle: float = 0.0  # seconds its ready screen must last: a startup screen may come up over it
     sessions: SessionStore | None = None  # where to find the session it chose, when it chooses its own id
 
 
