@@ -280,6 +280,7 @@ class AgentActor(Actor):
             case t.HoldUntilSettled(call_id):
                 self.settle_waiters.setdefault(call_id, []).append(self.defer())
             case t.Finished(call_id, record):
+                setup.harness.turn_settled(record.outcome.kind)
                 starter = self.starters.pop(call_id, None)
                 if starter is not None:
                     starter.set(record)

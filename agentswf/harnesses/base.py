@@ -148,6 +148,10 @@ class Harness(ABC):
         """The agent is closing: stop what the harness keeps between attempts (a pane). Most keep nothing."""
         return None
 
+    def turn_settled(self, outcome: str) -> None:
+        """A turn of the agent's ended with `outcome` (its kind): a pane kept on failure reads it."""
+        return None
+
     def attempt_env(self, attempt: Attempt) -> dict[str, str]:
         """The variables every agent process gets, on top of the run's environment."""
         return {

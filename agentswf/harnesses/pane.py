@@ -30,6 +30,7 @@ from typing import Any
 
 import anyio
 import msgspec
+import structlog
 
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
@@ -37,6 +38,7 @@ from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .capabilities import refusal
 from .cli import CliHarness
 from .pane_codex import CODEX_TUI
+from .pane_keep import KeepPane, KeptPane, keep, kept_socket, should_keep
 from .pane_pi import PI_TUI
 from .pane_spec import StartupScreen, TuiSpec, find_session
 from .tmux import TmuxServer, tmux_path
@@ -50,6 +52,7 @@ MAX_TRANSCRIPT_LINE_BYTES = 1024 * 1024  # a longer transcript line is skipped, 
 TRANSCRIPT_READ_BYTES = 4 * 1024 * 1024  # read at most this much of the transcript per poll
 TURN_END_SUBTYPE = "turn_duration"  # claude's `system` row at the end of each turn (2.1.332)
 MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
+log = structlog.get_logger("agentswf.panes")
 PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
 
 
@@ -222,9 +225,11 @@ def _text(message: Any) -> str:
 class PaneHarness(Harness):
     """An agent CLI's TUI in a tmux pane of its own; the turn sees one attempt per prompt."""
 
-    def __init__(self, cli: CliHarness, tui: TuiSpec, tmux: str) -> None:
-        self.cli, self.tui, self.tmux = cli, tui, tmux
+    def __init__(self, cli: CliHarness, tui: TuiSpec, tmux: str, keep_pane: KeepPane = "never") -> None:
+        self.cli, self.tui, self.tmux, self.keep_pane = cli, tui, tmux, keep_pane
         self.name = cli.name  # type: ignore[misc]
+        self.last_attempt: Attempt | None = None  # what a kept pane resumes with (its env, cwd, run)
+        self.last_outcome: str | None = None  # of the agent's last turn: on-failure keeps a pane it didn't answer
         self.server: TmuxServer | None = None
         self.session: str | None = None
         self.transcript: ClaudeTranscript | None = None
@@ -244,29 +249,33 @@ class PaneHarness(Harness):
         return self.cli.can_await and self.tui.confirms_delivery
 
     @classmethod
-    def for_cli(cls, cli: CliHarness, env: Mapping[str, str]) -> PaneHarness:
+    def for_cli(cls, cli: CliHarness, env: Mapping[str, str], keep_pane: KeepPane = "never") -> PaneHarness:
         why = tui_refusal(cli.name)
         if why is not None:
             raise HarnessError(why)
-        return cls(cli, TUIS[cli.name], tmux_path(env))
+        return cls(cli, TUIS[cli.name], tmux_path(env), keep_pane)
+
+    def turn_settled(self, outcome: str) -> None:
+        self.last_outcome = outcome
 
     async def run(self, attempt: Attempt) -> AttemptResult:
+        self.last_attempt = attempt
         try:
             if self.server is None or not self.server.running:
                 failed = await self._launch(attempt)
                 if failed is not None:
-                    await self.close()
+                    await self._stop()
                     return AttemptResult(failed, session=self.session)
             elif attempt.started is not None:
                 attempt.started(self._keeper_pid())
             ending = await self._turn(attempt.prompt, attempt.received)
         except BaseException:
             self._learn_session(attempt)
-            await self.close()  # cancelled mid-turn (the deadline, the run stopping): nothing of it is left
+            await self._stop()  # cancelled mid-turn (the deadline, the run stopping): nothing of it is left
             raise
         self._learn_session(attempt)
         if ending.kind != "exited":
-            await self.close()
+            await self._stop()
         return AttemptResult(ending, session=self.session)
 
     def _keeper_pid(self) -> int:
@@ -399,8 +408,27 @@ class PaneHarness(Harness):
             if still and _found(screen, self.tui.busy) is None and _found(screen, self.tui.ready) is not None:
                 return AttemptEnding("exited")
 
-    async def close(self) -> None:
+    async def _stop(self) -> None:
         server, self.server = self.server, None
         if server is not None:
             await server.stop()
+
+    async def close(self) -> None:
+        """The agent is closing: its pane goes, and is started again outside the run if it is kept."""
+        await self._stop()
+        attempt = self.last_attempt
+        if attempt is None or self.session is None or not should_keep(self.keep_pane, self.last_outcome):
+            return
+        env = self.cli.env(attempt)
+        env.setdefault("TERM", "xterm-256color")
+        run_sockets = attempt.launcher.parent.parent
+        argv, _ = self.tui.launch(self.cli, self.session)
+        pane = KeptPane(
+            str(kept_socket(run_sockets, attempt.agent)), attempt.agent, self.name, str(run_sockets), self.session,
+            str(attempt.cwd), time.time(),
+        )
+        try:
+            await keep(self.tmux, pane, argv, env)
+        except (HarnessError, OSError, TimeoutError) as error:
+            log.warning("the pane could not be kept", agent=attempt.agent, error=str(error))
 
