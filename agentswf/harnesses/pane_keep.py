@@ -14,9 +14,12 @@ pane on its own.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -33,6 +36,8 @@ KEEP_PANE_CHOICES: tuple[KeepPane, ...] = ("never", "on-failure", "always")
 KEPT_DIRECTORY_MODE = 0o700
 RELEASED_PREFIXES = ("WFA",)  # the agent's `wfa` and call: a kept pane can't answer the run
 MAX_KEPT_RECORD_BYTES = 64 * 1024
+CLOSE_GRACE_SECONDS = 3.0  # for a closed pane's TUI to exit on its hangup, before its group is killed
+CLOSE_POLL_SECONDS = 0.05
 KEPT_ROOT = "/tmp"  # not $TMPDIR: `awf ls` and `awf attach` find kept panes from any shell, and the path stays short
 
 
@@ -91,14 +96,7 @@ async def keep(tmux: str, pane: KeptPane, argv: Sequence[str], env: Mapping[str,
 
 
 def _live(socket: str) -> bool:
-    try:
-        done = subprocess.run(
-            ["tmux", "-S", socket, "has-session", "-t", WINDOW], capture_output=True, timeout=COMMAND_TIMEOUT_SECONDS,
-            env={"PATH": os.defpath},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
+    return bool(_tmux(socket, "list-sessions", "-F", "#{session_name}").strip())
 
 
 def kept_panes() -> list[KeptPane]:
@@ -121,11 +119,36 @@ def kept_panes() -> list[KeptPane]:
     return sorted(found, key=lambda pane: pane.kept_at)
 
 
+def _tmux(socket: str, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["tmux", "-S", socket, *args], capture_output=True, timeout=COMMAND_TIMEOUT_SECONDS,
+            env={"PATH": os.defpath}, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.decode(errors="replace")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except OSError:
+        return True
+
+
 def close_kept(pane: KeptPane) -> None:
-    """Stop a kept pane's server (and the TUI in it), and remove its record."""
-    subprocess.run(
-        ["tmux", "-S", pane.socket, "kill-server"], capture_output=True, timeout=COMMAND_TIMEOUT_SECONDS,
-        env={"PATH": os.defpath}, check=False,
-    )
+    """Stop a kept pane's server and the TUI in it (its process group killed if it outlasts a
+    grace after its hangup), and remove its record."""
+    leaders = [int(pid) for pid in _tmux(pane.socket, "list-panes", "-a", "-F", "#{pane_pid}").split() if pid.isdigit()]
+    _tmux(pane.socket, "kill-server")  # each pane's program gets a hangup
+    deadline = time.monotonic() + CLOSE_GRACE_SECONDS
+    while not all(_gone(pid) for pid in leaders) and time.monotonic() < deadline:
+        time.sleep(CLOSE_POLL_SECONDS)
+    for pid in leaders:
+        if not _gone(pid):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)  # a pane's program leads its own process group
     Path(f"{pane.socket}.json").unlink(missing_ok=True)
     Path(pane.socket).unlink(missing_ok=True)
