@@ -95,7 +95,8 @@ class AgentActor(Actor):
         self.state = t.AgentState(
             self.key, str(self.launcher), setup.harness.supports_waiting, setup.run_deadline, _timeouts(self.tools),
             session=setup.session, model=model, effort=effort, forked_from=setup.forked_from,
-            liveness=t.DEFAULT_LIVENESS if setup.harness.confirms_delivery else None,
+            liveness=msgspec.structs.replace(t.DEFAULT_LIVENESS, **setup.harness.check_ins)
+            if setup.harness.confirms_delivery else None,
         )
         self.presence = Presence()  # the agent sets it, the switchboard reads it
         self.standing = StandingSlot()  # the switchboard sets it, the agent reads it

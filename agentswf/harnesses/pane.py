@@ -225,8 +225,12 @@ def _text(message: Any) -> str:
 class PaneHarness(Harness):
     """An agent CLI's TUI in a tmux pane of its own; the turn sees one attempt per prompt."""
 
-    def __init__(self, cli: CliHarness, tui: TuiSpec, tmux: str, keep_pane: KeepPane = "never") -> None:
+    def __init__(
+        self, cli: CliHarness, tui: TuiSpec, tmux: str, keep_pane: KeepPane = "never",
+        check_ins: Mapping[str, float] | None = None,
+    ) -> None:
         self.cli, self.tui, self.tmux, self.keep_pane = cli, tui, tmux, keep_pane
+        self.chosen_check_ins = dict(check_ins or {})
         self.name = cli.name  # type: ignore[misc]
         self.last_attempt: Attempt | None = None  # what a kept pane resumes with (its env, cwd, run)
         self.last_outcome: str | None = None  # of the agent's last turn: on-failure keeps a pane it didn't answer
@@ -249,11 +253,18 @@ class PaneHarness(Harness):
         return self.cli.can_await and self.tui.confirms_delivery
 
     @classmethod
-    def for_cli(cls, cli: CliHarness, env: Mapping[str, str], keep_pane: KeepPane = "never") -> PaneHarness:
+    def for_cli(
+        cls, cli: CliHarness, env: Mapping[str, str], keep_pane: KeepPane = "never",
+        check_ins: Mapping[str, float] | None = None,
+    ) -> PaneHarness:
         why = tui_refusal(cli.name)
         if why is not None:
             raise HarnessError(why)
-        return cls(cli, TUIS[cli.name], tmux_path(env), keep_pane)
+        return cls(cli, TUIS[cli.name], tmux_path(env), keep_pane, check_ins)
+
+    @property
+    def check_ins(self) -> Mapping[str, float]:
+        return self.chosen_check_ins
 
     def turn_settled(self, outcome: str) -> None:
         self.last_outcome = outcome
