@@ -34,9 +34,11 @@ ARRIVAL_SECONDS = 20.0  # a prompt not taken by then (codex, typed: Enter lost i
 
 async def deliver(cli_name: str, typed: bool, root: Path) -> tuple[float, bool]:
     seen: list[tuple[float, str]] = []
+    arrived_event = anyio.Event()
 
     def script(conv: Conversation) -> Text:
         seen.append((time.perf_counter(), conv.prompt))
+        arrived_event.set()
         return Text("Finished.")
 
     async with ScriptedModel(script) as model:
@@ -58,8 +60,7 @@ async def deliver(cli_name: str, typed: bool, root: Path) -> tuple[float, bool]:
             await anyio.sleep(0.15)  # as the pane harness does, before Enter
             await server.keys("Enter")
             with anyio.move_on_after(ARRIVAL_SECONDS):
-                while not seen:
-                    await anyio.sleep(0.01)
+                await arrived_event.wait()
             if not seen:
                 print(f"{cli_name} typed={typed}: nothing arrived; its screen ends:\n{(await server.screen())[-400:]}")
                 return ARRIVAL_SECONDS, False

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from agentswf import Runtime
+from agentswf.cli.attach import find_pane
 from agentswf.errors import DefinitionError
 from agentswf.harnesses.keeper import MARK_VARIABLE
 from agentswf.harnesses.pane_keep import close_kept, kept_panes, should_keep
@@ -69,6 +70,7 @@ async def test_a_kept_pane_is_listed_released_from_the_run_and_closed(policy, sc
     run_id = result.run_dir.name
     assert f"awf attach {run_id} pi" in listed and f"awf attach --close {run_id} pi" in listed, listed
 
+    assert find_pane(Path(runs), run_id, None) == Path(pane.socket)  # awf attach reaches it as it would a live one
     closed = await anyio.run_process([*awf, "attach", "--close", run_id, "pi", "--run-root", runs])
     assert "closed the kept pane of pi" in closed.stdout.decode()
     assert not [pane for pane in kept_panes() if pane.cwd.startswith(str(tmp_path))]
