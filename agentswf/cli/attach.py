@@ -78,7 +78,7 @@ def find_kept(run_root: Path, run: str | None, agent: str | None) -> list[KeptPa
     record, sockets = _run_sockets(run_root, run)
     kept = [pane for pane in kept_panes() if Path(pane.run_sockets) == sockets and agent in (None, pane.agent)]
     if not kept:
-        raise AttachFailure(f"{'agent ' + agent if agent else 'no agent'} of run {record.name} has no kept pane")
+        raise AttachFailure(f"{'agent ' + agent + ' of run' if agent else 'run'} {record.name} has no kept pane")
     return kept
 
 
