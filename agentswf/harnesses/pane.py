@@ -51,6 +51,7 @@ SCREEN_LINES_IN_REASON = 15
 MAX_TRANSCRIPT_LINE_BYTES = 1024 * 1024  # a longer transcript line is skipped, never decoded
 TRANSCRIPT_READ_BYTES = 4 * 1024 * 1024  # read at most this much of the transcript per poll
 TURN_END_SUBTYPE = "turn_duration"  # claude's `system` row at the end of each turn (2.1.332)
+CLAUDE_SETTLE_SECONDS = 1.0  # its prompt drawn this long before typing: typed at once, 1 prompt in 9 was lost
 MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
 log = structlog.get_logger("agentswf.panes")
 PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
@@ -88,6 +89,7 @@ CLAUDE_TUI = TuiSpec(
     typed=True,  # claude 2.1.288 takes a pasted multi-line prompt as pasted text and doesn't act on it
     confirms_delivery=True,
     launch=claude_launch,
+    settle=CLAUDE_SETTLE_SECONDS,
 )
 
 TUIS: dict[str, TuiSpec] = {"claude": CLAUDE_TUI, "codex": CODEX_TUI, "pi": PI_TUI}
