@@ -49,17 +49,19 @@ def environ(pid: int) -> dict[str, str]:
 
 
 @needs_tmux
-@needs("pi")
-@pytest.mark.parametrize(("policy", "scenario", "keeps"), [
-    ("always", "answer", True), ("on-failure", "answer", False), ("on-failure", "silent-twice", True),
+@pytest.mark.parametrize(("cli", "policy", "scenario", "keeps"), [
+    pytest.param("pi", "always", "answer", True, marks=needs("pi")),
+    pytest.param("pi", "on-failure", "answer", False, marks=needs("pi")),
+    pytest.param("pi", "on-failure", "silent-twice", True, marks=needs("pi")),
+    pytest.param("codex", "always", "answer", True, marks=needs("codex")),  # resumed with --no-daemon too
 ])  # fmt: skip
-async def test_a_kept_pane_is_listed_released_from_the_run_and_closed(policy, scenario, keeps, tmp_path, kept):
-    result, _ = await run_pane("pi", tmp_path, scenario, keep_pane=policy)
+async def test_a_kept_pane_is_listed_released_from_the_run_and_closed(cli, policy, scenario, keeps, tmp_path, kept):
+    result, _ = await run_pane(cli, tmp_path, scenario, keep_pane=policy)
     if not keeps:
         nothing_left(tmp_path)
         return
     (pane,) = [pane for pane in kept_panes() if pane.cwd.startswith(str(tmp_path))]
-    assert pane.agent == "pi" and pane.session == result.value[0]["session"]
+    assert pane.agent == cli and pane.session == result.value[0]["session"]
     left = processes_with(tmp_path / "home")
     assert left  # the kept server and pi in it, resumed on the session
     assert all(MARK_VARIABLE not in environ(pid) and "WFA" not in environ(pid) for pid in left)
@@ -68,10 +70,10 @@ async def test_a_kept_pane_is_listed_released_from_the_run_and_closed(policy, sc
     runs = str(tmp_path / "runs")
     listed = (await anyio.run_process([*awf, "ls", "--run-root", runs])).stdout.decode()
     run_id = result.run_dir.name
-    assert f"awf attach {run_id} pi" in listed and f"awf attach --close {run_id} pi" in listed, listed
+    assert f"awf attach {run_id} {cli}" in listed and f"awf attach --close {run_id} {cli}" in listed, listed
 
     assert find_pane(Path(runs), run_id, None) == Path(pane.socket)  # awf attach reaches it as it would a live one
-    closed = await anyio.run_process([*awf, "attach", "--close", run_id, "pi", "--run-root", runs])
-    assert "closed the kept pane of pi" in closed.stdout.decode()
+    closed = await anyio.run_process([*awf, "attach", "--close", run_id, cli, "--run-root", runs])
+    assert f"closed the kept pane of {cli}" in closed.stdout.decode()
     assert not [pane for pane in kept_panes() if pane.cwd.startswith(str(tmp_path))]
     nothing_left(tmp_path)
