@@ -47,6 +47,7 @@ from .errors import (
     StopRequested,
     WorkflowError,
 )
+from .harnesses.pane_liveness import CheckIns
 from .harnesses.prices import Price, Prices
 from .harnesses.runtime import Runtime
 from .progress import show_progress
@@ -72,6 +73,7 @@ __all__ = [
     "Blocked",
     "Budget",
     "Cancelled",
+    "CheckIns",
     "DeadlineExceeded",
     "DefinitionError",
     "Failed",

@@ -1,10 +1,11 @@
 """`awf attach [RUN] [AGENT]`: a person's terminal on an agent's pane, to watch it (or, with
-`--write`, to type into it).
+`--write`, to type into it); `--close` stops a kept pane, `--close-all` every kept pane.
 
 An agent in a pane (`placement="pane"`) runs in a tmux server of its own, whose socket is
 in the run's sockets directory under a name made from the agent's key; the run's record
-(`run.json`) says where that directory is. Attaching read-only (`tmux attach -r`) is the
-default: keys a person presses are not passed to the agent.
+(`run.json`) says where that directory is. After the run, a kept pane (`keep_pane`) is
+found the same way among the kept ones (harnesses/pane_keep.py). Attaching read-only
+(`tmux attach -r`) is the default: keys a person presses are not passed to the agent.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..harnesses.pane import pane_socket
+from ..harnesses.pane_keep import KeptPane, close_kept, kept_panes, kept_socket
 from ..harnesses.tmux import TMUX_INSTALL, WINDOW
 
 
@@ -41,27 +43,70 @@ def _agents(record: Path) -> list[str]:
     return sorted(keys)
 
 
-def find_pane(run_root: Path, run: str | None, agent: str | None) -> Path:
-    """The socket of `agent`'s pane in `run` (default: the latest run, and its one agent in a pane)."""
+def _run_sockets(run_root: Path, run: str | None) -> tuple[Path, Path]:
+    """The run's record and its sockets directory."""
     record = find_run(run_root, run)
     if record is None:
         raise AttachFailure(f"no run {run!r} under {run_root}" if run else f"no run under {run_root}")
     control = read_json(record / "run.json").get("control")
     if not isinstance(control, str):
         raise AttachFailure(f"the run {record.name} has no sockets on record")
-    sockets = Path(control).parent
+    return record, Path(control).parent
+
+
+def find_pane(run_root: Path, run: str | None, agent: str | None) -> Path:
+    """The socket of `agent`'s pane in `run`, live or kept (default: the latest run, and its one agent in a pane)."""
+    record, sockets = _run_sockets(run_root, run)
+    name = record.name
     if agent is not None:
-        socket = pane_socket(sockets, agent)
-        if not socket.exists():
-            raise AttachFailure(f"agent {agent} has no pane running in run {record.name}")
-        return socket
+        for socket in (pane_socket(sockets, agent), kept_socket(sockets, agent)):
+            if socket.exists():
+                return socket
+        raise AttachFailure(f"agent {agent} has no pane running in run {name}")
     panes = {key: pane_socket(sockets, key) for key in _agents(record)}
-    live = [key for key, socket in panes.items() if socket.exists()]
+    live = {key: socket for key, socket in panes.items() if socket.exists()}
+    live |= {pane.agent: Path(pane.socket) for pane in kept_panes() if Path(pane.run_sockets) == sockets}
     if len(live) == 1:
-        return panes[live[0]]
+        return next(iter(live.values()))
     if not live:
-        raise AttachFailure(f"no agent of run {record.name} has a pane running")
-    raise AttachFailure(f"run {record.name} has agents in panes: {', '.join(live)}; name one")
+        raise AttachFailure(f"no agent of run {name} has a pane running")
+    raise AttachFailure(f"run {name} has agents in panes: {', '.join(sorted(live))}; name one")
+
+
+def find_kept(run_root: Path, run: str | None, agent: str | None) -> list[KeptPane]:
+    """The kept panes of `run` (default: the latest), or of its agent `agent`."""
+    record, sockets = _run_sockets(run_root, run)
+    kept = [pane for pane in kept_panes() if Path(pane.run_sockets) == sockets and agent in (None, pane.agent)]
+    if not kept:
+        raise AttachFailure(f"{'agent ' + agent + ' of run' if agent else 'run'} {record.name} has no kept pane")
+    return kept
+
+
+def kept_lines(run_root: Path) -> list[str]:
+    """What `awf ls` says of the kept panes: whose they are, how to attach to them, how to close them."""
+    runs = {}
+    for record in run_root.glob("*/*/run.json"):
+        try:
+            control = read_json(record).get("control")
+        except (OSError, ValueError):
+            continue
+        if isinstance(control, str):
+            runs[str(Path(control).parent)] = record.parent.name
+    lines = []
+    for pane in kept_panes():
+        run = runs.get(pane.run_sockets)
+        if run is None:
+            where = f"tmux -S {pane.socket} attach -r"
+            lines.append(f"{pane.agent} ({pane.harness}, a run not under {run_root}): {where}; close: tmux -S {pane.socket} kill-server")
+        else:
+            lines.append(f"{run} {pane.agent} ({pane.harness}): awf attach {run} {pane.agent}; close: awf attach --close {run} {pane.agent}")
+    return ["", "Kept panes (the agent released: it can't answer the run):", *lines] if lines else []
+
+
+def print_kept(run_root: Path) -> None:
+    """`awf ls`'s last part: the kept panes, if there are any."""
+    for line in kept_lines(run_root):
+        print(line)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -71,6 +116,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     parser.add_argument("agent", nargs="?", help="the agent's key (default: the run's one agent in a pane)")
     parser.add_argument("--write", action="store_true", help="type into the agent's pane too")
+    parser.add_argument("--close", action="store_true", help="stop the run's kept panes (or the agent's) instead")
+    parser.add_argument("--close-all", action="store_true", help="stop every kept pane, of every run")
     parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     parser.set_defaults(handler=command_attach)
 
@@ -81,7 +128,14 @@ def command_attach(options: argparse.Namespace) -> int:
     if tmux is None:
         raise AttachFailure(f"awf attach needs tmux: install it with `{TMUX_INSTALL}`")
     root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
-    socket = find_pane(root if root.is_absolute() else Path.cwd() / root, options.run, options.agent)
+    root = root if root.is_absolute() else Path.cwd() / root
+    if options.close_all or options.close:
+        closing = kept_panes() if options.close_all else find_kept(root, options.run, options.agent)
+        for pane in closing:
+            close_kept(pane)
+            print(f"awf: closed the kept pane of {pane.agent}")
+        return 0
+    socket = find_pane(root, options.run, options.agent)
     argv = attach_argv(tmux, socket, write=options.write)
     os.execv(tmux, argv)
     return 0  # not reached: execv returns only by raising

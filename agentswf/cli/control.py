@@ -20,6 +20,7 @@ import msgspec
 from ..engine.attempts import INTERRUPTED, RecordRefused, read_attempts
 from ..engine.operator import Status, Stop
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from .attach import print_kept
 from .follow import Event, Follower, Tally, run_cost
 from .runs import UsageFailure, all_runs, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
 
@@ -102,6 +103,7 @@ def command_ls(options: argparse.Namespace) -> int:
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    print_kept(root)
     return 0
 
 

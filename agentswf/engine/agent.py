@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import msgspec
 
 from ..actors import Actor, Reply, handler
 from ..errors import ActorError
@@ -60,7 +61,9 @@ class AgentActor(Actor):
         self.state = t.AgentState(
             self.key, str(self.ops.launcher), setup.harness.supports_waiting, setup.run_deadline,
             _timeouts(self.ops.tools), session=setup.session, model=model, effort=effort,
-            forked_from=setup.forked_from, liveness=t.DEFAULT_LIVENESS if setup.harness.confirms_delivery else None,
+            forked_from=setup.forked_from,
+            liveness=msgspec.structs.replace(t.DEFAULT_LIVENESS, **setup.harness.check_ins)
+            if setup.harness.confirms_delivery else None,
         )
         self.standing = StandingSlot()  # the switchboard sets it, the agent reads it
         self.starters: dict[str, Reply] = {}  # who asked for each turn
@@ -237,6 +240,7 @@ class AgentActor(Actor):
             case t.HoldUntilSettled(call_id):
                 self.settle_waiters.setdefault(call_id, []).append(self.defer())
             case t.Finished(call_id, record):
+                setup.harness.turn_settled(record.outcome.kind)
                 starter = self.starters.pop(call_id, None)
                 if starter is not None:
                     starter.set(record)

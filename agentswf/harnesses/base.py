@@ -150,6 +150,15 @@ class Harness(ABC):
         """The agent is closing: stop what the harness keeps between attempts (a pane). Most keep nothing."""
         return None
 
+    @property
+    def check_ins(self) -> Mapping[str, float]:
+        """The liveness numbers a workflow set for it (turn.Liveness's fields, seconds); empty: the defaults."""
+        return {}
+
+    def turn_settled(self, outcome: str) -> None:
+        """A turn of the agent's ended with `outcome` (its kind): a pane kept on failure reads it."""
+        return None
+
     def attempt_env(self, attempt: Attempt) -> dict[str, str]:
         """The variables every agent process gets, on top of the run's environment."""
         return {

@@ -30,7 +30,7 @@ _HEADLESS_WAITING = Absent(
     "wfa waiting is offered only where the harness confirms what it was sent (a claude TUI in a pane); "
     "this harness runs headless, or its pane can't confirm delivery"
 )
-_NO_PANE = "its TUI isn't driven in panes yet: its startup screens and busy and idle markers haven't been measured"
+_NO_PANE = "not verified: cursor-agent can't be installed from npm here, so its TUI's screens haven't been measured"
 
 TABLE: dict[str, dict[str, Capability]] = {
     "shell": {
@@ -79,7 +79,10 @@ TABLE: dict[str, dict[str, Capability]] = {
             "thread/compact/start; the copy is the session from then on. The summary is read from its rollout"
         ),
         "set": Given('--model / -c model_reasoning_effort on every later codex exec resume'),
-        "pane": Absent(_NO_PANE),
+        "pane": Given(
+            "its TUI (--no-daemon) in a tmux pane of the agent's own, prompts pasted; it confirms no delivery, "
+            "so a silent turn is nudged once, and wfa waiting and --await-reply are refused there"
+        ),
     },
     "pi": {
         "resume": Given("pi --session <session id>, from the agent's cwd"),
@@ -92,7 +95,10 @@ TABLE: dict[str, dict[str, Capability]] = {
         "fork": Given("pi --mode rpc --fork <session>, answering get_state with the copy's file: no model call"),
         "compact": Given("pi --mode rpc --session <session>, its compact command with the focus: the summary is its answer's"),
         "set": Given("--model / --thinking on every later run, resuming the same session"),
-        "pane": Absent(_NO_PANE),
+        "pane": Given(
+            "its TUI in a tmux pane of the agent's own, prompts pasted; it confirms no delivery, "
+            "so a silent turn is nudged once, and wfa waiting and --await-reply are refused there"
+        ),
     },
     "cursor": {
         "resume": Given("cursor-agent -p --resume <session id>"),

@@ -2,14 +2,16 @@
 
 One attempt is one prompt delivered into the pane: the first attempt starts the agent's
 tmux server (`tmux.py`, under the agent's keeper) and its TUI, answering the startup
-screens its `TuiSpec` names (never picking an update); each attempt then types its
-prompt, and ends when the TUI has gone idle again. Reading the screen (`capture-pane`)
+screens its `TuiSpec` names (never picking an update); each attempt then types or pastes
+its prompt, and ends when the TUI has gone idle again. claude's spec is here; codex's and
+pi's are in pane_codex.py and pane_pi.py. Reading the screen (`capture-pane`)
 says idle, blocked (a permission prompt) or not logged in; for claude the transcript
 confirms what it was sent (`ClaudeTranscript`): accepted once the prompt is a user row,
 received once an assistant row descends from it, and the turn over once claude writes its
-`turn_duration` row under it (the screen alone can sit still while a command runs). An attempt that is cancelled (the
-deadline, the run stopping) takes the pane down with everything in it; the next attempt
-starts it again on the same session.
+`turn_duration` row under it (the screen alone can sit still while a command runs). codex
+and pi confirm nothing: a turn is over when the screen is still and not busy, and the turn
+nudges once. An attempt that is cancelled (the deadline, the run stopping) takes the pane
+down with everything in it; the next attempt starts it again on the same session.
 
 Everything on the screen and in the transcript comes from the agent's side: it is read
 as text, bounded, and only ever matched against fixed markers.
@@ -19,20 +21,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import msgspec
+import structlog
 
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
 from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .capabilities import refusal
 from .cli import CliHarness
+from .pane_codex import CODEX_TUI
+from .pane_keep import KeepPane, KeptPane, keep, kept_socket, should_keep
+from .pane_pi import PI_TUI
+from .pane_spec import StartupScreen, TuiSpec, find_session
 from .tmux import TmuxServer, tmux_path
 
 POLL_SECONDS = 0.15  # between two reads of the screen
@@ -43,7 +51,9 @@ SCREEN_LINES_IN_REASON = 15
 MAX_TRANSCRIPT_LINE_BYTES = 1024 * 1024  # a longer transcript line is skipped, never decoded
 TRANSCRIPT_READ_BYTES = 4 * 1024 * 1024  # read at most this much of the transcript per poll
 TURN_END_SUBTYPE = "turn_duration"  # claude's `system` row at the end of each turn (2.1.332)
+CLAUDE_SETTLE_SECONDS = 1.0  # its prompt drawn this long before typing: typed at once, 1 prompt in 9 was lost
 MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
+log = structlog.get_logger("agentswf.panes")
 PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
 
 
@@ -52,25 +62,18 @@ def pane_socket(run_sockets: Path, agent: str) -> Path:
     return run_sockets / f"{PANE_SOCKET_PREFIX}{hashlib.sha256(agent.encode()).hexdigest()[:12]}"
 
 
-@dataclass(frozen=True, slots=True)
-class StartupScreen:
-    """A screen a TUI shows before it takes input, and the option that gets past it."""
-
-    marker: str  # text only this screen shows
-    choice: str  # the label of the option to pick (the menu's `❯` line starts with it)
-
-
-@dataclass(frozen=True, slots=True)
-class TuiSpec:
-    """How one CLI's TUI is driven in a pane: measured against its pinned version."""
-
-    startup: tuple[StartupScreen, ...]
-    ready: tuple[str, ...]  # one of these on screen: it takes input
-    busy: tuple[str, ...]  # one of these on screen: it is working
-    blocked: tuple[str, ...]  # a prompt it can't get past on its own
-    login: tuple[str, ...]  # it isn't logged in: the turn fails for good
-    typed: bool  # prompts are typed key by key, not pasted
-    confirms_delivery: bool  # a transcript says what it was sent and that the model got it
+def claude_launch(cli: CliHarness, session: str | None) -> tuple[list[str], str | None]:
+    """claude's TUI: Bash allowed (so `wfa` runs), anything else asks; a session id we choose."""
+    # not auto mode (claude's default since 2.1.3xx): its safety check calls Anthropic's
+    # servers, and without them it holds every command on a screen of its own
+    argv = [cli.executable, "--permission-mode", "default", "--allowed-tools", "Bash"]
+    chosen = session or str(uuid.uuid4())
+    argv += ["--resume", chosen] if session else ["--session-id", chosen]
+    if cli.model:
+        argv += ["--model", cli.model]
+    if cli.effort:
+        argv += ["--effort", cli.effort]
+    return argv + list(cli.args), chosen
 
 
 CLAUDE_TUI = TuiSpec(
@@ -85,9 +88,11 @@ CLAUDE_TUI = TuiSpec(
     login=("Select login method", "Please run /login", "Invalid API key", "OAuth token has expired"),
     typed=True,  # claude 2.1.288 takes a pasted multi-line prompt as pasted text and doesn't act on it
     confirms_delivery=True,
+    launch=claude_launch,
+    settle=CLAUDE_SETTLE_SECONDS,
 )
 
-TUIS: dict[str, TuiSpec] = {"claude": CLAUDE_TUI}
+TUIS: dict[str, TuiSpec] = {"claude": CLAUDE_TUI, "codex": CODEX_TUI, "pi": PI_TUI}
 
 
 def tui_refusal(harness: str) -> str | None:
@@ -100,11 +105,14 @@ def screen_tail(screen: str, lines: int = SCREEN_LINES_IN_REASON) -> str:
     return "\n".join(kept[-lines:])
 
 
-def _selected(screen: str) -> str | None:
-    """The label of the menu line the `❯` cursor is on, if the screen shows a menu."""
+_NUMBERED = re.compile(r"^\d+\.\s+")
+
+
+def selected(screen: str, cursor: str) -> str | None:
+    """The label of the menu line the `cursor` is on (its number dropped), if the screen shows a menu."""
     for line in screen.splitlines():
-        if "❯" in line:
-            return line.split("❯", 1)[1].strip()
+        if cursor in line:
+            return _NUMBERED.sub("", line.split(cursor, 1)[1].strip())
     return None
 
 
@@ -219,12 +227,19 @@ def _text(message: Any) -> str:
 class PaneHarness(Harness):
     """An agent CLI's TUI in a tmux pane of its own; the turn sees one attempt per prompt."""
 
-    def __init__(self, cli: CliHarness, tui: TuiSpec, tmux: str) -> None:
-        self.cli, self.tui, self.tmux = cli, tui, tmux
+    def __init__(
+        self, cli: CliHarness, tui: TuiSpec, tmux: str, keep_pane: KeepPane = "never",
+        check_ins: Mapping[str, float] | None = None,
+    ) -> None:
+        self.cli, self.tui, self.tmux, self.keep_pane = cli, tui, tmux, keep_pane
+        self.chosen_check_ins = dict(check_ins or {})
         self.name = cli.name  # type: ignore[misc]
+        self.last_attempt: Attempt | None = None  # what a kept pane resumes with (its env, cwd, run)
+        self.last_outcome: str | None = None  # of the agent's last turn: on-failure keeps a pane it didn't answer
         self.server: TmuxServer | None = None
         self.session: str | None = None
         self.transcript: ClaudeTranscript | None = None
+        self.launched = 0.0  # wall clock, when its TUI last started: the sessions written since are its
 
     @property
     def supports_waiting(self) -> bool:  # type: ignore[override]
@@ -236,30 +251,44 @@ class PaneHarness(Harness):
 
     @property
     def can_await(self) -> bool:  # type: ignore[override]
-        return self.cli.can_await
+        """Only where delivery is confirmed: a reply typed into a pane that can't confirm it may be lost."""
+        return self.cli.can_await and self.tui.confirms_delivery
 
     @classmethod
-    def for_cli(cls, cli: CliHarness, env: Mapping[str, str]) -> PaneHarness:
+    def for_cli(
+        cls, cli: CliHarness, env: Mapping[str, str], keep_pane: KeepPane = "never",
+        check_ins: Mapping[str, float] | None = None,
+    ) -> PaneHarness:
         why = tui_refusal(cli.name)
         if why is not None:
             raise HarnessError(why)
-        return cls(cli, TUIS[cli.name], tmux_path(env))
+        return cls(cli, TUIS[cli.name], tmux_path(env), keep_pane, check_ins)
+
+    @property
+    def check_ins(self) -> Mapping[str, float]:
+        return self.chosen_check_ins
+
+    def turn_settled(self, outcome: str) -> None:
+        self.last_outcome = outcome
 
     async def run(self, attempt: Attempt) -> AttemptResult:
+        self.last_attempt = attempt
         try:
             if self.server is None or not self.server.running:
                 failed = await self._launch(attempt)
                 if failed is not None:
-                    await self.close()
+                    await self._stop()
                     return AttemptResult(failed, session=self.session)
             elif attempt.started is not None:
                 attempt.started(self._keeper_pid())
             ending = await self._turn(attempt.prompt, attempt.received)
         except BaseException:
-            await self.close()  # cancelled mid-turn (the deadline, the run stopping): nothing of it is left
+            self._learn_session(attempt)
+            await self._stop()  # cancelled mid-turn (the deadline, the run stopping): nothing of it is left
             raise
+        self._learn_session(attempt)
         if ending.kind != "exited":
-            await self.close()
+            await self._stop()
         return AttemptResult(ending, session=self.session)
 
     def _keeper_pid(self) -> int:
@@ -267,20 +296,17 @@ class PaneHarness(Harness):
         return self.server.keeper.pid
 
     def argv(self, attempt: Attempt) -> list[str]:
-        """claude's TUI: Bash allowed (so `wfa` runs), anything else asks; a session id we choose."""
-        # not auto mode (claude's default since 2.1.3xx): its safety check calls Anthropic's
-        # servers, and without them it holds every command on a screen of its own
-        argv = [self.cli.executable, "--permission-mode", "default", "--allowed-tools", "Bash"]
-        if self.session is not None:
-            argv += ["--resume", self.session]
-        else:
-            self.session = attempt.session or str(uuid.uuid4())
-            argv += ["--resume", self.session] if attempt.session else ["--session-id", self.session]
-        if self.cli.model:
-            argv += ["--model", self.cli.model]
-        if self.cli.effort:
-            argv += ["--effort", self.cli.effort]
-        return argv + list(self.cli.args)
+        """The TUI's command line: resuming the agent's session once it has one."""
+        argv, known = self.tui.launch(self.cli, self.session or attempt.session)
+        self.session = known or self.session
+        return argv
+
+    def _learn_session(self, attempt: Attempt) -> None:
+        """Where the TUI chose its own session id: the session the turn's prompt went to, once written."""
+        if self.session is not None or self.tui.sessions is None:
+            return
+        directory, pattern = self.tui.sessions(self.cli.env(attempt))
+        self.session = find_session(directory, pattern, self.launched, attempt.call_id)
 
     async def _launch(self, attempt: Attempt) -> AttemptEnding | None:
         """Start the agent's server and TUI, and get it past its startup screens; a failed ending if it can't."""
@@ -290,6 +316,7 @@ class PaneHarness(Harness):
         pid = await self.server.start(env, attempt.cwd)
         if attempt.started is not None:
             attempt.started(pid)
+        self.launched = time.time()
         await self.server.open_window(self.argv(attempt), attempt.cwd)
         if self.tui.confirms_delivery:
             config = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", os.path.expanduser("~"))) / ".claude")
@@ -301,6 +328,7 @@ class PaneHarness(Harness):
         server = self.server
         assert server is not None
         screen = ""
+        ready_since: float | None = None
         with anyio.move_on_after(STARTUP_SECONDS):
             while True:
                 screen = await server.screen()
@@ -314,7 +342,12 @@ class PaneHarness(Harness):
                 startup = next((s for s in self.tui.startup if s.marker in screen), None)
                 if startup is not None:
                     await self._choose(startup)
-                elif _found(screen, self.tui.ready) is not None:
+                    ready_since = None
+                elif _found(screen, self.tui.ready) is None:
+                    ready_since = None
+                elif ready_since is None:
+                    ready_since = anyio.current_time()
+                if ready_since is not None and anyio.current_time() - ready_since >= self.tui.settle:
                     return None
                 await anyio.sleep(POLL_SECONDS)
         return AttemptEnding(
@@ -327,8 +360,8 @@ class PaneHarness(Harness):
         server = self.server
         assert server is not None
         for _ in range(MENU_MOVES):
-            selected = _selected(await server.screen()) or ""
-            if selected.startswith(startup.choice):
+            choice = selected(await server.screen(), self.tui.cursor) or ""
+            if choice.startswith(startup.choice):
                 await server.keys("Enter")
                 await anyio.sleep(POLL_SECONDS)
                 return
@@ -388,8 +421,27 @@ class PaneHarness(Harness):
             if still and _found(screen, self.tui.busy) is None and _found(screen, self.tui.ready) is not None:
                 return AttemptEnding("exited")
 
-    async def close(self) -> None:
+    async def _stop(self) -> None:
         server, self.server = self.server, None
         if server is not None:
             await server.stop()
+
+    async def close(self) -> None:
+        """The agent is closing: its pane goes, and is started again outside the run if it is kept."""
+        await self._stop()
+        attempt = self.last_attempt
+        if attempt is None or self.session is None or not should_keep(self.keep_pane, self.last_outcome):
+            return
+        env = self.cli.env(attempt)
+        env.setdefault("TERM", "xterm-256color")
+        run_sockets = attempt.launcher.parent.parent
+        argv, _ = self.tui.launch(self.cli, self.session)
+        pane = KeptPane(
+            str(kept_socket(run_sockets, attempt.agent)), attempt.agent, self.name, str(run_sockets), self.session,
+            str(attempt.cwd), time.time(),
+        )
+        try:
+            await keep(self.tmux, pane, argv, env)
+        except (HarnessError, OSError, TimeoutError) as error:
+            log.warning("the pane could not be kept", agent=attempt.agent, error=str(error))
 

@@ -19,7 +19,9 @@ from .claude import ClaudeHarness
 from .cli import CliHarness
 from .codex import CodexHarness
 from .cursor import CursorHarness
-from .pane import PaneHarness, tui_refusal
+from .pane import TUIS, PaneHarness, tui_refusal
+from .pane_keep import KEEP_PANE_CHOICES, KeepPane
+from .pane_liveness import CheckIns, check_in_seconds
 from .pi import PiHarness
 from .prices import LIST_PRICES, Prices
 from .shell import ShellHarness
@@ -36,6 +38,9 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     `prices` prices the tokens of a CLI that prints no cost (codex), as estimated.
     `placement="pane"` runs the CLI's interactive TUI in a tmux pane kept across the
     agent's turns (docs/guide/panes.md); `"headless"` runs it once per attempt.
+    `keep_pane` leaves a pane's TUI running after the run, released from it: "always", or
+    "on-failure" when the agent's last turn wasn't answered. `check_ins` sets the quiet
+    interval and response window of a pane that confirms delivery (claude's).
     """
 
     harness: str
@@ -46,6 +51,8 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     command: tuple[str, ...] = ()
     prices: Prices | None = None  # for a CLI that prints no cost; None: agentswf's LIST_PRICES
     placement: Literal["headless", "pane"] = "headless"
+    keep_pane: KeepPane = "never"  # a pane left after the run for a person to read: "on-failure", "always"
+    check_ins: CheckIns | None = None  # a claude pane's quiet interval and response window; None: the defaults
 
 
 def resolve_runtime(runtime: str | Runtime) -> Runtime:
@@ -91,10 +98,21 @@ def check_runtime(runtime: Runtime) -> None:
             )
     if runtime.placement not in ("headless", "pane"):
         raise DefinitionError(f"placement must be 'headless' or 'pane', not {runtime.placement!r}")
+    if runtime.keep_pane not in KEEP_PANE_CHOICES:
+        raise DefinitionError(f"keep_pane must be one of {', '.join(KEEP_PANE_CHOICES)}, not {runtime.keep_pane!r}")
+    if runtime.keep_pane != "never" and runtime.placement != "pane":
+        raise DefinitionError(f"keep_pane={runtime.keep_pane!r} needs placement='pane': a headless agent has no pane")
     if runtime.placement == "pane":
         why = tui_refusal(runtime.harness)
         if why is not None:
             raise DefinitionError(f"{runtime.harness} can't run in a pane: {why}")
+    if runtime.check_ins is not None:
+        check_in_seconds(runtime.check_ins)
+        if runtime.placement != "pane" or not TUIS[runtime.harness].confirms_delivery:
+            raise DefinitionError(
+                f"check_ins apply to a pane that confirms delivery (placement='pane', harness='claude'); "
+                f"{runtime.harness} {runtime.placement} is nudged once instead"
+            )
     if runtime.model is not None and runtime.harness == "shell":
         raise DefinitionError("a shell agent has no model: give its command what it needs in command or env")
 
@@ -111,5 +129,7 @@ def harness_for(runtime: Runtime, env: Mapping[str, str] | None = None) -> Harne
     executable = cls.locate(tuple(runtime.command), environment)
     prices = LIST_PRICES if runtime.prices is None else runtime.prices
     cli = cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args), prices=prices)
-    return PaneHarness.for_cli(cli, environment) if runtime.placement == "pane" else cli
+    if runtime.placement != "pane":
+        return cli
+    return PaneHarness.for_cli(cli, environment, runtime.keep_pane, check_in_seconds(runtime.check_ins))
 

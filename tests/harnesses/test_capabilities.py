@@ -63,9 +63,10 @@ def test_a_cli_at_a_configured_path_is_used(tmp_path):
     assert harness.executable == str(cli)
 
 
-def test_only_claude_runs_in_a_pane_and_the_others_say_why():
-    check_runtime(Runtime(harness="claude", placement="pane"))
-    for harness in ("codex", "pi", "cursor", "shell"):
+def test_claude_codex_and_pi_run_in_panes_and_the_others_say_why():
+    for harness in ("claude", "codex", "pi"):
+        check_runtime(Runtime(harness=harness, placement="pane"))
+    for harness in ("cursor", "shell"):
         with pytest.raises(DefinitionError, match="can't run in a pane"):
             check_runtime(Runtime(harness=harness, placement="pane"))
     with pytest.raises(DefinitionError, match="placement must be"):
@@ -81,7 +82,10 @@ def test_waiting_is_offered_by_a_claude_pane_and_not_by_headless_claude(tmp_path
     assert not headless.supports_waiting and not headless.confirms_delivery
     if shutil.which("tmux"):
         pane = harness_for(Runtime(harness="claude", command=(str(cli),), placement="pane"), env)
-        assert pane.supports_waiting and pane.confirms_delivery
+        assert pane.supports_waiting and pane.confirms_delivery and pane.can_await
+        for other in ("codex", "pi"):  # their TUIs confirm no delivery: no waiting, no awaited reply
+            pane = harness_for(Runtime(harness=other, command=(str(cli),), placement="pane"), env)
+            assert not pane.supports_waiting and not pane.confirms_delivery and not pane.can_await
 
 
 def test_a_pane_without_tmux_says_how_to_install_it(tmp_path):

@@ -45,3 +45,11 @@ def test_awf_attach_with_nothing_to_attach_to_exits_2(tmp_path, capsys):
     record = a_run(tmp_path, "a")
     assert main(["attach", str(record)]) == 2
     assert "no agent of run r1 has a pane running" in capsys.readouterr().err
+
+
+def test_closing_a_kept_pane_where_there_is_none_exits_2(tmp_path, capsys):
+    record = a_run(tmp_path, "a")
+    assert main(["attach", "--close", str(record)]) == 2
+    assert "run r1 has no kept pane" in capsys.readouterr().err
+    assert main(["attach", "--close", str(record), "a"]) == 2
+    assert "agent a of run r1 has no kept pane" in capsys.readouterr().err
