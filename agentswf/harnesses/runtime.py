@@ -36,6 +36,8 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     `prices` prices the tokens of a CLI that prints no cost (codex), as estimated.
     `placement="pane"` runs the CLI's interactive TUI in a tmux pane kept across the
     agent's turns (docs/guide/panes.md); `"headless"` runs it once per attempt.
+    `task_queue` sends the agent's turns to the Temporal workers of that queue
+    (docs/guide/temporal.md); the local engine ignores it.
     """
 
     harness: str
@@ -46,6 +48,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     command: tuple[str, ...] = ()
     prices: Prices | None = None  # for a CLI that prints no cost; None: agentswf's LIST_PRICES
     placement: Literal["headless", "pane"] = "headless"
+    task_queue: str | None = None  # on the Temporal engine: the workers that run its turns
 
 
 def resolve_runtime(runtime: str | Runtime) -> Runtime:

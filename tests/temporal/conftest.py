@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 
-from agentswf.temporal.devserver import DevServer, server_binary  # noqa: E402
+from agentswf.temporal.devserver import DevServer, server_binary
 
 try:
     server_binary()

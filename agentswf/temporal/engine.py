@@ -1,0 +1,165 @@
+"""`TemporalEngine`: `agentswf.run(definition, engine=TemporalEngine(...))` runs the workflow on Temporal.
+
+The process that calls `run` hosts the workflow's code: a Temporal worker on the queue
+`<task_queue>.workflow.<name>` (only processes that have this definition poll it), and,
+unless `run_turns=False`, the turn activities on `task_queue` too, so one process is enough
+to try it; `awf worker` processes on `task_queue` take turns beside it. It starts the
+workflow and waits for its end.
+
+Temporal's client is asyncio's only. Under trio the engine runs its client and workers on
+an asyncio loop of their own, in a thread, submitted with an empty context (otherwise
+trio's sniffio state leaks into that loop): `on_asyncio`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import msgspec
+import sniffio
+from temporalio.client import Client
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
+from ..errors import DefinitionError
+from ..workflow.definition import WorkflowDefinition
+from ..workflow.durations import Duration, to_seconds
+from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
+from .flow import AgentswfWorkflow, register
+from .messages import WORKFLOW_TYPE, RunEnding, RunRequest
+from .turns import TurnActivities
+
+T = TypeVar("T")
+DEFAULT_NAMESPACE = "default"
+RECORD_FILE = "temporal.json"
+
+
+def workflow_queue(task_queue: str, name: str) -> str:
+    """The queue a workflow's own code is run from: only processes with its definition poll it."""
+    return f"{task_queue}.workflow.{name}"
+
+
+async def connect(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
+    return await Client.connect(address, namespace=namespace)
+
+
+class TemporalEngine:
+    """Runs workflows on Temporal: given a connected `client` (asyncio only), or an `address`.
+
+    `task_queue` is where agents' turns go unless their Runtime names another queue.
+    `run_turns` makes this process a worker of that queue too.
+    """
+
+    def __init__(
+        self,
+        *,
+        task_queue: str,
+        client: Client | None = None,
+        address: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        run_turns: bool = True,
+        worker_root: Path | None = None,
+    ) -> None:
+        if (client is None) == (address is None):
+            raise DefinitionError("TemporalEngine takes a client or an address, one of them")
+        self.task_queue = task_queue
+        self.client = client
+        self.address = address
+        self.namespace = namespace
+        self.run_turns = run_turns
+        self.worker_root = worker_root
+
+    async def run(
+        self,
+        definition: WorkflowDefinition,
+        *,
+        args: Any = None,
+        run_root: str | Path | None = None,
+        cwd: str | Path | None = None,
+        timeout: Duration | None = None,
+    ) -> RunResult:
+        """Run `definition` on Temporal to its end, as `agentswf.run` does locally."""
+        directory = Path(cwd or Path.cwd()).resolve()
+        root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
+        root = root if root.is_absolute() else directory / root
+        seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
+        run_id = new_run_id()
+        record_dir = root / definition.name / run_id
+        make_private_dirs(record_dir, exist_ok=False)
+        request = RunRequest(
+            workflow=definition.name, run_id=run_id, args=args, cwd=str(directory), timeout=seconds,
+            turn_queue=self.task_queue,
+        )
+        workflow_id = f"{definition.name}-{run_id}"
+        (record_dir / RECORD_FILE).write_bytes(msgspec.json.encode(
+            {"workflow_id": workflow_id, "address": self.address, "namespace": self.namespace,
+             "task_queue": self.task_queue, "started_at": time.time()}
+        ))
+        ending = await on_asyncio(lambda: self._run(definition, request, workflow_id))
+        return RunResult(
+            ending.outcome, ending.value, ending.reason, run_id, record_dir, ending.where, ending.traceback
+        )
+
+    async def _run(self, definition: WorkflowDefinition, request: RunRequest, workflow_id: str) -> RunEnding:
+        client = self.client or await connect(self.address or "", self.namespace)
+        register(definition)
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(Worker(
+                client, task_queue=workflow_queue(self.task_queue, definition.name),
+                workflows=[AgentswfWorkflow],
+                workflow_runner=UnsandboxedWorkflowRunner(),
+            ))
+            if self.run_turns:
+                await stack.enter_async_context(turn_worker(client, self.task_queue, root=self.worker_root))
+            raw = await client.execute_workflow(
+                WORKFLOW_TYPE, msgspec.to_builtins(request), id=workflow_id,
+                task_queue=workflow_queue(self.task_queue, definition.name),
+            )
+        return msgspec.convert(raw, RunEnding)
+
+
+def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, max_concurrent: int | None = None) -> Worker:
+    """A worker that runs agents' turns (the activity `agentswf.turn`) from `task_queue`."""
+    activities = TurnActivities(client, root=root)
+    return Worker(
+        client, task_queue=task_queue, activities=[activities.turn],
+        max_concurrent_activities=max_concurrent or 100,
+    )
+
+
+async def on_asyncio(work: Callable[[], Awaitable[T]]) -> T:
+    """`await work()` on asyncio: here under asyncio; under trio on a loop in a thread of its own."""
+    if sniffio.current_async_library() == "asyncio":
+        return await work()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="agentswf-temporal", daemon=True)
+    thread.start()
+    try:
+        future: concurrent.futures.Future[T] = contextvars.Context().run(
+            asyncio.run_coroutine_threadsafe, _coroutine(work), loop
+        )
+        try:
+            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            loop.call_soon_threadsafe(future.cancel)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(concurrent.futures.wait, [future])
+            raise
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        await anyio.to_thread.run_sync(thread.join)
+        loop.close()
+
+
+async def _coroutine(work: Callable[[], Awaitable[T]]) -> T:
+    return await work()
