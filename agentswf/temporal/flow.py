@@ -51,6 +51,7 @@ from .messages import (
     ToolSpec,
     TurnRequest,
 )
+from .schema_types import UnsupportedSchema, type_of
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -96,6 +97,7 @@ class TemporalAgent:
         if id is not None and id in self._by_id:
             return self._by_id[id]
         taught = _taught(schema)
+        _rebuildable(taught.schema, f"agent {self.key}: the turn's schema")
         now = workflow.now().timestamp()
         limit = now + (DEFAULT_TURN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="timeout"))
         if deadline is not None:
@@ -157,6 +159,14 @@ class TemporalAgent:
         return f"<TemporalAgent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
 
 
+def _rebuildable(schema: dict[str, Any], what: str) -> None:
+    """Refuse, before anything is scheduled, a schema a worker couldn't teach and check."""
+    try:
+        type_of(schema)
+    except UnsupportedSchema as error:
+        raise DefinitionError(f"{what} can't be sent to a Temporal worker: {error}") from None
+
+
 def _spec(name: str, tool: Tool) -> ToolSpec:
     return ToolSpec(name, tool.description, tool.taught.schema, tool.timeout)
 
@@ -194,6 +204,8 @@ class TemporalAgents:
         if key in self._closed:
             raise DefinitionError(f"agent {key} was closed; its key is not opened again")
         checked = check_tools(key, tools) if tools is not None else None
+        for name, given in (checked or {}).items():
+            _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
         directory = str(self._cwd / cwd) if cwd is not None else str(self._cwd)
         spec = AgentSpec(resolve_runtime(runtime), instructions, directory)
         existing = self._open.get(key)

@@ -11,6 +11,8 @@ A schema outside what is rebuilt raises UnsupportedSchema.
 from __future__ import annotations
 
 import copy
+import datetime
+import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union
 
@@ -23,6 +25,10 @@ _NUMBER_META = {
 _ARRAY_META = {"minItems": "min_length", "maxItems": "max_length"}
 _OBJECT_META = {"minProperties": "min_length", "maxProperties": "max_length"}
 _DOC_META = {"title": "title", "description": "description", "examples": "examples"}
+_FORMATS: dict[str, Any] = {
+    "date-time": datetime.datetime, "date": datetime.date, "time": datetime.time, "uuid": uuid.UUID,
+    "duration": datetime.timedelta,
+}
 _SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
 
 
@@ -46,6 +52,10 @@ def type_of(schema: Any) -> Any:
     elif "type" not in schema:
         known = set()
         base = Any
+    elif schema["type"] == "string" and "format" in schema:
+        if schema["format"] not in _FORMATS:
+            raise UnsupportedSchema(f"no type for a string of format {schema['format']!r}")
+        base, known = _FORMATS[schema["format"]], {"type", "format"}
     elif schema["type"] in ("string", "integer", "number"):
         base = _SCALARS[schema["type"]]
         known = {"type", *(_STRING_META if base is str else _NUMBER_META)}

@@ -32,3 +32,16 @@ async def test_review_fix_stops_on_temporal_as_it_does_locally(temporal_address:
                                 engine=engine(temporal_address, tmp_path))
     assert result.outcome == "stopped"
     assert result.reason == "no approval after 1 rounds"
+
+
+async def test_triage_tools_reach_the_workflows_handlers_on_temporal(temporal_address: str, tmp_path: Path) -> None:
+    triage = agentswf.load_workflow(EXAMPLES / "tools" / "triage.py")
+    result = await agentswf.run(triage, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+    assert result.outcome == "completed", result.reason
+    assert result.value["ended"] == "answered"
+    assert result.value["summary"] == "Triaged 4 items."
+    assert result.value["labels"] == {
+        "b1": ["performance"], "b2": ["bug", "ops"], "b3": ["cosmetic"], "b4": ["bug"],
+    }
+    assert result.value["priorities"] == {"b1": "p1", "b2": "p2", "b3": "p3", "b4": "p1"}
+    assert result.value["untriaged"] == []

@@ -1,0 +1,74 @@
+"""Turns and tool calls on Temporal, with real shell agents: a tool call is answered by the
+workflow's handler (an update), bad input is refused by the worker before it, a handler's
+error reaches the agent, and a turn's deadline holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from uuid import uuid4
+
+import agentswf
+from agentswf import tool, workflow
+from agentswf.temporal import TemporalEngine
+
+CALLER = """#!/bin/sh
+cat >/dev/null
+one=$("$WFA" tool add --a 2 --b 3 </dev/null 2>&1); c1=$?
+two=$("$WFA" tool add --a x --b 3 </dev/null 2>&1); c2=$?
+three=$("$WFA" tool boom </dev/null 2>&1); c3=$?
+printf '%s|%s@@%s|%s@@%s|%s' "$one" "$c1" "$two" "$c2" "$three" "$c3" | "$WFA" result "$WFA_CALL_ID"
+"""
+
+
+def engine(address: str, tmp_path: Path) -> TemporalEngine:
+    return TemporalEngine(address=address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "worker")
+
+
+def script(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "agent.sh"
+    path.write_text(text)
+    path.chmod(0o700)
+    return f"shell:{path}"
+
+
+async def test_a_tool_call_is_answered_by_the_workflows_handler(temporal_address: str, tmp_path: Path) -> None:
+    runtime = script(tmp_path, CALLER)
+
+    @workflow(name="adder", description="An agent adds through a tool.")
+    async def adder(wf):  # type: ignore[no-untyped-def]
+        calls: list[tuple[int, int]] = []
+
+        def add(a: int, b: int) -> int:
+            """Add two whole numbers."""
+            calls.append((a, b))
+            return a + b
+
+        def boom() -> str:
+            """Always fails."""
+            raise ValueError("no boom today")
+
+        agent = await wf.agents.open("adder", runtime=runtime, tools={"add": tool(add), "boom": tool(boom)})
+        turn = await agent.run("Add.")
+        return {"said": turn.value if turn.answered else turn.outcome.reason, "calls": calls}
+
+    result = await agentswf.run(adder, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+    assert result.outcome == "completed", result.reason
+    one, two, three = result.value["said"].split("@@")
+    assert one == "5|0"
+    assert two.endswith("|3") and "invalid-input" in two  # refused by the worker: the handler never saw it
+    assert three == "wfa: tool failed: no boom today|1"
+    assert result.value["calls"] == [[2, 3]]
+
+
+async def test_a_turns_deadline_holds_on_temporal(temporal_address: str, tmp_path: Path) -> None:
+    runtime = script(tmp_path, "#!/bin/sh\nsleep 30\n")
+
+    @workflow(name="sleeper", description="An agent that never answers in time.")
+    async def sleeper(wf):  # type: ignore[no-untyped-def]
+        agent = await wf.agents.open("sleeper", runtime=runtime)
+        turn = await agent.run("Answer.", timeout="1s", nudge=False)
+        return turn.outcome.kind
+
+    result = await agentswf.run(sleeper, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+    assert result.outcome == "completed", result.reason
+    assert result.value == "timed-out"
