@@ -47,7 +47,7 @@ from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from ..workflow.sandboxes import run_sandbox
-from . import worktrees
+from . import temporal, worktrees
 from .actors import print_actors
 from .attach import AttachFailure
 from .attach import add_parser as add_attach_parser
@@ -251,6 +251,7 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         "sandbox": options.sandbox,
         "trace": options.trace,
         "budget": options.budget_limits,
+        **temporal.engine_options(options),
     }
     if options.values is not None and options.from_stage is None:
         raise UsageFailure("--values gives the stages before --from-stage: give --from-stage too")
@@ -447,6 +448,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--budget", help="cap the run's spend, e.g. '5usd,2h,200turns,1mtokens'")
     run_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
     run_parser.add_argument("--trace", action="store_true", help="record every actor's mailbox events (awf trace --actors)")
+    temporal.add_run_options(run_parser)
 
     for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):
         decide_parser = commands.add_parser(name, help=text)
@@ -493,6 +495,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
     worktrees.add_parser(commands)
+    temporal.add_parser(commands)
     add_commands(commands)
     add_attach_parser(commands)
     return parser

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import threading
 import time
@@ -27,7 +28,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 import sniffio
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
@@ -42,6 +43,7 @@ from .turns import TurnActivities
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
 RECORD_FILE = "temporal.json"
+CANCEL_WAIT_SECONDS = 10.0  # after a cancelled run's workflow is cancelled, for its turns to stop
 
 
 def workflow_queue(task_queue: str, name: str) -> str:
@@ -121,11 +123,23 @@ class TemporalEngine:
             ))
             if self.run_turns:
                 await stack.enter_async_context(turn_worker(client, self.task_queue, root=self.worker_root))
-            raw = await client.execute_workflow(
+            handle = await client.start_workflow(
                 WORKFLOW_TYPE, msgspec.to_builtins(request), id=workflow_id,
                 task_queue=workflow_queue(self.task_queue, definition.name),
             )
+            try:
+                raw = await handle.result()
+            except asyncio.CancelledError:  # the caller gave up (Ctrl-C): the workflow is cancelled, as a local run is
+                await asyncio.shield(_cancel(handle))
+                raise
         return msgspec.convert(raw, RunEnding)
+
+
+async def _cancel(handle: WorkflowHandle[Any, Any]) -> None:
+    """Cancel the workflow and wait, bounded, for it to stop its turns (its worker is still here)."""
+    await handle.cancel()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(handle.result(), CANCEL_WAIT_SECONDS)
 
 
 def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, max_concurrent: int | None = None) -> Worker:

@@ -142,7 +142,11 @@ class TemporalAgent:
             else:
                 outcome = Failed(f"the turn's activity failed on Temporal: {error.cause or error}", retryable=True)
             return Turn(outcome=outcome, agent=self.key, call_id="", n=request.n, started_at=started, ended_at=ended)
-        turn = msgspec.convert(raw, Turn[Any])
+        turn = msgspec.convert(raw["turn"], Turn[Any])
+        if raw["attempt"] > 1:  # the attempts before were lost with their worker, or failed on it
+            self._agents.log(
+                "turn ran again", agent=self.key, turn=request.n, attempt=raw["attempt"], worker=raw["worker"]
+            )
         if isinstance(turn.outcome, Answered):  # the worker checked the schema; the workflow's own type has the last word
             try:
                 value = msgspec.convert(turn.outcome.value, answer_type, from_attributes=True)
@@ -183,6 +187,7 @@ class TemporalAgents:
         self._turn_queue = turn_queue
         self._open: dict[str, TemporalAgent] = {}
         self._closed: set[str] = set()
+        self.log: Callable[..., None] = lambda message, **fields: None  # the run's wf.log
 
     def queue_of(self, runtime: Runtime) -> str:
         return runtime.task_queue or self._turn_queue
@@ -249,6 +254,7 @@ class TemporalWorkflow:
         self.cwd = cwd
         self.run_dir = cwd  # the record lives on Temporal (the workflow's history) and on the workers
         self.agents = agents
+        agents.log = self.log
         self.stop_reason: str | None = None
         self.lines: list[dict[str, Any]] = []
         self._stage: str | None = None

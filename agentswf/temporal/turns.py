@@ -61,6 +61,7 @@ class TurnActivities:
         self.client = client
         self.root = (root or DEFAULT_WORKER_ROOT).resolve()
         self.env = dict(os.environ if env is None else env)
+        self.identity = client.identity  # pid@host unless the client was given another
 
     @activity.defn(name=TURN_ACTIVITY)
     async def turn(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +76,7 @@ class TurnActivities:
             group.start_soon(_heartbeat)
             turn = await run_turn(request, record, self.env, {s.name: proxy_tool(s, handle, request.agent) for s in request.tools})
             group.cancel_scope.cancel()
-        return turn
+        return {"turn": turn, "attempt": info.attempt, "worker": self.identity}
 
 
 async def run_turn(request: TurnRequest, record: Path, env: Mapping[str, str], tools: dict[str, Tool]) -> dict[str, Any]:

@@ -1,0 +1,109 @@
+"""`awf worker` and `awf run --engine temporal`: agentswf's commands for Temporal.
+
+`awf worker --address HOST:PORT --task-queue Q` runs agents' turns for any workflow whose
+agents' turns go to Q, in its own cwd, with its own CLIs, until SIGINT or SIGTERM;
+`--workflow FILE` (repeatable) also runs those workflows' own code, so a run goes on after
+the process that started it exits. Nothing is imported from temporalio until a command needs
+it: awf without the extra still starts, and says what to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from ..errors import DefinitionError
+from ..workflow.loading import load_workflow
+from .runs import UsageFailure
+
+NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
+
+
+def add_run_options(run_parser: argparse.ArgumentParser) -> None:
+    """`awf run`'s flags for running on Temporal."""
+    run_parser.add_argument("--engine", choices=["local", "temporal"], default="local", help="where the run executes")
+    run_parser.add_argument("--address", help="the Temporal frontend, HOST:PORT (with --engine temporal)")
+    run_parser.add_argument("--namespace", default="default", help="the Temporal namespace (default: default)")
+    run_parser.add_argument("--task-queue", help="the queue agents' turns go to (with --engine temporal)")
+    run_parser.add_argument(
+        "--no-turns-here", action="store_true", help="with --engine temporal: leave every turn to `awf worker`s"
+    )
+
+
+def engine_options(options: argparse.Namespace) -> dict[str, Any]:
+    """`engine=` for `agentswf.run`, when `awf run` was given `--engine temporal`; raises UsageFailure."""
+    if options.engine != "temporal":
+        for flag in ("address", "task_queue"):
+            if getattr(options, flag) is not None:
+                raise UsageFailure(f"--{flag.replace('_', '-')} is for --engine temporal")
+        return {}
+    if options.address is None or options.task_queue is None:
+        raise UsageFailure("--engine temporal needs --address HOST:PORT and --task-queue Q")
+    try:
+        from ..temporal import TemporalEngine
+    except ImportError:
+        raise UsageFailure(NEEDS_EXTRA) from None
+    engine = TemporalEngine(
+        address=options.address, namespace=options.namespace, task_queue=options.task_queue,
+        run_turns=not options.no_turns_here,
+    )
+    return {"engine": engine}
+
+
+def add_parser(commands: Any) -> None:
+    worker = commands.add_parser("worker", help="run agents' turns (and workflows) from a Temporal task queue")
+    worker.add_argument("--address", required=True, help="the Temporal frontend, HOST:PORT")
+    worker.add_argument("--task-queue", required=True, help="the queue whose turns this worker runs")
+    worker.add_argument("--namespace", default="default", help="the Temporal namespace (default: default)")
+    worker.add_argument("--root", help="where each turn's local record is kept (default .awf/temporal)")
+    worker.add_argument("--max-turns", type=int, default=100, help="turns run at once, at most (default 100)")
+    worker.add_argument(
+        "--workflow", action="append", default=[], metavar="FILE", help="also run this file's workflow's own code"
+    )
+    worker.set_defaults(handler=command_worker)
+
+
+def command_worker(options: argparse.Namespace) -> int:
+    try:
+        import temporalio  # noqa: F401
+    except ImportError:
+        raise UsageFailure(NEEDS_EXTRA) from None
+    try:
+        definitions = [load_workflow(path) for path in options.workflow]
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
+    if options.max_turns < 1:
+        raise UsageFailure("--max-turns is at least 1")
+    asyncio.run(_serve(options, definitions))
+    return 0
+
+
+async def _serve(options: argparse.Namespace, definitions: list[Any]) -> None:
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+    from ..temporal.engine import connect, turn_worker, workflow_queue
+    from ..temporal.flow import AgentswfWorkflow, register
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    client = await connect(options.address, options.namespace)
+    root = Path(options.root) if options.root else None
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(turn_worker(client, options.task_queue, root=root, max_concurrent=options.max_turns))
+        for definition in definitions:
+            register(definition)
+            await stack.enter_async_context(Worker(
+                client, task_queue=workflow_queue(options.task_queue, definition.name), workflows=[AgentswfWorkflow],
+                workflow_runner=UnsandboxedWorkflowRunner(),
+            ))
+        names = "".join(f", workflow {definition.name}" for definition in definitions)
+        print(f"awf: worker on {options.task_queue} at {options.address}{names}; Ctrl-C stops it", file=sys.stderr, flush=True)
+        await stop.wait()
+    print("awf: worker stopped", file=sys.stderr, flush=True)
