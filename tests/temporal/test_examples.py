@@ -3,11 +3,17 @@ Temporal workflow code in this process, each turn an activity (here too, or on `
 
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
 from uuid import uuid4
 
+from temporalio.client import Client
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
+
 import agentswf
-from agentswf.temporal import TemporalEngine
+from agentswf.temporal import TemporalEngine, on_asyncio
+from agentswf.temporal.flow import AgentswfWorkflow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -45,3 +51,43 @@ async def test_triage_tools_reach_the_workflows_handlers_on_temporal(temporal_ad
     }
     assert result.value["priorities"] == {"b1": "p1", "b2": "p2", "b3": "p3", "b4": "p1"}
     assert result.value["untriaged"] == []
+
+
+async def test_the_examples_histories_replay_without_nondeterminism(temporal_address: str, tmp_path: Path) -> None:
+    """Temporal's Replayer runs each finished run's workflow code again from its history: the
+    same decisions, so a worker that restarts (or evicts it from its cache) goes on from it."""
+    for path, args in ((EXAMPLES / "review_fix" / "review_fix.py", {"rounds": 3}), (EXAMPLES / "tools" / "triage.py", None)):
+        definition = agentswf.load_workflow(path)
+        result = await agentswf.run(definition, args=args, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+        assert result.outcome == "completed", result.reason
+        workflow_id = json.loads((result.run_dir / "temporal.json").read_text())["workflow_id"]
+        replayed = await on_asyncio(functools.partial(_replay, temporal_address, workflow_id))
+        assert replayed is None
+
+
+async def _replay(address: str, workflow_id: str) -> BaseException | None:
+    client = await Client.connect(address)
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    replayer = Replayer(workflows=[AgentswfWorkflow], workflow_runner=UnsandboxedWorkflowRunner())
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    return replayed.replay_failure
+
+
+async def test_the_replayer_catches_workflow_code_that_decides_otherwise(temporal_address: str, tmp_path: Path) -> None:
+    """The check above can fail: code whose decisions change between runs fails its replay."""
+    executions: list[int] = []
+    runtime = 'shell:cat >/dev/null; echo ok | "$WFA" result "$WFA_CALL_ID"'
+
+    @agentswf.workflow(name="fickle", description="Gives one more turn each time its code runs.")
+    async def fickle(wf):  # type: ignore[no-untyped-def]
+        executions.append(1)
+        agent = await wf.agents.open("one", runtime=runtime)
+        for _ in range(len(executions)):
+            await agent.run("Go.")
+        return len(executions)
+
+    result = await agentswf.run(fickle, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+    assert result.value == 1, result.reason
+    workflow_id = json.loads((result.run_dir / "temporal.json").read_text())["workflow_id"]
+    failure = await on_asyncio(lambda: _replay(temporal_address, workflow_id))
+    assert failure is not None and "nondetermin" in str(failure).lower()
