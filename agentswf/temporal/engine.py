@@ -31,8 +31,14 @@ import sniffio
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from ..actors import ActorRef, Supervisor
+from ..engine.accounting import Ledger
+from ..engine.outcomes import Turn
+from ..engine.recorder import Appends, Logged, LogLines, Recorder, RunEnded, RunStarted, ToolCalled, TurnEnded
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
+from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..errors import DefinitionError
+from ..progress import run_started
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
@@ -103,13 +109,27 @@ class TemporalEngine:
             turn_queue=self.task_queue,
         )
         workflow_id = f"{definition.name}-{run_id}"
+        started = time.time()
         (record_dir / RECORD_FILE).write_bytes(msgspec.json.encode(
             {"workflow_id": workflow_id, "address": self.address, "namespace": self.namespace,
-             "task_queue": self.task_queue, "started_at": time.time()}
+             "task_queue": self.task_queue, "started_at": started}
         ))
-        ending = await on_asyncio(lambda: self._run(definition, request, workflow_id))
+        ledger = Ledger()
+        async with Supervisor("temporal-record") as supervisor:  # the record's one writer, as in a local run
+            recorder = supervisor.spawn(
+                Recorder, record_dir, LogLines(), Appends(), ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+            )
+            await recorder.ask(RunStarted(run_id, definition.name, args, str(directory), started, ""))
+            run_started(run_id, record_dir, engine="temporal", workflow_id=workflow_id)
+            ending = RunEnding(outcome="cancelled", reason="the run was cancelled")
+            try:
+                ending = await on_asyncio(lambda: self._run(definition, request, workflow_id))
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await write_record(recorder, ending, started)
         return RunResult(
-            ending.outcome, ending.value, ending.reason, run_id, record_dir, ending.where, ending.traceback
+            ending.outcome, ending.value, ending.reason, run_id, record_dir, ending.where, ending.traceback,
+            ledger.snapshot(),
         )
 
     async def _run(self, definition: WorkflowDefinition, request: RunRequest, workflow_id: str) -> RunEnding:
@@ -140,6 +160,19 @@ async def _cancel(handle: WorkflowHandle[Any, Any]) -> None:
     await handle.cancel()
     with contextlib.suppress(Exception):
         await asyncio.wait_for(handle.result(), CANCEL_WAIT_SECONDS)
+
+
+async def write_record(recorder: ActorRef, ending: RunEnding, started: float) -> None:
+    """The run's record as a local run's, from the lines its workflow kept: `awf logs RUN` reads it."""
+    for turn in ending.lines.turns:
+        await recorder.ask(TurnEnded(msgspec.convert(turn, Turn[Any])))
+    for line in ending.lines.tools:  # built, not converted: ToolCalled's approval type is only named for checkers
+        await recorder.ask(ToolCalled(**line))
+    for line in ending.lines.log:
+        await recorder.ask(msgspec.convert(line, Logged))
+    await recorder.ask(
+        RunEnded(ending.outcome, ending.reason, ending.value, started, time.time(), ending.where, ending.traceback)
+    )
 
 
 def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, max_concurrent: int | None = None) -> Worker:

@@ -30,7 +30,8 @@ from temporalio.exceptions import ActivityError
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from ..engine.outcomes import Answered, Failed, TimedOut, Turn
-from ..engine.toolcall import ToolCall
+from ..engine.recorder import ToolCalled
+from ..engine.toolcall import ToolCall, tool_record
 from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
@@ -45,6 +46,7 @@ from .messages import (
     TURN_ACTIVITY,
     WORKFLOW_TYPE,
     RunEnding,
+    RunLines,
     RunRequest,
     ToolReply,
     ToolRequest,
@@ -115,6 +117,7 @@ class TemporalAgent:
             turn = await self._execute(request, taught.type)
         if turn.session is not None:
             self._session = turn.session
+        self._agents.ended(turn, request.n)
         if id is not None:
             self._by_id[id] = turn
         return turn
@@ -188,6 +191,18 @@ class TemporalAgents:
         self._open: dict[str, TemporalAgent] = {}
         self._closed: set[str] = set()
         self.log: Callable[..., None] = lambda message, **fields: None  # the run's wf.log
+        self.lines = RunLines()
+        self._tools_of: dict[tuple[str, int], list[int]] = {}  # a turn's tool calls, by their lines' index
+
+    def ended(self, turn: Turn[Any], n: int) -> None:
+        """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""
+        self.lines.turns.append(msgspec.to_builtins(turn))
+        for index in self._tools_of.pop((turn.agent, n), []):
+            self.lines.tools[index]["turn_call_id"] = turn.call_id
+
+    def called(self, request: ToolRequest, line: ToolCalled) -> None:
+        self._tools_of.setdefault((request.agent, request.turn), []).append(len(self.lines.tools))
+        self.lines.tools.append(msgspec.to_builtins(line))
 
     def queue_of(self, runtime: Runtime) -> str:
         return runtime.task_queue or self._turn_queue
@@ -256,7 +271,6 @@ class TemporalWorkflow:
         self.agents = agents
         agents.log = self.log
         self.stop_reason: str | None = None
-        self.lines: list[dict[str, Any]] = []
         self._stage: str | None = None
         self._stages_seen: set[str] = set()
 
@@ -313,7 +327,7 @@ class TemporalWorkflow:
     def log(self, message: str, **fields: Any) -> None:
         """A line of the run's log (the query `agentswf.log`), shown as progress when not replaying."""
         plain = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in fields.items()}
-        self.lines.append({"at": workflow.now().timestamp(), "message": str(message), "fields": plain})
+        self.agents.lines.log.append({"at": workflow.now().timestamp(), "message": str(message), "fields": plain})
         if not workflow.unsafe.is_replaying():
             progress("agentswf.workflow", message, workflow=self.name, **plain)
 
@@ -324,10 +338,11 @@ class TemporalWorkflow:
 
 
 async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply:
-    """A tool call from a worker, answered by the tool's handler in the workflow."""
+    """A tool call from a worker, answered by the tool's handler in the workflow, and recorded."""
     found = agents.tool(request.agent, request.tool)
     if found is None:
         return ToolReply("failed", error=f"agent {request.agent} has no tool {request.tool}")
+    started = workflow.now().timestamp()
     try:
         value = msgspec.convert(request.input, found.input, from_attributes=True) if found.takes_input else None
         result = found.invoke(value, ToolCall(request.call_id, request.agent, request.tool))
@@ -335,9 +350,15 @@ async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply
             result = await result
         if found.output is not None:
             result = msgspec.convert(result, found.output, from_attributes=True)
-        return ToolReply("result", msgspec.to_builtins(result))
+        reply = ToolReply("result", msgspec.to_builtins(result))
     except Exception as error:  # the handler's failure is the call's, told to the agent, never the run's
-        return ToolReply("failed", error=str(error) or type(error).__name__)
+        reply = ToolReply("failed", error=str(error) or type(error).__name__)
+    agents.called(request, tool_record(
+        call_id=request.call_id, turn_call_id="", agent=request.agent, tool=request.tool, input=request.input,
+        redacted=found.sensitive_fields, outcome=reply.outcome, result=reply.result, error=reply.error, attempts=1,
+        started_at=started, ended_at=workflow.now().timestamp(),
+    ))
+    return reply
 
 
 DEFINITIONS: dict[str, WorkflowDefinition] = {}
@@ -365,6 +386,8 @@ class AgentswfWorkflow:
             reason = f"this worker has no workflow named {request.workflow}"
             return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
         ending = await run_definition(self, definition, request)
+        if self.wf is not None:
+            ending = msgspec.structs.replace(ending, lines=self.wf.agents.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
 
     @workflow.update(name=TOOL_UPDATE)
@@ -376,7 +399,7 @@ class AgentswfWorkflow:
 
     @workflow.query(name=LOG_QUERY)
     def log(self) -> list[dict[str, Any]]:
-        return [] if self.wf is None else self.wf.lines
+        return [] if self.wf is None else self.wf.agents.lines.log
 
 
 async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition, request: RunRequest) -> RunEnding:

@@ -54,6 +54,7 @@ class ToolRequest(msgspec.Struct, frozen=True):
     tool: str
     call_id: str
     input: Any
+    turn: int  # the agent's turn it was made in
 
 
 class ToolReply(msgspec.Struct, frozen=True):
@@ -75,11 +76,21 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     turn_queue: str  # where agents' turns go unless their Runtime names a queue
 
 
+class RunLines(msgspec.Struct, kw_only=True):
+    """What the run's record holds, kept as workflow state: each as the local Recorder writes it
+    (a Turn, a ToolCalled, a Logged), as builtins. The host writes them through its Recorder."""
+
+    turns: list[Any] = []
+    tools: list[Any] = []
+    log: list[Any] = []
+
+
 class RunEnding(msgspec.Struct, frozen=True, kw_only=True):
-    """How the workflow function ended: the Temporal workflow's result."""
+    """How the workflow function ended, and its record's lines: the Temporal workflow's result."""
 
     outcome: Literal["completed", "stopped", "failed", "timed-out", "cancelled"]
     value: Any = None
     reason: str | None = None
     where: str | None = None
     traceback: str | None = None
+    lines: RunLines = msgspec.field(default_factory=RunLines)

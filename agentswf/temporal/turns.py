@@ -38,11 +38,11 @@ HEARTBEAT_INTERVAL_SECONDS = 1.0
 DEFAULT_WORKER_ROOT = Path(".awf") / "temporal"
 
 
-def proxy_tool(spec: ToolSpec, handle: WorkflowHandle[Any, Any], agent: str) -> Tool:
+def proxy_tool(spec: ToolSpec, handle: WorkflowHandle[Any, Any], agent: str, turn: int) -> Tool:
     """A tool whose handler is the workflow's: the checked input goes as an update, the reply comes back."""
 
     async def forward(value: Any, call: ToolCall) -> Any:
-        request = ToolRequest(agent, spec.name, call.id, msgspec.to_builtins(value))
+        request = ToolRequest(agent, spec.name, call.id, msgspec.to_builtins(value), turn)
         raw = await handle.execute_update(TOOL_UPDATE, msgspec.to_builtins(request))
         reply = msgspec.convert(raw, ToolReply)
         if reply.outcome != "result":
@@ -74,7 +74,7 @@ class TurnActivities:
         make_private_dirs(record)
         async with anyio.create_task_group() as group:
             group.start_soon(_heartbeat)
-            turn = await run_turn(request, record, self.env, {s.name: proxy_tool(s, handle, request.agent) for s in request.tools})
+            turn = await run_turn(request, record, self.env, {s.name: proxy_tool(s, handle, request.agent, request.n) for s in request.tools})
             group.cancel_scope.cancel()
         return {"turn": turn, "attempt": info.attempt, "worker": self.identity}
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from pathlib import Path
 from uuid import uuid4
 
+import anyio
 from temporalio.client import Client
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
@@ -91,3 +93,19 @@ async def test_the_replayer_catches_workflow_code_that_decides_otherwise(tempora
     workflow_id = json.loads((result.run_dir / "temporal.json").read_text())["workflow_id"]
     failure = await on_asyncio(lambda: _replay(temporal_address, workflow_id))
     assert failure is not None and "nondetermin" in str(failure).lower()
+
+
+async def test_a_temporal_runs_record_reads_as_a_local_ones(temporal_address: str, tmp_path: Path) -> None:
+    """`awf logs RUN` reads it: the run's host writes the lines its workflow kept, through its Recorder."""
+    triage = agentswf.load_workflow(EXAMPLES / "tools" / "triage.py")
+    result = await agentswf.run(triage, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+    assert result.outcome == "completed", result.reason
+    done = await anyio.run_process(
+        [sys.executable, "-m", "agentswf", "logs", result.run_id, "--run-root", str(tmp_path / "runs")], check=False
+    )
+    text = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    assert "ended completed" in text and "triager turn 1" in text
+    assert text.count("label_item") == 4 and text.count("set_priority") == 4
+    assert "labelled" in text  # wf.log's lines, from the workflow
+    assert result.usage.turns == 1
