@@ -326,6 +326,9 @@ def command_logs(options: argparse.Namespace) -> int:
 
 
 def command_decide(options: argparse.Namespace) -> int:
+    on_temporal = temporal.temporal_run(options)
+    if on_temporal is not None:
+        return temporal.command_decide(options, on_temporal)
     kind = Approve if options.command == "approve" else Reject
     response = ask_live_run(options, kind(options.call, options.reason or "", options.by))
     print(f"awf: {response.message}", file=sys.stderr if not response.ok else sys.stdout)
@@ -395,6 +398,9 @@ def command_trace(options: argparse.Namespace) -> int:
 
 
 def command_pending(options: argparse.Namespace) -> int:
+    on_temporal = temporal.temporal_run(options)
+    if on_temporal is not None:
+        return temporal.command_pending(options, on_temporal)
     response = ask_live_run(options, Pending())
     for request in response.value or []:
         why = f"  ({request['reason']})" if request.get("reason") else ""
@@ -554,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
-        return _exit_past_abandoned_threads(int(options.handler(options)))
+        code = int(options.handler(options))
+        return temporal.exit_now(code) if temporal.used_temporal(options) else _exit_past_abandoned_threads(code)
     except (UsageFailure, AttachFailure) as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE

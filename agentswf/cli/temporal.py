@@ -11,17 +11,36 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import msgspec
+
+from ..engine.records import read_json
 from ..errors import DefinitionError
+from ..temporal.messages import RECORD_FILE
 from ..workflow.loading import load_workflow
-from .runs import UsageFailure
+from .runs import UsageFailure, live_run_dir
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit at once with `code`, once everything is flushed: the Temporal SDK's threads (1.35.0)
+    can crash the interpreter as it finalizes (SIGSEGV or SIGABRT, measured in ~40% of exits of a
+    process that used a client), which would replace the command's exit status."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def used_temporal(options: argparse.Namespace) -> bool:
+    """Whether this command talked to Temporal (so it ends with `exit_now`)."""
+    return bool(getattr(options, "talked_to_temporal", False))
 
 
 def add_run_options(run_parser: argparse.ArgumentParser) -> None:
@@ -48,6 +67,7 @@ def engine_options(options: argparse.Namespace) -> dict[str, Any]:
         from ..temporal import TemporalEngine
     except ImportError:
         raise UsageFailure(NEEDS_EXTRA) from None
+    options.talked_to_temporal = True
     engine = TemporalEngine(
         address=options.address, namespace=options.namespace, task_queue=options.task_queue,
         run_turns=not options.no_turns_here,
@@ -79,6 +99,7 @@ def command_worker(options: argparse.Namespace) -> int:
         raise UsageFailure(str(error)) from None
     if options.max_turns < 1:
         raise UsageFailure("--max-turns is at least 1")
+    options.talked_to_temporal = True
     asyncio.run(_serve(options, definitions))
     return 0
 
@@ -107,3 +128,57 @@ async def _serve(options: argparse.Namespace, definitions: list[Any]) -> None:
         print(f"awf: worker on {options.task_queue} at {options.address}{names}; Ctrl-C stops it", file=sys.stderr, flush=True)
         await stop.wait()
     print("awf: worker stopped", file=sys.stderr, flush=True)
+
+
+def temporal_run(options: argparse.Namespace) -> dict[str, Any] | None:
+    """What a live run on Temporal's directory says of it (its workflow id, address), or None for a local run."""
+    try:
+        run_dir = live_run_dir(options)
+    except UsageFailure:
+        return None  # the local command says why
+    path = run_dir / RECORD_FILE
+    if not path.exists():
+        return None
+    if (run_dir / "output.json").exists():
+        raise UsageFailure(f"run {run_dir.name} has ended; only a live run can be asked (awf logs {run_dir.name} shows it)")
+    found: dict[str, Any] = read_json(path)
+    return found
+
+
+def command_decide(options: argparse.Namespace, run: dict[str, Any]) -> int:
+    """`awf approve` / `awf reject` of a call a Temporal run's workflow waits on: an update."""
+    from ..temporal.messages import DECIDE_UPDATE, DecideRequest
+
+    decision = DecideRequest(options.call, options.command == "approve", options.reason or "", options.by)
+    options.talked_to_temporal = True
+    waiting = asyncio.run(_ask(run, DECIDE_UPDATE, decision, update=True))
+    if not waiting:
+        print(f"awf: no call {options.call} is waiting for approval in that run (awf pending lists them)", file=sys.stderr)
+        return 1
+    print(f"awf: call {options.call} {'approved' if decision.approved else 'rejected'}")
+    return 0
+
+
+def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
+    """`awf pending` of a Temporal run: the workflow's query."""
+    from ..temporal.messages import PENDING_QUERY
+
+    options.talked_to_temporal = True
+    pending = asyncio.run(_ask(run, PENDING_QUERY, None, update=False))
+    for request in pending:
+        print(f"{request['call_id']}  {request['agent']} → {request['tool']}  {msgspec.json.encode(request['input']).decode()}")
+    print(f"awf: {len(pending)} call(s) waiting for approval", file=sys.stderr)
+    return 0
+
+
+async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool) -> Any:
+    from ..temporal.engine import connect
+
+    try:
+        client = await connect(run["address"], run["namespace"])
+        handle = client.get_workflow_handle(run["workflow_id"])
+        if update:
+            return await handle.execute_update(name, msgspec.to_builtins(arg))
+        return await handle.query(name)
+    except RuntimeError as error:  # the SDK's connection failure
+        raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None

@@ -5,9 +5,24 @@ workflow code, each agent's turn as a heartbeating activity on a worker (docs/gu
     result = await agentswf.run(definition, engine=engine)
     async with turn_worker(client, "agents"):   # what `awf worker` runs
         ...
+
+`messages` and `devserver` import no temporalio: `awf` reads a Temporal run's files without
+the extra; the rest is imported when first named.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .devserver import DevServer
-from .engine import TemporalEngine, connect, on_asyncio, turn_worker, workflow_queue
+
+if TYPE_CHECKING:
+    from .engine import TemporalEngine, connect, on_asyncio, turn_worker, workflow_queue
 
 __all__ = ["DevServer", "TemporalEngine", "connect", "on_asyncio", "turn_worker", "workflow_queue"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

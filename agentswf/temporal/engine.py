@@ -43,12 +43,11 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
 from .flow import AgentswfWorkflow, register
-from .messages import WORKFLOW_TYPE, RunEnding, RunRequest
+from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
 from .turns import TurnActivities
 
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
-RECORD_FILE = "temporal.json"
 CANCEL_WAIT_SECONDS = 10.0  # after a cancelled run's workflow is cancelled, for its turns to stop
 
 
@@ -83,7 +82,7 @@ class TemporalEngine:
         self.task_queue = task_queue
         self.client = client
         self.address = address
-        self.namespace = namespace
+        self.namespace = client.namespace if client is not None else namespace
         self.run_turns = run_turns
         self.worker_root = worker_root
 
@@ -111,7 +110,7 @@ class TemporalEngine:
         workflow_id = f"{definition.name}-{run_id}"
         started = time.time()
         (record_dir / RECORD_FILE).write_bytes(msgspec.json.encode(
-            {"workflow_id": workflow_id, "address": self.address, "namespace": self.namespace,
+            {"workflow_id": workflow_id, "address": self._address(), "namespace": self.namespace,
              "task_queue": self.task_queue, "started_at": started}
         ))
         ledger = Ledger()
@@ -131,6 +130,12 @@ class TemporalEngine:
             ending.outcome, ending.value, ending.reason, run_id, record_dir, ending.where, ending.traceback,
             ledger.snapshot(),
         )
+
+    def _address(self) -> str:
+        """The frontend's HOST:PORT, for `awf approve` and the like to reach the run."""
+        if self.client is not None:
+            return str(self.client.service_client.config.target_host)
+        return self.address or ""
 
     async def _run(self, definition: WorkflowDefinition, request: RunRequest, workflow_id: str) -> RunEnding:
         client = self.client or await connect(self.address or "", self.namespace)

@@ -29,7 +29,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
+from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.outcomes import Answered, Failed, TimedOut, Turn
+from ..engine.policy import redact_value
 from ..engine.recorder import ToolCalled
 from ..engine.toolcall import ToolCall, tool_record
 from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
@@ -41,10 +43,13 @@ from ..workflow.durations import Duration, to_seconds
 from ..workflow.running import _failure, decode_args
 from ..workflow.tools import Tool, check_tools
 from .messages import (
+    DECIDE_UPDATE,
     LOG_QUERY,
+    PENDING_QUERY,
     TOOL_UPDATE,
     TURN_ACTIVITY,
     WORKFLOW_TYPE,
+    DecideRequest,
     RunEnding,
     RunLines,
     RunRequest,
@@ -175,7 +180,8 @@ def _rebuildable(schema: dict[str, Any], what: str) -> None:
 
 
 def _spec(name: str, tool: Tool) -> ToolSpec:
-    return ToolSpec(name, tool.description, tool.taught.schema, tool.timeout)
+    """What the worker gets of a tool; one that waits for a person is bounded by the turn's deadline alone."""
+    return ToolSpec(name, tool.description, tool.taught.schema, None if tool.requires_approval else tool.timeout)
 
 
 class TemporalAgents:
@@ -192,6 +198,8 @@ class TemporalAgents:
         self._closed: set[str] = set()
         self.log: Callable[..., None] = lambda message, **fields: None  # the run's wf.log
         self.lines = RunLines()
+        self.pending: dict[str, ApprovalRequest] = {}  # tool calls waiting for a decision, by call id
+        self.decisions: dict[str, ApprovalDecision] = {}
         self._tools_of: dict[tuple[str, int], list[int]] = {}  # a turn's tool calls, by their lines' index
 
     def ended(self, turn: Turn[Any], n: int) -> None:
@@ -199,6 +207,29 @@ class TemporalAgents:
         self.lines.turns.append(msgspec.to_builtins(turn))
         for index in self._tools_of.pop((turn.agent, n), []):
             self.lines.tools[index]["turn_call_id"] = turn.call_id
+
+    async def approval(self, request: ToolRequest, tool: Tool) -> ApprovalDecision:
+        """Wait for a decision on the call (bounded by the worker's tool timeout and the turn's deadline)."""
+        asked = ApprovalRequest(
+            request.call_id, request.tool, request.agent, redact_value(request.input, tool.sensitive_fields),
+            asked_at=workflow.now().timestamp(),
+        )
+        self.pending[request.call_id] = asked
+        self.log("approval asked", agent=request.agent, tool=request.tool, call=request.call_id)
+        try:
+            await workflow.wait_condition(lambda: request.call_id in self.decisions)
+        finally:
+            self.pending.pop(request.call_id, None)
+        decision = self.decisions.pop(request.call_id)
+        self.log("approval decided", call=request.call_id, approved=decision.approved, by=decision.by)
+        return decision
+
+    def decide(self, request: DecideRequest) -> bool:
+        """True if a call by that id was waiting."""
+        if request.call_id not in self.pending or request.call_id in self.decisions:
+            return False
+        self.decisions[request.call_id] = ApprovalDecision(request.approved, request.reason, request.by)
+        return True
 
     def called(self, request: ToolRequest, line: ToolCalled) -> None:
         self._tools_of.setdefault((request.agent, request.turn), []).append(len(self.lines.tools))
@@ -260,6 +291,22 @@ class TemporalAgents:
         return key in self._open
 
 
+class TemporalApprovals:
+    """`wf.approvals` on Temporal: tool calls waiting for a decision, decided from workflow code."""
+
+    def __init__(self, agents: TemporalAgents) -> None:
+        self._agents = agents
+
+    async def pending(self) -> list[ApprovalRequest]:
+        return sorted(self._agents.pending.values(), key=lambda request: request.asked_at)
+
+    async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
+        return self._agents.decide(DecideRequest(call_id, True, reason, by))
+
+    async def reject(self, call_id: str, *, reason: str, by: str = "workflow") -> bool:
+        return self._agents.decide(DecideRequest(call_id, False, reason, by))
+
+
 class TemporalWorkflow:
     """The `wf` of a run on Temporal. Created by the engine; don't construct one yourself."""
 
@@ -269,6 +316,7 @@ class TemporalWorkflow:
         self.cwd = cwd
         self.run_dir = cwd  # the record lives on Temporal (the workflow's history) and on the workers
         self.agents = agents
+        self.approvals = TemporalApprovals(agents)
         agents.log = self.log
         self.stop_reason: str | None = None
         self._stage: str | None = None
@@ -332,7 +380,7 @@ class TemporalWorkflow:
             progress("agentswf.workflow", message, workflow=self.name, **plain)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("route", "participants", "approvals", "receive", "send", "reply", "sandboxes", "worktree", "budget"):
+        if name in ("route", "participants", "receive", "send", "reply", "sandboxes", "worktree", "budget"):
             raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
         raise AttributeError(name)
 
@@ -343,6 +391,16 @@ async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply
     if found is None:
         return ToolReply("failed", error=f"agent {request.agent} has no tool {request.tool}")
     started = workflow.now().timestamp()
+    approval = await agents.approval(request, found) if found.requires_approval else None
+    if approval is not None and not approval.approved:
+        why = f": {approval.reason}" if approval.reason else ""
+        reply = ToolReply("failed", error=f"a person rejected this call{why}; the tool did not run")
+        agents.called(request, tool_record(
+            call_id=request.call_id, turn_call_id="", agent=request.agent, tool=request.tool, input=request.input,
+            redacted=found.sensitive_fields, outcome="refused", error=reply.error, code="rejected", approval=approval,
+            started_at=started, ended_at=workflow.now().timestamp(),
+        ))
+        return reply
     try:
         value = msgspec.convert(request.input, found.input, from_attributes=True) if found.takes_input else None
         result = found.invoke(value, ToolCall(request.call_id, request.agent, request.tool))
@@ -356,7 +414,7 @@ async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply
     agents.called(request, tool_record(
         call_id=request.call_id, turn_call_id="", agent=request.agent, tool=request.tool, input=request.input,
         redacted=found.sensitive_fields, outcome=reply.outcome, result=reply.result, error=reply.error, attempts=1,
-        started_at=started, ended_at=workflow.now().timestamp(),
+        approval=approval, started_at=started, ended_at=workflow.now().timestamp(),
     ))
     return reply
 
@@ -396,6 +454,14 @@ class AgentswfWorkflow:
         assert self.wf is not None
         reply = await answer_tool(self.wf.agents, msgspec.convert(raw, ToolRequest))
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @workflow.update(name=DECIDE_UPDATE)
+    async def decide(self, raw: dict[str, Any]) -> bool:
+        return self.wf is not None and self.wf.agents.decide(msgspec.convert(raw, DecideRequest))
+
+    @workflow.query(name=PENDING_QUERY)
+    def pending(self) -> list[dict[str, Any]]:
+        return [] if self.wf is None else msgspec.to_builtins(list(self.wf.agents.pending.values()))  # type: ignore[no-any-return]
 
     @workflow.query(name=LOG_QUERY)
     def log(self) -> list[dict[str, Any]]:

@@ -17,6 +17,9 @@ WORKFLOW_TYPE = "agentswf"
 TURN_ACTIVITY = "agentswf.turn"
 TOOL_UPDATE = "agentswf.tool"
 LOG_QUERY = "agentswf.log"
+PENDING_QUERY = "agentswf.pending"
+DECIDE_UPDATE = "agentswf.decide"
+RECORD_FILE = "temporal.json"  # beside a Temporal run's record: its workflow id, address, namespace, task queue
 
 
 class ToolSpec(msgspec.Struct, frozen=True):
@@ -63,6 +66,15 @@ class ToolReply(msgspec.Struct, frozen=True):
     outcome: Literal["result", "failed"]
     result: Any = None
     error: str = ""
+
+
+class DecideRequest(msgspec.Struct, frozen=True):
+    """A person's (or code's) decision on a tool call waiting for approval: `awf approve`/`reject`."""
+
+    call_id: str
+    approved: bool
+    reason: str = ""
+    by: str = ""
 
 
 class RunRequest(msgspec.Struct, frozen=True, kw_only=True):

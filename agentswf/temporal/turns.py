@@ -89,16 +89,11 @@ async def run_turn(request: TurnRequest, record: Path, env: Mapping[str, str], t
     left = max(0.0, request.deadline - time.time())
     async with run_actors(record, deadline=anyio.current_time() + left) as actors:
         agents = Agents(actors.run, actors.board, Path(request.cwd), env, resolve, ledger=actors.ledger)
-        try:
-            agent = await agents.open(
-                request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd
-            )
-            turn = await agent.run(
-                request.prompt, schema=type_of(request.schema), deadline=request.deadline, nudge=request.nudge
-            )
-        finally:
-            with anyio.CancelScope(shield=True):
-                await agents.close_all()
+        agent = await agents.open(
+            request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd
+        )
+        turn = await agent.run(request.prompt, schema=type_of(request.schema), deadline=request.deadline, nudge=request.nudge)
+        await agents.close_all()  # cancelled, the run's actors stop it as they end
     return msgspec.to_builtins(msgspec.structs.replace(turn, n=request.n))  # type: ignore[no-any-return]
 
 
