@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
 import threading
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import msgspec
 import sniffio
@@ -114,18 +114,32 @@ class TemporalEngine:
              "task_queue": self.task_queue, "started_at": started}
         ))
         ledger = Ledger()
-        async with Supervisor("temporal-record") as supervisor:  # the record's one writer, as in a local run
-            recorder = supervisor.spawn(
-                Recorder, record_dir, LogLines(), Appends(), ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
-            )
-            await recorder.ask(RunStarted(run_id, definition.name, args, str(directory), started, ""))
-            run_started(run_id, record_dir, engine="temporal", workflow_id=workflow_id)
-            ending = RunEnding(outcome="cancelled", reason="the run was cancelled")
-            try:
-                ending = await on_asyncio(lambda: self._run(definition, request, workflow_id))
-            finally:
-                with anyio.CancelScope(shield=True):
+        endings: list[RunEnding] = []
+        work = anyio.CancelScope()
+
+        async def shielded() -> None:
+            # As a local run's actors: the Recorder outlives the caller's cancellation long enough to
+            # record how the run ended. The cancellation reaches the workflow through `work` alone.
+            with anyio.CancelScope(shield=True):
+                async with Supervisor("temporal-record") as supervisor:  # the record's one writer
+                    recorder = supervisor.spawn(
+                        Recorder, record_dir, LogLines(), Appends(), ledger, name="recorder",
+                        capacity=RECORDER_MAILBOX_CAPACITY,
+                    )
+                    await recorder.ask(RunStarted(run_id, definition.name, args, str(directory), started, ""))
+                    run_started(run_id, record_dir, engine="temporal", workflow_id=workflow_id)
+                    ending = RunEnding(outcome="cancelled", reason="the run was cancelled")
+                    with work:
+                        ending = await on_asyncio(lambda: self._run(definition, request, workflow_id))
                     await write_record(recorder, ending, started)
+                    endings.append(ending)
+            watch.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_pass_on_cancellation, work)
+            watch.start_soon(shielded)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
+        [ending] = endings
         return RunResult(
             ending.outcome, ending.value, ending.reason, run_id, record_dir, ending.where, ending.traceback,
             ledger.snapshot(),
@@ -155,16 +169,29 @@ class TemporalEngine:
             try:
                 raw = await handle.result()
             except asyncio.CancelledError:  # the caller gave up (Ctrl-C): the workflow is cancelled, as a local run is
-                await asyncio.shield(_cancel(handle))
-                raise
+                # Shielded from anyio's repeated cancellation too, when the host is anyio on asyncio.
+                with anyio.CancelScope(shield=True):
+                    ending = await _cancel(handle)
+                    await stack.aclose()  # the workers stop once the workflow has
+                return ending
         return msgspec.convert(raw, RunEnding)
 
 
-async def _cancel(handle: WorkflowHandle[Any, Any]) -> None:
-    """Cancel the workflow and wait, bounded, for it to stop its turns (its worker is still here)."""
+async def _cancel(handle: WorkflowHandle[Any, Any]) -> RunEnding:
+    """Cancel the workflow and wait, bounded, for how it ended (its worker is still here to end it)."""
     await handle.cancel()
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(handle.result(), CANCEL_WAIT_SECONDS)
+    try:
+        return msgspec.convert(await asyncio.wait_for(handle.result(), CANCEL_WAIT_SECONDS), RunEnding)
+    except Exception:  # it did not end in time, or not as an agentswf workflow ends
+        return RunEnding(outcome="cancelled", reason="the run was cancelled")
+
+
+async def _pass_on_cancellation(work: anyio.CancelScope) -> None:
+    """Wait; once cancelled (by the caller, or at the run's end), cancel the run's own work."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        work.cancel()
 
 
 async def write_record(recorder: ActorRef, ending: RunEnding, started: float) -> None:
@@ -206,7 +233,9 @@ async def on_asyncio(work: Callable[[], Awaitable[T]]) -> T:
             loop.call_soon_threadsafe(future.cancel)
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(concurrent.futures.wait, [future])
-            raise
+            if future.cancelled() or future.exception() is not None:
+                raise
+            return future.result()  # the work caught the cancellation and ended as it chose
     finally:
         loop.call_soon_threadsafe(loop.stop)
         await anyio.to_thread.run_sync(thread.join)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,6 +28,7 @@ import msgspec
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
+from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
@@ -67,7 +69,6 @@ HEARTBEAT_TIMEOUT_SECONDS = 5.0  # a worker silent this long is taken as lost: i
 TURN_GRACE_SECONDS = 30.0  # past a turn's deadline, for the worker to stop its CLI and report
 TURN_ATTEMPTS = 3  # a turn's activity, tried again only when its worker was lost or failed
 RETRY_INTERVAL_SECONDS = 1.0
-DEFAULT_TURN_TIMEOUT_SECONDS = 30 * 60.0
 
 
 class TemporalAgent:
@@ -81,7 +82,7 @@ class TemporalAgent:
         self._agents = agents
         self._turns = 0
         self._session: str | None = None
-        self._by_id: dict[str, Turn[Any]] = {}
+        self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self._queue = asyncio.Lock()  # turns run one at a time, in the order given
 
     async def run(
@@ -101,15 +102,22 @@ class TemporalAgent:
             raise DefinitionError("a turn takes a timeout or a deadline, not both")
         if not isinstance(prompt, str) or not prompt.strip():
             raise DefinitionError(f"agent {self.key}: a turn needs a prompt")
-        if id is not None and id in self._by_id:
-            return self._by_id[id]
         taught = _taught(schema)
+        identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
+        if id is not None and id in self._by_id:
+            earlier, given = self._by_id[id]
+            if earlier != identity:
+                raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
+            return given
         _rebuildable(taught.schema, f"agent {self.key}: the turn's schema")
-        now = workflow.now().timestamp()
-        limit = now + (DEFAULT_TURN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="timeout"))
+        limit = self._agents.run_deadline  # fixed now, in workflow time, before the turn is scheduled
+        if timeout is not None:
+            limit = min(limit, workflow.now().timestamp() + to_seconds(timeout, what="timeout"))
         if deadline is not None:
-            limit = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
-        limit = min(limit, self._agents.run_deadline)
+            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
+            if not math.isfinite(unix):
+                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
+            limit = min(limit, unix)
         self._turns += 1
         n = self._turns
         async with self._queue:
@@ -124,7 +132,7 @@ class TemporalAgent:
             self._session = turn.session
         self._agents.ended(turn, request.n)
         if id is not None:
-            self._by_id[id] = turn
+            self._by_id[id] = (identity, turn)
         return turn
 
     async def _execute(self, request: TurnRequest, answer_type: Any) -> Turn[Any]:
@@ -144,6 +152,8 @@ class TemporalAgent:
                 summary=f"{self.key} turn {request.n}",
             )
         except ActivityError as error:
+            if isinstance(error.cause, TemporalCancelled):  # the workflow (or its branch) was cancelled
+                raise asyncio.CancelledError(str(error.cause)) from error
             ended = workflow.now().timestamp()
             if isinstance(error.cause, TemporalTimeout):
                 outcome: Any = TimedOut(f"the turn's activity timed out on Temporal: {error.cause}")
@@ -487,6 +497,8 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
             value = await (definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
     except StopRequested as stop:
         return RunEnding(outcome="stopped", reason=stop.reason)
+    except asyncio.CancelledError:  # the workflow was cancelled (awf run's Ctrl-C): it ends, and says so
+        return RunEnding(outcome="cancelled", reason="the run was cancelled")
     except workflow.NondeterminismError:
         raise
     except Exception as error:

@@ -4,12 +4,18 @@ error reaches the agent, and a turn's deadline holds."""
 
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
+
+import anyio
+from temporalio.client import Client
 
 import agentswf
 from agentswf import tool, workflow
-from agentswf.temporal import TemporalEngine
+from agentswf.temporal import TemporalEngine, on_asyncio
 
 CALLER = """#!/bin/sh
 cat >/dev/null
@@ -72,3 +78,47 @@ async def test_a_turns_deadline_holds_on_temporal(temporal_address: str, tmp_pat
     result = await agentswf.run(sleeper, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
     assert result.outcome == "completed", result.reason
     assert result.value == "timed-out"
+
+
+async def test_a_cancelled_run_cancels_its_workflow_and_stops_its_agent(temporal_address: str, tmp_path: Path) -> None:
+    mark = tmp_path / "started"
+    runtime = script(tmp_path, f'#!/bin/sh\n: > "{mark}"\nsleep 58.765\n')
+
+    @workflow(name="abandoned", description="A turn its caller gives up on.")
+    async def abandoned(wf):  # type: ignore[no-untyped-def]
+        agent = await wf.agents.open("waiter", runtime=runtime)
+        return (await agent.run("Wait.", timeout="2m")).outcome.kind
+
+    runs = tmp_path / "runs"
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: agentswf.run(abandoned, run_root=runs, engine=engine(temporal_address, tmp_path)))
+        with anyio.fail_after(30):
+            while not mark.exists():
+                await anyio.sleep(0.05)
+        group.cancel_scope.cancel()
+    [record] = runs.glob("abandoned/*/temporal.json")
+    workflow_id = json.loads(record.read_text())["workflow_id"]
+    ending = await on_asyncio(functools.partial(_result, temporal_address, workflow_id))
+    assert ending["outcome"] == "cancelled"
+    assert json.loads((record.parent / "output.json").read_text())["outcome"] == "cancelled"
+    with anyio.fail_after(10):  # the turn's activity was cancelled, and its CLI stopped with it
+        while _lingering("sleep 58.765"):
+            await anyio.sleep(0.1)
+
+
+async def _result(address: str, workflow_id: str) -> dict[str, Any]:
+    client = await Client.connect(address)
+    result: dict[str, Any] = await client.get_workflow_handle(workflow_id).result()
+    return result
+
+
+def _lingering(text: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in line:
+            found.append(line)
+    return found
