@@ -321,6 +321,7 @@ def _go(
 
 
 def command_logs(options: argparse.Namespace) -> int:
+    temporal.settle_record(options)  # a Temporal run whose host died: its record, from Temporal
     print_run(run_dir_of(options, options.run), sys.stdout)
     return 0
 

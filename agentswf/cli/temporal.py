@@ -24,7 +24,7 @@ from ..engine.records import read_json
 from ..errors import DefinitionError
 from ..temporal.messages import RECORD_FILE
 from ..workflow.loading import load_workflow
-from .runs import UsageFailure, live_run_dir
+from .runs import UsageFailure, live_run_dir, run_dir_of
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
 
@@ -182,3 +182,22 @@ async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool) -> Any
         return await handle.query(name)
     except RuntimeError as error:  # the SDK's connection failure
         raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
+
+
+def settle_record(options: argparse.Namespace) -> None:
+    """Before `awf logs` reads a Temporal run whose host is gone: its record, from Temporal, once it ended."""
+    run_dir = run_dir_of(options, options.run)
+    if not (run_dir / RECORD_FILE).exists() or (run_dir / "output.json").exists():
+        return
+    try:
+        import anyio
+
+        from ..temporal.engine import settle_record as settle
+    except ImportError:
+        print(f"awf: run {run_dir.name} ran on Temporal; {NEEDS_EXTRA} to read its ending from there", file=sys.stderr)
+        return
+    options.talked_to_temporal = True
+    try:
+        print(f"awf: {anyio.run(settle, run_dir)}", file=sys.stderr)
+    except (RuntimeError, OSError) as error:  # Temporal not answering
+        print(f"awf: Temporal isn't answering for run {run_dir.name}: {error}", file=sys.stderr)

@@ -28,7 +28,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import msgspec
 import sniffio
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from ..actors import ActorRef, Supervisor
@@ -192,6 +192,34 @@ async def _pass_on_cancellation(work: anyio.CancelScope) -> None:
         await anyio.sleep_forever()
     finally:
         work.cancel()
+
+
+async def settle_record(run_dir: Path) -> str:
+    """Write the record of a Temporal run whose host ended before it could (killed, say), from the
+    workflow's result on Temporal, once the workflow has ended. What happened, in a line."""
+    info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
+    started = float(msgspec.json.decode((run_dir / "run.json").read_bytes())["started_at"])
+
+    async def fetch() -> RunEnding | None:
+        client = await connect(info["address"], info["namespace"])
+        handle = client.get_workflow_handle(info["workflow_id"])
+        description = await handle.describe()
+        if description.status is None or description.status == WorkflowExecutionStatus.RUNNING:
+            return None
+        try:
+            return msgspec.convert(await handle.result(), RunEnding)
+        except WorkflowFailureError as error:
+            return RunEnding(outcome="failed", reason=f"the workflow ended {description.status.name}: {error.cause}")
+
+    ending = await on_asyncio(fetch)
+    if ending is None:
+        return f"run {run_dir.name} is still running on Temporal (workflow {info['workflow_id']})"
+    async with Supervisor("temporal-record") as supervisor:
+        recorder = supervisor.spawn(
+            Recorder, run_dir, LogLines(), Appends(), Ledger(), name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+        )
+        await write_record(recorder, ending, started)
+    return f"run {run_dir.name}'s record was written from Temporal: its host ended before it could"
 
 
 async def write_record(recorder: ActorRef, ending: RunEnding, started: float) -> None:

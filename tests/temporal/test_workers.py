@@ -4,6 +4,7 @@ on the other worker."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -12,14 +13,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 import anyio
 import pytest
+from temporalio.client import Client
 
 import agentswf
 from agentswf import Runtime, workflow
-from agentswf.temporal import TemporalEngine
+from agentswf.temporal import TemporalEngine, on_asyncio
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORKER_READY_SECONDS = 30.0
@@ -32,11 +35,11 @@ class Workers:
         self.address, self.queue, self.tmp_path = address, queue, tmp_path
         self.processes: list[subprocess.Popen[str]] = []
 
-    def start(self, name: str) -> subprocess.Popen[str]:
+    def start(self, name: str, *more: str) -> subprocess.Popen[str]:
         root = self.tmp_path / name
         process = subprocess.Popen(
             [sys.executable, "-m", "agentswf", "worker", "--address", self.address, "--task-queue", self.queue,
-             "--root", str(root)],
+             "--root", str(root), *more],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True,
         )
         self.processes.append(process)
@@ -183,3 +186,76 @@ async def test_a_runtimes_task_queue_sends_its_agents_turns_to_that_queues_worke
     assert result.value == ["here", "there"], result.reason
     assert [path.name for path in (tmp_path / "here" / "placed" / result.run_id).iterdir()] == ["local-1-attempt1"]
     assert [path.name for path in (tmp_path / "gpu-box" / "placed" / result.run_id).iterdir()] == ["remote-1-attempt1"]
+
+
+FLOW = """
+import sys
+from agentswf import Runtime, workflow
+
+AGENT = Runtime(harness="shell", command=(sys.executable, {agent!r}))
+
+
+@workflow(name="outlives", description="Two turns; the process that started the run dies between them.")
+async def outlives(wf):
+    agent = await wf.agents.open("one", runtime=AGENT)
+    first = await agent.run("First.", timeout="2m")
+    second = await agent.run("Second.", timeout="2m")
+    return [first.value, second.value]
+"""
+
+SLOW_FIRST = """
+import os, pathlib, subprocess, sys, time
+prompt = sys.stdin.read()
+mark = pathlib.Path({mark!r})
+if "First." in prompt and not mark.exists():
+    mark.touch()
+    while not pathlib.Path({go_on!r}).exists():
+        time.sleep(0.05)
+said = "first" if "First." in prompt else "second"
+subprocess.run([os.environ["WFA"], "result", os.environ["WFA_CALL_ID"], said], check=True)
+"""
+
+
+async def test_a_run_goes_on_after_the_process_that_started_it_is_killed(workers: Workers, tmp_path: Path) -> None:
+    mark, go_on = tmp_path / "first-started", tmp_path / "go-on"
+    agent = tmp_path / "agent.py"
+    agent.write_text(SLOW_FIRST.format(mark=str(mark), go_on=str(go_on)))
+    flow = tmp_path / "outlives.py"
+    flow.write_text(FLOW.format(agent=str(agent)))
+    workers.start("keeper", "--workflow", str(flow))  # runs turns, and this workflow's own code
+    runs = tmp_path / "runs"
+    host = subprocess.Popen(
+        [sys.executable, "-m", "agentswf", "run", str(flow), "--engine", "temporal", "--address", workers.address,
+         "--task-queue", workers.queue, "--no-turns-here", "--run-root", str(runs)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        with anyio.fail_after(60):
+            while not mark.exists():
+                await anyio.sleep(0.05)
+        os.killpg(host.pid, signal.SIGKILL)  # the run's host, mid-turn: its workflow worker goes with it
+        host.wait()
+    finally:
+        if host.poll() is None:
+            os.killpg(host.pid, signal.SIGKILL)
+            host.wait()
+    go_on.touch()
+    [record] = runs.glob("outlives/*/temporal.json")
+    workflow_id = json.loads(record.read_text())["workflow_id"]
+    with anyio.fail_after(90):  # the sticky queue's timeout (10 s), then the keeper replays and goes on
+        ending = await on_asyncio(functools.partial(_result, workers.address, workflow_id))
+    assert ending["outcome"] == "completed", ending
+    assert ending["value"] == ["first", "second"]
+    assert not (record.parent / "output.json").exists()  # its host died before it could write the record
+    logs = await anyio.run_process(
+        [sys.executable, "-m", "agentswf", "logs", record.parent.name, "--run-root", str(runs)], check=False
+    )
+    assert logs.returncode == 0, logs.stderr.decode()
+    assert "written from Temporal" in logs.stderr.decode()
+    assert "ended completed" in logs.stdout.decode() and "one turn 2" in logs.stdout.decode()
+    assert json.loads((record.parent / "output.json").read_text())["value"] == ["first", "second"]
+
+
+async def _result(address: str, workflow_id: str) -> Any:
+    client = await Client.connect(address)
+    return await client.get_workflow_handle(workflow_id).result()
