@@ -48,6 +48,7 @@ from .turns import TurnActivities
 
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
+DEFAULT_MAX_TURNS = 100  # turns a worker runs at once
 CANCEL_WAIT_SECONDS = 10.0  # after a cancelled run's workflow is cancelled, for its turns to stop
 
 
@@ -240,7 +241,7 @@ def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, ma
     activities = TurnActivities(client, root=root)
     return Worker(
         client, task_queue=task_queue, activities=[activities.turn],
-        max_concurrent_activities=max_concurrent or 100,
+        max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,
     )
 
 

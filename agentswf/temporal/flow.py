@@ -27,7 +27,7 @@ from typing import Any, NoReturn, TypeVar
 import msgspec
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
@@ -157,6 +157,8 @@ class TemporalAgent:
             ended = workflow.now().timestamp()
             if isinstance(error.cause, TemporalTimeout):
                 outcome: Any = TimedOut(f"the turn's activity timed out on Temporal: {error.cause}")
+            elif isinstance(error.cause, ApplicationError) and error.cause.non_retryable:
+                outcome = Failed(f"the worker could not run the turn: {error.cause.message}")
             else:
                 outcome = Failed(f"the turn's activity failed on Temporal: {error.cause or error}", retryable=True)
             return Turn(outcome=outcome, agent=self.key, call_id="", n=request.n, started_at=started, ended_at=ended)
@@ -360,6 +362,8 @@ class TemporalWorkflow:
 
     async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Any = None) -> R:
         """Run `work()` as the stage `name` (Temporal's history makes it durable: no stage record is kept)."""
+        if budget is not None:
+            raise WorkflowError("a stage's budget is not yet on the Temporal engine")
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:

@@ -21,11 +21,12 @@ import anyio
 import msgspec
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 
 from ..engine.records import make_private_dirs
 from ..engine.run import run_actors
 from ..engine.toolcall import ToolCall
-from ..errors import WorkflowError
+from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
 from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, harness_for
 from ..workflow.agents import Agents
@@ -72,10 +73,18 @@ class TurnActivities:
         handle = self.client.get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
         record = self.root / request.workflow / request.run_id / f"{request.agent}-{request.n}-attempt{info.attempt}"
         make_private_dirs(record)
-        async with anyio.create_task_group() as group:
-            group.start_soon(_heartbeat)
-            turn = await run_turn(request, record, self.env, {s.name: proxy_tool(s, handle, request.agent, request.n) for s in request.tools})
-            group.cancel_scope.cancel()
+        tools = {spec.name: proxy_tool(spec, handle, request.agent, request.n) for spec in request.tools}
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_heartbeat)
+                turn = await run_turn(request, record, self.env, tools)
+                group.cancel_scope.cancel()
+        except Exception as error:
+            why = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, (DefinitionError, HarnessError))), None)
+            if why is None:
+                raise
+            # This worker can't run the agent (its CLI is missing, its runtime is wrong): another attempt won't help.
+            raise ApplicationError(str(why), type=type(why).__name__, non_retryable=True) from None
         return {"turn": turn, "attempt": info.attempt, "worker": self.identity}
 
 

@@ -122,3 +122,17 @@ def _lingering(text: str) -> list[str]:
         if text in line:
             found.append(line)
     return found
+
+
+async def test_a_worker_that_cant_run_the_agent_fails_the_turn_at_once(temporal_address: str, tmp_path: Path) -> None:
+    @workflow(name="unrunnable", description="An agent no worker can start.")
+    async def unrunnable(wf):  # type: ignore[no-untyped-def]
+        agent = await wf.agents.open("nobody", runtime=agentswf.Runtime(harness="shell"))  # no command
+        turn = await agent.run("Answer.", timeout="1m")
+        return [turn.outcome.kind, turn.outcome.reason]
+
+    started = anyio.current_time()
+    result = await agentswf.run(unrunnable, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+    assert result.value == ["failed", "the worker could not run the turn: a shell runtime needs command=[program, args…]"]
+    assert anyio.current_time() - started < 10  # not tried again: another attempt won't help
+    assert [path.name for path in (tmp_path / "worker" / "unrunnable" / result.run_id).iterdir()] == ["nobody-1-attempt1"]
