@@ -201,3 +201,53 @@ def settle_record(options: argparse.Namespace) -> None:
         print(f"awf: {anyio.run(settle, run_dir)}", file=sys.stderr)
     except (RuntimeError, OSError) as error:  # Temporal not answering
         print(f"awf: Temporal isn't answering for run {run_dir.name}: {error}", file=sys.stderr)
+
+
+def command_status(options: argparse.Namespace, run: dict[str, Any]) -> int:
+    """`awf status RUN` of a Temporal run: the workflow's state, its turns in flight, the calls waiting."""
+    options.talked_to_temporal = True
+    status = asyncio.run(_status(run))
+    if options.json:
+        sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
+        return 0
+    print(f"run on Temporal: workflow {run['workflow_id']} at {run['address']}: {status['state']}")
+    for turn in status["turns"]:
+        print(f"  in flight: {turn['activity']} (attempt {turn['attempt']}, {turn['state']}, on {turn['worker'] or 'no worker yet'})")
+    for call in status["pending"]:
+        print(f"  waiting for approval: {call['call_id']}  {call['agent']} → {call['tool']}")
+    for line in status["log"][-STATUS_LOG_LINES:]:
+        print(f"  log: {line['message']}")
+    return 0
+
+
+STATUS_LOG_LINES = 5  # the latest lines of the run's log `awf status` shows
+
+
+async def _status(run: dict[str, Any]) -> dict[str, Any]:
+    from ..temporal.engine import connect
+    from ..temporal.messages import LOG_QUERY, PENDING_QUERY
+
+    try:
+        client = await connect(run["address"], run["namespace"])
+        handle = client.get_workflow_handle(run["workflow_id"])
+        description = await handle.describe()
+        running = description.status is not None and description.status.name == "RUNNING"
+        turns = [
+            {"activity": pending.activity_id, "attempt": pending.attempt, "state": _activity_state(pending.state),
+             "worker": pending.last_worker_identity}
+            for pending in description.raw_description.pending_activities
+        ]
+        return {
+            "state": description.status.name if description.status is not None else "UNKNOWN",
+            "turns": turns,
+            "pending": await handle.query(PENDING_QUERY) if running else [],
+            "log": await handle.query(LOG_QUERY) if running else [],
+        }
+    except RuntimeError as error:  # the SDK's connection failure
+        raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
+
+
+def _activity_state(state: Any) -> str:
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    return PendingActivityState.Name(state).removeprefix("PENDING_ACTIVITY_STATE_").lower()

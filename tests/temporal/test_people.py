@@ -1,5 +1,6 @@
 """People reach a Temporal run through awf: `awf pending` lists a tool call waiting for approval,
-`awf approve` lets it run and `awf reject` refuses it, each reaching the workflow (a query, an update)."""
+`awf approve` lets it run and `awf reject` refuses it, each reaching the workflow (a query, an
+update), and `awf status` shows the run's turns in flight and the calls waiting."""
 
 from __future__ import annotations
 
@@ -64,6 +65,10 @@ async def test_a_person_approves_and_rejects_a_temporal_runs_calls(temporal_addr
                         break
                 await anyio.sleep(0.1)
         call = out.split()[0]
+        code, status, err = await awf("status", found[0].parent.name, "--run-root", str(runs))
+        assert code == 0, err
+        assert ": RUNNING" in status and "in flight: deployer-turn-1 (attempt 1, started" in status, status
+        assert f"waiting for approval: {call}  deployer → deploy" in status and "log: approval asked" in status, status
         code, out, err = await awf(command, found[0].parent.name, call, "--run-root", str(runs), *more)
         assert code == 0, err
         if again:  # a call is decided once (the run waits on the next call meanwhile)
