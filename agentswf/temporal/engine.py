@@ -105,7 +105,7 @@ class TemporalEngine:
         record_dir = root / definition.name / run_id
         make_private_dirs(record_dir, exist_ok=False)
         request = RunRequest(
-            workflow=definition.name, run_id=run_id, args=args, cwd=str(directory), timeout=seconds,
+            workflow=definition.name, run_id=run_id, args=args, cwd=str(directory), run_dir=str(record_dir), timeout=seconds,
             turn_queue=self.task_queue,
         )
         workflow_id = f"{definition.name}-{run_id}"

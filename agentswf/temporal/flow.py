@@ -35,7 +35,7 @@ from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.outcomes import Answered, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
 from ..engine.recorder import ToolCalled
-from ..engine.toolcall import ToolCall, tool_record
+from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
 from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
@@ -128,8 +128,8 @@ class TemporalAgent:
                 deadline=limit, nudge=nudge, session=self._session,
             )
             turn = await self._execute(request, taught.type)
-        if turn.session is not None:
-            self._session = turn.session
+            if turn.session is not None:  # before the next turn, queued behind this one, is sent
+                self._session = turn.session
         self._agents.ended(turn, request.n)
         if id is not None:
             self._by_id[id] = (identity, turn)
@@ -138,6 +138,7 @@ class TemporalAgent:
     async def _execute(self, request: TurnRequest, answer_type: Any) -> Turn[Any]:
         left = max(0.0, request.deadline - workflow.now().timestamp())
         started = workflow.now().timestamp()
+        self._agents.in_turn.add((self.key, request.n))
         try:
             raw = await workflow.execute_activity(
                 TURN_ACTIVITY,
@@ -162,6 +163,8 @@ class TemporalAgent:
             else:
                 outcome = Failed(f"the turn's activity failed on Temporal: {error.cause or error}", retryable=True)
             return Turn(outcome=outcome, agent=self.key, call_id="", n=request.n, started_at=started, ended_at=ended)
+        finally:
+            self._agents.turn_over(self.key, request.n)
         turn = msgspec.convert(raw["turn"], Turn[Any])
         if raw["attempt"] > 1:  # the attempts before were lost with their worker, or failed on it
             self._agents.log(
@@ -213,6 +216,8 @@ class TemporalAgents:
         self.pending: dict[str, ApprovalRequest] = {}  # tool calls waiting for a decision, by call id
         self.decisions: dict[str, ApprovalDecision] = {}
         self._tools_of: dict[tuple[str, int], list[int]] = {}  # a turn's tool calls, by their lines' index
+        self.in_turn: set[tuple[str, int]] = set()  # (agent, turn) of the turns whose activity runs
+        self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
 
     def ended(self, turn: Turn[Any], n: int) -> None:
         """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""
@@ -220,21 +225,35 @@ class TemporalAgents:
         for index in self._tools_of.pop((turn.agent, n), []):
             self.lines.tools[index]["turn_call_id"] = turn.call_id
 
-    async def approval(self, request: ToolRequest, tool: Tool) -> ApprovalDecision:
-        """Wait for a decision on the call (bounded by the worker's tool timeout and the turn's deadline)."""
+    async def approval(self, request: ToolRequest, tool: Tool) -> ApprovalDecision | None:
+        """Wait for a decision on the call; None once the call's turn has ended without one."""
         asked = ApprovalRequest(
             request.call_id, request.tool, request.agent, redact_value(request.input, tool.sensitive_fields),
             asked_at=workflow.now().timestamp(),
         )
         self.pending[request.call_id] = asked
+        self._waiting_in[request.call_id] = (request.agent, request.turn)
         self.log("approval asked", agent=request.agent, tool=request.tool, call=request.call_id)
+        turn = (request.agent, request.turn)
         try:
-            await workflow.wait_condition(lambda: request.call_id in self.decisions)
+            await workflow.wait_condition(lambda: request.call_id in self.decisions or turn not in self.in_turn)
         finally:
             self.pending.pop(request.call_id, None)
-        decision = self.decisions.pop(request.call_id)
+            self._waiting_in.pop(request.call_id, None)
+        decision = self.decisions.pop(request.call_id, None)
+        if decision is None:
+            self.log("approval withdrawn: the call's turn ended", call=request.call_id)
+            return None
         self.log("approval decided", call=request.call_id, approved=decision.approved, by=decision.by)
         return decision
+
+    def turn_over(self, agent: str, n: int) -> None:
+        """The turn's activity ended: a call of it still waiting for approval is withdrawn, at once."""
+        self.in_turn.discard((agent, n))
+        for call_id, turn in list(self._waiting_in.items()):
+            if turn == (agent, n):
+                self.pending.pop(call_id, None)
+                del self._waiting_in[call_id]
 
     def decide(self, request: DecideRequest) -> bool:
         """True if a call by that id was waiting."""
@@ -322,11 +341,11 @@ class TemporalApprovals:
 class TemporalWorkflow:
     """The `wf` of a run on Temporal. Created by the engine; don't construct one yourself."""
 
-    def __init__(self, *, name: str, run_id: str, cwd: Path, agents: TemporalAgents) -> None:
+    def __init__(self, *, name: str, run_id: str, cwd: Path, run_dir: Path, agents: TemporalAgents) -> None:
         self.name = name
         self.run_id = run_id
         self.cwd = cwd
-        self.run_dir = cwd  # the record lives on Temporal (the workflow's history) and on the workers
+        self.run_dir = run_dir  # the record's directory on the run's host, written when the run ends
         self.agents = agents
         self.approvals = TemporalApprovals(agents)
         agents.log = self.log
@@ -406,15 +425,20 @@ async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply
         return ToolReply("failed", error=f"agent {request.agent} has no tool {request.tool}")
     started = workflow.now().timestamp()
     approval = await agents.approval(request, found) if found.requires_approval else None
-    if approval is not None and not approval.approved:
-        why = f": {approval.reason}" if approval.reason else ""
-        reply = ToolReply("failed", error=f"a person rejected this call{why}; the tool did not run")
+    if found.requires_approval and (approval is None or not approval.approved):
+        outcome: ToolOutcomeKind
+        code: OutcomeCode
+        if approval is None:
+            outcome, code, error = "timed-out", "", "no decision on the call's approval before its turn ended"
+        else:
+            why = f": {approval.reason}" if approval.reason else ""
+            outcome, code, error = "refused", "rejected", f"a person rejected this call{why}; the tool did not run"
         agents.called(request, tool_record(
             call_id=request.call_id, turn_call_id="", agent=request.agent, tool=request.tool, input=request.input,
-            redacted=found.sensitive_fields, outcome="refused", error=reply.error, code="rejected", approval=approval,
-            started_at=started, ended_at=workflow.now().timestamp(),
+            redacted=found.sensitive_fields, outcome=outcome, error=error, code=code,
+            approval=approval, started_at=started, ended_at=workflow.now().timestamp(),
         ))
-        return reply
+        return ToolReply("failed", error=error)
     try:
         value = msgspec.convert(request.input, found.input, from_attributes=True) if found.takes_input else None
         result = found.invoke(value, ToolCall(request.call_id, request.agent, request.tool))
@@ -458,6 +482,7 @@ class AgentswfWorkflow:
             reason = f"this worker has no workflow named {request.workflow}"
             return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
         ending = await run_definition(self, definition, request)
+        await workflow.wait_condition(workflow.all_handlers_finished)  # tool calls still answering: in the record
         if self.wf is not None:
             ending = msgspec.structs.replace(ending, lines=self.wf.agents.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
@@ -494,7 +519,9 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
         workflow=definition.name, run_id=request.run_id, cwd=Path(request.cwd), turn_queue=request.turn_queue,
         run_deadline=now + request.timeout,
     )
-    wf = host.wf = TemporalWorkflow(name=definition.name, run_id=request.run_id, cwd=Path(request.cwd), agents=agents)
+    wf = host.wf = TemporalWorkflow(
+        name=definition.name, run_id=request.run_id, cwd=Path(request.cwd), run_dir=Path(request.run_dir), agents=agents
+    )
     limit = asyncio.timeout(request.timeout)  # a durable timer
     try:
         async with limit:

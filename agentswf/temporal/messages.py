@@ -84,6 +84,7 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     args: Any = None
     cwd: str
+    run_dir: str  # the record's directory on the run's host
     timeout: float
     turn_queue: str  # where agents' turns go unless their Runtime names a queue
 

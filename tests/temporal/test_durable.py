@@ -79,7 +79,9 @@ async def test_the_runs_timeout_is_a_durable_timer(tmp_path: Path) -> None:
         queue = f"test-{uuid4().hex[:8]}"
         async with Worker(env.client, task_queue=workflow_queue(queue, waits.name), workflows=[AgentswfWorkflow],
                           workflow_runner=UnsandboxedWorkflowRunner()), turn_worker(env.client, queue):
-            request = RunRequest(workflow=waits.name, run_id="r1", cwd=str(tmp_path), timeout=1800.0, turn_queue=queue)
+            request = RunRequest(
+                workflow=waits.name, run_id="r1", cwd=str(tmp_path), run_dir=str(tmp_path), timeout=1800.0, turn_queue=queue
+            )
             with anyio.fail_after(30):  # half an hour of workflow time, in seconds of wall time
                 raw = await env.client.execute_workflow(
                     WORKFLOW_TYPE, msgspec.to_builtins(request), id=f"waits-{uuid4().hex}",

@@ -87,3 +87,27 @@ async def test_a_person_approves_and_rejects_a_temporal_runs_calls(temporal_addr
     assert result.value["done"] == ["staging"]
     lines = [json.loads(line) for line in (result.run_dir / "tools.jsonl").read_text().splitlines()]
     assert [(line["outcome"], line["approval"]["approved"]) for line in lines] == [("result", True), ("refused", False)]
+
+
+async def test_a_call_no_one_decides_is_withdrawn_when_its_turn_ends(temporal_address: str, tmp_path: Path) -> None:
+    script = tmp_path / "asker.sh"
+    script.write_text('#!/bin/sh\ncat >/dev/null\n"$WFA" tool deploy --target staging </dev/null >/dev/null 2>&1\n')
+    script.chmod(0o700)
+
+    @workflow(name="undecided", description="A call waiting for approval past its turn's deadline.")
+    async def undecided(wf):  # type: ignore[no-untyped-def]
+        def deploy(target: str) -> str:
+            """Deploy to a target."""
+            return "deployed"
+
+        agent = await wf.agents.open("asker", runtime=f"shell:{script}",
+                                     tools={"deploy": tool(deploy, requires_approval=True)})
+        turn = await agent.run("Deploy.", timeout="2s", nudge=False)
+        return [turn.outcome.kind, [call.call_id for call in await wf.approvals.pending()]]
+
+    engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+    with anyio.fail_after(30):
+        result = await agentswf.run(undecided, run_root=tmp_path / "runs", engine=engine)
+    assert result.value == ["timed-out", []], result.reason
+    [line] = [json.loads(line) for line in (result.run_dir / "tools.jsonl").read_text().splitlines()]
+    assert line["outcome"] == "timed-out" and "before its turn ended" in line["error"]
