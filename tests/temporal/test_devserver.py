@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
 from agentswf.temporal.devserver import DevServer, server_binary
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
 from tests.docs.test_docs import run_page
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "temporal.md"

@@ -10,6 +10,9 @@ from uuid import uuid4
 import anyio
 import msgspec
 import pytest
+
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 

@@ -10,6 +10,10 @@ from pathlib import Path
 from uuid import uuid4
 
 import anyio
+import pytest
+
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
 from temporalio.client import Client
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 

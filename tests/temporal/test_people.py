@@ -10,6 +10,9 @@ from pathlib import Path
 from uuid import uuid4
 
 import anyio
+import pytest
+
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 
 import agentswf
 from agentswf import tool, workflow

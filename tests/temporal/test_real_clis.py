@@ -12,6 +12,8 @@ from uuid import uuid4
 
 import pytest
 
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
 import agentswf
 from agentswf import Runtime, workflow
 from agentswf.temporal import TemporalEngine

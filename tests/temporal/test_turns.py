@@ -11,6 +11,10 @@ from typing import Any
 from uuid import uuid4
 
 import anyio
+import pytest
+
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
 from temporalio.client import Client
 
 import agentswf

@@ -18,6 +18,9 @@ from uuid import uuid4
 
 import anyio
 import pytest
+
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
 from temporalio.client import Client
 
 import agentswf
