@@ -39,7 +39,7 @@ from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_recor
 from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
-from ..workflow.agents import AgentSpec, _taught, check_key
+from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.running import _failure, decode_args
@@ -81,6 +81,7 @@ class TemporalAgent:
         self.closed = False
         self._agents = agents
         self._turns = 0
+        self._ops = 0  # compactions and sets, numbered apart from turns as on the local engine
         self._session: str | None = None
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self._queue = asyncio.Lock()  # turns run one at a time, in the order given
@@ -110,14 +111,7 @@ class TemporalAgent:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
         _rebuildable(taught.schema, f"agent {self.key}: the turn's schema")
-        limit = self._agents.run_deadline  # fixed now, in workflow time, before the turn is scheduled
-        if timeout is not None:
-            limit = min(limit, workflow.now().timestamp() + to_seconds(timeout, what="timeout"))
-        if deadline is not None:
-            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
-            if not math.isfinite(unix):
-                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
-            limit = min(limit, unix)
+        limit = self._limit(timeout, deadline)  # before the turn is scheduled
         self._turns += 1
         n = self._turns
         async with self._queue:
@@ -135,7 +129,7 @@ class TemporalAgent:
             self._by_id[id] = (identity, turn)
         return turn
 
-    async def _execute(self, request: TurnRequest, answer_type: Any) -> Turn[Any]:
+    async def _execute(self, request: TurnRequest, answer_type: Any, *, activity_id: str | None = None) -> Turn[Any]:
         left = max(0.0, request.deadline - workflow.now().timestamp())
         started = workflow.now().timestamp()
         self._agents.in_turn.add((self.key, request.n))
@@ -149,8 +143,8 @@ class TemporalAgent:
                 retry_policy=RetryPolicy(
                     maximum_attempts=TURN_ATTEMPTS, initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)
                 ),
-                activity_id=f"{self.key}-turn-{request.n}",
-                summary=f"{self.key} turn {request.n}",
+                activity_id=activity_id or f"{self.key}-turn-{request.n}",
+                summary=f"{self.key} {request.kind} {request.n}",
             )
         except ActivityError as error:
             if isinstance(error.cause, TemporalCancelled):  # the workflow (or its branch) was cancelled
@@ -177,6 +171,72 @@ class TemporalAgent:
                 return msgspec.structs.replace(turn, outcome=Failed(f"the answer does not fit the turn's schema: {error}"))
             turn = msgspec.structs.replace(turn, outcome=Answered(value))
         return turn
+
+    async def compact(self, focus: str, *, timeout: Duration | None = None, deadline: datetime | float | None = None) -> Turn[str]:
+        """As the local `Agent.compact`: an activity that resumes the agent's session and compacts it."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        if not isinstance(focus, str):
+            raise DefinitionError(f"agent {self.key}: a compaction's focus is text")
+        if timeout is not None and deadline is not None:
+            raise DefinitionError("a compaction takes a timeout or a deadline, not both")
+        limit = self._limit(timeout, deadline)
+        self._ops += 1
+        async with self._queue:
+            request = TurnRequest(
+                workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._ops,
+                runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=None, prompt=focus,
+                schema=_taught(str).schema, deadline=limit, session=self._session, kind="compaction",
+            )
+            record = await self._execute(request, str, activity_id=f"{self.key}-compaction-{request.n}")
+            if record.session is not None:
+                self._session = record.session
+        self._agents.operated(record)
+        return record
+
+    async def set(self, *, model: str | None = None, effort: str | None = None) -> Turn[None]:
+        """As the local `Agent.set`: later turns run with `model` and `effort`, the session kept.
+        Each turn's worker starts the CLI afresh from the runtime, so nothing is sent to a worker."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        harness = self.spec.runtime.harness
+        why = _capable(harness, "set")
+        if why is not None:
+            raise DefinitionError(f"agent {self.key}: {harness} can't switch model or effort: {why}")
+        if model is None and effort is None:
+            raise DefinitionError(f"agent {self.key}: set needs a model or an effort")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise DefinitionError(f"agent {self.key}: {model!r} is not a model name")
+        check_effort(self.key, harness, effort)
+        runtime = self.spec.runtime
+        runtime = msgspec.structs.replace(
+            runtime, model=runtime.model if model is None else model, effort=runtime.effort if effort is None else effort
+        )
+        self.spec = msgspec.structs.replace(self.spec, runtime=runtime)
+        self._ops += 1
+        now = workflow.now().timestamp()
+        record: Turn[None] = Turn(
+            outcome=Answered(None), agent=self.key, call_id="", n=self._ops, started_at=now, ended_at=now,
+            session=self._session, kind="set", model=runtime.model, effort=runtime.effort,
+        )
+        self._agents.operated(record)
+        return record
+
+    async def fork(self, key: str, **options: Any) -> TemporalAgent:
+        """Not yet on Temporal: a fork's copy of the session lives on one worker, and its turns may run on another."""
+        raise WorkflowError(f"agent {self.key}: fork is not yet on the Temporal engine (docs/guide/temporal.md)")
+
+    def _limit(self, timeout: Duration | None, deadline: datetime | float | None) -> float:
+        """The one deadline of a turn or operation, Unix seconds, fixed now in workflow time."""
+        limit = self._agents.run_deadline
+        if timeout is not None:
+            limit = min(limit, workflow.now().timestamp() + to_seconds(timeout, what="timeout"))
+        if deadline is not None:
+            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
+            if not math.isfinite(unix):
+                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
+            limit = min(limit, unix)
+        return limit
 
     async def close(self) -> None:
         """Close the agent: later turns are refused (a worker keeps nothing of it between turns)."""
@@ -218,6 +278,10 @@ class TemporalAgents:
         self._tools_of: dict[tuple[str, int], list[int]] = {}  # a turn's tool calls, by their lines' index
         self.in_turn: set[tuple[str, int]] = set()  # (agent, turn) of the turns whose activity runs
         self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
+
+    def operated(self, record: Turn[Any]) -> None:
+        """A compaction's or a set's record, in the record's turns as on the local engine."""
+        self.lines.turns.append(msgspec.to_builtins(record))
 
     def ended(self, turn: Turn[Any], n: int) -> None:
         """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""

@@ -48,6 +48,7 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     deadline: float
     nudge: bool = True
     session: str | None = None  # the agent's native session to resume, from its last turn
+    kind: Literal["turn", "compaction"] = "turn"  # a compaction's focus is its `prompt`
 
 
 class ToolRequest(msgspec.Struct, frozen=True):

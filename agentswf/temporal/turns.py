@@ -101,7 +101,12 @@ async def run_turn(request: TurnRequest, record: Path, env: Mapping[str, str], t
         agent = await agents.open(
             request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd
         )
-        turn = await agent.run(request.prompt, schema=type_of(request.schema), deadline=request.deadline, nudge=request.nudge)
+        if request.kind == "compaction":
+            turn = await agent.compact(request.prompt, deadline=request.deadline)
+        else:
+            turn = await agent.run(
+                request.prompt, schema=type_of(request.schema), deadline=request.deadline, nudge=request.nudge
+            )
         await agents.close_all()  # cancelled, the run's actors stop it as they end
     return msgspec.to_builtins(msgspec.structs.replace(turn, n=request.n))  # type: ignore[no-any-return]
 

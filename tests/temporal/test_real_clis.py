@@ -69,3 +69,33 @@ async def test_real_clis_resume_their_sessions_from_one_turn_activity_to_the_nex
     assert {r.dialect for r in later} == {"anthropic", "responses", "chat"}
     assert all(any(REMEMBERED in str(item) for item in r.conversation.history) for r in later)  # resumed
     assert result.usage.turns == 2 * len(CLIS)
+
+
+SUMMARY = "SUMMARY: the answer was done"
+
+
+def compacting(conv: Conversation) -> Any:
+    return Text(SUMMARY) if TAUGHT.search(conv.prompt) is None else script(conv)  # claude's compaction asks for a summary
+
+
+async def test_claude_compacts_and_switches_model_on_temporal(temporal_address: str, tmp_path: Path) -> None:
+    async with ScriptedModel(compacting) as model:
+        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+
+        @workflow(name="operations", description="A turn, a compaction, a switch of model, a turn.")
+        async def flow(wf):  # type: ignore[no-untyped-def]
+            agent = await wf.agents.open("a", runtime=runtime)
+            first = await agent.run("FIRST. Answer done.", timeout=90)
+            compacted = await agent.compact("keep FOCUS-MARK", timeout=90)
+            switched = await agent.set(model="claude-sonnet-9-9")
+            after = await agent.run("AFTER. Answer done.", timeout=90)
+            return [first.value, compacted.outcome.kind, compacted.value, switched.model, after.value, after.model]
+
+        engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, engine=engine)
+    assert result.outcome == "completed", result.reason
+    assert result.value == ["done", "answered", SUMMARY, "claude-sonnet-9-9", "done", "claude-sonnet-9-9"]
+    assert any("FOCUS-MARK" in str(r.conversation.history) + r.conversation.prompt
+               for r in model.requests if r.conversation is not None)
+    later = [r.conversation for r in model.requests if r.conversation is not None and "AFTER" in r.conversation.prompt]
+    assert later and all(c.model == "claude-sonnet-9-9" for c in later)
