@@ -22,6 +22,7 @@ Ratios are Temporal / local (and Temporal / bare); each is the median of 3 round
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import sys
 import tempfile
@@ -163,6 +164,13 @@ async def setup_cost(root: Path, rounds: int) -> float:
 
 async def main(turn_count: int, call_count: int, agent_count: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="awf-bench-temporal-"))
+    try:
+        await measure(root, turn_count, call_count, agent_count)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def measure(root: Path, turn_count: int, call_count: int, agent_count: int) -> None:
     with DevServer() as server:
         client = await Client.connect(server.address)
         queue = f"bench-{uuid4().hex[:8]}"
