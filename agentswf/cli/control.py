@@ -20,6 +20,7 @@ import msgspec
 from ..engine.attempts import INTERRUPTED, RecordRefused, read_attempts
 from ..engine.operator import Status, Stop
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from . import temporal
 from .attach import print_kept
 from .follow import Event, Follower, Tally, run_cost
 from .runs import UsageFailure, all_runs, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
@@ -168,6 +169,9 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
 
 
 def command_status(options: argparse.Namespace) -> int:
+    on_temporal = temporal.temporal_run(options)
+    if on_temporal is not None:
+        return temporal.command_status(options, on_temporal)
     run_dir = live_run_dir(options)
     response = ask_live_run(options, Status(), run_dir)
     if not response.ok:

@@ -49,7 +49,7 @@ from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
-from . import worktrees
+from . import temporal, worktrees
 from .actors import print_actors
 from .attach import AttachFailure
 from .attach import add_parser as add_attach_parser
@@ -253,6 +253,7 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         "sandbox": _sandbox(options.sandbox),
         "trace": options.trace,
         "budget": options.budget_limits,
+        **temporal.engine_options(options),
     }
     if options.values is not None and options.from_stage is None:
         raise UsageFailure("--values gives the stages before --from-stage: give --from-stage too")
@@ -359,11 +360,15 @@ def _go(
 
 
 def command_logs(options: argparse.Namespace) -> int:
+    temporal.settle_record(options)  # a Temporal run whose host died: its record, from Temporal
     print_run(run_dir_of(options, options.run), sys.stdout)
     return 0
 
 
 def command_decide(options: argparse.Namespace) -> int:
+    on_temporal = temporal.temporal_run(options)
+    if on_temporal is not None:
+        return temporal.command_decide(options, on_temporal)
     kind = Approve if options.command == "approve" else Reject
     response = ask_live_run(options, kind(options.call, options.reason or "", options.by))
     print(f"awf: {response.message}", file=sys.stderr if not response.ok else sys.stdout)
@@ -433,6 +438,9 @@ def command_trace(options: argparse.Namespace) -> int:
 
 
 def command_pending(options: argparse.Namespace) -> int:
+    on_temporal = temporal.temporal_run(options)
+    if on_temporal is not None:
+        return temporal.command_pending(options, on_temporal)
     response = ask_live_run(options, Pending())
     for request in response.value or []:
         why = f"  ({request['reason']})" if request.get("reason") else ""
@@ -489,6 +497,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--budget", help="cap the run's spend, e.g. '5usd,2h,200turns,1mtokens'")
     run_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
     run_parser.add_argument("--trace", action="store_true", help="record every actor's mailbox events (awf trace --actors)")
+    temporal.add_run_options(run_parser)
 
     for name, text in (("approve", "let a tool call waiting for approval run"), ("reject", "refuse a tool call waiting for approval")):
         decide_parser = commands.add_parser(name, help=text)
@@ -535,6 +544,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
     worktrees.add_parser(commands)
+    temporal.add_parser(commands)
     add_commands(commands)
     add_attach_parser(commands)
     return parser
@@ -593,7 +603,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     try:
-        return _exit_past_abandoned_threads(int(options.handler(options)))
+        code = int(options.handler(options))
+        return temporal.exit_now(code) if temporal.used_temporal(options) else _exit_past_abandoned_threads(code)
     except (UsageFailure, AttachFailure) as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE

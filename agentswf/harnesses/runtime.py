@@ -41,6 +41,8 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     `keep_pane` leaves a pane's TUI running after the run, released from it: "always", or
     "on-failure" when the agent's last turn wasn't answered. `check_ins` sets the quiet
     interval and response window of a pane that confirms delivery (claude's).
+    `task_queue` sends the agent's turns to the Temporal workers of that queue
+    (docs/guide/temporal.md); the local engine ignores it.
     """
 
     harness: str
@@ -53,6 +55,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     placement: Literal["headless", "pane"] = "headless"
     keep_pane: KeepPane = "never"  # a pane left after the run for a person to read: "on-failure", "always"
     check_ins: CheckIns | None = None  # a claude pane's quiet interval and response window; None: the defaults
+    task_queue: str | None = None  # on the Temporal engine: the workers that run its turns
 
 
 def resolve_runtime(runtime: str | Runtime) -> Runtime:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -148,6 +148,15 @@ def _replay_of(definition: WorkflowDefinition, record: Path) -> Replay:
     return Replay.from_record(record)
 
 
+class Engine(Protocol):
+    """What runs a workflow elsewhere than this process's actors (`agentswf.temporal.TemporalEngine`)."""
+
+    async def run(
+        self, definition: WorkflowDefinition, *, args: Any, run_root: str | Path | None, cwd: str | Path | None,
+        timeout: Duration | None,
+    ) -> RunResult: ...
+
+
 async def run(
     definition: WorkflowDefinition,
     *,
@@ -165,6 +174,7 @@ async def run(
     trace: bool = False,
     budget: Budget | None = None,
     sandbox: RunSandboxFile | None = None,
+    engine: Engine | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -184,9 +194,20 @@ async def run(
     `from_stage` starts a new run at that stage, the stages before it given by `values`
     (by stage name); without `values` it only looks ahead: nothing runs or is recorded, and
     `RunResult.needs` lists the stage values needed with their JSON Schemas.
+
+    `engine` runs it elsewhere: `agentswf.temporal.TemporalEngine(...)` on Temporal
+    (docs/guide/temporal.md), which takes `args`, `run_root`, `cwd` and `timeout` only.
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
+    if engine is not None:
+        local = {"env": env, "harnesses": harnesses, "replay": replay, "continue_from": continue_from, "rerun": rerun,
+                 "from_stage": from_stage, "values": values, "budget": budget, "trace": trace or None,
+                 "sandbox": sandbox}
+        given = [name for name, value in local.items() if value is not None]
+        if given:
+            raise DefinitionError(f"{', '.join(given)}: not on another engine yet; run locally for them")
+        return await engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout)
     directory = Path(cwd or os.getcwd()).resolve()
     root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
     root = root if root.is_absolute() else directory / root

@@ -1,0 +1,253 @@
+"""`awf worker` and `awf run --engine temporal`: agentswf's commands for Temporal.
+
+`awf worker --address HOST:PORT --task-queue Q` runs agents' turns for any workflow whose
+agents' turns go to Q, in its own cwd, with its own CLIs, until SIGINT or SIGTERM;
+`--workflow FILE` (repeatable) also runs those workflows' own code, so a run goes on after
+the process that started it exits. Nothing is imported from temporalio until a command needs
+it: awf without the extra still starts, and says what to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, NoReturn
+
+import msgspec
+
+from ..engine.records import read_json
+from ..errors import DefinitionError
+from ..temporal.messages import RECORD_FILE
+from ..workflow.loading import load_workflow
+from .runs import UsageFailure, live_run_dir, run_dir_of
+
+NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit at once with `code`, once everything is flushed: the Temporal SDK's threads (1.35.0)
+    can crash the interpreter as it finalizes (SIGSEGV or SIGABRT, measured in ~40% of exits of a
+    process that used a client), which would replace the command's exit status."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def used_temporal(options: argparse.Namespace) -> bool:
+    """Whether this command talked to Temporal (so it ends with `exit_now`)."""
+    return bool(getattr(options, "talked_to_temporal", False))
+
+
+def add_run_options(run_parser: argparse.ArgumentParser) -> None:
+    """`awf run`'s flags for running on Temporal."""
+    run_parser.add_argument("--engine", choices=["local", "temporal"], default="local", help="where the run executes")
+    run_parser.add_argument("--address", help="the Temporal frontend, HOST:PORT (with --engine temporal)")
+    run_parser.add_argument("--namespace", default="default", help="the Temporal namespace (default: default)")
+    run_parser.add_argument("--task-queue", help="the queue agents' turns go to (with --engine temporal)")
+    run_parser.add_argument(
+        "--no-turns-here", action="store_true", help="with --engine temporal: leave every turn to `awf worker`s"
+    )
+
+
+def engine_options(options: argparse.Namespace) -> dict[str, Any]:
+    """`engine=` for `agentswf.run`, when `awf run` was given `--engine temporal`; raises UsageFailure."""
+    if options.engine != "temporal":
+        for flag in ("address", "task_queue"):
+            if getattr(options, flag) is not None:
+                raise UsageFailure(f"--{flag.replace('_', '-')} is for --engine temporal")
+        return {}
+    if options.address is None or options.task_queue is None:
+        raise UsageFailure("--engine temporal needs --address HOST:PORT and --task-queue Q")
+    try:
+        from ..temporal import TemporalEngine
+    except ImportError:
+        raise UsageFailure(NEEDS_EXTRA) from None
+    options.talked_to_temporal = True
+    engine = TemporalEngine(
+        address=options.address, namespace=options.namespace, task_queue=options.task_queue,
+        run_turns=not options.no_turns_here,
+    )
+    return {"engine": engine}
+
+
+def add_parser(commands: Any) -> None:
+    worker = commands.add_parser("worker", help="run agents' turns (and workflows) from a Temporal task queue")
+    worker.add_argument("--address", required=True, help="the Temporal frontend, HOST:PORT")
+    worker.add_argument("--task-queue", required=True, help="the queue whose turns this worker runs")
+    worker.add_argument("--namespace", default="default", help="the Temporal namespace (default: default)")
+    worker.add_argument("--root", help="where each turn's local record is kept (default .awf/temporal)")
+    worker.add_argument("--max-turns", type=int, default=100, help="turns run at once, at most (default 100)")
+    worker.add_argument(
+        "--workflow", action="append", default=[], metavar="FILE", help="also run this file's workflow's own code"
+    )
+    worker.set_defaults(handler=command_worker)
+
+
+def command_worker(options: argparse.Namespace) -> int:
+    try:
+        import temporalio  # noqa: F401
+    except ImportError:
+        raise UsageFailure(NEEDS_EXTRA) from None
+    try:
+        definitions = [load_workflow(path) for path in options.workflow]
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
+    if options.max_turns < 1:
+        raise UsageFailure("--max-turns is at least 1")
+    options.talked_to_temporal = True
+    asyncio.run(_serve(options, definitions))
+    return 0
+
+
+async def _serve(options: argparse.Namespace, definitions: list[Any]) -> None:
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+    from ..temporal.engine import connect, turn_worker, workflow_queue
+    from ..temporal.flow import AgentswfWorkflow, register
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    client = await connect(options.address, options.namespace)
+    root = Path(options.root) if options.root else None
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(turn_worker(client, options.task_queue, root=root, max_concurrent=options.max_turns))
+        for definition in definitions:
+            register(definition)
+            await stack.enter_async_context(Worker(
+                client, task_queue=workflow_queue(options.task_queue, definition.name), workflows=[AgentswfWorkflow],
+                workflow_runner=UnsandboxedWorkflowRunner(),
+            ))
+        names = "".join(f", workflow {definition.name}" for definition in definitions)
+        print(f"awf: worker on {options.task_queue} at {options.address}{names}; Ctrl-C stops it", file=sys.stderr, flush=True)
+        await stop.wait()
+    print("awf: worker stopped", file=sys.stderr, flush=True)
+
+
+def temporal_run(options: argparse.Namespace) -> dict[str, Any] | None:
+    """What a live run on Temporal's directory says of it (its workflow id, address), or None for a local run."""
+    try:
+        run_dir = live_run_dir(options)
+    except UsageFailure:
+        return None  # the local command says why
+    path = run_dir / RECORD_FILE
+    if not path.exists():
+        return None
+    if (run_dir / "output.json").exists():
+        raise UsageFailure(f"run {run_dir.name} has ended; only a live run can be asked (awf logs {run_dir.name} shows it)")
+    found: dict[str, Any] = read_json(path)
+    return found
+
+
+def command_decide(options: argparse.Namespace, run: dict[str, Any]) -> int:
+    """`awf approve` / `awf reject` of a call a Temporal run's workflow waits on: an update."""
+    from ..temporal.messages import DECIDE_UPDATE, DecideRequest
+
+    decision = DecideRequest(options.call, options.command == "approve", options.reason or "", options.by)
+    options.talked_to_temporal = True
+    waiting = asyncio.run(_ask(run, DECIDE_UPDATE, decision, update=True))
+    if not waiting:
+        print(f"awf: no call {options.call} is waiting for approval in that run (awf pending lists them)", file=sys.stderr)
+        return 1
+    print(f"awf: call {options.call} {'approved' if decision.approved else 'rejected'}")
+    return 0
+
+
+def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
+    """`awf pending` of a Temporal run: the workflow's query."""
+    from ..temporal.messages import PENDING_QUERY
+
+    options.talked_to_temporal = True
+    pending = asyncio.run(_ask(run, PENDING_QUERY, None, update=False))
+    for request in pending:
+        print(f"{request['call_id']}  {request['agent']} → {request['tool']}  {msgspec.json.encode(request['input']).decode()}")
+    print(f"awf: {len(pending)} call(s) waiting for approval", file=sys.stderr)
+    return 0
+
+
+async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool) -> Any:
+    from ..temporal.engine import connect
+
+    try:
+        client = await connect(run["address"], run["namespace"])
+        handle = client.get_workflow_handle(run["workflow_id"])
+        if update:
+            return await handle.execute_update(name, msgspec.to_builtins(arg))
+        return await handle.query(name)
+    except RuntimeError as error:  # the SDK's connection failure
+        raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
+
+
+def settle_record(options: argparse.Namespace) -> None:
+    """Before `awf logs` reads a Temporal run whose host is gone: its record, from Temporal, once it ended."""
+    run_dir = run_dir_of(options, options.run)
+    if not (run_dir / RECORD_FILE).exists() or (run_dir / "output.json").exists():
+        return
+    try:
+        import anyio
+
+        from ..temporal.engine import settle_record as settle
+    except ImportError:
+        print(f"awf: run {run_dir.name} ran on Temporal; {NEEDS_EXTRA} to read its ending from there", file=sys.stderr)
+        return
+    options.talked_to_temporal = True
+    try:
+        print(f"awf: {anyio.run(settle, run_dir)}", file=sys.stderr)
+    except (RuntimeError, OSError) as error:  # Temporal not answering
+        print(f"awf: Temporal isn't answering for run {run_dir.name}: {error}", file=sys.stderr)
+
+
+def command_status(options: argparse.Namespace, run: dict[str, Any]) -> int:
+    """`awf status RUN` of a Temporal run: the workflow's state, its turns in flight, the calls waiting."""
+    options.talked_to_temporal = True
+    status = asyncio.run(_status(run))
+    if options.json:
+        sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
+        return 0
+    print(f"run on Temporal: workflow {run['workflow_id']} at {run['address']}: {status['state']}")
+    for turn in status["turns"]:
+        print(f"  in flight: {turn['activity']} (attempt {turn['attempt']}, {turn['state']}, on {turn['worker'] or 'no worker yet'})")
+    for call in status["pending"]:
+        print(f"  waiting for approval: {call['call_id']}  {call['agent']} → {call['tool']}")
+    for line in status["log"][-STATUS_LOG_LINES:]:
+        print(f"  log: {line['message']}")
+    return 0
+
+
+STATUS_LOG_LINES = 5  # the latest lines of the run's log `awf status` shows
+
+
+async def _status(run: dict[str, Any]) -> dict[str, Any]:
+    from ..temporal.engine import connect
+    from ..temporal.messages import LOG_QUERY, PENDING_QUERY
+
+    try:
+        client = await connect(run["address"], run["namespace"])
+        handle = client.get_workflow_handle(run["workflow_id"])
+        description = await handle.describe()
+        running = description.status is not None and description.status.name == "RUNNING"
+        turns = [
+            {"activity": pending.activity_id, "attempt": pending.attempt, "state": _activity_state(pending.state),
+             "worker": pending.last_worker_identity}
+            for pending in description.raw_description.pending_activities
+        ]
+        return {
+            "state": description.status.name if description.status is not None else "UNKNOWN",
+            "turns": turns,
+            "pending": await handle.query(PENDING_QUERY) if running else [],
+            "log": await handle.query(LOG_QUERY) if running else [],
+        }
+    except RuntimeError as error:  # the SDK's connection failure
+        raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
+
+
+def _activity_state(state: Any) -> str:
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    return PendingActivityState.Name(state).removeprefix("PENDING_ACTIVITY_STATE_").lower()

@@ -1,0 +1,275 @@
+"""`TemporalEngine`: `agentswf.run(definition, engine=TemporalEngine(...))` runs the workflow on Temporal.
+
+The process that calls `run` hosts the workflow's code: a Temporal worker on the queue
+`<task_queue>.workflow.<name>` (only processes that have this definition poll it), and,
+unless `run_turns=False`, the turn activities on `task_queue` too, so one process is enough
+to try it; `awf worker` processes on `task_queue` take turns beside it. It starts the
+workflow and waits for its end.
+
+Temporal's client is asyncio's only. Under trio the engine runs its client and workers on
+an asyncio loop of their own, in a thread, submitted with an empty context (otherwise
+trio's sniffio state leaks into that loop): `on_asyncio`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import msgspec
+import sniffio
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from ..actors import ActorRef, Supervisor
+from ..engine.accounting import Ledger
+from ..engine.outcomes import Turn
+from ..engine.recorder import Appends, Logged, LogLines, Recorder, RunEnded, RunStarted, ToolCalled, TurnEnded
+from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
+from ..engine.run import RECORDER_MAILBOX_CAPACITY
+from ..errors import DefinitionError
+from ..progress import run_started
+from ..workflow.definition import WorkflowDefinition
+from ..workflow.durations import Duration, to_seconds
+from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
+from .flow import AgentswfWorkflow, register
+from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
+from .turns import TurnActivities
+
+T = TypeVar("T")
+DEFAULT_NAMESPACE = "default"
+DEFAULT_MAX_TURNS = 100  # turns a worker runs at once
+CANCEL_WAIT_SECONDS = 10.0  # after a cancelled run's workflow is cancelled, for its turns to stop
+
+
+def workflow_queue(task_queue: str, name: str) -> str:
+    """The queue a workflow's own code is run from: only processes with its definition poll it."""
+    return f"{task_queue}.workflow.{name}"
+
+
+async def connect(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
+    return await Client.connect(address, namespace=namespace)
+
+
+class TemporalEngine:
+    """Runs workflows on Temporal: given a connected `client` (asyncio only), or an `address`.
+
+    `task_queue` is where agents' turns go unless their Runtime names another queue.
+    `run_turns` makes this process a worker of that queue too.
+    """
+
+    def __init__(
+        self,
+        *,
+        task_queue: str,
+        client: Client | None = None,
+        address: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        run_turns: bool = True,
+        worker_root: Path | None = None,
+    ) -> None:
+        if (client is None) == (address is None):
+            raise DefinitionError("TemporalEngine takes a client or an address, one of them")
+        self.task_queue = task_queue
+        self.client = client
+        self.address = address
+        self.namespace = client.namespace if client is not None else namespace
+        self.run_turns = run_turns
+        self.worker_root = worker_root
+
+    async def run(
+        self,
+        definition: WorkflowDefinition,
+        *,
+        args: Any = None,
+        run_root: str | Path | None = None,
+        cwd: str | Path | None = None,
+        timeout: Duration | None = None,
+    ) -> RunResult:
+        """Run `definition` on Temporal to its end, as `agentswf.run` does locally."""
+        directory = Path(cwd or Path.cwd()).resolve()
+        root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
+        root = root if root.is_absolute() else directory / root
+        seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
+        run_id = new_run_id()
+        record_dir = root / definition.name / run_id
+        make_private_dirs(record_dir, exist_ok=False)
+        request = RunRequest(
+            workflow=definition.name, run_id=run_id, args=args, cwd=str(directory), run_dir=str(record_dir), timeout=seconds,
+            turn_queue=self.task_queue,
+        )
+        workflow_id = f"{definition.name}-{run_id}"
+        started = time.time()
+        (record_dir / RECORD_FILE).write_bytes(msgspec.json.encode(
+            {"workflow_id": workflow_id, "address": self._address(), "namespace": self.namespace,
+             "task_queue": self.task_queue, "started_at": started}
+        ))
+        ledger = Ledger()
+        endings: list[RunEnding] = []
+        work = anyio.CancelScope()
+
+        async def shielded() -> None:
+            # As a local run's actors: the Recorder outlives the caller's cancellation long enough to
+            # record how the run ended. The cancellation reaches the workflow through `work` alone.
+            with anyio.CancelScope(shield=True):
+                async with Supervisor("temporal-record") as supervisor:  # the record's one writer
+                    recorder = supervisor.spawn(
+                        Recorder, record_dir, LogLines(), Appends(), ledger, name="recorder",
+                        capacity=RECORDER_MAILBOX_CAPACITY,
+                    )
+                    await recorder.ask(RunStarted(run_id, definition.name, args, str(directory), started, ""))
+                    run_started(run_id, record_dir, engine="temporal", workflow_id=workflow_id)
+                    ending = RunEnding(outcome="cancelled", reason="the run was cancelled")
+                    with work:
+                        ending = await on_asyncio(lambda: self._run(definition, request, workflow_id))
+                    await write_record(recorder, ending, started)
+                    endings.append(ending)
+            watch.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_pass_on_cancellation, work)
+            watch.start_soon(shielded)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
+        [ending] = endings
+        return RunResult(
+            ending.outcome, ending.value, ending.reason, run_id, record_dir, ending.where, ending.traceback,
+            ledger.snapshot(),
+        )
+
+    def _address(self) -> str:
+        """The frontend's HOST:PORT, for `awf approve` and the like to reach the run."""
+        if self.client is not None:
+            return str(self.client.service_client.config.target_host)
+        return self.address or ""
+
+    async def _run(self, definition: WorkflowDefinition, request: RunRequest, workflow_id: str) -> RunEnding:
+        client = self.client or await connect(self.address or "", self.namespace)
+        register(definition)
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(Worker(
+                client, task_queue=workflow_queue(self.task_queue, definition.name),
+                workflows=[AgentswfWorkflow],
+                workflow_runner=UnsandboxedWorkflowRunner(),
+            ))
+            if self.run_turns:
+                await stack.enter_async_context(turn_worker(client, self.task_queue, root=self.worker_root))
+            handle = await client.start_workflow(
+                WORKFLOW_TYPE, msgspec.to_builtins(request), id=workflow_id,
+                task_queue=workflow_queue(self.task_queue, definition.name),
+            )
+            try:
+                raw = await handle.result()
+            except asyncio.CancelledError:  # the caller gave up (Ctrl-C): the workflow is cancelled, as a local run is
+                # Shielded from anyio's repeated cancellation too, when the host is anyio on asyncio.
+                with anyio.CancelScope(shield=True):
+                    ending = await _cancel(handle)
+                    await stack.aclose()  # the workers stop once the workflow has
+                return ending
+        return msgspec.convert(raw, RunEnding)
+
+
+async def _cancel(handle: WorkflowHandle[Any, Any]) -> RunEnding:
+    """Cancel the workflow and wait, bounded, for how it ended (its worker is still here to end it)."""
+    await handle.cancel()
+    try:
+        return msgspec.convert(await asyncio.wait_for(handle.result(), CANCEL_WAIT_SECONDS), RunEnding)
+    except Exception:  # it did not end in time, or not as an agentswf workflow ends
+        return RunEnding(outcome="cancelled", reason="the run was cancelled")
+
+
+async def _pass_on_cancellation(work: anyio.CancelScope) -> None:
+    """Wait; once cancelled (by the caller, or at the run's end), cancel the run's own work."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        work.cancel()
+
+
+async def settle_record(run_dir: Path) -> str:
+    """Write the record of a Temporal run whose host ended before it could (killed, say), from the
+    workflow's result on Temporal, once the workflow has ended. What happened, in a line."""
+    info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
+    started = float(msgspec.json.decode((run_dir / "run.json").read_bytes())["started_at"])
+
+    async def fetch() -> RunEnding | None:
+        client = await connect(info["address"], info["namespace"])
+        handle = client.get_workflow_handle(info["workflow_id"])
+        description = await handle.describe()
+        if description.status is None or description.status == WorkflowExecutionStatus.RUNNING:
+            return None
+        try:
+            return msgspec.convert(await handle.result(), RunEnding)
+        except WorkflowFailureError as error:
+            return RunEnding(outcome="failed", reason=f"the workflow ended {description.status.name}: {error.cause}")
+
+    ending = await on_asyncio(fetch)
+    if ending is None:
+        return f"run {run_dir.name} is still running on Temporal (workflow {info['workflow_id']})"
+    async with Supervisor("temporal-record") as supervisor:
+        recorder = supervisor.spawn(
+            Recorder, run_dir, LogLines(), Appends(), Ledger(), name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+        )
+        await write_record(recorder, ending, started)
+    return f"run {run_dir.name}'s record was written from Temporal: its host ended before it could"
+
+
+async def write_record(recorder: ActorRef, ending: RunEnding, started: float) -> None:
+    """The run's record as a local run's, from the lines its workflow kept: `awf logs RUN` reads it."""
+    for turn in ending.lines.turns:
+        await recorder.ask(TurnEnded(msgspec.convert(turn, Turn[Any])))
+    for line in ending.lines.tools:  # built, not converted: ToolCalled's approval type is only named for checkers
+        await recorder.ask(ToolCalled(**line))
+    for line in ending.lines.log:
+        await recorder.ask(msgspec.convert(line, Logged))
+    await recorder.ask(
+        RunEnded(ending.outcome, ending.reason, ending.value, started, time.time(), ending.where, ending.traceback)
+    )
+
+
+def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, max_concurrent: int | None = None) -> Worker:
+    """A worker that runs agents' turns (the activity `agentswf.turn`) from `task_queue`."""
+    activities = TurnActivities(client, root=root)
+    return Worker(
+        client, task_queue=task_queue, activities=[activities.turn],
+        max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,
+    )
+
+
+async def on_asyncio(work: Callable[[], Awaitable[T]]) -> T:
+    """`await work()` on asyncio: here under asyncio; under trio on a loop in a thread of its own."""
+    if sniffio.current_async_library() == "asyncio":
+        return await work()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="agentswf-temporal", daemon=True)
+    thread.start()
+    try:
+        future: concurrent.futures.Future[T] = contextvars.Context().run(
+            asyncio.run_coroutine_threadsafe, _coroutine(work), loop
+        )
+        try:
+            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            loop.call_soon_threadsafe(future.cancel)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(concurrent.futures.wait, [future])
+            if future.cancelled() or future.exception() is not None:
+                raise
+            return future.result()  # the work caught the cancellation and ended as it chose
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        await anyio.to_thread.run_sync(thread.join)
+        loop.close()
+
+
+async def _coroutine(work: Callable[[], Awaitable[T]]) -> T:
+    return await work()

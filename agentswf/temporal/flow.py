@@ -1,0 +1,616 @@
+"""The workflow side on Temporal: the `wf` a workflow function is given, as Temporal workflow code.
+
+The same author surface as the local engine (`wf.agents.open`, `agent.run`, `wf.parallel`,
+`wf.stage`, `wf.log`, `wf.stop`), written only against Temporal's deterministic primitives
+and asyncio, never anyio (anyio's cancel scopes deadlock around Temporal operations, as
+measured). It decides nothing the local engine's pure checks don't already decide: keys,
+tools and schemas are checked by the same functions, a turn's answer by the same Taught.
+
+What maps onto what:
+- `agent.run` is the activity `agentswf.turn` (messages.TurnRequest, the whole turn), on the
+  agent's task queue; its deadline is fixed once, in workflow time, and bounds every retry.
+- a tool call is the update `agentswf.tool`, answered here by the tool's own handler.
+- `wf.parallel` is asyncio tasks; the run's timeout a durable timer (`asyncio.timeout`).
+- `wf.log` is workflow state (the query `agentswf.log`), shown as progress when not replaying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import msgspec
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import CancelledError as TemporalCancelled
+from temporalio.exceptions import TimeoutError as TemporalTimeout
+
+from ..engine.approvals import ApprovalDecision, ApprovalRequest
+from ..engine.outcomes import Answered, Failed, TimedOut, Turn
+from ..engine.policy import redact_value
+from ..engine.recorder import ToolCalled
+from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
+from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
+from ..harnesses.runtime import Runtime, resolve_runtime
+from ..progress import progress
+from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key
+from ..workflow.definition import WorkflowDefinition
+from ..workflow.durations import Duration, to_seconds
+from ..workflow.running import _failure, decode_args
+from ..workflow.tools import Tool, check_tools
+from .messages import (
+    DECIDE_UPDATE,
+    LOG_QUERY,
+    PENDING_QUERY,
+    TOOL_UPDATE,
+    TURN_ACTIVITY,
+    WORKFLOW_TYPE,
+    DecideRequest,
+    RunEnding,
+    RunLines,
+    RunRequest,
+    ToolReply,
+    ToolRequest,
+    ToolSpec,
+    TurnRequest,
+)
+from .schema_types import UnsupportedSchema, type_of
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+HEARTBEAT_TIMEOUT_SECONDS = 5.0  # a worker silent this long is taken as lost: its turn runs again elsewhere
+TURN_GRACE_SECONDS = 30.0  # past a turn's deadline, for the worker to stop its CLI and report
+TURN_ATTEMPTS = 3  # a turn's activity, tried again only when its worker was lost or failed
+RETRY_INTERVAL_SECONDS = 1.0
+
+
+class TemporalAgent:
+    """One agent of a Temporal run: `run` gives it a turn on a worker of its task queue."""
+
+    def __init__(self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: TemporalAgents) -> None:
+        self.key = key
+        self.spec = spec
+        self.tools = tools
+        self.closed = False
+        self._agents = agents
+        self._turns = 0
+        self._ops = 0  # compactions and sets, numbered apart from turns as on the local engine
+        self._session: str | None = None
+        self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
+        self._queue = asyncio.Lock()  # turns run one at a time, in the order given
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        schema: Any = None,
+        timeout: Duration | None = None,
+        deadline: datetime | float | None = None,
+        id: str | None = None,
+        nudge: bool = True,
+    ) -> Turn[Any]:
+        """As the local `Agent.run`: the turn's Turn, never raising for its outcome."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        if timeout is not None and deadline is not None:
+            raise DefinitionError("a turn takes a timeout or a deadline, not both")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise DefinitionError(f"agent {self.key}: a turn needs a prompt")
+        taught = _taught(schema)
+        identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
+        if id is not None and id in self._by_id:
+            earlier, given = self._by_id[id]
+            if earlier != identity:
+                raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
+            return given
+        _rebuildable(taught.schema, f"agent {self.key}: the turn's schema")
+        limit = self._limit(timeout, deadline)  # before the turn is scheduled
+        self._turns += 1
+        n = self._turns
+        async with self._queue:
+            request = TurnRequest(
+                workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=n,
+                runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self.spec.instructions if n == 1 else None,
+                prompt=prompt, schema=taught.schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
+                deadline=limit, nudge=nudge, session=self._session,
+            )
+            turn = await self._execute(request, taught.type)
+            if turn.session is not None:  # before the next turn, queued behind this one, is sent
+                self._session = turn.session
+        self._agents.ended(turn, request.n)
+        if id is not None:
+            self._by_id[id] = (identity, turn)
+        return turn
+
+    async def _execute(self, request: TurnRequest, answer_type: Any, *, activity_id: str | None = None) -> Turn[Any]:
+        left = max(0.0, request.deadline - workflow.now().timestamp())
+        started = workflow.now().timestamp()
+        self._agents.in_turn.add((self.key, request.n))
+        try:
+            raw = await workflow.execute_activity(
+                TURN_ACTIVITY,
+                msgspec.to_builtins(request),
+                task_queue=self._agents.queue_of(self.spec.runtime),
+                schedule_to_close_timeout=timedelta(seconds=left + TURN_GRACE_SECONDS),
+                heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
+                retry_policy=RetryPolicy(
+                    maximum_attempts=TURN_ATTEMPTS, initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)
+                ),
+                activity_id=activity_id or f"{self.key}-turn-{request.n}",
+                summary=f"{self.key} {request.kind} {request.n}",
+            )
+        except ActivityError as error:
+            if isinstance(error.cause, TemporalCancelled):  # the workflow (or its branch) was cancelled
+                raise asyncio.CancelledError(str(error.cause)) from error
+            ended = workflow.now().timestamp()
+            if isinstance(error.cause, TemporalTimeout):
+                outcome: Any = TimedOut(f"the turn's activity timed out on Temporal: {error.cause}")
+            elif isinstance(error.cause, ApplicationError) and error.cause.non_retryable:
+                outcome = Failed(f"the worker could not run the turn: {error.cause.message}")
+            else:
+                outcome = Failed(f"the turn's activity failed on Temporal: {error.cause or error}", retryable=True)
+            return Turn(outcome=outcome, agent=self.key, call_id="", n=request.n, started_at=started, ended_at=ended)
+        finally:
+            self._agents.turn_over(self.key, request.n)
+        turn = msgspec.convert(raw["turn"], Turn[Any])
+        if raw["attempt"] > 1:  # the attempts before were lost with their worker, or failed on it
+            self._agents.log(
+                "turn ran again", agent=self.key, turn=request.n, attempt=raw["attempt"], worker=raw["worker"]
+            )
+        if isinstance(turn.outcome, Answered):  # the worker checked the schema; the workflow's own type has the last word
+            try:
+                value = msgspec.convert(turn.outcome.value, answer_type, from_attributes=True)
+            except msgspec.ValidationError as error:
+                return msgspec.structs.replace(turn, outcome=Failed(f"the answer does not fit the turn's schema: {error}"))
+            turn = msgspec.structs.replace(turn, outcome=Answered(value))
+        return turn
+
+    async def compact(self, focus: str, *, timeout: Duration | None = None, deadline: datetime | float | None = None) -> Turn[str]:
+        """As the local `Agent.compact`: an activity that resumes the agent's session and compacts it."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        if not isinstance(focus, str):
+            raise DefinitionError(f"agent {self.key}: a compaction's focus is text")
+        if timeout is not None and deadline is not None:
+            raise DefinitionError("a compaction takes a timeout or a deadline, not both")
+        limit = self._limit(timeout, deadline)
+        self._ops += 1
+        async with self._queue:
+            request = TurnRequest(
+                workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._ops,
+                runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=None, prompt=focus,
+                schema=_taught(str).schema, deadline=limit, session=self._session, kind="compaction",
+            )
+            record = await self._execute(request, str, activity_id=f"{self.key}-compaction-{request.n}")
+            if record.session is not None:
+                self._session = record.session
+        self._agents.operated(record)
+        return record
+
+    async def set(self, *, model: str | None = None, effort: str | None = None) -> Turn[None]:
+        """As the local `Agent.set`: later turns run with `model` and `effort`, the session kept.
+        Each turn's worker starts the CLI afresh from the runtime, so nothing is sent to a worker."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        harness = self.spec.runtime.harness
+        why = _capable(harness, "set")
+        if why is not None:
+            raise DefinitionError(f"agent {self.key}: {harness} can't switch model or effort: {why}")
+        if model is None and effort is None:
+            raise DefinitionError(f"agent {self.key}: set needs a model or an effort")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise DefinitionError(f"agent {self.key}: {model!r} is not a model name")
+        check_effort(self.key, harness, effort)
+        runtime = self.spec.runtime
+        runtime = msgspec.structs.replace(
+            runtime, model=runtime.model if model is None else model, effort=runtime.effort if effort is None else effort
+        )
+        self.spec = msgspec.structs.replace(self.spec, runtime=runtime)
+        self._ops += 1
+        now = workflow.now().timestamp()
+        record: Turn[None] = Turn(
+            outcome=Answered(None), agent=self.key, call_id="", n=self._ops, started_at=now, ended_at=now,
+            session=self._session, kind="set", model=runtime.model, effort=runtime.effort,
+        )
+        self._agents.operated(record)
+        return record
+
+    async def fork(self, key: str, **options: Any) -> TemporalAgent:
+        """Not yet on Temporal: a fork's copy of the session lives on one worker, and its turns may run on another."""
+        raise WorkflowError(f"agent {self.key}: fork is not yet on the Temporal engine (docs/guide/temporal.md)")
+
+    def _limit(self, timeout: Duration | None, deadline: datetime | float | None) -> float:
+        """The one deadline of a turn or operation, Unix seconds, fixed now in workflow time."""
+        limit = self._agents.run_deadline
+        if timeout is not None:
+            limit = min(limit, workflow.now().timestamp() + to_seconds(timeout, what="timeout"))
+        if deadline is not None:
+            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
+            if not math.isfinite(unix):
+                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
+            limit = min(limit, unix)
+        return limit
+
+    async def close(self) -> None:
+        """Close the agent: later turns are refused (a worker keeps nothing of it between turns)."""
+        await self._agents.close(self.key)
+
+    def __repr__(self) -> str:
+        return f"<TemporalAgent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
+
+
+def _rebuildable(schema: dict[str, Any], what: str) -> None:
+    """Refuse, before anything is scheduled, a schema a worker couldn't teach and check."""
+    try:
+        type_of(schema)
+    except UnsupportedSchema as error:
+        raise DefinitionError(f"{what} can't be sent to a Temporal worker: {error}") from None
+
+
+def _spec(name: str, tool: Tool) -> ToolSpec:
+    """What the worker gets of a tool; one that waits for a person is bounded by the turn's deadline alone."""
+    return ToolSpec(name, tool.description, tool.taught.schema, None if tool.requires_approval else tool.timeout)
+
+
+class TemporalAgents:
+    """`wf.agents` on Temporal: `open`, `close`, `key in wf.agents`."""
+
+    def __init__(self, *, workflow: str, run_id: str, cwd: Path, turn_queue: str, run_deadline: float) -> None:
+        self.workflow = workflow
+        self.run_id = run_id
+        self.run_deadline = run_deadline
+        self.keys: set[str] = set()
+        self._cwd = cwd
+        self._turn_queue = turn_queue
+        self._open: dict[str, TemporalAgent] = {}
+        self._closed: set[str] = set()
+        self.log: Callable[..., None] = lambda message, **fields: None  # the run's wf.log
+        self.lines = RunLines()
+        self.pending: dict[str, ApprovalRequest] = {}  # tool calls waiting for a decision, by call id
+        self.decisions: dict[str, ApprovalDecision] = {}
+        self._tools_of: dict[tuple[str, int], list[int]] = {}  # a turn's tool calls, by their lines' index
+        self.in_turn: set[tuple[str, int]] = set()  # (agent, turn) of the turns whose activity runs
+        self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
+
+    def operated(self, record: Turn[Any]) -> None:
+        """A compaction's or a set's record, in the record's turns as on the local engine."""
+        self.lines.turns.append(msgspec.to_builtins(record))
+
+    def ended(self, turn: Turn[Any], n: int) -> None:
+        """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""
+        self.lines.turns.append(msgspec.to_builtins(turn))
+        for index in self._tools_of.pop((turn.agent, n), []):
+            self.lines.tools[index]["turn_call_id"] = turn.call_id
+
+    async def approval(self, request: ToolRequest, tool: Tool) -> ApprovalDecision | None:
+        """Wait for a decision on the call; None once the call's turn has ended without one."""
+        asked = ApprovalRequest(
+            request.call_id, request.tool, request.agent, redact_value(request.input, tool.sensitive_fields),
+            asked_at=workflow.now().timestamp(),
+        )
+        self.pending[request.call_id] = asked
+        self._waiting_in[request.call_id] = (request.agent, request.turn)
+        self.log("approval asked", agent=request.agent, tool=request.tool, call=request.call_id)
+        turn = (request.agent, request.turn)
+        try:
+            await workflow.wait_condition(lambda: request.call_id in self.decisions or turn not in self.in_turn)
+        finally:
+            self.pending.pop(request.call_id, None)
+            self._waiting_in.pop(request.call_id, None)
+        decision = self.decisions.pop(request.call_id, None)
+        if decision is None:
+            self.log("approval withdrawn: the call's turn ended", call=request.call_id)
+            return None
+        self.log("approval decided", call=request.call_id, approved=decision.approved, by=decision.by)
+        return decision
+
+    def turn_over(self, agent: str, n: int) -> None:
+        """The turn's activity ended: a call of it still waiting for approval is withdrawn, at once."""
+        self.in_turn.discard((agent, n))
+        for call_id, turn in list(self._waiting_in.items()):
+            if turn == (agent, n):
+                self.pending.pop(call_id, None)
+                del self._waiting_in[call_id]
+
+    def decide(self, request: DecideRequest) -> bool:
+        """True if a call by that id was waiting."""
+        if request.call_id not in self.pending or request.call_id in self.decisions:
+            return False
+        self.decisions[request.call_id] = ApprovalDecision(request.approved, request.reason, request.by)
+        return True
+
+    def called(self, request: ToolRequest, line: ToolCalled) -> None:
+        self._tools_of.setdefault((request.agent, request.turn), []).append(len(self.lines.tools))
+        self.lines.tools.append(msgspec.to_builtins(line))
+
+    def queue_of(self, runtime: Runtime) -> str:
+        return runtime.task_queue or self._turn_queue
+
+    async def open(
+        self,
+        key: str,
+        *,
+        runtime: str | Runtime,
+        tools: Mapping[str, Tool] | None = None,
+        instructions: str | None = None,
+        cwd: str | Path | None = None,
+        sandbox: Any = None,
+    ) -> TemporalAgent:
+        """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns."""
+        check_key(key)
+        if sandbox is not None:
+            raise DefinitionError(f"agent {key}: sandboxes are not yet on the Temporal engine")
+        if key in self._closed:
+            raise DefinitionError(f"agent {key} was closed; its key is not opened again")
+        checked = check_tools(key, tools) if tools is not None else None
+        for name, given in (checked or {}).items():
+            _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
+        directory = str(self._cwd / cwd) if cwd is not None else str(self._cwd)
+        spec = AgentSpec(resolve_runtime(runtime), instructions, directory)
+        existing = self._open.get(key)
+        if existing is not None:
+            if existing.spec != spec:
+                raise DefinitionError(f"agent {key} is already open with a different runtime, instructions or cwd")
+            if checked is not None:
+                existing.tools = checked
+            return existing
+        agent = TemporalAgent(key, spec, checked or {}, self)
+        self._open[key] = agent
+        self.keys.add(key)
+        return agent
+
+    def tool(self, agent: str, name: str) -> Tool | None:
+        found = self._open.get(agent)
+        return None if found is None else found.tools.get(name)
+
+    async def close(self, key: str) -> bool:
+        agent = self._open.pop(key, None)
+        if agent is None:
+            return False
+        agent.closed = True
+        self._closed.add(key)
+        return True
+
+    async def close_all(self) -> None:
+        for key in list(self._open):
+            await self.close(key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._open
+
+
+class TemporalApprovals:
+    """`wf.approvals` on Temporal: tool calls waiting for a decision, decided from workflow code."""
+
+    def __init__(self, agents: TemporalAgents) -> None:
+        self._agents = agents
+
+    async def pending(self) -> list[ApprovalRequest]:
+        return sorted(self._agents.pending.values(), key=lambda request: request.asked_at)
+
+    async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
+        return self._agents.decide(DecideRequest(call_id, True, reason, by))
+
+    async def reject(self, call_id: str, *, reason: str, by: str = "workflow") -> bool:
+        return self._agents.decide(DecideRequest(call_id, False, reason, by))
+
+
+class TemporalWorkflow:
+    """The `wf` of a run on Temporal. Created by the engine; don't construct one yourself."""
+
+    def __init__(self, *, name: str, run_id: str, cwd: Path, run_dir: Path, agents: TemporalAgents) -> None:
+        self.name = name
+        self.run_id = run_id
+        self.cwd = cwd
+        self.run_dir = run_dir  # the record's directory on the run's host, written when the run ends
+        self.agents = agents
+        self.approvals = TemporalApprovals(agents)
+        agents.log = self.log
+        self.stop_reason: str | None = None
+        self._stage: str | None = None
+        self._stages_seen: set[str] = set()
+
+    async def parallel(
+        self, items: Iterable[T], fn: Callable[[T], Awaitable[R]], *, concurrency: int | None = None,
+        label: str | None = None,
+    ) -> list[R]:
+        """`fn(item)` for every item at once (at most `concurrency` at a time), results in order; fail-fast."""
+        work = list(items)
+        if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+            raise DefinitionError(f"parallel's concurrency must be a whole number of at least 1, not {concurrency!r}")
+        limiter = asyncio.Semaphore(concurrency or max(1, len(work)))
+
+        async def one(item: T) -> R:
+            async with limiter:
+                return await fn(item)
+
+        tasks = [asyncio.ensure_future(one(item)) for item in work]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        if label:
+            self.log(f"{label}: {len(work)} done")
+        return list(results)
+
+    async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Any = None) -> R:
+        """Run `work()` as the stage `name` (Temporal's history makes it durable: no stage record is kept)."""
+        if budget is not None:
+            raise WorkflowError("a stage's budget is not yet on the Temporal engine")
+        if self._stage is not None:
+            raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
+        if name in self._stages_seen:
+            raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
+        self._stages_seen.add(name)
+        self._stage = name
+        try:
+            value = await work()
+        finally:
+            self._stage = None
+        if result is not None:
+            try:
+                value = msgspec.convert(value, result, from_attributes=True)
+            except msgspec.ValidationError as error:
+                raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
+        return value
+
+    def stop(self, reason: str) -> NoReturn:
+        """End the run `stopped` with `reason`."""
+        self.stop_reason = reason
+        raise StopRequested(reason)
+
+    def log(self, message: str, **fields: Any) -> None:
+        """A line of the run's log (the query `agentswf.log`), shown as progress when not replaying."""
+        plain = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in fields.items()}
+        self.agents.lines.log.append({"at": workflow.now().timestamp(), "message": str(message), "fields": plain})
+        if not workflow.unsafe.is_replaying():
+            progress("agentswf.workflow", message, workflow=self.name, **plain)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("route", "participants", "receive", "send", "reply", "sandboxes", "worktree", "budget"):
+            raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
+        raise AttributeError(name)
+
+
+async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply:
+    """A tool call from a worker, answered by the tool's handler in the workflow, and recorded."""
+    found = agents.tool(request.agent, request.tool)
+    if found is None:
+        return ToolReply("failed", error=f"agent {request.agent} has no tool {request.tool}")
+    started = workflow.now().timestamp()
+    approval = await agents.approval(request, found) if found.requires_approval else None
+    if found.requires_approval and (approval is None or not approval.approved):
+        outcome: ToolOutcomeKind
+        code: OutcomeCode
+        if approval is None:
+            outcome, code, error = "timed-out", "", "no decision on the call's approval before its turn ended"
+        else:
+            why = f": {approval.reason}" if approval.reason else ""
+            outcome, code, error = "refused", "rejected", f"a person rejected this call{why}; the tool did not run"
+        agents.called(request, tool_record(
+            call_id=request.call_id, turn_call_id="", agent=request.agent, tool=request.tool, input=request.input,
+            redacted=found.sensitive_fields, outcome=outcome, error=error, code=code,
+            approval=approval, started_at=started, ended_at=workflow.now().timestamp(),
+        ))
+        return ToolReply("failed", error=error)
+    try:
+        value = msgspec.convert(request.input, found.input, from_attributes=True) if found.takes_input else None
+        result = found.invoke(value, ToolCall(request.call_id, request.agent, request.tool))
+        if inspect.isawaitable(result):
+            result = await result
+        if found.output is not None:
+            result = msgspec.convert(result, found.output, from_attributes=True)
+        reply = ToolReply("result", msgspec.to_builtins(result))
+    except Exception as error:  # the handler's failure is the call's, told to the agent, never the run's
+        reply = ToolReply("failed", error=str(error) or type(error).__name__)
+    agents.called(request, tool_record(
+        call_id=request.call_id, turn_call_id="", agent=request.agent, tool=request.tool, input=request.input,
+        redacted=found.sensitive_fields, outcome=reply.outcome, result=reply.result, error=reply.error, attempts=1,
+        approval=approval, started_at=started, ended_at=workflow.now().timestamp(),
+    ))
+    return reply
+
+
+DEFINITIONS: dict[str, WorkflowDefinition] = {}
+"""The agentswf workflows this process can run as Temporal workflow code, by name (Temporal
+needs its workflow class at module level, so the definitions it runs are looked up here)."""
+
+
+def register(definition: WorkflowDefinition) -> None:
+    """Let this process's workers run `definition` (a later one of the same name replaces it)."""
+    DEFINITIONS[definition.name] = definition
+
+
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
+class AgentswfWorkflow:
+    """The Temporal workflow that runs an agentswf workflow function (a registered definition)."""
+
+    def __init__(self) -> None:
+        self.wf: TemporalWorkflow | None = None
+
+    @workflow.run
+    async def run(self, raw: dict[str, Any]) -> dict[str, Any]:
+        request = msgspec.convert(raw, RunRequest)
+        definition = DEFINITIONS.get(request.workflow)
+        if definition is None:
+            reason = f"this worker has no workflow named {request.workflow}"
+            return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
+        ending = await run_definition(self, definition, request)
+        await workflow.wait_condition(workflow.all_handlers_finished)  # tool calls still answering: in the record
+        if self.wf is not None:
+            ending = msgspec.structs.replace(ending, lines=self.wf.agents.lines)
+        return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
+
+    @workflow.update(name=TOOL_UPDATE)
+    async def tool(self, raw: dict[str, Any]) -> dict[str, Any]:
+        await workflow.wait_condition(lambda: self.wf is not None)
+        assert self.wf is not None
+        reply = await answer_tool(self.wf.agents, msgspec.convert(raw, ToolRequest))
+        return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @workflow.update(name=DECIDE_UPDATE)
+    async def decide(self, raw: dict[str, Any]) -> bool:
+        return self.wf is not None and self.wf.agents.decide(msgspec.convert(raw, DecideRequest))
+
+    @workflow.query(name=PENDING_QUERY)
+    def pending(self) -> list[dict[str, Any]]:
+        return [] if self.wf is None else msgspec.to_builtins(list(self.wf.agents.pending.values()))  # type: ignore[no-any-return]
+
+    @workflow.query(name=LOG_QUERY)
+    def log(self) -> list[dict[str, Any]]:
+        return [] if self.wf is None else self.wf.agents.lines.log
+
+
+async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition, request: RunRequest) -> RunEnding:
+    """Run the workflow function to its end; how it ended, whatever it raised (but a cancellation)."""
+    home = getattr(getattr(inspect.unwrap(definition.fn), "__code__", None), "co_filename", "")
+    try:
+        args = decode_args(definition, request.args)
+    except DefinitionError as error:
+        return RunEnding(outcome="failed", reason=f"DefinitionError: {error}")
+    now = workflow.now().timestamp()
+    agents = TemporalAgents(
+        workflow=definition.name, run_id=request.run_id, cwd=Path(request.cwd), turn_queue=request.turn_queue,
+        run_deadline=now + request.timeout,
+    )
+    wf = host.wf = TemporalWorkflow(
+        name=definition.name, run_id=request.run_id, cwd=Path(request.cwd), run_dir=Path(request.run_dir), agents=agents
+    )
+    limit = asyncio.timeout(request.timeout)  # a durable timer
+    try:
+        async with limit:
+            value = await (definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
+    except StopRequested as stop:
+        return RunEnding(outcome="stopped", reason=stop.reason)
+    except asyncio.CancelledError:  # the workflow was cancelled (awf run's Ctrl-C): it ends, and says so
+        return RunEnding(outcome="cancelled", reason="the run was cancelled")
+    except workflow.NondeterminismError:
+        raise
+    except Exception as error:
+        if isinstance(error, TimeoutError) and limit.expired():
+            return RunEnding(outcome="timed-out", reason=f"the run's timeout of {request.timeout:g}s passed")
+        inner = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
+        if inner is not None:
+            return RunEnding(outcome="stopped", reason=inner.reason)
+        failed = _failure(error, home)
+        return RunEnding(outcome="failed", reason=failed.reason, where=failed.where, traceback=failed.traceback)
+    finally:
+        await agents.close_all()
+    if wf.stop_reason is not None:
+        return RunEnding(outcome="failed", reason=f"stop was caught: {wf.stop_reason}")
+    try:
+        msgspec.json.encode(value)
+    except (TypeError, msgspec.EncodeError) as error:
+        return RunEnding(outcome="failed", reason=f"the workflow's return value is not JSON: {error}")
+    return RunEnding(outcome="completed", value=value)
+

@@ -1,0 +1,117 @@
+"""The turn activity: one agent's turn run by the local engine, inside a Temporal worker.
+
+Nothing of the turn is re-implemented here: the activity opens the agent in a local run of
+its own (its actors, socket, launcher and `wfa`), gives it the one turn, and closes it. What
+Temporal adds is around it: a heartbeat while the turn runs (a worker killed mid-turn is
+noticed within the heartbeat timeout, and the turn runs again elsewhere), the agent's
+native session resumed from its last turn, and tools whose handlers live in the workflow:
+each call the local broker has read and checked goes to the workflow as an update, and
+the handler's answer comes back as the call's result.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle
+from temporalio.exceptions import ApplicationError
+
+from ..engine.records import make_private_dirs
+from ..engine.run import run_actors
+from ..engine.toolcall import ToolCall
+from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
+from ..harnesses.base import Harness
+from ..harnesses.runtime import Runtime, harness_for
+from ..workflow.agents import Agents
+from ..workflow.resume import resuming
+from ..workflow.tools import Tool
+from .messages import TOOL_UPDATE, TURN_ACTIVITY, ToolReply, ToolRequest, ToolSpec, TurnRequest
+from .schema_types import type_of
+
+HEARTBEAT_INTERVAL_SECONDS = 1.0
+DEFAULT_WORKER_ROOT = Path(".awf") / "temporal"
+
+
+def proxy_tool(spec: ToolSpec, handle: WorkflowHandle[Any, Any], agent: str, turn: int) -> Tool:
+    """A tool whose handler is the workflow's: the checked input goes as an update, the reply comes back."""
+
+    async def forward(value: Any, call: ToolCall) -> Any:
+        request = ToolRequest(agent, spec.name, call.id, msgspec.to_builtins(value), turn)
+        raw = await handle.execute_update(TOOL_UPDATE, msgspec.to_builtins(request))
+        reply = msgspec.convert(raw, ToolReply)
+        if reply.outcome != "result":
+            raise WorkflowError(reply.error)
+        return reply.result
+
+    return Tool(handler=forward, description=spec.description, input=type_of(spec.input), timeout=spec.timeout,
+                call_param="call")
+
+
+class TurnActivities:
+    """The activities a worker runs: `agentswf.turn`. `client` reaches the workflows for tool calls;
+    `root` is where each turn's local record is kept; `env` is what agents' CLIs start with."""
+
+    def __init__(self, client: Client, *, root: Path | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.client = client
+        self.root = (root or DEFAULT_WORKER_ROOT).resolve()
+        self.env = dict(os.environ if env is None else env)
+        self.identity = client.identity  # pid@host unless the client was given another
+
+    @activity.defn(name=TURN_ACTIVITY)
+    async def turn(self, raw: dict[str, Any]) -> dict[str, Any]:
+        request = msgspec.convert(raw, TurnRequest)
+        info = activity.info()
+        if info.workflow_id is None:
+            raise WorkflowError("agentswf.turn runs only as a workflow's activity")
+        handle = self.client.get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+        record = self.root / request.workflow / request.run_id / f"{request.agent}-{request.n}-attempt{info.attempt}"
+        make_private_dirs(record)
+        tools = {spec.name: proxy_tool(spec, handle, request.agent, request.n) for spec in request.tools}
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_heartbeat)
+                turn = await run_turn(request, record, self.env, tools)
+                group.cancel_scope.cancel()
+        except Exception as error:
+            why = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, (DefinitionError, HarnessError))), None)
+            if why is None:
+                raise
+            # This worker can't run the agent (its CLI is missing, its runtime is wrong): another attempt won't help.
+            raise ApplicationError(str(why), type=type(why).__name__, non_retryable=True) from None
+        return {"turn": turn, "attempt": info.attempt, "worker": self.identity}
+
+
+async def run_turn(request: TurnRequest, record: Path, env: Mapping[str, str], tools: dict[str, Tool]) -> dict[str, Any]:
+    """The turn, run by the local engine in a run of its own under `record`: the Turn's builtins."""
+
+    def resolve(key: str, runtime: Runtime) -> Harness:
+        harness = harness_for(runtime, env)
+        return resuming(harness, request.session) if request.session is not None else harness
+
+    left = max(0.0, request.deadline - time.time())
+    async with run_actors(record, deadline=anyio.current_time() + left) as actors:
+        agents = Agents(actors.run, actors.board, Path(request.cwd), env, resolve, ledger=actors.ledger)
+        agent = await agents.open(
+            request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd
+        )
+        if request.kind == "compaction":
+            turn = await agent.compact(request.prompt, deadline=request.deadline)
+        else:
+            turn = await agent.run(
+                request.prompt, schema=type_of(request.schema), deadline=request.deadline, nudge=request.nudge
+            )
+        await agents.close_all()  # cancelled, the run's actors stop it as they end
+    return msgspec.to_builtins(msgspec.structs.replace(turn, n=request.n))  # type: ignore[no-any-return]
+
+
+async def _heartbeat() -> None:
+    while True:
+        activity.heartbeat()
+        await anyio.sleep(HEARTBEAT_INTERVAL_SECONDS)

