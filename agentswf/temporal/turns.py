@@ -30,7 +30,6 @@ from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
 from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, harness_for
 from ..workflow.agents import Agents
-from ..workflow.resume import resuming
 from ..workflow.tools import Tool
 from .messages import TOOL_UPDATE, TURN_ACTIVITY, ToolReply, ToolRequest, ToolSpec, TurnRequest
 from .schema_types import type_of
@@ -92,12 +91,12 @@ async def run_turn(request: TurnRequest, record: Path, env: Mapping[str, str], t
     """The turn, run by the local engine in a run of its own under `record`: the Turn's builtins."""
 
     def resolve(key: str, runtime: Runtime) -> Harness:
-        harness = harness_for(runtime, env)
-        return resuming(harness, request.session) if request.session is not None else harness
+        return harness_for(runtime, env)
 
     left = max(0.0, request.deadline - time.time())
     async with run_actors(record, deadline=anyio.current_time() + left) as actors:
-        agents = Agents(actors.run, actors.board, Path(request.cwd), env, resolve, ledger=actors.ledger)
+        sessions = {request.agent: request.session} if request.session is not None else None
+        agents = Agents(actors.run, actors.board, Path(request.cwd), env, resolve, ledger=actors.ledger, sessions=sessions)
         agent = await agents.open(
             request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd
         )

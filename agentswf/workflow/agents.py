@@ -443,8 +443,10 @@ class Agents:
         resolve: HarnessResolver,
         ledger: Ledger | None = None,
         durable: Durable | None = None,
+        sessions: Mapping[str, str] | None = None,
     ) -> None:
         self.durable = durable  # this attempt's records: id'd turns, sessions to resume
+        self._sessions = dict(sessions or {})  # without a record: the native session each agent starts from
         self._run = run
         self.ledger = ledger or Ledger()  # the run's spend, by agent
         self._board = board
@@ -511,7 +513,9 @@ class Agents:
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox, directory)
-        resumed = await self.durable.opened(key, resolved.harness, harness) if self.durable is not None else None
+        resumed = (
+            await self.durable.opened(key, resolved.harness, harness) if self.durable is not None else self._sessions.get(key)
+        )
         return await self._start(key, spec, harness, checked or {}, resumed)
 
     async def _start(
