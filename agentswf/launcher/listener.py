@@ -187,6 +187,25 @@ class ConnectionBudget:
         )
 
 
+def _read_ready(buffer: bytearray, limit: int, budget: ConnectionBudget, slot: Slot) -> bool:
+    """What has arrived on `slot`'s socket into `buffer`; True once the request is over (the
+    client half-closed or went away, or `buffer` is one chunk past `limit`), False when the
+    rest is still to come."""
+    sock = slot.sock
+    while len(buffer) <= limit:
+        try:
+            chunk = sock.recv(_READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return False
+        except OSError:  # reset by the client
+            return True
+        if not chunk:
+            return True
+        buffer += chunk
+        budget.hold(slot, len(chunk))
+    return True
+
+
 async def _read_into(buffer: bytearray, limit: int, budget: ConnectionBudget, slot: Slot) -> None:
     """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`.
 
@@ -194,34 +213,29 @@ async def _read_into(buffer: bytearray, limit: int, budget: ConnectionBudget, sl
     receive cancelled (by the deadline, or the run stopping) just as its socket turns
     readable raises in the event loop (anyio's raw-socket streams), and a hostile client
     can time that."""
-    sock = slot.sock
-    while len(buffer) <= limit:
-        try:  # a wfa client has written its line by now, as a rule: waiting comes second
-            chunk = sock.recv(_READ_CHUNK_BYTES)
-        except BlockingIOError:
-            await anyio.wait_readable(sock)
-            continue
-        except OSError:  # reset by the client
-            return
-        if not chunk:
-            return
-        buffer += chunk
-        budget.hold(slot, len(chunk))
+    while not _read_ready(buffer, limit, budget, slot):
+        await anyio.wait_readable(slot.sock)
 
 
 async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
     """What came of the request on `slot`'s connection, and, where it didn't come whole in
-    time, the refusal's text."""
+    time, the refusal's text. A wfa client has written its whole line and half-closed by the
+    time it is accepted, as a rule: that is read at once, with no deadline to keep."""
     buffer = bytearray()
-    with budget.waiting(slot), anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
-        await _read_into(buffer, limit, budget, slot)
+    with budget.waiting(slot):
+        if _read_ready(buffer, limit, budget, slot):
+            timed_out = False
+        else:
+            with anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
+                await _read_into(buffer, limit, budget, slot)
+            timed_out = scope.cancelled_caught
     data = bytes(buffer)
     if slot.evicted:
         return data, (
             f"{slot.evicted}, and this one had waited longest for its request, so it was closed to make room; "
             "nothing was done. Run the command again."
         )
-    if scope.cancelled_caught:
+    if timed_out:
         return data, (
             f"the whole request did not arrive within {REQUEST_LINE_TIMEOUT_SECONDS:g} seconds of connecting "
             "(REQUEST_LINE_TIMEOUT_SECONDS); nothing was done."
