@@ -33,6 +33,7 @@ import inspect
 import math
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,7 +172,6 @@ class _Handling:
         self.scope = anyio.CancelScope()  # no deadline of its own: the broker's watchdog keeps the time
         self.signalled = False  # its time is up or its turn ended: the grace runs
         self.turn_ended = False
-        self.done = False  # its handler returned, raised or was abandoned
         self.abandoned = False
 
 
@@ -194,7 +194,9 @@ class ToolBroker(Actor):
         self.running: dict[str, ToolCall] = {}
         self.handling: dict[str, _Handling] = {}
         self.threads = anyio.CapacityLimiter(SYNC_HANDLER_THREADS)
-        self._due: list[tuple[float, int, bool, _Handling]] = []  # (when, order, grace over?, call): the watchdog's heap
+        # The watchdog's heap: (when, order, grace over?, call id). Ids, not the calls: an entry
+        # outlives its call until it comes due, and must hold nothing of it.
+        self._due: list[tuple[float, int, bool, str]] = []
         self._order = 0
         self._watching = math.inf  # when the watchdog wakes next
         self._woken: anyio.Event | None = None  # None: the watchdog isn't started yet
@@ -404,11 +406,11 @@ class ToolBroker(Actor):
         grace; an async handler that outlasts that is answered by the watchdog (`_Concluded`)."""
         msg, value, in_thread = running.msg, running.value, running.in_thread
         call = msg.call
-        running.scope, running.signalled, running.done = anyio.CancelScope(), False, False  # a retry starts afresh
+        running.scope, running.signalled = anyio.CancelScope(), False  # a retry starts afresh
         self.handling[call.id] = running
-        call.on_cancel(lambda: self._signal(running))
+        call.on_cancel(partial(self._signal_call, call.id))  # its id, not itself: no cycle through the call
         if not math.isinf(msg.deadline):
-            self._arm(msg.deadline, running, grace_over=False)
+            self._arm(msg.deadline, call.id, grace_over=False)
         ending: HandlerEnding | None = None
         with running.scope:
             CURRENT_TOOL_CALL.set(call)  # a worker thread runs in a copy of this context
@@ -425,7 +427,6 @@ class ToolBroker(Actor):
             if not in_thread:
                 raise _Concluded
             return abandoned(turn_ended=running.turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS)
-        running.done = True
         del self.handling[call.id]
         return handler_ended(
             ending or Stopped(), now=anyio.current_time(), deadline=msg.deadline, output=msg.tool.output
@@ -433,11 +434,11 @@ class ToolBroker(Actor):
 
     # The watchdog: one task keeps the time of every call whose handler runs --------------
 
-    def _arm(self, when: float, running: _Handling, *, grace_over: bool) -> None:
+    def _arm(self, when: float, call_id: str, *, grace_over: bool) -> None:
         self._order += 1
-        heapq.heappush(self._due, (when, self._order, grace_over, running))
+        heapq.heappush(self._due, (when, self._order, grace_over, call_id))
         if len(self._due) > 2 * len(self.handling) + WATCHDOG_SLACK:  # the entries of calls done since
-            self._due = [due for due in self._due if not due[3].done]
+            self._due = [due for due in self._due if due[3] in self.handling]
             heapq.heapify(self._due)
         if self._woken is None:
             self._woken = anyio.Event()
@@ -449,8 +450,9 @@ class ToolBroker(Actor):
         while True:
             now = anyio.current_time()
             while self._due and self._due[0][0] <= now:
-                _, _, grace_over, running = heapq.heappop(self._due)
-                if running.done:
+                _, _, grace_over, call_id = heapq.heappop(self._due)
+                running = self.handling.get(call_id)
+                if running is None:  # its handler is done
                     continue
                 if grace_over:
                     self._abandon(running)
@@ -461,21 +463,26 @@ class ToolBroker(Actor):
             with anyio.move_on_at(self._watching):
                 await woken.wait()
 
+    def _signal_call(self, call_id: str) -> None:
+        running = self.handling.get(call_id)
+        if running is not None:
+            self._signal(running)
+
     def _signal(self, running: _Handling) -> None:
         """The call's time is up, or its turn ended: its signal, an async handler cancelled, the grace."""
-        if running.done or running.signalled:
+        if running.signalled:
             return
         running.signalled = True
         running.turn_ended = anyio.current_time() < running.msg.deadline
         running.msg.call.cancel()
         if not running.in_thread:
             running.scope.cancel()
-        self._arm(anyio.current_time() + TOOL_SETTLE_GRACE_SECONDS, running, grace_over=True)
+        self._arm(anyio.current_time() + TOOL_SETTLE_GRACE_SECONDS, running.msg.call.id, grace_over=True)
 
     def _abandon(self, running: _Handling) -> None:
         """The handler ignored its signal for the grace: the call ends without it."""
         call = running.msg.call
-        running.done = running.abandoned = True
+        running.abandoned = True
         running.scope.cancel()  # a worker thread is left to run on; a shielded task is not waited for here
         del self.handling[call.id]
         _log.warning(
@@ -517,14 +524,3 @@ async def _awaited(returned: Any) -> HandlerEnding:
         return Raised(error)
     except BaseException as error:
         return Raised(error)
-
-
-async def _until_either(wake: anyio.Event, call: ToolCall, deadline: float) -> None:
-    """Wait until `wake` is set (the handler is done), the call's signal fires (its turn
-    ended) or its deadline passes: no task of its own, and a cancel scope only for a deadline."""
-    call.on_cancel(wake.set)
-    if math.isinf(deadline):
-        await wake.wait()
-        return
-    with anyio.move_on_at(deadline):
-        await wake.wait()
