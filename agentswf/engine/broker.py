@@ -169,7 +169,7 @@ class _Handling:
         self.approval: ApprovalDecision | None = None
         self.attempts = 0
         self.in_thread = not msg.tool.is_async
-        self.scope = anyio.CancelScope()  # no deadline of its own: the broker's watchdog keeps the time
+        self.scope: anyio.CancelScope  # each run of its handler's: no deadline, the broker's watchdog keeps the time
         self.signalled = False  # its time is up or its turn ended: the grace runs
         self.turn_ended = False
         self.abandoned = False
@@ -406,7 +406,7 @@ class ToolBroker(Actor):
         grace; an async handler that outlasts that is answered by the watchdog (`_Concluded`)."""
         msg, value, in_thread = running.msg, running.value, running.in_thread
         call = msg.call
-        running.scope, running.signalled = anyio.CancelScope(), False  # a retry starts afresh
+        running.scope, running.signalled = anyio.CancelScope(), False  # each attempt afresh
         self.handling[call.id] = running
         call.on_cancel(partial(self._signal_call, call.id))  # its id, not itself: no cycle through the call
         if not math.isinf(msg.deadline):
