@@ -3,11 +3,12 @@
     python benchmarks/broker.py [N]        (default N=2000)
 
 Each call goes the whole broker path: its input read by the tool's schema, the policy
-verdict, the handler in a task of its own under the call's deadline, the result checked
+verdict, the handler in the call's task under the broker's watchdog, the result checked
 (JSON, size, output schema), the call appended to the run's record by the Recorder (asked
 through its Appends, as a run's broker asks), and the answer told to the calling agent
 (here a stub actor). The baseline calls the same handler directly and encodes its result
-as JSON. Prints microseconds per call for each and the ratio, on both backends.
+as JSON. Prints microseconds per call for each and the ratio (and the broker side's CPU per
+call), on both backends, for a sync handler (a worker thread) and an async one (the loop).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def handle(item: Item) -> str:
     return f"{item.id} seen {item.count} times"
 
 
+async def handle_async(item: Item) -> str:
+    return f"{item.id} seen {item.count} times"
+
+
 class Caller(Actor):
     """Stands in for the agent's actor: it is told each call's outcome."""
 
@@ -49,13 +54,14 @@ class Caller(Actor):
         self.signal[0].set()
 
 
-async def measure(n: int) -> tuple[float, float]:
-    noop = tool(handle, input=Item, description="Count one item.")
+async def measure(n: int, is_async: bool) -> tuple[float, float, float]:
+    noop = tool(handle_async if is_async else handle, input=Item, description="Count one item.")
     value = Item("b1", 3)
     given = msgspec.json.encode(value).decode()
     start = time.perf_counter()
     for _ in range(n):
-        msgspec.json.encode(noop.invoke(value, ToolCall("c", "a", "count")))
+        got = noop.invoke(value, ToolCall("c", "a", "count"))
+        msgspec.json.encode(await got if is_async else got)
     direct = (time.perf_counter() - start) / n
     with tempfile.TemporaryDirectory(prefix="awf-bench-") as root:
         async with Supervisor("bench") as supervisor:
@@ -65,7 +71,7 @@ async def measure(n: int) -> tuple[float, float]:
             broker = supervisor.spawn(ToolBroker, recorder, appends, desk, (), None, name="broker", capacity=64)
             signal = [anyio.Event()]
             caller = supervisor.spawn(Caller, signal, name="caller", capacity=64)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for index in range(n):
                 signal[0] = anyio.Event()
                 deadline = anyio.current_time() + 30
@@ -82,19 +88,21 @@ async def measure(n: int) -> tuple[float, float]:
                     )
                 )
                 await signal[0].wait()
-            brokered = (time.perf_counter() - start) / n
+            brokered, cpu = (time.perf_counter() - start) / n, (time.process_time() - cpu) / n
             await supervisor.stop()
-    return brokered, direct
+    return brokered, cpu, direct
 
 
 def main(argv: list[str]) -> None:
     n = int(argv[0]) if argv else 2000
     for backend in ("asyncio", "trio"):
-        brokered, direct = anyio.run(measure, n, backend=backend)
-        print(
-            f"broker_call_{backend}: ours={brokered * 1e6:.1f}us baseline={direct * 1e6:.2f}us "
-            f"ratio={brokered / direct:.0f} added={(brokered - direct) * 1e6:.1f}us"
-        )
+        for is_async in (False, True):
+            brokered, cpu, direct = anyio.run(measure, n, is_async, backend=backend)
+            print(
+                f"broker_call_{'async_' if is_async else ''}{backend}: ours={brokered * 1e6:.1f}us "
+                f"baseline={direct * 1e6:.2f}us ratio={brokered / direct:.0f} added={(brokered - direct) * 1e6:.1f}us "
+                f"cpu={cpu * 1e6:.1f}us"
+            )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""An actor's bounded mailbox: a deque, one event for the waiting actor, a queue of blocked senders.
+"""An actor's bounded mailbox: a deque, one wakeup for the waiting actor, a queue of blocked senders.
 
 Cheaper than a memory object stream because it does only what an actor needs: one
 receiver, FIFO delivery, a fixed capacity with an explicit overflow policy, removal of
@@ -22,6 +22,7 @@ from agentswf.errors import ActorStopped, MailboxFull
 
 from . import tracing
 from .reply import Reply
+from .wakeup import Wakeup
 
 Envelope = tuple[Any, Reply | None, float]
 """(message, reply slot or None for a tell, enqueue time or 0.0 when not tracing)."""
@@ -99,8 +100,8 @@ class Mailbox:
         self.restarts = 0
         self.abandoned = 0
         self._queue: deque[Envelope] = deque()
-        self._receiver: anyio.Event | None = None
-        self._senders: deque[anyio.Event] = deque()
+        self._receiver: Wakeup | None = None
+        self._senders: deque[Wakeup] = deque()
         self._closed = False
         self._on_dead_letter = on_dead_letter
         self.tracer = tracer  # its actor system's trace, if it has one
@@ -158,14 +159,14 @@ class Mailbox:
         self.send_nowait(message, reply)
 
     async def _wait_for_space(self) -> None:
-        event = anyio.Event()
+        event = Wakeup()
         self._senders.append(event)
         try:
             while True:
                 await event.wait()
                 if self._closed or len(self._queue) < self.capacity:
                     return
-                event = anyio.Event()  # space was taken by a send_nowait: wait again, first in line
+                event = Wakeup()  # space was taken by a send_nowait: wait again, first in line
                 self._senders.appendleft(event)
         except BaseException:
             if event in self._senders:
@@ -196,7 +197,7 @@ class Mailbox:
         if not queue:
             if self._closed:
                 return None
-            receiver = self._receiver = anyio.Event()
+            receiver = self._receiver = Wakeup()
             await receiver.wait()
             if not queue:
                 return None

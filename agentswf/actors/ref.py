@@ -14,6 +14,7 @@ from agentswf.errors import AskTimeout, UnhandledMessage
 
 from .mailbox import MailboxStatistics
 from .reply import Reply
+from .wakeup import Wakeup
 
 if TYPE_CHECKING:
     from .cell import Cell
@@ -83,7 +84,7 @@ class ActorRef:
 
     async def _ask(self, message: Any) -> Any:
         mailbox = self._mailbox
-        reply = Reply(anyio.Event())
+        reply = Reply(Wakeup())
         await mailbox.send(message, reply)
         try:
             await reply._event.wait()  # type: ignore[union-attr]  # an ask's reply has an event

@@ -1,4 +1,4 @@
-"""The one-shot answer to an ask: a slot and an event, which is all a reply needs.
+"""The one-shot answer to an ask: a slot and a wakeup, which is all a reply needs.
 
 A second stream per ask would cost more than the exchange itself. A ``Reply`` is
 answered at most once: by the kernel when the handler returns or raises, or by the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
+from .wakeup import Wakeup
 
 
 class Reply:
@@ -18,7 +18,7 @@ class Reply:
 
     __slots__ = ("_event", "_value", "_error", "_open", "_owner")
 
-    def __init__(self, event: anyio.Event | None) -> None:
+    def __init__(self, event: Wakeup | None) -> None:
         self._event = event
         self._value: Any = None
         self._error: BaseException | None = None

@@ -7,8 +7,9 @@ marked safe to retry; then the result must be JSON, at most 64 KiB, and fit the 
 `output`. Each call is recorded, its input redacted, before the agent is told how it
 ended, with exactly what `wfa tool` prints and exits with; a call that can't be recorded
 is `internal-error`. Every decision on the way is a pure rule of toolrules.py; this actor
-carries them out, each call in a task of its own. The agent's actor decides whether a
-call may start (tool-busy and the rest).
+carries them out, each call in one task of its own (its handler runs in it: no second task,
+no cancel scope with a deadline; one watchdog task keeps every running call's time). The
+agent's actor decides whether a call may start (tool-busy and the rest).
 
 Where a handler runs: an `async def` handler on the run's own loop (it may run another
 agent); any other in a worker thread, SYNC_HANDLER_THREADS at most at once, so one that
@@ -27,10 +28,12 @@ in a sync handler.
 
 from __future__ import annotations
 
+import heapq
 import inspect
 import math
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
 
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
+WATCHDOG_SLACK = 64  # entries of finished calls the watchdog's heap may hold beyond twice the running ones
 _encoder = msgspec.json.Encoder()
 _log = structlog.get_logger("agentswf.tools")
 
@@ -152,12 +156,27 @@ def call_over(msg: RunTool) -> bool:
     return msg.call.cancelled or anyio.current_time() >= msg.deadline
 
 
-class _Handling(msgspec.Struct):
-    """A call whose handler runs: its input, and since when."""
+class _Handling:
+    """A call through its phases: its input, what was decided, and, while its handler runs,
+    how its time is kept."""
 
-    msg: RunTool
-    value: Any
-    started: float
+    def __init__(self, msg: RunTool, plain: Any) -> None:
+        self.msg = msg
+        self.plain = plain
+        self.value: Any = None  # the input as its schema read it
+        self.started = time.time()
+        self.verdict: Verdict | None = None
+        self.approval: ApprovalDecision | None = None
+        self.attempts = 0
+        self.in_thread = not msg.tool.is_async
+        self.scope: anyio.CancelScope  # each run of its handler's: no deadline, the broker's watchdog keeps the time
+        self.signalled = False  # its time is up or its turn ended: the grace runs
+        self.turn_ended = False
+        self.abandoned = False
+
+
+class _Concluded(Exception):
+    """An async handler returned after the watchdog had abandoned it and answered its call."""
 
 
 class ToolBroker(Actor):
@@ -175,6 +194,12 @@ class ToolBroker(Actor):
         self.running: dict[str, ToolCall] = {}
         self.handling: dict[str, _Handling] = {}
         self.threads = anyio.CapacityLimiter(SYNC_HANDLER_THREADS)
+        # The watchdog's heap: (when, order, grace over?, call id). Ids, not the calls: an entry
+        # outlives its call until it comes due, and must hold nothing of it.
+        self._due: list[tuple[float, int, bool, str]] = []
+        self._order = 0
+        self._watching = math.inf  # when the watchdog wakes next
+        self._woken: anyio.Event | None = None  # None: the watchdog isn't started yet
 
     @handler
     def run_tool(self, msg: RunTool) -> None:
@@ -192,7 +217,7 @@ class ToolBroker(Actor):
         now = time.time()
         for running in self.handling.values():
             msg, call = running.msg, running.msg.call
-            plain = msgspec.to_builtins(running.value)
+            plain = running.plain
             redacted: frozenset[str] | None
             try:  # redacted as when the call started: the policies decide again
                 redacted = self._verdict(msg, plain).redacted
@@ -233,43 +258,48 @@ class ToolBroker(Actor):
         if not isinstance(read, Read):
             await self._refuse_input(msg, read, started)
             return
-        plain = msgspec.to_builtins(read.value)
-        verdict: Verdict | None = None
-        attempts = 0
-        approval: ApprovalDecision | None = None
+        state = _Handling(msg, msgspec.to_builtins(read.value))
+        state.value, state.started = read.value, started
         try:
-            verdict = self._verdict(msg, plain)
+            state.verdict = verdict = self._verdict(msg, state.plain)
             if verdict.allowed and verdict.logged:
-                await self._log(msg, plain, verdict)
+                await self._log(msg, state.plain, verdict)
             step = after_policy(verdict)
             if step is Next.APPROVAL:
-                approval = await self._approval(msg, plain, verdict)
-                step = after_approval(approval, turn_ended=call.cancelled)
+                state.approval = await self._approval(msg, state.plain, verdict)
+                step = after_approval(state.approval, turn_ended=call.cancelled)
             if isinstance(step, ToolOutcome):
                 outcome = step
             elif self.replay is not None:
-                outcome = self.replay.take(call.agent, call.tool, redact_value(plain, verdict.redacted))
+                outcome = self.replay.take(call.agent, call.tool, redact_value(state.plain, verdict.redacted))
             else:
-                outcome, attempts = await self._attempts(msg, read.value)
+                outcome = await self._attempts(state)
+        except _Concluded:  # abandoned, and answered by the watchdog
+            return
         except Exception as error:  # a broken policy fails the call, never the run
             outcome = broken(error)
         finally:
             self.running.pop(call.id, None)
+        await self._finish(state, outcome)
+
+    async def _finish(self, state: _Handling, outcome: ToolOutcome) -> None:
+        """The call recorded, then its agent told."""
+        msg, call, verdict = state.msg, state.msg.call, state.verdict
         recorded = await self.appends.ask(
             tool_record(
                 call_id=call.id,
                 turn_call_id=msg.turn_call_id,
                 agent=call.agent,
                 tool=call.tool,
-                input=plain,
+                input=state.plain,
                 redacted=verdict.redacted if verdict is not None else msg.tool.sensitive_fields,
                 outcome=outcome.kind,
                 result=outcome.value,
                 error=outcome.error,
                 code=outcome.code,
-                attempts=attempts,
-                approval=approval,
-                started_at=started,
+                attempts=state.attempts,
+                approval=state.approval,
+                started_at=state.started,
                 ended_at=time.time(),
             )
         )
@@ -347,15 +377,15 @@ class ToolBroker(Actor):
                     await self.desk.tell(WithdrawRequest(call.id))
         return got[0] if got else None
 
-    async def _attempts(self, msg: RunTool, value: Any) -> tuple[ToolOutcome, int]:
+    async def _attempts(self, state: _Handling) -> ToolOutcome:
         """Run the handler, again after a backoff while `after_attempt` says so."""
-        attempt = 0
+        msg = state.msg
         while True:
-            attempt += 1
-            outcome = await self._run_handler(msg, value)
+            state.attempts += 1
+            outcome = await self._run_handler(state)
             step = after_attempt(
                 outcome,
-                attempt,
+                state.attempts,
                 max_attempts=msg.tool.max_attempts,
                 backoff=msg.tool.backoff,
                 now=anyio.current_time(),
@@ -363,64 +393,111 @@ class ToolBroker(Actor):
                 over=call_over(msg),
             )
             if isinstance(step, ToolOutcome):
-                return step, attempt
+                return step
             with anyio.move_on_after(step.pause):
                 await msg.call.wait_cancelled()
             if call_over(msg):  # its turn ended during the pause: no more attempts
-                return final(outcome), attempt
+                return final(outcome)
 
-    async def _run_handler(self, msg: RunTool, value: Any) -> ToolOutcome:
-        """One run of the handler, until it returns, raises, or is abandoned after its grace."""
+    async def _run_handler(self, running: _Handling) -> ToolOutcome:
+        """One run of the handler, in the call's own task, until it returns, raises, or is
+        abandoned after its grace. No task and no deadline of its own: the watchdog fires the
+        call's signal at its deadline (its turn's end fires it too) and abandons it after the
+        grace; an async handler that outlasts that is answered by the watchdog (`_Concluded`)."""
+        msg, value, in_thread = running.msg, running.value, running.in_thread
         call = msg.call
-        done = anyio.Event()
-        wake = anyio.Event()  # done, or the call's signal
-        ending: list[HandlerEnding] = []
-        scope = anyio.CancelScope()
-        in_thread = not msg.tool.is_async
-
-        async def work() -> None:
-            try:
-                with scope:
-                    CURRENT_TOOL_CALL.set(call)  # a worker thread runs in a copy of this context
-                    if in_thread:
-                        got = await anyio.to_thread.run_sync(
-                            _invoke, msg.tool, value, call, abandon_on_cancel=True, limiter=self.threads
-                        )
-                    else:
-                        got = _invoke(msg.tool, value, call)
-                    if isinstance(got, Returned) and inspect.isawaitable(got.value):
-                        got = await _awaited(got.value)
-                    ending.append(got)
-            finally:
-                done.set()
-                wake.set()
-
-        self.handling[call.id] = _Handling(msg, value, time.time())
-        self.start_soon(work)
-        await _until_either(wake, call, msg.deadline)
-        if not done.is_set():  # its time is up, or its turn ended: the signal, then the grace
-            turn_ended = anyio.current_time() < msg.deadline
-            call.cancel()
-            if not in_thread:
-                scope.cancel()
-            with anyio.move_on_after(TOOL_SETTLE_GRACE_SECONDS):
-                await done.wait()
-            if not done.is_set():
-                scope.cancel()  # a worker thread is left to run on; a shielded task is not waited for here
-                del self.handling[call.id]
-                _log.warning(
-                    "a tool handler ignored its signal and was abandoned",
-                    tool=call.tool,
-                    agent=call.agent,
-                    call_id=call.id,
-                    runs_on="its worker thread, until it returns" if in_thread
-                    else "the run's loop: the run's end waits for it, as it shields itself from cancellation",
+        running.scope, running.signalled = anyio.CancelScope(), False  # each attempt afresh
+        self.handling[call.id] = running
+        call.on_cancel(partial(self._signal_call, call.id))  # its id, not itself: no cycle through the call
+        if not math.isinf(msg.deadline):
+            self._arm(msg.deadline, call.id, grace_over=False)
+        ending: HandlerEnding | None = None
+        with running.scope:
+            CURRENT_TOOL_CALL.set(call)  # a worker thread runs in a copy of this context
+            if in_thread:
+                got = await anyio.to_thread.run_sync(
+                    _invoke, msg.tool, value, call, abandon_on_cancel=True, limiter=self.threads
                 )
-                return abandoned(turn_ended=turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS)
+            else:
+                got = _invoke(msg.tool, value, call)
+            if isinstance(got, Returned) and inspect.isawaitable(got.value):
+                got = await _awaited(got.value)
+            ending = got
+        if running.abandoned:
+            if not in_thread:
+                raise _Concluded
+            return abandoned(turn_ended=running.turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS)
         del self.handling[call.id]
         return handler_ended(
-            ending[0] if ending else Stopped(), now=anyio.current_time(), deadline=msg.deadline, output=msg.tool.output
+            ending or Stopped(), now=anyio.current_time(), deadline=msg.deadline, output=msg.tool.output
         )
+
+    # The watchdog: one task keeps the time of every call whose handler runs --------------
+
+    def _arm(self, when: float, call_id: str, *, grace_over: bool) -> None:
+        self._order += 1
+        heapq.heappush(self._due, (when, self._order, grace_over, call_id))
+        if len(self._due) > 2 * len(self.handling) + WATCHDOG_SLACK:  # the entries of calls done since
+            self._due = [due for due in self._due if due[3] in self.handling]
+            heapq.heapify(self._due)
+        if self._woken is None:
+            self._woken = anyio.Event()
+            self.start_soon(self._watch)
+        elif when < self._watching:
+            self._woken.set()
+
+    async def _watch(self) -> None:
+        while True:
+            now = anyio.current_time()
+            while self._due and self._due[0][0] <= now:
+                _, _, grace_over, call_id = heapq.heappop(self._due)
+                running = self.handling.get(call_id)
+                if running is None:  # its handler is done
+                    continue
+                if grace_over:
+                    self._abandon(running)
+                else:
+                    self._signal(running)
+            self._watching = self._due[0][0] if self._due else math.inf
+            self._woken = woken = anyio.Event()
+            with anyio.move_on_at(self._watching):
+                await woken.wait()
+
+    def _signal_call(self, call_id: str) -> None:
+        running = self.handling.get(call_id)
+        if running is not None:
+            self._signal(running)
+
+    def _signal(self, running: _Handling) -> None:
+        """The call's time is up, or its turn ended: its signal, an async handler cancelled, the grace."""
+        if running.signalled:
+            return
+        running.signalled = True
+        running.turn_ended = anyio.current_time() < running.msg.deadline
+        running.msg.call.cancel()
+        if not running.in_thread:
+            running.scope.cancel()
+        self._arm(anyio.current_time() + TOOL_SETTLE_GRACE_SECONDS, running.msg.call.id, grace_over=True)
+
+    def _abandon(self, running: _Handling) -> None:
+        """The handler ignored its signal for the grace: the call ends without it."""
+        call = running.msg.call
+        running.abandoned = True
+        running.scope.cancel()  # a worker thread is left to run on; a shielded task is not waited for here
+        del self.handling[call.id]
+        _log.warning(
+            "a tool handler ignored its signal and was abandoned",
+            tool=call.tool,
+            agent=call.agent,
+            call_id=call.id,
+            runs_on="its worker thread, until it returns" if running.in_thread
+            else "the run's loop: the run's end waits for it, as it shields itself from cancellation",
+        )
+        if not running.in_thread:  # its call's task is stuck in it: the call is answered from here
+            self.start_soon(self._conclude, running)
+
+    async def _conclude(self, running: _Handling) -> None:
+        await self._finish(running, abandoned(turn_ended=running.turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS))
 
 
 def _invoke(tool: Tool, value: Any, call: ToolCall) -> HandlerEnding:
@@ -447,14 +524,3 @@ async def _awaited(returned: Any) -> HandlerEnding:
         return Raised(error)
     except BaseException as error:
         return Raised(error)
-
-
-async def _until_either(wake: anyio.Event, call: ToolCall, deadline: float) -> None:
-    """Wait until `wake` is set (the handler is done), the call's signal fires (its turn
-    ended) or its deadline passes: no task of its own, and a cancel scope only for a deadline."""
-    call.on_cancel(wake.set)
-    if math.isinf(deadline):
-        await wake.wait()
-        return
-    with anyio.move_on_at(deadline):
-        await wake.wait()

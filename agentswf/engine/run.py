@@ -200,7 +200,7 @@ async def run_actors(
             broker = supervisor.spawn(
                 ToolBroker, recorder, appends, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
             )
-            board = supervisor.spawn(Switchboard, supervisor, recorder, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
+            board = supervisor.spawn(Switchboard, supervisor, appends.ask, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
             services = RunServices(broker, desk, board, deadline, stop)
             run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
             yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger)

@@ -2,7 +2,7 @@
 
 Agents ask it to send, reply and take their mail; what each owes or awaits it tells them,
 in the agent's `StandingSlot`, whenever a question opens or closes. It asks only route
-actors, which never ask back, and the Recorder, which asks no one; it only tells agents,
+actors, which never ask back, and the Recorder (through its `Appends`), which asks no one; it only tells agents,
 from a task beside its handlers. So no cycle of asks (or of waits for a full mailbox) can
 form however agents message each other. Every decision is a pure rule of `mailrules`."""
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -233,11 +233,16 @@ def standing_in(questions: Mapping[str, QuestionView], key: str) -> StandingView
     )
 
 
+Append = Callable[[Any], Awaitable[bool | None]]
+"""Puts a message's line on the record, answering once it is written: the Recorder's
+`Appends.ask` in a run (no mailbox message a line)."""
+
+
 class Switchboard(Actor):
-    def __init__(self, supervisor: Supervisor, recorder: ActorRef) -> None:
+    def __init__(self, supervisor: Supervisor, append: Append) -> None:
         super().__init__()
         self.supervisor = supervisor
-        self.recorder = recorder
+        self.append = append
         self.ends: dict[str, _Endpoint] = {}
         self.routes: dict[str, ActorRef] = {}
         self.views: dict[str, RouteView] = {}
@@ -403,7 +408,7 @@ class Switchboard(Actor):
         )
         read = self._how_read(peer, reply=owed is not None)
         # On the record before anything changes: a message that can't be recorded isn't sent.
-        if not await self.recorder.ask(MessageSent(mail, route.id, read)):
+        if not await self.append(MessageSent(mail, route.id, read)):
             return Refusal("internal-error", UNRECORDED_MESSAGE)
         self.views[route.id] = await self.routes[route.id].ask(Spend(message_id, cost))
         if owed is not None:
@@ -463,7 +468,7 @@ class Switchboard(Actor):
             taken.append(peer.inbox.popleft())
         now = time.time()
         for mail in taken:
-            await self.recorder.ask(MessageRead(mail.id, peer.key, now))
+            await self.append(MessageRead(mail.id, peer.key, now))
             question = self.questions.get(mail.question) if mail.kind == "question" else None
             if question is not None:
                 self.questions[question.id] = replace(question, read=True)  # now it is owed
@@ -509,7 +514,7 @@ class Switchboard(Actor):
             question=question.id,
             at=time.time(),
         )
-        await self.recorder.ask(MessageSent(notice, question.route, "with the reply it awaited"))
+        await self.append(MessageSent(notice, question.route, "with the reply it awaited"))
         await self._deliver(asker, notice, reply=True)
 
     @handler

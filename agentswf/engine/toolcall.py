@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+import anyio.lowlevel
 
 from ..wire import Code
 from .policy import REDACTED, redact_value
@@ -36,7 +37,8 @@ class ToolCall:
         self.id = id
         self.agent = agent
         self.tool = tool
-        self._cancelled = anyio.Event()
+        self._cancelled = False
+        self._event: anyio.Event | None = None  # made only for a `wait_cancelled`: most calls never wait
         self._wakers: list[Callable[[], None]] = []
 
     def on_cancel(self, wake: Callable[[], None]) -> None:
@@ -48,13 +50,20 @@ class ToolCall:
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self._cancelled
 
     async def wait_cancelled(self) -> None:
-        await self._cancelled.wait()
+        if self._cancelled:
+            await anyio.lowlevel.checkpoint()
+            return
+        if self._event is None:
+            self._event = anyio.Event()
+        await self._event.wait()
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        self._cancelled = True
+        if self._event is not None:
+            self._event.set()
         wakers, self._wakers = self._wakers, []
         for wake in wakers:
             wake()

@@ -295,6 +295,8 @@ def _message(command, args, read):
     if timeout_ms is not None and not await_reply:
         raise UsageError("--timeout goes only with --await-reply")
     rest = args[i:]
+    if len(rest) > 1 and rest[-1].startswith("--"):
+        raise UsageError(f"flags go before the message, before or right after the peer: wfa {command} {rest[-1]} {peer} ...")
     if len(rest) > 1:
         raise UsageError("the message is one final argument: quote it, or use a heredoc")
     if rest:

@@ -44,13 +44,13 @@ import errno
 import os
 import resource
 import socket
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from pathlib import Path
 
 import anyio
 import structlog
-from anyio.abc import SocketAttribute, SocketListener, SocketStream
+from anyio.abc import SocketListener, SocketStream
 
 from ..wire import (
     ANSWER_DELIVERY_TIMEOUT_SECONDS,
@@ -91,8 +91,11 @@ def connection_limit(cap: int = MAX_OPEN_CONNECTIONS) -> int:
 
 
 def raw_socket(stream: SocketStream) -> socket.socket:
-    """`stream`'s socket. Looked up once a connection: anyio's lookup reads the peer's address each time."""
-    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+    """`stream`'s socket. Looked up once a connection, and as the property anyio's socket
+    streams all provide it by (`_SocketProvider._raw_socket`, what their `extra` reads):
+    `stream.extra(SocketAttribute.raw_socket)` builds the whole attribute table and reads
+    the peer's address each time."""
+    sock: socket.socket = stream._raw_socket
     return sock
 
 
@@ -160,14 +163,13 @@ class ConnectionBudget:
         if not slot.evicted:
             self.open -= 1
 
-    @contextmanager
-    def waiting(self, slot: Slot) -> Iterator[None]:
-        """While `slot`'s connection waits for its request: evictable."""
+    def wait_for(self, slot: Slot) -> None:
+        """`slot`'s connection waits for its request from now: evictable until `received`."""
         self._waiting[slot] = 0
-        try:
-            yield
-        finally:
-            self.reading_bytes -= self._waiting.pop(slot, 0)
+
+    def received(self, slot: Slot) -> None:
+        """`slot`'s request is in (or its wait is over): no longer evictable, its bytes given back."""
+        self.reading_bytes -= self._waiting.pop(slot, 0)
 
     def hold(self, slot: Slot, size: int) -> None:
         """`slot` holds `size` more bytes of its request; over MAX_READING_BYTES across the
@@ -187,6 +189,25 @@ class ConnectionBudget:
         )
 
 
+def _read_ready(buffer: bytearray, limit: int, budget: ConnectionBudget, slot: Slot) -> bool:
+    """What has arrived on `slot`'s socket into `buffer`; True once the request is over (the
+    client half-closed or went away, or `buffer` is one chunk past `limit`), False when the
+    rest is still to come."""
+    sock = slot.sock
+    while len(buffer) <= limit:
+        try:
+            chunk = sock.recv(_READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return False
+        except OSError:  # reset by the client
+            return True
+        if not chunk:
+            return True
+        buffer += chunk
+        budget.hold(slot, len(chunk))
+    return True
+
+
 async def _read_into(buffer: bytearray, limit: int, budget: ConnectionBudget, slot: Slot) -> None:
     """Bytes into `buffer` until the client half-closes, stopping one chunk past `limit`.
 
@@ -194,34 +215,32 @@ async def _read_into(buffer: bytearray, limit: int, budget: ConnectionBudget, sl
     receive cancelled (by the deadline, or the run stopping) just as its socket turns
     readable raises in the event loop (anyio's raw-socket streams), and a hostile client
     can time that."""
-    sock = slot.sock
-    while len(buffer) <= limit:
-        try:  # a wfa client has written its line by now, as a rule: waiting comes second
-            chunk = sock.recv(_READ_CHUNK_BYTES)
-        except BlockingIOError:
-            await anyio.wait_readable(sock)
-            continue
-        except OSError:  # reset by the client
-            return
-        if not chunk:
-            return
-        buffer += chunk
-        budget.hold(slot, len(chunk))
+    while not _read_ready(buffer, limit, budget, slot):
+        await anyio.wait_readable(slot.sock)
 
 
 async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
     """What came of the request on `slot`'s connection, and, where it didn't come whole in
-    time, the refusal's text."""
+    time, the refusal's text. A wfa client has written its whole line and half-closed by the
+    time it is accepted, as a rule: that is read at once, with no deadline to keep."""
     buffer = bytearray()
-    with budget.waiting(slot), anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
-        await _read_into(buffer, limit, budget, slot)
+    budget.wait_for(slot)
+    try:
+        if _read_ready(buffer, limit, budget, slot):
+            timed_out = False
+        else:
+            with anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
+                await _read_into(buffer, limit, budget, slot)
+            timed_out = scope.cancelled_caught
+    finally:
+        budget.received(slot)
     data = bytes(buffer)
     if slot.evicted:
         return data, (
             f"{slot.evicted}, and this one had waited longest for its request, so it was closed to make room; "
             "nothing was done. Run the command again."
         )
-    if scope.cancelled_caught:
+    if timed_out:
         return data, (
             f"the whole request did not arrive within {REQUEST_LINE_TIMEOUT_SECONDS:g} seconds of connecting "
             "(REQUEST_LINE_TIMEOUT_SECONDS); nothing was done."
@@ -269,7 +288,7 @@ async def _peeked_command(stream: SocketStream, budget: ConnectionBudget) -> str
     wfa writes its line as it connects, but the run may accept it a moment before: it waits
     up to COMMAND_PEEK_SECONDS for a first byte, while fewer refusals than the budget's limit
     are waiting so (so they hold at most that many more descriptors), then decides."""
-    sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+    sock = raw_socket(stream)
 
     def peek() -> bytes:
         try:

@@ -168,6 +168,16 @@ def test_usage_errors_exit_2_and_send_nothing(sockdir, args, stdin):
     assert f"       {launcher} peers [--json]\n" in err
 
 
+def test_a_flag_after_the_message_is_refused_saying_where_flags_go(sockdir):
+    """The seed's grammar: flags go before the message, before or right after the peer
+    (docs/reference/wfa.md); one after it is refused, and the refusal says where it goes."""
+    done = run_sync(os.path.join(sockdir, "s.sock"), "send", "architect", "hi", "--await-reply")
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith(
+        "wfa: flags go before the message, before or right after the peer: wfa send --await-reply architect ...\n"
+    )
+
+
 def test_without_the_launcher_exits_2(sockdir):
     done = subprocess.run(
         [sys.executable, "-S", "-I", CLIENT, "result", "c1"], capture_output=True, timeout=20

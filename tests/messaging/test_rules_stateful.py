@@ -55,7 +55,7 @@ async def _host(*, task_status) -> None:
     stop = anyio.Event()
     async with Supervisor("test") as supervisor:
         recorder = supervisor.spawn(NullRecorder, capacity=256)
-        board = supervisor.spawn(Switchboard, supervisor, recorder, capacity=256)
+        board = supervisor.spawn(Switchboard, supervisor, recorder.ask, capacity=256)
         task_status.started((board, stop))
         await stop.wait()
 

@@ -81,6 +81,37 @@ async def test_the_signal_fires_when_the_calls_time_is_up(tmp_path, timeout, tur
         assert kind == "timed-out"
 
 
+async def test_each_running_call_is_signalled_at_its_own_time_however_their_deadlines_come(tmp_path):
+    """One watchdog keeps every call's time: a later call with an earlier deadline than the one
+    it waits for is signalled at its own time, and the earlier-armed, later one at its own."""
+    logs: dict[str, dict] = {"slow": {}, "quick": {}}
+
+    async def slow_script(turn):
+        await turn.tool("slow")
+        return "done"
+
+    async def quick_script(turn):
+        await anyio.sleep(0.1)  # the slow call's deadline is armed first
+        await turn.tool("quick")
+        return "done"
+
+    async def fn(wf):
+        tools = {
+            "slow": tool(_waiter(logs["slow"]), description="Waits.", timeout="1.2s"),
+            "quick": tool(_waiter(logs["quick"]), description="Waits.", timeout="0.3s"),
+        }
+        agents = [await wf.agents.open(key, runtime="shell:true", tools=tools) for key in ("s", "q")]
+        kinds = await wf.parallel(agents, lambda agent: agent.run("Go.", timeout=10))
+        return [turn.outcome.kind for turn in kinds]
+
+    run = await run_workflow(_wf(fn), agents={"s": answer(slow_script), "q": answer(quick_script)}, run_root=tmp_path)
+    assert run.value == ["answered", "answered"]
+    quick, slow = logs["quick"], logs["slow"]
+    assert 0.25 <= quick["released"] - quick["started"] <= 0.7
+    assert 1.15 <= slow["released"] - slow["started"] <= 1.8
+    assert sorted(line["outcome"] for line in tool_lines(run.run_dir)) == ["timed-out", "timed-out"]
+
+
 async def test_the_signal_fires_when_the_turn_ends_otherwise(tmp_path):
     log: dict = {}
 

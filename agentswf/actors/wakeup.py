@@ -1,0 +1,79 @@
+"""`Wakeup`: a one-shot event with at most one waiter, woken at the event loop's own cost.
+
+Every ask's reply and every idle mailbox waits on one. An `anyio.Event` costs more than
+the exchange needs: making one looks the backend up (`sniffio`) and builds the backend's
+event inside it; waiting on it goes through that event's own waiter list. A wakeup has a
+single waiter (the asker, the actor), so it keeps only that: on asyncio the future the
+waiter awaits, on trio the parked task itself, rescheduled when set.
+
+Cancellation is the backend's own: on asyncio a cancelled waiter's future is cancelled (a
+later `set` passes it over); on trio the parked task is unparked and forgotten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import anyio.lowlevel
+
+if TYPE_CHECKING:
+    from trio.lowlevel import Task
+
+_trio: ModuleType | None = None  # trio.lowlevel, imported at the first wait on trio (an asyncio run never needs it)
+
+
+def _trio_lowlevel() -> ModuleType:
+    global _trio
+    if _trio is None:
+        import trio.lowlevel
+
+        _trio = trio.lowlevel
+    return _trio
+
+
+class Wakeup:
+    """`set` once; `wait` returns once it is set (at once, after a checkpoint, if it was)."""
+
+    __slots__ = ("_set", "_future", "_task")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._future: asyncio.Future[None] | None = None
+        self._task: Task | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if self._set:
+            return
+        self._set = True
+        future = self._future
+        if future is not None:
+            self._future = None
+            if not future.done():
+                future.set_result(None)
+        elif self._task is not None:
+            task, self._task = self._task, None
+            _trio_lowlevel().reschedule(task)
+
+    async def wait(self) -> None:
+        if self._set:
+            await anyio.lowlevel.checkpoint()
+            return
+        loop = asyncio._get_running_loop()
+        if loop is not None:
+            self._future = future = loop.create_future()
+            await future
+            return
+        trio = _trio if _trio is not None else _trio_lowlevel()
+        self._task = trio.current_task()
+        succeeded = trio.Abort.SUCCEEDED
+
+        def abort(_: Any) -> Any:
+            self._task = None
+            return succeeded
+
+        await trio.wait_task_rescheduled(abort)
