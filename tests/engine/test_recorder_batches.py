@@ -214,7 +214,7 @@ async def test_whole_files_queued_together_go_to_one_thread_and_each_ask_waits_f
             release.set()
         assert accepted == {f"c{i}": True for i in range(files)}
     assert sorted(name for batch in batches for name in batch) == sorted(accepted)
-    assert len(batches) <= recorder.RECORDER_THREADS + 2  # one hop for many files
+    assert len(batches) <= files // 4  # one hop for many files, not one a file (how many depends on the load)
     assert [records.read_json(tmp_path / "calls" / f"c{i}" / "result.json")["value"] for i in range(files)] == list(range(files))
 
 
