@@ -23,7 +23,16 @@ from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
 from .follow import Event, Follower, Tally, run_cost
-from .runs import UsageFailure, all_runs, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
+from .runs import (
+    UsageFailure,
+    all_runs,
+    ask_live_run,
+    is_live,
+    live_run_dir,
+    refuse_on_temporal,
+    run_dir_of,
+    run_root_of,
+)
 
 TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained
 STOP_WAIT_SECONDS = 30.0  # for the run to record its ending after `awf stop` (its cleanup is bounded at 10s)
@@ -225,6 +234,7 @@ def _tail_words(options: argparse.Namespace) -> tuple[Path, str | None]:
 
 def command_tail(options: argparse.Namespace) -> int:
     run_dir, agent = _tail_words(options)
+    refuse_on_temporal(run_dir, "tail")  # its record is written when it ends: awf logs then
     if is_live(run_dir):  # the operator socket says whether the asker may watch: no agent of the run may
         response = ask_live_run(options, Status(), run_dir)
         if not response.ok:

@@ -56,11 +56,12 @@ from .attach import add_parser as add_attach_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
-from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of
+from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of, was_on_temporal
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its reader stopped reading
 LIVE_RUN_HELP = "the run's id or directory (default: the one live run)"
 RUN_EPILOG = (
     "The words after -- are the workflow's args: --name value flags for an args Struct "
@@ -175,7 +176,8 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
         if runs:
             print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
-            print(f"awf: go on with: {_go_on(options, runs[-1].parent.name)}", file=sys.stderr)
+            if not was_on_temporal(runs[-1].parent):  # awf continue doesn't go on with a Temporal run yet
+                print(f"awf: go on with: {_go_on(options, runs[-1].parent.name)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
         return _print_needs(options, result)
@@ -202,7 +204,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
     for line in worktrees.closing_lines(result.worktrees):
         print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
-    if result.outcome != "completed":
+    if result.outcome != "completed" and not was_on_temporal(result.run_dir):
         print(f"awf: go on with: {_go_on(options, result.run_id)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
 
@@ -294,8 +296,10 @@ def command_continue(options: argparse.Namespace) -> int:
         if options.file is not None:
             definition = load_workflow(options.file, options.workflow)
             run_dir = _continued_dir(options, definition.name).resolve()  # said in full, as awf run says it
+            _refuse_temporal(run_dir)
         else:
             run_dir = run_dir_of(options, options.run).resolve()
+            _refuse_temporal(run_dir)
             options.file = _recorded_file(run_dir)
             print(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)",
                   file=sys.stderr)
@@ -308,6 +312,11 @@ def command_continue(options: argparse.Namespace) -> int:
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options)
     return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _refuse_temporal(run_dir: Path) -> None:
+    if was_on_temporal(run_dir):
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, where awf continue doesn't go on yet; start it anew with awf run")
 
 
 def _recorded_file(run_dir: Path) -> str:
@@ -611,3 +620,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before a run's signals are caught, or after
         print("awf: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `awf logs | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush doesn't fail again
+        return EXIT_BROKEN_PIPE
