@@ -274,7 +274,7 @@ def add_commands(commands: Any) -> None:
     tail_parser = commands.add_parser(
         "tail", help="a run's events as they happen: turns, tool calls, messages", usage="awf tail [run] [agent]"
     )
-    tail_parser.add_argument("words", nargs="*", metavar="[run] [agent]", help=f"the run ({LIVE_RUN_HELP}) and an agent")
+    tail_parser.add_argument("words", nargs="*", metavar="[run] [agent]", help="the run's id or directory (default: the one live run), and an agent (default: all of them)")
     tail_parser.add_argument("--no-follow", dest="follow", action="store_false", help="print what is recorded and exit")
     tail_parser.add_argument("--run-root", help=root_help)
     tail_parser.set_defaults(handler=command_tail)

@@ -63,6 +63,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its reader stopped reading
 LIVE_RUN_HELP = "the run's id or directory (default: the one live run)"
+BACKEND_HELP = "the event loop the run's engine runs on (default asyncio)"
 RUN_EPILOG = (
     "The words after -- are the workflow's args: --name value flags for an args Struct "
     "of simple fields, or one JSON value. Standard output holds only the run's result."
@@ -286,8 +287,12 @@ def command_continue(options: argparse.Namespace) -> int:
     the run that isn't sandboxed runs as you and can write the record. Without it, the file the
     record names loads, and awf says which before it does.
     """
-    if options.file is not None and options.run is None and not Path(options.file).is_file() \
-            and find_run(run_root_of(options), options.file) is not None:
+    root = run_root_of(options)
+    if options.file is not None and not Path(options.file).is_file():
+        if find_run(root, options.file) is None:
+            raise UsageFailure(f"{options.file} is neither a workflow file nor a run under {root}")
+        if options.run is not None:
+            raise UsageFailure(f"the file comes first: awf continue {options.run} {options.file}")
         options.file, options.run = None, options.file  # `awf continue RUN`
     try:
         if options.timeout is not None:
@@ -476,7 +481,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--cwd", help="the run's working directory (default: here)")
     run_parser.add_argument("--timeout", help="the whole run's time, e.g. 45m (default 30m)")
     run_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
-    run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help=BACKEND_HELP)
     run_parser.set_defaults(handler=command_run)
 
     run_parser.add_argument("--sandbox", metavar="FILE", help="put every agent in one sandbox (JSON: read, write, network)")
@@ -501,7 +506,7 @@ def _parser() -> argparse.ArgumentParser:
     continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
     continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
     continue_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
-    continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help=BACKEND_HELP)
     continue_parser.set_defaults(handler=command_continue)
     run_parser.add_argument("--budget", help="cap the run's spend, e.g. '5usd,2h,200turns,1mtokens'")
     run_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
@@ -535,7 +540,7 @@ def _parser() -> argparse.ArgumentParser:
             "words",
             nargs="+",
             metavar="[run] peer [message]",
-            help=f"the run ({LIVE_RUN_HELP}), the agent or participant to write to, "
+            help="the run's id or directory (default: the one live run), the agent or participant to write to, "
             "and the message (default: standard input)",
         )
         post_parser.add_argument("--as", dest="key", required=True, help="the participant's key")

@@ -114,3 +114,24 @@ def test_the_closing_lines_offer_awf_continue_only_where_it_works(tmp_path, on_t
     with redirect_stderr(said):
         _ended(options, result, argparse.Namespace(name="slow"), tmp_path)  # type: ignore[arg-type]
     assert ("awf: go on with: awf continue slow.py" in said.getvalue()) == go_on, said.getvalue()
+
+
+def test_continue_with_its_words_swapped_says_the_file_comes_first(tmp_path):
+    run_dir = temporal_run(tmp_path, ended=True)
+    (run_dir / "temporal.json").unlink()  # a local run's record
+    (tmp_path / "slow.py").write_text("")
+    said = awf(tmp_path, "continue", RUN_ID, "slow.py")
+    assert said.returncode == 2
+    assert said.stderr.strip() == f"awf: the file comes first: awf continue slow.py {RUN_ID}"
+
+
+def test_continue_of_what_is_neither_a_file_nor_a_run_says_both(tmp_path):
+    said = awf(tmp_path, "continue", "20261201-nosuch")
+    assert said.returncode == 2
+    assert said.stderr.strip() == "awf: 20261201-nosuch is neither a workflow file nor a run under .awf/runs"
+
+
+@pytest.mark.parametrize("command", ["run", "continue"])
+def test_backend_of_run_and_continue_says_what_it_chooses(command):
+    said = subprocess.run([*AWF, command, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "the event loop the run's engine runs on" in said
