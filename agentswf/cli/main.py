@@ -51,7 +51,7 @@ from ..workflow.running import RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
 from . import temporal, worktrees
 from .actors import print_actors
-from .attach import AttachFailure
+from .attach import AttachFailure, find_kept
 from .attach import add_parser as add_attach_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
@@ -204,10 +204,25 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         print(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})", file=sys.stderr)
     for line in worktrees.closing_lines(result.worktrees):
         print(line, file=sys.stderr)
+    for line in _kept_pane_lines(root, result.run_id):
+        print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
     if result.outcome != "completed" and not was_on_temporal(result.run_dir):
         print(f"awf: go on with: {_go_on(options, result.run_id)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
+
+
+def _kept_pane_lines(root: Path, run_id: str) -> list[str]:
+    """The run's panes kept after it (`keep_pane`), as `awf ls` lists them: how to reach and close each."""
+    try:
+        kept = find_kept(root, run_id, None)
+    except AttachFailure:
+        return []  # none kept
+    return [
+        f"awf: kept pane of {pane.agent} ({pane.harness}, released from the run): awf attach {run_id} {pane.agent}; "
+        f"close: awf attach --close {run_id} {pane.agent}"
+        for pane in kept
+    ]
 
 
 def _go_on(options: argparse.Namespace, run_id: str) -> str:

@@ -21,7 +21,11 @@ from pathlib import Path
 import pytest
 
 from agentswf.cli.main import _ended
+from agentswf.harnesses.pane_keep import close_kept, kept_panes
+from agentswf.testing.models import CLI_DIR_VARIABLE, find_cli
 from agentswf.workflow.running import RunResult
+
+from ..panes.kit import needs, needs_tmux
 
 AWF = [sys.executable, "-m", "agentswf"]
 RUN_ID = "20261201-120000-ab12"
@@ -135,3 +139,46 @@ def test_continue_of_what_is_neither_a_file_nor_a_run_says_both(tmp_path):
 def test_backend_of_run_and_continue_says_what_it_chooses(command):
     said = subprocess.run([*AWF, command, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
     assert "the event loop the run's engine runs on" in said
+
+
+KEEPING = """
+from pathlib import Path
+
+from agentswf import workflow
+from agentswf.testing.models import ScriptedModel
+from tests.panes.kit import pane_runtime
+from tests.panes.test_codex_pi_panes import Verdict, script_for
+
+
+@workflow(name="keeping", description="pi in a pane, kept after the run.")
+async def keeping(wf):
+    out = Path.cwd() / "out"
+    out.mkdir(exist_ok=True)
+    async with ScriptedModel(script_for(out)) as model:
+        writer = await wf.agents.open("writer", runtime=pane_runtime("pi", model, out / "home", keep_pane="always"))
+        turn = await writer.run("SCENARIO answer 0. Review the change.", schema=Verdict, timeout=90)
+        return turn.outcome.kind
+"""
+
+
+@needs_tmux
+@needs("pi")
+def test_awf_run_names_the_panes_it_kept_and_how_to_close_them(tmp_path):
+    (tmp_path / "keeping.py").write_text(KEEPING)
+    repo = Path(__file__).resolve().parents[2]
+    cli_dir = str(Path(find_cli("pi") or "pi").parent)
+    env = {**os.environ, "PYTHONPATH": str(repo), CLI_DIR_VARIABLE: cli_dir}
+    try:
+        done = subprocess.run([*AWF, "run", "keeping.py"], capture_output=True, text=True, timeout=150, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        run_id = next((tmp_path / ".awf" / "runs" / "keeping").iterdir()).name
+        assert (
+            f"awf: kept pane of writer (pi, released from the run): awf attach {run_id} writer; "
+            f"close: awf attach --close {run_id} writer"
+        ) in done.stderr.splitlines()
+        closed = awf(tmp_path, "attach", "--close", run_id, "writer")
+        assert closed.returncode == 0, closed.stderr
+    finally:
+        for pane in kept_panes():
+            if pane.cwd.startswith(str(tmp_path)):
+                close_kept(pane)
