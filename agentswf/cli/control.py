@@ -53,6 +53,11 @@ def money(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
 
 
+def spent_cost(cost: float | None) -> str:
+    """A cost in a sentence: `awf ls`'s "-" reads as nothing there."""
+    return "no cost known" if cost is None else money(cost)
+
+
 def counted(count: int, word: str) -> str:
     """`1 turn`, `2 turns`: a count with its word, for lines a person reads."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
@@ -156,7 +161,7 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
     in_turn = sum(agent["in_turn"] for agent in status["agents"])
     out.write(
         f"run {status['run_id']} of {status['workflow']}{alive}: {counted(len(status['agents']), 'agent')}, "
-        f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {money(status['cost_usd'])}\n"
+        f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {spent_cost(status['cost_usd'])}\n"
     )
     for agent in status["agents"]:
         state = f"in turn {agent['turn']}" if agent["in_turn"] else f"idle after {counted(agent['turns'], 'turn')}"
@@ -164,7 +169,7 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
             state += f" for {age(now - agent['turn_started_at'])}"
             if agent["deadline_at"] is not None:
                 state += f" of {age(agent['deadline_at'] - agent['turn_started_at'])}"
-        out.write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {money(agent['cost_usd'])}\n")
+        out.write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {spent_cost(agent['cost_usd'])}\n")
         if agent["owes"]:
             out.write(f"    owes a reply to {', '.join(agent['owes'])}\n")
         if agent["awaits"]:
