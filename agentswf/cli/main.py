@@ -459,6 +459,8 @@ def command_post(options: argparse.Namespace) -> int:
 
 def command_trace(options: argparse.Namespace) -> int:
     run_dir = run_dir_of(options, options.run)
+    if was_on_temporal(run_dir) and not options.actors:
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, whose runs have no messages yet: awf trace has nothing to read")
     if options.actors:
         print_actors(run_dir, sys.stdout)
     else:
@@ -511,7 +513,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     continue_parser.add_argument("file", nargs="?", help="the workflow's file the run was started from (default: the record's)")
     continue_parser.add_argument("--workflow", help="which workflow, when the file defines several")
-    continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    continue_parser.add_argument(
+        "run", nargs="?", help="a run id or directory (default: the latest run of FILE's workflow, or the latest run)"
+    )
     continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")
     continue_parser.add_argument(
         "--sandbox", metavar="FILE", help="put every agent in this sandbox (default: the one the run's last attempt ran in)"

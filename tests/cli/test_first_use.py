@@ -107,6 +107,13 @@ def test_continue_of_a_run_on_temporal_says_it_cant_yet(tmp_path, with_file):
     assert "older agentswf" not in said.stderr
 
 
+def test_trace_of_a_run_on_temporal_says_there_is_nothing_to_read(tmp_path):
+    temporal_run(tmp_path, ended=True)
+    said = awf(tmp_path, "trace", RUN_ID)
+    assert said.returncode == 2
+    assert "ran on Temporal, whose runs have no messages yet" in said.stderr, said.stderr
+
+
 @pytest.mark.parametrize(("on_temporal", "go_on"), [(True, False), (False, True)])
 def test_the_closing_lines_offer_awf_continue_only_where_it_works(tmp_path, on_temporal, go_on):
     run_dir = temporal_run(tmp_path, ended=True)
