@@ -484,7 +484,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="awf",
         description="Run workflows of coding agents.",
-        epilog="awf run FILE [options] [-- workflow args…]",
+        epilog="Start with: awf run FILE [options] [-- workflow args…]; awf COMMAND --help gives each command's flags.",
     )
     parser.add_argument("--version", action="version", version=f"awf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)

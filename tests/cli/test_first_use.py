@@ -189,3 +189,8 @@ def test_awf_run_names_the_panes_it_kept_and_how_to_close_them(tmp_path):
         for pane in kept_panes():
             if pane.cwd.startswith(str(tmp_path)):
                 close_kept(pane)
+
+
+def test_awf_help_says_where_to_start_and_where_each_commands_flags_are():
+    said = subprocess.run([*AWF, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "Start with: awf run FILE" in said and "awf COMMAND --help gives each command's flags" in " ".join(said.split())
