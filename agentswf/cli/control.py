@@ -23,7 +23,16 @@ from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
 from .follow import Event, Follower, Tally, run_cost
-from .runs import UsageFailure, all_runs, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
+from .runs import (
+    UsageFailure,
+    all_runs,
+    ask_live_run,
+    is_live,
+    live_run_dir,
+    refuse_on_temporal,
+    run_dir_of,
+    run_root_of,
+)
 
 TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained
 STOP_WAIT_SECONDS = 30.0  # for the run to record its ending after `awf stop` (its cleanup is bounded at 10s)
@@ -42,6 +51,11 @@ def age(seconds: float) -> str:
 
 def money(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
+
+
+def spent_cost(cost: float | None) -> str:
+    """A cost in a sentence: `awf ls`'s "-" reads as nothing there."""
+    return "no cost known" if cost is None else money(cost)
 
 
 def counted(count: int, word: str) -> str:
@@ -147,7 +161,7 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
     in_turn = sum(agent["in_turn"] for agent in status["agents"])
     out.write(
         f"run {status['run_id']} of {status['workflow']}{alive}: {counted(len(status['agents']), 'agent')}, "
-        f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {money(status['cost_usd'])}\n"
+        f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {spent_cost(status['cost_usd'])}\n"
     )
     for agent in status["agents"]:
         state = f"in turn {agent['turn']}" if agent["in_turn"] else f"idle after {counted(agent['turns'], 'turn')}"
@@ -155,7 +169,7 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
             state += f" for {age(now - agent['turn_started_at'])}"
             if agent["deadline_at"] is not None:
                 state += f" of {age(agent['deadline_at'] - agent['turn_started_at'])}"
-        out.write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {money(agent['cost_usd'])}\n")
+        out.write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {spent_cost(agent['cost_usd'])}\n")
         if agent["owes"]:
             out.write(f"    owes a reply to {', '.join(agent['owes'])}\n")
         if agent["awaits"]:
@@ -225,6 +239,7 @@ def _tail_words(options: argparse.Namespace) -> tuple[Path, str | None]:
 
 def command_tail(options: argparse.Namespace) -> int:
     run_dir, agent = _tail_words(options)
+    refuse_on_temporal(run_dir, "tail")  # its record is written when it ends: awf logs then
     if is_live(run_dir):  # the operator socket says whether the asker may watch: no agent of the run may
         response = ask_live_run(options, Status(), run_dir)
         if not response.ok:
@@ -264,7 +279,7 @@ def add_commands(commands: Any) -> None:
     tail_parser = commands.add_parser(
         "tail", help="a run's events as they happen: turns, tool calls, messages", usage="awf tail [run] [agent]"
     )
-    tail_parser.add_argument("words", nargs="*", metavar="[run] [agent]", help=f"the run ({LIVE_RUN_HELP}) and an agent")
+    tail_parser.add_argument("words", nargs="*", metavar="[run] [agent]", help="the run's id or directory (default: the one live run), and an agent (default: all of them)")
     tail_parser.add_argument("--no-follow", dest="follow", action="store_false", help="print what is recorded and exit")
     tail_parser.add_argument("--run-root", help=root_help)
     tail_parser.set_defaults(handler=command_tail)

@@ -51,17 +51,19 @@ from ..workflow.running import RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
 from . import temporal, worktrees
 from .actors import print_actors
-from .attach import AttachFailure
+from .attach import AttachFailure, find_kept
 from .attach import add_parser as add_attach_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
-from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of
+from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of, was_on_temporal
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its reader stopped reading
 LIVE_RUN_HELP = "the run's id or directory (default: the one live run)"
+BACKEND_HELP = "the event loop the run's engine runs on (default asyncio)"
 RUN_EPILOG = (
     "The words after -- are the workflow's args: --name value flags for an args Struct "
     "of simple fields, or one JSON value. Standard output holds only the run's result."
@@ -175,7 +177,8 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
         if runs:
             print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
-            print(f"awf: go on with: {_go_on(options, runs[-1].parent.name)}", file=sys.stderr)
+            if not was_on_temporal(runs[-1].parent):  # awf continue doesn't go on with a Temporal run yet
+                print(f"awf: go on with: {_go_on(options, runs[-1].parent.name)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
         return _print_needs(options, result)
@@ -201,10 +204,25 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         print(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})", file=sys.stderr)
     for line in worktrees.closing_lines(result.worktrees):
         print(line, file=sys.stderr)
+    for line in _kept_pane_lines(root, result.run_id):
+        print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
-    if result.outcome != "completed":
+    if result.outcome != "completed" and not was_on_temporal(result.run_dir):
         print(f"awf: go on with: {_go_on(options, result.run_id)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
+
+
+def _kept_pane_lines(root: Path, run_id: str) -> list[str]:
+    """The run's panes kept after it (`keep_pane`), as `awf ls` lists them: how to reach and close each."""
+    try:
+        kept = find_kept(root, run_id, None)
+    except AttachFailure:
+        return []  # none kept
+    return [
+        f"awf: kept pane of {pane.agent} ({pane.harness}, released from the run): awf attach {run_id} {pane.agent}; "
+        f"close: awf attach --close {run_id} {pane.agent}"
+        for pane in kept
+    ]
 
 
 def _go_on(options: argparse.Namespace, run_id: str) -> str:
@@ -284,8 +302,12 @@ def command_continue(options: argparse.Namespace) -> int:
     the run that isn't sandboxed runs as you and can write the record. Without it, the file the
     record names loads, and awf says which before it does.
     """
-    if options.file is not None and options.run is None and not Path(options.file).is_file() \
-            and find_run(run_root_of(options), options.file) is not None:
+    root = run_root_of(options)
+    if options.file is not None and not Path(options.file).is_file():
+        if find_run(root, options.file) is None:
+            raise UsageFailure(f"{options.file} is neither a workflow file nor a run under {root}")
+        if options.run is not None:
+            raise UsageFailure(f"the file comes first: awf continue {options.run} {options.file}")
         options.file, options.run = None, options.file  # `awf continue RUN`
     try:
         if options.timeout is not None:
@@ -294,8 +316,10 @@ def command_continue(options: argparse.Namespace) -> int:
         if options.file is not None:
             definition = load_workflow(options.file, options.workflow)
             run_dir = _continued_dir(options, definition.name).resolve()  # said in full, as awf run says it
+            _refuse_temporal(run_dir)
         else:
             run_dir = run_dir_of(options, options.run).resolve()
+            _refuse_temporal(run_dir)
             options.file = _recorded_file(run_dir)
             print(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)",
                   file=sys.stderr)
@@ -308,6 +332,11 @@ def command_continue(options: argparse.Namespace) -> int:
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options)
     return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _refuse_temporal(run_dir: Path) -> None:
+    if was_on_temporal(run_dir):
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, where awf continue doesn't go on yet; start it anew with awf run")
 
 
 def _recorded_file(run_dir: Path) -> str:
@@ -430,6 +459,8 @@ def command_post(options: argparse.Namespace) -> int:
 
 def command_trace(options: argparse.Namespace) -> int:
     run_dir = run_dir_of(options, options.run)
+    if was_on_temporal(run_dir) and not options.actors:
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, whose runs have no messages yet: awf trace has nothing to read")
     if options.actors:
         print_actors(run_dir, sys.stdout)
     else:
@@ -453,7 +484,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="awf",
         description="Run workflows of coding agents.",
-        epilog="awf run FILE [options] [-- workflow args…]",
+        epilog="Start with: awf run FILE [options] [-- workflow args…]; awf COMMAND --help gives each command's flags.",
     )
     parser.add_argument("--version", action="version", version=f"awf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -467,7 +498,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--cwd", help="the run's working directory (default: here)")
     run_parser.add_argument("--timeout", help="the whole run's time, e.g. 45m (default 30m)")
     run_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
-    run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help=BACKEND_HELP)
     run_parser.set_defaults(handler=command_run)
 
     run_parser.add_argument("--sandbox", metavar="FILE", help="put every agent in one sandbox (JSON: read, write, network)")
@@ -482,7 +513,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     continue_parser.add_argument("file", nargs="?", help="the workflow's file the run was started from (default: the record's)")
     continue_parser.add_argument("--workflow", help="which workflow, when the file defines several")
-    continue_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    continue_parser.add_argument(
+        "run", nargs="?", help="a run id or directory (default: the latest run of FILE's workflow, or the latest run)"
+    )
     continue_parser.add_argument("--rerun", metavar="STAGE", help="run STAGE again (and every stage after it)")
     continue_parser.add_argument(
         "--sandbox", metavar="FILE", help="put every agent in this sandbox (default: the one the run's last attempt ran in)"
@@ -492,7 +525,7 @@ def _parser() -> argparse.ArgumentParser:
     continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
     continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
     continue_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
-    continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help=BACKEND_HELP)
     continue_parser.set_defaults(handler=command_continue)
     run_parser.add_argument("--budget", help="cap the run's spend, e.g. '5usd,2h,200turns,1mtokens'")
     run_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
@@ -526,7 +559,7 @@ def _parser() -> argparse.ArgumentParser:
             "words",
             nargs="+",
             metavar="[run] peer [message]",
-            help=f"the run ({LIVE_RUN_HELP}), the agent or participant to write to, "
+            help="the run's id or directory (default: the one live run), the agent or participant to write to, "
             "and the message (default: standard input)",
         )
         post_parser.add_argument("--as", dest="key", required=True, help="the participant's key")
@@ -611,3 +644,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before a run's signals are caught, or after
         print("awf: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `awf logs | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush doesn't fail again
+        return EXIT_BROKEN_PIPE

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 import msgspec
 
 from ..engine.operator import OperatorRequest, OperatorResponse, ask_run
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..temporal.messages import RECORD_FILE as TEMPORAL_RECORD
 
 
 class UsageFailure(Exception):
@@ -40,6 +42,32 @@ def is_live(run_dir: Path) -> bool:
     return bool(control) and Path(control).is_socket()
 
 
+def was_on_temporal(run_dir: Path) -> bool:
+    """The run was started on Temporal (`awf run --engine temporal`), whether it has ended or not."""
+    return (run_dir / TEMPORAL_RECORD).exists()
+
+
+def on_temporal(run_dir: Path) -> bool:
+    """A run on Temporal that hasn't recorded its ending: it has no operator socket, only what
+    Temporal says of it."""
+    return was_on_temporal(run_dir) and not (run_dir / "output.json").exists()
+
+
+def refuse_on_temporal(run_dir: Path, command: str) -> None:
+    """A command the Temporal engine doesn't serve yet says so, rather than that the run has ended."""
+    if not on_temporal(run_dir):
+        return
+    how = f"awf status {run_dir.name} asks how it stands"
+    if command == "stop":
+        try:
+            where = read_json(run_dir / TEMPORAL_RECORD)
+            workflow_id, address = (shlex.quote(str(where[key])) for key in ("workflow_id", "address"))
+            how = f"temporal workflow cancel --workflow-id {workflow_id} --address {address} stops it"
+        except (OSError, msgspec.DecodeError, KeyError, TypeError):
+            pass  # a record an agent wrote over: the plain hint
+    raise UsageFailure(f"run {run_dir.name} runs on Temporal, which awf {command} doesn't reach yet; {how}")
+
+
 def all_runs(root: Path) -> list[Path]:
     """Every run's directory under `root`, oldest first."""
     runs = []
@@ -56,9 +84,14 @@ def live_run_dir(options: argparse.Namespace) -> Path:
     if options.run is not None:
         return run_dir_of(options, options.run)
     root = run_root_of(options)
-    live = sorted(path for path in all_runs(root) if is_live(path))
+    runs = all_runs(root)
+    live = sorted(path for path in runs if is_live(path))
     if not live:
-        raise UsageFailure(f"no run is live under {root} (--run-root names another place); awf logs shows the latest run")
+        on_it = [path.name for path in runs if on_temporal(path)]
+        temporal = f"; run {on_it[-1]} is on Temporal: name it (awf status {on_it[-1]})" if on_it else ""
+        raise UsageFailure(
+            f"no run is live under {root} (--run-root names another place); awf logs shows the latest run{temporal}"
+        )
     if len(live) > 1:
         names = ", ".join(f"{path.name} ({path.parent.name})" for path in live)
         raise UsageFailure(f"{len(live)} live runs under {root}: {names}; name one")
@@ -67,6 +100,7 @@ def live_run_dir(options: argparse.Namespace) -> Path:
 
 def ask_live_run(options: argparse.Namespace, request: OperatorRequest, run_dir: Path | None = None) -> OperatorResponse:
     run_dir = run_dir or live_run_dir(options)
+    refuse_on_temporal(run_dir, getattr(options, "command", "status"))
     control = read_json(run_dir / "run.json").get("control")
     if (run_dir / "output.json").exists() or not control:
         raise UsageFailure(f"run {run_dir.name} has ended; only a live run can be asked (awf logs {run_dir.name} shows it)")

@@ -111,6 +111,7 @@ def test_ls_status_tail_then_stop_a_live_run(tmp_path, busy):
     text = awf(tmp_path, "status", run_id).stdout
     assert "review:sleeper: in turn 1 for" in text and re.search(r" of (59m5\ds|1h00m)", text), text
     assert ": 2 agents, 1 in a turn" in text and "review:quick: idle after 1 turn;" in text, text  # no "(s)"
+    assert "review:quick: idle after 1 turn; 0 tokens, no cost known" in text, text  # not "-", which reads as nothing
 
     tailed = awf(tmp_path, "tail", "--no-follow")
     assert tailed.returncode == 0, tailed.stderr
