@@ -66,6 +66,9 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
             to_seconds(self.wall, what="a budget's wall")
 
 
+_LIMIT_NAMES = {"cost_usd": "dollars", "tokens": "tokens", "turns": "turns", "wall": "a wall time"}
+
+
 def parse_budget(text: str) -> Budget:
     """`'5usd,2h,200turns,1.5mtokens'` (any of them, in any order) as a Budget; `$5` is 5usd."""
     limits: dict[str, Any] = {}
@@ -87,7 +90,7 @@ def parse_budget(text: str) -> Budget:
                 )
             value = seconds
         if name in limits:
-            raise DefinitionError(f"the budget {text!r} gives {name} twice")
+            raise DefinitionError(f"the budget {text!r} gives {_LIMIT_NAMES[name]} twice")
         limits[name] = value
     return Budget(**limits)
 
@@ -152,6 +155,11 @@ def carried(spent: RunUsage, seconds: float) -> tuple[Spent, dict[str, Spent], d
         {name: of(usage, groups.get(name, 0)) for name, usage in spent.groups.items()},
         {name: of(usage, turns.get(name, 0)) for name, usage in spent.agents.items()},
     )
+
+
+def _whose(scope: str) -> str:
+    """A budget's scope as its owner, for a reason a person reads: `the run's`, `stage build's`."""
+    return "the run's" if scope == "run" else f"{scope.replace('group ', 'key group ', 1)}'s"
 
 
 @dataclass
@@ -227,7 +235,7 @@ class Budgets:
         """A turn its wall budget stopped in flight: it ended timed out at the budget's end, and
         ends for the workflow as a turn past the budget does."""
         self.log("a budget stopped a turn in flight", agent=turn.agent, turn=turn.n, budget=scope, reason="wall time passed")
-        outcome = Failed(reason=f"budget {scope}: its wall time passed while the turn ran", retryable=False)
+        outcome = Failed(reason=f"{_whose(scope)} budget: its wall time passed while the turn ran", retryable=False)
         return msgspec.structs.replace(turn, outcome=outcome)
 
     def refused_turn(self, key: str, n: int, call_id: str, refusal: tuple[str, str]) -> Turn[Any]:
@@ -235,7 +243,7 @@ class Budgets:
         scope, why = refusal
         self.log("a budget stopped a turn", agent=key, turn=n, budget=scope, reason=why)
         now = time.time()
-        outcome = Failed(reason=f"budget {scope}: {why}", retryable=False)
+        outcome = Failed(reason=f"{_whose(scope)} budget: {why}", retryable=False)
         return Turn(outcome=outcome, agent=key, call_id=call_id, n=n, started_at=now, ended_at=now)
 
     def _scopes(self, key: str, stage: str | None) -> list[_Scope]:

@@ -96,7 +96,7 @@ def _alive(pid: int) -> bool:
 def test_ls_status_tail_then_stop_a_live_run(tmp_path, busy):
     listed = awf(tmp_path, "ls")
     assert listed.returncode == 0, listed.stderr
-    header, row = listed.stdout.splitlines()
+    header, row = listed.stdout.split("\n\n")[0].splitlines()
     assert header.split() == ["RUN", "WORKFLOW", "STATE", "ATTEMPTS", "AGE", "COST"]
     run_id, workflow, state, attempts = row.split()[:4]
     assert (workflow, state, attempts) == ("busy", "live", "1")

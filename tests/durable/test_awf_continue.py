@@ -43,7 +43,7 @@ def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
     assert "attempt 1, started" in logs.stdout and f": {first['outcome']} in stage build" in logs.stdout
     assert "attempt 2 (continues 1)" in logs.stdout and "plan reused (attempt 1), build ran, check ran; 2 turns run, 2 id'd turns given back" in logs.stdout
     assert "— attempt 2 —" in logs.stdout
-    [_, row] = awf(tmp_path, "ls", "--run-root", "runs").stdout.splitlines()
+    [_, row] = awf(tmp_path, "ls", "--run-root", "runs").stdout.split("\n\n")[0].splitlines()
     assert "completed  2 (1 interrupted)" in row if how == "kill -9" else row.split()[2:4] == ["completed", "2"]
 
 

@@ -81,7 +81,7 @@ async def test_a_continued_runs_spend_is_the_runs_across_attempts_and_each_attem
     listed = subprocess.run(
         [sys.executable, "-m", "agentswf", "ls", "--run-root", "runs"], cwd=tmp_path, capture_output=True, text=True, timeout=30
     )
-    [header, row] = listed.stdout.splitlines()
+    [header, row] = listed.stdout.split("\n\n")[0].splitlines()  # the runs; then any kept panes, of any run here
     assert header.split() == ["RUN", "WORKFLOW", "STATE", "ATTEMPTS", "AGE", "COST"]
     assert row.split()[2:4] == ["completed", "2"] and row.split()[-1] == "$1.2500"
 
@@ -139,4 +139,4 @@ async def test_a_turn_mail_started_counts_in_the_stage_open_and_in_the_budgets(t
 async def test_a_budget_a_turn_mail_started_filled_stops_the_next_turn(tmp_path):
     result = await agentswf.run(mail, run_root=tmp_path / "runs", cwd=tmp_path, harnesses=billed, budget=Budget(turns=2))
     assert result.outcome == "completed", result.reason
-    assert result.value["ended"] == ["answered", "budget run: 2 of 2 turns given"]
+    assert result.value["ended"] == ["answered", "the run's budget: 2 of 2 turns given"]

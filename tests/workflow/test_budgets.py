@@ -69,7 +69,7 @@ async def three_turns(wf) -> list[str]:  # type: ignore[no-untyped-def]
 async def test_a_turns_budget_stops_the_third_turn_without_running_it(tmp_path: Path) -> None:
     book = _book("a")
     result = await _run(three_turns, book, tmp_path, budget=Budget(turns=2))
-    assert result.value == ["answered", "answered", "failed: budget run: 2 of 2 turns given"]
+    assert result.value == ["answered", "answered", "failed: the run's budget: 2 of 2 turns given"]
     assert book.played["a"].used == 2  # the third never reached the CLI
     assert _refusals(result.run_dir) == [{"agent": "a", "turn": 3, "budget": "run", "reason": "2 of 2 turns given"}]
 
@@ -78,7 +78,7 @@ async def test_a_tokens_budget_stops_the_turn_after_it_is_spent(tmp_path: Path) 
     book = _book("a")
     result = await _run(three_turns, book, tmp_path, budget=Budget(tokens=300))
     assert result.value[:2] == ["answered", "answered"]  # 0, then 150 of 300 spent: they start
-    assert result.value[2] == "failed: budget run: 300 of 300 tokens spent"
+    assert result.value[2] == "failed: the run's budget: 300 of 300 tokens spent"
     assert book.played["a"].used == 2
 
 
@@ -130,7 +130,7 @@ async def test_a_key_groups_wall_budget_stops_its_agents_alone(tmp_path: Path) -
     result = await _run(grouped, book, tmp_path)
     first, late, other = result.value
     assert first == "answered" and other == "answered"
-    assert late.startswith("budget group review: ") and "of its 0.2s wall time passed" in late
+    assert late.startswith("key group review's budget: ") and "of its 0.2s wall time passed" in late
 
 
 @workflow(name="hung", description="A reviewer that never ends, under a wall budget.")
@@ -146,7 +146,7 @@ async def test_a_wall_budget_stops_a_turn_in_flight(tmp_path: Path) -> None:
     book = ScriptBook({"review:deep": hang()})
     result = await _run(hung, book, tmp_path)
     reason, took = result.value
-    assert reason == "budget group review: its wall time passed while the turn ran"
+    assert reason == "key group review's budget: its wall time passed while the turn ran"
     assert 0.2 < took < 5.0  # at the budget's end, not the turn's hour
     [stopped] = [json.loads(line) for line in (result.run_dir / "turns.jsonl").read_text().splitlines()]
     assert stopped["outcome"]["kind"] == "timed-out"  # the engine's account; the workflow's is the budget's
@@ -239,3 +239,9 @@ def test_what_earlier_attempts_spent_counts_toward_the_runs_groups_and_agents() 
     later.carry(ledger.snapshot(), seconds=100.0)
     refused = later.refusal("writer")
     assert refused is not None and refused[0] == "run" and "wall time passed" in refused[1]
+
+
+@pytest.mark.parametrize(("text", "said"), [("2h,2h", "gives a wall time twice"), ("1usd,$2", "gives dollars twice")])
+def test_a_limit_given_twice_is_named_as_written(text: str, said: str) -> None:
+    with pytest.raises(DefinitionError, match=said):
+        parse_budget(text)
