@@ -148,6 +148,10 @@ def _replay_of(definition: WorkflowDefinition, record: Path) -> Replay:
     return Replay.from_record(record)
 
 
+_FLAGS = {"budget": "--budget", "sandbox": "--sandbox", "trace": "--trace", "from_stage": "--from-stage",
+          "values": "--values", "replay": "--replay", "rerun": "--rerun"}  # awf's flags for run()'s options
+
+
 class Engine(Protocol):
     """What runs a workflow elsewhere than this process's actors (`agentswf.temporal.TemporalEngine`)."""
 
@@ -206,7 +210,8 @@ async def run(
                  "sandbox": sandbox}
         given = [name for name, value in local.items() if value is not None]
         if given:
-            raise DefinitionError(f"{', '.join(given)}: not on another engine yet; run locally for them")
+            named = ", ".join(f"{name} ({_FLAGS[name]})" if name in _FLAGS else name for name in given)
+            raise DefinitionError(f"not on {type(engine).__name__} yet: {named}; run locally for them")
         return await engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout)
     directory = Path(cwd or os.getcwd()).resolve()
     root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
