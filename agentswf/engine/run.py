@@ -34,7 +34,7 @@ from .admission import operator_admit
 from .agent import AgentActor
 from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
-from .broker import Replay, ToolBroker
+from .broker import Replay, ToolBroker, ToolCalls
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
 from .recorder import Appends, LogLines, Recorder
@@ -150,7 +150,7 @@ class RunServices:
     """The run-wide actors an agent works with, the run's deadline (loop clock), and its stop
     (`awf stop`: False when the run is already stopping)."""
 
-    broker: ActorRef
+    broker: ToolCalls  # called in each agent's connection task; its watchdog in the ToolBroker's cell
     desk: ActorRef
     board: ActorRef
     deadline: float
@@ -197,11 +197,10 @@ async def run_actors(
                 Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
             )
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
-            broker = supervisor.spawn(
-                ToolBroker, recorder, appends, desk, policies, replay, name="tools", capacity=RUN_MAILBOX_CAPACITY
-            )
+            calls = ToolCalls(recorder, appends, desk, policies, replay)
+            broker = supervisor.spawn(ToolBroker, calls, name="tools", capacity=RUN_MAILBOX_CAPACITY)
             board = supervisor.spawn(Switchboard, supervisor, appends.ask, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
-            services = RunServices(broker, desk, board, deadline, stop)
+            services = RunServices(calls, desk, board, deadline, stop)
             run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
             yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger)
     finally:
