@@ -4,8 +4,11 @@ Every message it gets becomes an event; `turn.step` says what follows, and one m
 out its effects: the records and the messages to its peers here, the processes, timers and
 socket in `agent_ops.py` (an attempt, a fork's copy or compaction, a stop). An effect that
 asks (the record of an answer, the agent's mail, a message posted) is stepped again with its
-answer, in the same handler. What the agent owes or awaits it is told: the switchboard keeps
-it in the agent's `StandingSlot`, read on every request with no round trip.
+answer, in the same handler. A tool call the turn starts is handed back to the connection
+that asked (`_handle`), which runs it through the run's `ToolCalls` in its own task and then
+asks the actor `ToolDone`, stepped like any other event. What the agent owes or awaits it is
+told: the switchboard keeps it in the agent's `StandingSlot`, read on every request with no
+round trip.
 """
 
 from __future__ import annotations
