@@ -5,8 +5,8 @@
 Each call goes the whole broker path: its input read by the tool's schema, the policy
 verdict, the handler in the call's task under the broker's watchdog, the result checked
 (JSON, size, output schema), the call appended to the run's record by the Recorder (asked
-through its Appends, as a run's broker asks), and the answer told to the calling agent
-(here a stub actor). The baseline calls the same handler directly and encodes its result
+through its Appends, as a run's broker asks), and the answer returned to the caller
+(`ToolCalls.call`, awaited in the caller's task as an agent's connection does). The baseline calls the same handler directly and encodes its result
 as JSON. Prints microseconds per call for each and the ratio (and the broker side's CPU per
 call), on both backends, for a sync handler (a worker thread) and an async one (the loop).
 """
@@ -24,7 +24,7 @@ import msgspec
 from agentswf import tool
 from agentswf.actors import Actor, Supervisor, handler
 from agentswf.engine.approvals import ApprovalDesk
-from agentswf.engine.broker import RunTool, ToolBroker, ToolDone
+from agentswf.engine.broker import RunTool, ToolBroker, ToolCalls, ToolDone
 from agentswf.engine.recorder import Appends, Recorder
 from agentswf.engine.toolcall import ToolCall
 
@@ -43,15 +43,11 @@ async def handle_async(item: Item) -> str:
 
 
 class Caller(Actor):
-    """Stands in for the agent's actor: it is told each call's outcome."""
-
-    def __init__(self, signal: list[anyio.Event]) -> None:
-        super().__init__()
-        self.signal = signal
+    """Stands in for the agent's actor (told only of an abandoned handler's end: never here)."""
 
     @handler
     def tool_done(self, msg: ToolDone) -> None:
-        self.signal[0].set()
+        pass
 
 
 async def measure(n: int, is_async: bool) -> tuple[float, float, float]:
@@ -68,14 +64,13 @@ async def measure(n: int, is_async: bool) -> tuple[float, float, float]:
             appends = Appends()
             recorder = supervisor.spawn(Recorder, Path(root), None, appends, name="recorder", capacity=64)
             desk = supervisor.spawn(ApprovalDesk, recorder, name="desk", capacity=64)
-            broker = supervisor.spawn(ToolBroker, recorder, appends, desk, (), None, name="broker", capacity=64)
-            signal = [anyio.Event()]
-            caller = supervisor.spawn(Caller, signal, name="caller", capacity=64)
+            calls = ToolCalls(recorder, appends, desk, (), None)
+            supervisor.spawn(ToolBroker, calls, name="broker", capacity=64)
+            caller = supervisor.spawn(Caller, name="caller", capacity=64)
             start, cpu = time.perf_counter(), time.process_time()
             for index in range(n):
-                signal[0] = anyio.Event()
                 deadline = anyio.current_time() + 30
-                await broker.tell(
+                await calls.call(
                     RunTool(
                         call=ToolCall(str(index), "a", "count"),
                         tool=noop,
@@ -87,7 +82,6 @@ async def measure(n: int, is_async: bool) -> tuple[float, float, float]:
                         launcher="wfa",
                     )
                 )
-                await signal[0].wait()
             brokered, cpu = (time.perf_counter() - start) / n, (time.process_time() - cpu) / n
             await supervisor.stop()
     return brokered, cpu, direct

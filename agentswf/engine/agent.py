@@ -4,8 +4,11 @@ Every message it gets becomes an event; `turn.step` says what follows, and one m
 out its effects: the records and the messages to its peers here, the processes, timers and
 socket in `agent_ops.py` (an attempt, a fork's copy or compaction, a stop). An effect that
 asks (the record of an answer, the agent's mail, a message posted) is stepped again with its
-answer, in the same handler. What the agent owes or awaits it is told: the switchboard keeps
-it in the agent's `StandingSlot`, read on every request with no round trip.
+answer, in the same handler. A tool call the turn starts is handed back to the connection
+that asked (`_handle`), which runs it through the run's `ToolCalls` in its own task and then
+asks the actor `ToolDone`, stepped like any other event. What the agent owes or awaits it is
+told: the switchboard keeps it in the agent's `StandingSlot`, read on every request with no
+round trip.
 """
 
 from __future__ import annotations
@@ -36,12 +39,13 @@ from .agent_messages import (
 )
 from .agent_ops import AgentOps, AttemptReported, OpReported, Receipt, TimerDue, TurnStopped
 from .agent_text import peers_response
-from .broker import CancelTool, ToolDone
+from .broker import RunTool, ToolDone
 from .clock import now
 from .outcomes import Cancelled, TimedOut
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
 from .switchboard import MailWaiting, PeersOf, Register, StandingSlot, TakeMail
+from .toolcall import ToolCall
 
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
@@ -68,7 +72,8 @@ class AgentActor(Actor):
         self.standing = StandingSlot()  # the switchboard sets it, the agent reads it
         self.starters: dict[str, Reply] = {}  # who asked for each turn
         self.settle_waiters: dict[str, list[Reply]] = {}
-        self.tool_waiters: list[Reply] = []
+        self.tool_waiters: list[Reply] = []  # the same call asked again, joined to the running one
+        self.tool_call: ToolCall | None = None  # the one running: cancelled when its turn ends
 
     async def on_start(self) -> None:
         await self.setup.board.ask(Register(
@@ -86,7 +91,7 @@ class AgentActor(Actor):
 
     # Messages become events -----------------------------------------------------------
 
-    async def _step(self, event: t.Event) -> Response | None:
+    async def _step(self, event: t.Event) -> Response | RunTool | None:
         """Step the turn and carry out its effects; the answer to the request, if one is given."""
         self.state, effects = t.step(self.state, event)
         answer = None
@@ -149,11 +154,11 @@ class AgentActor(Actor):
         await self._step(t.ToolsSet(_timeouts(self.ops.tools)))
 
     @handler
-    async def tool_done(self, msg: ToolDone) -> None:
-        await self._step(t.ToolFinished(msg.call_id, msg.response, self.standing.view))
+    async def tool_done(self, msg: ToolDone) -> Response | RunTool | None:
+        return await self._step(t.ToolFinished(msg.call_id, msg.response, self.standing.view))
 
     @handler
-    async def wfa(self, msg: WfaCall) -> Response | None:
+    async def wfa(self, msg: WfaCall) -> Response | RunTool | None:
         request = msg.request
         if isinstance(request, PeersRequest):
             table = await self.setup.board.ask(PeersOf(self.key))
@@ -172,12 +177,18 @@ class AgentActor(Actor):
         return None if owner is None else CallView(owner, "open")
 
     async def _handle(self, request: Request) -> Response:
-        response: Response = await self.ref.ask(WfaCall(request))
-        return response
+        """A request on the agent's socket, in its connection's task. A tool call the turn starts
+        runs here (`ToolCalls.call`: recorded before it returns), then the turn is told it ended."""
+        answer: Response | RunTool = await self.ref.ask(WfaCall(request))
+        if not isinstance(answer, RunTool):
+            return answer
+        response = await self.setup.broker.call(answer)
+        led: Response | None = await self.ref.ask(ToolDone(answer.call.id, response))
+        return response if led is None else led  # None: the watchdog told the turn first (an abandoned handler)
 
     # Effects ------------------------------------------------------------------------
 
-    async def _do(self, effect: t.Effect) -> Response | None:
+    async def _do(self, effect: t.Effect) -> Response | RunTool | None:
         setup, recorder, ops = self.setup, self.setup.recorder, self.ops
         match effect:
             case t.Respond(response):
@@ -216,16 +227,19 @@ class AgentActor(Actor):
                 # (nothing ran), and the run ends failed for the gap.
                 await recorder.ask(ops.refused_tool(request, code, message, turn_call_id))
             case t.StartTool(call_id, request, deadline, turn_call_id):
-                self.tool_waiters = [self.defer()]
-                await setup.broker.tell(ops.run_tool(call_id, request, deadline, turn_call_id, self.ref))
+                run = ops.run_tool(call_id, request, deadline, turn_call_id, self.ref)
+                self.tool_waiters, self.tool_call = [], run.call
+                return run  # the connection that asked runs it (`_handle`)
             case t.JoinTool():
                 self.tool_waiters.append(self.defer())
             case t.AnswerTool(response):
-                waiters, self.tool_waiters = self.tool_waiters, []
+                waiters, self.tool_waiters, self.tool_call = self.tool_waiters, [], None
                 for waiter in waiters:
                     waiter.set(response)
-            case t.StopTool(call_id):  # told beside the handler, waiting for room: never dropped, never a crash
-                self.start_soon(setup.broker.tell, CancelTool(call_id))
+                return response
+            case t.StopTool(call_id):
+                if self.tool_call is not None and self.tool_call.id == call_id:
+                    self.tool_call.cancel()  # its handler, if running, is stopped as when its time runs out
             case t.TakeMail():
                 mail = await setup.board.ask(TakeMail(self.key))
                 return await self._step(t.MailTaken(tuple(mail), self.standing.view, now()))

@@ -18,6 +18,7 @@ from .turn import StartOp, StartTurn
 
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
+    from .broker import ToolCalls
 
 __all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CallRegistered", "CancelTurn", "Describe", "SetTools", "StartOp",
            "StartTurn", "StopAgent", "WfaCall", "WhoseCall"]
@@ -37,7 +38,7 @@ class AgentSetup:
     run: ActorRef
     recorder: ActorRef
     budget: ConnectionBudget
-    broker: ActorRef
+    broker: ToolCalls  # the run's: a tool call runs in the connection task that asked for it
     tools: Mapping[str, Tool]
     board: ActorRef  # the switchboard
     run_deadline: float

@@ -6,10 +6,13 @@ under the call's time (its timeout, never past the turn's deadline), retried whe
 marked safe to retry; then the result must be JSON, at most 64 KiB, and fit the tool's
 `output`. Each call is recorded, its input redacted, before the agent is told how it
 ended, with exactly what `wfa tool` prints and exits with; a call that can't be recorded
-is `internal-error`. Every decision on the way is a pure rule of toolrules.py; this actor
-carries them out, each call in one task of its own (its handler runs in it: no second task,
-no cancel scope with a deadline; one watchdog task keeps every running call's time). The
-agent's actor decides whether a call may start (tool-busy and the rest).
+is `internal-error`. Every decision on the way is a pure rule of toolrules.py; `ToolCalls`
+carries them out, each call in the task that asked for it (`ToolCalls.call`, awaited by the
+agent's connection task: no mailbox hop, no task of its own; its handler runs in it under a
+cancel scope without a deadline), and one watchdog task keeps every running call's time. The
+`ToolBroker` actor is its shell in the run's supervisor: the watchdog runs in its cell, and
+its stop records what still runs. The agent's actor decides whether a call may start
+(tool-busy and the rest) and cancels it when the turn ends.
 
 Where a handler runs: an `async def` handler on the run's own loop (it may run another
 agent); any other in a worker thread, SYNC_HANDLER_THREADS at most at once, so one that
@@ -17,7 +20,9 @@ blocks (`time.sleep`, a slow subprocess) freezes no other agent. A handler that 
 anything, `SystemExit` and `KeyboardInterrupt` included, fails its call, not the run.
 When the call's time is up (or its turn ends) its signal fires and an async handler is
 cancelled; one still running TOOL_SETTLE_GRACE_SECONDS later is abandoned: the call ends
-`timed-out`, recorded with code `abandoned`. The run's end doesn't wait for a handler: a
+`timed-out`, recorded with code `abandoned`, and the agent's actor is told (`ToolDone`: its
+turn may call again); the caller of an async handler that shields itself is answered when
+its handler gives the task back, since the call runs in that caller's task. The run's end doesn't wait for a handler: a
 call whose handler still runs is recorded abandoned too. A worker thread can't be
 killed, so an abandoned sync handler runs on until it returns (`awf run` exits without
 waiting for it). An async handler that shields itself from cancellation can't be
@@ -32,7 +37,7 @@ import heapq
 import inspect
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +46,7 @@ import anyio
 import msgspec
 import structlog
 
-from ..actors import Actor, ActorRef, handler
+from ..actors import Actor, ActorRef
 from ..errors import AskTimeout
 from ..progress import progress
 from ..wire import Response
@@ -81,7 +86,8 @@ _log = structlog.get_logger("agentswf.tools")
 
 
 class RunTool(msgspec.Struct, frozen=True, kw_only=True):
-    """Told by an agent's actor: run this call, whose input the broker reads and checks."""
+    """What an agent's actor hands its connection to run (`ToolCalls.call`): the call, whose
+    input the broker reads and checks."""
 
     call: ToolCall
     tool: Tool
@@ -94,16 +100,11 @@ class RunTool(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ToolDone(msgspec.Struct, frozen=True):
-    """Told to the calling agent's actor: exactly what `wfa tool` prints and exits with."""
+    """Told to (or asked of) the calling agent's actor: the call ended with exactly what
+    `wfa tool` prints and exits with."""
 
     call_id: str
     response: Response
-
-
-class CancelTool(msgspec.Struct, frozen=True):
-    """The call's turn ended: its handler's signal fires."""
-
-    call_id: str
 
 
 class ReplayedCall(msgspec.Struct, frozen=True):
@@ -173,25 +174,27 @@ class _Handling:
         self.signalled = False  # its time is up or its turn ended: the grace runs
         self.turn_ended = False
         self.abandoned = False
+        self.concluded: anyio.Event | None = None  # set by the watchdog once it has answered an abandoned async handler
+        self.answer: Response | None = None
 
 
 class _Concluded(Exception):
     """An async handler returned after the watchdog had abandoned it and answered its call."""
 
 
-class ToolBroker(Actor):
-    """The shell around a call's phases (toolrules.py): it carries out each decision, one task a call."""
+class ToolCalls:
+    """A run's tool calls through their phases (toolrules.py): each decision carried out in the
+    caller's task; `start_soon` (the ToolBroker's) runs the watchdog."""
 
     def __init__(
         self, recorder: ActorRef, appends: Appends, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None
     ) -> None:
-        super().__init__()
+        self.start_soon: Callable[..., None] = _not_started
         self.recorder = recorder
         self.appends = appends  # a call's line, asked without a mailbox message (recorder.py)
         self.desk = desk
         self.policies = list(policies)
         self.replay = replay
-        self.running: dict[str, ToolCall] = {}
         self.handling: dict[str, _Handling] = {}
         self.threads = anyio.CapacityLimiter(SYNC_HANDLER_THREADS)
         # The watchdog's heap: (when, order, grace over?, call id). Ids, not the calls: an entry
@@ -201,18 +204,7 @@ class ToolBroker(Actor):
         self._watching = math.inf  # when the watchdog wakes next
         self._woken: anyio.Event | None = None  # None: the watchdog isn't started yet
 
-    @handler
-    def run_tool(self, msg: RunTool) -> None:
-        self.running[msg.call.id] = msg.call
-        self.start_soon(self._call, msg)
-
-    @handler
-    def cancel_tool(self, msg: CancelTool) -> None:
-        call = self.running.get(msg.call_id)
-        if call is not None:
-            call.cancel()  # its handler, if running, is stopped as when its time runs out
-
-    async def on_stop(self) -> None:
+    async def abandon_all(self) -> None:
         """The run is ending: a call whose handler still ran is recorded abandoned."""
         now = time.time()
         for running in self.handling.values():
@@ -250,14 +242,14 @@ class ToolBroker(Actor):
             sensitive_fields=msg.tool.sensitive_fields,
         )
 
-    async def _call(self, msg: RunTool) -> None:
-        """One call through its phases: read, policy, approval, run, then recorded and answered."""
+    async def call(self, msg: RunTool) -> Response:
+        """One call through its phases (read, policy, approval, run), recorded: what its caller is
+        answered. Cancel it with `msg.call.cancel()` (its turn ended)."""
         call = msg.call
         started = time.time()
         read = read_input(msg.tool.taught, call.tool, msg.args, msg.input, msg.launcher)
         if not isinstance(read, Read):
-            await self._refuse_input(msg, read, started)
-            return
+            return await self._refuse_input(msg, read, started)
         state = _Handling(msg, msgspec.to_builtins(read.value))
         state.value, state.started = read.value, started
         try:
@@ -274,15 +266,16 @@ class ToolBroker(Actor):
                 outcome = self.replay.take(call.agent, call.tool, redact_value(state.plain, verdict.redacted))
             else:
                 outcome = await self._attempts(state)
-        except _Concluded:  # abandoned, and answered by the watchdog
-            return
+        except _Concluded:  # abandoned, and answered by the watchdog: the same answer
+            if state.concluded is not None:
+                await state.concluded.wait()
+            assert state.answer is not None
+            return state.answer
         except Exception as error:  # a broken policy fails the call, never the run
             outcome = broken(error)
-        finally:
-            self.running.pop(call.id, None)
-        await self._finish(state, outcome)
+        return await self._finish(state, outcome)
 
-    async def _finish(self, state: _Handling, outcome: ToolOutcome) -> None:
+    async def _finish(self, state: _Handling, outcome: ToolOutcome) -> Response:
         """The call recorded, then its agent told."""
         msg, call, verdict = state.msg, state.msg.call, state.verdict
         recorded = await self.appends.ask(
@@ -303,14 +296,13 @@ class ToolBroker(Actor):
                 ended_at=time.time(),
             )
         )
-        await msg.agent_ref.tell(ToolDone(call.id, settle(outcome, recorded=bool(recorded))))
+        return settle(outcome, recorded=bool(recorded))
 
-    async def _refuse_input(self, msg: RunTool, refusal: ToolOutcome, now: float) -> None:
+    async def _refuse_input(self, msg: RunTool, refusal: ToolOutcome, now: float) -> Response:
         """An input that doesn't fit is refused, recorded first with its raw input (the handler
         never ran). A refusal that can't be recorded is answered all the same (nothing ran);
         the run ends failed for the gap."""
         call = msg.call
-        self.running.pop(call.id, None)
         await self.appends.ask(
             tool_record(
                 call_id=call.id,
@@ -327,7 +319,7 @@ class ToolBroker(Actor):
                 ended_at=now,
             )
         )
-        await msg.agent_ref.tell(ToolDone(call.id, settle(refusal, recorded=True)))
+        return settle(refusal, recorded=True)
 
     async def _log(self, msg: RunTool, plain: Any, verdict: Verdict) -> None:
         """A policy's `log()`: a line in the run's log (log.jsonl and the progress), input redacted."""
@@ -412,17 +404,22 @@ class ToolBroker(Actor):
         if not math.isinf(msg.deadline):
             self._arm(msg.deadline, call.id, grace_over=False)
         ending: HandlerEnding | None = None
-        with running.scope:
-            CURRENT_TOOL_CALL.set(call)  # a worker thread runs in a copy of this context
-            if in_thread:
-                got = await anyio.to_thread.run_sync(
-                    _invoke, msg.tool, value, call, abandon_on_cancel=True, limiter=self.threads
-                )
-            else:
-                got = _invoke(msg.tool, value, call)
-            if isinstance(got, Returned) and inspect.isawaitable(got.value):
-                got = await _awaited(got.value)
-            ending = got
+        # The call's, in its caller's task while its handler runs (a worker thread runs in a copy
+        # of this context); reset after, so nothing of the caller's is taken for the call.
+        token = CURRENT_TOOL_CALL.set(call)
+        try:
+            with running.scope:
+                if in_thread:
+                    got = await anyio.to_thread.run_sync(
+                        _invoke, msg.tool, value, call, abandon_on_cancel=True, limiter=self.threads
+                    )
+                else:
+                    got = _invoke(msg.tool, value, call)
+                if isinstance(got, Returned) and inspect.isawaitable(got.value):
+                    got = await _awaited(got.value)
+                ending = got
+        finally:
+            CURRENT_TOOL_CALL.reset(token)
         if running.abandoned:
             if not in_thread:
                 raise _Concluded
@@ -440,13 +437,11 @@ class ToolBroker(Actor):
         if len(self._due) > 2 * len(self.handling) + WATCHDOG_SLACK:  # the entries of calls done since
             self._due = [due for due in self._due if due[3] in self.handling]
             heapq.heapify(self._due)
-        if self._woken is None:
-            self._woken = anyio.Event()
-            self.start_soon(self._watch)
-        elif when < self._watching:
+        if self._woken is not None and when < self._watching:  # None: not started yet, it reads the heap as it starts
             self._woken.set()
 
-    async def _watch(self) -> None:
+    async def watch(self) -> None:
+        """The watchdog, run by the ToolBroker for as long as it runs."""
         while True:
             now = anyio.current_time()
             while self._due and self._due[0][0] <= now:
@@ -493,11 +488,36 @@ class ToolBroker(Actor):
             runs_on="its worker thread, until it returns" if running.in_thread
             else "the run's loop: the run's end waits for it, as it shields itself from cancellation",
         )
-        if not running.in_thread:  # its call's task is stuck in it: the call is answered from here
+        if not running.in_thread:  # its call's task is stuck in it: the call is recorded and its agent told from here
+            running.concluded = anyio.Event()
             self.start_soon(self._conclude, running)
 
     async def _conclude(self, running: _Handling) -> None:
-        await self._finish(running, abandoned(turn_ended=running.turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS))
+        answer = await self._finish(running, abandoned(turn_ended=running.turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS))
+        running.answer = answer
+        assert running.concluded is not None
+        running.concluded.set()
+        await running.msg.agent_ref.tell(ToolDone(running.msg.call.id, answer))
+
+
+class ToolBroker(Actor):
+    """The run's `ToolCalls` in its supervisor: their watchdog runs in this actor's cell, and a
+    call still running when the run ends is recorded abandoned as it stops."""
+
+    def __init__(self, calls: ToolCalls) -> None:
+        super().__init__()
+        self.calls = calls
+        calls.start_soon = self.start_soon
+
+    async def on_start(self) -> None:
+        self.start_soon(self.calls.watch)
+
+    async def on_stop(self) -> None:
+        await self.calls.abandon_all()
+
+
+def _not_started(fn: Callable[..., Any], *args: Any) -> None:
+    raise RuntimeError("the ToolBroker holding these calls isn't started")
 
 
 def _invoke(tool: Tool, value: Any, call: ToolCall) -> HandlerEnding:
