@@ -281,4 +281,5 @@ echo '"pinged"' | "$WFA" result "$WFA_CALL_ID" >/dev/null 2>&1""",
     assert during == ("pong", 0) or (during[1] == EXIT_TOOL_UNCERTAIN and "internal-error" in during[0]), during
     assert (tmp_path / "after.out").read_text().strip() == "pong"
     assert int((tmp_path / "spike.rc").read_text()) == 0
-    assert "accept failed; retrying" in stdout  # it did run out, at the accept (structlog prints to stdout)
+    # It did run out: at the accept (structlog prints to stdout), or after it, looking up who called.
+    assert "accept failed; retrying" in stdout or during[1] == EXIT_TOOL_UNCERTAIN
