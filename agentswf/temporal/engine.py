@@ -46,9 +46,9 @@ from ..engine.recorder import (
     ToolCalled,
     TurnEnded,
 )
-from ..engine.switchboard import Mail
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
 from ..engine.run import RECORDER_MAILBOX_CAPACITY
+from ..engine.switchboard import Mail
 from ..errors import DefinitionError
 from ..progress import run_started
 from ..workflow.definition import WorkflowDefinition

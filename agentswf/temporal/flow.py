@@ -812,7 +812,7 @@ async def answer_person(board: WorkflowBoard, request: PostAs | ReadInbox) -> Op
         if not board.unread(request.key) and request.wait_ms > 0:
             try:  # a durable timer bounds the wait
                 await workflow.wait_condition(lambda: board.unread(request.key) > 0, timeout=request.wait_ms / 1000)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         mail = board.take(request.key)
         return OperatorResponse(True, f"{len(mail)} message(s)", msgspec.to_builtins(mail))

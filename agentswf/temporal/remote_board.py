@@ -26,6 +26,7 @@ from temporalio.service import RPCError
 from ..actors import Actor, ActorRef, handler
 from ..engine.rules import Refusal
 from ..engine.switchboard import (
+    UNRECORDED_MESSAGE,
     DropAwait,
     GiveUp,
     Mail,
@@ -39,7 +40,6 @@ from ..engine.switchboard import (
     StandingView,
     StateChanged,
     TakeMail,
-    UNRECORDED_MESSAGE,
 )
 from .messages import MAIL_UPDATE, MailOp, MailReply, MailRequest
 

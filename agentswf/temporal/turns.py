@@ -32,8 +32,8 @@ from ..harnesses.base import Harness
 from ..harnesses.runtime import Runtime, harness_for
 from ..workflow.agents import Agents
 from ..workflow.tools import Tool
-from .remote_board import RemoteBoard, Seen
 from .messages import TOOL_UPDATE, TURN_ACTIVITY, ToolReply, ToolRequest, ToolSpec, TurnRequest
+from .remote_board import RemoteBoard, Seen
 from .schema_types import type_of
 
 HEARTBEAT_INTERVAL_SECONDS = 1.0
@@ -134,7 +134,7 @@ async def _until_idle(seen: Seen, *, first_mail: bool) -> None:
     """Wait until the agent has nothing to do (the turns its mail started are over); a message
     turn's activity first waits for the agent to take its mail. The agent's presence is a slot
     it sets, with no message per change, so it is read here every IDLE_POLL_SECONDS."""
-    while not seen.idle() or (first_mail and not seen.took):
+    while not seen.idle() or (first_mail and not seen.took):  # noqa: ASYNC110 (a slot, set without a word)
         await anyio.sleep(IDLE_POLL_SECONDS)
 
 
