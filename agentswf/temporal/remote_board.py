@@ -62,10 +62,15 @@ class Seen:
 
     presence: Presence = field(default_factory=Presence)
     took: bool = False
+    taking: bool = False  # a take is on its way to the workflow
+    handed: bool = False  # mail was handed over that no turn has started on yet
+    closing: bool = False  # the activity is ending: mail stays on the workflow's board, unread
 
     def idle(self) -> bool:
-        """Whether the agent has nothing to do: its turns over, its mail taken."""
-        return self.presence.state in ("idle", "stopped")
+        """Whether the agent has nothing to do: its turns over, no mail on its way to it."""
+        if self.presence.state == "working":
+            self.handed = False
+        return self.presence.state in ("idle", "stopped") and not self.taking and not self.handed
 
 class RemoteBoard(Actor):
     """The board of one agent's turn on a worker; `handle` is its run's workflow, `activity` the
@@ -143,9 +148,17 @@ class RemoteBoard(Actor):
 
     @handler
     async def take_mail(self, msg: TakeMail) -> list[Mail]:
-        reply = await self._ask("take")
+        if self.seen.closing:
+            return []  # read in a turn of its own, once this activity has ended
+        self.seen.taking = True
+        try:
+            reply = await self._ask("take")
+        finally:
+            self.seen.taking = False
         self.seen.took = True
-        return [] if reply is None else msgspec.convert(reply.value, list[Mail])
+        mail = [] if reply is None else msgspec.convert(reply.value, list[Mail])
+        self.seen.handed = self.seen.handed or bool(mail)
+        return mail
 
     @handler
     async def peers_of(self, msg: PeersOf) -> dict[str, Any]:

@@ -124,6 +124,7 @@ async def run_turn(
         if seen is not None:
             with anyio.move_on_after(max(0.0, request.deadline - time.time())):  # the run's actors end the rest
                 await _until_idle(seen, first_mail=request.kind == "message")
+            seen.closing = True
         await agents.close_all()  # cancelled, the run's actors stop it as they end
     others = [line for line in read_lines(record / "turns.jsonl") if line.get("started_by") == "message"]
     ended = None if turn is None else msgspec.to_builtins(msgspec.structs.replace(turn, n=request.n))
