@@ -254,10 +254,10 @@ async def write_record(recorder: ActorRef, ending: RunEnding, started: float) ->
 
 
 def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, max_concurrent: int | None = None) -> Worker:
-    """A worker that runs agents' turns (the activity `agentswf.turn`) from `task_queue`."""
+    """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`) from `task_queue`."""
     activities = TurnActivities(client, root=root)
     return Worker(
-        client, task_queue=task_queue, activities=[activities.turn],
+        client, task_queue=task_queue, activities=[activities.turn, activities.fork],
         max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,
     )
 

@@ -50,7 +50,7 @@ from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_recor
 from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
-from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key
+from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.messaging import MessageRefused, end_key
@@ -59,6 +59,7 @@ from ..workflow.tools import Tool, check_tools
 from .board import WorkflowBoard
 from .messages import (
     DECIDE_UPDATE,
+    FORK_ACTIVITY,
     LOG_QUERY,
     MAIL_UPDATE,
     OPERATOR_UPDATE,
@@ -67,6 +68,7 @@ from .messages import (
     TURN_ACTIVITY,
     WORKFLOW_TYPE,
     DecideRequest,
+    ForkRequest,
     MailReply,
     MailRequest,
     RunEnding,
@@ -86,6 +88,7 @@ HEARTBEAT_TIMEOUT_SECONDS = 5.0  # a worker silent this long is taken as lost: i
 TURN_GRACE_SECONDS = 30.0  # past a turn's deadline, for the worker to stop its CLI and report
 TURN_ATTEMPTS = 3  # a turn's activity, tried again only when its worker was lost or failed
 RETRY_INTERVAL_SECONDS = 1.0
+FORK_SECONDS = 120.0  # a fork's copy of a session, on its worker (no model call)
 
 
 class TemporalAgent:
@@ -298,9 +301,55 @@ class TemporalAgent:
         self._agents.operated(record)
         return record
 
-    async def fork(self, key: str, **options: Any) -> TemporalAgent:
-        """Not yet on Temporal: a fork's copy of the session lives on one worker, and its turns may run on another."""
-        raise WorkflowError(f"agent {self.key}: fork is not yet on the Temporal engine (docs/guide/temporal.md)")
+    async def fork(
+        self, key: str, *, tools: Mapping[str, Tool] | None = _INHERIT, instructions: str | None = None,
+        effort: str | None = None, cwd: str | Path | None = None,
+    ) -> TemporalAgent:
+        """As the local `Agent.fork`: a new agent on a copy of this one's session, copied on a worker
+        (the activity `agentswf.fork`) after the work queued before it."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        check_key(key)
+        if key in self._agents.keys or key == WORKFLOW_KEY:
+            raise DefinitionError(f"agent {key} is already open, not as this fork of {self.key}")
+        harness = self.spec.runtime.harness
+        why = _capable(harness, "fork")
+        if why is not None:
+            raise DefinitionError(f"agent {self.key} can't be forked: {why}")
+        check_effort(key, harness, effort)
+        self._ops += 1
+        n = self._ops
+        async with self._queue:
+            if self._session is None:
+                raise DefinitionError(f"agent {self.key}: an agent cannot be forked before its first turn")
+            started = workflow.now().timestamp()
+            request = ForkRequest(agent=self.key, runtime=self.spec.runtime, cwd=self.spec.cwd, session=self._session)
+            try:
+                raw = await workflow.execute_activity(
+                    FORK_ACTIVITY, msgspec.to_builtins(request), task_queue=self._agents.queue_of(self.spec.runtime),
+                    start_to_close_timeout=timedelta(seconds=FORK_SECONDS),
+                    heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
+                    retry_policy=RetryPolicy(maximum_attempts=TURN_ATTEMPTS,
+                                             initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)),
+                    activity_id=f"{self.key}-fork-{n}", summary=f"{self.key} fork {n} into {key}",
+                )
+            except ActivityError as error:
+                if isinstance(error.cause, TemporalCancelled):
+                    raise asyncio.CancelledError(str(error.cause)) from error
+                raw = {"session": None, "reason": str(error.cause or error), "usage": None}
+            outcome: Any = Answered(key) if raw["session"] else Failed(raw["reason"] or "the fork gave no session", False)
+            self._agents.operated(Turn(
+                outcome=outcome, agent=self.key, call_id="", n=n, started_at=started, ended_at=workflow.now().timestamp(),
+                session=raw["session"], kind="fork", model=self.spec.runtime.model, effort=self.spec.runtime.effort,
+            ))
+        if raw["session"] is None:
+            raise WorkflowError(f"agent {self.key} could not be forked into {key}: {raw['reason']}")
+        runtime = self.spec.runtime if effort is None else msgspec.structs.replace(self.spec.runtime, effort=effort)
+        directory = str(self._agents.cwd / cwd) if cwd is not None else self.spec.cwd
+        child = await self._agents.open(key, runtime=runtime, tools=self.tools if tools is _INHERIT else (tools or {}),
+                                        instructions=instructions, cwd=directory)
+        child._session = raw["session"]
+        return child
 
     def _limit(self, timeout: Duration | None, deadline: datetime | float | None) -> float:
         """The one deadline of a turn or operation, Unix seconds, fixed now in workflow time."""
@@ -352,7 +401,7 @@ class TemporalAgents:
         self.run_id = run_id
         self.run_deadline = run_deadline
         self.keys: set[str] = set()
-        self._cwd = cwd
+        self.cwd = cwd
         self._turn_queue = turn_queue
         self._open: dict[str, TemporalAgent] = {}
         self._closed: set[str] = set()
@@ -472,7 +521,7 @@ class TemporalAgents:
         checked = check_tools(key, tools) if tools is not None else None
         for name, given in (checked or {}).items():
             _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
-        directory = str(self._cwd / cwd) if cwd is not None else str(self._cwd)
+        directory = str(self.cwd / cwd) if cwd is not None else str(self.cwd)
         spec = AgentSpec(resolve_runtime(runtime), instructions, directory)
         existing = self._open.get(key)
         if existing is not None:

@@ -15,6 +15,7 @@ from ..harnesses.runtime import Runtime
 
 WORKFLOW_TYPE = "agentswf"
 TURN_ACTIVITY = "agentswf.turn"
+FORK_ACTIVITY = "agentswf.fork"
 TOOL_UPDATE = "agentswf.tool"
 LOG_QUERY = "agentswf.log"
 PENDING_QUERY = "agentswf.pending"
@@ -85,6 +86,16 @@ class MailReply(msgspec.Struct, frozen=True, kw_only=True):
     seen: int = 0
     version: int = 0
     replies: bool = False  # watch: a reply or a notice is among the unread mail
+
+
+class ForkRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Copy an agent's native session on a worker (the harness's fork: no model call): the
+    activity `agentswf.fork`'s input; it answers the copy's session."""
+
+    agent: str
+    runtime: Runtime
+    cwd: str
+    session: str
 
 
 class ToolRequest(msgspec.Struct, frozen=True):

@@ -28,11 +28,20 @@ from ..engine.records import make_private_dirs, read_lines
 from ..engine.run import run_actors
 from ..engine.toolcall import ToolCall
 from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
-from ..harnesses.base import Harness
+from ..harnesses.base import AttemptEnding, Harness, Operation, OperationResult
 from ..harnesses.runtime import Runtime, harness_for
 from ..workflow.agents import Agents
 from ..workflow.tools import Tool
-from .messages import TOOL_UPDATE, TURN_ACTIVITY, ToolReply, ToolRequest, ToolSpec, TurnRequest
+from .messages import (
+    FORK_ACTIVITY,
+    TOOL_UPDATE,
+    TURN_ACTIVITY,
+    ForkRequest,
+    ToolReply,
+    ToolRequest,
+    ToolSpec,
+    TurnRequest,
+)
 from .remote_board import RemoteBoard, Seen
 from .schema_types import type_of
 
@@ -89,6 +98,27 @@ class TurnActivities:
             # This worker can't run the agent (its CLI is missing, its runtime is wrong): another attempt won't help.
             raise ApplicationError(str(why), type=type(why).__name__, non_retryable=True) from None
         return {"turn": turn, "others": others, "attempt": info.attempt, "worker": self.identity}
+
+
+    @activity.defn(name=FORK_ACTIVITY)
+    async def fork(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The harness's fork of the agent's session, on this worker: the copy's session, or why not."""
+        request = msgspec.convert(raw, ForkRequest)
+        try:
+            harness = harness_for(request.runtime, self.env)
+        except (DefinitionError, HarnessError) as error:
+            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
+        operation = Operation(agent=request.agent, kind="fork", session=request.session, cwd=Path(request.cwd),
+                              env={**self.env, **request.runtime.env})
+        async with anyio.create_task_group() as group:
+            group.start_soon(_heartbeat)
+            try:
+                result = await harness.fork(operation)
+            except Exception as error:  # a harness that breaks fails the fork, not the run
+                result = OperationResult(AttemptEnding("failed", reason=f"the agent's fork could not be run: {error}"))
+            group.cancel_scope.cancel()
+        return {"session": result.session if result.ending.kind == "exited" else None, "reason": result.ending.reason,
+                "usage": msgspec.to_builtins(result.usage), "worker": self.identity}
 
 
 async def run_turn(
