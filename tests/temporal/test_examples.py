@@ -62,7 +62,10 @@ async def test_triage_tools_reach_the_workflows_handlers_on_temporal(temporal_ad
 async def test_the_examples_histories_replay_without_nondeterminism(temporal_address: str, tmp_path: Path) -> None:
     """Temporal's Replayer runs each finished run's workflow code again from its history: the
     same decisions, so a worker that restarts (or evicts it from its cache) goes on from it."""
-    for path, args in ((EXAMPLES / "review_fix" / "review_fix.py", {"rounds": 3}), (EXAMPLES / "tools" / "triage.py", None)):
+    for path, args in (
+        (EXAMPLES / "review_fix" / "review_fix.py", {"rounds": 3}), (EXAMPLES / "tools" / "triage.py", None),
+        (EXAMPLES / "messaging" / "merge.py", None),  # its board: updates, mail, turns started by mail
+    ):
         definition = agentswf.load_workflow(path)
         result = await agentswf.run(definition, args=args, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
         assert result.outcome == "completed", result.reason
