@@ -387,9 +387,8 @@ def command_inbox(options: argparse.Namespace) -> int:
         wait = parse_duration(options.wait) or 0.0
         if wait <= 0:
             raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
-    response = temporal.ask_person(options, ReadInbox(options.key, int(wait * 1000))) or ask_live_run(
-        options, ReadInbox(options.key, int(wait * 1000))
-    )
+    read = ReadInbox(options.key, int(wait * 1000))
+    response = temporal.ask_person(options, read) or ask_live_run(options, read)
     if not response.ok:
         _usage_if_not_a_participant(response)
         print(f"awf: {response.message}", file=sys.stderr)
