@@ -93,7 +93,9 @@ class RemoteBoard(Actor):
         request = MailRequest(op=op, agent=self.agent, activity=self.activity, **fields)
         try:
             raw = await self.handle.execute_update(MAIL_UPDATE, msgspec.to_builtins(request))
-        except (RPCError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError) as error:
+        except WorkflowUpdateRPCTimeoutOrCancelledError:  # the turn's local run ending: its watch with it
+            return None
+        except (RPCError, WorkflowUpdateFailedError) as error:
             _log.warning("the run's workflow did not answer the agent's mail request", op=op, error=str(error))
             return None
         reply = msgspec.convert(raw, MailReply)
