@@ -14,6 +14,11 @@ Temporal activity and update, in the same run, on one dev server (from temporal-
   update sent CALLS times: what Temporal itself costs per activity and per update here.
 - setup: the local engine's actors for one turn's run, opened and closed with nothing in them:
   what the turn activity pays each turn before the agent starts (it runs a local run per turn).
+- question: one agent asks another a question (`wfa send --await-reply`), ends its attempt,
+  and the reply (from the other's turn, started by the mail) continues its turn, which then
+  answers: a run of that less a run of one no-op turn. On Temporal the run's board is in the
+  workflow: the send, the mail, the reply and the watch each an update, the answerer's turn an
+  activity of its own.
 - parallel: PARALLEL agents' single turns at once (wf.parallel) across two turn workers in
   this process (each on its own client), against the same locally: the wall time of the whole.
 
@@ -51,6 +56,12 @@ CALLER = (  # times its own calls: the answer is their nanoseconds
     'i=$((i+1)); done; echo $(( $(date +%s%N) - start )) | "$WFA" result "$WFA_CALL_ID" >/dev/null'
 )
 
+ASKER = (
+    'p=$(cat); case "$p" in *"answerer\'s reply"*) echo ok | "$WFA" result "$WFA_CALL_ID" >/dev/null;; '
+    '*) echo "Which?" | "$WFA" send --await-reply answerer >/dev/null;; esac'
+)
+ANSWERER = 'cat >/dev/null; echo "This one." | "$WFA" reply asker >/dev/null'
+
 
 class Args(msgspec.Struct):
     turns: int = 1
@@ -84,6 +95,16 @@ async def parallel(wf: Any, args: Args) -> int:
         return (await agent.run("Go.")).answered
 
     return sum(await wf.parallel(range(args.agents), one))
+
+
+@workflow(name="bench-question", description="An agent asks another; the reply continues its turn.")
+async def question(wf: Any) -> bool:
+    asker = await wf.agents.open("asker", runtime=Runtime(harness="shell", command=("/bin/sh", "-c", ASKER)))
+    answerer = await wf.agents.open("answerer", runtime=Runtime(harness="shell", command=("/bin/sh", "-c", ANSWERER)))
+    await wf.route(asker, answerer, purpose="Questions")
+    turn = await asker.run("Ask the answerer which, then answer ok.")
+    assert turn.answered, turn.outcome
+    return True
 
 
 @activity.defn(name="bench.empty")
@@ -123,12 +144,14 @@ async def timed(work: Any) -> float:
     return time.perf_counter() - started
 
 
-async def run_local(definition: Any, args: Args, root: Path) -> tuple[float, Any]:
-    return await _completed(agentswf.run(definition, args=msgspec.to_builtins(args), run_root=root))
+async def run_local(definition: Any, args: Args | None, root: Path) -> tuple[float, Any]:
+    given = None if args is None else msgspec.to_builtins(args)
+    return await _completed(agentswf.run(definition, args=given, run_root=root))
 
 
-async def run_temporal(definition: Any, args: Args, root: Path, engine: TemporalEngine) -> tuple[float, Any]:
-    return await _completed(agentswf.run(definition, args=msgspec.to_builtins(args), run_root=root, engine=engine))
+async def run_temporal(definition: Any, args: Args | None, root: Path, engine: TemporalEngine) -> tuple[float, Any]:
+    given = None if args is None else msgspec.to_builtins(args)
+    return await _completed(agentswf.run(definition, args=given, run_root=root, engine=engine))
 
 
 async def _completed(work: Any) -> tuple[float, Any]:
@@ -177,6 +200,8 @@ async def measure(root: Path, turn_count: int, call_count: int, agent_count: int
         engine = TemporalEngine(client=client, task_queue=queue, worker_root=root / "worker")
         no_calls, some_calls = Args(turns=1), Args(turns=1, calls=call_count)
         local_turn, temporal_turn, local_tool, temporal_tool, bare_activity, bare_update, setup = ([] for _ in range(7))
+        local_question: list[float] = []
+        temporal_question: list[float] = []
         async with Worker(client, task_queue=queue + "-bare", workflows=[BareActivities, BareUpdates], activities=[empty],
                           workflow_runner=UnsandboxedWorkflowRunner()):
             await run_temporal(turns, no_calls, root, engine)  # warm: the first run's imports and connections
@@ -192,6 +217,8 @@ async def measure(root: Path, turn_count: int, call_count: int, agent_count: int
                 bare_activity.append(activity_s)
                 bare_update.append(update_s)
                 setup.append(await setup_cost(root, 5))
+                local_question.append((await run_local(question, None, root))[0] - one_local)
+                temporal_question.append((await run_temporal(question, None, root, engine))[0] - one_temporal)
         many = Args(agents=agent_count)
         spread = TemporalEngine(client=client, task_queue=queue + "-wide", worker_root=root / "wide", run_turns=False)
         second = await Client.connect(server.address)  # a worker per client: as two worker processes would be
@@ -205,6 +232,8 @@ async def measure(root: Path, turn_count: int, call_count: int, agent_count: int
     print(f"tool: temporal={median(temporal_tool) * 1000:.1f}ms local={median(local_tool) * 1000:.1f}ms "
           f"ratio={median(temporal_tool) / median(local_tool):.2f}  bare_update={median(bare_update) * 1000:.1f}ms "
           f"temporal/bare={median(temporal_tool) / median(bare_update):.2f}")
+    print(f"question: temporal={median(temporal_question) * 1000:.1f}ms local={median(local_question) * 1000:.1f}ms "
+          f"ratio={median(temporal_question) / median(local_question):.2f}")
     print(f"parallel {agent_count} agents: temporal={temporal_wide:.2f}s (two workers) local={local_wide:.2f}s "
           f"ratio={temporal_wide / local_wide:.2f}")
 

@@ -416,7 +416,8 @@ def command_inbox(options: argparse.Namespace) -> int:
         wait = parse_duration(options.wait) or 0.0
         if wait <= 0:
             raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
-    response = ask_live_run(options, ReadInbox(options.key, int(wait * 1000)))
+    read = ReadInbox(options.key, int(wait * 1000))
+    response = temporal.ask_person(options, read) or ask_live_run(options, read)
     if not response.ok:
         _usage_if_not_a_participant(response)
         print(f"awf: {response.message}", file=sys.stderr)
@@ -451,7 +452,8 @@ def command_post(options: argparse.Namespace) -> int:
     text = text.removesuffix("\n")
     if not text:
         raise UsageFailure("the message is empty: give it as an argument or on standard input")
-    response = ask_live_run(options, PostAs(options.key, options.peer, text, options.command == "reply"))
+    post = PostAs(options.key, options.peer, text, options.command == "reply")
+    response = temporal.ask_person(options, post) or ask_live_run(options, post)
     _usage_if_not_a_participant(response)
     print(f"awf: {response.message}", file=sys.stdout if response.ok else sys.stderr)
     return 0 if response.ok else 1

@@ -159,6 +159,20 @@ def command_decide(options: argparse.Namespace, run: dict[str, Any]) -> int:
     return 0
 
 
+def ask_person(options: argparse.Namespace, request: Any) -> Any:
+    """`awf inbox` and `awf send`/`awf reply --as KEY` of a Temporal run: the workflow's update
+    `agentswf.operator`, answered as the local operator socket answers; None for a local run."""
+    run = temporal_run(options)
+    if run is None:
+        return None
+    from ..engine.operator import OperatorResponse
+    from ..temporal.messages import OPERATOR_UPDATE
+
+    options.talked_to_temporal = True
+    raw = asyncio.run(_ask(run, OPERATOR_UPDATE, request, update=True))
+    return msgspec.convert(raw, OperatorResponse)
+
+
 def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
     """`awf pending` of a Temporal run: the workflow's query."""
     from ..temporal.messages import PENDING_QUERY

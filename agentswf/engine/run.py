@@ -213,8 +213,12 @@ async def run_actors(
     stop: Callable[[str], bool] = _no_stop,
     tracer: Tracer | None = None,
     ledger: Ledger | None = None,
+    board: tuple[type[Actor], tuple[Any, ...]] | None = None,
 ) -> AsyncIterator[RunActors]:
     """The run's actors, for as long as the block lasts; nothing of them outlives it.
+
+    `board` is the switchboard to start instead of the local one, with its arguments (a
+    Temporal worker's, whose board is its run's workflow).
 
     With `tracer`, every mailbox event of these actors goes to it (`--trace`). `ledger` is the
     one the Recorder keeps (a continued run's goes on from its earlier attempts')."""
@@ -229,10 +233,13 @@ async def run_actors(
                 desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
                 calls = ToolCalls(recorder, appends, desk, policies, replay)
                 broker = supervisor.spawn(ToolBroker, calls, name="tools", capacity=RUN_MAILBOX_CAPACITY)
-                board = supervisor.spawn(Switchboard, supervisor, appends.ask, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
-                services = RunServices(calls, desk, board, deadline, stop)
+                factory, args = board or (Switchboard, (supervisor, appends.ask))
+                switchboard = supervisor.spawn(factory, *args, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
+                services = RunServices(calls, desk, switchboard, deadline, stop)
                 run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
-                yield RunActors(run, recorder, desk, broker, board, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger)
+                yield RunActors(
+                    run, recorder, desk, broker, switchboard, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger
+                )
     finally:
         remove_run_dir(sockets)
 

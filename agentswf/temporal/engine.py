@@ -34,9 +34,21 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from ..actors import ActorRef, Supervisor
 from ..engine.accounting import Ledger
 from ..engine.outcomes import Turn
-from ..engine.recorder import Appends, Logged, LogLines, Recorder, RunEnded, RunStarted, ToolCalled, TurnEnded
+from ..engine.recorder import (
+    Appends,
+    Logged,
+    LogLines,
+    MessageRead,
+    MessageSent,
+    Recorder,
+    RunEnded,
+    RunStarted,
+    ToolCalled,
+    TurnEnded,
+)
 from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
 from ..engine.run import RECORDER_MAILBOX_CAPACITY
+from ..engine.switchboard import Mail
 from ..errors import DefinitionError
 from ..progress import run_started
 from ..workflow.definition import WorkflowDefinition
@@ -231,16 +243,21 @@ async def write_record(recorder: ActorRef, ending: RunEnding, started: float) ->
         await recorder.ask(ToolCalled(**line))
     for line in ending.lines.log:
         await recorder.ask(msgspec.convert(line, Logged))
+    for line in ending.lines.messages:  # messages.jsonl, as the local switchboard has it written
+        if line["event"] == "sent":
+            await recorder.ask(MessageSent(msgspec.convert(line["mail"], Mail), line["route"], line["read"]))
+        else:
+            await recorder.ask(MessageRead(line["message_id"], line["by"], line["at"]))
     await recorder.ask(
         RunEnded(ending.outcome, ending.reason, ending.value, started, time.time(), ending.where, ending.traceback)
     )
 
 
 def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, max_concurrent: int | None = None) -> Worker:
-    """A worker that runs agents' turns (the activity `agentswf.turn`) from `task_queue`."""
+    """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`) from `task_queue`."""
     activities = TurnActivities(client, root=root)
     return Worker(
-        client, task_queue=task_queue, activities=[activities.turn],
+        client, task_queue=task_queue, activities=[activities.turn, activities.fork],
         max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,
     )
 

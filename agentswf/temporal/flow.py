@@ -32,26 +32,45 @@ from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
+from ..engine.mailrules import MAX_ROUTE_MESSAGES, MESSAGE_TURN_SECONDS
+from ..engine.operator import (
+    MAX_INBOX_WAIT_SECONDS,
+    NOT_A_PARTICIPANT,
+    OperatorResponse,
+    PostAs,
+    ReadInbox,
+    for_a_person,
+)
 from ..engine.outcomes import Answered, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
 from ..engine.recorder import ToolCalled
+from ..engine.rules import Refusal
+from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
 from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
-from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key
+from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
+from ..workflow.messaging import MessageRefused, end_key
 from ..workflow.running import _failure, decode_args
 from ..workflow.tools import Tool, check_tools
+from .board import WorkflowBoard
 from .messages import (
     DECIDE_UPDATE,
+    FORK_ACTIVITY,
     LOG_QUERY,
+    MAIL_UPDATE,
+    OPERATOR_UPDATE,
     PENDING_QUERY,
     TOOL_UPDATE,
     TURN_ACTIVITY,
     WORKFLOW_TYPE,
     DecideRequest,
+    ForkRequest,
+    MailReply,
+    MailRequest,
     RunEnding,
     RunLines,
     RunRequest,
@@ -69,6 +88,7 @@ HEARTBEAT_TIMEOUT_SECONDS = 5.0  # a worker silent this long is taken as lost: i
 TURN_GRACE_SECONDS = 30.0  # past a turn's deadline, for the worker to stop its CLI and report
 TURN_ATTEMPTS = 3  # a turn's activity, tried again only when its worker was lost or failed
 RETRY_INTERVAL_SECONDS = 1.0
+FORK_SECONDS = 120.0  # a fork's copy of a session, on its worker (no model call)
 
 
 class TemporalAgent:
@@ -85,6 +105,10 @@ class TemporalAgent:
         self._session: str | None = None
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self._queue = asyncio.Lock()  # turns run one at a time, in the order given
+        self._taught = False  # its instructions went with an activity that ran
+        self._message_turns = 0
+        self._mail_activities = 0
+        self._pump: asyncio.Task[None] | None = None  # turns its mail starts, when nothing else runs
 
     async def run(
         self,
@@ -117,9 +141,9 @@ class TemporalAgent:
         async with self._queue:
             request = TurnRequest(
                 workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=n,
-                runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self.spec.instructions if n == 1 else None,
+                runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(),
                 prompt=prompt, schema=taught.schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
-                deadline=limit, nudge=nudge, session=self._session,
+                deadline=limit, nudge=nudge, session=self._session, can_message=self._agents.board_has(self.key),
             )
             turn = await self._execute(request, taught.type)
             if turn.session is not None:  # before the next turn, queued behind this one, is sent
@@ -129,10 +153,52 @@ class TemporalAgent:
             self._by_id[id] = (identity, turn)
         return turn
 
+    def _instructions(self) -> str | None:
+        return None if self._taught else self.spec.instructions
+
+    def mail_came(self) -> None:
+        """Mail was delivered to the agent: with no activity of its own running (whose worker
+        hears of it), the mail starts a turn of its own, once the agent's earlier work is done."""
+        if self.closed or self._pump is not None or self.key in self._agents.running:
+            return
+        self._pump = asyncio.ensure_future(self._read_mail())
+
+    async def _read_mail(self) -> None:
+        try:
+            async with self._queue:
+                while not self.closed and self._agents.board.unread(self.key):
+                    if not await self._message_turn():
+                        return  # its mail stays unread: the agent's next turn takes it
+        finally:
+            self._pump = None
+
+    async def _message_turn(self) -> bool:
+        """An activity whose agent's mail starts its turn on the worker (a turn that takes no result),
+        its deadline as the local rule sets it: MESSAGE_TURN_SECONDS, longer for an asker waiting longer."""
+        now = workflow.now().timestamp()
+        deadline = now + MESSAGE_TURN_SECONDS
+        asker_until = self._agents.board.standing(self.key).latest_asker_until
+        if asker_until is not None and not math.isinf(asker_until):
+            deadline = max(deadline, asker_until)
+        request = TurnRequest(
+            workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._message_turns + 1,
+            runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(), prompt="",
+            schema=_taught(str).schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
+            deadline=min(deadline, self._agents.run_deadline), session=self._session, kind="message", can_message=True,
+        )
+        self._mail_activities += 1
+        turn = await self._execute(request, None, activity_id=f"{self.key}-mail-{self._mail_activities}")
+        if isinstance(turn.outcome, Answered):
+            return True
+        self._agents.log("a turn started by mail could not run", agent=self.key, reason=turn.outcome.reason or "")
+        return False
+
     async def _execute(self, request: TurnRequest, answer_type: Any, *, activity_id: str | None = None) -> Turn[Any]:
         left = max(0.0, request.deadline - workflow.now().timestamp())
         started = workflow.now().timestamp()
         self._agents.in_turn.add((self.key, request.n))
+        activity_id = activity_id or f"{self.key}-turn-{request.n}"
+        self._agents.began(self.key, activity_id)
         try:
             raw = await workflow.execute_activity(
                 TURN_ACTIVITY,
@@ -143,7 +209,7 @@ class TemporalAgent:
                 retry_policy=RetryPolicy(
                     maximum_attempts=TURN_ATTEMPTS, initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)
                 ),
-                activity_id=activity_id or f"{self.key}-turn-{request.n}",
+                activity_id=activity_id,
                 summary=f"{self.key} {request.kind} {request.n}",
             )
         except ActivityError as error:
@@ -159,12 +225,24 @@ class TemporalAgent:
             return Turn(outcome=outcome, agent=self.key, call_id="", n=request.n, started_at=started, ended_at=ended)
         finally:
             self._agents.turn_over(self.key, request.n)
+            self._agents.ended_activity(self.key)
+            if self._agents.board.unread(self.key):  # mail its worker didn't take: a turn of its own
+                self.mail_came()
+        self._taught = True
+        for line in raw["others"]:  # the turns its mail started on the worker, numbered here
+            self._message_turns += 1
+            other = msgspec.structs.replace(msgspec.convert(line, Turn[Any]), n=self._message_turns)
+            self._session = other.session or self._session
+            self._agents.operated(other)
+        if raw["turn"] is None:  # a message turn's activity: its turns are the others
+            now = workflow.now().timestamp()
+            return Turn(outcome=Answered(None), agent=self.key, call_id="", n=request.n, started_at=started, ended_at=now)
         turn = msgspec.convert(raw["turn"], Turn[Any])
         if raw["attempt"] > 1:  # the attempts before were lost with their worker, or failed on it
             self._agents.log(
                 "turn ran again", agent=self.key, turn=request.n, attempt=raw["attempt"], worker=raw["worker"]
             )
-        if isinstance(turn.outcome, Answered):  # the worker checked the schema; the workflow's own type has the last word
+        if isinstance(turn.outcome, Answered) and answer_type is not None:  # the worker checked the schema; the workflow's own type has the last word
             try:
                 value = msgspec.convert(turn.outcome.value, answer_type, from_attributes=True)
             except msgspec.ValidationError as error:
@@ -187,6 +265,7 @@ class TemporalAgent:
                 workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._ops,
                 runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=None, prompt=focus,
                 schema=_taught(str).schema, deadline=limit, session=self._session, kind="compaction",
+                can_message=self._agents.board_has(self.key),
             )
             record = await self._execute(request, str, activity_id=f"{self.key}-compaction-{request.n}")
             if record.session is not None:
@@ -222,9 +301,55 @@ class TemporalAgent:
         self._agents.operated(record)
         return record
 
-    async def fork(self, key: str, **options: Any) -> TemporalAgent:
-        """Not yet on Temporal: a fork's copy of the session lives on one worker, and its turns may run on another."""
-        raise WorkflowError(f"agent {self.key}: fork is not yet on the Temporal engine (docs/guide/temporal.md)")
+    async def fork(
+        self, key: str, *, tools: Mapping[str, Tool] | None = _INHERIT, instructions: str | None = None,
+        effort: str | None = None, cwd: str | Path | None = None,
+    ) -> TemporalAgent:
+        """As the local `Agent.fork`: a new agent on a copy of this one's session, copied on a worker
+        (the activity `agentswf.fork`) after the work queued before it."""
+        if self.closed:
+            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
+        check_key(key)
+        if key in self._agents.keys or key == WORKFLOW_KEY:
+            raise DefinitionError(f"agent {key} is already open, not as this fork of {self.key}")
+        harness = self.spec.runtime.harness
+        why = _capable(harness, "fork")
+        if why is not None:
+            raise DefinitionError(f"agent {self.key} can't be forked: {why}")
+        check_effort(key, harness, effort)
+        self._ops += 1
+        n = self._ops
+        async with self._queue:
+            if self._session is None:
+                raise DefinitionError(f"agent {self.key}: an agent cannot be forked before its first turn")
+            started = workflow.now().timestamp()
+            request = ForkRequest(agent=self.key, runtime=self.spec.runtime, cwd=self.spec.cwd, session=self._session)
+            try:
+                raw = await workflow.execute_activity(
+                    FORK_ACTIVITY, msgspec.to_builtins(request), task_queue=self._agents.queue_of(self.spec.runtime),
+                    start_to_close_timeout=timedelta(seconds=FORK_SECONDS),
+                    heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
+                    retry_policy=RetryPolicy(maximum_attempts=TURN_ATTEMPTS,
+                                             initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)),
+                    activity_id=f"{self.key}-fork-{n}", summary=f"{self.key} fork {n} into {key}",
+                )
+            except ActivityError as error:
+                if isinstance(error.cause, TemporalCancelled):
+                    raise asyncio.CancelledError(str(error.cause)) from error
+                raw = {"session": None, "reason": str(error.cause or error), "usage": None}
+            outcome: Any = Answered(key) if raw["session"] else Failed(raw["reason"] or "the fork gave no session", False)
+            self._agents.operated(Turn(
+                outcome=outcome, agent=self.key, call_id="", n=n, started_at=started, ended_at=workflow.now().timestamp(),
+                session=raw["session"], kind="fork", model=self.spec.runtime.model, effort=self.spec.runtime.effort,
+            ))
+        if raw["session"] is None:
+            raise WorkflowError(f"agent {self.key} could not be forked into {key}: {raw['reason']}")
+        runtime = self.spec.runtime if effort is None else msgspec.structs.replace(self.spec.runtime, effort=effort)
+        directory = str(self._agents.cwd / cwd) if cwd is not None else self.spec.cwd
+        child = await self._agents.open(key, runtime=runtime, tools=self.tools if tools is _INHERIT else (tools or {}),
+                                        instructions=instructions, cwd=directory)
+        child._session = raw["session"]
+        return child
 
     def _limit(self, timeout: Duration | None, deadline: datetime | float | None) -> float:
         """The one deadline of a turn or operation, Unix seconds, fixed now in workflow time."""
@@ -259,6 +384,15 @@ def _spec(name: str, tool: Tool) -> ToolSpec:
     return ToolSpec(name, tool.description, tool.taught.schema, None if tool.requires_approval else tool.timeout)
 
 
+def _workflow_time() -> float:
+    return workflow.now().timestamp()
+
+
+def _workflow_id() -> str:
+    """A message's id: from the workflow's seeded randomness, so the same on every replay."""
+    return workflow.uuid4().hex[:8]
+
+
 class TemporalAgents:
     """`wf.agents` on Temporal: `open`, `close`, `key in wf.agents`."""
 
@@ -267,7 +401,7 @@ class TemporalAgents:
         self.run_id = run_id
         self.run_deadline = run_deadline
         self.keys: set[str] = set()
-        self._cwd = cwd
+        self.cwd = cwd
         self._turn_queue = turn_queue
         self._open: dict[str, TemporalAgent] = {}
         self._closed: set[str] = set()
@@ -278,6 +412,41 @@ class TemporalAgents:
         self._tools_of: dict[tuple[str, int], list[int]] = {}  # a turn's tool calls, by their lines' index
         self.in_turn: set[tuple[str, int]] = set()  # (agent, turn) of the turns whose activity runs
         self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
+        self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
+        self.board = WorkflowBoard(
+            now=_workflow_time, new_id=_workflow_id,
+            on_mail=self._mail_for, on_question=self._expire_later,
+        )
+        self.lines.messages = self.board.lines
+        self._timers: set[asyncio.Task[None]] = set()
+
+    def _mail_for(self, key: str) -> None:
+        agent = self._open.get(key)
+        if agent is not None:
+            agent.mail_came()
+
+    def _expire_later(self, question_id: str, until: float) -> None:
+        """A question's wait ends at `until`: a durable timer."""
+
+        async def expire() -> None:
+            await workflow.sleep(max(0.0, until - workflow.now().timestamp()))
+            self.board.expire(question_id)
+
+        task = asyncio.ensure_future(expire())
+        self._timers.add(task)
+        task.add_done_callback(self._timers.discard)
+
+    def began(self, key: str, activity_id: str) -> None:
+        self.running[key] = activity_id
+        self.board.set_state(key, "working")
+
+    def ended_activity(self, key: str) -> None:
+        self.running.pop(key, None)
+        self.board.set_state(key, "idle")
+
+    def board_has(self, key: str) -> bool:
+        """Whether a route has `key` at an end: its worker then talks to the run's board."""
+        return any(key in (view.sender, view.receiver) for view in self.board.views.values())
 
     def operated(self, record: Turn[Any]) -> None:
         """A compaction's or a set's record, in the record's turns as on the local engine."""
@@ -352,7 +521,7 @@ class TemporalAgents:
         checked = check_tools(key, tools) if tools is not None else None
         for name, given in (checked or {}).items():
             _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
-        directory = str(self._cwd / cwd) if cwd is not None else str(self._cwd)
+        directory = str(self.cwd / cwd) if cwd is not None else str(self.cwd)
         spec = AgentSpec(resolve_runtime(runtime), instructions, directory)
         existing = self._open.get(key)
         if existing is not None:
@@ -361,9 +530,12 @@ class TemporalAgents:
             if checked is not None:
                 existing.tools = checked
             return existing
+        if key in self.keys:
+            raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
         agent = TemporalAgent(key, spec, checked or {}, self)
         self._open[key] = agent
         self.keys.add(key)
+        self.board.register(key, "agent")
         return agent
 
     def tool(self, agent: str, name: str) -> Tool | None:
@@ -376,11 +548,17 @@ class TemporalAgents:
             return False
         agent.closed = True
         self._closed.add(key)
+        self.board.stopped(key, "its agent was closed")
+        if agent._pump is not None:
+            agent._pump.cancel()
         return True
 
     async def close_all(self) -> None:
+        self.board.close_all()
         for key in list(self._open):
             await self.close(key)
+        for task in list(self._timers):
+            task.cancel()
 
     def __contains__(self, key: str) -> bool:
         return key in self._open
@@ -402,8 +580,85 @@ class TemporalApprovals:
         return self._agents.decide(DecideRequest(call_id, False, reason, by))
 
 
+class TemporalRoute:
+    """An open route between two ends of a Temporal run; `close()` ends it."""
+
+    def __init__(self, board: WorkflowBoard, route_id: str, sender: str, receiver: str, purpose: str) -> None:
+        self._board = board
+        self.id = route_id
+        self.sender = sender
+        self.receiver = receiver
+        self.purpose = purpose
+        self.closed = False
+
+    async def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._board.close_route(self.id)
+
+    def __repr__(self) -> str:
+        return f"<Route {self.sender}→{self.receiver} {self.purpose!r}{' closed' if self.closed else ''}>"
+
+
+class TemporalParticipant:
+    """Someone outside the run (or the workflow itself): reads and answers in workflow code, or
+    through `awf inbox` / `awf reply`, which reach the workflow as an update."""
+
+    def __init__(self, board: WorkflowBoard, key: str) -> None:
+        self._board = board
+        self.key = key
+
+    async def inbox(self) -> list[Mail]:
+        """Unread messages, now (marks them read)."""
+        return self._board.take(self.key)
+
+    async def receive(self) -> Mail:
+        """The next unread message, waiting for one."""
+        while True:
+            await workflow.wait_condition(lambda: self._board.unread(self.key) > 0)
+            taken = self._board.take(self.key, 1)
+            if taken:  # another receiver may have taken it first
+                return taken[0]
+
+    async def send(self, peer: str, text: str) -> str:
+        """Send `peer` a message; returns when it reads it. Raises MessageRefused."""
+        return self._post(peer, text, reply=False)
+
+    async def reply(self, peer: str, text: str) -> str:
+        """Answer the question `peer` asked. Raises MessageRefused."""
+        return self._post(peer, text, reply=True)
+
+    def _post(self, peer: str, text: str, *, reply: bool) -> str:
+        answer = self._board.post(
+            sender=self.key, peer=peer, text=text, reply=reply, question=False, until=math.inf, in_turn=True
+        )
+        if isinstance(answer, Refusal):
+            raise MessageRefused(answer.code, answer.message)
+        return answer.read
+
+
+class TemporalParticipants:
+    """`wf.participants.open(key)` on Temporal."""
+
+    def __init__(self, agents: TemporalAgents) -> None:
+        self._agents = agents
+        self._open: dict[str, TemporalParticipant] = {}
+
+    async def open(self, key: str) -> TemporalParticipant:
+        if key in self._open:
+            return self._open[key]
+        if key in self._agents.keys or key == WORKFLOW_KEY:
+            raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
+        self._agents.keys.add(key)
+        self._agents.board.register(key, "participant", can_await=False)
+        participant = self._open[key] = TemporalParticipant(self._agents.board, key)
+        return participant
+
+
 class TemporalWorkflow:
     """The `wf` of a run on Temporal. Created by the engine; don't construct one yourself."""
+
+    is_workflow = True  # as a route's end, the workflow is the participant "workflow"
 
     def __init__(self, *, name: str, run_id: str, cwd: Path, run_dir: Path, agents: TemporalAgents) -> None:
         self.name = name
@@ -416,6 +671,36 @@ class TemporalWorkflow:
         self.stop_reason: str | None = None
         self._stage: str | None = None
         self._stages_seen: set[str] = set()
+        self._stage_routes: list[TemporalRoute] = []
+        self.participants = TemporalParticipants(agents)
+        agents.board.register(WORKFLOW_KEY, "participant", can_await=False)
+        self._itself = TemporalParticipant(agents.board, WORKFLOW_KEY)
+
+    async def route(
+        self, sender: Any, receiver: Any, *, purpose: str, both_ways: bool = False, max_messages: int | None = None,
+    ) -> TemporalRoute:
+        """As the local `wf.route`: `sender` can send to `receiver`, which can reply (either, `both_ways`)."""
+        limit = MAX_ROUTE_MESSAGES if max_messages is None else max_messages
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROUTE_MESSAGES:
+            raise DefinitionError(f"max_messages can only lower the limit of {MAX_ROUTE_MESSAGES}; got {max_messages!r}")
+        a, b = end_key(sender), end_key(receiver)
+        route_id = self.agents.board.open_route(a, b, purpose, both_ways, limit)
+        if isinstance(route_id, Refusal):
+            raise DefinitionError(f"route {a} → {b}: {route_id.message}")
+        route = TemporalRoute(self.agents.board, route_id, a, b, purpose)
+        if self._stage is not None:
+            self._stage_routes.append(route)
+        return route
+
+    async def receive(self) -> Mail:
+        """The next message addressed to the workflow itself (a route's end `wf`), waiting for one."""
+        return await self._itself.receive()
+
+    async def reply(self, peer: str, text: str) -> str:
+        return await self._itself.reply(peer, text)
+
+    async def send(self, peer: str, text: str) -> str:
+        return await self._itself.send(peer, text)
 
     async def parallel(
         self, items: Iterable[T], fn: Callable[[T], Awaitable[R]], *, concurrency: int | None = None,
@@ -457,6 +742,9 @@ class TemporalWorkflow:
             value = await work()
         finally:
             self._stage = None
+            routes, self._stage_routes = self._stage_routes, []
+            for route in routes:  # a route opened in a stage closes when the stage ends
+                await route.close()
         if result is not None:
             try:
                 value = msgspec.convert(value, result, from_attributes=True)
@@ -477,7 +765,7 @@ class TemporalWorkflow:
             progress("agentswf.workflow", message, workflow=self.name, **plain)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("route", "participants", "receive", "send", "reply", "sandboxes", "worktree", "budget"):
+        if name in ("sandboxes", "worktree", "budget"):
             raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
         raise AttributeError(name)
 
@@ -521,6 +809,73 @@ async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply
     return reply
 
 
+async def answer_mail(agents: TemporalAgents, request: MailRequest) -> MailReply:
+    """An agent's request of the run's board, from its turn's worker; only while that turn's activity runs."""
+    board, key = agents.board, request.agent
+    current = agents.running.get(key) == request.activity
+    value: Any = None
+    if request.op == "watch":  # answered once there is news for the agent, or its activity is over
+        def news() -> bool:
+            return (agents.running.get(key) != request.activity or board.delivered.get(key, 0) > request.seen
+                    or board.versions.get(key, 0) != request.version)
+
+        await workflow.wait_condition(news)
+        if agents.running.get(key) != request.activity:
+            return MailReply(standing=msgspec.to_builtins(board.standing(key)), seen=request.seen, version=request.version)
+        return MailReply(
+            standing=msgspec.to_builtins(board.standing(key)), seen=board.delivered.get(key, 0),
+            version=board.versions.get(key, 0), replies=board.replies_waiting(key),
+        )
+    if request.op == "post":
+        end = board.ends.get(key)
+        if end is not None:
+            end.can_await = request.can_await  # where the agent runs says whether it can await a reply
+        answer = board.post(
+            sender=key, peer=request.peer, text=request.text, reply=request.reply, question=request.question,
+            until=math.inf if request.until is None else request.until, in_turn=request.in_turn and current,
+        ) if current else Refusal("no-operation", "you aren't in a turn; messages are sent while you work on one.")
+        value = {"refused": msgspec.to_builtins(answer)} if isinstance(answer, Refusal) else {"posted": msgspec.to_builtins(answer)}
+    elif not current:
+        value = [] if request.op == "take" else None  # a turn's stale worker: it changes nothing
+    elif request.op == "take":
+        value = msgspec.to_builtins(board.take(key))
+    elif request.op == "peers":
+        value = board.peers(key)
+    elif request.op == "drop-await":
+        board.drop_await(key)
+    else:
+        board.give_up(key, request.why)
+    return MailReply(standing=msgspec.to_builtins(board.standing(key)), value=value)
+
+
+async def answer_person(board: WorkflowBoard, request: PostAs | ReadInbox) -> OperatorResponse:
+    """As the local operator socket answers `awf inbox` and `awf send`/`awf reply --as KEY`."""
+    if request.key not in board.participants():  # a person speaks as a participant, never as an agent
+        return OperatorResponse(
+            False, f"{request.key} is not a participant of this run (a workflow adds one with wf.participants.open)",
+            {"code": NOT_A_PARTICIPANT},
+        )
+    if isinstance(request, ReadInbox):
+        if request.wait_ms > MAX_INBOX_WAIT_SECONDS * 1000:
+            return OperatorResponse(False, f"a wait is at most {MAX_INBOX_WAIT_SECONDS:g} seconds; wait again after")
+        if not board.unread(request.key) and request.wait_ms > 0:
+            try:  # a durable timer bounds the wait
+                await workflow.wait_condition(lambda: board.unread(request.key) > 0, timeout=request.wait_ms / 1000)
+            except TimeoutError:
+                pass
+        mail = board.take(request.key)
+        return OperatorResponse(True, f"{len(mail)} message(s)", msgspec.to_builtins(mail))
+    answer = board.post(
+        sender=request.key, peer=request.peer, text=request.text, reply=request.reply, question=False, until=math.inf,
+        in_turn=True,
+    )
+    if isinstance(answer, Refusal):
+        told = for_a_person(answer.message, request.key)
+        return OperatorResponse(False, f"refused ({answer.code}): {told}", {"code": answer.code})
+    verb = "replied to" if request.reply else "sent to"
+    return OperatorResponse(True, f"{verb} {request.peer}; it reads it {answer.read}")
+
+
 DEFINITIONS: dict[str, WorkflowDefinition] = {}
 """The agentswf workflows this process can run as Temporal workflow code, by name (Temporal
 needs its workflow class at module level, so the definitions it runs are looked up here)."""
@@ -557,6 +912,21 @@ class AgentswfWorkflow:
         assert self.wf is not None
         reply = await answer_tool(self.wf.agents, msgspec.convert(raw, ToolRequest))
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @workflow.update(name=MAIL_UPDATE)
+    async def mail(self, raw: dict[str, Any]) -> dict[str, Any]:
+        await workflow.wait_condition(lambda: self.wf is not None)
+        assert self.wf is not None
+        reply = await answer_mail(self.wf.agents, msgspec.convert(raw, MailRequest))
+        return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @workflow.update(name=OPERATOR_UPDATE)
+    async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant."""
+        await workflow.wait_condition(lambda: self.wf is not None)
+        assert self.wf is not None
+        request = msgspec.convert(raw, PostAs | ReadInbox)
+        return msgspec.to_builtins(await answer_person(self.wf.agents.board, request))  # type: ignore[no-any-return]
 
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:

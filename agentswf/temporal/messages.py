@@ -15,10 +15,13 @@ from ..harnesses.runtime import Runtime
 
 WORKFLOW_TYPE = "agentswf"
 TURN_ACTIVITY = "agentswf.turn"
+FORK_ACTIVITY = "agentswf.fork"
 TOOL_UPDATE = "agentswf.tool"
 LOG_QUERY = "agentswf.log"
 PENDING_QUERY = "agentswf.pending"
 DECIDE_UPDATE = "agentswf.decide"
+MAIL_UPDATE = "agentswf.mail"  # an agent's wfa send/reply/peers and its mail, from its worker
+OPERATOR_UPDATE = "agentswf.operator"  # a person's awf inbox / send / reply --as KEY: an operator request
 RECORD_FILE = "temporal.json"  # beside a Temporal run's record: its workflow id, address, namespace, task queue
 
 
@@ -48,7 +51,51 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     deadline: float
     nudge: bool = True
     session: str | None = None  # the agent's native session to resume, from its last turn
-    kind: Literal["turn", "compaction"] = "turn"  # a compaction's focus is its `prompt`
+    kind: Literal["turn", "compaction", "message"] = "turn"  # a compaction's focus is its `prompt`; a
+    # message turn's activity has no prompt of its own: the agent's mail starts its turn on the worker
+    can_message: bool = False  # the agent has a route: its worker reaches the workflow's board
+
+
+MailOp = Literal["post", "take", "peers", "drop-await", "give-up", "watch"]
+
+
+class MailRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What an agent's local engine asks of the run's switchboard, from its worker: the update
+    `agentswf.mail`. `activity` names the turn's activity (a watch ends with it). Times are Unix seconds."""
+
+    op: MailOp
+    agent: str
+    activity: str
+    peer: str = ""
+    text: str = ""
+    reply: bool = False
+    question: bool = False
+    until: float | None = None  # a question's wait ends then; None: never
+    in_turn: bool = False
+    can_await: bool = True
+    why: str = ""
+    seen: int = 0  # watch: mail delivered to the agent that its worker has heard of
+    version: int = 0  # watch: the agent's standing as its worker has it
+
+
+class MailReply(msgspec.Struct, frozen=True, kw_only=True):
+    """The board's answer, with the agent's standing after (its worker keeps the agent's slot)."""
+
+    standing: dict[str, Any]
+    value: Any = None  # post: {"posted": ...} or {"refused": ...}; take: mails; peers: the table
+    seen: int = 0
+    version: int = 0
+    replies: bool = False  # watch: a reply or a notice is among the unread mail
+
+
+class ForkRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Copy an agent's native session on a worker (the harness's fork: no model call): the
+    activity `agentswf.fork`'s input; it answers the copy's session."""
+
+    agent: str
+    runtime: Runtime
+    cwd: str
+    session: str
 
 
 class ToolRequest(msgspec.Struct, frozen=True):
@@ -97,6 +144,7 @@ class RunLines(msgspec.Struct, kw_only=True):
     turns: list[Any] = []
     tools: list[Any] = []
     log: list[Any] = []
+    messages: list[Any] = []  # MessageSent and MessageRead, as messages.jsonl's lines
 
 
 class RunEnding(msgspec.Struct, frozen=True, kw_only=True):

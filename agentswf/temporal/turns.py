@@ -23,18 +23,30 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from ..engine.records import make_private_dirs
+from ..engine.outcomes import Turn
+from ..engine.records import make_private_dirs, read_lines
 from ..engine.run import run_actors
 from ..engine.toolcall import ToolCall
 from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
-from ..harnesses.base import Harness
+from ..harnesses.base import AttemptEnding, Harness, Operation, OperationResult
 from ..harnesses.runtime import Runtime, harness_for
 from ..workflow.agents import Agents
 from ..workflow.tools import Tool
-from .messages import TOOL_UPDATE, TURN_ACTIVITY, ToolReply, ToolRequest, ToolSpec, TurnRequest
+from .messages import (
+    FORK_ACTIVITY,
+    TOOL_UPDATE,
+    TURN_ACTIVITY,
+    ForkRequest,
+    ToolReply,
+    ToolRequest,
+    ToolSpec,
+    TurnRequest,
+)
+from .remote_board import RemoteBoard, Seen
 from .schema_types import type_of
 
 HEARTBEAT_INTERVAL_SECONDS = 1.0
+IDLE_POLL_SECONDS = 0.02  # how often a turn's activity looks whether its agent is idle
 DEFAULT_WORKER_ROOT = Path(".awf") / "temporal"
 
 
@@ -73,10 +85,11 @@ class TurnActivities:
         record = self.root / request.workflow / request.run_id / f"{request.agent}-{request.n}-attempt{info.attempt}"
         make_private_dirs(record)
         tools = {spec.name: proxy_tool(spec, handle, request.agent, request.n) for spec in request.tools}
+        board = (handle, info.activity_id) if request.can_message else None
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_heartbeat)
-                turn = await run_turn(request, record, self.env, tools)
+                turn, others = await run_turn(request, record, self.env, tools, board)
                 group.cancel_scope.cancel()
         except Exception as error:
             why = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, (DefinitionError, HarnessError))), None)
@@ -84,17 +97,49 @@ class TurnActivities:
                 raise
             # This worker can't run the agent (its CLI is missing, its runtime is wrong): another attempt won't help.
             raise ApplicationError(str(why), type=type(why).__name__, non_retryable=True) from None
-        return {"turn": turn, "attempt": info.attempt, "worker": self.identity}
+        return {"turn": turn, "others": others, "attempt": info.attempt, "worker": self.identity}
 
 
-async def run_turn(request: TurnRequest, record: Path, env: Mapping[str, str], tools: dict[str, Tool]) -> dict[str, Any]:
-    """The turn, run by the local engine in a run of its own under `record`: the Turn's builtins."""
+    @activity.defn(name=FORK_ACTIVITY)
+    async def fork(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The harness's fork of the agent's session, on this worker: the copy's session, or why not."""
+        request = msgspec.convert(raw, ForkRequest)
+        try:
+            harness = harness_for(request.runtime, self.env)
+        except (DefinitionError, HarnessError) as error:
+            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
+        operation = Operation(agent=request.agent, kind="fork", session=request.session, cwd=Path(request.cwd),
+                              env={**self.env, **request.runtime.env})
+        async with anyio.create_task_group() as group:
+            group.start_soon(_heartbeat)
+            try:
+                result = await harness.fork(operation)
+            except Exception as error:  # a harness that breaks fails the fork, not the run
+                result = OperationResult(AttemptEnding("failed", reason=f"the agent's fork could not be run: {error}"))
+            group.cancel_scope.cancel()
+        return {"session": result.session if result.ending.kind == "exited" else None, "reason": result.ending.reason,
+                "usage": msgspec.to_builtins(result.usage), "worker": self.identity}
+
+
+async def run_turn(
+    request: TurnRequest, record: Path, env: Mapping[str, str], tools: dict[str, Tool],
+    board: tuple[WorkflowHandle[Any, Any], str] | None = None,
+) -> tuple[dict[str, Any] | None, list[Any]]:
+    """The turn, run by the local engine in a run of its own under `record`: the Turn's builtins
+    (None for a message turn's activity), and the records of the turns its mail started.
+
+    With `board` (the run's workflow and this activity's id) the agent's switchboard is the
+    workflow's: the agent messages its peers, and mail that comes once its turn is over starts
+    a turn of its own here, as it would locally; the activity ends once the agent is idle."""
 
     def resolve(key: str, runtime: Runtime) -> Harness:
         return harness_for(runtime, env)
 
     left = max(0.0, request.deadline - time.time())
-    async with run_actors(record, deadline=anyio.current_time() + left) as actors:
+    turn: Turn[Any] | None = None
+    seen = Seen() if board is not None else None
+    remote = None if board is None else (RemoteBoard, (board[0], request.agent, board[1], request.kind == "message", seen))
+    async with run_actors(record, deadline=anyio.current_time() + left, board=remote) as actors:
         sessions = {request.agent: request.session} if request.session is not None else None
         agents = Agents(actors.run, actors.board, Path(request.cwd), env, resolve, ledger=actors.ledger, sessions=sessions)
         agent = await agents.open(
@@ -102,12 +147,26 @@ async def run_turn(request: TurnRequest, record: Path, env: Mapping[str, str], t
         )
         if request.kind == "compaction":
             turn = await agent.compact(request.prompt, deadline=request.deadline)
-        else:
+        elif request.kind == "turn":
             turn = await agent.run(
                 request.prompt, schema=type_of(request.schema), deadline=request.deadline, nudge=request.nudge
             )
+        if seen is not None:
+            with anyio.move_on_after(max(0.0, request.deadline - time.time())):  # the run's actors end the rest
+                await _until_idle(seen, first_mail=request.kind == "message")
+            seen.closing = True
         await agents.close_all()  # cancelled, the run's actors stop it as they end
-    return msgspec.to_builtins(msgspec.structs.replace(turn, n=request.n))  # type: ignore[no-any-return]
+    others = [line for line in read_lines(record / "turns.jsonl") if line.get("started_by") == "message"]
+    ended = None if turn is None else msgspec.to_builtins(msgspec.structs.replace(turn, n=request.n))
+    return ended, others
+
+
+async def _until_idle(seen: Seen, *, first_mail: bool) -> None:
+    """Wait until the agent has nothing to do (the turns its mail started are over); a message
+    turn's activity first waits for the agent to take its mail. The agent's presence is a slot
+    it sets, with no message per change, so it is read here every IDLE_POLL_SECONDS."""
+    while not seen.idle() or (first_mail and not seen.took):  # noqa: ASYNC110 (a slot, set without a word)
+        await anyio.sleep(IDLE_POLL_SECONDS)
 
 
 async def _heartbeat() -> None:

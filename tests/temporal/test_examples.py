@@ -62,7 +62,10 @@ async def test_triage_tools_reach_the_workflows_handlers_on_temporal(temporal_ad
 async def test_the_examples_histories_replay_without_nondeterminism(temporal_address: str, tmp_path: Path) -> None:
     """Temporal's Replayer runs each finished run's workflow code again from its history: the
     same decisions, so a worker that restarts (or evicts it from its cache) goes on from it."""
-    for path, args in ((EXAMPLES / "review_fix" / "review_fix.py", {"rounds": 3}), (EXAMPLES / "tools" / "triage.py", None)):
+    for path, args in (
+        (EXAMPLES / "review_fix" / "review_fix.py", {"rounds": 3}), (EXAMPLES / "tools" / "triage.py", None),
+        (EXAMPLES / "messaging" / "merge.py", None),  # its board: updates, mail, turns started by mail
+    ):
         definition = agentswf.load_workflow(path)
         result = await agentswf.run(definition, args=args, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
         assert result.outcome == "completed", result.reason
@@ -113,3 +116,25 @@ async def test_a_temporal_runs_record_reads_as_a_local_ones(temporal_address: st
     assert text.count("label_item") == 4 and text.count("set_priority") == 4
     assert "labelled" in text  # wf.log's lines, from the workflow
     assert result.usage.turns == 1
+
+
+async def test_merge_messages_its_architect_and_coordinator_on_temporal(temporal_address: str, tmp_path: Path) -> None:
+    """The agents message each other through the workflow's board: the implementer's questions
+    go from its worker to the workflow, the architect's turn is started by its mail, and the
+    workflow answers as the coordinator; the record's messages are the local run's."""
+    merge = agentswf.load_workflow(EXAMPLES / "messaging" / "merge.py")
+    result = await agentswf.run(merge, run_root=tmp_path / "runs", engine=engine(temporal_address, tmp_path))
+    assert result.outcome == "completed", result.reason
+    assert result.value["where"] == "queue" and result.value["merged"] is True
+    assert len(result.value["coordinator_asked"]) == 1
+    lines = [json.loads(line) for line in (result.run_dir / "messages.jsonl").read_text().splitlines()]
+    sent = [line["mail"] for line in lines if line["event"] == "sent"]
+    assert [(mail["sender"], mail["to"], mail["kind"]) for mail in sent] == [
+        ("implementer", "architect", "question"),
+        ("architect", "implementer", "reply"),
+        ("implementer", "coordinator", "question"),
+        ("coordinator", "implementer", "reply"),
+    ]
+    assert sum(line["event"] == "read" for line in lines) == 4
+    turns = [json.loads(line) for line in (result.run_dir / "turns.jsonl").read_text().splitlines()]
+    assert [(turn["agent"], turn["started_by"]) for turn in turns] == [("architect", "message"), ("implementer", "workflow")]

@@ -99,3 +99,36 @@ async def test_claude_compacts_and_switches_model_on_temporal(temporal_address: 
                for r in model.requests if r.conversation is not None)
     later = [r.conversation for r in model.requests if r.conversation is not None and "AFTER" in r.conversation.prompt]
     assert later and all(c.model == "claude-sonnet-9-9" for c in later)
+
+
+async def test_real_clis_fork_on_a_worker_and_the_fork_goes_on_from_the_copy(temporal_address: str, tmp_path: Path) -> None:
+    """`agent.fork` copies the session on a worker (the activity `agentswf.fork`); the fork's
+    turns resume the copy, and the parent's own session goes on apart from it."""
+    async with ScriptedModel(script) as model:
+        homes = tmp_path / "homes"
+        runtimes = {
+            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
+            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
+            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
+        }
+
+        @workflow(name="forks", description="Each CLI remembers, is forked, and its fork is asked.")
+        async def flow(wf):  # type: ignore[no-untyped-def]
+            async def one(name: str) -> list[Any]:
+                parent = await wf.agents.open(name, runtime=runtimes[name])
+                first = await parent.run(f"Remember {REMEMBERED}. Answer done.", timeout=90)
+                child = await parent.fork(f"{name}-fork")
+                asked = await child.run("FORKED: what did I ask you to remember? Answer done.", timeout=90)
+                return [first.value, asked.value, f"{name}-fork" in wf.agents]
+
+            return dict(zip(CLIS, await wf.parallel(CLIS, one), strict=True))
+
+        engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, engine=engine)
+    assert result.outcome == "completed", result.reason
+    assert result.value == {name: ["done", "done", True] for name in CLIS}
+    forked = [r for r in model.requests if r.conversation and "FORKED" in r.conversation.prompt]
+    assert {r.dialect for r in forked} == {"anthropic", "responses", "chat"}
+    assert all(any(REMEMBERED in str(item) for item in r.conversation.history) for r in forked)  # the copy resumed
+    turns = [line for line in (result.run_dir / "turns.jsonl").read_text().splitlines() if '"kind":"fork"' in line]
+    assert len(turns) == len(CLIS)
