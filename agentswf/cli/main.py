@@ -302,12 +302,30 @@ def command_continue(options: argparse.Namespace) -> int:
             definition = load_workflow(options.file, options.workflow or read_json(run_dir / "run.json").get("workflow"))
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
+    _say_kept(run_dir, options)
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
                    "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
     options.view = _view_kind(options)
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options)
     return _ended(options, result, definition, run_dir.parent.parent)
+
+
+def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
+    """The sandbox and budget the continue keeps from the record, said first: whoever can write the
+    record can change them (none at all included), as `--sandbox` and `--budget` can't be."""
+    try:
+        attempts = read_attempts(run_dir)
+    except (OSError, msgspec.DecodeError, RecordRefused):
+        return  # the continue itself says why it can't go on
+    last = attempts[-1] if attempts else None
+    for given, name, kept, unset in (
+        (options.sandbox, "sandbox", last and last.sandbox, "none, its agents run unsandboxed"),
+        (options.budget, "budget", last and last.budget, "none, no limit"),
+    ):
+        if given is None:
+            said = msgspec.json.encode(kept).decode() if kept else unset
+            print(f"awf: the {name} on record: {said} (--{name} gives another)", file=sys.stderr)
 
 
 def _recorded_file(run_dir: Path) -> str:

@@ -76,7 +76,7 @@ def test_close_all_leaves_alone_a_tmux_server_an_agent_linked_among_the_kept_pan
     work = tmux_server(person, "sleep", "300")
     run_sockets = kept_root / "awf-run1"
     symbolic, hard = kept_socket(run_sockets, "a"), kept_socket(run_sockets, "b")
-    subprocess.run(["sh", "-c", f'ln -s "$1" "$2" && ln "$1" "$3"', "sh", person, symbolic, hard], check=True)
+    subprocess.run(["sh", "-c", 'ln -s "$1" "$2" && ln "$1" "$3"', "sh", person, symbolic, hard], check=True)
     forged = [plant(run_sockets, "a"), plant(run_sockets, "b")]
 
     assert kept_panes() == []  # neither is listed as a kept pane
