@@ -57,6 +57,7 @@ from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
 from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of
+from .shown import shown
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -413,7 +414,7 @@ def command_inbox(options: argparse.Namespace) -> int:
     for mail in response.value or []:
         sender = mail["sender"]
         kind = {"question": f" (a question: awf reply {sender} --as {options.key})", "reply": " (a reply)"}.get(mail["kind"], "")
-        print(f"from {sender}{kind}:\n{mail['text']}\n")
+        print(shown(f"from {sender}{kind}:\n{mail['text']}\n"))
     if not response.value:
         print("awf: no messages" + (f" within {options.wait}" if options.wait else ""), file=sys.stderr)
         return 1 if options.wait else 0
