@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -103,11 +103,17 @@ def _configure_progress(kind: ViewKind, budget: Budget | None) -> RunView:
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            _shown_fields,  # a line can carry what an agent wrote (wf.log of its answer): shown, not obeyed
             structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), sort_keys=False),
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
     return RunView(kind, budget=budget)
+
+
+def _shown_fields(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """A progress line's text fields with their control characters as escapes (`cli/shown.py`)."""
+    return {key: shown(value) if isinstance(value, str) else value for key, value in event.items()}
 
 
 async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_options: dict[str, Any]) -> RunResult | None:

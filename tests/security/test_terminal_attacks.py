@@ -51,3 +51,22 @@ async def test_an_answer_with_escape_sequences_is_shown_not_obeyed_by_awf_logs_a
         if command[0] == "logs":  # the answer, escaped (tail says the turn ended, not what it said)
             assert "\\x1b]52;c;cm0gLXJmIH4K\\x07ok" in done.stdout, done.stdout
         assert not [char for char in CONTROLS if char in done.stdout], (command, done.stdout)
+
+
+def test_awf_runs_progress_lines_show_what_an_agent_wrote_not_obey_it(tmp_path):
+    """A workflow that logs an agent's answer (`wf.log`) prints it through `awf run`'s plain view."""
+    flow = tmp_path / "flow.py"
+    flow.write_text(
+        "from agentswf import workflow\n\n"
+        "@workflow(name='echoes', description='Logs what an agent said.')\n"
+        "async def echoes(wf):\n"
+        "    wf.log('the agent said', said='\\x1b]52;c;cm0gLXJmIH4K\\x07ok\\u202e')\n"
+        "    return 'done'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "agentswf", "run", "flow.py", "--run-root", "runs", "--plain"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "\\x1b]52;c;cm0gLXJmIH4K\\x07ok\\u202e" in done.stderr, done.stderr
+    assert not [char for char in CONTROLS if char in done.stderr], done.stderr
