@@ -5,6 +5,7 @@ server (like any Temporal without authorization set up) asks no one who is calli
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 from uuid import uuid4
 
@@ -12,6 +13,9 @@ import anyio
 import pytest
 
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
+from temporalio import workflow as temporal_workflow
+from temporalio.common import RetryPolicy
 
 import agentswf
 from agentswf import tool, workflow
@@ -118,3 +122,48 @@ async def test_an_agent_on_a_worker_cant_call_another_agents_tool(temporal_addre
         result = await agentswf.run(flow, run_root=runs, engine=engine)
     assert result.value == "answered", result.reason  # the attack ran
     assert wiped == []
+
+
+ATTACK_WORKFLOW = "agentswf-security-attacker"
+
+
+@temporal_workflow.defn(name=ATTACK_WORKFLOW)
+class Attacker:
+    """Workflow code of the attacker's own, run by a worker of its own: it schedules the turn
+    activity on the victim's turn queue, with a runtime whose command is the attacker's."""
+
+    @temporal_workflow.run
+    async def run(self, queue: str, command: list[str], cwd: str) -> object:
+        turn = {
+            "workflow": "any", "run_id": "r1", "agent": "x", "n": 1, "cwd": cwd, "instructions": None,
+            "runtime": {"harness": "shell", "command": command}, "prompt": "-", "schema": {"type": "string"},
+            "deadline": temporal_workflow.now().timestamp() + 20, "nudge": False,
+        }  # fmt: skip
+        return await temporal_workflow.execute_activity(
+            "agentswf.turn", turn, task_queue=queue, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: a turn worker runs whatever runtime a turn names, from any workflow on its queue: whoever reaches the "
+    "namespace runs commands on every turn worker of it (docs/guide/security.md)"
+))
+async def test_a_turn_worker_runs_no_command_a_workflow_of_anothers_names(temporal_address: str, tmp_path: Path) -> None:  # noqa: F811
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+    from agentswf.temporal import connect, turn_worker
+
+    pwned = tmp_path / "PWNED"
+    victim_queue, attacker_queue = f"victim-{uuid4().hex[:8]}", f"attacker-{uuid4().hex[:8]}"
+    client = await connect(temporal_address)
+    victim = turn_worker(client, victim_queue, root=tmp_path / "w")  # a person's worker, on a machine of its own
+    attacker = Worker(client, task_queue=attacker_queue, workflows=[Attacker],
+                      workflow_runner=UnsandboxedWorkflowRunner())
+    async with victim, attacker:
+        with anyio.fail_after(60):
+            await client.execute_workflow(
+                ATTACK_WORKFLOW, args=[victim_queue, ["/bin/sh", "-c", f"touch {pwned}"], str(tmp_path)],
+                id=f"attack-{uuid4().hex[:8]}", task_queue=attacker_queue,
+            )  # fmt: skip
+    assert not pwned.exists()
