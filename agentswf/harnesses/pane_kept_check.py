@@ -20,6 +20,8 @@ import struct
 import sys
 from pathlib import Path
 
+from .regular import read_regular
+
 KEY_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")  # an agent's key's
 MAX_KEY_CHARS = 64
 CONNECT_TIMEOUT_SECONDS = 2.0  # to reach a kept pane's server, only to ask the kernel who listens
@@ -30,19 +32,8 @@ UNCHECKED = 0  # where the platform names no peer (not Linux): the listener is n
 
 def read_record(path: Path, limit: int) -> bytes | None:
     """The bytes of the regular file `path` (not through a link), or None if it is anything else or over `limit`."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return None
-        data = os.read(descriptor, limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(descriptor)
-    return data if len(data) <= limit else None
+    data = read_regular(path, limit + 1, follow=False)
+    return data if data is not None and len(data) <= limit else None
 
 
 def is_key(text: str) -> bool:

@@ -210,3 +210,31 @@ async def test_a_kept_panes_program_cant_approve_a_call_of_the_run_going_on(kept
     assert result.outcome == "completed", result.reason
     assert answered.exists()  # the kept pane's program reached the operator socket
     assert deploys == [], answered.read_text()
+
+
+# Run in a child with a timeout: before the fix, each of these blocked in open() for good (and,
+# in a run, the event loop with it: every agent, every deadline).
+FIFO_READS = """
+import os, sys, time
+from pathlib import Path
+from agentswf.harnesses.pane import ClaudeTranscript
+from agentswf.harnesses.pane_spec import find_session
+root = Path(sys.argv[1])
+session = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+(root / "claude" / "projects" / "-work").mkdir(parents=True)
+os.mkfifo(root / "claude" / "projects" / "-work" / f"{session}.jsonl")  # claude's transcript, a FIFO now
+transcript = ClaudeTranscript(root / "claude", session)
+transcript.expect("Review src/.")
+transcript.read()
+(root / "codex").mkdir()
+os.mkfifo(root / "codex" / f"rollout-2026-12-01T10-00-00-{session}.jsonl")  # a codex session file, a FIFO
+assert find_session(root / "codex", "rollout-*.jsonl", time.time() - 60, "c1") is None
+print("read")
+"""
+
+
+def test_a_transcript_or_session_file_an_agent_made_a_fifo_blocks_nothing(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", FIFO_READS, str(tmp_path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0 and "read" in done.stdout, done.stderr
