@@ -386,7 +386,11 @@ def _go(
 
 def command_logs(options: argparse.Namespace) -> int:
     temporal.settle_record(options)  # a Temporal run whose host died: its record, from Temporal
-    print_run(run_dir_of(options, options.run), sys.stdout)
+    run_dir = run_dir_of(options, options.run)
+    try:
+        print_run(run_dir, sys.stdout)
+    except (OSError, msgspec.DecodeError) as error:  # a record file torn, or not a file (a FIFO an agent put there)
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
     return 0
 
 

@@ -186,3 +186,25 @@ def test_awf_continue_says_the_sandbox_and_budget_it_keeps_from_the_record_befor
         text=True, timeout=90, check=False,
     )  # fmt: skip
     assert "the budget on record" not in given.stderr
+
+
+def test_a_record_file_an_agent_made_a_fifo_or_a_device_hangs_no_awf_command(tmp_path):
+    """A FIFO as one run's run.json (its open would block for good), /dev/zero as another's (never ends)."""
+    import os
+    import subprocess
+    import sys
+
+    runs = tmp_path / "runs"
+    for name, plant in (("fifo", lambda path: os.mkfifo(path)), ("zero", lambda path: path.symlink_to("/dev/zero"))):
+        record = runs / "wf" / f"20261201-000000-{name}"
+        record.mkdir(parents=True)
+        plant(record / "run.json")
+        (record / "turns.jsonl").symlink_to("/dev/zero")
+        (record / "attempts").mkdir()
+        plant(record / "attempts" / "1.json")
+    for command in (["ls"], ["logs", "20261201-000000-fifo"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentswf", *command, "--run-root", str(runs)], cwd=tmp_path, capture_output=True,
+            text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert "Traceback" not in done.stderr, (command, done.stderr)
