@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -90,16 +91,17 @@ def kept_lines(run_root: Path) -> list[str]:
             control = read_json(record).get("control")
         except (OSError, ValueError):
             continue
-        if isinstance(control, str):
+        if isinstance(control, str) and record.parent.name.isprintable():  # a name an agent gave: never an escape
             runs[str(Path(control).parent)] = record.parent.name
     lines = []
     for pane in kept_panes():
-        run = runs.get(pane.run_sockets)
+        run, agent, socket = runs.get(pane.run_sockets), shlex.quote(pane.agent), shlex.quote(pane.socket)
         if run is None:
-            where = f"tmux -S {pane.socket} attach -r"
-            lines.append(f"{pane.agent} ({pane.harness}, a run not under {run_root}): {where}; close: tmux -S {pane.socket} kill-server")
-        else:
-            lines.append(f"{run} {pane.agent} ({pane.harness}): awf attach {run} {pane.agent}; close: awf attach --close {run} {pane.agent}")
+            where = f"tmux -S {socket} attach -r"
+            lines.append(f"{agent} ({pane.harness}, a run not under {run_root}): {where}; close: tmux -S {socket} kill-server")
+        else:  # quoted: a command a person copies runs only what it says
+            run = shlex.quote(run)
+            lines.append(f"{run} {agent} ({pane.harness}): awf attach {run} {agent}; close: awf attach --close {run} {agent}")
     return ["", "Kept panes (the agent released: it can't answer the run):", *lines] if lines else []
 
 

@@ -33,6 +33,7 @@ from .runs import (
     run_dir_of,
     run_root_of,
 )
+from .shown import shown
 
 TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained
 STOP_WAIT_SECONDS = 30.0  # for the run to record its ending after `awf stop` (its cleanup is bounded at 10s)
@@ -219,7 +220,7 @@ def command_stop(options: argparse.Namespace) -> int:
 def event_line(event: Event) -> str:
     clock = time.strftime("%H:%M:%S", time.localtime(event.at))
     who = f"{event.agent}: " if event.agent else ""
-    return f"{clock} {who}{event.text}"
+    return shown(f"{clock} {who}{event.text}")  # what an agent wrote: shown, not obeyed by the terminal
 
 
 def _tail_words(options: argparse.Namespace) -> tuple[Path, str | None]:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..engine.records import read_json
+from ..engine.records import read_json, regular_bytes
 
 EventKind = Literal["turn-started", "turn-ended", "tool", "approval", "message", "read", "log", "run-ended"]
 MAX_EVENT_TEXT_CHARS = 200  # of a prompt, a message or a tool's input, in one event line
@@ -145,10 +145,10 @@ class Follower:
         path = self.run_dir / f"{log}.jsonl"
         offset = self._offsets.get(log, 0)
         try:
-            with path.open("rb") as file:
-                file.seek(offset)
-                data = file.read()
+            data = regular_bytes(path, offset)  # an agent can put a FIFO there: never blocked on
         except OSError:
+            return
+        if data is None:
             return
         end = data.rfind(b"\n") + 1  # a torn last line waits for the next poll
         self._offsets[log] = offset + end

@@ -3,6 +3,7 @@ each turn, each answer handed in, and each process refused on the run's sockets 
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -13,6 +14,7 @@ from ..engine.accounting import RunUsage, spend_lines, spend_text
 from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
 from ..engine.records import read_json, read_lines
 from ..harnesses.usage import Usage
+from .shown import shown as shown_text
 
 MAX_SHOWN_CHARS = 400
 MAX_SHOWN_LINES = 20
@@ -53,6 +55,13 @@ def _tool_lines(call: dict[str, Any]) -> str:
 
 
 def print_run(run_dir: Path, out: TextIO) -> None:
+    """The run's record as `awf logs` prints it, what its agents wrote shown, not obeyed (`shown`)."""
+    text = io.StringIO()
+    _print_run(run_dir, text)
+    out.write(shown_text(text.getvalue()))
+
+
+def _print_run(run_dir: Path, out: TextIO) -> None:
     info = read_json(run_dir / "run.json")
     output_path = run_dir / "output.json"
     output = read_json(output_path) if output_path.exists() else None

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
 from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of, was_on_temporal
+from .shown import shown
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -104,11 +105,17 @@ def _configure_progress(kind: ViewKind, budget: Budget | None) -> RunView:
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            _shown_fields,  # a line can carry what an agent wrote (wf.log of its answer): shown, not obeyed
             structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), sort_keys=False),
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
     return RunView(kind, budget=budget)
+
+
+def _shown_fields(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """A progress line's text fields with their control characters as escapes (`cli/shown.py`)."""
+    return {key: shown(value) if isinstance(value, str) else value for key, value in event.items()}
 
 
 async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_options: dict[str, Any]) -> RunResult | None:
@@ -326,6 +333,7 @@ def command_continue(options: argparse.Namespace) -> int:
             definition = load_workflow(options.file, options.workflow or read_json(run_dir / "run.json").get("workflow"))
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
+    _say_kept(run_dir, options)
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
                    "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
     options.view = _view_kind(options)
@@ -337,6 +345,23 @@ def command_continue(options: argparse.Namespace) -> int:
 def _refuse_temporal(run_dir: Path) -> None:
     if was_on_temporal(run_dir):
         raise UsageFailure(f"run {run_dir.name} ran on Temporal, where awf continue doesn't go on yet; start it anew with awf run")
+
+
+def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
+    """The sandbox and budget the continue keeps from the record, said first: whoever can write the
+    record can change them (none at all included), as `--sandbox` and `--budget` can't be."""
+    try:
+        attempts = read_attempts(run_dir)
+    except (OSError, msgspec.DecodeError, RecordRefused):
+        return  # the continue itself says why it can't go on
+    last = attempts[-1] if attempts else None
+    for given, name, kept, unset in (
+        (options.sandbox, "sandbox", last and last.sandbox, "none, its agents run unsandboxed"),
+        (options.budget, "budget", last and last.budget, "none, no limit"),
+    ):
+        if given is None:
+            said = msgspec.json.encode(kept).decode() if kept else unset
+            print(f"awf: the {name} on record: {said} (--{name} gives another)", file=sys.stderr)
 
 
 def _recorded_file(run_dir: Path) -> str:
@@ -390,7 +415,11 @@ def _go(
 
 def command_logs(options: argparse.Namespace) -> int:
     temporal.settle_record(options)  # a Temporal run whose host died: its record, from Temporal
-    print_run(run_dir_of(options, options.run), sys.stdout)
+    run_dir = run_dir_of(options, options.run)
+    try:
+        print_run(run_dir, sys.stdout)
+    except (OSError, msgspec.DecodeError) as error:  # a record file torn, or not a file (a FIFO an agent put there)
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
     return 0
 
 
@@ -425,7 +454,7 @@ def command_inbox(options: argparse.Namespace) -> int:
     for mail in response.value or []:
         sender = mail["sender"]
         kind = {"question": f" (a question: awf reply {sender} --as {options.key})", "reply": " (a reply)"}.get(mail["kind"], "")
-        print(f"from {sender}{kind}:\n{mail['text']}\n")
+        print(shown(f"from {sender}{kind}:\n{mail['text']}\n"))
     if not response.value:
         print("awf: no messages" + (f" within {options.wait}" if options.wait else ""), file=sys.stderr)
         return 1 if options.wait else 0

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from .outcomes import Usage
-from .records import LineLog, make_private_dirs, read_lines, sync_paths, write_whole
+from .records import LineLog, make_private_dirs, read_lines, regular_bytes, sync_paths, write_whole
 
 ATTEMPTS_VERSION = 1
 ATTEMPTS_DIR = "attempts"
@@ -102,6 +102,14 @@ class StageRecord(msgspec.Struct, kw_only=True):
     file_sha256: str | None = None
 
 
+def _read(path: Path) -> bytes:
+    """A record file's bytes; RecordRefused for one that isn't a regular file (a FIFO would block its reader)."""
+    data = regular_bytes(path)
+    if data is None:
+        raise RecordRefused(f"{path} is not a record (not a regular file)")
+    return data
+
+
 def _decode(path: Path, data: bytes, kind: type[Any]) -> Any:
     try:
         raw = msgspec.json.decode(data)
@@ -123,7 +131,7 @@ def read_attempts(run_dir: Path) -> list[AttemptRecord]:
     found = []
     for path in directory.glob("*.json"):
         if path.stem.isdigit():
-            record = _decode(path, path.read_bytes(), AttemptRecord)
+            record = _decode(path, _read(path), AttemptRecord)
             if record.n != int(path.stem):  # its number names the file the next attempt rewrites
                 raise RecordRefused(f"{path} is not attempt {path.stem}'s record: it says attempt {record.n}")
             found.append(record)
@@ -138,7 +146,7 @@ def read_stages(run_dir: Path) -> dict[str, StageRecord]:
         return {}
     records = {}
     for path in directory.glob("*.json"):
-        record = _decode(path, path.read_bytes(), StageRecord)
+        record = _decode(path, _read(path), StageRecord)
         if record.stage != path.stem:
             raise RecordRefused(f"{path} is not a stage's record: it names stage {record.stage!r}, not {path.stem!r}")
         records[record.stage] = record

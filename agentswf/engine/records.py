@@ -59,6 +59,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -294,10 +295,10 @@ def append_line(path: Path, record: Any) -> None:
 def read_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The records of a JSON-lines file, skipping any line that is torn or not an object."""
     try:
-        data = path.read_bytes()
+        data = regular_bytes(path)
     except FileNotFoundError:
         return
-    for raw in data.splitlines():
+    for raw in (data or b"").splitlines():
         try:
             record = msgspec.json.decode(raw)
         except msgspec.DecodeError:
@@ -307,7 +308,24 @@ def read_lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def read_json(path: Path) -> Any:
-    return msgspec.json.decode(path.read_bytes())
+    data = regular_bytes(path)
+    if data is None:
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return msgspec.json.decode(data)
+
+
+def regular_bytes(path: Path, offset: int = 0) -> bytes | None:
+    """The bytes of the regular file `path` from `offset`, None for anything else: the record can be
+    written by an agent, and a FIFO put there would block its reader for good, a device never end."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as file:
+            file.seek(offset)
+            return file.read()
+    finally:
+        os.close(descriptor)
 
 
 def find_run(run_root: Path, run: str | None) -> Path | None:

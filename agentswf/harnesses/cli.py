@@ -24,7 +24,7 @@ from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, is_
 from .capabilities import refusal
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Channel, Exited, open_in_group, run_in_group
-from .usage import Usage, UsageField, since
+from .usage import Usage, UsageField, since, sound
 
 STDERR_LINES_IN_REASON = 20
 OPERATION_HIDDEN_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
@@ -159,7 +159,7 @@ class CliHarness(Harness):
 
     def attempt_usage(self, session: str | None, reader: OutputReader) -> Usage | None:
         """The attempt's own usage, naming its model, with a cost where the CLI printed none."""
-        usage = self._own(session, reader.usage)
+        usage = self._own(session, sound(reader.usage))
         model = reader.model or self.model
         if usage is not None and model is not None:
             usage = msgspec.structs.replace(usage, model=model)
@@ -186,7 +186,7 @@ class CliHarness(Harness):
 
     def operation_usage(self, usage: Usage | None, model: str | None) -> Usage | None:
         """An operation's own usage, naming its model, with a cost where the CLI printed none."""
-        model = model or self.model
+        model, usage = model or self.model, sound(usage)
         if usage is not None and model is not None:
             usage = msgspec.structs.replace(usage, model=model)
         return estimate(usage, self.prices, input_counts_cache_reads=self.input_counts_cache_reads)

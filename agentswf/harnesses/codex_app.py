@@ -24,6 +24,7 @@ import msgspec
 
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
+from .base import is_session_id
 from .process import Channel
 from .usage import Usage
 
@@ -118,9 +119,9 @@ def _line(message: dict[str, Any]) -> bytes:
 
 
 def thread_of(notice: Notice) -> str | None:
-    """The thread a notification is about, where it names one."""
+    """The thread a notification is about, where it names one by an id of a thread's shape."""
     thread = notice.params.get("threadId")
-    return thread if isinstance(thread, str) else None
+    return thread if is_session_id(thread) else None  # a thread's id, short: notices of others are kept by it
 
 
 def usage_of(notice: Notice) -> Usage | None:

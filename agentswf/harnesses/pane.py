@@ -41,6 +41,7 @@ from .pane_codex import CODEX_TUI
 from .pane_keep import KeepPane, KeptPane, keep, kept_socket, should_keep
 from .pane_pi import PI_TUI
 from .pane_spec import StartupScreen, TuiSpec, find_session
+from .regular import read_regular
 from .tmux import TmuxServer, tmux_path
 
 POLL_SECONDS = 0.15  # between two reads of the screen
@@ -155,11 +156,8 @@ class ClaudeTranscript:
         path = self._path()
         if path is None:
             return
-        try:
-            with open(path, "rb") as file:
-                file.seek(self.offset)
-                data = file.read(TRANSCRIPT_READ_BYTES)
-        except OSError:
+        data = read_regular(path, TRANSCRIPT_READ_BYTES, offset=self.offset)  # a FIFO planted there never blocks
+        if data is None:
             return
         self.offset += len(data)
         *lines, rest = (self.partial + data).split(b"\n")

@@ -29,6 +29,7 @@ import msgspec
 
 from ..errors import HarnessError
 from .keeper import MARK_VARIABLE
+from .pane_kept_check import UNCHECKED, is_key, listener, parent_of, plain, read_record, started_for
 from .tmux import COMMAND_TIMEOUT_SECONDS, PANE_HEIGHT, PANE_WIDTH, WINDOW
 
 KeepPane = Literal["never", "on-failure", "always"]
@@ -103,20 +104,30 @@ def kept_panes() -> list[KeptPane]:
     """The kept panes whose server still runs, oldest first; the records of gone ones are removed."""
     found = []
     for record in sorted(kept_directory().glob("*.json")):
+        data = read_record(record, MAX_KEPT_RECORD_BYTES)  # a FIFO, a link to /dev/zero: not read
         try:
-            if record.stat().st_size > MAX_KEPT_RECORD_BYTES:
-                continue
-            pane = msgspec.json.decode(record.read_bytes(), type=KeptPane)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            pane = msgspec.json.decode(data or b"", type=KeptPane)
+        except (msgspec.DecodeError, msgspec.ValidationError):
             continue
-        if Path(pane.socket).parent != kept_directory():  # a record naming a socket elsewhere isn't one of ours
+        if not _as_written(pane):  # a record an agent wrote: nothing of it is printed, stopped or removed
             continue
-        if _live(pane.socket):
+        server = listener(pane.socket)
+        if server is None:
+            with contextlib.suppress(OSError):  # a directory planted by the socket's name stays
+                record.unlink(missing_ok=True)
+                Path(pane.socket).unlink(missing_ok=True)
+        elif started_for(server, pane.socket) and _live(pane.socket):
             found.append(pane)
-        else:
-            record.unlink(missing_ok=True)
-            Path(pane.socket).unlink(missing_ok=True)
     return sorted(found, key=lambda pane: pane.kept_at)
+
+
+def _as_written(pane: KeptPane) -> bool:
+    """Whether each of the record's fields has the shape `keep` writes: its socket the one its run and agent give."""
+    return (
+        plain(pane.socket, pane.agent, pane.harness, pane.run_sockets, pane.session, pane.cwd)
+        and is_key(pane.agent) and is_key(pane.harness) and Path(pane.run_sockets).is_absolute()
+        and pane.socket == str(kept_socket(Path(pane.run_sockets), pane.agent))
+    )
 
 
 def _tmux(socket: str, *args: str) -> str:
@@ -141,7 +152,14 @@ def _gone(pid: int) -> bool:
 def close_kept(pane: KeptPane) -> None:
     """Stop a kept pane's server and the TUI in it (its process group killed if it outlasts a
     grace after its hangup), and remove its record."""
-    leaders = [int(pid) for pid in _tmux(pane.socket, "list-panes", "-a", "-F", "#{pane_pid}").split() if pid.isdigit()]
+    server = listener(pane.socket)
+    if server is None or not started_for(server, pane.socket):  # gone, or a link to another tmux server
+        with contextlib.suppress(OSError):
+            Path(f"{pane.socket}.json").unlink(missing_ok=True)
+            Path(pane.socket).unlink(missing_ok=True)
+        return
+    listed = [int(pid) for pid in _tmux(pane.socket, "list-panes", "-a", "-F", "#{pane_pid}").split() if pid.isdigit()]
+    leaders = [pid for pid in listed if server == UNCHECKED or parent_of(pid) == server]  # the server's own children
     _tmux(pane.socket, "kill-server")  # each pane's program gets a hangup
     deadline = time.monotonic() + CLOSE_GRACE_SECONDS
     while not all(_gone(pid) for pid in leaders) and time.monotonic() < deadline:
@@ -150,5 +168,6 @@ def close_kept(pane: KeptPane) -> None:
         if not _gone(pid):
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)  # a pane's program leads its own process group
-    Path(f"{pane.socket}.json").unlink(missing_ok=True)
-    Path(pane.socket).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        Path(f"{pane.socket}.json").unlink(missing_ok=True)
+        Path(pane.socket).unlink(missing_ok=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .base import is_session_id
 from .cli import CliHarness
+from .regular import read_regular
 
 SESSION_FILES_SCANNED = 50  # at most, newest first, when looking for the session a prompt started
 SESSION_SCAN_BYTES = 4 * 1024 * 1024  # read at most this much of one session file
@@ -81,12 +82,8 @@ def find_session(directory: Path, pattern: str, since: float, needle: str) -> st
         return None
     wanted = needle.encode()
     for _, path in sorted(found, reverse=True)[:SESSION_FILES_SCANNED]:
-        try:
-            with open(path, "rb") as file:
-                data = file.read(SESSION_SCAN_BYTES)
-        except OSError:
-            continue
-        if wanted in data:
+        data = read_regular(path, SESSION_SCAN_BYTES)  # a FIFO an agent named as a session never blocks
+        if data is not None and wanted in data:
             match = _SESSION_FILE.search(path.name)
             if match is not None and is_session_id(match.group(1)):
                 return match.group(1)

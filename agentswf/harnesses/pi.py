@@ -13,7 +13,7 @@ import msgspec
 from ..errors import HarnessError
 from .base import Attempt, AttemptEnding, Operation, OperationResult
 from .cli import STDERR_LINES_IN_REASON, CliHarness, OutputReader
-from .usage import Usage, add_usage
+from .usage import Usage, add_usage, sound
 
 SESSION_FILE_SUFFIX = ".jsonl"  # how a session named by its file is told from one named by id
 MAX_RPC_LINES = 10_000  # lines read waiting for an rpc answer: a pi that writes more without one is given up on
@@ -41,13 +41,13 @@ class PiReader(OutputReader):
                 cost = usage.get("cost")
                 self.usage = add_usage(
                     self.usage,
-                    Usage(
+                    sound(Usage(  # each message's own: a forged negative one takes nothing off the others
                         input_tokens=usage.get("input"),
                         output_tokens=usage.get("output"),
                         cache_read_tokens=usage.get("cacheRead"),
                         cache_write_tokens=usage.get("cacheWrite"),
                         cost_usd=cost.get("total") if isinstance(cost, dict) else None,
-                    ),
+                    )),
                 )
             if message.get("role") == "assistant":
                 self.model = message.get("model") or self.model

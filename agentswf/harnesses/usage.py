@@ -6,6 +6,7 @@ adapters depend on nothing of the engine's.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import msgspec
@@ -27,6 +28,25 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     cost_usd: float | None = None
     model: str | None = None
     estimated: bool = False  # some of `cost_usd` is priced from tokens, not printed by the CLI
+
+
+def sound(usage: Usage | None) -> Usage | None:
+    """`usage` with each count that isn't a whole number of at least 0, and a cost that isn't a finite
+    number of at least 0, unknown. A CLI's output is hostile input (an agent's process can write to
+    it, through /proc): a negative spend would give a budget back, a string would break a sum."""
+    if usage is None:
+        return None
+
+    def count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    cost = usage.cost_usd
+    dollars = cost if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0 else None
+    return Usage(
+        count(usage.input_tokens), count(usage.output_tokens), count(usage.cache_read_tokens),
+        count(usage.cache_write_tokens), dollars, usage.model if isinstance(usage.model, str) else None,
+        usage.estimated is True,
+    )
 
 
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:

@@ -445,9 +445,12 @@ def _spent_before(run_dir: Path, attempts: list[AttemptRecord]) -> tuple[RunUsag
     when it doesn't read), and the seconds they ran: to their recorded end, or for one killed
     before it recorded it, to the end of its last turn."""
     try:
-        spent: RunUsage | None = msgspec.convert(read_json(run_dir / USAGE_FILE), RunUsage)
+        recorded = read_json(run_dir / USAGE_FILE)
+        spent: RunUsage | None = msgspec.convert(recorded, RunUsage)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         spent = None
+    if spent is not None and _below_zero(recorded):  # a spend of less than nothing would give the budget back
+        raise DefinitionError(f"run {run_dir.name}'s usage.json says it spent less than nothing: it isn't a record of spend")
     last_turn = {attempt.n: attempt.last_ended_at for attempt in spent.attempts} if spent is not None else {}
     seconds = 0.0
     for attempt in attempts:
@@ -455,6 +458,15 @@ def _spent_before(run_dir: Path, attempts: list[AttemptRecord]) -> tuple[RunUsag
         if ended is not None:
             seconds += max(0.0, ended - attempt.started_at)
     return spent, seconds
+
+
+def _below_zero(value: Any) -> bool:
+    """Whether a number below 0 is anywhere in `value` (JSON as decoded)."""
+    if isinstance(value, dict):
+        return any(_below_zero(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_below_zero(item) for item in value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and value < 0
 
 
 def _check_rerun(run_dir: Path, rerun: str, stages: dict[str, StageRecord], attempts: list[AttemptRecord]) -> None:

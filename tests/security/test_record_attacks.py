@@ -151,3 +151,60 @@ def test_a_forged_attempt_record_cant_choose_the_file_awf_continue_file_runs(tmp
     )  # fmt: skip
     assert named.returncode == 0, named.stderr
     assert not (tmp_path / "OWNED").exists()
+
+
+def test_awf_continue_says_the_sandbox_and_budget_it_keeps_from_the_record_before_it_runs(tmp_path):
+    """Whoever can write the record can take its budget (or sandbox) away: `awf continue` says what it
+    keeps of them, so a budget gone from the record is not gone silently; `--budget` given wins."""
+    import subprocess
+    import sys
+
+    write_flows(tmp_path)
+    (marks(tmp_path) / "fail").touch()
+    awf = [sys.executable, "-m", "agentswf"]
+    started = subprocess.run(
+        [*awf, "run", "flows.py", "--run-root", "runs", "--budget", "5usd", "--", "--dir", str(marks(tmp_path))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert started.returncode == 1, started.stderr
+    [attempt] = (tmp_path / "runs" / "three").glob("*/attempts/1.json")
+    kept = subprocess.run(
+        [*awf, "continue", "flows.py", "--run-root", "runs"], cwd=tmp_path, capture_output=True, text=True, timeout=90,
+        check=False,
+    )  # fmt: skip
+    assert 'awf: the budget on record: {"cost_usd":5.0' in kept.stderr, kept.stderr
+    assert "awf: the sandbox on record: none, its agents run unsandboxed" in kept.stderr
+    [attempt] = sorted((tmp_path / "runs" / "three").glob("*/attempts/[0-9].json"))[-1:]
+    attempt.write_text(json.dumps({**json.loads(attempt.read_text()), "budget": None}))  # an agent took it away
+    forged = subprocess.run(
+        [*awf, "continue", "flows.py", "--run-root", "runs"], cwd=tmp_path, capture_output=True, text=True, timeout=90,
+        check=False,
+    )  # fmt: skip
+    assert "awf: the budget on record: none, no limit (--budget gives another)" in forged.stderr, forged.stderr
+    given = subprocess.run(
+        [*awf, "continue", "flows.py", "--run-root", "runs", "--budget", "5usd"], cwd=tmp_path, capture_output=True,
+        text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert "the budget on record" not in given.stderr
+
+
+def test_a_record_file_an_agent_made_a_fifo_or_a_device_hangs_no_awf_command(tmp_path):
+    """A FIFO as one run's run.json (its open would block for good), /dev/zero as another's (never ends)."""
+    import os
+    import subprocess
+    import sys
+
+    runs = tmp_path / "runs"
+    for name, plant in (("fifo", lambda path: os.mkfifo(path)), ("zero", lambda path: path.symlink_to("/dev/zero"))):
+        record = runs / "wf" / f"20261201-000000-{name}"
+        record.mkdir(parents=True)
+        plant(record / "run.json")
+        (record / "turns.jsonl").symlink_to("/dev/zero")
+        (record / "attempts").mkdir()
+        plant(record / "attempts" / "1.json")
+    for command in (["ls"], ["logs", "20261201-000000-fifo"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentswf", *command, "--run-root", str(runs)], cwd=tmp_path, capture_output=True,
+            text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert "Traceback" not in done.stderr, (command, done.stderr)
