@@ -48,7 +48,7 @@ LOGO = """ ▐▛███▛█   Claude Code v2.1.332
 
 READY = f"""{LOGO}
 {RULE}
-❯ 
+❯
 {RULE}
   ⏸ manual mode on · ? for shortcuts · ← for agents
 """
@@ -72,12 +72,12 @@ BUSY = f"""{LOGO}
 · Percolating…
 
 {RULE}
-❯ 
+❯
 {RULE}
   ⏸ manual mode on · esc to interrupt · ← for agents
 """
 
-TRUST_OVER_READY = READY.replace(f"{RULE}\n❯ \n", TRUST + f"{RULE}\n  \n", 1)  # drawn over the prompt, late
+TRUST_OVER_READY = READY.replace(f"{RULE}\n❯\n", TRUST + f"{RULE}\n\n", 1)  # drawn over the prompt, late
 
 
 def test_the_trust_and_api_key_menus_are_startup_screens_whose_selected_line_is_read():
