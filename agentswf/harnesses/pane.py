@@ -39,7 +39,7 @@ from .cli import CliHarness
 from .pane_codex import CODEX_TUI
 from .pane_keep import KeepPane, KeptPane, keep, kept_socket, should_keep
 from .pane_pi import PI_TUI
-from .pane_screen import found, input_box, selected, startup_screen, takes_input
+from .pane_screen import found, input_box, selected, startup_screen, takes_input, unsent
 from .pane_spec import StartupScreen, TuiSpec, find_session, session_file
 from .pane_usage import file_size, usage_since
 from .tmux import TmuxServer, tmux_path
@@ -437,16 +437,6 @@ class PaneHarness(Harness):
             await anyio.sleep(POLL_SECONDS)
             await server.keys("Enter")
 
-    def _unsent(self, screen: str, since: float, now: float) -> str | None:
-        """What to do about a prompt with no user row yet, `since` it was last put in: "type" it again (the
-        input box empty: it was lost), press "Enter" again (it sits in the box), or nothing (None) yet."""
-        if not self.tui.boxed or now - since < RETYPE_SECONDS:
-            return None
-        if found(screen, self.tui.busy) is not None or startup_screen(screen, self.tui) is not None:
-            return None
-        box = input_box(screen, self.tui.cursor)
-        return None if box is None else "Enter" if box else "type"
-
     async def _turn(self, prompt: str, received: Callable[[], None] | None) -> AttemptEnding:
         """Deliver `prompt`, then watch until the TUI is idle again, blocked, or gone."""
         server = self.server
@@ -486,7 +476,8 @@ class PaneHarness(Harness):
                     if startup is not None:  # drawn over the prompt after it was ready: answered, the prompt typed again
                         await self._choose(startup)
                         sent = 0.0
-                    redo = self._unsent(screen, sent, anyio.current_time()) if tries < DELIVERY_TRIES else None
+                    waited = anyio.current_time() - sent
+                    redo = unsent(screen, self.tui) if tries < DELIVERY_TRIES and waited >= RETYPE_SECONDS else None
                     if redo is not None:
                         log.info("the prompt has no user row: put in again", agent=self.name, redo=redo, tries=tries)
                         await (self._deliver(prompt) if redo == "type" else server.keys("Enter"))

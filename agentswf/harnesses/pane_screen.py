@@ -11,6 +11,7 @@ once the box shows it.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from .pane_spec import StartupScreen, TuiSpec
 
@@ -56,3 +57,13 @@ def takes_input(screen: str, tui: TuiSpec) -> bool:
     if found(screen, tui.ready) is None or startup_screen(screen, tui) is not None:
         return False
     return not tui.boxed or input_box(screen, tui.cursor) == ""
+
+
+def unsent(screen: str, tui: TuiSpec) -> Literal["type", "Enter"] | None:
+    """What to do about a prompt put in a while ago that has no user row yet: "type" it again (the input
+    box is empty: it was lost), press "Enter" again (it sits in the box), or nothing yet (None: the TUI
+    is busy, a startup screen is up, or its box can't be read)."""
+    if not tui.boxed or found(screen, tui.busy) is not None or startup_screen(screen, tui) is not None:
+        return None
+    box = input_box(screen, tui.cursor)
+    return None if box is None else "Enter" if box else "type"

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentswf.harnesses.pane import CLAUDE_TUI, TUIS
-from agentswf.harnesses.pane_screen import input_box, selected, startup_screen, takes_input
+from agentswf.harnesses.pane_screen import input_box, selected, startup_screen, takes_input, unsent
 
 RULE = "─" * 120
 
@@ -112,3 +112,12 @@ def test_no_screen_crashes_the_rules(screen):
         takes_input(screen, tui)
         input_box(screen, tui.cursor)
         selected(screen, tui.cursor)
+
+
+def test_a_prompt_with_no_user_row_is_typed_again_if_lost_and_sent_again_if_it_sits_in_the_box():
+    assert unsent(READY, CLAUDE_TUI) == "type"  # the box empty: the keys were dropped
+    assert unsent(TYPED, CLAUDE_TUI) == "Enter"  # in the box: its Enter was lost
+    assert unsent(BUSY, CLAUDE_TUI) is None  # working on it: its row will come
+    assert unsent(TRUST_OVER_READY, CLAUDE_TUI) is None  # the startup screen is answered first
+    assert unsent(LOGO, CLAUDE_TUI) is None
+    assert all(unsent(READY, tui) is None for tui in (TUIS["codex"], TUIS["pi"]))  # no box to read: never again
