@@ -12,6 +12,9 @@ received once an assistant row descends from it, and the turn over once claude w
 and pi confirm nothing: a turn is over when the screen is still and not busy, and the turn
 nudges once. An attempt that is cancelled (the deadline, the run stopping) takes the pane
 down with everything in it; the next attempt starts it again on the same session.
+Reading the screen is pane_screen.py's (a lagging TUI drops and draws keys late: a key goes
+only to a still screen, a prompt is put in again when it has no user row); what a turn spent
+is read from the session file the TUI writes (pane_usage.py).
 
 Everything on the screen and in the transcript comes from the agent's side: it is read
 as text, bounded, and only ever matched against fixed markers.
