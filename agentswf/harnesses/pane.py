@@ -12,6 +12,9 @@ received once an assistant row descends from it, and the turn over once claude w
 and pi confirm nothing: a turn is over when the screen is still and not busy, and the turn
 nudges once. An attempt that is cancelled (the deadline, the run stopping) takes the pane
 down with everything in it; the next attempt starts it again on the same session.
+Reading the screen is pane_screen.py's (a lagging TUI drops and draws keys late: a key goes
+only to a still screen, a prompt is put in again when it has no user row); what a turn spent
+is read from the session file the TUI writes (pane_usage.py).
 
 Everything on the screen and in the transcript comes from the agent's side: it is read
 as text, bounded, and only ever matched against fixed markers.
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -40,9 +42,12 @@ from .cli import CliHarness
 from .pane_codex import CODEX_TUI
 from .pane_keep import KeepPane, KeptPane, keep, kept_socket, should_keep
 from .pane_pi import PI_TUI
-from .pane_spec import StartupScreen, TuiSpec, find_session
+from .pane_screen import found, input_box, selected, startup_screen, takes_input, unsent
+from .pane_spec import StartupScreen, TuiSpec, find_session, session_file
+from .pane_usage import file_size, usage_since
 from .regular import read_regular
 from .tmux import TmuxServer, tmux_path
+from .usage import Usage
 
 POLL_SECONDS = 0.15  # between two reads of the screen
 IDLE_STILL_SECONDS = 1.5  # an unchanged screen with no busy marker for this long is idle
@@ -54,6 +59,12 @@ TRANSCRIPT_READ_BYTES = 4 * 1024 * 1024  # read at most this much of the transcr
 TURN_END_SUBTYPE = "turn_duration"  # claude's `system` row at the end of each turn (2.1.332)
 CLAUDE_SETTLE_SECONDS = 1.0  # its prompt drawn this long before typing: typed at once, 1 prompt in 9 was lost
 MENU_MOVES = 10  # arrow presses at most, to reach a startup screen's choice
+MENU_STILL_SECONDS = 0.5  # a menu is read only once its screen has not changed for this long
+MENU_STILL_MAX_SECONDS = 5.0  # but no longer than this (an animated screen never stops changing)
+KEY_SHOWN_SECONDS = 3.0  # for a key's effect to show; a key with none by then was dropped, and is pressed again
+TYPED_SHOWN_SECONDS = 5.0  # for a typed prompt to show in the input box; not shown by then: typed again
+RETYPE_SECONDS = 8.0  # after Enter, the box empty, no user row for this long: the prompt was lost, typed again
+DELIVERY_TRIES = 3  # times a prompt is typed at most
 log = structlog.get_logger("agentswf.panes")
 PANE_SOCKET_PREFIX = "t"  # then a digest of the agent's key: `awf attach` finds it from the key
 
@@ -77,6 +88,14 @@ def claude_launch(cli: CliHarness, session: str | None) -> tuple[list[str], str 
     return argv + list(cli.args), chosen
 
 
+def claude_sessions(env: Mapping[str, str]) -> tuple[Path, str]:
+    return claude_config(env) / "projects", "*/*.jsonl"
+
+
+def claude_config(env: Mapping[str, str]) -> Path:
+    return Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", os.path.expanduser("~"))) / ".claude")
+
+
 CLAUDE_TUI = TuiSpec(
     startup=(
         StartupScreen("Yes, I trust this folder", "Yes, I trust this folder"),
@@ -91,6 +110,8 @@ CLAUDE_TUI = TuiSpec(
     confirms_delivery=True,
     launch=claude_launch,
     settle=CLAUDE_SETTLE_SECONDS,
+    sessions=claude_sessions,
+    boxed=True,
 )
 
 TUIS: dict[str, TuiSpec] = {"claude": CLAUDE_TUI, "codex": CODEX_TUI, "pi": PI_TUI}
@@ -104,21 +125,6 @@ def tui_refusal(harness: str) -> str | None:
 def screen_tail(screen: str, lines: int = SCREEN_LINES_IN_REASON) -> str:
     kept = [line.rstrip() for line in screen.splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
-
-
-_NUMBERED = re.compile(r"^\d+\.\s+")
-
-
-def selected(screen: str, cursor: str) -> str | None:
-    """The label of the menu line the `cursor` is on (its number dropped), if the screen shows a menu."""
-    for line in screen.splitlines():
-        if cursor in line:
-            return _NUMBERED.sub("", line.split(cursor, 1)[1].strip())
-    return None
-
-
-def _found(screen: str, markers: tuple[str, ...]) -> str | None:
-    return next((marker for marker in markers if marker in screen), None)
 
 
 class ClaudeTranscript:
@@ -279,6 +285,8 @@ class PaneHarness(Harness):
                     return AttemptResult(failed, session=self.session)
             elif attempt.started is not None:
                 attempt.started(self._keeper_pid())
+            begun = self._session_file(attempt)
+            begun_at = file_size(begun)  # where this turn's rows begin (no file yet: 0)
             ending = await self._turn(attempt.prompt, attempt.received)
         except BaseException:
             self._learn_session(attempt)
@@ -287,7 +295,20 @@ class PaneHarness(Harness):
         self._learn_session(attempt)
         if ending.kind != "exited":
             await self._stop()
-        return AttemptResult(ending, session=self.session)
+        return AttemptResult(ending, session=self.session, usage=self._usage(attempt, begun, begun_at))
+
+    def _session_file(self, attempt: Attempt) -> Path | None:
+        if self.session is None or self.tui.sessions is None:
+            return None
+        directory, pattern = self.tui.sessions(self.cli.env(attempt))
+        return session_file(directory, pattern, self.session)
+
+    def _usage(self, attempt: Attempt, begun: Path | None, begun_at: int) -> Usage | None:
+        """What the turn spent, from the rows its session file gained (all of a file begun since); priced
+        where the CLI gives no cost."""
+        path = self._session_file(attempt)
+        usage = usage_since(path, begun_at if path == begun else 0)
+        return self.cli.operation_usage(usage, usage.model if usage is not None else None)
 
     def _keeper_pid(self) -> int:
         assert self.server is not None and self.server.keeper is not None
@@ -317,9 +338,8 @@ class PaneHarness(Harness):
         self.launched = time.time()
         await self.server.open_window(self.argv(attempt), attempt.cwd)
         if self.tui.confirms_delivery:
-            config = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", os.path.expanduser("~"))) / ".claude")
             assert self.session is not None
-            self.transcript = ClaudeTranscript(config, self.session)
+            self.transcript = ClaudeTranscript(claude_config(env), self.session)
         return await self._past_startup()
 
     async def _past_startup(self) -> AttemptEnding | None:
@@ -332,16 +352,16 @@ class PaneHarness(Harness):
                 screen = await server.screen()
                 if await server.dead():
                     return AttemptEnding("failed", reason=f"{self.name} exited as it started:\n{screen_tail(screen)}")
-                login = _found(screen, self.tui.login)
+                login = found(screen, self.tui.login)
                 if login is not None:
                     return AttemptEnding(
                         "failed", reason=f"{self.name} isn't logged in ({login!r} on its screen)\n{self.cli.login_hint}"
                     )
-                startup = next((s for s in self.tui.startup if s.marker in screen), None)
+                startup = startup_screen(screen, self.tui)
                 if startup is not None:
                     await self._choose(startup)
                     ready_since = None
-                elif _found(screen, self.tui.ready) is None:
+                elif not takes_input(screen, self.tui):
                     ready_since = None
                 elif ready_since is None:
                     ready_since = anyio.current_time()
@@ -353,20 +373,70 @@ class PaneHarness(Harness):
             retryable=True,
         )
 
-    async def _choose(self, startup: StartupScreen) -> None:
-        """Move the menu's cursor to the screen's choice, and take it."""
+    async def _still_screen(self) -> str:
+        """The screen once it has stopped changing (a menu's last key drawn), or as it is after a while."""
         server = self.server
         assert server is not None
-        for _ in range(MENU_MOVES):
-            choice = selected(await server.screen(), self.tui.cursor) or ""
-            if choice.startswith(startup.choice):
-                await server.keys("Enter")
+        screen, since = await server.screen(), anyio.current_time()
+        with anyio.move_on_after(MENU_STILL_MAX_SECONDS):
+            while anyio.current_time() - since < MENU_STILL_SECONDS:
                 await anyio.sleep(POLL_SECONDS)
+                now = await server.screen()
+                if now != screen:
+                    screen, since = now, anyio.current_time()
+        return screen
+
+    async def _press(self, key: str, before: str) -> str:
+        """Press `key` on screen `before`, and wait for its effect to show (the screen changing); the screen then."""
+        server = self.server
+        assert server is not None
+        await server.keys(key)
+        screen = before
+        with anyio.move_on_after(KEY_SHOWN_SECONDS):
+            while screen == before:
+                await anyio.sleep(POLL_SECONDS)
+                screen = await server.screen()
+        return screen
+
+    async def _choose(self, startup: StartupScreen) -> None:
+        """Move the menu's cursor to the screen's choice, and take it.
+
+        Each key goes to a screen that has stopped changing, the next only once the last one's
+        effect shows: a lagging TUI draws a key late, and a key pressed on a stale screen could
+        move past the choice (claude's trust menu wraps to "No, exit") or confirm the next menu."""
+        for _ in range(MENU_MOVES):
+            screen = await self._still_screen()
+            if startup.marker not in screen:
+                return  # gone: taken, or the TUI moved on
+            choice = selected(screen, self.tui.cursor) or ""
+            if choice.startswith(startup.choice):
+                await self._press("Enter", screen)
                 return
             # menus here list the choice below or above: try down first, then wrap around
-            await server.keys("Down")
-            await anyio.sleep(POLL_SECONDS)
+            await self._press("Down", screen)
         raise HarnessError(f"{self.name}'s startup screen {startup.marker!r} offered no {startup.choice!r}")
+
+    async def _deliver(self, prompt: str) -> None:
+        """Put `prompt` in and press Enter. Where the input box can be read (claude's), Enter waits for the
+        box to show the prompt, and isn't pressed if it never does (a lagging TUI dropped the keys, or a
+        startup screen came up over the box): the turn then types it again (`_lost`)."""
+        server = self.server
+        assert server is not None
+        if not self.tui.typed:
+            await server.paste(prompt)
+        else:
+            await server.type(prompt)
+        shown = not self.tui.boxed
+        with anyio.move_on_after(TYPED_SHOWN_SECONDS):
+            while not shown:
+                screen = await server.screen()
+                if startup_screen(screen, self.tui) is not None:
+                    return  # Enter here would take the screen's default (claude's trust menu: "No, exit")
+                shown = bool(input_box(screen, self.tui.cursor))
+                await anyio.sleep(POLL_SECONDS)
+        if shown:
+            await anyio.sleep(POLL_SECONDS)
+            await server.keys("Enter")
 
     async def _turn(self, prompt: str, received: Callable[[], None] | None) -> AttemptEnding:
         """Deliver `prompt`, then watch until the TUI is idle again, blocked, or gone."""
@@ -374,13 +444,9 @@ class PaneHarness(Harness):
         assert server is not None
         if self.transcript is not None:
             self.transcript.expect(prompt)
-        if self.tui.typed:
-            await server.type(prompt)
-        else:
-            await server.paste(prompt)
-        await anyio.sleep(POLL_SECONDS)
-        await server.keys("Enter")
-        delivered = anyio.current_time()
+        await self._deliver(prompt)
+        delivered = sent = anyio.current_time()
+        tries = 1
         last, still_since = "", anyio.current_time()
         while True:
             await anyio.sleep(POLL_SECONDS)
@@ -391,11 +457,11 @@ class PaneHarness(Harness):
             still = now - still_since >= IDLE_STILL_SECONDS
             if await server.dead():
                 return AttemptEnding("failed", reason=f"{self.name} exited in its pane:\n{screen_tail(screen)}")
-            login = _found(screen, self.tui.login)
+            login = found(screen, self.tui.login)
             if login is not None:
                 reason = f"{self.name} isn't logged in ({login!r} on its screen)\n{self.cli.login_hint}"
                 return AttemptEnding("failed", reason=reason)
-            blocked = _found(screen, self.tui.blocked)
+            blocked = found(screen, self.tui.blocked)
             if blocked is not None and still:
                 return AttemptEnding("blocked", reason=f"{self.name} is held by a prompt on its screen:\n{screen_tail(screen)}")
             transcript = self.transcript
@@ -404,19 +470,29 @@ class PaneHarness(Harness):
                 if not transcript.accepted:
                     if now - delivered > DELIVERY_ACCEPT_SECONDS:
                         return AttemptEnding(
-                            "failed", reason=f"{self.name} didn't take the prompt within {DELIVERY_ACCEPT_SECONDS:g} s:\n"
-                            f"{screen_tail(screen)}", retryable=True,
+                            "failed", reason=f"{self.name} didn't take the prompt within {DELIVERY_ACCEPT_SECONDS:g} s "
+                            f"(typed {tries} times):\n{screen_tail(screen)}", retryable=True,
                         )
+                    startup = startup_screen(screen, self.tui)
+                    if startup is not None:  # drawn over the prompt after it was ready: answered, the prompt typed again
+                        await self._choose(startup)
+                        sent = 0.0
+                    waited = anyio.current_time() - sent
+                    redo = unsent(screen, self.tui) if tries < DELIVERY_TRIES and waited >= RETYPE_SECONDS else None
+                    if redo is not None:
+                        log.info("the prompt has no user row: put in again", agent=self.name, redo=redo, tries=tries)
+                        await (self._deliver(prompt) if redo == "type" else server.keys("Enter"))
+                        tries, sent = tries + 1, anyio.current_time()
                     continue
                 if not transcript.received:
                     continue
                 if received is not None:
                     received()
                     received = None
-                if transcript.finished and _found(screen, self.tui.busy) is None:
+                if transcript.finished and found(screen, self.tui.busy) is None:
                     return AttemptEnding("exited")
                 continue
-            if still and _found(screen, self.tui.busy) is None and _found(screen, self.tui.ready) is not None:
+            if still and found(screen, self.tui.busy) is None and found(screen, self.tui.ready) is not None:
                 return AttemptEnding("exited")
 
     async def _stop(self) -> None:

@@ -54,11 +54,22 @@ class TuiSpec:
     launch: Launch
     cursor: str = "❯"  # what marks the selected line of its menus
     settle: float = 0.0  # seconds its ready screen must last: a startup screen may come up over it
-    sessions: SessionStore | None = None  # where to find the session it chose, when it chooses its own id
+    sessions: SessionStore | None = None  # its session files: where to find the one it chose, and its usage
+    boxed: bool = False  # its input box is drawn between two rules, so what it holds can be read
 
 
 def home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or os.path.expanduser("~"))
+
+
+def session_file(directory: Path, pattern: str, session: str) -> Path | None:
+    """The session file of `session` (a UUID in its name) under `directory`, if it is written yet."""
+    if not is_session_id(session):
+        return None
+    try:
+        return next((path for path in directory.glob(pattern) if path.name.endswith(f"{session}.jsonl")), None)
+    except OSError:
+        return None
 
 
 def find_session(directory: Path, pattern: str, since: float, needle: str) -> str | None:

@@ -117,6 +117,9 @@ async def test_a_turn_in_a_pane_is_answered_and_nothing_is_left(tmp_path):
     assert turn["outcome"] == {"kind": "answered", "value": {"verdict": "approve"}}, turn
     assert turn["session"]
     assert not alive(server_pid(tmp_path))
+    usage = turn["usage"]  # from the transcript: 3 responses (2 commands, the last words) of 100 in, 20 out
+    assert (usage["input_tokens"], usage["output_tokens"], usage["model"]) == (300, 60, "claude-opus-5-5"), usage
+    assert result.usage.total.output_tokens == 60 and result.usage.turns == 1  # the Ledger counts it
 
 
 async def test_the_pane_is_kept_across_turns(tmp_path):

@@ -103,6 +103,10 @@ async def test_a_turn_in_a_pane_is_answered_and_the_pane_kept_across_turns(cli, 
     assert second["outcome"]["kind"] == "answered", second
     assert first["session"] and first["session"] == second["session"]  # found in its session file, resumed
     assert len(set((tmp_path / "tmux.env").read_text().splitlines())) == 1  # one server for both turns
+    for turn in (first, second):  # from its session file: each response 100 in, 20 out, the turn's own only
+        usage = turn["usage"]
+        assert usage["output_tokens"] in (40, 60) and usage["input_tokens"] == 5 * usage["output_tokens"], usage
+    assert result.usage.total.output_tokens == first["usage"]["output_tokens"] + second["usage"]["output_tokens"]
     nothing_left(tmp_path)
 
 
