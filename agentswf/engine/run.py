@@ -28,11 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 
 from ..actors import Actor, ActorRef, Supervisor, Tracer, handler
 from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
+from ..harnesses.pane_keep import keep_kept
 from ..harnesses.process import watched
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
@@ -242,4 +244,6 @@ async def run_actors(
                 )
     finally:
         remove_run_dir(sockets)
+        with anyio.CancelScope(shield=True):
+            await keep_kept(sockets)  # its agents' kept panes, now nothing of the run is there to reach
 

@@ -40,7 +40,7 @@ from .base import Attempt, AttemptEnding, AttemptResult, Harness
 from .capabilities import refusal
 from .cli import CliHarness
 from .pane_codex import CODEX_TUI
-from .pane_keep import KeepPane, KeptPane, keep, kept_socket, should_keep
+from .pane_keep import KeepPane, KeptPane, keep_when_run_ends, kept_socket, should_keep
 from .pane_pi import PI_TUI
 from .pane_screen import found, input_box, selected, startup_screen, takes_input, unsent
 from .pane_spec import StartupScreen, TuiSpec, find_session, session_file
@@ -514,8 +514,5 @@ class PaneHarness(Harness):
             str(kept_socket(run_sockets, attempt.agent)), attempt.agent, self.name, str(run_sockets), self.session,
             str(attempt.cwd), time.time(),
         )
-        try:
-            await keep(self.tmux, pane, argv, env)
-        except (HarnessError, OSError, TimeoutError) as error:
-            log.warning("the pane could not be kept", agent=attempt.agent, error=str(error))
+        keep_when_run_ends(self.tmux, pane, argv, env)
 

@@ -2,8 +2,9 @@
 
 When the agent closes (its run ends, or it is stopped) and its policy says so ("always", or
 "on-failure" when its last turn wasn't answered), everything of the run's pane is stopped as
-usual, and its TUI is started again on the same session in a tmux server of its own, outside
-the run: no keeper, no run mark, no `wfa` and no agent socket in its environment, so it is
+usual; once the run has ended (`keep_when_run_ends`: its operator socket gone, so nothing in
+the pane can approve or answer as a person), its TUI is started again on the same session in a
+tmux server of its own, outside the run: no keeper, no run mark, no `wfa` and no agent socket in its environment, so it is
 released from the run and can't answer it. The person reads the conversation there, or goes
 on with it as their own session. The server's socket and a small record of it
 (`<socket>.json`) are in `/tmp/agentswf-panes-<uid>/` (mode 0700); `awf ls` lists the
@@ -26,11 +27,14 @@ from typing import Literal
 
 import anyio
 import msgspec
+import structlog
 
 from ..errors import HarnessError
 from .keeper import MARK_VARIABLE
 from .pane_kept_check import UNCHECKED, is_key, listener, parent_of, plain, read_record, started_for
 from .tmux import COMMAND_TIMEOUT_SECONDS, PANE_HEIGHT, PANE_WIDTH, WINDOW
+
+log = structlog.get_logger("agentswf.panes")
 
 KeepPane = Literal["never", "on-failure", "always"]
 KEEP_PANE_CHOICES: tuple[KeepPane, ...] = ("never", "on-failure", "always")
@@ -76,6 +80,24 @@ def released_env(env: Mapping[str, str]) -> dict[str, str]:
         name: value for name, value in env.items()
         if name != MARK_VARIABLE and not name.startswith(RELEASED_PREFIXES)
     }  # fmt: skip
+
+
+_to_keep: dict[str, list[tuple[str, KeptPane, tuple[str, ...], dict[str, str]]]] = {}  # by run_sockets
+
+
+def keep_when_run_ends(tmux: str, pane: KeptPane, argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Keep `pane` once its run has ended (`keep_kept`), not before: a pane started beside a live
+    run, under no keeper and no mark, would reach its operator socket as a person."""
+    _to_keep.setdefault(pane.run_sockets, []).append((tmux, pane, tuple(argv), dict(env)))
+
+
+async def keep_kept(run_sockets: Path) -> None:
+    """The run whose sockets were in `run_sockets` has ended: start the panes its agents keep."""
+    for tmux, pane, argv, env in _to_keep.pop(str(run_sockets), []):
+        try:
+            await keep(tmux, pane, argv, env)
+        except (HarnessError, OSError, TimeoutError) as error:
+            log.warning("the pane could not be kept", agent=pane.agent, error=str(error))
 
 
 async def keep(tmux: str, pane: KeptPane, argv: Sequence[str], env: Mapping[str, str]) -> None:

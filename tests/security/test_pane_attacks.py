@@ -163,11 +163,9 @@ open(out, "wb").write(data)
 
 @needs_tmux
 @pytest.mark.anyio
-@pytest.mark.xfail(strict=True, reason=(
-    "open: a kept pane starts when its agent closes, while the run may go on; its programs are under no keeper "
-    "and carry no run mark, so the operator socket takes them for a person (docs/guide/security.md)"
-))
 async def test_a_kept_panes_program_cant_approve_a_call_of_the_run_going_on(kept_root, tmp_path):
+    """A pane kept as its agent closes mid-run starts only once the run has ended: its program,
+    under no keeper and no mark, would otherwise reach the live run's operator socket as a person."""
     from functools import partial
 
     import anyio
@@ -175,7 +173,7 @@ async def test_a_kept_panes_program_cant_approve_a_call_of_the_run_going_on(kept
     from agentswf import tool
     from agentswf.engine.records import read_json
     from agentswf.harnesses.keeper import MARK_VARIABLE
-    from agentswf.harnesses.pane_keep import keep
+    from agentswf.harnesses.pane_keep import kept_panes, keep_when_run_ends
 
     from ..harnesses.kit import N, run_wf, shell_agent
 
@@ -194,22 +192,23 @@ async def test_a_kept_panes_program_cant_approve_a_call_of_the_run_going_on(kept
             with anyio.fail_after(15):
                 while not (pending := await wf.approvals.pending()):
                     await anyio.sleep(0.02)
-            sockets = Path(control).parent  # b closes, its pane kept: started again as PaneHarness.close does
+            sockets = Path(control).parent  # b closes, its pane kept, as PaneHarness.close does
             pane = KeptPane(str(kept_socket(sockets, "b")), "b", "claude", str(sockets), "s1", str(tmp_path), time.time())
             env = {**os.environ, MARK_VARIABLE: "the-run's-mark", "WFA": "/gone/wfa"}  # what keep releases it from
-            await keep(shutil.which("tmux") or "tmux", pane, [sys.executable, str(script), control, pending[0].call_id,
-                                                               str(answered)], env)
-            with anyio.move_on_after(10):
-                while not answered.exists():
-                    await anyio.sleep(0.05)
-            if [p.call_id for p in await wf.approvals.pending()] == [pending[0].call_id]:
-                await wf.approvals.reject(pending[0].call_id, reason="not by a kept pane")
+            keep_when_run_ends(shutil.which("tmux") or "tmux", pane, [sys.executable, str(script), control,
+                                                                      pending[0].call_id, str(answered)], env)
+            await anyio.sleep(1.0)
+            assert not answered.exists() and kept_panes() == []  # not started while the run goes on
+            await wf.approvals.reject(pending[0].call_id, reason="not by a kept pane")
         return "done"
 
     result = await run_wf(fn, tmp_path)
     assert result.outcome == "completed", result.reason
-    assert answered.exists()  # the kept pane's program reached the operator socket
-    assert deploys == [], answered.read_text()
+    with anyio.fail_after(10):
+        while not kept_panes():  # started now the run has ended
+            await anyio.sleep(0.05)
+    await anyio.sleep(1.0)  # its program tries the run's operator socket: gone with the run
+    assert deploys == [] and not answered.exists()
 
 
 # Run in a child with a timeout: before the fix, each of these blocked in open() for good (and,
