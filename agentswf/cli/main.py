@@ -418,6 +418,8 @@ def command_logs(options: argparse.Namespace) -> int:
     run_dir = run_dir_of(options, options.run)
     try:
         print_run(run_dir, sys.stdout)
+    except BrokenPipeError:
+        raise  # the reader went away (`awf logs | head`): not the record's fault
     except (OSError, msgspec.DecodeError) as error:  # a record file torn, or not a file (a FIFO an agent put there)
         raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
     return 0

@@ -186,7 +186,10 @@ def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
 
 
 async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool) -> Any:
-    from ..temporal.engine import connect
+    try:
+        from ..temporal.engine import connect
+    except ImportError:  # installed without the extra: said, not a traceback
+        raise UsageFailure(NEEDS_EXTRA) from None
 
     try:
         client = await connect(run["address"], run["namespace"])
