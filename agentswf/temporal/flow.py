@@ -50,7 +50,7 @@ from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_recor
 from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
-from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key
+from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.messaging import MessageRefused, end_key
@@ -123,11 +123,7 @@ class TemporalAgent:
         """As the local `Agent.run`: the turn's Turn, never raising for its outcome."""
         if self.closed:
             raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
-        if timeout is not None and deadline is not None:
-            raise DefinitionError("a turn takes a timeout or a deadline, not both")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise DefinitionError(f"agent {self.key}: a turn needs a prompt")
-        taught = _taught(schema)
+        taught = check_turn(self.key, prompt, schema, timeout, deadline)
         identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
         if id is not None and id in self._by_id:
             earlier, given = self._by_id[id]

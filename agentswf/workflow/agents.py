@@ -54,6 +54,17 @@ def check_key(key: str) -> str:
     return key
 
 
+def check_turn(key: str, prompt: object, schema: Any, timeout: Duration | None, deadline: object) -> Taught:
+    """What `agent.run` is given, checked (on every engine): its prompt text, one bound, its schema taught."""
+    if timeout is not None and deadline is not None:
+        raise DefinitionError("a turn takes a timeout or a deadline, not both")
+    if not isinstance(prompt, str):
+        raise DefinitionError(f"agent {key}: a turn's prompt is text (a str), not {type(prompt).__name__}")
+    if not prompt.strip():
+        raise DefinitionError(f"agent {key}: a turn needs a prompt")
+    return _taught(schema)
+
+
 def _taught(schema: Any) -> Taught:
     try:
         return Taught(str if schema is None else schema)
@@ -199,13 +210,7 @@ class Agent:
         the first one's Turn); `nudge=False` doesn't nudge an agent that ends silent.
         """
         self._check_usable("run")
-        if timeout is not None and deadline is not None:
-            raise DefinitionError("a turn takes a timeout or a deadline, not both")
-        if not isinstance(prompt, str):
-            raise DefinitionError(f"agent {self.key}: a turn's prompt is text (a str), not {type(prompt).__name__}")
-        if not prompt.strip():
-            raise DefinitionError(f"agent {self.key}: a turn needs a prompt")
-        taught = _taught(schema)
+        taught = check_turn(self.key, prompt, schema, timeout, deadline)
         identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
         if id is not None and id in self._by_id:
             earlier, given = self._by_id[id]
