@@ -8,7 +8,7 @@ cycle is ever admitted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -222,3 +222,26 @@ def check_purpose(purpose: str) -> str | None:
     if "\n" in purpose or len(purpose) > MAX_PURPOSE_CHARS:
         return f"a route's purpose is one line of at most {MAX_PURPOSE_CHARS} characters"
     return None
+
+
+def route_between(views: Iterable[RouteView], a: str, b: str) -> RouteView | None:
+    """The latest route between `a` and `b`, either way round."""
+    for view in reversed(list(views)):
+        if {view.sender, view.receiver} == {a, b}:
+            return view
+    return None
+
+
+def open_waits(questions: Iterable[QuestionView]) -> dict[str, str]:
+    """Who awaits whose reply: asker -> askee, for every open question."""
+    return {q.asker: q.askee for q in questions if q.open}
+
+
+def awaiting(questions: Iterable[QuestionView], key: str) -> QuestionView | None:
+    """The open question `key` asked and awaits the reply to."""
+    return next((q for q in questions if q.open and q.asker == key), None)
+
+
+def owed(questions: Iterable[QuestionView], askee: str, asker: str) -> QuestionView | None:
+    """The open question `askee` owes `asker` a reply to."""
+    return next((q for q in questions if q.open and q.askee == askee and q.asker == asker), None)

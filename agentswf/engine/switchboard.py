@@ -325,36 +325,21 @@ class Switchboard(Actor):
             if self.views[route_id].open:
                 self.views[route_id] = await ref.ask(CloseRoute())
 
-    def _route_between(self, a: str, b: str) -> RouteView | None:
-        for view in reversed(list(self.views.values())):
-            if {view.sender, view.receiver} == {a, b}:
-                return view
-        return None
-
     # Sending ------------------------------------------------------------------------
-
-    def _waits(self) -> dict[str, str]:
-        return {q.asker: q.askee for q in self.questions.values() if q.open}
-
-    def _awaiting(self, key: str) -> QuestionView | None:
-        return next((q for q in self.questions.values() if q.open and q.asker == key), None)
-
-    def _owed(self, askee: str, asker: str) -> QuestionView | None:
-        return next((q for q in self.questions.values() if q.open and q.askee == askee and q.asker == asker), None)
 
     @handler
     async def post(self, msg: Post) -> Posted | Refusal:
         sender = self.ends.get(msg.sender)
         peer = self.ends.get(msg.peer)
-        route = self._route_between(msg.sender, msg.peer) if peer is not None else None
+        route = mailrules.route_between(self.views.values(), msg.sender, msg.peer) if peer is not None else None
         if route is not None and self.closing:
             route = replace(route, open=False)
         size = len(msg.text.encode())
-        awaiting = self._awaiting(msg.sender)
+        awaiting = mailrules.awaiting(self.questions.values(), msg.sender)
         can_await = sender.can_await if sender is not None else False
         if msg.reply:
-            owed = self._owed(msg.sender, msg.peer)
-            waits = self._waits()
+            owed = mailrules.owed(self.questions.values(), msg.sender, msg.peer)
+            waits = mailrules.open_waits(self.questions.values())
             if owed is not None:
                 waits.pop(owed.asker, None)  # this reply answers it: asking back closes no loop
             refusal = mailrules.judge_reply(
@@ -385,7 +370,7 @@ class Switchboard(Actor):
                 question=msg.question,
                 awaiting=awaiting.askee if awaiting else None,
                 can_await=can_await,
-                waits=self._waits(),
+                waits=mailrules.open_waits(self.questions.values()),
                 peer_unread=len(peer.inbox) if peer is not None else 0,
             )
         if refusal is not None:
@@ -519,7 +504,7 @@ class Switchboard(Actor):
 
     @handler
     def drop_await(self, msg: DropAwait) -> None:
-        question = self._awaiting(msg.key)
+        question = mailrules.awaiting(self.questions.values(), msg.key)
         if question is not None:
             self._drop(question)
 

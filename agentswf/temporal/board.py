@@ -106,22 +106,7 @@ class WorkflowBoard:
             elif question.asker == key:
                 self._drop(question)
 
-    def _route_between(self, a: str, b: str) -> RouteView | None:
-        for view in reversed(list(self.views.values())):
-            if {view.sender, view.receiver} == {a, b}:
-                return view
-        return None
-
     # Sending ------------------------------------------------------------------------
-
-    def _waits(self) -> dict[str, str]:
-        return {q.asker: q.askee for q in self.questions.values() if q.open}
-
-    def _awaiting(self, key: str) -> QuestionView | None:
-        return next((q for q in self.questions.values() if q.open and q.asker == key), None)
-
-    def _owed(self, askee: str, asker: str) -> QuestionView | None:
-        return next((q for q in self.questions.values() if q.open and q.askee == askee and q.asker == asker), None)
 
     def post(
         self, *, sender: str, peer: str, text: str, reply: bool, question: bool, until: float, in_turn: bool,
@@ -129,16 +114,16 @@ class WorkflowBoard:
         """`wfa send`/`wfa reply` (or a participant's): as the local Switchboard's `post`, decided by mailrules."""
         sending = self.ends.get(sender)
         receiving = self.ends.get(peer)
-        route = self._route_between(sender, peer) if receiving is not None else None
+        route = mailrules.route_between(self.views.values(), sender, peer) if receiving is not None else None
         if route is not None and self.closing:
             route = replace(route, open=False)
         size = len(text.encode())
-        awaiting = self._awaiting(sender)
+        awaiting = mailrules.awaiting(self.questions.values(), sender)
         can_await = sending.can_await if sending is not None else False
         owed = None
         if reply:
-            owed = self._owed(sender, peer)
-            waits = self._waits()
+            owed = mailrules.owed(self.questions.values(), sender, peer)
+            waits = mailrules.open_waits(self.questions.values())
             if owed is not None:
                 waits.pop(owed.asker, None)  # this reply answers it: asking back closes no loop
             refusal = mailrules.judge_reply(
@@ -153,7 +138,7 @@ class WorkflowBoard:
                 sender=sender, peer=peer, in_turn=in_turn, route=sendable, any_route=route is not None,
                 peer_state=receiving.state if receiving is not None else None,  # type: ignore[arg-type]
                 size=size, question=question, awaiting=awaiting.askee if awaiting else None, can_await=can_await,
-                waits=self._waits(), peer_unread=len(receiving.inbox) if receiving is not None else 0,
+                waits=mailrules.open_waits(self.questions.values()), peer_unread=len(receiving.inbox) if receiving is not None else 0,
             )
         if refusal is not None:
             return refusal
@@ -223,7 +208,7 @@ class WorkflowBoard:
 
     def peers(self, key: str) -> dict[str, Any]:
         table = peers_table(key, self.views.values(), self.ends, self.questions.values())
-        mine = self._awaiting(key)
+        mine = mailrules.awaiting(self.questions.values(), key)
         if mine is not None:  # the question's wait ends at Unix seconds here, not on a loop's clock
             table["awaits"]["until"] = None if math.isinf(mine.until) else int(mine.until * 1000)
         return table
@@ -267,7 +252,7 @@ class WorkflowBoard:
             self._end_question(question, f"{question.askee} did not reply in time")
 
     def drop_await(self, key: str) -> None:
-        question = self._awaiting(key)
+        question = mailrules.awaiting(self.questions.values(), key)
         if question is not None:
             self._drop(question)
 
