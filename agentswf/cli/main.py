@@ -666,9 +666,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
+    code = _handle(options)
+    return temporal.exit_now(code) if temporal.used_temporal(options) else _exit_past_abandoned_threads(code)
+
+
+def _handle(options: argparse.Namespace) -> int:
+    """The command's exit status, its failures said in a line (a Temporal command's too: it
+    still exits through `temporal.exit_now`, past the SDK's threads)."""
     try:
-        code = int(options.handler(options))
-        return temporal.exit_now(code) if temporal.used_temporal(options) else _exit_past_abandoned_threads(code)
+        return int(options.handler(options))
     except (UsageFailure, AttachFailure) as error:
         print(f"awf: {error}", file=sys.stderr)
         return EXIT_USAGE
