@@ -33,6 +33,7 @@ from ..workflow.budgets import Budget
 from ..workflow.durations import to_seconds
 from .control import age, money
 from .follow import AgentTally, Event, Follower, Tally
+from .shown import shown
 
 VIEW_REFRESH_SECONDS = 0.25  # the most often the view reads the record and draws (4 a second)
 STATUS_REFRESH_SECONDS = 1.0  # the most often the live view asks the run how its agents stand
@@ -106,6 +107,13 @@ def budget_text(budget: Budget, tally: Tally, seconds: float) -> str:
     return "budget: " + " · ".join(parts)
 
 
+def _told(text: str, style: str = "") -> Text:
+    """A string the record gave (an agent's key, what it did, a wf.log line, the run's reason) as
+    rich shows it: literally, its markup (`[bold]`, `[link=…]`) not read and its control
+    characters as escapes (`shown`), as an agent may have written any of it."""
+    return Text(shown(text), style=style)
+
+
 def render(
     tally: Tally, status: dict[str, Any], header: str, now: float, budget: Budget | None = None, seconds: float = 0.0
 ) -> Group:
@@ -124,31 +132,31 @@ def render(
             busy = sum(member.state == "in turn" for member in members)
             costs = [member.cost_usd for member in members if member.cost_usd is not None]
             table.add_row(
-                Text(f"{group} ({len(members)})", style="bold"), f"{busy} in turn", "", "", "",
-                str(sum(member.tokens for member in members)), money(sum(costs) if costs else None),
+                _told(f"{group} ({len(members)})", style="bold"), Text(f"{busy} in turn"), "", "", "",
+                Text(str(sum(member.tokens for member in members))), Text(money(sum(costs) if costs else None)),
             )
         for agent in members:
             style = "green" if agent.state == "in turn" else "dim"
             table.add_row(
-                ("  " if folded else "") + agent.key,
+                _told(("  " if folded else "") + agent.key),
                 Text(agent.state, style=style),
-                str(agent.turn or ""),
-                _deadline(agent, now),
-                _doing(agent, standings.get(agent.key)),
-                str(agent.tokens),
-                money(agent.cost_usd),
+                Text(str(agent.turn or "")),
+                Text(_deadline(agent, now)),
+                _told(_doing(agent, standings.get(agent.key))),
+                Text(str(agent.tokens)),
+                Text(money(agent.cost_usd)),
             )
     pending = status.get("pending", [])
     totals = f"{tally.in_turn} in turn · {tally.tokens} tokens · {money(tally.cost_usd)}"
     if pending:
         totals += f" · {len(pending)} waiting for approval (awf pending)"
-    parts: list[Any] = [Text(header, style="bold"), table, Text(totals)]
+    parts: list[Any] = [_told(header, style="bold"), table, Text(totals)]
     if budget is not None:
         parts.append(Text(budget_text(budget, tally, seconds)))
     if tally.logs:
-        parts.append(Text("\n".join(tally.logs), style="dim"))
+        parts.append(_told("\n".join(tally.logs), style="dim"))
     if tally.ended:
-        parts.append(Text(tally.ended, style="bold"))
+        parts.append(_told(tally.ended, style="bold"))
     return Group(*parts)
 
 

@@ -170,3 +170,24 @@ def test_render_folds_a_key_group_and_leaves_a_lone_agent_unfolded():
     assert "awaits review:b's reply" in text and "1m00s / 10m00s" in text
     assert "2 in turn · 7 tokens · $0.5000 · 1 waiting for approval" in text
     assert "budget: 1/10 turns · $0.5000/$2.0000 · 1m30s/1h00m" in text
+
+
+HOSTILE = "[bold red]loud[/bold red] [link=https://evil.example]click[/link] \x1b]52;c;aGk=\x07"
+
+
+def test_render_shows_an_agents_markup_and_escapes_as_text_it_wrote():
+    tally = Tally()
+    tally.add(Event(100.0, "turn-started", "a", "turn 1 started", {"n": 1}))
+    tally.add(Event(101.0, "tool", "a", f"tool note {HOSTILE} -> result"))
+    tally.add(Event(102.0, "log", "", f"noted {HOSTILE}"), keep_logs=5)
+    tally.add(Event(103.0, "run-ended", "", f"run stopped: {HOSTILE}"))
+    console = Console(width=400, record=True, force_terminal=True, color_system="truecolor")
+    console.print(render(tally, {}, "run [bold]x[/bold]", 110.0))
+    styled = console.export_text(styles=True, clear=False)
+    text = console.export_text()
+    shown_hostile = "[bold red]loud[/bold red] [link=https://evil.example]click[/link] \\x1b]52;c;aGk="
+    assert text.count(shown_hostile) == 3, text  # the tool call, the log line, the ending: as written
+    assert "run [bold]x[/bold]" in text
+    assert "evil.example\x1b" not in styled and "\x1b]8;" not in styled  # no link opened
+    assert "\x1b]52" not in styled  # the clipboard escape shown, not sent
+    assert "\x1b[1;31mloud" not in styled  # no red bold drawn from the agent's markup
