@@ -24,6 +24,7 @@ from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.capabilities import EFFORT_LEVELS, TABLE, refusal
+from ..harnesses.pane import in_a_pane
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
 from ..sandbox.runner import Sandbox, SandboxedHarness
@@ -376,14 +377,16 @@ class Agent:
     async def set(self, *, model: str | None = None, effort: str | None = None) -> Turn[None]:
         """Switch the model and/or effort of every later operation; the session is kept.
 
-        Refused before it runs for an effort the harness doesn't list, or a harness that
-        can't switch (the capability table says why).
+        Refused before it runs for an effort the harness doesn't list, a harness that can't
+        switch (the capability table says why), or an agent in a pane.
         """
         self._check_usable("set")
         harness = self.spec.runtime.harness
         why = _capable(harness, "set")
         if why is not None:
             raise DefinitionError(f"agent {self.key}: {harness} can't switch model or effort: {why}")
+        if self.spec.runtime.placement == "pane":
+            raise DefinitionError(f"agent {self.key}: {in_a_pane(harness, 'switch model or effort')}")
         if model is None and effort is None:
             raise DefinitionError(f"agent {self.key}: set needs a model or an effort")
         if model is not None and (not isinstance(model, str) or not model.strip()):
