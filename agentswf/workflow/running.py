@@ -295,7 +295,8 @@ async def run(
                 run_started(run_id, record_dir, **replaying)
                 await actors.board.ask(Register(key=WORKFLOW_KEY, kind="participant", can_await=False))
                 agents = Agents(
-                    actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable
+                    actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable,
+                    run_stopped=stopped,
                 )
                 wf = Workflow(
                     name=definition.name,

@@ -139,6 +139,20 @@ def test_ls_status_tail_then_stop_a_live_run(tmp_path, busy):
     assert again.returncode == 2 and "has ended" in again.stderr
 
 
+def test_the_turn_a_persons_stop_cancels_says_who_stopped_the_run(tmp_path, busy):
+    stopped = awf(tmp_path, "stop", "--reason", "seen enough", "--by", "alice")
+    assert stopped.returncode == 0, stopped.stderr
+    assert busy.wait(timeout=30) == 3
+    record = next((tmp_path / ".awf/runs/busy").glob("*/turns.jsonl")).parent
+    lines = [json.loads(line) for line in (record / "turns.jsonl").read_text().splitlines()]
+    (sleeper,) = [line for line in lines if line["agent"] == "review:sleeper"]
+    said = "the run was stopped by alice: seen enough"  # the person, not "the workflow cancelled the turn"
+    assert sleeper["outcome"] == {"kind": "cancelled", "reason": said}, sleeper
+    logs = awf(tmp_path, "logs", record.name)
+    assert logs.returncode == 0, logs.stderr
+    assert f"review:sleeper turn 1 [call {sleeper['call_id']}]: cancelled\n  reason: {said}" in logs.stdout, logs.stdout
+
+
 def test_an_agent_can_neither_read_nor_stop_its_own_run(tmp_path, flows):
     done = awf(tmp_path, "run", str(flows), "--workflow", "meddler", "--json")
     assert done.returncode == 0, done.stderr
