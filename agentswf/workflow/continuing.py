@@ -1,8 +1,9 @@
 """What a continued run goes on with, and which stage options go together.
 
 A continue takes the record a run id (or directory) names, checks it is a run of this
-workflow, and takes the args and cwd it was started with (passing others is refused) and the
-run's sandbox and budget its last attempt ran with (another given wins).
+workflow, and takes the args and cwd it was started with (passing others is refused), the
+run's sandbox and budget its last attempt ran with (another given wins), and its first
+attempt's start, which stays the run's.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from .definition import WorkflowDefinition
 
 
 class Continued(NamedTuple):
-    """The run a continue goes on with: its record, the args and cwd it was started with, and the
-    run's sandbox (`awf run --sandbox`) and budget its last attempt ran with."""
+    """The run a continue goes on with: its record, the args and cwd it was started with, the
+    run's sandbox (`awf run --sandbox`) and budget its last attempt ran with, and when its first
+    attempt started (the run's start, which run.json keeps; None without an attempt on record)."""
 
     run_dir: Path
     args: Any
     cwd: Path
     sandbox: RunSandboxFile | None
     budget: Budget | None
+    started_at: float | None
 
 
 def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, args: Any, cwd: str | Path | None) -> Continued:
@@ -67,7 +70,8 @@ def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, a
         budget = msgspec.convert(last.budget, Budget) if last is not None and last.budget is not None else None
     except (msgspec.ValidationError, DefinitionError) as error:
         raise DefinitionError(f"continue {run}: the sandbox or budget on record doesn't read: {error}") from None
-    return Continued(run_dir, info.get("args"), recorded_cwd, sandbox, budget)
+    started_at = attempts[0].started_at if attempts else None
+    return Continued(run_dir, info.get("args"), recorded_cwd, sandbox, budget, started_at)
 
 
 def check_stage_options(
