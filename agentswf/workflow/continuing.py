@@ -17,13 +17,16 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ..engine.attempts import RecordRefused, read_attempts
+from ..engine.accounting import RunUsage
+from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts
 from ..engine.records import find_run, read_json
 from ..errors import DefinitionError
 from ..sandbox.spec import RunSandboxFile
 from . import stages as plan
-from .budgets import Budget
+from .budgets import Budget, Spent, carried, raised, ran_seconds, spent_before
 from .definition import WorkflowDefinition
+
+USAGE_FILE = "usage.json"  # the run's spend, across its attempts (engine/accounting.py)
 
 
 class Continued(NamedTuple):
@@ -72,6 +75,51 @@ def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, a
         raise DefinitionError(f"continue {run}: the sandbox or budget on record doesn't read: {error}") from None
     started_at = attempts[0].started_at if attempts else None
     return Continued(run_dir, info.get("args"), recorded_cwd, sandbox, budget, started_at)
+
+
+def _spend_on_record(run_dir: Path) -> tuple[list[AttemptRecord], RunUsage]:
+    """The run's attempts and its usage.json; raises OSError or RecordRefused when they don't read."""
+    attempts = read_attempts(run_dir)
+    try:
+        spent = msgspec.convert(read_json(run_dir / USAGE_FILE), RunUsage)
+    except FileNotFoundError:
+        spent = RunUsage()  # no turn ended yet
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise RecordRefused(f"usage.json doesn't read: {error}") from None
+    return attempts, spent
+
+
+def _budget_of(attempt: AttemptRecord) -> Budget | None:
+    return msgspec.convert(attempt.budget, Budget) if attempt.budget else None
+
+
+def attempt_budget(run_dir: Path) -> tuple[Budget | None, Spent]:
+    """The run budget the run's latest attempt (the live one) runs under, and what the attempts
+    before it spent and the time they ran, which that budget goes on from. No budget and nothing
+    spent when the record doesn't say."""
+    try:
+        attempts, spent = _spend_on_record(run_dir)
+        budget = _budget_of(attempts[-1]) if attempts else None
+    except (OSError, RecordRefused, msgspec.ValidationError, DefinitionError):
+        return None, Spent()
+    if not attempts:
+        return None, Spent()
+    return budget, spent_before(spent, attempts[-1].n, ran_seconds(attempts[:-1], spent))
+
+
+def budget_to_go_on(run_dir: Path) -> Budget | None:
+    """The budget a continue of the ended run needs, when the one its last attempt ran with is
+    spent (a turn would not start under it): raised where it ran out. None when it isn't spent,
+    there is none, or the record doesn't say."""
+    try:
+        attempts, spent = _spend_on_record(run_dir)
+        budget = _budget_of(attempts[-1]) if attempts else None
+    except (OSError, RecordRefused, msgspec.ValidationError, DefinitionError):
+        return None
+    if budget is None:
+        return None
+    run, _, _ = carried(spent, ran_seconds(attempts, spent))
+    return raised(budget, run)
 
 
 def check_stage_options(
