@@ -78,14 +78,13 @@ def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, a
 
 
 def _spend_on_record(run_dir: Path) -> tuple[list[AttemptRecord], RunUsage]:
-    """The run's attempts and its usage.json; raises OSError or RecordRefused when they don't read."""
+    """The run's attempts (raises OSError or RecordRefused when they don't read) and its
+    usage.json (nothing spent when there is none yet, or it doesn't read: an agent can write it)."""
     attempts = read_attempts(run_dir)
     try:
         spent = msgspec.convert(read_json(run_dir / USAGE_FILE), RunUsage)
-    except FileNotFoundError:
-        spent = RunUsage()  # no turn ended yet
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise RecordRefused(f"usage.json doesn't read: {error}") from None
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        spent = RunUsage()
     return attempts, spent
 
 
