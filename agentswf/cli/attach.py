@@ -31,6 +31,12 @@ def attach_argv(tmux: str, socket: Path, *, write: bool) -> list[str]:
     return [tmux, "-S", str(socket), "attach-session", "-t", WINDOW, *([] if write else ["-r"])]
 
 
+def no_terminal(tmux: str, socket: Path) -> str:
+    """Why attaching needs a terminal, and what shows the pane without one: its screen, once."""
+    screen = shlex.join([tmux, "-S", str(socket), "capture-pane", "-p", "-t", WINDOW])
+    return f"attach needs a terminal (its standard input isn't one): run it in a terminal, or print the pane's screen with {screen}"
+
+
 def _agents(record: Path) -> list[str]:
     """The agents the run gave turns to, from its calls' records."""
     keys = set()
@@ -138,6 +144,8 @@ def command_attach(options: argparse.Namespace) -> int:
             print(f"awf: closed the kept pane of {pane.agent}")
         return 0
     socket = find_pane(root, options.run, options.agent)
+    if not os.isatty(0):  # tmux would say "open terminal failed" and exit 1
+        raise AttachFailure(no_terminal(tmux, socket))
     argv = attach_argv(tmux, socket, write=options.write)
     os.execv(tmux, argv)
     return 0  # not reached: execv returns only by raising

@@ -144,10 +144,16 @@ def _status_value(run_dir: Path, live: dict[str, Any]) -> dict[str, Any]:
                 "cost_usd": seen.cost_usd if seen else None,
             }
         )
+    try:
+        attempts = read_attempts(run_dir)
+    except (OSError, RecordRefused):
+        attempts = []
     return {
         "run_id": run_dir.name,
         "workflow": info.get("workflow"),
-        "started_at": info.get("started_at"),
+        "started_at": info.get("started_at"),  # the run's: its first attempt's start
+        "attempt": attempts[-1].n if attempts else 1,
+        "attempt_started_at": attempts[-1].started_at if attempts else info.get("started_at"),
         "agents": agents,
         "participants": live.get("participants", []),
         "pending": live.get("pending", []),
@@ -157,8 +163,10 @@ def _status_value(run_dir: Path, live: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
-    started = status.get("started_at")
+    started, attempt, live_since = status.get("started_at"), status.get("attempt", 1), status.get("attempt_started_at")
     alive = "" if started is None else f", live for {age(now - started)}"
+    if attempt > 1 and started is not None and live_since is not None:  # a continued run: this attempt's time, and the run's
+        alive = f", attempt {attempt} live for {age(now - live_since)} (the run started {age(now - started)} ago)"
     in_turn = sum(agent["in_turn"] for agent in status["agents"])
     out.write(
         f"run {status['run_id']} of {status['workflow']}{alive}: {counted(len(status['agents']), 'agent')}, "

@@ -8,7 +8,9 @@ awaits, what waits for approval) every `STATUS_REFRESH_SECONDS`, one small reque
 - The live view (rich): a row per agent — state, turn, time in the turn against its
   deadline, its last tool call or message (or the reply it awaits), tokens and cost — with
   the agents of one key group (the part of the key before `:`) folded under the group's
-  row; the run's totals, and its budget against them; the last `LOG_LINES_SHOWN` `wf.log` lines.
+  row; the run's totals, and the run budget its attempt runs under (its record says) against
+  what the run spent (a continued run's earlier attempts' spend and time too, from its
+  usage.json and attempts); the last `LOG_LINES_SHOWN` `wf.log` lines.
 - Plain lines: one per turn started and ended, tool call, message and `wf.log` line, in
   the record's order, through structlog as the rest of `awf run`'s progress.
 """
@@ -29,10 +31,12 @@ from rich.text import Text
 
 from ..engine.operator import OPERATOR_TIMEOUT_SECONDS, Status, ask_run
 from ..engine.records import read_json
-from ..workflow.budgets import Budget
+from ..workflow.budgets import Budget, Spent
+from ..workflow.continuing import attempt_budget
 from ..workflow.durations import to_seconds
 from .control import age, money
 from .follow import AgentTally, Event, Follower, Tally
+from .shown import shown
 
 VIEW_REFRESH_SECONDS = 0.25  # the most often the view reads the record and draws (4 a second)
 STATUS_REFRESH_SECONDS = 1.0  # the most often the live view asks the run how its agents stand
@@ -92,24 +96,35 @@ def _doing(agent: AgentTally, standing: dict[str, Any] | None) -> str:
     return agent.doing
 
 
-def budget_text(budget: Budget, tally: Tally, seconds: float) -> str:
-    """The run's budget beside what its turns spent so far: `budget: 3/200 turns · 40s/2h00m`."""
+def budget_text(budget: Budget, tally: Tally, seconds: float, carried: Spent | None = None) -> str:
+    """The run's budget beside what it spent so far, `carried` (its earlier attempts', when it was
+    continued) and this attempt's turns, and its `seconds`: `budget: 3/200 turns · 40s/2h00m`."""
+    before = carried or Spent()
     parts = []
     if budget.turns is not None:
-        parts.append(f"{sum(agent.turns for agent in tally.agents.values())}/{budget.turns} turns")
+        parts.append(f"{before.turns + sum(agent.turns for agent in tally.agents.values())}/{budget.turns} turns")
     if budget.tokens is not None:
-        parts.append(f"{tally.tokens}/{budget.tokens} tokens")
+        parts.append(f"{before.tokens + tally.tokens}/{budget.tokens} tokens")
     if budget.cost_usd is not None:
-        parts.append(f"{money(tally.cost_usd or 0.0)}/{money(budget.cost_usd)}")
+        parts.append(f"{money(before.cost_usd + (tally.cost_usd or 0.0))}/{money(budget.cost_usd)}")
     if budget.wall is not None:
-        parts.append(f"{age(seconds)}/{age(to_seconds(budget.wall))}")
+        parts.append(f"{age(before.seconds + seconds)}/{age(to_seconds(budget.wall))}")
     return "budget: " + " · ".join(parts)
 
 
+def _told(text: str, style: str = "") -> Text:
+    """A string the record gave (an agent's key, what it did, a wf.log line, the run's reason) as
+    rich shows it: literally, its markup (`[bold]`, `[link=…]`) not read and its control
+    characters as escapes (`shown`), as an agent may have written any of it."""
+    return Text(shown(text), style=style)
+
+
 def render(
-    tally: Tally, status: dict[str, Any], header: str, now: float, budget: Budget | None = None, seconds: float = 0.0
+    tally: Tally, status: dict[str, Any], header: str, now: float, budget: Budget | None = None, seconds: float = 0.0,
+    carried: Spent | None = None,
 ) -> Group:
-    """The view of a run: pure, from its tally, the run's last status answer, and its budget."""
+    """The view of a run: pure, from its tally, the run's last status answer, and its budget against
+    what it spent (`carried`: what its earlier attempts spent, when it was continued)."""
     standings = {agent["key"]: agent for agent in status.get("agents", [])}
     table = Table(expand=True, box=None, pad_edge=False)
     for name, justify in (("agent", "left"), ("state", "left"), ("turn", "right"), ("time / deadline", "left"),
@@ -124,31 +139,31 @@ def render(
             busy = sum(member.state == "in turn" for member in members)
             costs = [member.cost_usd for member in members if member.cost_usd is not None]
             table.add_row(
-                Text(f"{group} ({len(members)})", style="bold"), f"{busy} in turn", "", "", "",
-                str(sum(member.tokens for member in members)), money(sum(costs) if costs else None),
+                _told(f"{group} ({len(members)})", style="bold"), Text(f"{busy} in turn"), "", "", "",
+                Text(str(sum(member.tokens for member in members))), Text(money(sum(costs) if costs else None)),
             )
         for agent in members:
             style = "green" if agent.state == "in turn" else "dim"
             table.add_row(
-                ("  " if folded else "") + agent.key,
+                _told(("  " if folded else "") + agent.key),
                 Text(agent.state, style=style),
-                str(agent.turn or ""),
-                _deadline(agent, now),
-                _doing(agent, standings.get(agent.key)),
-                str(agent.tokens),
-                money(agent.cost_usd),
+                Text(str(agent.turn or "")),
+                Text(_deadline(agent, now)),
+                _told(_doing(agent, standings.get(agent.key))),
+                Text(str(agent.tokens)),
+                Text(money(agent.cost_usd)),
             )
     pending = status.get("pending", [])
     totals = f"{tally.in_turn} in turn · {tally.tokens} tokens · {money(tally.cost_usd)}"
     if pending:
         totals += f" · {len(pending)} waiting for approval (awf pending)"
-    parts: list[Any] = [Text(header, style="bold"), table, Text(totals)]
+    parts: list[Any] = [_told(header, style="bold"), table, Text(totals)]
     if budget is not None:
-        parts.append(Text(budget_text(budget, tally, seconds)))
+        parts.append(Text(budget_text(budget, tally, seconds, carried)))
     if tally.logs:
-        parts.append(Text("\n".join(tally.logs), style="dim"))
+        parts.append(_told("\n".join(tally.logs), style="dim"))
     if tally.ended:
-        parts.append(Text(tally.ended, style="bold"))
+        parts.append(_told(tally.ended, style="bold"))
     return Group(*parts)
 
 
@@ -156,9 +171,8 @@ class RunView:
     """The watcher `awf run` gives `progress.watch_runs`: a thread per run that reads its
     record and draws it (`kind` "live") or prints its lines ("plain"), until `close`."""
 
-    def __init__(self, kind: ViewKind, console: Console | None = None, budget: Budget | None = None) -> None:
+    def __init__(self, kind: ViewKind, console: Console | None = None) -> None:
         self.kind = kind
-        self.budget = budget  # the run's, from `awf run --budget`, shown against its spend
         self.console = console or Console(stderr=True)
         self._threads: list[tuple[threading.Thread, threading.Event]] = []
 
@@ -194,6 +208,7 @@ class RunView:
         asked = 0.0
         started = time.time()
         header = f"run {run_id} · record {record_dir}"
+        budget, carried = attempt_budget(record_dir)  # as recorded: a continue's is the run's, unless given another
         with Live(console=self.console, auto_refresh=False, transient=False, redirect_stdout=False, redirect_stderr=False) as live:
             while True:
                 finishing = done.is_set()
@@ -203,7 +218,7 @@ class RunView:
                 if not finishing and not tally.ended and now - asked >= STATUS_REFRESH_SECONDS:
                     asked = now
                     status = _status(record_dir) or status
-                view = render(tally, status, f"{header} · {age(now - started)}", now, self.budget, now - started)
+                view = render(tally, status, f"{header} · {age(now - started)}", now, budget, now - started, carried)
                 live.update(view, refresh=True)
                 if finishing:
                     return

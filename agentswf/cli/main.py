@@ -43,7 +43,8 @@ from ..sandbox.spec import RunSandboxFile
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
 from ..wire.teaching import ReadError, Taught
-from ..workflow.budgets import Budget, parse_budget
+from ..workflow.budgets import budget_flag, parse_budget
+from ..workflow.continuing import budget_to_go_on
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
@@ -98,7 +99,7 @@ def json_text(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _configure_progress(kind: ViewKind, budget: Budget | None) -> RunView:
+def _configure_progress(kind: ViewKind) -> RunView:
     """Progress for `awf run`: the live view, or plain lines (turns, tool calls, messages from the record)."""
     show_progress(kind == "plain", except_sources=RECORDED_SOURCES)
     structlog.configure(
@@ -110,7 +111,7 @@ def _configure_progress(kind: ViewKind, budget: Budget | None) -> RunView:
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
-    return RunView(kind, budget=budget)
+    return RunView(kind)
 
 
 def _shown_fields(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -185,7 +186,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         if runs:
             print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
             if not was_on_temporal(runs[-1].parent):  # awf continue doesn't go on with a Temporal run yet
-                print(f"awf: go on with: {_go_on(options, runs[-1].parent.name)}", file=sys.stderr)
+                print(f"awf: go on with: {_go_on(options, runs[-1].parent)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
         return _print_needs(options, result)
@@ -215,7 +216,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
     if result.outcome != "completed" and not was_on_temporal(result.run_dir):
-        print(f"awf: go on with: {_go_on(options, result.run_id)}", file=sys.stderr)
+        print(f"awf: go on with: {_go_on(options, result.run_dir)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
 
 
@@ -232,11 +233,14 @@ def _kept_pane_lines(root: Path, run_id: str) -> list[str]:
     ]
 
 
-def _go_on(options: argparse.Namespace, run_id: str) -> str:
-    """The command that continues the run: the workflow's file as it was given here, never the record's."""
+def _go_on(options: argparse.Namespace, run_dir: Path) -> str:
+    """The command that continues the run: the workflow's file as it was given here, never the
+    record's; with a larger `--budget` where the run's is spent, as a continue under it would stop."""
     root = f" --run-root {shlex.quote(str(options.run_root))}" if getattr(options, "run_root", None) else ""
     which = f" --workflow {shlex.quote(options.workflow)}" if getattr(options, "workflow", None) else ""
-    return f"awf continue {shlex.quote(str(options.file))} {run_id}{which}{root}"
+    more = budget_to_go_on(run_dir)
+    budget = f" --budget {shlex.quote(budget_flag(more))}" if more is not None else ""
+    return f"awf continue {shlex.quote(str(options.file))} {run_dir.name}{which}{root}{budget}"
 
 
 def _print_needs(options: argparse.Namespace, result: RunResult) -> int:
@@ -397,7 +401,7 @@ def _sandbox(path: str | None) -> RunSandboxFile | None:
 def _go(
     definition: WorkflowDefinition, args: Any, run_options: dict[str, Any], options: argparse.Namespace
 ) -> RunResult | None:
-    view = _configure_progress(options.view, options.budget_limits)
+    view = _configure_progress(options.view)
     stop_watching = watch_runs(view)
     try:
         return anyio.run(_run_with_interrupt, definition, args, run_options, backend=options.backend)

@@ -129,7 +129,7 @@ class Ledger:
         self.agents: dict[str, Usage] = dict(before.agents)
         self.groups: dict[str, Usage] = dict(before.groups)
         self.models: dict[str, Usage] = dict(before.models)
-        self.earlier = _earlier_attempts(before, attempt) if earlier is not None else ()
+        self.earlier = earlier_attempts(before, attempt) if earlier is not None else ()
         self.this = AttemptUsage(n=attempt)
         self._watchers: list[Callable[[Turn[object]], None]] = []
 
@@ -174,7 +174,7 @@ class Ledger:
         )
 
 
-def _earlier_attempts(before: RunUsage, attempt: int) -> tuple[AttemptUsage, ...]:
+def earlier_attempts(before: RunUsage, attempt: int) -> tuple[AttemptUsage, ...]:
     """The attempts before `attempt` as `before` has them; a usage.json written before attempts
     were kept is one attempt, the one that wrote it."""
     if before.attempts:

@@ -36,7 +36,7 @@ import structlog
 
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
-from .base import Attempt, AttemptEnding, AttemptResult, Harness
+from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
 from .capabilities import refusal
 from .cli import CliHarness
 from .pane_codex import CODEX_TUI
@@ -228,6 +228,12 @@ def _text(message: Any) -> str:
     return ""
 
 
+def in_a_pane(harness: str, what: str) -> str:
+    """Why an agent of `harness` in a pane can't `what` (compact, fork, switch model or effort): the
+    CLI can, headless, but its TUI holds the session in the pane, and these are run headless."""
+    return f"a {harness} agent in a pane can't {what} (run it without a pane, placement='headless', to {what})"
+
+
 class PaneHarness(Harness):
     """An agent CLI's TUI in a tmux pane of its own; the turn sees one attempt per prompt."""
 
@@ -274,6 +280,15 @@ class PaneHarness(Harness):
 
     def turn_settled(self, outcome: str) -> None:
         self.last_outcome = outcome
+
+    def with_settings(self, model: str | None, effort: str | None) -> Harness:
+        raise NotImplementedError(in_a_pane(self.name, "switch model or effort"))
+
+    async def compact(self, operation: Operation) -> OperationResult:
+        raise NotImplementedError(in_a_pane(self.name, "compact"))
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        raise NotImplementedError(in_a_pane(self.name, "fork"))
 
     async def run(self, attempt: Attempt) -> AttemptResult:
         self.last_attempt = attempt

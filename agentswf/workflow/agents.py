@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +24,7 @@ from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.capabilities import EFFORT_LEVELS, TABLE, refusal
+from ..harnesses.pane import in_a_pane
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
 from ..sandbox.runner import Sandbox, SandboxedHarness
@@ -243,7 +244,7 @@ class Agent:
             # Cancelled from outside: at the deadline the turn timed out; otherwise the
             # workflow (a parallel branch, a stage, the run) gave up on it.
             timed_out = anyio.current_time() >= turn_deadline
-            reason = "the deadline passed" if timed_out else "the workflow cancelled the turn"
+            reason = "the deadline passed" if timed_out else self._agents.cancelled_because("turn")
             with anyio.CancelScope(shield=True):
                 try:
                     await self._ref.ask(CancelTurn(call_id=call_id, reason=reason, timed_out=timed_out))
@@ -332,7 +333,7 @@ class Agent:
             record: Turn[Any] = await self._ref.ask(op)
         except anyio.get_cancelled_exc_class():
             timed_out = anyio.current_time() >= op.deadline
-            reason = "the deadline passed" if timed_out else f"the workflow cancelled the {op.kind}"
+            reason = "the deadline passed" if timed_out else self._agents.cancelled_because(op.kind)
             with anyio.CancelScope(shield=True):
                 try:
                     await self._ref.ask(CancelTurn(call_id=op.call_id, reason=reason, timed_out=timed_out))
@@ -376,14 +377,16 @@ class Agent:
     async def set(self, *, model: str | None = None, effort: str | None = None) -> Turn[None]:
         """Switch the model and/or effort of every later operation; the session is kept.
 
-        Refused before it runs for an effort the harness doesn't list, or a harness that
-        can't switch (the capability table says why).
+        Refused before it runs for an effort the harness doesn't list, a harness that can't
+        switch (the capability table says why), or an agent in a pane.
         """
         self._check_usable("set")
         harness = self.spec.runtime.harness
         why = _capable(harness, "set")
         if why is not None:
             raise DefinitionError(f"agent {self.key}: {harness} can't switch model or effort: {why}")
+        if self.spec.runtime.placement == "pane":
+            raise DefinitionError(f"agent {self.key}: {in_a_pane(harness, 'switch model or effort')}")
         if model is None and effort is None:
             raise DefinitionError(f"agent {self.key}: set needs a model or an effort")
         if model is not None and (not isinstance(model, str) or not model.strip()):
@@ -449,8 +452,10 @@ class Agents:
         ledger: Ledger | None = None,
         durable: Durable | None = None,
         sessions: Mapping[str, str] | None = None,
+        run_stopped: Sequence[str] = (),
     ) -> None:
         self.durable = durable  # this attempt's records: id'd turns, sessions to resume
+        self._run_stopped = run_stopped  # `awf stop`'s reason, once a person stopped the run (the run's list)
         self._sessions = dict(sessions or {})  # without a record: the native session each agent starts from
         self._run = run
         self.ledger = ledger or Ledger()  # the run's spend, by agent
@@ -468,6 +473,13 @@ class Agents:
         self.ledger.watch(self._counted)
         if durable is not None:
             durable.carry(self.budgets)  # a continued run's: from what its earlier attempts spent
+
+    def cancelled_because(self, what: str) -> str:
+        """Why a turn (or operation) the workflow gave up on was cancelled: the person's stop that
+        cancelled the workflow (`stopped by NAME: reason`), or else the workflow's own giving up."""
+        if self._run_stopped:
+            return f"the run was {self._run_stopped[0]}"
+        return f"the workflow cancelled the {what}"
 
     def _counted(self, turn: Turn[Any]) -> None:
         """A turn the ledger was given: one the workflow didn't give (mail's, an operation) counts

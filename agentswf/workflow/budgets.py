@@ -26,13 +26,15 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import msgspec
 
-from ..engine.accounting import RunUsage
+from ..engine.accounting import RunUsage, earlier_attempts
+from ..engine.attempts import AttemptRecord
 from ..engine.outcomes import Failed, Turn, Usage
 from ..errors import DefinitionError
 from ..wire.common import parse_duration
@@ -118,21 +120,97 @@ def group_of(key: str) -> str:
     return key.split(":", 1)[0]
 
 
+def _reached(budget: Budget, spent: Spent, seconds: float) -> list[tuple[str, str]]:
+    """Each cap of `budget` that `spent` after `seconds` has reached: its field's name, and why."""
+    found = []
+    if budget.turns is not None and spent.turns >= budget.turns:
+        found.append(("turns", f"{spent.turns} of {budget.turns} turns given"))
+    if budget.tokens is not None and spent.tokens >= budget.tokens:
+        found.append(("tokens", f"{spent.tokens} of {budget.tokens} tokens spent"))
+    if budget.cost_usd is not None and spent.cost_usd >= budget.cost_usd:
+        found.append(("cost_usd", f"${spent.cost_usd:.4f} of ${budget.cost_usd:.4f} spent"))
+    if budget.wall is not None and seconds >= (wall := to_seconds(budget.wall)):
+        found.append(("wall", f"{seconds:.1f}s of its {wall:g}s wall time passed"))
+    return found
+
+
 def over_budget(budget: Budget, spent: Spent, seconds: float) -> str | None:
     """Why a turn may not start under `budget` with `spent` after `seconds`, or None if it may."""
-    if budget.turns is not None and spent.turns >= budget.turns:
-        return f"{spent.turns} of {budget.turns} turns given"
-    if budget.tokens is not None and spent.tokens >= budget.tokens:
-        return f"{spent.tokens} of {budget.tokens} tokens spent"
-    if budget.cost_usd is not None and spent.cost_usd >= budget.cost_usd:
-        return f"${spent.cost_usd:.4f} of ${budget.cost_usd:.4f} spent"
-    if budget.wall is not None and seconds >= (wall := to_seconds(budget.wall)):
-        return f"{seconds:.1f}s of its {wall:g}s wall time passed"
-    return None
+    found = _reached(budget, spent, seconds)
+    return found[0][1] if found else None
+
+
+RAISE_FACTOR = 2  # a budget raised to go on: this many times the larger of its cap and what was spent
+
+
+def raised(budget: Budget, spent: Spent) -> Budget | None:
+    """The budget a run that has spent `spent` (its `seconds` its wall time) needs to go on: each cap
+    it reached raised to RAISE_FACTOR times the larger of the cap and the spend (dollars up to the
+    cent, a wall time up to the minute, at least one of each), the others as they were; None when
+    it reached none."""
+    reached = [name for name, _ in _reached(budget, spent, spent.seconds)]
+    if not reached:
+        return None
+    more: dict[str, Any] = {}
+    if "turns" in reached and budget.turns is not None:
+        more["turns"] = max(1, RAISE_FACTOR * max(budget.turns, spent.turns))
+    if "tokens" in reached and budget.tokens is not None:
+        more["tokens"] = max(1, RAISE_FACTOR * max(budget.tokens, spent.tokens))
+    if "cost_usd" in reached and budget.cost_usd is not None:
+        more["cost_usd"] = max(0.01, math.ceil(RAISE_FACTOR * max(budget.cost_usd, spent.cost_usd) * 100) / 100)
+    if "wall" in reached and budget.wall is not None:
+        more["wall"] = max(60, math.ceil(RAISE_FACTOR * max(to_seconds(budget.wall), spent.seconds) / 60) * 60)
+    return msgspec.structs.replace(budget, **more)
+
+
+def budget_flag(budget: Budget) -> str:
+    """`budget` as `--budget` takes it (`parse_budget` reads it back): `'5usd,200ktokens,40turns,2h'`."""
+    parts = []
+    if budget.cost_usd is not None:
+        parts.append(f"{Decimal(repr(float(budget.cost_usd))):f}usd")  # as given, never as 1e-05
+    if budget.tokens is not None:  # counts are whole: a cap of 2.5 is reached where one of 3 is
+        parts.append(f"{math.ceil(budget.tokens)}tokens")
+    if budget.turns is not None:
+        parts.append(f"{math.ceil(budget.turns)}turns")
+    if budget.wall is not None:
+        parts.append(_duration_flag(to_seconds(budget.wall)))
+    return ",".join(parts)
+
+
+def _duration_flag(seconds: float) -> str:
+    whole = math.ceil(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if whole % size == 0:
+            return f"{whole // size}{unit}"
+    return f"{whole}s"
 
 
 def _tokens(usage: Usage | None) -> int:
     return 0 if usage is None else (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+def ran_seconds(attempts: Iterable[AttemptRecord], spent: RunUsage | None) -> float:
+    """The seconds `attempts` ran, the run's wall time: each to its recorded end, or one killed
+    before it recorded it to the end of its last turn (`spent`, the run's usage.json, says when)."""
+    last_turn = {attempt.n: attempt.last_ended_at for attempt in spent.attempts} if spent is not None else {}
+    seconds = 0.0
+    for attempt in attempts:
+        ended = attempt.ended_at if attempt.ended_at is not None else last_turn.get(attempt.n)
+        if ended is not None:
+            seconds += max(0.0, ended - attempt.started_at)
+    return seconds
+
+
+def spent_before(spent: RunUsage, attempt: int, seconds: float) -> Spent:
+    """The run's spend in its attempts before `attempt`, from its usage.json (which `attempt` may have
+    added to since); `seconds` is the time they ran."""
+    earlier = earlier_attempts(spent, attempt)
+    return Spent(
+        turns=sum(turn.kind == "turn" and turn.attempt < attempt for turn in spent.by_turn),
+        tokens=sum(_tokens(each.total) for each in earlier),
+        cost_usd=sum((each.total.cost_usd or 0.0) for each in earlier if each.total is not None),
+        seconds=seconds,
+    )
 
 
 def carried(spent: RunUsage, seconds: float) -> tuple[Spent, dict[str, Spent], dict[str, Spent]]:

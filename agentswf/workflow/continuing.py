@@ -1,8 +1,9 @@
 """What a continued run goes on with, and which stage options go together.
 
 A continue takes the record a run id (or directory) names, checks it is a run of this
-workflow, and takes the args and cwd it was started with (passing others is refused) and the
-run's sandbox and budget its last attempt ran with (another given wins).
+workflow, and takes the args and cwd it was started with (passing others is refused), the
+run's sandbox and budget its last attempt ran with (another given wins), and its first
+attempt's start, which stays the run's.
 """
 
 from __future__ import annotations
@@ -16,24 +17,29 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ..engine.attempts import RecordRefused, read_attempts
+from ..engine.accounting import RunUsage
+from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts
 from ..engine.records import find_run, read_json
 from ..errors import DefinitionError
 from ..sandbox.spec import RunSandboxFile
 from . import stages as plan
-from .budgets import Budget
+from .budgets import Budget, Spent, carried, raised, ran_seconds, spent_before
 from .definition import WorkflowDefinition
+
+USAGE_FILE = "usage.json"  # the run's spend, across its attempts (engine/accounting.py)
 
 
 class Continued(NamedTuple):
-    """The run a continue goes on with: its record, the args and cwd it was started with, and the
-    run's sandbox (`awf run --sandbox`) and budget its last attempt ran with."""
+    """The run a continue goes on with: its record, the args and cwd it was started with, the
+    run's sandbox (`awf run --sandbox`) and budget its last attempt ran with, and when its first
+    attempt started (the run's start, which run.json keeps; None without an attempt on record)."""
 
     run_dir: Path
     args: Any
     cwd: Path
     sandbox: RunSandboxFile | None
     budget: Budget | None
+    started_at: float | None
 
 
 def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, args: Any, cwd: str | Path | None) -> Continued:
@@ -67,7 +73,52 @@ def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, a
         budget = msgspec.convert(last.budget, Budget) if last is not None and last.budget is not None else None
     except (msgspec.ValidationError, DefinitionError) as error:
         raise DefinitionError(f"continue {run}: the sandbox or budget on record doesn't read: {error}") from None
-    return Continued(run_dir, info.get("args"), recorded_cwd, sandbox, budget)
+    started_at = attempts[0].started_at if attempts else None
+    return Continued(run_dir, info.get("args"), recorded_cwd, sandbox, budget, started_at)
+
+
+def _spend_on_record(run_dir: Path) -> tuple[list[AttemptRecord], RunUsage]:
+    """The run's attempts (raises OSError or RecordRefused when they don't read) and its
+    usage.json (nothing spent when there is none yet, or it doesn't read: an agent can write it)."""
+    attempts = read_attempts(run_dir)
+    try:
+        spent = msgspec.convert(read_json(run_dir / USAGE_FILE), RunUsage)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        spent = RunUsage()
+    return attempts, spent
+
+
+def _budget_of(attempt: AttemptRecord) -> Budget | None:
+    return msgspec.convert(attempt.budget, Budget) if attempt.budget else None
+
+
+def attempt_budget(run_dir: Path) -> tuple[Budget | None, Spent]:
+    """The run budget the run's latest attempt (the live one) runs under, and what the attempts
+    before it spent and the time they ran, which that budget goes on from. No budget and nothing
+    spent when the record doesn't say."""
+    try:
+        attempts, spent = _spend_on_record(run_dir)
+        budget = _budget_of(attempts[-1]) if attempts else None
+    except (OSError, RecordRefused, msgspec.ValidationError, DefinitionError):
+        return None, Spent()
+    if not attempts:
+        return None, Spent()
+    return budget, spent_before(spent, attempts[-1].n, ran_seconds(attempts[:-1], spent))
+
+
+def budget_to_go_on(run_dir: Path) -> Budget | None:
+    """The budget a continue of the ended run needs, when the one its last attempt ran with is
+    spent (a turn would not start under it): raised where it ran out. None when it isn't spent,
+    there is none, or the record doesn't say."""
+    try:
+        attempts, spent = _spend_on_record(run_dir)
+        budget = _budget_of(attempts[-1]) if attempts else None
+    except (OSError, RecordRefused, msgspec.ValidationError, DefinitionError):
+        return None
+    if budget is None:
+        return None
+    run, _, _ = carried(spent, ran_seconds(attempts, spent))
+    return raised(budget, run)
 
 
 def check_stage_options(

@@ -53,12 +53,10 @@ from ..errors import DefinitionError, StopRequested, WorkflowError
 from ..harnesses.base import Harness
 from ..progress import progress
 from . import stages as plan
-from .budgets import Budgets
-from .continuing import file_sha256, workflow_file
+from .budgets import Budgets, ran_seconds
+from .continuing import USAGE_FILE, file_sha256, workflow_file
 from .definition import WorkflowDefinition
 from .resume import fresh_because, is_session_id, sessions_on_record, usage_by_session
-
-USAGE_FILE = "usage.json"
 
 
 @dataclass
@@ -451,13 +449,7 @@ def _spent_before(run_dir: Path, attempts: list[AttemptRecord]) -> tuple[RunUsag
         spent = None
     if spent is not None and _below_zero(recorded):  # a spend of less than nothing would give the budget back
         raise DefinitionError(f"run {run_dir.name}'s usage.json says it spent less than nothing: it isn't a record of spend")
-    last_turn = {attempt.n: attempt.last_ended_at for attempt in spent.attempts} if spent is not None else {}
-    seconds = 0.0
-    for attempt in attempts:
-        ended = attempt.ended_at if attempt.ended_at is not None else last_turn.get(attempt.n)
-        if ended is not None:
-            seconds += max(0.0, ended - attempt.started_at)
-    return spent, seconds
+    return spent, ran_seconds(attempts, spent)
 
 
 def _below_zero(value: Any) -> bool:

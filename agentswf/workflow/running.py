@@ -247,7 +247,7 @@ async def run(
         sandbox=msgspec.to_builtins(sandbox) if sandbox is not None else None,
         budget={name: cap for name, cap in msgspec.to_builtins(budget).items() if cap is not None} if budget else None,
     )
-    started = time.time()
+    started = durable.attempt.started_at  # this attempt's, as its record has it
     run_deadline = anyio.current_time() + seconds
     # The run's actors outlive a cancellation from the caller long enough to record how
     # the run ended: they run shielded, in a task of their own, since no shield stops
@@ -286,7 +286,7 @@ async def run(
                         definition.name,
                         args,
                         str(directory),
-                        started,
+                        started if continued is None or continued.started_at is None else continued.started_at,
                         str(actors.control),
                         str(Path(replay).resolve()) if replay is not None else None,
                     )
@@ -295,7 +295,8 @@ async def run(
                 run_started(run_id, record_dir, **replaying)
                 await actors.board.ask(Register(key=WORKFLOW_KEY, kind="participant", can_await=False))
                 agents = Agents(
-                    actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable
+                    actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable,
+                    run_stopped=stopped,
                 )
                 wf = Workflow(
                     name=definition.name,

@@ -34,6 +34,14 @@ async def busy(wf):
     await sleeper.run("Sleep.", timeout="1h")
 
 
+@workflow(name="again", description="Stops while a file `go` is absent; with it there, its agent sleeps in its turn.")
+async def again(wf):
+    agent = await wf.agents.open("waiter", runtime="shell:test -e go && echo $$ >> {pids} && sleep 1000")
+    turn = await agent.run("Wait.", timeout="1h", nudge=False)
+    if not turn.answered:
+        wf.stop("no go")
+
+
 @workflow(name="meddler", description="An agent tries to read and stop its own run.")
 async def meddler(wf):
     agent = await wf.agents.open("m", runtime="shell:{meddle}")
@@ -137,6 +145,47 @@ def test_ls_status_tail_then_stop_a_live_run(tmp_path, busy):
     assert awf(tmp_path, "ls").stdout.splitlines()[1].split()[2] == "stopped"
     again = awf(tmp_path, "stop", run_id)
     assert again.returncode == 2 and "has ended" in again.stderr
+
+
+def test_the_turn_a_persons_stop_cancels_says_who_stopped_the_run(tmp_path, busy):
+    stopped = awf(tmp_path, "stop", "--reason", "seen enough", "--by", "alice")
+    assert stopped.returncode == 0, stopped.stderr
+    assert busy.wait(timeout=30) == 3
+    record = next((tmp_path / ".awf/runs/busy").glob("*/turns.jsonl")).parent
+    lines = [json.loads(line) for line in (record / "turns.jsonl").read_text().splitlines()]
+    (sleeper,) = [line for line in lines if line["agent"] == "review:sleeper"]
+    said = "the run was stopped by alice: seen enough"  # the person, not "the workflow cancelled the turn"
+    assert sleeper["outcome"] == {"kind": "cancelled", "reason": said}, sleeper
+    logs = awf(tmp_path, "logs", record.name)
+    assert logs.returncode == 0, logs.stderr
+    assert f"review:sleeper turn 1 [call {sleeper['call_id']}]: cancelled\n  reason: {said}" in logs.stdout, logs.stdout
+
+
+def test_a_continued_run_keeps_its_first_start_and_status_says_the_attempts_own(tmp_path, flows):
+    first = awf(tmp_path, "run", str(flows), "--workflow", "again")
+    assert first.returncode == 3, first.stderr  # stopped: no go
+    (record,) = (tmp_path / ".awf/runs/again").iterdir()
+    started = json.loads((record / "run.json").read_text())["started_at"]
+    (tmp_path / "go").touch()
+    process = subprocess.Popen([*AWF, "continue", str(flows), "--workflow", "again"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text().strip(), "attempt 2's turn")
+        one, two = (json.loads((record / "attempts" / f"{n}.json").read_text()) for n in (1, 2))
+        assert json.loads((record / "run.json").read_text())["started_at"] == started == one["started_at"] < two["started_at"]
+        status = awf(tmp_path, "status", "--json")
+        assert status.returncode == 0, status.stderr
+        seen = json.loads(status.stdout)
+        assert (seen["started_at"], seen["attempt"], seen["attempt_started_at"]) == (started, 2, two["started_at"])
+        text = awf(tmp_path, "status").stdout
+        assert re.search(r"^run \S+ of again, attempt 2 live for \d+s \(the run started \d+s ago\)", text), text
+        assert awf(tmp_path, "stop").returncode == 0
+        assert process.wait(timeout=30) == 3
+    finally:
+        if process.poll() is None:
+            process.send_signal(2)
+            process.wait(timeout=30)
+    logs = awf(tmp_path, "logs", record.name).stdout
+    assert logs.startswith(f"run {record.name} of again, started {time.strftime('%H:%M:%S', time.localtime(started))}"), logs
 
 
 def test_an_agent_can_neither_read_nor_stop_its_own_run(tmp_path, flows):

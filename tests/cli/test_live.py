@@ -15,6 +15,7 @@ from rich.console import Console
 from agentswf import Budget
 from agentswf.cli.follow import Event, Tally
 from agentswf.cli.live import render
+from agentswf.workflow.budgets import Spent
 
 AWF = [sys.executable, "-m", "agentswf"]
 WAIT_SECONDS = 30.0
@@ -155,6 +156,33 @@ def test_the_live_view_in_a_real_terminal(tmp_path, flows):
         subprocess.run(["tmux", "-S", socket, "kill-server"], check=False, capture_output=True, timeout=10)
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_live_view_of_a_continued_run_counts_its_earlier_attempts_toward_the_budget(tmp_path, flows):
+    (tmp_path / "broken").touch()
+    first = subprocess.run(
+        [*AWF, "run", str(flows), "--workflow", "twice", "--budget", "10turns"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert first.returncode == 3, first.stderr  # the planner's turn and the builder's: 2 of 10
+    (tmp_path / "broken").unlink()
+    socket = str(tmp_path / "tmux")
+    command = f"cd {tmp_path} && env -u COLUMNS -u LINES {sys.executable} -m agentswf continue {flows} --workflow twice; sleep 60"
+    _tmux(socket, "new-session", "-d", "-s", "view", "-x", "150", "-y", "30", command)
+    try:
+        screen = _screen_until(socket, r"awf: twice completed")
+        assert "budget: 3/10 turns" in screen, screen  # attempt 1's two, and this attempt's builder
+    finally:
+        subprocess.run(["tmux", "-S", socket, "kill-server"], check=False, capture_output=True, timeout=10)
+
+
+def test_render_counts_what_earlier_attempts_spent_toward_the_budget():
+    tally = Tally()
+    tally.add(Event(100.0, "turn-ended", "a", "turn 1 ended answered", {"n": 1, "usage": {"input_tokens": 7, "cost_usd": 0.5}}))
+    carried = Spent(turns=2, tokens=100, cost_usd=0.25, seconds=60.0)
+    console = Console(width=120, record=True)
+    console.print(render(tally, {}, "run x", 160.0, Budget(turns=10, tokens=1000, cost_usd=2.0, wall="1h"), 30.0, carried))
+    assert "budget: 3/10 turns · 107/1000 tokens · $0.7500/$2.0000 · 1m30s/1h00m" in console.export_text()
+
+
 def test_render_folds_a_key_group_and_leaves_a_lone_agent_unfolded():
     tally = Tally()
     for key in ("review:a", "review:b", "fixer"):
@@ -170,3 +198,24 @@ def test_render_folds_a_key_group_and_leaves_a_lone_agent_unfolded():
     assert "awaits review:b's reply" in text and "1m00s / 10m00s" in text
     assert "2 in turn · 7 tokens · $0.5000 · 1 waiting for approval" in text
     assert "budget: 1/10 turns · $0.5000/$2.0000 · 1m30s/1h00m" in text
+
+
+HOSTILE = "[bold red]loud[/bold red] [link=https://evil.example]click[/link] \x1b]52;c;aGk=\x07"
+
+
+def test_render_shows_an_agents_markup_and_escapes_as_text_it_wrote():
+    tally = Tally()
+    tally.add(Event(100.0, "turn-started", "a", "turn 1 started", {"n": 1}))
+    tally.add(Event(101.0, "tool", "a", f"tool note {HOSTILE} -> result"))
+    tally.add(Event(102.0, "log", "", f"noted {HOSTILE}"), keep_logs=5)
+    tally.add(Event(103.0, "run-ended", "", f"run stopped: {HOSTILE}"))
+    console = Console(width=400, record=True, force_terminal=True, color_system="truecolor")
+    console.print(render(tally, {}, "run [bold]x[/bold]", 110.0))
+    styled = console.export_text(styles=True, clear=False)
+    text = console.export_text()
+    shown_hostile = "[bold red]loud[/bold red] [link=https://evil.example]click[/link] \\x1b]52;c;aGk="
+    assert text.count(shown_hostile) == 3, text  # the tool call, the log line, the ending: as written
+    assert "run [bold]x[/bold]" in text
+    assert "evil.example\x1b" not in styled and "\x1b]8;" not in styled  # no link opened
+    assert "\x1b]52" not in styled  # the clipboard escape shown, not sent
+    assert "\x1b[1;31mloud" not in styled  # no red bold drawn from the agent's markup

@@ -140,3 +140,29 @@ def test_continue_names_the_workflows_file_and_takes_the_latest_run_of_its_workf
     done = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")  # the latest run of three, not of other
     assert done.returncode == 0, done.stderr
     assert f"awf: record {the_run(tmp_path)}" in done.stderr and "(attempt 3)" in done.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_that_spent_its_budget_is_told_to_go_on_with_a_larger_one(tmp_path, backend):
+    write_flows(tmp_path)
+    words = ["--run-root", "runs", "--backend", backend]
+    failed = awf(tmp_path, "run", "flows.py", *words, "--budget", "3turns,1h", "--", "--dir", str(marks(tmp_path)))
+    assert failed.returncode == 1 and "3 of 3 turns given" in failed.stderr, failed.stderr  # the builder's second turn
+    run_id = the_run(tmp_path).name
+    # The turns ran out, not the hour: twice the turns, the hour as it was.
+    go_on = f"awf: go on with: awf continue flows.py {run_id} --run-root runs --budget 6turns,1h"
+    assert go_on in failed.stderr.splitlines(), failed.stderr
+    (told,) = [line.removeprefix("awf: go on with: awf ") for line in failed.stderr.splitlines() if line.startswith("awf: go on with: ")]
+    done = awf(tmp_path, *told.split(), "--backend", backend)  # the command as it was given
+    assert done.returncode == 0, done.stderr
+    assert "awf: go on with" not in done.stderr
+    assert counts(tmp_path) == {"greeter": 1, "planner": 1, "builder": 2, "checker": 1}
+
+
+def test_a_run_whose_budget_is_not_spent_is_told_to_go_on_without_one(tmp_path):
+    write_flows(tmp_path)
+    (marks(tmp_path) / "fail").touch()
+    failed = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--budget", "10turns", "--", "--dir", str(marks(tmp_path)))
+    assert failed.returncode == 1, failed.stderr
+    (line,) = [line for line in failed.stderr.splitlines() if line.startswith("awf: go on with: ")]
+    assert line.endswith(f"awf continue flows.py {the_run(tmp_path).name} --run-root runs"), line  # the budget on record will do

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import anyio
@@ -177,36 +178,50 @@ async def test_a_deadline_is_fixed_before_the_turn_is_queued(tmp_path):
     assert (result.run_dir / "calls" / second["call"] / "call.json").exists()
 
 
+QUEUED_HOLD_SECONDS = 0.3  # the first turn goes on at least this long after the second is asked
+QUEUED_TIMEOUT_SECONDS = 1.5  # the second's timeout: it starts with what is left of it
+
+
 async def test_a_queued_turn_keeps_only_what_is_left_of_its_timeout(tmp_path):
+    # The first turn ends only once the second has been asked, and then some: the second starts
+    # at least QUEUED_HOLD_SECONDS after it was asked, whatever the machine's load, and its
+    # deadline, fixed when it was asked, is before its start plus its timeout.
     runtime = shell_agent(
         tmp_path,
         "agent",
-        'echo "$WFA_TURN" >>"$OUT/turns"; if [ "$WFA_TURN" = 1 ]; then sleep 0.4; "$WFA" result "$WFA_CALL_ID" --n 1; else sleep 1000; fi',
+        'echo "$WFA_TURN" >>"$OUT/turns"; if [ "$WFA_TURN" = 1 ]; then '
+        f'until [ -e "$OUT/asked" ]; do sleep 0.01; done; sleep {QUEUED_HOLD_SECONDS}; "$WFA" result "$WFA_CALL_ID" --n 1; '
+        "else sleep 1000; fi",
     )
 
     async def fn(wf):
         agent = await wf.agents.open("a", runtime=runtime)
         results = {}
-        start = anyio.current_time()
 
         async def first():
-            results["first"] = await agent.run("One.", schema=N, timeout="10s")
+            results["first"] = await agent.run("One.", schema=N, timeout="1m")
 
         async def second():
-            await anyio.sleep(0.05)
-            results["second"] = await agent.run("Two.", schema=N, timeout=0.8)
-            results["took"] = anyio.current_time() - start
+            await anyio.sleep(0.05)  # asked second: the first is asked before this sleep ends, however loaded
+            results["asked"] = time.time()
+            (tmp_path / "asked").touch()
+            results["second"] = await agent.run("Two.", schema=N, timeout=QUEUED_TIMEOUT_SECONDS)
 
         async with anyio.create_task_group() as group:
             group.start_soon(first)
             group.start_soon(second)
-        return [results["second"].outcome.kind, results["took"]]
+        return [results["second"].outcome.kind, results["second"].call_id, results["asked"]]
 
     result = await run_wf(fn, tmp_path)
-    kind, took = result.value
+    kind, call, asked = result.value
     assert kind == "timed-out"
-    assert lines(tmp_path, "turns") == ["1", "2"]
-    assert 0.8 < took < 1.25  # 0.05 + 0.8, not 0.4 + 0.8
+    assert lines(tmp_path, "turns") == ["1", "2"]  # the second started, after the first
+    second = next(turn for turn in turns(result) if turn["call_id"] == call)
+    deadline = (result.run_dir / "calls" / call / "call.json").read_text()
+    deadline_at = json.loads(deadline)["deadline_at"] / 1000
+    assert second["started_at"] >= asked + QUEUED_HOLD_SECONDS  # it waited behind the first
+    assert asked + QUEUED_TIMEOUT_SECONDS - 0.01 <= deadline_at < second["started_at"] + QUEUED_TIMEOUT_SECONDS
+    assert second["ended_at"] >= deadline_at - 0.01  # it ran until its deadline, the one fixed when it was asked
 
 
 async def test_cancelled_by_parallel_fail_fast(tmp_path):

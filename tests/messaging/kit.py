@@ -99,6 +99,20 @@ async def wait_file(path: Path, seconds: float = 10.0) -> None:
             await anyio.sleep(0.02)
 
 
+SETTLE_SECONDS = 30.0  # for a message turn to end on a loaded machine
+
+
+async def message_turn_ended(wf: Any, key: str, count: int = 1, seconds: float = SETTLE_SECONDS) -> None:
+    """Wait until the run's record has `count` ended turns of `key` that a message started: the
+    agent's process has exited by then, and all it saved is on disk (the workflow ending first
+    would close the agent mid-turn)."""
+    with anyio.fail_after(seconds):
+        while sum(
+            line.get("agent") == key and line.get("started_by") == "message" for line in read_lines(wf.run_dir / "turns.jsonl")
+        ) < count:
+            await anyio.sleep(0.02)
+
+
 def with_harness(overrides: Mapping[str, type[ShellHarness]]) -> Callable[[str, Any], Any]:
     """A harness resolver: the agents named in `overrides` run on that ShellHarness subclass."""
 

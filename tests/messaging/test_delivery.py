@@ -17,6 +17,7 @@ from .kit import (
     attempts,
     call_id,
     call_record,
+    message_turn_ended,
     prompt,
     refused,
     run_wf,
@@ -249,6 +250,7 @@ esac
         b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
         await wf.route(a, b, purpose="Questions", max_messages=4)
         assert (await a.run("Ask b.")).value == "done"
+        await message_turn_ended(wf, "b")  # b's turn goes on with a's answer: the run ends after it
 
     result = await run_wf(flow, tmp_path)
     assert "wfa: you await a's reply" in sent(tmp_path, "back").out

@@ -20,6 +20,7 @@ from .kit import (
     NoAwaitShell,
     agent,
     attempts,
+    message_turn_ended,
     out,
     prompt,
     refused,
@@ -205,8 +206,9 @@ async def _collect(into, awaitable):
     into.append(await awaitable)
 
 
-async def a_asks_b(tmp_path, asker: str, askee: str, *, purpose: str, **options):
-    """Agents a and b on one route (`options`: both_ways, max_messages, harnesses); a's turn must end "replied"."""
+async def a_asks_b(tmp_path, asker: str, askee: str, *, purpose: str, settle: bool = False, **options):
+    """Agents a and b on one route (`options`: both_ways, max_messages, harnesses); a's turn must end "replied".
+    With `settle`, the run ends only once b's message turn has (what b does after its reply is on disk)."""
     harnesses = options.pop("harnesses", None)
 
     async def flow(wf):
@@ -214,6 +216,8 @@ async def a_asks_b(tmp_path, asker: str, askee: str, *, purpose: str, **options)
         b = await wf.agents.open("b", runtime=agent(tmp_path, "b", askee))
         await wf.route(a, b, purpose=purpose, **options)
         assert (await a.run("Go.")).value == "replied"
+        if settle:
+            await message_turn_ended(wf, "b")
 
     return await run_wf(flow, tmp_path, **({"harnesses": harnesses} if harnesses else {}))
 
@@ -460,7 +464,7 @@ case "$PROMPT" in *"A question from a"*)
 esac
 """
 
-    await a_asks_b(tmp_path, asker, askee, purpose="Both ways", both_ways=True)
+    await a_asks_b(tmp_path, asker, askee, purpose="Both ways", settle=True, both_ways=True)  # b replies twice
     assert "to message it, use wfa send b" in refused(tmp_path, "a_unasked", "reply", "none-owed").err
     sent(tmp_path, "b_once")
     refused(tmp_path, "b_twice", "reply", "none-owed")

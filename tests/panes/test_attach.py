@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +16,9 @@ import pytest
 from agentswf.cli.attach import AttachFailure, attach_argv, find_pane
 from agentswf.cli.main import main
 from agentswf.harnesses.pane import pane_socket
+from agentswf.harnesses.tmux import WINDOW
+
+SCREEN_WAIT_SECONDS = 10.0
 
 
 def a_run(tmp_path: Path, *agents: str) -> Path:
@@ -53,3 +61,27 @@ def test_closing_a_kept_pane_where_there_is_none_exits_2(tmp_path, capsys):
     assert "run r1 has no kept pane" in capsys.readouterr().err
     assert main(["attach", "--close", str(record), "a"]) == 2
     assert "agent a of run r1 has no kept pane" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install tmux)")
+def test_awf_attach_without_a_terminal_says_it_needs_one_and_how_to_see_the_pane(tmp_path):
+    record = a_run(tmp_path, "writer")
+    live = pane_socket(tmp_path / "s", "writer")
+    tmux = ["tmux", "-S", str(live)]
+    subprocess.run([*tmux, "new-session", "-d", "-s", WINDOW, "echo the writer is here; sleep 60"], check=True, timeout=10)
+    try:
+        attached = subprocess.run(
+            [sys.executable, "-m", "agentswf", "attach", str(record), "writer"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+        )
+        assert attached.returncode == 2, attached.stderr  # a usage error, not tmux's own exit 1
+        assert "awf: attach needs a terminal" in attached.stderr and "open terminal failed" not in attached.stderr
+        told = attached.stderr.rsplit(" with ", 1)[1].strip()
+        deadline = time.monotonic() + SCREEN_WAIT_SECONDS
+        screen = subprocess.run(shlex.split(told), capture_output=True, text=True, timeout=10)
+        while "the writer is here" not in screen.stdout and time.monotonic() < deadline:  # until the shell drew it
+            time.sleep(0.1)
+            screen = subprocess.run(shlex.split(told), capture_output=True, text=True, timeout=10)
+        assert "the writer is here" in screen.stdout, (told, screen.stderr)  # what it says to run shows the pane
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, capture_output=True, timeout=10)

@@ -19,8 +19,12 @@ CLAUDE = {
         "input_tokens": 100, "cache_creation_input_tokens": 3, "cache_read_input_tokens": 7, "output_tokens": 20,
         "output_tokens_details": {"thinking_tokens": 0}}},
 }
+CODEX_TURN = {  # as codex writes it as its turn begins, its instructions left out
+    "type": "turn_context", "payload": {"turn_id": "01a232bc-97f4", "root_turn_id": "01a232bc-97f4", "cwd": "/w",
+        "approval_policy": "never", "model": "gpt-5.5", "comp_hash": "2911", "summary": "none"},
+}
 CODEX = {
-    "type": "token_usage_record", "payload": {"response_id": "resp_e488", "usage": {
+    "type": "token_usage_record", "payload": {"turn_id": "01a232bc-97f4", "response_id": "resp_e488", "usage": {
         "input_tokens": 100, "cached_input_tokens": 40, "cache_write_input_tokens": 0, "output_tokens": 20},
         "turn_token_usage": {"input_tokens": 999}, "thread_token_usage": {"input_tokens": 9999}},
 }
@@ -39,6 +43,15 @@ def test_each_clis_rows_give_the_responses_usage():
     assert lines_usage(lines(CLAUDE)) == Usage(100, 20, 7, 3, model="claude-opus-5-5")
     assert lines_usage(lines(CODEX)) == Usage(100, 20, 40, 0)  # the response's own, not the running totals
     assert lines_usage(lines(PI)) == Usage(100, 20, 0, 0, 0.25, model="fake-model")
+
+
+def test_a_codex_turns_model_is_the_one_its_turn_context_row_names():
+    assert lines_usage(lines(CODEX_TURN, CODEX)) == Usage(100, 20, 40, 0, model="gpt-5.5")
+    other = {**CODEX_TURN, "payload": {**CODEX_TURN["payload"], "turn_id": "another"}}
+    assert lines_usage(lines(other, CODEX)) == Usage(100, 20, 40, 0)  # another turn's model is not this one's
+    for forged in ({"model": ["gpt-5"]}, {"model": ""}, {"turn_id": 7}):
+        row = {**CODEX_TURN, "payload": {**CODEX_TURN["payload"], **forged}}
+        assert lines_usage(lines(row, CODEX)) == Usage(100, 20, 40, 0), forged  # no model, no crash
 
 
 def test_a_response_written_as_several_rows_counts_once_and_others_add_up():

@@ -22,7 +22,7 @@ from agentswf import Budget, Failed, Usage, workflow
 from agentswf.errors import DefinitionError
 from agentswf.harnesses.base import Attempt, AttemptResult
 from agentswf.testing.scripted import ScriptBook, ScriptedHarness, answer, hang
-from agentswf.workflow.budgets import Spent, over_budget, parse_budget
+from agentswf.workflow.budgets import Spent, budget_flag, over_budget, parse_budget, raised
 
 PER_ATTEMPT = Usage(input_tokens=100, output_tokens=50, cost_usd=0.25)
 
@@ -245,3 +245,42 @@ def test_what_earlier_attempts_spent_counts_toward_the_runs_groups_and_agents() 
 def test_a_limit_given_twice_is_named_as_written(text: str, said: str) -> None:
     with pytest.raises(DefinitionError, match=said):
         parse_budget(text)
+
+
+maybe_cost = st.none() | st.floats(0, 1000, allow_nan=False).map(lambda dollars: round(dollars, 4))
+maybe_wall = st.none() | st.integers(1, 10 * 86400)
+
+
+@given(caps, caps, maybe_cost, maybe_wall, st.integers(0, 12), st.integers(0, 12), st.floats(0, 2000), st.floats(0, 20 * 86400))
+def test_a_spent_budget_is_raised_just_where_it_ran_out_and_lets_the_next_turn_start(
+    turns: int | None, tokens: int | None, cost: float | None, wall: int | None,
+    spent_turns: int, spent_tokens: int, spent_cost: float, seconds: float,
+) -> None:
+    budget = Budget(turns=turns, tokens=tokens, cost_usd=cost, wall=wall)
+    spent = Spent(turns=spent_turns, tokens=spent_tokens, cost_usd=spent_cost, seconds=seconds)
+    more = raised(budget, spent)
+    assert (more is None) == (over_budget(budget, spent, seconds) is None)
+    if more is not None:
+        assert over_budget(more, spent, seconds) is None  # a continue under it gives its next turn
+        for name in ("turns", "tokens", "cost_usd", "wall"):
+            cap, larger = getattr(budget, name), getattr(more, name)
+            assert (cap is None) == (larger is None)
+            assert cap is None or larger >= cap  # never lower, and a cap not reached is as it was
+        assert budget_flag(parse_budget(budget_flag(more))) == budget_flag(more)  # what the go-on line says, read back
+
+
+@given(caps, caps, maybe_cost, maybe_wall)
+def test_a_budget_as_a_flag_reads_back_as_itself(turns: int | None, tokens: int | None, cost: float | None, wall: int | None) -> None:
+    if turns is None and tokens is None and cost is None and wall is None:
+        return  # no budget: no flag
+    budget = Budget(turns=turns, tokens=tokens, cost_usd=cost, wall=None if wall is None else float(wall))
+    assert parse_budget(budget_flag(budget)) == budget
+
+
+def test_a_spent_budget_is_raised_to_twice_the_larger_of_its_cap_and_the_spend() -> None:
+    budget = Budget(turns=3, cost_usd=0.5, wall="1h")
+    more = raised(budget, Spent(turns=4, tokens=0, cost_usd=0.75, seconds=10))
+    assert more == Budget(turns=8, cost_usd=1.5, wall="1h")
+    assert budget_flag(more) == "1.5usd,8turns,1h"
+    assert raised(Budget(wall="1h"), Spent(seconds=3601.5)) == Budget(wall=7260)  # up to the minute
+    assert raised(budget, Spent(turns=2, cost_usd=0.1)) is None
