@@ -671,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
         return temporal.exit_now(code) if temporal.used_temporal(options) else _exit_past_abandoned_threads(code)
     except (UsageFailure, AttachFailure) as error:
         print(f"awf: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return temporal.exit_now(EXIT_USAGE) if temporal.used_temporal(options) else EXIT_USAGE
     except KeyboardInterrupt:  # before a run's signals are caught, or after
         print("awf: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

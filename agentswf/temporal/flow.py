@@ -10,6 +10,9 @@ What maps onto what:
 - `agent.run` is the activity `agentswf.turn` (messages.TurnRequest, the whole turn), on the
   agent's task queue; its deadline is fixed once, in workflow time, and bounds every retry.
 - a tool call is the update `agentswf.tool`, answered here by the tool's own handler.
+- every update is taken only sealed with the deployment's run key (keys.py), checked in its
+  validator (which runs when the update is delivered, never on replay; a rejected update
+  leaves no history); every activity's input is sealed here, and its result checked.
 - `wf.parallel` is asyncio tasks; the run's timeout a durable timer (`asyncio.timeout`).
 - `wf.log` is workflow state (the query `agentswf.log`), shown as progress when not replaying.
 """
@@ -30,6 +33,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
+from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.mailrules import MAX_ROUTE_MESSAGES, MESSAGE_TURN_SECONDS
@@ -47,7 +51,7 @@ from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
-from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
+from ..errors import AgentClosed, DefinitionError, RunKeyError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
 from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
@@ -57,6 +61,7 @@ from ..workflow.messaging import MessageRefused, end_key
 from ..workflow.running import _failure, decode_args
 from ..workflow.tools import Tool, check_tools
 from .board import WorkflowBoard
+from .keys import RunKey, SealBroken, seal, unseal
 from .messages import (
     DECIDE_UPDATE,
     FORK_ACTIVITY,
@@ -74,6 +79,7 @@ from .messages import (
     RunEnding,
     RunLines,
     RunRequest,
+    Sealed,
     ToolReply,
     ToolRequest,
     ToolSpec,
@@ -196,9 +202,9 @@ class TemporalAgent:
         activity_id = activity_id or f"{self.key}-turn-{request.n}"
         self._agents.began(self.key, activity_id)
         try:
-            raw = await workflow.execute_activity(
+            sealed = await workflow.execute_activity(
                 TURN_ACTIVITY,
-                msgspec.to_builtins(request),
+                seal_activity(TURN_ACTIVITY, activity_id, request),
                 task_queue=self._agents.queue_of(self.spec.runtime),
                 schedule_to_close_timeout=timedelta(seconds=left + TURN_GRACE_SECONDS),
                 heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
@@ -224,6 +230,10 @@ class TemporalAgent:
             self._agents.ended_activity(self.key)
             if self._agents.board.unread(self.key):  # mail its worker didn't take: a turn of its own
                 self.mail_came()
+        raw = opened_result(TURN_ACTIVITY, activity_id, sealed)
+        if isinstance(raw, str):
+            now = workflow.now().timestamp()
+            return Turn(outcome=Failed(raw), agent=self.key, call_id="", n=request.n, started_at=started, ended_at=now)
         self._taught = True
         for line in raw["others"]:  # the turns its mail started on the worker, numbered here
             self._message_turns += 1
@@ -320,15 +330,19 @@ class TemporalAgent:
                 raise DefinitionError(f"agent {self.key}: an agent cannot be forked before its first turn")
             started = workflow.now().timestamp()
             request = ForkRequest(agent=self.key, runtime=self.spec.runtime, cwd=self.spec.cwd, session=self._session)
+            activity_id = f"{self.key}-fork-{n}"
             try:
-                raw = await workflow.execute_activity(
-                    FORK_ACTIVITY, msgspec.to_builtins(request), task_queue=self._agents.queue_of(self.spec.runtime),
+                sealed = await workflow.execute_activity(
+                    FORK_ACTIVITY, seal_activity(FORK_ACTIVITY, activity_id, request),
+                    task_queue=self._agents.queue_of(self.spec.runtime),
                     start_to_close_timeout=timedelta(seconds=FORK_SECONDS),
                     heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
                     retry_policy=RetryPolicy(maximum_attempts=TURN_ATTEMPTS,
                                              initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)),
-                    activity_id=f"{self.key}-fork-{n}", summary=f"{self.key} fork {n} into {key}",
+                    activity_id=activity_id, summary=f"{self.key} fork {n} into {key}",
                 )
+                opened = opened_result(FORK_ACTIVITY, activity_id, sealed)
+                raw = {"session": None, "reason": opened, "usage": None} if isinstance(opened, str) else opened
             except ActivityError as error:
                 if isinstance(error.cause, TemporalCancelled):
                     raise asyncio.CancelledError(str(error.cause)) from error
@@ -378,6 +392,49 @@ def _rebuildable(schema: dict[str, Any], what: str) -> None:
 def _spec(name: str, tool: Tool) -> ToolSpec:
     """What the worker gets of a tool; one that waits for a person is bounded by the turn's deadline alone."""
     return ToolSpec(name, tool.description, tool.taught.schema, None if tool.requires_approval else tool.timeout)
+
+
+KEY_EXTERN = "agentswf.run_key"  # the extern function that gives workflow code its worker's run key
+
+
+class KeyHolder(Interceptor):
+    """Given to a worker (or a Replayer) that runs agentswf workflows: its workflows' code seals and
+    checks with `key`. Each worker holds its own: an extern function of the worker's, not a global."""
+
+    def __init__(self, key: RunKey) -> None:
+        self.key = key
+
+    def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> None:
+        key = self.key
+        input.unsafe_extern_functions[KEY_EXTERN] = lambda: key
+
+
+def worker_key() -> RunKey:
+    """The run key of the worker running this workflow's code (a worker without one fails its task, saying so)."""
+    given = workflow.extern_functions().get(KEY_EXTERN)
+    if given is None:
+        raise RunKeyError("this worker runs agentswf workflows without a run key: give it interceptors=[KeyHolder(key)]"
+                          " (engine.workflow_worker does)")
+    key: RunKey = given()
+    return key
+
+
+def seal_activity(activity_type: str, activity_id: str, request: Any) -> dict[str, Any]:
+    """An activity's input, sealed for this run and that activity: a worker runs nothing else."""
+    info = workflow.info()
+    return seal(worker_key(), request, kind="activity", workflow=info.workflow_id, run=info.run_id,
+                name=f"{activity_type}/{activity_id}", by="workflow", nonce="")
+
+
+def opened_result(activity_type: str, activity_id: str, raw: Any) -> Any:
+    """An activity's result, if a holder of the run key made it for this one; else why not (a str)."""
+    info = workflow.info()
+    try:
+        sealed = unseal(worker_key(), raw, kind="result", workflow=info.workflow_id, run=info.run_id,
+                        name=f"{activity_type}/{activity_id}", what=f"the result of {activity_id}")
+    except SealBroken as error:
+        return f"{error}; something other than a worker of this deployment answered it"
+    return sealed.body
 
 
 def _workflow_time() -> float:
@@ -884,14 +941,29 @@ def register(definition: WorkflowDefinition) -> None:
 
 @workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class AgentswfWorkflow:
-    """The Temporal workflow that runs an agentswf workflow function (a registered definition)."""
+    """The Temporal workflow that runs an agentswf workflow function (a registered definition).
+
+    Its input and every update it takes are sealed with the deployment's run key: a turn
+    worker's for the agent whose turn it runs (tool calls, mail), a person's for a decision or
+    a participant's mail. Each update's validator checks its seal and that its nonce is new,
+    and its handler marks the nonce used before anything else (validators don't run on
+    replay, so they decide nothing the handler needs)."""
 
     def __init__(self) -> None:
         self.wf: TemporalWorkflow | None = None
+        self.nonces: set[str] = set()  # of the updates taken: a seal is good once
 
     @workflow.run
     async def run(self, raw: dict[str, Any]) -> dict[str, Any]:
-        request = msgspec.convert(raw, RunRequest)
+        info = workflow.info()
+        try:
+            sealed = unseal(worker_key(), raw, kind="start", workflow=info.workflow_id, run="", name=WORKFLOW_TYPE,
+                            what="the run's request")
+        except SealBroken as error:
+            if error.mismatch:  # this worker can't run it, one with the run's key can: its task fails, not the run
+                raise RunKeyError(f"workflow {info.workflow_id}: {error}") from None
+            return msgspec.to_builtins(RunEnding(outcome="failed", reason=str(error)))  # type: ignore[no-any-return]
+        request = msgspec.convert(sealed.body, RunRequest)
         definition = DEFINITIONS.get(request.workflow)
         if definition is None:
             reason = f"this worker has no workflow named {request.workflow}"
@@ -902,31 +974,78 @@ class AgentswfWorkflow:
             ending = msgspec.structs.replace(ending, lines=self.wf.agents.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
 
+    def _check(self, name: str, raw: Any, body_type: Any, signer: Callable[[Any], str]) -> Any:
+        """An update's validator: its body, if it is sealed for this run and `name` by `signer(body)`, once."""
+        info = workflow.info()
+        try:
+            sealed = unseal(worker_key(), raw, kind="update", workflow=info.workflow_id, run=info.run_id, name=name,
+                            what=f"the update {name}")
+            body = msgspec.convert(sealed.body, body_type)
+        except (SealBroken, msgspec.ValidationError) as error:
+            raise ApplicationError(str(error), type="Refused", non_retryable=True) from None
+        if sealed.by != signer(body):
+            raise ApplicationError(f"the update {name} is signed by {sealed.by}, not by {signer(body)}: refused",
+                                   type="Refused", non_retryable=True)
+        if sealed.nonce in self.nonces:
+            raise ApplicationError(f"the update {name} was taken before: a seal is good once", type="Refused",
+                                   non_retryable=True)
+        return body
+
+    def _once(self, raw: Any, body_type: Any) -> Any:
+        """An update's handler, first: its nonce is used (its validator checked the rest)."""
+        sealed = msgspec.convert(raw, Sealed)
+        if sealed.nonce in self.nonces:  # the same update delivered twice at once
+            raise ApplicationError("this update was taken before: a seal is good once", type="Refused")
+        self.nonces.add(sealed.nonce)
+        return msgspec.convert(sealed.body, body_type)
+
     @workflow.update(name=TOOL_UPDATE)
     async def tool(self, raw: dict[str, Any]) -> dict[str, Any]:
+        request = self._once(raw, ToolRequest)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
-        reply = await answer_tool(self.wf.agents, msgspec.convert(raw, ToolRequest))
+        reply = await answer_tool(self.wf.agents, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @tool.validator
+    def _check_tool(self, raw: dict[str, Any]) -> None:
+        request = self._check(TOOL_UPDATE, raw, ToolRequest, lambda body: f"worker:{body.agent}")
+        if self.wf is None or self.wf.agents.running.get(request.agent) != request.activity:
+            raise ApplicationError(f"no turn of agent {request.agent} is running as {request.activity!r}: refused",
+                                   type="Refused", non_retryable=True)
 
     @workflow.update(name=MAIL_UPDATE)
     async def mail(self, raw: dict[str, Any]) -> dict[str, Any]:
+        request = self._once(raw, MailRequest)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
-        reply = await answer_mail(self.wf.agents, msgspec.convert(raw, MailRequest))
+        reply = await answer_mail(self.wf.agents, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @mail.validator
+    def _check_mail(self, raw: dict[str, Any]) -> None:
+        self._check(MAIL_UPDATE, raw, MailRequest, lambda body: f"worker:{body.agent}")
 
     @workflow.update(name=OPERATOR_UPDATE)
     async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
         """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant."""
+        request = self._once(raw, PostAs | ReadInbox)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
-        request = msgspec.convert(raw, PostAs | ReadInbox)
         return msgspec.to_builtins(await answer_person(self.wf.agents.board, request))  # type: ignore[no-any-return]
+
+    @operator.validator
+    def _check_operator(self, raw: dict[str, Any]) -> None:
+        self._check(OPERATOR_UPDATE, raw, PostAs | ReadInbox, lambda body: f"person:{body.key}")
 
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:
-        return self.wf is not None and self.wf.agents.decide(msgspec.convert(raw, DecideRequest))
+        request = self._once(raw, DecideRequest)
+        return self.wf is not None and self.wf.agents.decide(request)
+
+    @decide.validator
+    def _check_decide(self, raw: dict[str, Any]) -> None:
+        self._check(DECIDE_UPDATE, raw, DecideRequest, lambda body: f"person:{body.by}")
 
     @workflow.query(name=PENDING_QUERY)
     def pending(self) -> list[dict[str, Any]]:

@@ -25,6 +25,17 @@ OPERATOR_UPDATE = "agentswf.operator"  # a person's awf inbox / send / reply --a
 RECORD_FILE = "temporal.json"  # beside a Temporal run's record: its workflow id, address, namespace, task queue
 
 
+class Sealed(msgspec.Struct, frozen=True, kw_only=True):
+    """What a holder of the deployment's run key sent (keys.py): `body` (a request's builtins), who sent
+    it, a nonce, the id of the key it was signed with, and the HMAC over them and where they belong."""
+
+    body: Any
+    by: str
+    nonce: str = ""
+    key: str
+    tag: str
+
+
 class ToolSpec(msgspec.Struct, frozen=True):
     """A tool as the agent sees it: its input's JSON Schema, rebuilt as a type on the worker."""
 
@@ -106,6 +117,7 @@ class ToolRequest(msgspec.Struct, frozen=True):
     call_id: str
     input: Any
     turn: int  # the agent's turn it was made in
+    activity: str = ""  # the id of that turn's activity: a call is taken only while it runs
 
 
 class ToolReply(msgspec.Struct, frozen=True):
