@@ -165,7 +165,7 @@ def unseal(key: RunKey, raw: Any, *, kind: SealKind, workflow: str, run: str, na
     try:
         sealed = msgspec.convert(raw, Sealed)
     except msgspec.ValidationError:
-        raise SealBroken(f"{what} carries no signature of this deployment's run key: refused") from None
+        raise SealBroken(f"{what} carries no signature of this deployment's run key") from None
     if sealed.key != key.id:
         raise SealBroken(
             f"{what} was signed with run key {sealed.key}, and this process holds run key {key.id}: every process "
