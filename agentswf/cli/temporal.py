@@ -245,7 +245,7 @@ async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool, by: st
         sealed = seal(key, arg, kind="update", workflow=run["workflow_id"], run=run_id, name=name, by=by)
         return await client.get_workflow_handle(run["workflow_id"], run_id=run_id).execute_update(name, sealed)
     except WorkflowUpdateFailedError as error:  # refused by the workflow: its seal, say
-        raise UsageFailure(f"the run refused it: {error.cause}") from None
+        raise UsageFailure(f"the run refused it: {getattr(error.cause, 'message', error.cause)}") from None
     except RuntimeError as error:  # the SDK's connection failure
         raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
 

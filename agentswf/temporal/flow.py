@@ -958,7 +958,7 @@ class AgentswfWorkflow:
         info = workflow.info()
         try:
             sealed = unseal(worker_key(), raw, kind="start", workflow=info.workflow_id, run="", name=WORKFLOW_TYPE,
-                            what="the run's request")
+                            what="the run's request", holder="this workflow worker")
         except SealBroken as error:
             if error.mismatch:  # this worker can't run it, one with the run's key can: its task fails, not the run
                 raise RunKeyError(f"workflow {info.workflow_id}: {error}") from None

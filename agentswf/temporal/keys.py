@@ -159,17 +159,19 @@ def seal(
     return msgspec.to_builtins(Sealed(body=builtins, by=by, nonce=once, key=key.id, tag=tag))  # type: ignore[no-any-return]
 
 
-def unseal(key: RunKey, raw: Any, *, kind: SealKind, workflow: str, run: str, name: str, what: str) -> Sealed:
+def unseal(
+    key: RunKey, raw: Any, *, kind: SealKind, workflow: str, run: str, name: str, what: str, holder: str = "this run"
+) -> Sealed:
     """The Sealed `raw` is, if `key` sealed it for `name` of that workflow and run; else SealBroken,
-    saying why in words about `what` (the update, the turn...)."""
+    saying why in words about `what` (the update, the turn...) and `holder` (who holds `key`)."""
     try:
         sealed = msgspec.convert(raw, Sealed)
     except msgspec.ValidationError:
         raise SealBroken(f"{what} carries no signature of this deployment's run key") from None
     if sealed.key != key.id:
         raise SealBroken(
-            f"{what} was signed with run key {sealed.key}, and this process holds run key {key.id}: every process "
-            f"of a deployment (awf run, awf worker, awf approve...) needs the same key ({KEY_VARIABLE})",
+            f"{what} was signed with run key {sealed.key}, not with {holder}'s ({key.id}): every process of a "
+            f"deployment (awf run, awf worker, awf approve...) needs the same key ({KEY_VARIABLE})",
             mismatch=True,
         )
     if not key.verify(sealed.tag, kind, workflow, run, name, sealed.by, sealed.nonce, sealed.body):

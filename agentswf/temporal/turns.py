@@ -101,7 +101,8 @@ class TurnActivities:
             raise WorkflowError(f"{name} runs only as a workflow's activity")
         try:
             sealed = unseal(self.key, raw, kind="activity", workflow=info.workflow_id, run=info.workflow_run_id or "",
-                            name=f"{name}/{info.activity_id}", what=f"activity {info.activity_id} of workflow {info.workflow_id}")
+                            name=f"{name}/{info.activity_id}", what=f"activity {info.activity_id} of workflow {info.workflow_id}",
+                            holder="this worker")
         except SealBroken as error:
             self.refused(str(error))
             raise ApplicationError(f"this worker refused the activity: {error}", type="Refused", non_retryable=True) from None
