@@ -8,6 +8,9 @@ environments don't carry; an unsandboxed agent that knew the path could read it,
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +32,8 @@ from agentswf import tool, workflow
 from agentswf.temporal import TemporalEngine
 
 from ..temporal.conftest import run_key_file, temporal_address, temporal_server  # noqa: F401  (the session's dev server)
+
+AWF = [sys.executable, "-m", "agentswf"]
 
 
 @pytest.fixture(params=["asyncio"])
@@ -181,6 +186,31 @@ async def test_a_turn_worker_runs_no_command_a_workflow_of_anothers_names(tempor
     assert not pwned.exists()
     assert why.startswith("this worker refused the activity: activity 1 of workflow attack-") and "no signature" in why
     assert refused == [why.removeprefix("this worker refused the activity: ")]  # awf worker prints it on stderr
+
+
+def test_awf_worker_says_on_stderr_which_turn_it_refused(temporal_address: str, tmp_path: Path) -> None:  # noqa: F811
+    from agentswf.temporal import connect, on_asyncio
+
+    pwned, queue = tmp_path / "PWNED", f"victim-{uuid4().hex[:8]}"
+    worker = subprocess.Popen(
+        [*AWF, "worker", "--address", temporal_address, "--task-queue", queue, "--root", str(tmp_path / "w")],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert worker.stderr is not None
+    try:
+        assert worker.stderr.readline().startswith("awf: worker on"), "the worker did not start"
+
+        async def attack() -> str:
+            return await _attack(await connect(temporal_address), queue, ["touch", str(pwned)], str(tmp_path))
+
+        why = anyio.run(on_asyncio, attack)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(10)
+    said = worker.stderr.read()
+    worker.stderr.close()
+    assert f"awf: refused: {why.removeprefix('this worker refused the activity: ')}\n" in said, said
+    assert not pwned.exists()
 
 
 async def test_a_turn_sealed_for_one_run_runs_in_no_other(temporal_address: str, tmp_path: Path) -> None:  # noqa: F811
@@ -340,8 +370,6 @@ async def test_an_agent_on_a_worker_cant_approve_its_call_with_an_update_of_its_
     names = [event.workflow_execution_update_accepted_event_attributes.accepted_request.input.name for event in accepted]
     assert names.count("agentswf.decide") == 2 and "agentswf.operator" not in names  # the refused left no history
 
-
-AWF = [sys.executable, "-m", "agentswf"]
 
 # Agent a calls its own tool (the worker seals the update for a); then it sends the workflow b's
 # tool as b: unsealed, sealed with a key of its own, and its own call's seal replayed (as it was,
