@@ -54,6 +54,7 @@ from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_recor
 from ..errors import AgentClosed, DefinitionError, RunKeyError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
+from ..sandbox.spec import SandboxSpec, check_spec
 from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
@@ -100,9 +101,12 @@ FORK_SECONDS = 120.0  # a fork's copy of a session, on its worker (no model call
 class TemporalAgent:
     """One agent of a Temporal run: `run` gives it a turn on a worker of its task queue."""
 
-    def __init__(self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: TemporalAgents) -> None:
+    def __init__(
+        self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: TemporalAgents, sandbox: SandboxSpec | None = None
+    ) -> None:
         self.key = key
         self.spec = spec
+        self.sandbox = sandbox  # every turn runs in it, on its worker (its cwd absolute: a path there)
         self.tools = tools
         self.closed = False
         self._agents = agents
@@ -146,6 +150,7 @@ class TemporalAgent:
                 runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(),
                 prompt=prompt, schema=taught.schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
                 deadline=limit, nudge=nudge, session=self._session, can_message=self._agents.board_has(self.key),
+                sandbox=self.sandbox,
             )
             turn = await self._execute(request, taught.type)
             if turn.session is not None:  # before the next turn, queued behind this one, is sent
@@ -187,6 +192,7 @@ class TemporalAgent:
             runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(), prompt="",
             schema=_taught(str).schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
             deadline=min(deadline, self._agents.run_deadline), session=self._session, kind="message", can_message=True,
+            sandbox=self.sandbox,
         )
         self._mail_activities += 1
         turn = await self._execute(request, None, activity_id=f"{self.key}-mail-{self._mail_activities}")
@@ -271,7 +277,7 @@ class TemporalAgent:
                 workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._ops,
                 runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=None, prompt=focus,
                 schema=_taught(str).schema, deadline=limit, session=self._session, kind="compaction",
-                can_message=self._agents.board_has(self.key),
+                can_message=self._agents.board_has(self.key), sandbox=self.sandbox,
             )
             record = await self._execute(request, str, activity_id=f"{self.key}-compaction-{request.n}")
             if record.session is not None:
@@ -322,6 +328,8 @@ class TemporalAgent:
         why = _capable(harness, "fork")
         if why is not None:
             raise DefinitionError(f"agent {self.key} can't be forked: {why}")
+        if self.sandbox is not None:  # the fork activity would run the harness outside it
+            raise DefinitionError(f"agent {self.key} is sandboxed: a sandboxed agent isn't forked on the Temporal engine yet")
         check_effort(key, harness, effort)
         self._ops += 1
         n = self._ops
@@ -387,6 +395,22 @@ def _rebuildable(schema: dict[str, Any], what: str) -> None:
         type_of(schema)
     except UnsupportedSchema as error:
         raise DefinitionError(f"{what} can't be sent to a Temporal worker: {error}") from None
+
+
+def _sandbox_spec(key: str, sandbox: Any, run_cwd: Path) -> SandboxSpec | None:
+    """An agent's sandbox= as the spec its worker opens (checked here as locally), its cwd absolute."""
+    if sandbox is None:
+        return None
+    if not isinstance(sandbox, (SandboxSpec, Mapping)):
+        raise DefinitionError(
+            f"agent {key}: on the Temporal engine sandbox= takes a spec of its own (a SandboxSpec or a dict of cwd, "
+            f"read, write, network); wf.sandboxes is not on it yet"
+        )
+    try:
+        spec = check_spec(sandbox)
+    except DefinitionError as error:
+        raise DefinitionError(f"agent {key}: {error}") from None
+    return msgspec.structs.replace(spec, cwd=str(run_cwd / spec.cwd) if spec.cwd is not None else str(run_cwd))
 
 
 def _spec(name: str, tool: Tool) -> ToolSpec:
@@ -565,27 +589,28 @@ class TemporalAgents:
         cwd: str | Path | None = None,
         sandbox: Any = None,
     ) -> TemporalAgent:
-        """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns."""
+        """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns, and
+        `sandbox` a spec of its own (a SandboxSpec or a dict of cwd, read, write, network), which its
+        turns' worker opens with bubblewrap; relative paths are from the run's cwd, there."""
         check_key(key)
-        if sandbox is not None:
-            raise DefinitionError(f"agent {key}: sandboxes are not yet on the Temporal engine")
+        box = _sandbox_spec(key, sandbox, self.cwd)
         if key in self._closed:
             raise DefinitionError(f"agent {key} was closed; its key is not opened again")
         checked = check_tools(key, tools) if tools is not None else None
         for name, given in (checked or {}).items():
             _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
-        directory = str(self.cwd / cwd) if cwd is not None else str(self.cwd)
-        spec = AgentSpec(resolve_runtime(runtime), instructions, directory)
+        directory = str(self.cwd / cwd) if cwd is not None else (box.cwd if box is not None else str(self.cwd))
+        spec = AgentSpec(resolve_runtime(runtime), instructions, str(directory))
         existing = self._open.get(key)
         if existing is not None:
-            if existing.spec != spec:
-                raise DefinitionError(f"agent {key} is already open with a different runtime, instructions or cwd")
+            if existing.spec != spec or existing.sandbox != box:
+                raise DefinitionError(f"agent {key} is already open with a different runtime, instructions, cwd or sandbox")
             if checked is not None:
                 existing.tools = checked
             return existing
         if key in self.keys:
             raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
-        agent = TemporalAgent(key, spec, checked or {}, self)
+        agent = TemporalAgent(key, spec, checked or {}, self, box)
         self._open[key] = agent
         self.keys.add(key)
         self.board.register(key, "agent")
@@ -818,7 +843,7 @@ class TemporalWorkflow:
             progress("agentswf.workflow", message, workflow=self.name, **plain)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("sandboxes", "worktree", "budget"):
+        if name in ("sandboxes", "worktree", "budget"):  # an agent's own sandbox= is on it
             raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
         raise AttributeError(name)
 

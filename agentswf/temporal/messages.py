@@ -12,6 +12,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..harnesses.runtime import Runtime
+from ..sandbox.spec import SandboxSpec
 
 WORKFLOW_TYPE = "agentswf"
 TURN_ACTIVITY = "agentswf.turn"
@@ -65,6 +66,7 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["turn", "compaction", "message"] = "turn"  # a compaction's focus is its `prompt`; a
     # message turn's activity has no prompt of its own: the agent's mail starts its turn on the worker
     can_message: bool = False  # the agent has a route: its worker reaches the workflow's board
+    sandbox: SandboxSpec | None = None  # the agent runs in it on the worker (its cwd an absolute path there)
 
 
 MailOp = Literal["post", "take", "peers", "drop-await", "give-up", "watch"]

@@ -37,6 +37,7 @@ from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
 from ..harnesses.base import AttemptEnding, Harness, Operation, OperationResult
 from ..harnesses.runtime import Runtime, harness_for
 from ..workflow.agents import Agents
+from ..workflow.sandboxes import Sandboxes
 from ..workflow.tools import Tool
 from .keys import RunKey, SealBroken, scrubbed, seal, unseal
 from .messages import (
@@ -126,7 +127,7 @@ class TurnActivities:
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_heartbeat)
-                turn, others = await run_turn(request, record, self.env, tools, board)
+                turn, others = await run_turn(request, record, self.env, tools, board, worker_root=self.root)
                 group.cancel_scope.cancel()
         except Exception as error:
             why = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, (DefinitionError, HarnessError))), None)
@@ -163,10 +164,10 @@ class TurnActivities:
 
 async def run_turn(
     request: TurnRequest, record: Path, env: Mapping[str, str], tools: dict[str, Tool],
-    board: tuple[WorkflowHandle[Any, Any], RunKey, str] | None = None,
+    board: tuple[WorkflowHandle[Any, Any], RunKey, str] | None = None, *, worker_root: Path,
 ) -> tuple[dict[str, Any] | None, list[Any]]:
-    """The turn, run by the local engine in a run of its own under `record`: the Turn's builtins
-    (None for a message turn's activity), and the records of the turns its mail started.
+    """The turn, run by the local engine in a run of its own under `record` (in `worker_root`): the
+    Turn's builtins (None for a message turn's activity), and the records of the turns its mail started.
 
     With `board` (the run's workflow, the run key and this activity's id) the agent's switchboard is the
     workflow's: the agent messages its peers, and mail that comes once its turn is over starts
@@ -184,8 +185,11 @@ async def run_turn(
     async with run_actors(record, deadline=anyio.current_time() + left, board=remote) as actors:
         sessions = {request.agent: request.session} if request.session is not None else None
         agents = Agents(actors.run, actors.board, Path(request.cwd), env, resolve, ledger=actors.ledger, sessions=sessions)
+        # A sandbox never sees the worker's records (its turns' lines are read back from them).
+        agents.sandboxes = Sandboxes(Path(request.cwd), lambda message, **fields: None, record=worker_root)
         agent = await agents.open(
-            request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd
+            request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd,
+            sandbox=request.sandbox,
         )
         if request.kind == "compaction":
             turn = await agent.compact(request.prompt, deadline=request.deadline)
