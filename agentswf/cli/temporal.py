@@ -30,7 +30,7 @@ from ..errors import DefinitionError, RunKeyError
 from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import INIT_PID, MAX_ANCESTRY_DEPTH
 from ..launcher.peer import environment_value, parent_of
-from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_file, load_key, no_dump
+from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_file, held, load_key
 from ..temporal.messages import RECORD_FILE
 from ..workflow.loading import load_workflow
 from .runs import UsageFailure, live_run_dir, run_dir_of
@@ -62,7 +62,7 @@ def run_key(*, create: bool) -> RunKey:
         raise UsageFailure(str(error)) from None
     for name in KEY_VARIABLES:
         os.environ.pop(name, None)
-    no_dump()
+    held(key)
     if made:
         print(f"awf: made a run key (id {key.id}) in {default_key_file()}: give it to this deployment's other "
               f"machines in {KEY_VARIABLE}", file=sys.stderr)

@@ -55,7 +55,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
 from .flow import AgentswfWorkflow, KeyHolder, register
-from .keys import RunKey, load_key, no_dump, seal
+from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
 from .turns import TurnActivities, say_refused
 
@@ -96,7 +96,7 @@ class TemporalEngine:
     ) -> None:
         if (client is None) == (address is None):
             raise DefinitionError("TemporalEngine takes a client or an address, one of them")
-        self.key = key if key is not None else load_key(create=True)
+        self.key = held(key if key is not None else load_key(create=True))
         self.task_queue = task_queue
         self.client = client
         self.address = address
@@ -171,7 +171,6 @@ class TemporalEngine:
 
     async def _run(self, definition: WorkflowDefinition, request: RunRequest, workflow_id: str) -> RunEnding:
         client = self.client or await connect(self.address or "", self.namespace)
-        no_dump()  # this process holds the key, beside its agents
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(workflow_worker(client, self.task_queue, definition, self.key))
             if self.run_turns:
@@ -255,8 +254,9 @@ async def write_record(recorder: ActorRef, ending: RunEnding, started: float) ->
 
 
 def start_input(key: RunKey, request: RunRequest, workflow_id: str) -> dict[str, Any]:
-    """The workflow's input: `request`, sealed for the workflow `workflow_id` (its worker runs nothing else)."""
-    return seal(key, request, kind="start", workflow=workflow_id, run="", name=WORKFLOW_TYPE, by="starter", nonce="")
+    """The workflow's input: `request`, sealed now for the workflow `workflow_id` (its worker runs nothing else)."""
+    now = msgspec.structs.replace(request, sealed_at=time.time())
+    return seal(key, now, kind="start", workflow=workflow_id, run="", name=WORKFLOW_TYPE, by="starter", nonce="")
 
 
 def workflow_worker(client: Client, task_queue: str, definition: WorkflowDefinition, key: RunKey) -> Worker:
@@ -275,8 +275,8 @@ def turn_worker(
     """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`)
     from `task_queue`, each only if sealed with `key` (load_key's without it). The process becomes
     non-dumpable: its agents, of its user, can't read the key from it."""
-    no_dump()
-    activities = TurnActivities(client, key if key is not None else load_key(create=True), root=root, refused=refused)
+    activities = TurnActivities(client, held(key if key is not None else load_key(create=True)), root=root,
+                                refused=refused)
     return Worker(
         client, task_queue=task_queue, activities=[activities.turn, activities.fork],
         max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,

@@ -96,6 +96,7 @@ TURN_GRACE_SECONDS = 30.0  # past a turn's deadline, for the worker to stop its 
 TURN_ATTEMPTS = 3  # a turn's activity, tried again only when its worker was lost or failed
 RETRY_INTERVAL_SECONDS = 1.0
 FORK_SECONDS = 120.0  # a fork's copy of a session, on its worker (no model call)
+START_WINDOW_SECONDS = 600.0  # a run's sealed request starts a workflow this close to when it was sealed (clocks differ)
 
 
 class TemporalAgent:
@@ -989,6 +990,11 @@ class AgentswfWorkflow:
                 raise RunKeyError(f"workflow {info.workflow_id}: {error}") from None
             return msgspec.to_builtins(RunEnding(outcome="failed", reason=str(error)))  # type: ignore[no-any-return]
         request = msgspec.convert(sealed.body, RunRequest)
+        started = info.workflow_start_time.timestamp()
+        if abs(started - request.sealed_at) > START_WINDOW_SECONDS:  # the same request, started again later
+            reason = (f"the run's request was sealed {started - request.sealed_at:.0f}s before this workflow started: "
+                      "a request starts the run it was sealed for, not a copy of it")
+            return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
         definition = DEFINITIONS.get(request.workflow)
         if definition is None:
             reason = f"this worker has no workflow named {request.workflow}"

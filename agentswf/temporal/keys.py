@@ -121,6 +121,14 @@ def scrubbed(env: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in KEY_VARIABLES}
 
 
+def held(key: RunKey) -> RunKey:
+    """`key`, now held by this process: it is made non-dumpable, and the key's own variable leaves its
+    environment (what it starts — a run's watchdog, say — inherits nothing to show in /proc)."""
+    no_dump()
+    os.environ.pop(KEY_VARIABLE, None)
+    return key
+
+
 def no_dump() -> bool:
     """Make this process non-dumpable (Linux `prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent does): other
     processes of its user (its agents) can then neither read its /proc/<pid>/environ or mem nor

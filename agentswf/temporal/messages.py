@@ -149,6 +149,7 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     run_dir: str  # the record's directory on the run's host
     timeout: float
     turn_queue: str  # where agents' turns go unless their Runtime names a queue
+    sealed_at: float = 0.0  # Unix seconds, when its starter sealed it: good for a start then, not one copied later
 
 
 class RunLines(msgspec.Struct, kw_only=True):
