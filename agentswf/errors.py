@@ -85,6 +85,10 @@ class DeadlineExceeded(WorkflowError, TimeoutError):
     """A wait outlived its deadline."""
 
 
+class RunKeyError(WorkflowError):
+    """A Temporal deployment's run key is missing, unfit, or not the one a run holds; the message says what to do."""
+
+
 # Harnesses and tests --------------------------------------------------------------------
 
 

@@ -5,6 +5,11 @@ agents' turns go to Q, in its own cwd, with its own CLIs, until SIGINT or SIGTER
 `--workflow FILE` (repeatable) also runs those workflows' own code, so a run goes on after
 the process that started it exits. Nothing is imported from temporalio until a command needs
 it: awf without the extra still starts, and says what to install.
+
+Each command holds the deployment's run key (`run_key`: AGENTSWF_TEMPORAL_KEY, or its file):
+it takes the key out of its environment, so nothing it starts inherits it, and becomes
+non-dumpable. A person's command (`awf approve`, `awf send`...) run by an agent is refused
+before it signs anything (`refuse_agents`, best effort: an agent without the key can't sign).
 """
 
 from __future__ import annotations
@@ -21,7 +26,11 @@ from typing import Any, NoReturn
 import msgspec
 
 from ..engine.records import read_json
-from ..errors import DefinitionError
+from ..errors import DefinitionError, RunKeyError
+from ..harnesses.keeper import MARK_VARIABLE
+from ..launcher.identity import INIT_PID, MAX_ANCESTRY_DEPTH
+from ..launcher.peer import environment_value, parent_of
+from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_file, held, load_key
 from ..temporal.messages import RECORD_FILE
 from ..workflow.loading import load_workflow
 from .runs import UsageFailure, live_run_dir, run_dir_of
@@ -41,6 +50,38 @@ def exit_now(code: int) -> NoReturn:
 def used_temporal(options: argparse.Namespace) -> bool:
     """Whether this command talked to Temporal (so it ends with `exit_now`)."""
     return bool(getattr(options, "talked_to_temporal", False))
+
+
+def run_key(*, create: bool) -> RunKey:
+    """This command's run key (made in the default file if `create` and none is given), out of its
+    environment; the process becomes non-dumpable. Raises UsageFailure saying what to give."""
+    made = create and not any(os.environ.get(name) for name in KEY_VARIABLES) and not default_key_file().exists()
+    try:
+        key = load_key(create=create)
+    except RunKeyError as error:
+        raise UsageFailure(str(error)) from None
+    for name in KEY_VARIABLES:
+        os.environ.pop(name, None)
+    held(key)
+    if made:
+        print(f"awf: made a run key (id {key.id}) in {default_key_file()}: give it to this deployment's other "
+              f"machines in {KEY_VARIABLE}", file=sys.stderr)
+    return key
+
+
+def refuse_agents() -> None:
+    """Refuse a person's command started by an agent (its process, or an ancestor, carries an agentswf
+    mark), as the local operator socket refuses one. Best effort: the run key is the real check."""
+    pid: int | None = os.getpid()
+    for _ in range(MAX_ANCESTRY_DEPTH):
+        if pid is None or pid <= INIT_PID:
+            return
+        mark = os.environ.get(MARK_VARIABLE) if pid == os.getpid() else environment_value(pid, MARK_VARIABLE)
+        if mark:
+            raise UsageFailure(
+                f"this command is for people, and process {pid} was started by an agent of a run: nothing was sent"
+            )
+        pid = parent_of(pid)
 
 
 def add_run_options(run_parser: argparse.ArgumentParser) -> None:
@@ -67,10 +108,11 @@ def engine_options(options: argparse.Namespace) -> dict[str, Any]:
         from ..temporal import TemporalEngine
     except ImportError:
         raise UsageFailure(NEEDS_EXTRA) from None
+    key = run_key(create=True)
     options.talked_to_temporal = True
     engine = TemporalEngine(
         address=options.address, namespace=options.namespace, task_queue=options.task_queue,
-        run_turns=not options.no_turns_here,
+        run_turns=not options.no_turns_here, key=key,
     )
     return {"engine": engine}
 
@@ -99,16 +141,14 @@ def command_worker(options: argparse.Namespace) -> int:
         raise UsageFailure(str(error)) from None
     if options.max_turns < 1:
         raise UsageFailure("--max-turns is at least 1")
+    key = run_key(create=True)
     options.talked_to_temporal = True
-    asyncio.run(_serve(options, definitions))
+    asyncio.run(_serve(options, definitions, key))
     return 0
 
 
-async def _serve(options: argparse.Namespace, definitions: list[Any]) -> None:
-    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
-
-    from ..temporal.engine import connect, turn_worker, workflow_queue
-    from ..temporal.flow import AgentswfWorkflow, register
+async def _serve(options: argparse.Namespace, definitions: list[Any], key: RunKey) -> None:
+    from ..temporal.engine import connect, turn_worker, workflow_worker
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -117,15 +157,14 @@ async def _serve(options: argparse.Namespace, definitions: list[Any]) -> None:
     client = await connect(options.address, options.namespace)
     root = Path(options.root) if options.root else None
     async with AsyncExitStack() as stack:
-        await stack.enter_async_context(turn_worker(client, options.task_queue, root=root, max_concurrent=options.max_turns))
+        await stack.enter_async_context(
+            turn_worker(client, options.task_queue, key=key, root=root, max_concurrent=options.max_turns)
+        )
         for definition in definitions:
-            register(definition)
-            await stack.enter_async_context(Worker(
-                client, task_queue=workflow_queue(options.task_queue, definition.name), workflows=[AgentswfWorkflow],
-                workflow_runner=UnsandboxedWorkflowRunner(),
-            ))
+            await stack.enter_async_context(workflow_worker(client, options.task_queue, definition, key))
         names = "".join(f", workflow {definition.name}" for definition in definitions)
-        print(f"awf: worker on {options.task_queue} at {options.address}{names}; Ctrl-C stops it", file=sys.stderr, flush=True)
+        print(f"awf: worker on {options.task_queue} at {options.address}{names}, run key {key.id}; Ctrl-C stops it",
+              file=sys.stderr, flush=True)
         await stop.wait()
     print("awf: worker stopped", file=sys.stderr, flush=True)
 
@@ -151,7 +190,7 @@ def command_decide(options: argparse.Namespace, run: dict[str, Any]) -> int:
 
     decision = DecideRequest(options.call, options.command == "approve", options.reason or "", options.by)
     options.talked_to_temporal = True
-    waiting = asyncio.run(_ask(run, DECIDE_UPDATE, decision, update=True))
+    waiting = asyncio.run(_ask(run, DECIDE_UPDATE, decision, update=True, by=f"person:{options.by}"))
     if not waiting:
         print(f"awf: no call {options.call} is waiting for approval in that run (awf pending lists them)", file=sys.stderr)
         return 1
@@ -169,7 +208,7 @@ def ask_person(options: argparse.Namespace, request: Any) -> Any:
     from ..temporal.messages import OPERATOR_UPDATE
 
     options.talked_to_temporal = True
-    raw = asyncio.run(_ask(run, OPERATOR_UPDATE, request, update=True))
+    raw = asyncio.run(_ask(run, OPERATOR_UPDATE, request, update=True, by=f"person:{request.key}"))
     return msgspec.convert(raw, OperatorResponse)
 
 
@@ -185,18 +224,28 @@ def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
     return 0
 
 
-async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool) -> Any:
+async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool, by: str = "") -> Any:
+    """The run's query `name`, or its update sealed as sent `by` a person (refused in an agent's tree)."""
+    if update:  # before temporalio is imported: a refusal is said and exits cleanly
+        refuse_agents()
+        key = run_key(create=False)
     try:
+        from temporalio.client import WorkflowUpdateFailedError
+
         from ..temporal.engine import connect
+        from ..temporal.keys import seal
     except ImportError:  # installed without the extra: said, not a traceback
         raise UsageFailure(NEEDS_EXTRA) from None
-
     try:
         client = await connect(run["address"], run["namespace"])
         handle = client.get_workflow_handle(run["workflow_id"])
-        if update:
-            return await handle.execute_update(name, msgspec.to_builtins(arg))
-        return await handle.query(name)
+        if not update:
+            return await handle.query(name)
+        run_id = (await handle.describe()).run_id  # the seal is for this run of the workflow only
+        sealed = seal(key, arg, kind="update", workflow=run["workflow_id"], run=run_id, name=name, by=by)
+        return await client.get_workflow_handle(run["workflow_id"], run_id=run_id).execute_update(name, sealed)
+    except WorkflowUpdateFailedError as error:  # refused by the workflow: its seal, say
+        raise UsageFailure(f"the run refused it: {getattr(error.cause, 'message', error.cause)}") from None
     except RuntimeError as error:  # the SDK's connection failure
         raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
 

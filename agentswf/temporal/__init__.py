@@ -3,25 +3,30 @@ workflow code, each agent's turn as a heartbeating activity on a worker (docs/gu
 
     engine = TemporalEngine(address="127.0.0.1:7233", task_queue="agents")
     result = await agentswf.run(definition, engine=engine)
-    async with turn_worker(client, "agents"):   # what `awf worker` runs
+    async with turn_worker(client, "agents", key=load_key()):   # what `awf worker` runs
         ...
 
-`messages` and `devserver` import no temporalio: `awf` reads a Temporal run's files without
+Every process of a deployment holds one run key (`RunKey`, `load_key`: keys.py), which
+seals what the workflow takes and what its workers run.
+
+`messages`, `keys` and `devserver` import no temporalio: `awf` reads a Temporal run's files without
 the extra; the rest is imported when first named.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from .devserver import DevServer
+from .keys import RunKey, load_key
 
 if TYPE_CHECKING:
     from .engine import TemporalEngine, connect, on_asyncio, turn_worker, workflow_queue
 
-__all__ = ["DevServer", "TemporalEngine", "connect", "on_asyncio", "turn_worker", "workflow_queue"]
+__all__ = ["DevServer", "RunKey", "TemporalEngine", "connect", "load_key", "on_asyncio", "turn_worker", "workflow_queue"]
+_LAZY = ("TemporalEngine", "connect", "on_asyncio", "turn_worker", "workflow_queue")
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in _LAZY:
         from . import engine
 
         return getattr(engine, name)

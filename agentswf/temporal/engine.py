@@ -4,7 +4,7 @@ The process that calls `run` hosts the workflow's code: a Temporal worker on the
 `<task_queue>.workflow.<name>` (only processes that have this definition poll it), and,
 unless `run_turns=False`, the turn activities on `task_queue` too, so one process is enough
 to try it; `awf worker` processes on `task_queue` take turns beside it. It starts the
-workflow and waits for its end.
+workflow, its request sealed with the deployment's run key (keys.py), and waits for its end.
 
 Temporal's client is asyncio's only. Under trio the engine runs its client and workers on
 an asyncio loop of their own, in a thread, submitted with an empty context (otherwise
@@ -54,9 +54,10 @@ from ..progress import run_started
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
-from .flow import AgentswfWorkflow, register
+from .flow import AgentswfWorkflow, KeyHolder, register
+from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
-from .turns import TurnActivities
+from .turns import TurnActivities, say_refused
 
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
@@ -77,7 +78,9 @@ class TemporalEngine:
     """Runs workflows on Temporal: given a connected `client` (asyncio only), or an `address`.
 
     `task_queue` is where agents' turns go unless their Runtime names another queue.
-    `run_turns` makes this process a worker of that queue too.
+    `run_turns` makes this process a worker of that queue too. `key` is the deployment's run key
+    (every process of it holds the same one); without it, `load_key` finds it, making the
+    default key file on first use.
     """
 
     def __init__(
@@ -89,9 +92,11 @@ class TemporalEngine:
         namespace: str = DEFAULT_NAMESPACE,
         run_turns: bool = True,
         worker_root: Path | None = None,
+        key: RunKey | None = None,
     ) -> None:
         if (client is None) == (address is None):
             raise DefinitionError("TemporalEngine takes a client or an address, one of them")
+        self.key = held(key if key is not None else load_key(create=True))
         self.task_queue = task_queue
         self.client = client
         self.address = address
@@ -166,17 +171,12 @@ class TemporalEngine:
 
     async def _run(self, definition: WorkflowDefinition, request: RunRequest, workflow_id: str) -> RunEnding:
         client = self.client or await connect(self.address or "", self.namespace)
-        register(definition)
         async with AsyncExitStack() as stack:
-            await stack.enter_async_context(Worker(
-                client, task_queue=workflow_queue(self.task_queue, definition.name),
-                workflows=[AgentswfWorkflow],
-                workflow_runner=UnsandboxedWorkflowRunner(),
-            ))
+            await stack.enter_async_context(workflow_worker(client, self.task_queue, definition, self.key))
             if self.run_turns:
-                await stack.enter_async_context(turn_worker(client, self.task_queue, root=self.worker_root))
+                await stack.enter_async_context(turn_worker(client, self.task_queue, key=self.key, root=self.worker_root))
             handle = await client.start_workflow(
-                WORKFLOW_TYPE, msgspec.to_builtins(request), id=workflow_id,
+                WORKFLOW_TYPE, start_input(self.key, request, workflow_id), id=workflow_id,
                 task_queue=workflow_queue(self.task_queue, definition.name),
             )
             try:
@@ -253,9 +253,30 @@ async def write_record(recorder: ActorRef, ending: RunEnding, started: float) ->
     )
 
 
-def turn_worker(client: Client, task_queue: str, *, root: Path | None = None, max_concurrent: int | None = None) -> Worker:
-    """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`) from `task_queue`."""
-    activities = TurnActivities(client, root=root)
+def start_input(key: RunKey, request: RunRequest, workflow_id: str) -> dict[str, Any]:
+    """The workflow's input: `request`, sealed now for the workflow `workflow_id` (its worker runs nothing else)."""
+    now = msgspec.structs.replace(request, sealed_at=time.time())
+    return seal(key, now, kind="start", workflow=workflow_id, run="", name=WORKFLOW_TYPE, by="starter", nonce="")
+
+
+def workflow_worker(client: Client, task_queue: str, definition: WorkflowDefinition, key: RunKey) -> Worker:
+    """A worker that runs `definition`'s workflow code (from its queue under `task_queue`), with `key`."""
+    register(definition)
+    return Worker(
+        client, task_queue=workflow_queue(task_queue, definition.name), workflows=[AgentswfWorkflow],
+        workflow_runner=UnsandboxedWorkflowRunner(), interceptors=[KeyHolder(key)],
+    )
+
+
+def turn_worker(
+    client: Client, task_queue: str, *, key: RunKey | None = None, root: Path | None = None,
+    max_concurrent: int | None = None, refused: Callable[[str], None] = say_refused,
+) -> Worker:
+    """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`)
+    from `task_queue`, each only if sealed with `key` (load_key's without it). The process becomes
+    non-dumpable: its agents, of its user, can't read the key from it."""
+    activities = TurnActivities(client, held(key if key is not None else load_key(create=True)), root=root,
+                                refused=refused)
     return Worker(
         client, task_queue=task_queue, activities=[activities.turn, activities.fork],
         max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,

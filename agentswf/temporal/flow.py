@@ -10,6 +10,9 @@ What maps onto what:
 - `agent.run` is the activity `agentswf.turn` (messages.TurnRequest, the whole turn), on the
   agent's task queue; its deadline is fixed once, in workflow time, and bounds every retry.
 - a tool call is the update `agentswf.tool`, answered here by the tool's own handler.
+- every update is taken only sealed with the deployment's run key (keys.py), checked in its
+  validator (which runs when the update is delivered, never on replay; a rejected update
+  leaves no history); every activity's input is sealed here, and its result checked.
 - `wf.parallel` is asyncio tasks; the run's timeout a durable timer (`asyncio.timeout`).
 - `wf.log` is workflow state (the query `agentswf.log`), shown as progress when not replaying.
 """
@@ -30,6 +33,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
+from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.mailrules import MAX_ROUTE_MESSAGES, MESSAGE_TURN_SECONDS
@@ -47,9 +51,10 @@ from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
-from ..errors import AgentClosed, DefinitionError, StopRequested, WorkflowError, leaf_errors
+from ..errors import AgentClosed, DefinitionError, RunKeyError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
+from ..sandbox.spec import SandboxSpec, check_spec
 from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
@@ -57,6 +62,7 @@ from ..workflow.messaging import MessageRefused, end_key
 from ..workflow.running import _failure, decode_args
 from ..workflow.tools import Tool, check_tools
 from .board import WorkflowBoard
+from .keys import RunKey, SealBroken, seal, unseal
 from .messages import (
     DECIDE_UPDATE,
     FORK_ACTIVITY,
@@ -74,6 +80,7 @@ from .messages import (
     RunEnding,
     RunLines,
     RunRequest,
+    Sealed,
     ToolReply,
     ToolRequest,
     ToolSpec,
@@ -89,14 +96,18 @@ TURN_GRACE_SECONDS = 30.0  # past a turn's deadline, for the worker to stop its 
 TURN_ATTEMPTS = 3  # a turn's activity, tried again only when its worker was lost or failed
 RETRY_INTERVAL_SECONDS = 1.0
 FORK_SECONDS = 120.0  # a fork's copy of a session, on its worker (no model call)
+START_WINDOW_SECONDS = 600.0  # a run's sealed request starts a workflow this close to when it was sealed (clocks differ)
 
 
 class TemporalAgent:
     """One agent of a Temporal run: `run` gives it a turn on a worker of its task queue."""
 
-    def __init__(self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: TemporalAgents) -> None:
+    def __init__(
+        self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: TemporalAgents, sandbox: SandboxSpec | None = None
+    ) -> None:
         self.key = key
         self.spec = spec
+        self.sandbox = sandbox  # every turn runs in it, on its worker (its cwd absolute: a path there)
         self.tools = tools
         self.closed = False
         self._agents = agents
@@ -140,6 +151,7 @@ class TemporalAgent:
                 runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(),
                 prompt=prompt, schema=taught.schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
                 deadline=limit, nudge=nudge, session=self._session, can_message=self._agents.board_has(self.key),
+                sandbox=self.sandbox,
             )
             turn = await self._execute(request, taught.type)
             if turn.session is not None:  # before the next turn, queued behind this one, is sent
@@ -181,6 +193,7 @@ class TemporalAgent:
             runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(), prompt="",
             schema=_taught(str).schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
             deadline=min(deadline, self._agents.run_deadline), session=self._session, kind="message", can_message=True,
+            sandbox=self.sandbox,
         )
         self._mail_activities += 1
         turn = await self._execute(request, None, activity_id=f"{self.key}-mail-{self._mail_activities}")
@@ -196,9 +209,9 @@ class TemporalAgent:
         activity_id = activity_id or f"{self.key}-turn-{request.n}"
         self._agents.began(self.key, activity_id)
         try:
-            raw = await workflow.execute_activity(
+            sealed = await workflow.execute_activity(
                 TURN_ACTIVITY,
-                msgspec.to_builtins(request),
+                seal_activity(TURN_ACTIVITY, activity_id, request),
                 task_queue=self._agents.queue_of(self.spec.runtime),
                 schedule_to_close_timeout=timedelta(seconds=left + TURN_GRACE_SECONDS),
                 heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
@@ -224,6 +237,10 @@ class TemporalAgent:
             self._agents.ended_activity(self.key)
             if self._agents.board.unread(self.key):  # mail its worker didn't take: a turn of its own
                 self.mail_came()
+        raw = opened_result(TURN_ACTIVITY, activity_id, sealed)
+        if isinstance(raw, str):
+            now = workflow.now().timestamp()
+            return Turn(outcome=Failed(raw), agent=self.key, call_id="", n=request.n, started_at=started, ended_at=now)
         self._taught = True
         for line in raw["others"]:  # the turns its mail started on the worker, numbered here
             self._message_turns += 1
@@ -261,7 +278,7 @@ class TemporalAgent:
                 workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._ops,
                 runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=None, prompt=focus,
                 schema=_taught(str).schema, deadline=limit, session=self._session, kind="compaction",
-                can_message=self._agents.board_has(self.key),
+                can_message=self._agents.board_has(self.key), sandbox=self.sandbox,
             )
             record = await self._execute(request, str, activity_id=f"{self.key}-compaction-{request.n}")
             if record.session is not None:
@@ -312,6 +329,8 @@ class TemporalAgent:
         why = _capable(harness, "fork")
         if why is not None:
             raise DefinitionError(f"agent {self.key} can't be forked: {why}")
+        if self.sandbox is not None:  # the fork activity would run the harness outside it
+            raise DefinitionError(f"agent {self.key} is sandboxed: a sandboxed agent isn't forked on the Temporal engine yet")
         check_effort(key, harness, effort)
         self._ops += 1
         n = self._ops
@@ -320,15 +339,19 @@ class TemporalAgent:
                 raise DefinitionError(f"agent {self.key}: an agent cannot be forked before its first turn")
             started = workflow.now().timestamp()
             request = ForkRequest(agent=self.key, runtime=self.spec.runtime, cwd=self.spec.cwd, session=self._session)
+            activity_id = f"{self.key}-fork-{n}"
             try:
-                raw = await workflow.execute_activity(
-                    FORK_ACTIVITY, msgspec.to_builtins(request), task_queue=self._agents.queue_of(self.spec.runtime),
+                sealed = await workflow.execute_activity(
+                    FORK_ACTIVITY, seal_activity(FORK_ACTIVITY, activity_id, request),
+                    task_queue=self._agents.queue_of(self.spec.runtime),
                     start_to_close_timeout=timedelta(seconds=FORK_SECONDS),
                     heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
                     retry_policy=RetryPolicy(maximum_attempts=TURN_ATTEMPTS,
                                              initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)),
-                    activity_id=f"{self.key}-fork-{n}", summary=f"{self.key} fork {n} into {key}",
+                    activity_id=activity_id, summary=f"{self.key} fork {n} into {key}",
                 )
+                opened = opened_result(FORK_ACTIVITY, activity_id, sealed)
+                raw = {"session": None, "reason": opened, "usage": None} if isinstance(opened, str) else opened
             except ActivityError as error:
                 if isinstance(error.cause, TemporalCancelled):
                     raise asyncio.CancelledError(str(error.cause)) from error
@@ -375,9 +398,68 @@ def _rebuildable(schema: dict[str, Any], what: str) -> None:
         raise DefinitionError(f"{what} can't be sent to a Temporal worker: {error}") from None
 
 
+def _sandbox_spec(key: str, sandbox: Any, run_cwd: Path) -> SandboxSpec | None:
+    """An agent's sandbox= as the spec its worker opens (checked here as locally), its cwd absolute."""
+    if sandbox is None:
+        return None
+    if not isinstance(sandbox, (SandboxSpec, Mapping)):
+        raise DefinitionError(
+            f"agent {key}: on the Temporal engine sandbox= takes a spec of its own (a SandboxSpec or a dict of cwd, "
+            f"read, write, network); wf.sandboxes is not on it yet"
+        )
+    try:
+        spec = check_spec(sandbox)
+    except DefinitionError as error:
+        raise DefinitionError(f"agent {key}: {error}") from None
+    return msgspec.structs.replace(spec, cwd=str(run_cwd / spec.cwd) if spec.cwd is not None else str(run_cwd))
+
+
 def _spec(name: str, tool: Tool) -> ToolSpec:
     """What the worker gets of a tool; one that waits for a person is bounded by the turn's deadline alone."""
     return ToolSpec(name, tool.description, tool.taught.schema, None if tool.requires_approval else tool.timeout)
+
+
+KEY_EXTERN = "agentswf.run_key"  # the extern function that gives workflow code its worker's run key
+
+
+class KeyHolder(Interceptor):
+    """Given to a worker (or a Replayer) that runs agentswf workflows: its workflows' code seals and
+    checks with `key`. Each worker holds its own: an extern function of the worker's, not a global."""
+
+    def __init__(self, key: RunKey) -> None:
+        self.key = key
+
+    def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> None:
+        key = self.key
+        input.unsafe_extern_functions[KEY_EXTERN] = lambda: key
+
+
+def worker_key() -> RunKey:
+    """The run key of the worker running this workflow's code (a worker without one fails its task, saying so)."""
+    given = workflow.extern_functions().get(KEY_EXTERN)
+    if given is None:
+        raise RunKeyError("this worker runs agentswf workflows without a run key: give it interceptors=[KeyHolder(key)]"
+                          " (engine.workflow_worker does)")
+    key: RunKey = given()
+    return key
+
+
+def seal_activity(activity_type: str, activity_id: str, request: Any) -> dict[str, Any]:
+    """An activity's input, sealed for this run and that activity: a worker runs nothing else."""
+    info = workflow.info()
+    return seal(worker_key(), request, kind="activity", workflow=info.workflow_id, run=info.run_id,
+                name=f"{activity_type}/{activity_id}", by="workflow", nonce="")
+
+
+def opened_result(activity_type: str, activity_id: str, raw: Any) -> Any:
+    """An activity's result, if a holder of the run key made it for this one; else why not (a str)."""
+    info = workflow.info()
+    try:
+        sealed = unseal(worker_key(), raw, kind="result", workflow=info.workflow_id, run=info.run_id,
+                        name=f"{activity_type}/{activity_id}", what=f"the result of {activity_id}")
+    except SealBroken as error:
+        return f"{error}; something other than a worker of this deployment answered it"
+    return sealed.body
 
 
 def _workflow_time() -> float:
@@ -508,27 +590,28 @@ class TemporalAgents:
         cwd: str | Path | None = None,
         sandbox: Any = None,
     ) -> TemporalAgent:
-        """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns."""
+        """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns, and
+        `sandbox` a spec of its own (a SandboxSpec or a dict of cwd, read, write, network), which its
+        turns' worker opens with bubblewrap; relative paths are from the run's cwd, there."""
         check_key(key)
-        if sandbox is not None:
-            raise DefinitionError(f"agent {key}: sandboxes are not yet on the Temporal engine")
+        box = _sandbox_spec(key, sandbox, self.cwd)
         if key in self._closed:
             raise DefinitionError(f"agent {key} was closed; its key is not opened again")
         checked = check_tools(key, tools) if tools is not None else None
         for name, given in (checked or {}).items():
             _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
-        directory = str(self.cwd / cwd) if cwd is not None else str(self.cwd)
-        spec = AgentSpec(resolve_runtime(runtime), instructions, directory)
+        directory = str(self.cwd / cwd) if cwd is not None else (box.cwd if box is not None else str(self.cwd))
+        spec = AgentSpec(resolve_runtime(runtime), instructions, str(directory))
         existing = self._open.get(key)
         if existing is not None:
-            if existing.spec != spec:
-                raise DefinitionError(f"agent {key} is already open with a different runtime, instructions or cwd")
+            if existing.spec != spec or existing.sandbox != box:
+                raise DefinitionError(f"agent {key} is already open with a different runtime, instructions, cwd or sandbox")
             if checked is not None:
                 existing.tools = checked
             return existing
         if key in self.keys:
             raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
-        agent = TemporalAgent(key, spec, checked or {}, self)
+        agent = TemporalAgent(key, spec, checked or {}, self, box)
         self._open[key] = agent
         self.keys.add(key)
         self.board.register(key, "agent")
@@ -761,7 +844,7 @@ class TemporalWorkflow:
             progress("agentswf.workflow", message, workflow=self.name, **plain)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("sandboxes", "worktree", "budget"):
+        if name in ("sandboxes", "worktree", "budget"):  # an agent's own sandbox= is on it
             raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
         raise AttributeError(name)
 
@@ -884,14 +967,34 @@ def register(definition: WorkflowDefinition) -> None:
 
 @workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class AgentswfWorkflow:
-    """The Temporal workflow that runs an agentswf workflow function (a registered definition)."""
+    """The Temporal workflow that runs an agentswf workflow function (a registered definition).
+
+    Its input and every update it takes are sealed with the deployment's run key: a turn
+    worker's for the agent whose turn it runs (tool calls, mail), a person's for a decision or
+    a participant's mail. Each update's validator checks its seal and that its nonce is new,
+    and its handler marks the nonce used before anything else (validators don't run on
+    replay, so they decide nothing the handler needs)."""
 
     def __init__(self) -> None:
         self.wf: TemporalWorkflow | None = None
+        self.nonces: set[str] = set()  # of the updates taken: a seal is good once
 
     @workflow.run
     async def run(self, raw: dict[str, Any]) -> dict[str, Any]:
-        request = msgspec.convert(raw, RunRequest)
+        info = workflow.info()
+        try:
+            sealed = unseal(worker_key(), raw, kind="start", workflow=info.workflow_id, run="", name=WORKFLOW_TYPE,
+                            what="the run's request", holder="this workflow worker")
+        except SealBroken as error:
+            if error.mismatch:  # this worker can't run it, one with the run's key can: its task fails, not the run
+                raise RunKeyError(f"workflow {info.workflow_id}: {error}") from None
+            return msgspec.to_builtins(RunEnding(outcome="failed", reason=str(error)))  # type: ignore[no-any-return]
+        request = msgspec.convert(sealed.body, RunRequest)
+        started = info.workflow_start_time.timestamp()
+        if abs(started - request.sealed_at) > START_WINDOW_SECONDS:  # the same request, started again later
+            reason = (f"the run's request was sealed {started - request.sealed_at:.0f}s before this workflow started: "
+                      "a request starts the run it was sealed for, not a copy of it")
+            return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
         definition = DEFINITIONS.get(request.workflow)
         if definition is None:
             reason = f"this worker has no workflow named {request.workflow}"
@@ -902,31 +1005,78 @@ class AgentswfWorkflow:
             ending = msgspec.structs.replace(ending, lines=self.wf.agents.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
 
+    def _check(self, name: str, raw: Any, body_type: Any, signer: Callable[[Any], str]) -> Any:
+        """An update's validator: its body, if it is sealed for this run and `name` by `signer(body)`, once."""
+        info = workflow.info()
+        try:
+            sealed = unseal(worker_key(), raw, kind="update", workflow=info.workflow_id, run=info.run_id, name=name,
+                            what=f"the update {name}")
+            body = msgspec.convert(sealed.body, body_type)
+        except (SealBroken, msgspec.ValidationError) as error:
+            raise ApplicationError(str(error), type="Refused", non_retryable=True) from None
+        if sealed.by != signer(body):
+            raise ApplicationError(f"the update {name} is signed by {sealed.by}, not by {signer(body)}: refused",
+                                   type="Refused", non_retryable=True)
+        if sealed.nonce in self.nonces:
+            raise ApplicationError(f"the update {name} was taken before: a seal is good once", type="Refused",
+                                   non_retryable=True)
+        return body
+
+    def _once(self, raw: Any, body_type: Any) -> Any:
+        """An update's handler, first: its nonce is used (its validator checked the rest)."""
+        sealed = msgspec.convert(raw, Sealed)
+        if sealed.nonce in self.nonces:  # the same update delivered twice at once
+            raise ApplicationError("this update was taken before: a seal is good once", type="Refused")
+        self.nonces.add(sealed.nonce)
+        return msgspec.convert(sealed.body, body_type)
+
     @workflow.update(name=TOOL_UPDATE)
     async def tool(self, raw: dict[str, Any]) -> dict[str, Any]:
+        request = self._once(raw, ToolRequest)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
-        reply = await answer_tool(self.wf.agents, msgspec.convert(raw, ToolRequest))
+        reply = await answer_tool(self.wf.agents, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @tool.validator
+    def _check_tool(self, raw: dict[str, Any]) -> None:
+        request = self._check(TOOL_UPDATE, raw, ToolRequest, lambda body: f"worker:{body.agent}")
+        if self.wf is None or self.wf.agents.running.get(request.agent) != request.activity:
+            raise ApplicationError(f"no turn of agent {request.agent} is running as {request.activity!r}: refused",
+                                   type="Refused", non_retryable=True)
 
     @workflow.update(name=MAIL_UPDATE)
     async def mail(self, raw: dict[str, Any]) -> dict[str, Any]:
+        request = self._once(raw, MailRequest)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
-        reply = await answer_mail(self.wf.agents, msgspec.convert(raw, MailRequest))
+        reply = await answer_mail(self.wf.agents, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    @mail.validator
+    def _check_mail(self, raw: dict[str, Any]) -> None:
+        self._check(MAIL_UPDATE, raw, MailRequest, lambda body: f"worker:{body.agent}")
 
     @workflow.update(name=OPERATOR_UPDATE)
     async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
         """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant."""
+        request = self._once(raw, PostAs | ReadInbox)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
-        request = msgspec.convert(raw, PostAs | ReadInbox)
         return msgspec.to_builtins(await answer_person(self.wf.agents.board, request))  # type: ignore[no-any-return]
+
+    @operator.validator
+    def _check_operator(self, raw: dict[str, Any]) -> None:
+        self._check(OPERATOR_UPDATE, raw, PostAs | ReadInbox, lambda body: f"person:{body.key}")
 
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:
-        return self.wf is not None and self.wf.agents.decide(msgspec.convert(raw, DecideRequest))
+        request = self._once(raw, DecideRequest)
+        return self.wf is not None and self.wf.agents.decide(request)
+
+    @decide.validator
+    def _check_decide(self, raw: dict[str, Any]) -> None:
+        self._check(DECIDE_UPDATE, raw, DecideRequest, lambda body: f"person:{body.by}")
 
     @workflow.query(name=PENDING_QUERY)
     def pending(self) -> list[dict[str, Any]]:

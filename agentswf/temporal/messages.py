@@ -12,6 +12,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..harnesses.runtime import Runtime
+from ..sandbox.spec import SandboxSpec
 
 WORKFLOW_TYPE = "agentswf"
 TURN_ACTIVITY = "agentswf.turn"
@@ -23,6 +24,17 @@ DECIDE_UPDATE = "agentswf.decide"
 MAIL_UPDATE = "agentswf.mail"  # an agent's wfa send/reply/peers and its mail, from its worker
 OPERATOR_UPDATE = "agentswf.operator"  # a person's awf inbox / send / reply --as KEY: an operator request
 RECORD_FILE = "temporal.json"  # beside a Temporal run's record: its workflow id, address, namespace, task queue
+
+
+class Sealed(msgspec.Struct, frozen=True, kw_only=True):
+    """What a holder of the deployment's run key sent (keys.py): `body` (a request's builtins), who sent
+    it, a nonce, the id of the key it was signed with, and the HMAC over them and where they belong."""
+
+    body: Any
+    by: str
+    nonce: str = ""
+    key: str
+    tag: str
 
 
 class ToolSpec(msgspec.Struct, frozen=True):
@@ -54,6 +66,7 @@ class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["turn", "compaction", "message"] = "turn"  # a compaction's focus is its `prompt`; a
     # message turn's activity has no prompt of its own: the agent's mail starts its turn on the worker
     can_message: bool = False  # the agent has a route: its worker reaches the workflow's board
+    sandbox: SandboxSpec | None = None  # the agent runs in it on the worker (its cwd an absolute path there)
 
 
 MailOp = Literal["post", "take", "peers", "drop-await", "give-up", "watch"]
@@ -106,6 +119,7 @@ class ToolRequest(msgspec.Struct, frozen=True):
     call_id: str
     input: Any
     turn: int  # the agent's turn it was made in
+    activity: str = ""  # the id of that turn's activity: a call is taken only while it runs
 
 
 class ToolReply(msgspec.Struct, frozen=True):
@@ -135,6 +149,7 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     run_dir: str  # the record's directory on the run's host
     timeout: float
     turn_queue: str  # where agents' turns go unless their Runtime names a queue
+    sealed_at: float = 0.0  # Unix seconds, when its starter sealed it: good for a start then, not one copied later
 
 
 class RunLines(msgspec.Struct, kw_only=True):

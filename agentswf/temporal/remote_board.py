@@ -41,9 +41,15 @@ from ..engine.switchboard import (
     StateChanged,
     TakeMail,
 )
+from .keys import RunKey, seal
 from .messages import MAIL_UPDATE, MailOp, MailReply, MailRequest
 
 _log = structlog.get_logger("agentswf.temporal")
+
+
+def seal_update(key: RunKey, handle: WorkflowHandle[Any, Any], name: str, body: Any, agent: str) -> dict[str, Any]:
+    """An update to the turn's workflow run, sealed as sent for `agent` by the worker running its turn."""
+    return seal(key, body, kind="update", workflow=handle.id, run=handle.run_id or "", name=name, by=f"worker:{agent}")
 
 
 def to_unix(loop_time: float) -> float | None:
@@ -73,12 +79,16 @@ class Seen:
         return self.presence.state in ("idle", "stopped") and not self.taking and not self.handed
 
 class RemoteBoard(Actor):
-    """The board of one agent's turn on a worker; `handle` is its run's workflow, `activity` the
-    turn's; with `wake` (a message turn's) the agent is told of its mail at once."""
+    """The board of one agent's turn on a worker; `handle` is its run's workflow, `key` the run key
+    its requests are sealed with, `activity` the turn's; with `wake` (a message turn's) the agent
+    is told of its mail at once."""
 
-    def __init__(self, handle: WorkflowHandle[Any, Any], agent: str, activity: str, wake: bool, seen: Seen) -> None:
+    def __init__(
+        self, handle: WorkflowHandle[Any, Any], key: RunKey, agent: str, activity: str, wake: bool, seen: Seen
+    ) -> None:
         super().__init__()
         self.handle = handle
+        self.key = key
         self.agent = agent
         self.activity = activity
         self.wake = wake
@@ -92,7 +102,7 @@ class RemoteBoard(Actor):
         nothing: an error here would stop the board, and the turn with it)."""
         request = MailRequest(op=op, agent=self.agent, activity=self.activity, **fields)
         try:
-            raw = await self.handle.execute_update(MAIL_UPDATE, msgspec.to_builtins(request))
+            raw = await self.handle.execute_update(MAIL_UPDATE, seal_update(self.key, self.handle, MAIL_UPDATE, request, self.agent))
         except WorkflowUpdateRPCTimeoutOrCancelledError:  # the turn's local run ending: its watch with it
             return None
         except (RPCError, WorkflowUpdateFailedError) as error:

@@ -31,6 +31,7 @@ from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import harness_for
 from ..progress import run_started
 from ..sandbox.spec import RunSandboxFile
+from ..temporal.keys import scrubbed
 from .agents import Agents, HarnessResolver
 from .budgets import Budget
 from .context import Approvals, Workflow
@@ -225,7 +226,7 @@ async def run(
     check_stage_options(continue_from, rerun, from_stage, values)
     checked_args = decode_args(definition, args)
     seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
-    run_env = dict(env if env is not None else os.environ)
+    run_env = scrubbed(env if env is not None else os.environ)  # a Temporal run key never reaches an agent
     resolve = harnesses or (lambda key, runtime: harness_for(runtime, run_env))
     if sandbox is not None:  # before anything is recorded: a sandbox that can't open refuses the run
         resolve = await run_sandbox(sandbox, directory, resolve)

@@ -32,8 +32,8 @@ RUN_ID = "20261201-120000-ab12"
 WORKFLOW_ID = f"slow-{RUN_ID}"
 
 
-def awf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AWF, *args], check=False, capture_output=True, text=True, timeout=60, cwd=cwd)
+def awf(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AWF, *args], check=False, capture_output=True, text=True, timeout=60, cwd=cwd, env=env)
 
 
 def temporal_run(tmp_path: Path, *, ended: bool) -> Path:
@@ -91,7 +91,7 @@ def test_tail_of_a_live_run_on_temporal_says_it_doesnt_reach_it(tmp_path):
 @pytest.mark.parametrize("command", [["inbox", RUN_ID, "--as", "ada"], ["send", RUN_ID, "bob", "hi", "--as", "ada"]])
 def test_a_persons_commands_go_to_a_live_run_on_temporal(tmp_path, command):
     temporal_run(tmp_path, ended=False)  # its server is gone: said in a line, not a traceback
-    said = awf(tmp_path, *command)
+    said = awf(tmp_path, *command, env={**os.environ, "AGENTSWF_TEMPORAL_KEY": "a person's run key, long enough too"})
     assert said.returncode == 2
     gone = said.stderr.startswith("awf: Temporal at 127.0.0.1:7233 isn't answering: ")
     assert (gone or "needs agentswf[temporal]" in said.stderr) and "Traceback" not in said.stderr, said.stderr

@@ -16,7 +16,9 @@ OURS = "<!-- docs-test: skip: needs agentswf[temporal]; tests/temporal/test_docs
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_the_temporal_page_runs_with_the_extra(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_temporal_page_runs_with_the_extra(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_key_file: Path
+) -> None:
     text = PAGE.read_text()
     assert OURS in text
     page = tmp_path / "temporal.md"

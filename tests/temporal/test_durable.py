@@ -4,6 +4,7 @@ file), and the run's timeout is a durable timer (tested in the time-skipping env
 from __future__ import annotations
 
 import asyncio
+import secrets
 from pathlib import Path
 from uuid import uuid4
 
@@ -14,18 +15,16 @@ import pytest
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 import agentswf
 from agentswf import Runtime, workflow
-from agentswf.temporal import DevServer, TemporalEngine
+from agentswf.temporal import DevServer, RunKey, TemporalEngine
 from agentswf.temporal.devserver import server_binary
-from agentswf.temporal.engine import turn_worker, workflow_queue
-from agentswf.temporal.flow import AgentswfWorkflow, register
+from agentswf.temporal.engine import start_input, turn_worker, workflow_queue, workflow_worker
 from agentswf.temporal.messages import WORKFLOW_TYPE, RunEnding, RunRequest
 
 
-async def test_a_run_survives_a_restart_of_the_server_with_its_database(tmp_path: Path) -> None:
+async def test_a_run_survives_a_restart_of_the_server_with_its_database(tmp_path: Path, run_key_file: Path) -> None:
     mark = tmp_path / "turn-started"
     go_on = tmp_path / "go-on"
     agent = tmp_path / "waits.sh"
@@ -73,21 +72,21 @@ async def test_the_runs_timeout_is_a_durable_timer(tmp_path: Path) -> None:
         await asyncio.sleep(3600)  # a Temporal timer, in workflow code
         return "woke"
 
-    register(waits)
+    key = RunKey(secrets.token_urlsafe(32))
     env = await WorkflowEnvironment.start_time_skipping_v2(  # type: ignore[attr-defined]
         dev_server_existing_path=str(server_binary()),
         dev_server_extra_args=["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"],
     )
     async with env:
         queue = f"test-{uuid4().hex[:8]}"
-        async with Worker(env.client, task_queue=workflow_queue(queue, waits.name), workflows=[AgentswfWorkflow],
-                          workflow_runner=UnsandboxedWorkflowRunner()), turn_worker(env.client, queue):
+        async with workflow_worker(env.client, queue, waits, key), turn_worker(env.client, queue, key=key):
             request = RunRequest(
                 workflow=waits.name, run_id="r1", cwd=str(tmp_path), run_dir=str(tmp_path), timeout=1800.0, turn_queue=queue
             )
+            workflow_id = f"waits-{uuid4().hex}"
             with anyio.fail_after(30):  # half an hour of workflow time, in seconds of wall time
                 raw = await env.client.execute_workflow(
-                    WORKFLOW_TYPE, msgspec.to_builtins(request), id=f"waits-{uuid4().hex}",
+                    WORKFLOW_TYPE, start_input(key, request, workflow_id), id=workflow_id,
                     task_queue=workflow_queue(queue, waits.name),
                 )
     ending = msgspec.convert(raw, RunEnding)

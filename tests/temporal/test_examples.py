@@ -18,8 +18,8 @@ from temporalio.client import Client
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
 import agentswf
-from agentswf.temporal import TemporalEngine, on_asyncio
-from agentswf.temporal.flow import AgentswfWorkflow
+from agentswf.temporal import TemporalEngine, load_key, on_asyncio
+from agentswf.temporal.flow import AgentswfWorkflow, KeyHolder
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -77,7 +77,8 @@ async def test_the_examples_histories_replay_without_nondeterminism(temporal_add
 async def _replay(address: str, workflow_id: str) -> BaseException | None:
     client = await Client.connect(address)
     history = await client.get_workflow_handle(workflow_id).fetch_history()
-    replayer = Replayer(workflows=[AgentswfWorkflow], workflow_runner=UnsandboxedWorkflowRunner())
+    replayer = Replayer(workflows=[AgentswfWorkflow], workflow_runner=UnsandboxedWorkflowRunner(),
+                        interceptors=[KeyHolder(load_key())])  # a replay reseals what the run sealed
     replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     return replayed.replay_failure
 

@@ -1,0 +1,75 @@
+"""An agent's sandbox on the Temporal engine: its worker runs each turn in it (bubblewrap), so
+the agent, which holds no run key, can't reach the frontend or read the key either."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from uuid import uuid4
+
+import anyio
+import pytest
+
+pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
+
+import agentswf
+from agentswf import workflow
+from agentswf.temporal import TemporalEngine
+
+from ..sandbox.kit import needs_bwrap
+
+PROBE = """#!/bin/bash
+cat >/dev/null
+said=""
+say() {{ said="$said$*;"; }}
+say "readme=$(cat readme)"
+(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && say "FRONTEND REACHED" || say "frontend: no"
+cat {key} >/dev/null 2>&1 && say "KEY READ" || say "key: no"
+touch {outside} 2>/dev/null  # its own /tmp, if anything: not the worker's
+echo made >made && say "workspace: wrote"
+"$WFA" result "$WFA_CALL_ID" "$said"
+"""
+
+
+@needs_bwrap
+async def test_a_sandboxed_agent_on_temporal_answers_and_reaches_neither_the_frontend_nor_the_key(
+    temporal_address: str, tmp_path: Path, run_key_file: Path
+) -> None:
+    port = int(temporal_address.rsplit(":", 1)[1])
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()  # from here, unsandboxed, it is reached
+    assert run_key_file.read_text()  # and the key is read
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "readme").write_text("in the workspace\n")
+    probe = workspace / "probe.sh"
+    probe.write_text(PROBE.format(port=port, key=run_key_file, outside=tmp_path / "outside"))
+
+    @workflow(name="sandboxed", description="A sandboxed agent probes what it can reach.")
+    async def flow(wf):  # type: ignore[no-untyped-def]
+        agent = await wf.agents.open("a", runtime=f"shell:/bin/bash {probe}", sandbox={"cwd": "ws", "write": ["."]})
+        return (await agent.run("Probe.", timeout="30s")).value
+
+    engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+    with anyio.fail_after(60):
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, engine=engine)
+    assert result.value == "readme=in the workspace;frontend: no;key: no;workspace: wrote;", result.reason
+    assert (workspace / "made").read_text() == "made\n" and not (tmp_path / "outside").exists()
+
+
+async def test_a_sandbox_on_temporal_is_a_spec_of_the_agents_own(temporal_address: str, tmp_path: Path) -> None:
+    @workflow(name="bad-sandboxes", description="Sandboxes the Temporal engine refuses, before any turn.")
+    async def flow(wf):  # type: ignore[no-untyped-def]
+        said = []
+        for given in ({"network": ["not a host!"]}, "a box"):
+            try:
+                await wf.agents.open(f"a{len(said)}", runtime="shell:true", sandbox=given)
+            except agentswf.DefinitionError as error:
+                said.append(str(error))
+        return said
+
+    engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+    with anyio.fail_after(60):
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", engine=engine)
+    bad_host, not_a_spec = result.value
+    assert bad_host.startswith("agent a0: sandbox network: "), bad_host
+    assert "takes a spec of its own" in not_a_spec and "wf.sandboxes is not on it yet" in not_a_spec, not_a_spec
