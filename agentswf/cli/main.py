@@ -681,7 +681,7 @@ def _handle(options: argparse.Namespace) -> int:
         return int(options.handler(options))
     except (UsageFailure, AttachFailure) as error:
         print(f"awf: {error}", file=sys.stderr)
-        return temporal.exit_now(EXIT_USAGE) if temporal.used_temporal(options) else EXIT_USAGE
+        return EXIT_USAGE
     except KeyboardInterrupt:  # before a run's signals are caught, or after
         print("awf: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
