@@ -269,14 +269,16 @@ def _commit(repository: Path, name: str) -> str | None:
 
 
 def _read_link(path: Path) -> str | None:
-    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink)."""
+    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink)
+    and names a path (an agent's NUL in it names none, and no path function takes it)."""
     try:
         if not path.is_file() or path.is_symlink():
             return None
         text = path.read_text(errors="surrogateescape").strip()
     except OSError:
         return None
-    return text.removeprefix("gitdir:").strip()
+    target = text.removeprefix("gitdir:").strip()
+    return target if target and "\0" not in target else None
 
 
 def _same(a: str | Path, b: str | Path) -> bool:
@@ -362,6 +364,8 @@ def _encode_path(value: Any) -> Any:
 
 def _decode_path(kind: type, value: Any) -> Any:
     if kind is Path and isinstance(value, str):
+        if "\0" in value:  # no path: a ValueError from every function given it
+            raise ValueError("a path with a NUL in it")
         return Path(value)
     raise NotImplementedError(kind)
 
@@ -380,6 +384,10 @@ def read_manifest(path: Path) -> Manifest | None:
     worktree, run_id = manifest.worktree, path.parent.parent.name
     expected = (path.stem, run_id, f"{BRANCH_PREFIX}/{run_id}/{path.stem}")
     if (worktree.name, worktree.run_id, worktree.branch) != expected or not _same(worktree.path, path.with_suffix("")):
+        return None
+    try:
+        check_name(worktree.name)
+    except DefinitionError:  # a file an agent named, not one `wf.worktree` made
         return None
     return manifest
 

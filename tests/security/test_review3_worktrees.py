@@ -1,0 +1,132 @@
+"""Attacks on the run's worktrees from the agent working in one (review 3): what it writes in
+its worktree's `.git` file or git's entry for it is read at the run's end, and printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import agentswf
+from agentswf import Workflow
+
+from ..worktrees.kit import agent, make_repo, run_in, snapshot
+
+pytestmark = pytest.mark.anyio
+
+
+async def _one_agent(repo: Path, tmp_path: Path, body: str) -> agentswf.RunResult:
+    async def work(wf: Workflow) -> str:
+        opened = await wf.agents.open("a", runtime=agent(tmp_path, "a", body), cwd=wf.worktree("w"))
+        return (await opened.run("Work.")).outcome.kind
+
+    return await run_in(repo, work)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        r"printf 'gitdir: /tmp/a\000b\n' > .git",  # its own .git file
+        r'printf "/tmp/a\000b/.git\n" > "$(git rev-parse --git-dir)/gitdir"',  # git's entry for it
+    ],
+    ids=["dot-git", "gitdir"],
+)
+async def test_a_nul_in_a_worktrees_git_link_doesnt_crash_the_runs_end(tmp_path: Path, body: str) -> None:
+    repo = make_repo(tmp_path)
+    before = snapshot(repo)
+    result = await _one_agent(repo, tmp_path, body)
+    assert result.value == "answered", result.reason
+    [end] = result.worktrees
+    assert end.state == "kept", end
+    assert snapshot(repo) == before
+
+
+# The agent says, through git's entry for its worktree, that the worktree was moved to a
+# directory it made whose name is an escape sequence (OSC 52: the clipboard), then deletes the
+# worktree: the run's end reads "it was moved to <that name>" and prints it.
+MOVED_TO_AN_ESCAPE = r"""
+d="$OUT/$(printf 'x\033]52;c;cm0gLXJmIH4K\007y\342\200\256')"
+mkdir -p "$d"
+echo "$d/.git" > "$(git rev-parse --git-dir)/gitdir"
+here="$PWD"; cd /; rm -rf "$here"
+"""
+
+FLOW = """
+from agentswf import workflow
+
+@workflow(name="moved", description="An agent that says its worktree moved.")
+async def moved(wf):
+    agent = await wf.agents.open("a", runtime={runtime!r}, cwd=wf.worktree("w"))
+    return (await agent.run("Work.")).outcome.kind
+"""
+CONTROLS = ("\x1b", "\x07", "\u202e")
+
+
+def test_where_an_agent_says_its_worktree_went_is_shown_not_obeyed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    repo = make_repo(tmp_path)
+    (tmp_path / "flow.py").write_text(FLOW.format(runtime=agent(tmp_path, "a", MOVED_TO_AN_ESCAPE)))
+
+    def awf(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentswf", *args], cwd=repo, capture_output=True, text=True, timeout=60, check=False
+        )
+
+    ran = awf("run", str(tmp_path / "flow.py"), "--plain")
+    assert ran.returncode == 0, ran.stderr
+    assert "moved to" in ran.stderr and "\\x1b]52" in ran.stderr, ran.stderr  # awf run's closing lines
+    listed = awf("worktrees")
+    assert "\\x1b]52" in listed.stdout, listed.stdout
+    [run_dir] = (repo / ".awf" / "runs" / "moved").iterdir()
+    logs = awf("logs", run_dir.name)
+    assert "moved to" in logs.stdout, logs.stdout
+    for done in (ran, listed, logs):
+        assert not [char for char in CONTROLS if char in done.stdout + done.stderr], done.args
+
+
+@pytest.mark.parametrize("field", ["repository", "git_dir", "common_dir"])
+def test_a_manifest_with_a_nul_in_a_path_is_not_read(tmp_path: Path, field: str) -> None:
+    """`awf worktrees` goes by the manifests; one an agent wrote with a NUL in a path names no
+    worktree, and crashes no command (git's cwd or `--git-dir` would raise ValueError)."""
+    import json
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from agentswf.workflow.worktrees import Manifest, Worktree, read_manifest, write_manifest
+
+    runs = tmp_path / "runs"
+    directory = runs / "wt" / "20261201-090020-fc66" / "worktrees"
+    directory.mkdir(parents=True)
+    own = Worktree(
+        "w", directory / "w", "awf/20261201-090020-fc66/w", "0" * 40, "on-change",
+        tmp_path, tmp_path / ".git" / "worktrees" / "w", tmp_path / ".git", "HEAD", "20261201-090020-fc66",
+    )  # fmt: skip
+    write_manifest(directory, Manifest(own, "made"))
+    forged = json.loads((directory / "w.json").read_text())
+    forged["worktree"][field] = str(replace(own).repository) + "/a\0b"
+    (directory / "w.json").write_text(json.dumps(forged))
+    assert read_manifest(directory / "w.json") is None
+    for args in ([], ["--clean"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentswf", "worktrees", "--run-root", str(runs), *args],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_manifest_named_by_no_worktrees_name_is_not_read(tmp_path: Path) -> None:
+    """A file an agent put among the manifests, named with an escape sequence, its fields made to match."""
+    from agentswf.workflow.worktrees import Manifest, Worktree, read_manifest, write_manifest
+
+    directory = tmp_path / "20261201-090020-fc66" / "worktrees"
+    directory.mkdir(parents=True)
+    name = "w\x1b]52;c;cm0gLXJmIH4K\x07"
+    forged = Worktree(
+        name, directory / name, f"awf/20261201-090020-fc66/{name}", "0" * 40, "on-change",
+        tmp_path, tmp_path / ".git" / "worktrees" / "w", tmp_path / ".git", "HEAD", "20261201-090020-fc66",
+    )  # fmt: skip
+    write_manifest(directory, Manifest(forged, "made"))
+    assert read_manifest(directory / f"{name}.json") is None
