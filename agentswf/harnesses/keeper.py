@@ -39,6 +39,7 @@ import time
 MARK_VARIABLE = "AGENTSWF_MARK"
 PASS_PAUSE_SECONDS = 0.005  # between killing passes, for the killed to become zombies
 KILL_PATIENCE_SECONDS = 5.0  # passes stop after this long (a process stuck in the kernel can't be hurried)
+FAST_PASSES = 64  # of the children's list, killed as read, in each pass: a fork-and-exit chain is caught here
 _PR_SET_CHILD_SUBREAPER = 36
 _SIGKILL = _signal.SIGKILL
 _SIGTERM = _signal.SIGTERM
@@ -83,6 +84,18 @@ def _processes() -> list[tuple[int, int]]:
         if fields[0] not in (b"Z", b"X"):
             found.append((int(entry), int(fields[1])))
     return found
+
+
+def children() -> list[int]:
+    """This process's live children, from the kernel's one list of them (Linux 3.5 and later):
+    read and signalled far faster than a process can fork and exit, as a scan of /proc is not.
+    Zombies are listed too; signalling them does nothing."""
+    pid = str(os.getpid())
+    try:
+        with open("/proc/" + pid + "/task/" + pid + "/children", "rb") as listed:
+            return [int(child) for child in listed.read().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def descendants(root: int) -> list[int]:
@@ -183,14 +196,17 @@ class Keeper:
             return
         give_up = time.monotonic() + KILL_PATIENCE_SECONDS
         while True:
-            if not self.reap():  # no child left: under a subreaper, then no descendant either
+            if not self.reap():  # no child left, live or not: under a subreaper, then no descendant either
                 return
-            found = descendants(os.getpid())
-            if not found or time.monotonic() > give_up:
+            _signal_all(children(), signum)  # at once: a process that forks and exits is one of them
+            _signal_all(descendants(os.getpid()), signum)  # a scan can miss one: only no child at all ends this
+            if signum != _SIGKILL or time.monotonic() > give_up:
                 return
-            _signal_all(found, signum)
-            if signum != _SIGKILL:
-                return
+            for _ in range(FAST_PASSES):  # until its children are only the killed, waiting to be reaped
+                live = children()
+                if not live:
+                    break
+                _signal_all(live, signum)
             time.sleep(PASS_PAUSE_SECONDS)
 
     def run(self) -> None:
