@@ -1,0 +1,105 @@
+"""What an agent wrote reaches a person's terminal through more commands than `awf logs` and
+`awf tail` (review 3): `awf pending` (a tool call's input, read before approving it), `awf
+status` (each agent's last message or call), `awf inbox`, and `awf ls` (a run's workflow name,
+from a record an agent can write). Each is a real `awf` subprocess beside a live `awf run`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+AWF = [sys.executable, "-m", "agentswf"]
+LIVE_WAIT_SECONDS = 30.0
+# OSC 52 (sets the clipboard), a right-to-left override (reorders what is read), and CSI as one
+# C1 character (0x9b: an escape sequence's start in terminals that take 8-bit controls).
+CONTROLS = ("\x1b", "\u202e", "\x9b")
+
+FLOW = r'''
+from agentswf import tool, workflow
+
+def deploy(target: str) -> str:
+    return "deployed " + target
+
+@workflow(name="shown", description="An agent writes escape sequences where a person reads.")
+async def shown(wf):
+    a = await wf.agents.open("a", runtime={runtime!r},
+                             tools={{"deploy": tool(deploy, description="Deploy.", requires_approval=True)}})
+    you = await wf.participants.open("you")
+    await wf.route(a, you, purpose="Tell the person")
+    await a.run("Deploy.", timeout="1h")
+'''
+AGENT = r"""#!/bin/sh
+"$WFA" send you "$(printf 'all good\033]52;c;cm0gLXJmIH4K\007 \342\200\256gnp.exe \302\233')" >/dev/null 2>&1
+"$WFA" tool deploy --target "$(printf 'staging\342\200\256 \302\2332J\033[2K')" >/dev/null 2>&1
+sleep 1000
+"""
+
+
+def awf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AWF, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.fixture
+def live(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A live `awf run` whose agent sent the person a message and waits for its call's approval."""
+    agent = tmp_path / "agent.sh"
+    agent.write_text(AGENT)
+    agent.chmod(0o755)
+    (tmp_path / "flow.py").write_text(FLOW.format(runtime=f"shell:{agent}"))
+    run = subprocess.Popen([*AWF, "run", "flow.py", "--plain"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + LIVE_WAIT_SECONDS
+        while "staging" not in awf(tmp_path, "pending").stdout:
+            assert time.monotonic() < deadline and run.poll() is None, "the call never waited for approval"
+            time.sleep(0.1)
+        yield tmp_path
+    finally:
+        run.terminate()
+        try:
+            run.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+
+
+def _raw(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return [char for char in CONTROLS if char in done.stdout + done.stderr]
+
+
+@pytest.mark.xfail(strict=True, reason="open: awf pending prints a call's input as JSON, which keeps U+202E and C1 as they are")
+def test_awf_pending_shows_a_calls_input_not_obeys_it(live: Path) -> None:
+    done = awf(live, "pending")
+    assert "staging" in done.stdout and _raw(done) == [], done.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="open: awf status prints an agent's last message ('last:') as it is")
+def test_awf_status_shows_an_agents_last_message_not_obeys_it(live: Path) -> None:
+    done = awf(live, "status")
+    assert "last: message to you" in done.stdout and _raw(done) == [], done.stdout
+
+
+def test_awf_inbox_shows_a_message_not_obeys_it(live: Path) -> None:
+    done = awf(live, "inbox", "--as", "you")
+    assert "all good" in done.stdout and _raw(done) == [], done.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="open: awf ls prints the workflow's name a record (an agent can write it) gives")
+def test_awf_ls_shows_a_forged_workflow_name_not_obeys_it(tmp_path: Path) -> None:
+    (tmp_path / "flow.py").write_text(
+        "from agentswf import workflow\n\n"
+        "@workflow(name='plain', description='Nothing.')\n"
+        "async def plain(wf):\n"
+        "    return 1\n"
+    )
+    assert awf(tmp_path, "run", "flow.py", "--plain").returncode == 0
+    [run_json] = (tmp_path / ".awf" / "runs").glob("*/*/run.json")
+    record = json.loads(run_json.read_text())
+    record["workflow"] = "plain\x1b]52;c;cm0gLXJmIH4K\x07\u202e"  # written over by an agent in the run's directory
+    run_json.write_text(json.dumps(record))
+    done = awf(tmp_path, "ls")
+    assert done.returncode == 0 and "plain" in done.stdout and _raw(done) == [], done.stdout
