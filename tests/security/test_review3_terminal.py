@@ -103,3 +103,29 @@ def test_awf_ls_shows_a_forged_workflow_name_not_obeys_it(tmp_path: Path) -> Non
     run_json.write_text(json.dumps(record))
     done = awf(tmp_path, "ls")
     assert done.returncode == 0 and "plain" in done.stdout and _raw(done) == [], done.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="open: awf run's live view takes an agent's message as rich markup, escapes and all")
+def test_awf_runs_live_view_shows_an_agents_message_not_obeys_it_nor_reads_it_as_markup() -> None:
+    """The live view (`awf run` in a terminal) draws each agent's last message or call with rich:
+    a cell given as text is markup there, so `[/]` stops the view (MarkupError) and `[link=…]`
+    makes a hyperlink the person didn't see written; an escape sequence goes through as it is."""
+    import io
+
+    from rich.console import Console
+
+    from agentswf.cli.follow import Event, Tally
+    from agentswf.cli.live import render
+
+    hostile = "all good [/] [link=https://evil.example]the docs[/link] \x1b]52;c;cm0gLXJmIH4K\x07 \u202egnp.exe \x9b2J"
+    tally = Tally()
+    tally.add(Event(100.0, "turn-started", "a", "turn 1 started", {"n": 1}))
+    tally.add(Event(101.0, "message", "a", f"message to you: {hostile}", {}))
+    tally.add(Event(102.0, "log", "a", f"the agent said {hostile}", {}), keep_logs=5)
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=400)
+    console.print(render(tally, {}, "run x", 160.0))
+    drawn = screen.getvalue()
+    assert "[/]" in drawn and "[link=https://evil.example]" in drawn  # shown as written
+    assert "\x1b]8;" not in drawn  # no hyperlink made of it
+    assert "\x1b]52" not in drawn and "\u202e" not in drawn and "\x9b" not in drawn
