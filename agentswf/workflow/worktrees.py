@@ -64,6 +64,10 @@ LOCAL_GIT_VARIABLES = frozenset(
     "GIT_INDEX_FILE GIT_NO_REPLACE_OBJECTS GIT_REPLACE_REF_BASE GIT_PREFIX "
     "GIT_INTERNAL_SUPER_PREFIX GIT_SHALLOW_FILE GIT_COMMON_DIR GIT_NAMESPACE GIT_NO_LAZY_FETCH".split()
 )
+NO_COMMANDS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false")
+"""What keeps the run's own git from running a hook, an fsmonitor or a submodule's: an agent can
+write the repository's `.git` (its worktree shares it), and what git starts for the run runs
+beside the live run under no keeper and with no mark, a person to the operator socket."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -218,13 +222,14 @@ def git_environment() -> dict[str, str]:
 
 
 def git(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run git (from PATH) with `args`; GitFailed if it can't run, or (`check`) exits non-zero."""
+    """Run git (from PATH) with `args`, running no command the repository names (`NO_COMMANDS`);
+    GitFailed if it can't run, or (`check`) exits non-zero."""
     executable = shutil.which("git")
     if executable is None:
         raise GitFailed("git is not installed (no git on PATH)")
     try:
         done = subprocess.run(
-            [executable, *map(str, args)],
+            [executable, *NO_COMMANDS, *map(str, args)],
             cwd=cwd,
             env=git_environment(),
             stdin=subprocess.DEVNULL,
@@ -455,7 +460,10 @@ class RunWorktrees:
                 return existing
             if any(tried.name == name for tried in self._tried):
                 raise DefinitionError(f"worktree {name} failed to be made earlier in this run; use another name")
-            return self._add(name, base, keep)
+            try:
+                return self._add(name, base, keep)
+            except GitFailed as error:  # git couldn't run, or took too long
+                raise DefinitionError(f"worktree {name}: {error}") from None
 
     def _add(self, name: str, base: str, keep: Keep) -> Worktree:
         if not self._tried:
