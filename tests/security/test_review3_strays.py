@@ -133,3 +133,39 @@ def test_a_process_that_forks_away_from_each_kill_doesnt_outlive_its_keeper(tmp_
     (tmp_path / "stop").touch()
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == "dead", done.stdout
+
+
+# A run's directory of sockets is removed at its end, by the run, its watchdog, or the next `awf`
+# command's sweep; an agent of another run, still live, can write it (it is the person's). It
+# fills one directory there with files, and once the removal is busy with them swaps the other
+# directories, already listed, for links to a directory of the person's.
+SWAPPED_DIRECTORIES = 50
+FILES_TO_REMOVE = 20_000
+
+
+def test_removing_a_runs_directory_follows_no_link_put_in_a_directorys_place(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    run_dir, precious = tmp_path / "awf-x", tmp_path / "precious"
+    (run_dir / "big").mkdir(parents=True)
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work\n")
+    for n in range(FILES_TO_REMOVE):
+        (run_dir / "big" / str(n)).touch()
+    for n in range(SWAPPED_DIRECTORIES):
+        (run_dir / f"d{n}").mkdir()
+    os.chmod(run_dir, 0o300)  # as place.py makes it: nobody lists it
+    removal = subprocess.Popen([sys.executable, "-c", f"from agentswf.harnesses.keeper import remove_tree; remove_tree({str(run_dir)!r})"])
+    try:
+        while os.path.exists(run_dir / "big" / "0") and removal.poll() is None:
+            pass  # until it is busy with `big`
+        for n in range(SWAPPED_DIRECTORIES):
+            try:
+                os.rename(run_dir / f"d{n}", tmp_path / f"moved{n}")
+                os.symlink(precious, run_dir / f"d{n}")
+            except OSError:
+                continue  # removed already
+    finally:
+        removal.wait(timeout=60)
+    assert (precious / "thesis.tex").exists()
