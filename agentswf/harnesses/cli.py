@@ -60,6 +60,17 @@ class OutputReader:
             self.event(event)
         except (AttributeError, TypeError, KeyError, IndexError, ValueError):
             return  # an event of a known type in an unknown shape (another process can write here too): not one
+        finally:
+            self._text_only()
+
+    def _text_only(self) -> None:
+        """A model or an error of another type than text (any JSON a line can hold) raised where it
+        was used, after the turn: the attempt was reported broken and the spend its CLI reported
+        went uncounted, so an agent that wrote such a line after answering spent past its budget."""
+        if not isinstance(self.model, str | None):
+            self.model = None
+        if not isinstance(self.error, str | None):
+            self.error = str(self.error)
 
     @abstractmethod
     def event(self, event: dict[str, Any]) -> None:
