@@ -188,12 +188,15 @@ class CliHarness(Harness):
         """Run the CLI once for an operation (no `wfa`: it answers nothing), reading its output with `reader`."""
         env = operation_env(operation)
         return await run_in_group(
-            argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed, confine=operation.confine
+            argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed, started=operation.started,
+            confine=operation.confine,
         )
 
     def session(self, operation: Operation, argv: list[str]) -> AbstractAsyncContextManager[Channel]:
         """The CLI run for an operation with its standard input held open: a JSON-RPC or rpc-mode session."""
-        return open_in_group(argv, cwd=operation.cwd, env=operation_env(operation), confine=operation.confine)
+        return open_in_group(
+            argv, cwd=operation.cwd, env=operation_env(operation), started=operation.started, confine=operation.confine
+        )
 
     def operation_usage(self, usage: Usage | None, model: str | None) -> Usage | None:
         """An operation's own usage, naming its model, with a cost where the CLI printed none."""
