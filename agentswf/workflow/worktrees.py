@@ -39,7 +39,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from ..engine.records import make_private_dirs, write_whole
+from ..engine.records import make_private_dirs, regular_bytes, write_whole
 from ..errors import DefinitionError
 
 Keep = Literal["on-change", "always", "never"]
@@ -56,6 +56,7 @@ MAX_NAME_CHARS = 64
 MIN_GIT_VERSION = (2, 17)  # `git worktree remove`
 GIT_TIMEOUT_SECONDS = 120.0  # one git command; `worktree add` checks a whole tree out
 GIT_MESSAGE_CHARS = 400  # of git's standard error, in an error or a record
+MAX_LINK_BYTES = 4096  # of a `.git` file or git's `gitdir` (a path): a larger one, an agent's, is none
 LOCAL_GIT_VARIABLES = frozenset(
     # `git rev-parse --local-env-vars` (of git 2.17 to 2.47: GIT_NO_LAZY_FETCH is 2.45's): what makes git
     # use a repository other than the one asked, or not as asked
@@ -274,14 +275,17 @@ def _commit(repository: Path, name: str) -> str | None:
 
 
 def _read_link(path: Path) -> str | None:
-    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink)
-    and names a path (an agent's NUL in it names none, and no path function takes it)."""
+    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink, nor a
+    FIFO swapped in meanwhile) and names a path (an agent's NUL in it names none)."""
     try:
-        if not path.is_file() or path.is_symlink():
+        if path.is_symlink() or path.lstat().st_size > MAX_LINK_BYTES:
             return None
-        text = path.read_text(errors="surrogateescape").strip()
+        data = regular_bytes(path)
     except OSError:
         return None
+    if data is None:
+        return None
+    text = data.decode(errors="surrogateescape").strip()
     target = text.removeprefix("gitdir:").strip()
     return target if target and "\0" not in target else None
 
@@ -383,7 +387,8 @@ def read_manifest(path: Path) -> Manifest | None:
     """The manifest at `path`, or None when it can't be read or doesn't describe the worktree its
     place names: a record an agent wrote over never points `--clean` at another path or branch."""
     try:
-        manifest = msgspec.json.decode(path.read_bytes(), type=Manifest, dec_hook=_decode_path)
+        data = regular_bytes(path)  # a FIFO an agent put among them would block its reader for good
+        manifest = msgspec.json.decode(data or b"", type=Manifest, dec_hook=_decode_path)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
     worktree, run_id = manifest.worktree, path.parent.parent.name

@@ -216,3 +216,23 @@ async def test_a_hook_an_agent_planted_neither_acts_as_a_person_nor_outlives_the
         for pid in (int(p) for p in (tmp_path / "hook.pids").read_text().split()) if (tmp_path / "hook.pids").exists() else ():
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_manifest_an_agent_made_a_fifo_hangs_no_awf_worktrees(tmp_path: Path) -> None:
+    """The record's worktrees directory is writable by an unsandboxed agent: a FIFO among the
+    manifests (`<name>.json`) is no manifest, read by no one."""
+    import os
+    import subprocess
+    import sys
+
+    directory = tmp_path / "runs" / "wt" / "20261201-090020-fc66" / "worktrees"
+    directory.mkdir(parents=True)
+    os.mkfifo(directory / "w.json")
+    (tmp_path / "runs" / "wt" / "20261201-090020-fc66" / "worktrees" / "x").mkdir()
+    os.symlink("/dev/zero", directory / "z.json")
+    for args in ([], ["--clean"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentswf", "worktrees", "--run-root", str(tmp_path / "runs"), *args],
+            cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
