@@ -129,3 +129,22 @@ def test_awf_runs_live_view_shows_an_agents_message_not_obeys_it_nor_reads_it_as
     assert "[/]" in drawn and "[link=https://evil.example]" in drawn  # shown as written
     assert "\x1b]8;" not in drawn  # no hyperlink made of it
     assert "\x1b]52" not in drawn and "\u202e" not in drawn and "\x9b" not in drawn
+
+
+@pytest.mark.xfail(strict=True, reason="open: awf run's closing line prints the run's reason, an agent's stderr in it, as it is")
+def test_awf_runs_closing_line_shows_a_failed_agents_stderr_not_obeys_it(tmp_path: Path) -> None:
+    """A workflow that reads a failed turn's value fails with the turn's reason, which quotes the
+    tail of the agent's command's standard error: what the agent wrote there."""
+    agent = tmp_path / "agent.sh"
+    agent.write_text("#!/bin/sh\nprintf 'boom\\033]52;c;cm0gLXJmIH4K\\007 \\342\\200\\256gnp\\n' >&2\nexit 2\n")
+    agent.chmod(0o755)
+    (tmp_path / "flow.py").write_text(
+        "from agentswf import workflow\n\n"
+        "@workflow(name='fails', description='An agent whose command fails.')\n"
+        "async def fails(wf):\n"
+        f"    a = await wf.agents.open('a', runtime='shell:{agent}')\n"
+        "    return (await a.run('Go.', timeout=10)).value\n"
+    )
+    done = awf(tmp_path, "run", "flow.py", "--plain")
+    assert done.returncode == 1 and "boom" in done.stderr, done.stderr
+    assert _raw(done) == [], done.stderr
