@@ -11,7 +11,7 @@ read-only (its launcher and its sockets, at the same path as outside, so the pro
 launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
 directory it is given is covered by an empty one; a git repository's config and hooks in a
 directory it may write stay read-only (they name commands your next `git status` runs), and the
-directories above them in it can't be moved aside and made again. Nothing else of the machine is there: not
+directories above them and above a covered record in it can't be moved aside and made again. Nothing else of the machine is there: not
 `$HOME`, not another agent's directory, not the run's record.
 
 Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
@@ -59,17 +59,13 @@ def _depth_order(paths: Sequence[Path]) -> list[Path]:
     return sorted(set(paths), key=lambda path: (len(path.parts), str(path)))
 
 
-def anchors(controls: Sequence[Path], write: Sequence[Path]) -> list[Path]:
-    """Every directory between a path the sandbox may write and a control held read-only in it
-    (a repository's `.git`, the repository itself): each is bound onto itself, so it is a mount
-    point, which can't be renamed or removed. Else the agent moves `.git` (or the repository)
-    aside, mounts and all, and makes a new one with a config of its own at the same path."""
-    found = {
-        parent
-        for control in controls
-        for parent in control.parents
-        if any(given in parent.parents for given in write)
-    }
+def anchors(held: Sequence[Path], write: Sequence[Path]) -> list[Path]:
+    """Every directory between a path the sandbox may write and what is held in it (a git control
+    read-only, a run's record covered): each is bound onto itself, so it is a mount point, which
+    can't be renamed or removed. Else the agent moves `.git` (or the repository) aside, mounts
+    and all, and makes a new one with a config of its own at the same path; or moves the run's
+    directory aside with its record, and the run goes on recording in one the agent made."""
+    found = {parent for path in held for parent in path.parents if any(given in parent.parents for given in write)}
     return _depth_order(list(found))
 
 
@@ -100,7 +96,7 @@ def bwrap_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(spec.write):
         argv += ["--bind", str(path), str(path)]
-    for path in anchors(controls, spec.write):  # before what runs the agent: that stays read-only in them
+    for path in anchors([*controls, *hidden], spec.write):  # before what runs the agent: read-only in them still
         argv += ["--bind", str(path), str(path)]
     for path in _depth_order(runtime):  # read-only even in a path it may write (a project's .venv)
         argv += ["--ro-bind", str(path), str(path)]

@@ -127,3 +127,22 @@ def test_every_directory_between_a_written_path_and_a_git_control_is_pinned() ->
     controls = [ws / "a" / "repo" / ".git" / "config", ws / "a" / "repo" / ".git" / "hooks", Path("/elsewhere/.git/config")]
     assert anchors(controls, [ws]) == [ws / "a", ws / "a" / "repo", ws / "a" / "repo" / ".git"]
     assert anchors([ws / ".git" / "config"], [ws]) == [ws / ".git"]  # the written path is a mount already
+
+
+async def test_a_writer_cant_move_the_runs_directory_and_its_record_away(tmp_path: Path) -> None:
+    """The run works in ws/sub (its record in ws/sub/.awf, covered inside), the sandbox writes ws:
+    moved aside with its record, ws/sub could be made again by the agent, and the run would go on
+    recording where the agent reads and writes."""
+    sub = tmp_path / "ws" / "sub"
+    sub.mkdir(parents=True)
+    body = """\
+        mv sub sub-was 2>/dev/null && say "MOVED" || say "stays"
+    """
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="..", write=["."])
+        a = await wf.agents.open("a", runtime=agent(tmp_path / "ws", "a", body + ANSWER, secrets.token_hex(4)), sandbox=box)
+        return (await a.run("Work.", timeout=20)).value
+
+    result = await agentswf.run(workflow(name="sbx", description="A writer.")(fn), cwd=sub)
+    assert result.value == "stays" and sub.is_dir(), result
