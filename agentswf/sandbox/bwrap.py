@@ -11,7 +11,8 @@ read-only (its launcher and its sockets, at the same path as outside, so the pro
 launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
 directory it is given is covered by an empty one; a git repository's config and hooks in a
 directory it may write stay read-only (they name commands your next `git status` runs), and the
-directories above them and above a covered record in it can't be moved aside and made again. Nothing else of the machine is there: not
+directories above them, above what runs the agent and above a covered record in it can't be
+moved aside and made again. Nothing else of the machine is there: not
 `$HOME`, not another agent's directory, not the run's record.
 
 Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
@@ -61,7 +62,7 @@ def _depth_order(paths: Sequence[Path]) -> list[Path]:
 
 def anchors(held: Sequence[Path], write: Sequence[Path]) -> list[Path]:
     """Every directory between a path the sandbox may write and what is held in it (a git control
-    read-only, a run's record covered): each is bound onto itself, so it is a mount point, which
+    or what runs the agent read-only, a run's record covered): each is bound onto itself, so it is a mount point, which
     can't be renamed or removed. Else the agent moves `.git` (or the repository) aside, mounts
     and all, and makes a new one with a config of its own at the same path; or moves the run's
     directory aside with its record, and the run goes on recording in one the agent made."""
@@ -96,7 +97,7 @@ def bwrap_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(spec.write):
         argv += ["--bind", str(path), str(path)]
-    for path in anchors([*controls, *hidden], spec.write):  # before what runs the agent: read-only in them still
+    for path in anchors([*controls, *hidden, *runtime], spec.write):  # before what runs the agent: read-only in them still
         argv += ["--bind", str(path), str(path)]
     for path in _depth_order(runtime):  # read-only even in a path it may write (a project's .venv)
         argv += ["--ro-bind", str(path), str(path)]

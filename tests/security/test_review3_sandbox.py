@@ -146,3 +146,23 @@ async def test_a_writer_cant_move_the_runs_directory_and_its_record_away(tmp_pat
 
     result = await agentswf.run(workflow(name="sbx", description="A writer.")(fn), cwd=sub)
     assert result.value == "stays" and sub.is_dir(), result
+
+
+def test_a_writer_cant_move_what_runs_the_agent_away_from_inside_a_path_it_writes(tmp_path: Path) -> None:
+    """A project's tools/.venv (the `awf` you run next) stays read-only in `write: ["."]`; moved
+    aside with its parent, the agent would make a .venv of its own at its path."""
+    from agentswf.sandbox.bwrap import AgentPaths, bwrap_argv
+    from agentswf.sandbox.runner import system_view
+    from agentswf.sandbox.spec import ResolvedSpec
+
+    project = tmp_path / "project"
+    venv = project / "tools" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "awf").write_text("#!/bin/sh\necho the real awf\n")
+    agent_dir = tmp_path / "agent"
+    (agent_dir / "home").mkdir(parents=True)
+    spec = ResolvedSpec(project, (), (project,), ())
+    command = ["/bin/sh", "-c", "mv tools tools-was 2>/dev/null && echo MOVED || echo stays"]
+    argv = bwrap_argv(spec, AgentPaths(project, agent_dir), agent_dir / "home", command, system=system_view(), runtime=(venv,))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.stdout.strip() == "stays" and (venv / "bin" / "awf").exists(), done.stdout + done.stderr
