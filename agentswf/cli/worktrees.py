@@ -31,6 +31,7 @@ from ..workflow.worktrees import (
     run_is_live,
     write_manifest,
 )
+from .shown import shown
 
 EXIT_USAGE = 2
 
@@ -38,7 +39,7 @@ EXIT_USAGE = 2
 def closing_lines(ends: Iterable[WorktreeEnd]) -> list[str]:
     """`awf run`'s lines for the worktrees it kept (those removed need no word)."""
     return [
-        f"awf: worktree {end.name} {end.state.replace('-', ' ')} ({end.reason}): {end.path}  branch {end.branch}"
+        _one_line(f"awf: worktree {end.name} {end.state.replace('-', ' ')} ({end.reason}): {end.path}  branch {end.branch}")
         for end in ends
         if end.kept
     ]
@@ -76,7 +77,14 @@ def _status(worktree: Worktree) -> tuple[str, str] | None:
 
 
 def _line(run_dir: Path, worktree: Worktree, status: str, detail: str) -> str:
-    return f"{run_dir.name}  {worktree.name}  {status}: {detail}\n    {worktree.path}  branch {worktree.branch}"
+    head = _one_line(f"{run_dir.name}  {worktree.name}  {status}: {detail}")
+    return f"{head}\n    {_one_line(f'{worktree.path}  branch {worktree.branch}')}"
+
+
+def _one_line(text: str) -> str:
+    """`text` as one line a terminal shows and doesn't obey: where a worktree went and what git
+    said come from what an agent wrote (a directory's name, its worktree's `.git`)."""
+    return shown(text.replace("\n", "\\n"))
 
 
 def command_worktrees(options: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -96,7 +104,7 @@ def command_worktrees(options: argparse.Namespace, out: TextIO = sys.stdout) -> 
             continue
         lock = hold_lock(directory) if options.clean and manifests else None
         if options.clean and manifests and lock is None:
-            print(f"awf: run {run_dir.name} took its worktrees back meanwhile; left alone", file=sys.stderr)
+            print(_one_line(f"awf: run {run_dir.name} took its worktrees back meanwhile; left alone"), file=sys.stderr)
             continue
         try:
             for manifest in manifests:
@@ -124,7 +132,7 @@ def _one(run_dir: Path, manifest: Manifest, clean: bool, out: TextIO) -> int:
     try:
         write_manifest(run_dir / WORKTREES_DIR, Manifest(worktree, "ended", end))
     except OSError as error:
-        print(f"awf: {worktree.name}'s manifest couldn't be written: {error}", file=sys.stderr)
+        print(_one_line(f"awf: {worktree.name}'s manifest couldn't be written: {error}"), file=sys.stderr)
     print(_line(run_dir, worktree, end.state.replace("-", " "), end.reason), file=out)
     return 1
 

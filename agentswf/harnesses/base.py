@@ -93,6 +93,7 @@ class Operation:
     focus: str = ""
     launcher: Path | None = None  # the agent's launcher: its directory holds what a sandbox keeps for the agent
     confine: Confine | None = None  # wraps the command the operation's CLI runs (a sandbox's)
+    started: Callable[[int], None] | None = None  # told the pid every process of the operation descends from
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,17 @@ class OutputReader:
             self.event(event)
         except (AttributeError, TypeError, KeyError, IndexError, ValueError):
             return  # an event of a known type in an unknown shape (another process can write here too): not one
+        finally:
+            self._text_only()
+
+    def _text_only(self) -> None:
+        """A model or an error of another type than text (any JSON a line can hold) raised where it
+        was used, after the turn: the attempt was reported broken and the spend its CLI reported
+        went uncounted, so an agent that wrote such a line after answering spent past its budget."""
+        if not isinstance(self.model, str | None):
+            self.model = None
+        if not isinstance(self.error, str | None):
+            self.error = str(self.error)
 
     @abstractmethod
     def event(self, event: dict[str, Any]) -> None:
@@ -177,12 +188,15 @@ class CliHarness(Harness):
         """Run the CLI once for an operation (no `wfa`: it answers nothing), reading its output with `reader`."""
         env = operation_env(operation)
         return await run_in_group(
-            argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed, confine=operation.confine
+            argv, input=stdin.encode(), cwd=operation.cwd, env=env, read_line=reader.feed, started=operation.started,
+            confine=operation.confine,
         )
 
     def session(self, operation: Operation, argv: list[str]) -> AbstractAsyncContextManager[Channel]:
         """The CLI run for an operation with its standard input held open: a JSON-RPC or rpc-mode session."""
-        return open_in_group(argv, cwd=operation.cwd, env=operation_env(operation), confine=operation.confine)
+        return open_in_group(
+            argv, cwd=operation.cwd, env=operation_env(operation), started=operation.started, confine=operation.confine
+        )
 
     def operation_usage(self, usage: Usage | None, model: str | None) -> Usage | None:
         """An operation's own usage, naming its model, with a cost where the CLI printed none."""

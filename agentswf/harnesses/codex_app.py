@@ -126,7 +126,8 @@ def thread_of(notice: Notice) -> str | None:
 
 def usage_of(notice: Notice) -> Usage | None:
     """A `thread/tokenUsage/updated`'s running totals for its thread."""
-    total = (notice.params.get("tokenUsage") or {}).get("total")
+    usage = notice.params.get("tokenUsage")
+    total = usage.get("total") if isinstance(usage, dict) else None
     if not isinstance(total, dict):
         return None
 

@@ -105,6 +105,8 @@ async def keep(tmux: str, pane: KeptPane, argv: Sequence[str], env: Mapping[str,
     directory = kept_directory()
     directory.mkdir(mode=KEPT_DIRECTORY_MODE, exist_ok=True)
     directory.chmod(KEPT_DIRECTORY_MODE)
+    with contextlib.suppress(FileNotFoundError):  # what an agent put at the path its run and key give
+        os.unlink(pane.socket)  # (a link to the person's tmux server): tmux would start the pane in it
     server = [tmux, "-S", pane.socket, "-f", "/dev/null"]
     size = ["-x", str(PANE_WIDTH), "-y", str(PANE_HEIGHT)]
     command = [*server, "new-session", "-d", "-s", WINDOW, *size, "-c", pane.cwd, "--", *argv]

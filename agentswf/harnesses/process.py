@@ -311,18 +311,23 @@ async def _pump(stream: ByteReceiveStream | None, lines: MemoryObjectSendStream[
 
 @asynccontextmanager
 async def open_in_group(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], confine: Confine | None = None
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    started: Callable[[int], None] | None = None,
+    confine: Confine | None = None,
 ) -> AsyncIterator[Channel]:
     """Run `argv` under a keeper as `run_in_group` does, with its standard input held open for the block.
 
     When the block ends, the CLI's input is closed and it gets `SESSION_EXIT_SECONDS` to end
     on its own; then it and everything it started are stopped, as a cancelled attempt is.
-    Cancelling the block stops them at once. `confine` wraps the command as `run_in_group`'s does.
+    Cancelling the block stops them at once. `started` and `confine` are as `run_in_group`'s.
     """
     if confine is not None:
         argv, env = confine(argv, cwd, env)
     mark = attempt_mark(env)
-    process = await _spawn(argv, cwd, env, mark, None)
+    process = await _spawn(argv, cwd, env, mark, started)
     stderr = _Tail(OUTPUT_TAIL_BYTES)
     send_lines, receive_lines = anyio.create_memory_object_stream[bytes](LINES_WAITING)
     channel = Channel(process, receive_lines, stderr)

@@ -10,7 +10,9 @@ stays read-only, or the agent would change the `awf` that runs next outside it),
 read-only (its launcher and its sockets, at the same path as outside, so the prompt's
 launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
 directory it is given is covered by an empty one; a git repository's config and hooks in a
-directory it may write stay read-only (they name commands your next `git status` runs). Nothing else of the machine is there: not
+directory it may write stay read-only (they name commands your next `git status` runs), and the
+directories above them, above what runs the agent and above a covered record in it can't be
+moved aside and made again. Nothing else of the machine is there: not
 `$HOME`, not another agent's directory, not the run's record.
 
 Every namespace is its own (`--unshare-all`: no network but its own loopback, its own pid
@@ -58,6 +60,16 @@ def _depth_order(paths: Sequence[Path]) -> list[Path]:
     return sorted(set(paths), key=lambda path: (len(path.parts), str(path)))
 
 
+def anchors(held: Sequence[Path], write: Sequence[Path]) -> list[Path]:
+    """Every directory between a path the sandbox may write and what is held in it (a git control
+    or what runs the agent read-only, a run's record covered): each is bound onto itself, so it is a mount point, which
+    can't be renamed or removed. Else the agent moves `.git` (or the repository) aside, mounts
+    and all, and makes a new one with a config of its own at the same path; or moves the run's
+    directory aside with its record, and the run goes on recording in one the agent made."""
+    found = {parent for path in held for parent in path.parents if any(given in parent.parents for given in write)}
+    return _depth_order(list(found))
+
+
 def bwrap_argv(
     spec: ResolvedSpec,
     agent: AgentPaths,
@@ -73,7 +85,7 @@ def bwrap_argv(
     """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`;
     `hidden` (a run's record in a directory it is given) is covered by an empty directory, and
     `controls` (what says which commands run outside: a repository's git config and hooks) stay
-    read-only in a directory it may write."""
+    read-only in a directory it may write, every directory above them in it pinned (`anchors`)."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for entry in system:
         if entry.link is not None:
@@ -84,6 +96,8 @@ def bwrap_argv(
     for path in _depth_order([p for p in (spec.cwd, agent.cwd, *spec.read) if p not in spec.write]):
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(spec.write):
+        argv += ["--bind", str(path), str(path)]
+    for path in anchors([*controls, *hidden, *runtime], spec.write):  # before what runs the agent: read-only in them still
         argv += ["--bind", str(path), str(path)]
     for path in _depth_order(runtime):  # read-only even in a path it may write (a project's .venv)
         argv += ["--ro-bind", str(path), str(path)]

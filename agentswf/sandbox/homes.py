@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from .proxy import Endpoint
 
 HOME_MODE = 0o700
-MAX_CONFIG_BYTES = 1024 * 1024  # of a config file read for its endpoints
+MAX_CONFIG_BYTES = 1024 * 1024  # of a credential or config file copied in, or read for its endpoints
 
 # What each CLI keeps in its home: (the variable naming its directory, the default under $HOME,
 # the files copied in: credentials and config).
@@ -63,11 +63,24 @@ def _source_dir(harness: str, env: Mapping[str, str]) -> Path | None:
 
 
 def _read(path: Path) -> bytes | None:
+    """The start of the regular file at `path`, or None. Opened without blocking: another agent,
+    unsandboxed, can put a FIFO in a credential's place, and the run waits for this home."""
     try:
-        with open(path, "rb") as file:
-            return file.read(MAX_CONFIG_BYTES)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        chunks, left = [], MAX_CONFIG_BYTES
+        while left > 0 and (chunk := os.read(descriptor, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
 
 
 def harness_dir(harness: str, home: Path) -> Path | None:
@@ -87,9 +100,11 @@ def prepare_home(home: Path, harness: str, env: Mapping[str, str]) -> None:
         return
     target.mkdir(parents=True, mode=HOME_MODE, exist_ok=True)
     for name in HOME_FILES[harness][2]:
-        if source is not None and (source / name).is_file():
-            shutil.copyfile(source / name, target / name)
-            os.chmod(target / name, 0o600)
+        data = _read(source / name) if source is not None else None
+        if data is not None:
+            descriptor = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with os.fdopen(descriptor, "wb") as copy:
+                copy.write(data)
     if harness == "claude":
         answers: dict[str, Any] = dict(CLAUDE_FIRST_RUN)
         for config in ((source / ".claude.json") if source else None, Path(env.get("HOME", "/nonexistent")) / ".claude.json"):

@@ -133,7 +133,8 @@ GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs 
 
 def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
     """The git config and hooks of each repository at the top of a path the sandbox may write (its
-    cwd's too): read-only inside, or the agent would choose what your next `git status` runs.
+    cwd's too), or its `.git` file (a worktree's: the git directory it names): read-only inside,
+    or the agent would choose what your next `git status` runs.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
     a missing hooks directory is made (empty), so that there is one to hold read-only."""
     cwd = Path(os.path.realpath(cwd))
@@ -141,6 +142,8 @@ def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
     found: set[Path] = set()
     for top in tops:
         git = Path(os.path.realpath(top if top.name == ".git" else top / ".git"))  # a repository, or its .git given
+        if git.is_file() and _inside(git, spec.write):  # a worktree's or a submodule's: it names the git directory
+            found.add(git)
         if not git.is_dir():
             continue
         try:

@@ -39,7 +39,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from ..engine.records import make_private_dirs, write_whole
+from ..engine.records import make_private_dirs, regular_bytes, write_whole
 from ..errors import DefinitionError
 
 Keep = Literal["on-change", "always", "never"]
@@ -56,6 +56,7 @@ MAX_NAME_CHARS = 64
 MIN_GIT_VERSION = (2, 17)  # `git worktree remove`
 GIT_TIMEOUT_SECONDS = 120.0  # one git command; `worktree add` checks a whole tree out
 GIT_MESSAGE_CHARS = 400  # of git's standard error, in an error or a record
+MAX_LINK_BYTES = 4096  # of a `.git` file or git's `gitdir` (a path): a larger one, an agent's, is none
 LOCAL_GIT_VARIABLES = frozenset(
     # `git rev-parse --local-env-vars` (of git 2.17 to 2.47: GIT_NO_LAZY_FETCH is 2.45's): what makes git
     # use a repository other than the one asked, or not as asked
@@ -64,6 +65,10 @@ LOCAL_GIT_VARIABLES = frozenset(
     "GIT_INDEX_FILE GIT_NO_REPLACE_OBJECTS GIT_REPLACE_REF_BASE GIT_PREFIX "
     "GIT_INTERNAL_SUPER_PREFIX GIT_SHALLOW_FILE GIT_COMMON_DIR GIT_NAMESPACE GIT_NO_LAZY_FETCH".split()
 )
+NO_COMMANDS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false")
+"""What keeps the run's own git from running a hook, an fsmonitor or a submodule's: an agent can
+write the repository's `.git` (its worktree shares it), and what git starts for the run runs
+beside the live run under no keeper and with no mark, a person to the operator socket."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -218,13 +223,14 @@ def git_environment() -> dict[str, str]:
 
 
 def git(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run git (from PATH) with `args`; GitFailed if it can't run, or (`check`) exits non-zero."""
+    """Run git (from PATH) with `args`, running no command the repository names (`NO_COMMANDS`);
+    GitFailed if it can't run, or (`check`) exits non-zero."""
     executable = shutil.which("git")
     if executable is None:
         raise GitFailed("git is not installed (no git on PATH)")
     try:
         done = subprocess.run(
-            [executable, *map(str, args)],
+            [executable, *NO_COMMANDS, *map(str, args)],
             cwd=cwd,
             env=git_environment(),
             stdin=subprocess.DEVNULL,
@@ -269,14 +275,19 @@ def _commit(repository: Path, name: str) -> str | None:
 
 
 def _read_link(path: Path) -> str | None:
-    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink)."""
+    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink, nor a
+    FIFO swapped in meanwhile) and names a path (an agent's NUL in it names none)."""
     try:
-        if not path.is_file() or path.is_symlink():
+        if path.is_symlink() or path.lstat().st_size > MAX_LINK_BYTES:
             return None
-        text = path.read_text(errors="surrogateescape").strip()
+        data = regular_bytes(path)
     except OSError:
         return None
-    return text.removeprefix("gitdir:").strip()
+    if data is None:
+        return None
+    text = data.decode(errors="surrogateescape").strip()
+    target = text.removeprefix("gitdir:").strip()
+    return target if target and "\0" not in target else None
 
 
 def _same(a: str | Path, b: str | Path) -> bool:
@@ -362,6 +373,8 @@ def _encode_path(value: Any) -> Any:
 
 def _decode_path(kind: type, value: Any) -> Any:
     if kind is Path and isinstance(value, str):
+        if "\0" in value:  # no path: a ValueError from every function given it
+            raise ValueError("a path with a NUL in it")
         return Path(value)
     raise NotImplementedError(kind)
 
@@ -374,12 +387,17 @@ def read_manifest(path: Path) -> Manifest | None:
     """The manifest at `path`, or None when it can't be read or doesn't describe the worktree its
     place names: a record an agent wrote over never points `--clean` at another path or branch."""
     try:
-        manifest = msgspec.json.decode(path.read_bytes(), type=Manifest, dec_hook=_decode_path)
+        data = regular_bytes(path)  # a FIFO an agent put among them would block its reader for good
+        manifest = msgspec.json.decode(data or b"", type=Manifest, dec_hook=_decode_path)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
     worktree, run_id = manifest.worktree, path.parent.parent.name
     expected = (path.stem, run_id, f"{BRANCH_PREFIX}/{run_id}/{path.stem}")
     if (worktree.name, worktree.run_id, worktree.branch) != expected or not _same(worktree.path, path.with_suffix("")):
+        return None
+    try:
+        check_name(worktree.name)
+    except DefinitionError:  # a file an agent named, not one `wf.worktree` made
         return None
     return manifest
 
@@ -447,7 +465,10 @@ class RunWorktrees:
                 return existing
             if any(tried.name == name for tried in self._tried):
                 raise DefinitionError(f"worktree {name} failed to be made earlier in this run; use another name")
-            return self._add(name, base, keep)
+            try:
+                return self._add(name, base, keep)
+            except GitFailed as error:  # git couldn't run, or took too long
+                raise DefinitionError(f"worktree {name}: {error}") from None
 
     def _add(self, name: str, base: str, keep: Keep) -> Worktree:
         if not self._tried:
