@@ -108,8 +108,8 @@ def command_ls(options: argparse.Namespace) -> int:
         started = info.get("started_at")
         rows.append(
             (
-                run_dir.name,
-                str(info.get("workflow", run_dir.parent.name)),
+                shown(run_dir.name),
+                shown(str(info.get("workflow", run_dir.parent.name))),  # the record's: an agent can write it
                 _state(run_dir),
                 _attempts(run_dir),
                 "-" if started is None else age(now - started),
@@ -163,12 +163,17 @@ def _status_value(run_dir: Path, live: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
+    """The status a live run answered, every line shown, not obeyed: its names and messages are agents'."""
+
+    def write(text: str) -> None:
+        out.write(shown(text))
+
     started, attempt, live_since = status.get("started_at"), status.get("attempt", 1), status.get("attempt_started_at")
     alive = "" if started is None else f", live for {age(now - started)}"
     if attempt > 1 and started is not None and live_since is not None:  # a continued run: this attempt's time, and the run's
         alive = f", attempt {attempt} live for {age(now - live_since)} (the run started {age(now - started)} ago)"
     in_turn = sum(agent["in_turn"] for agent in status["agents"])
-    out.write(
+    write(
         f"run {status['run_id']} of {status['workflow']}{alive}: {counted(len(status['agents']), 'agent')}, "
         f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {spent_cost(status['cost_usd'])}\n"
     )
@@ -178,17 +183,17 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
             state += f" for {age(now - agent['turn_started_at'])}"
             if agent["deadline_at"] is not None:
                 state += f" of {age(agent['deadline_at'] - agent['turn_started_at'])}"
-        out.write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {spent_cost(agent['cost_usd'])}\n")
+        write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {spent_cost(agent['cost_usd'])}\n")
         if agent["owes"]:
-            out.write(f"    owes a reply to {', '.join(agent['owes'])}\n")
+            write(f"    owes a reply to {', '.join(agent['owes'])}\n")
         if agent["awaits"]:
-            out.write(f"    awaits {agent['awaits']}'s reply\n")
+            write(f"    awaits {agent['awaits']}'s reply\n")
         if agent["doing"]:
-            out.write(f"    last: {agent['doing']}\n")
+            write(f"    last: {agent['doing']}\n")
     for request in status["pending"]:
-        out.write(f"  waiting for approval: {request['call_id']} {request['agent']} → {request['tool']}\n")
+        write(f"  waiting for approval: {request['call_id']} {request['agent']} → {request['tool']}\n")
     if status["participants"]:
-        out.write(f"  participants: {', '.join(status['participants'])}\n")
+        write(f"  participants: {', '.join(status['participants'])}\n")
 
 
 def command_status(options: argparse.Namespace) -> int:

@@ -207,9 +207,9 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
     ending = result.outcome if result.reason is None else f"{result.outcome}: {result.reason}"
     replayed = f" (a replay of {options.replay}: no tool handler ran)" if getattr(options, "replay", None) else ""
     attempt = f" (attempt {result.attempt})" if result.attempt > 1 else ""
-    print(f"awf: {definition.name} {ending}{attempt}{replayed}", file=sys.stderr)
+    print(shown(f"awf: {definition.name} {ending}{attempt}{replayed}"), file=sys.stderr)  # a reason quotes agents' stderr
     if result.where:
-        print(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})", file=sys.stderr)
+        print(shown(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})"), file=sys.stderr)
     for line in worktrees.closing_lines(result.worktrees):
         print(line, file=sys.stderr)
     for line in _kept_pane_lines(root, result.run_id):
@@ -510,7 +510,7 @@ def command_pending(options: argparse.Namespace) -> int:
     response = ask_live_run(options, Pending())
     for request in response.value or []:
         why = f"  ({request['reason']})" if request.get("reason") else ""
-        print(f"{request['call_id']}  {request['agent']} → {request['tool']}  {json_text(request['input'])}{why}")
+        print(shown(f"{request['call_id']}  {request['agent']} → {request['tool']}  {json_text(request['input'])}{why}"))
     print(f"awf: {response.message}", file=sys.stderr)
     return 0
 
