@@ -10,10 +10,8 @@ See records.py for the policy.
 
 from __future__ import annotations
 
-import asyncio
-import types
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +21,7 @@ import structlog
 
 from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
+from ..actors.wakeup import checkpoint
 from ..errors import ActorStopped
 from ..progress import progress
 from .accounting import Ledger
@@ -201,7 +200,7 @@ class Appends:
         slot = len(take.asked)
         take.asked.append(message)
         try:
-            await _schedule_point()  # the other askers that are ready queue their lines in this take
+            await checkpoint()  # the other askers that are ready queue their lines in this take
         finally:
             if take is self._taking and self._write is not None:
                 self._write()  # the first of the take to go on writes it, for all of them
@@ -224,26 +223,6 @@ class Appends:
         self._closed = True
         self._write = None
         self._opened.set()
-
-
-@types.coroutine
-def _asyncio_yield() -> Generator[None, None, None]:
-    yield  # what `asyncio.sleep(0)` does, without its own frame: the task steps again next round
-
-
-_trio_checkpoint: Callable[[], Awaitable[None]] | None = None  # imported at the first ask on trio
-
-
-def _schedule_point() -> Awaitable[None]:
-    """One schedule point (and, as every checkpoint is, a cancel point), at the event loop's own cost."""
-    global _trio_checkpoint
-    if asyncio._get_running_loop() is not None:
-        return _asyncio_yield()
-    if _trio_checkpoint is None:
-        from trio.lowlevel import checkpoint
-
-        _trio_checkpoint = checkpoint
-    return _trio_checkpoint()
 
 
 class _Take:
@@ -412,7 +391,7 @@ class Recorder(Actor):
         """
         if not self._batch:
             return
-        if self._batch_bytes >= BATCH_MAX_BYTES or (self._batch_replies and not self._mailbox.statistics().depth):
+        if self._batch_bytes >= BATCH_MAX_BYTES or (self._batch_replies and not self._mailbox.depth):
             self._write_batch()
         else:
             self._batch_held.set()
