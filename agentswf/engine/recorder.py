@@ -1,8 +1,8 @@
 """The Recorder: the one actor that writes a run's directory.
 
-Everything that happens in a run reaches disk through its mailbox, so the record has
-one writer and a single order. Lines are appended in batches, one write per file for
-whatever was queued, and each ask is answered when its batch is written; fsyncs (whole
+Everything that happens in a run reaches disk through its mailbox or its `Appends`, so
+the record has one writer and a single order. Lines are appended in batches, one write per
+file for whatever was queued, and each ask is answered when its batch is written; fsyncs (whole
 files, and the group commit of the appended lines) run in the Recorder's own threads
 beside the batches, so neither the event loop nor another agent's lines wait on them.
 See records.py for the policy.
