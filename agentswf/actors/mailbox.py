@@ -201,9 +201,9 @@ class Mailbox:
         A checkpoint before looking when nothing is queued: it lets a sender that is ready
         run first, so a busy actor seldom has to park on an event. While messages are
         queued the actor takes them in a row, `GET_BURST` at most between checkpoints: a
-        scheduler round per message would cost more than most handlers (and let no one
-        else in, since the senders of what is queued wait on it), while the checkpoint
-        every `GET_BURST` keeps a busy actor a cancel point and fair to the other tasks.
+        scheduler round per message costs more than most handlers do (and an ask's batch,
+        such as the Recorder's, grows only while its actor keeps taking), while the
+        checkpoint every `GET_BURST` keeps a busy actor a cancel point and fair to the rest.
         """
         queue = self._queue
         if not queue or self._burst >= GET_BURST:

@@ -22,7 +22,7 @@ import structlog
 from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
 from ..actors.wakeup import checkpoint
-from ..errors import ActorStopped
+from ..errors import ActorCrashed, ActorStopped
 from ..progress import progress
 from .accounting import Ledger
 from .outcomes import Turn
@@ -204,6 +204,8 @@ class Appends:
         finally:
             if take is self._taking and self._write is not None:
                 self._write()  # the first of the take to go on writes it, for all of them
+        if not take.written:  # the batch write raised (in another asker, or in this one's `_write`)
+            raise ActorCrashed(f"the Recorder's batch write raised; {type(message).__name__} may not be written")
         if slot in take.errors:
             raise take.errors[slot]  # its record can't be encoded: as the Recorder's ask raises
         return slot not in take.failed if answered else None
@@ -229,12 +231,14 @@ class _Take:
     """One take of `Appends`: its messages in asking order, where each went, and which failed.
 
     A take is written whole by one synchronous call, after every ask in it was made and
-    before any of its askers looks at it again.
+    before any of its askers looks at it again; `written` once that call got through it (each
+    line written or failed), so no asker is told of a write that raised instead.
     """
 
-    __slots__ = ("asked", "paths", "failed", "errors")
+    __slots__ = ("asked", "paths", "failed", "errors", "written")
 
     def __init__(self) -> None:
+        self.written = False
         self.asked: list[Any] = []
         self.paths: list[str] = []  # where each went
         self.failed: set[int] = set()
@@ -412,15 +416,22 @@ class Recorder(Actor):
         self._batch_bytes = 0
         now = anyio.current_time()
         was_unsynced = self._commit.unsynced_since is not None
-        for path, lines in batch.items():
-            written = self._write_lines(path, b"".join(lines), now)
-            if not written:
-                failed.add(path)
-            for reply, answer in replies.get(path, ()):
-                reply.set(written if answer else None)
+        try:
+            for path, lines in batch.items():
+                written = self._write_lines(path, b"".join(lines), now)
+                if not written:
+                    failed.add(path)
+                for reply, answer in replies.get(path, ()):
+                    reply.set(written if answer else None)
+        except Exception as error:  # not the disk's (that is `failed`): no ask of the batch is told it was written
+            for file_replies in replies.values():
+                for reply, _ in file_replies:
+                    reply.fail(error)
+            raise  # and its takes stay unwritten: their askers are told so
         for take in takes:
             if failed:
                 take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
+            take.written = True
         if self._batch_ends_turn:
             self._batch_ends_turn = False
             self._commit.ask()

@@ -150,3 +150,38 @@ async def test_asks_are_answered_while_the_recorders_own_task_is_held_up(tmp_pat
     finally:
         release.set()
     assert records.read_json(tmp_path / "run.json")["run_id"] == "r"
+
+
+@pytest.mark.anyio
+async def test_a_batch_write_that_raises_tells_no_asker_of_its_take_it_was_written(tmp_path, monkeypatch):
+    """Not the disk (an OSError is a failed line, answered False): a bug in the write itself."""
+    real = Recorder._write_lines
+    broken: list[int] = []
+
+    def raising(self, path, data, now):
+        if data.count(b"\n") > 1 and not broken:
+            broken.append(data.count(b"\n"))
+            raise RuntimeError("a bug in the write")
+        return real(self, path, data, now)
+
+    monkeypatch.setattr(Recorder, "_write_lines", raising)
+    appends = Appends()
+    outcomes: list[str] = []
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        assert await appends.ask(line("tools", 0, 0)) is True  # started, and a line of one
+
+        async def asker(n: int) -> None:
+            try:
+                outcomes.append(str(await appends.ask(line("tools", n, 0))))
+            except Exception as error:
+                outcomes.append(type(error).__name__)
+
+        async with anyio.create_task_group() as tg:
+            for n in range(1, 6):
+                tg.start_soon(asker, n)
+        assert await appends.ask(line("tools", 9, 0)) is True  # the next take is written as ever
+        await ref.ask(RecordGaps())
+    assert broken == [5]
+    assert sorted(outcomes) == ["ActorCrashed"] * 4 + ["RuntimeError"]  # the writer raised, the others told so
+    assert {key_of(r) for r in read_lines(tmp_path / "tools.jsonl")} == {"0-0", "9-0"}
