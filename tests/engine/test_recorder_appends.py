@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentswf.actors import Supervisor
@@ -83,12 +83,12 @@ async def ask_all(run_dir: Path, askers: list[list[str]]) -> list[str]:
     return unwritten
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(KINDS), min_size=1, max_size=12), min_size=1, max_size=25))
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_any_mix_of_askers_is_told_only_once_written_in_order_about_a_write_a_round(backend, monkeypatch, askers):
-    writes = counted_writes(monkeypatch)
-    with tempfile.TemporaryDirectory() as root:
+def test_any_mix_of_askers_is_told_only_once_written_in_order_about_a_write_a_round(backend, askers):
+    with pytest.MonkeyPatch.context() as monkeypatch, tempfile.TemporaryDirectory() as root:
+        writes = counted_writes(monkeypatch)
         run_dir = Path(root)
         assert anyio.run(ask_all, run_dir, askers, backend=backend) == []  # no one told before its line was written
         for kind in KINDS:
