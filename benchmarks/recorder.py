@@ -7,14 +7,15 @@ hurts both alike. Prints ``name: ours=… baseline=… ratio=…`` with events p
 
 - ``ask_*``: ``AGENTS`` tasks each asking ``ToolCalled`` ``EVENTS / AGENTS`` times, as
   agents' tool calls do (each waits until its line is written);
-- ``appends_*``: the same asks through the Recorder's ``Appends`` (no mailbox message each);
+- ``appends_*``: the same asks through the Recorder's ``Appends`` (no mailbox message each:
+  each ask passes one schedule point, and the first asker of a take to go on writes it);
 - ``tell_*``: one task telling ``Logged`` ``EVENTS`` times, as the broker logs;
 - ``wflog_*``: ``EVENTS`` lines put on the Recorder's ``LogLines``, as ``wf.log`` does.
 
 Floors, against the same baseline, to say what the Recorder could reach at best: ``kernel_ask_*``
 and ``kernel_tell_*`` send the same messages to an actor whose handlers do nothing;
-``askers_*`` is ``AGENTS`` tasks taking turns on one shared event, as ``appends_*``'s askers
-do, with nothing written at all (the event loop's own cost of waking an asker).
+``yields_*`` is ``AGENTS`` tasks passing one checkpoint an event, as ``appends_*``'s askers
+do, with nothing written at all (the event loop's own cost of an ask that waits at all).
 
 The baseline is one loop: encode the record, ``os.write`` the line to a file opened
 ``O_APPEND``, and one fsync at the end (ours ends with the run's end, which fsyncs too).
@@ -33,6 +34,7 @@ from pathlib import Path
 import anyio
 
 from agentswf.actors import Actor, Supervisor, handler
+from agentswf.actors.wakeup import checkpoint
 from agentswf.engine.recorder import Appends, Logged, LogLines, Recorder, RecordGaps, ToolCalled
 from agentswf.engine.records import encode
 
@@ -143,34 +145,18 @@ async def ours_wflog(run_dir: Path) -> float:
         return EVENTS / (time.perf_counter() - start)
 
 
-async def askers(run_dir: Path) -> float:
+async def yields(run_dir: Path) -> float:
     each = EVENTS // AGENTS
-    batch: list[anyio.Event] = [anyio.Event()]
-    wanted = anyio.Event()
-    wants: list[anyio.Event] = [wanted]
-
-    async def writer() -> None:
-        while True:
-            await wants[0].wait()
-            wants[0] = anyio.Event()
-            written, batch[0] = batch[0], anyio.Event()
-            written.set()
 
     async def agent() -> None:
         for _ in range(each):
-            written = batch[0]
-            wants[0].set()
-            await written.wait()
+            await checkpoint()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(writer)
-        start = time.perf_counter()
-        async with anyio.create_task_group() as agents:
-            for _ in range(AGENTS):
-                agents.start_soon(agent)
-        rate = each * AGENTS / (time.perf_counter() - start)
-        tg.cancel_scope.cancel()
-    return rate
+    start = time.perf_counter()
+    async with anyio.create_task_group() as agents:
+        for _ in range(AGENTS):
+            agents.start_soon(agent)
+    return each * AGENTS / (time.perf_counter() - start)
 
 
 async def kernel_ask(run_dir: Path) -> float:
@@ -220,7 +206,7 @@ async def main(backend: str) -> None:
             ("wflog", ours_wflog, baseline_tell),
             ("kernel_ask", kernel_ask, baseline_ask),
             ("kernel_tell", kernel_tell, baseline_tell),
-            ("askers", askers, baseline_ask),
+            ("yields", yields, baseline_ask),
         )
         for name, ours, baseline in measures:
             o, b = await best(ours, baseline, Path(root))

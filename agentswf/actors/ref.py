@@ -14,7 +14,7 @@ from agentswf.errors import AskTimeout, UnhandledMessage
 
 from .mailbox import MailboxStatistics
 from .reply import Reply
-from .wakeup import Wakeup
+from .wakeup import Wakeup, checkpoint
 
 if TYPE_CHECKING:
     from .cell import Cell
@@ -57,7 +57,7 @@ class ActorRef:
         """
         if type(message) not in self._handlers:
             raise self._unhandled(message)
-        await anyio.lowlevel.checkpoint()
+        await checkpoint()
         await self._mailbox.send(message, None)
 
     def tell_nowait(self, message: Any) -> None:

@@ -8,15 +8,18 @@ waiter awaits, on trio the parked task itself, rescheduled when set.
 
 Cancellation is the backend's own: on asyncio a cancelled waiter's future is cancelled (a
 later `set` passes it over); on trio the parked task is unparked and forgotten.
+
+`checkpoint` is `anyio.lowlevel.checkpoint` for the kernel's hot paths, at the same saving:
+the backend's own checkpoint, without looking the backend up each time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import types
+from collections.abc import Awaitable, Generator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
-
-import anyio.lowlevel
 
 if TYPE_CHECKING:
     from trio.lowlevel import Task
@@ -31,6 +34,19 @@ def _trio_lowlevel() -> ModuleType:
 
         _trio = trio.lowlevel
     return _trio
+
+
+@types.coroutine
+def _asyncio_checkpoint() -> Generator[None, None, None]:
+    yield  # what `asyncio.sleep(0)` does (anyio's checkpoint there): the task steps again next round
+
+
+def checkpoint() -> Awaitable[None]:
+    """A schedule point and a cancel point: what `anyio.lowlevel.checkpoint()` does on either backend."""
+    if asyncio._get_running_loop() is not None:
+        return _asyncio_checkpoint()
+    trio = _trio if _trio is not None else _trio_lowlevel()
+    return trio.checkpoint()  # type: ignore[no-any-return]
 
 
 class Wakeup:
@@ -61,7 +77,7 @@ class Wakeup:
 
     async def wait(self) -> None:
         if self._set:
-            await anyio.lowlevel.checkpoint()
+            await checkpoint()
             return
         loop = asyncio._get_running_loop()
         if loop is not None:

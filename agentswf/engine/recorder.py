@@ -1,8 +1,8 @@
 """The Recorder: the one actor that writes a run's directory.
 
-Everything that happens in a run reaches disk through its mailbox, so the record has
-one writer and a single order. Lines are appended in batches, one write per file for
-whatever was queued, and each ask is answered when its batch is written; fsyncs (whole
+Everything that happens in a run reaches disk through its mailbox or its `Appends`, so
+the record has one writer and a single order. Lines are appended in batches, one write per
+file for whatever was queued, and each ask is answered when its batch is written; fsyncs (whole
 files, and the group commit of the appended lines) run in the Recorder's own threads
 beside the batches, so neither the event loop nor another agent's lines wait on them.
 See records.py for the policy.
@@ -10,8 +10,8 @@ See records.py for the policy.
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,8 @@ import structlog
 
 from ..actors import Actor, Reply, handler
 from ..actors.mailbox import Mailbox
-from ..errors import ActorStopped
+from ..actors.wakeup import checkpoint
+from ..errors import ActorCrashed, ActorStopped
 from ..progress import progress
 from .accounting import Ledger
 from .outcomes import Turn
@@ -39,8 +40,6 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from trio.lowlevel import ParkingLot
-
     from .approvals import ApprovalDecision
     from .switchboard import Mail
 
@@ -171,27 +170,42 @@ class Appends:
 
     `await appends.ask(ToolCalled(...))` answers as `recorder.ask` of the same message does
     (True once the line is written, False when it couldn't be; None for a turn or an
-    answer's line), for a fraction of the cost: the Recorder takes every waiting line at
-    once and writes them as one batch, and the askers of a batch share one event. There is
-    no capacity to wait for: each asker waits for its own line, so what waits here is a line
-    per waiting asker. One asker's lines keep the order it asked them in. Once the Recorder
-    has stopped (its last batch written), an ask is `ActorStopped`, as the Recorder's is.
+    answer's line), for a fraction of the cost. The ask queues its line in the current take
+    and passes one schedule point, where every other asker that is ready queues its own;
+    the first asker of the take to go on runs the Recorder's batch write for all of them
+    (`_write`, synchronous: one write per file, on the loop's own thread, so the record
+    still has one writer and one order), and the others find theirs written. So a line
+    costs its asker one schedule point, never a wake-up: nothing parks, nothing is
+    rescheduled by another task, and the Recorder's own task isn't involved at all. There
+    is no capacity to wait for: what waits here is a line per asker at its schedule point.
+    One asker's lines keep the order it asked them in. An asker cancelled at its schedule
+    point raises (it was not told), its line written all the same. Before the Recorder has
+    started an ask waits for it; once it has stopped (its last batch written), an ask is
+    `ActorStopped`, as the Recorder's is.
     """
 
     def __init__(self) -> None:
         self._taking = _Take()
-        self._waiting = anyio.Event()
+        self._write: Callable[[], None] | None = None  # the Recorder's, while it runs
+        self._opened = anyio.Event()
         self._closed = False
 
     async def ask(self, message: Any) -> bool | None:
         answered = APPENDED[type(message)]  # KeyError: not a line the Recorder appends
+        if self._write is None and not self._closed:
+            await self._opened.wait()  # the Recorder hasn't started yet
         if self._closed:
             raise ActorStopped(f"the Recorder has stopped; {type(message).__name__} was not written")
         take = self._taking
         slot = len(take.asked)
         take.asked.append(message)
-        self._waiting.set()
-        await take.written()
+        try:
+            await checkpoint()  # the other askers that are ready queue their lines in this take
+        finally:
+            if take is self._taking and self._write is not None:
+                self._write()  # the first of the take to go on writes it, for all of them
+        if not take.written:  # the batch write raised (in another asker, or in this one's `_write`)
+            raise ActorCrashed(f"the Recorder's batch write raised; {type(message).__name__} may not be written")
         if slot in take.errors:
             raise take.errors[slot]  # its record can't be encoded: as the Recorder's ask raises
         return slot not in take.failed if answered else None
@@ -201,55 +215,34 @@ class Appends:
         take, self._taking = self._taking, _Take()
         return take
 
-    async def wait(self) -> None:
-        await self._waiting.wait()
-        self._waiting = anyio.Event()
+    def open(self, write: Callable[[], None]) -> None:
+        """The Recorder has started: `write` takes what waits here and writes it, answering every ask in it."""
+        self._write = write
+        self._opened.set()
 
     def close(self) -> None:
         """The Recorder has stopped: no more asks (what was asked is written or failed)."""
         self._closed = True
+        self._write = None
+        self._opened.set()
 
 
 class _Take:
-    """One take of `Appends`: its messages in asking order, the failed ones, and its askers' wake-up.
+    """One take of `Appends`: its messages in asking order, where each went, and which failed.
 
-    Its askers are woken at the event loop's own cost, once each: on asyncio a future per
-    asker (what an `asyncio.Event` does, without an Event and its loop check per take), on
-    trio one parking lot (what a `trio.Event` is). A take is written once, after every ask
-    in it was made, so an asker always waits before it is woken.
+    A take is written whole by one synchronous call, after every ask in it was made and
+    before any of its askers looks at it again; `written` once that call got through it (each
+    line written or failed), so no asker is told of a write that raised instead.
     """
 
-    __slots__ = ("asked", "paths", "failed", "errors", "_futures", "_lot")
+    __slots__ = ("asked", "paths", "failed", "errors", "written")
 
     def __init__(self) -> None:
+        self.written = False
         self.asked: list[Any] = []
         self.paths: list[str] = []  # where each went
         self.failed: set[int] = set()
         self.errors: dict[int, Exception] = {}
-        self._futures: list[asyncio.Future[None]] = []
-        self._lot: ParkingLot | None = None
-
-    async def written(self) -> None:
-        """Wait until the take is written (or failed)."""
-        loop = asyncio._get_running_loop()
-        if loop is not None:
-            future = loop.create_future()
-            self._futures.append(future)
-            await future
-            return
-        if self._lot is None:
-            from trio.lowlevel import ParkingLot
-
-            self._lot = ParkingLot()
-        await self._lot.park()
-
-    def wake(self) -> None:
-        """The take is written: every asker goes on (one that gave up meanwhile is passed over)."""
-        for future in self._futures:
-            if not future.done():
-                future.set_result(None)
-        if self._lot is not None:
-            self._lot.unpark_all()
 
 
 class ConnectionRefused(msgspec.Struct, frozen=True):
@@ -329,7 +322,7 @@ class Recorder(Actor):
         self.start_soon(self._watch_log_lines)
         self.start_soon(self._group_commits)
         self.start_soon(self._held_batches)
-        self.start_soon(self._take_appends)
+        self.appends.open(self._write_appends)
 
     async def _watch_log_lines(self) -> None:
         while True:
@@ -402,7 +395,7 @@ class Recorder(Actor):
         """
         if not self._batch:
             return
-        if self._batch_bytes >= BATCH_MAX_BYTES or (self._batch_replies and not self._mailbox.statistics().depth):
+        if self._batch_bytes >= BATCH_MAX_BYTES or (self._batch_replies and not self._mailbox.depth):
             self._write_batch()
         else:
             self._batch_held.set()
@@ -423,16 +416,22 @@ class Recorder(Actor):
         self._batch_bytes = 0
         now = anyio.current_time()
         was_unsynced = self._commit.unsynced_since is not None
-        for path, lines in batch.items():
-            written = self._write_lines(path, b"".join(lines), now)
-            if not written:
-                failed.add(path)
-            for reply, answer in replies.get(path, ()):
-                reply.set(written if answer else None)
+        try:
+            for path, lines in batch.items():
+                written = self._write_lines(path, b"".join(lines), now)
+                if not written:
+                    failed.add(path)
+                for reply, answer in replies.get(path, ()):
+                    reply.set(written if answer else None)
+        except Exception as error:  # not the disk's (that is `failed`): no ask of the batch is told it was written
+            for file_replies in replies.values():
+                for reply, _ in file_replies:
+                    reply.fail(error)
+            raise  # and its takes stay unwritten: their askers are told so
         for take in takes:
             if failed:
                 take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
-            take.wake()
+            take.written = True
         if self._batch_ends_turn:
             self._batch_ends_turn = False
             self._commit.ask()
@@ -460,12 +459,11 @@ class Recorder(Actor):
         self._commit.appended(now)
         return True
 
-    async def _take_appends(self) -> None:
-        """Append what `Appends` holds as one batch (with whatever the mailbox's batch holds)."""
-        while True:
-            await self.appends.wait()
-            self._append_asked()
-            self._write_batch()
+    def _write_appends(self) -> None:
+        """Append what `Appends` holds as one batch (with whatever the mailbox's batch holds): run by
+        the first asker of a take to go on."""
+        self._append_asked()
+        self._write_batch()
 
     def _append_asked(self) -> None:
         """Queue what `Appends` holds, each file's records encoded in one call."""

@@ -36,7 +36,9 @@ Batches: the Recorder takes what is queued for it (its mailbox, and the lines as
 its `Appends`, as the broker asks a tool call's) and appends it as one batch, one write(2)
 per file, and answers each ask in the batch once its file's write returned (so no ask waits
 longer than the batch it is in); a batch is written when an ask waits on it and nothing more
-is queued, once it holds `BATCH_MAX_BYTES`, and otherwise (told lines no acknowledgement
+is queued, once it holds `BATCH_MAX_BYTES`, when the first asker of an `Appends` take goes on
+after its one schedule point (it runs the Recorder's batch write, synchronously, before it or
+any other asker of the take is answered), and otherwise (told lines no acknowledgement
 depends on, such as wf.log's) within `recorder.BATCH_WAIT_SECONDS`. A file's lines keep the
 order they were sent in. A failed batch write is cut back off whole and fails every ask with
 a line in it.
@@ -51,7 +53,8 @@ others are being written go to a worker thread together (`write_wholes`), each w
 fsynced as above before its own ask is answered: one thread hop for many agents' files, not
 one each. A failed append leaves a log whole lines; a
 failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
-run killed mid-write). Only the Recorder actor writes here.
+run killed mid-write). Only the Recorder writes here: its actor, and its batch write run by an
+`Appends` asker, on the event loop's one thread, so the record has one writer and one order.
 """
 
 from __future__ import annotations
