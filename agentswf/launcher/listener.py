@@ -40,6 +40,7 @@ from that side is hostile, so what one connection can cost the run is bounded:
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import resource
@@ -50,6 +51,7 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
+import sniffio
 import structlog
 from anyio.abc import SocketListener, SocketStream
 
@@ -410,17 +412,80 @@ async def accept(listener: SocketListener, budget: ConnectionBudget) -> SocketSt
             retry = await _accept_failed(error, budget, retry)
 
 
-async def accept_raw(listener: socket.socket, budget: ConnectionBudget) -> socket.socket:
-    """The next connection to the raw, non-blocking `listener`, as `accept` waits for one; its
-    socket is non-blocking. The accept is tried first and waited for only when none is queued
-    (as the client's connect has woken the run, one usually is)."""
+class _Acceptor:
+    """Connections to a listening socket on asyncio, accepted by a reader that stays
+    registered with the selector across waits: `anyio.wait_readable` adds and removes it for
+    every wait, and an agent's listener waits once a call (it is idle between them), which
+    costs more than the accept. The reader accepts for the task waiting; with no task waiting
+    it is removed (the selector is level-triggered: it would call back on every turn of the
+    loop while a connection is queued)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._loop = asyncio.get_running_loop()
+        self._fd = sock.fileno()
+        self._waiter: asyncio.Future[socket.socket] | None = None
+        self._registered = False
+
+    async def accept(self) -> socket.socket:
+        """The next connection (OSError as `accept` raises it)."""
+        self._waiter = waiter = self._loop.create_future()
+        if not self._registered:
+            self._loop.add_reader(self._fd, self._ready)
+            self._registered = True
+        try:
+            return await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                waiter.result().close()  # accepted just as this wait was cancelled: given back
+            raise
+        finally:
+            self._waiter = None
+
+    def _ready(self) -> None:
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            self.close()
+            return
+        try:
+            conn, _ = self._sock.accept()
+        except BlockingIOError:  # taken already, by the task's own first try
+            return
+        except OSError as error:
+            waiter.set_exception(error)
+            return
+        waiter.set_result(conn)
+
+    def close(self) -> None:
+        if self._registered:
+            self._registered = False
+            self._loop.remove_reader(self._fd)
+
+
+def acceptor(sock: socket.socket) -> _Acceptor | None:
+    """An `_Acceptor` of `sock` on asyncio; None where `anyio.wait_readable` waits as cheaply (trio)."""
+    return _Acceptor(sock) if sniffio.current_async_library() == "asyncio" else None
+
+
+async def _next_connection(listener: socket.socket, waiting: _Acceptor | None) -> socket.socket:
+    """One connection, waited for only when none is queued (as the client's connect has
+    woken the run, one usually is); OSError as `accept` raises it."""
+    while True:
+        try:
+            return listener.accept()[0]
+        except BlockingIOError:
+            if waiting is not None:
+                return await waiting.accept()
+            await anyio.wait_readable(listener)
+
+
+async def accept_raw(listener: socket.socket, budget: ConnectionBudget, waiting: _Acceptor | None = None) -> socket.socket:
+    """The next connection to the raw, non-blocking `listener` (through `waiting` where it
+    waits), as `accept` waits for one; its socket is non-blocking."""
     retry = ACCEPT_RETRY_MIN_SECONDS
     while True:
         try:
-            conn, _ = listener.accept()
-        except BlockingIOError:
-            await anyio.wait_readable(listener)
-            continue
+            conn = await _next_connection(listener, waiting)
         except OSError as error:
             retry = await _accept_failed(error, budget, retry)
             continue
@@ -445,15 +510,18 @@ async def serve(
     An accept yields only when it waits, so a burst of connections is taken
     MAX_ACCEPTS_IN_A_ROW at a time between the other tasks' turns."""
     in_a_row = 0
+    waiting = acceptor(listener)
     async with anyio.create_task_group() as connections:
         try:
             with accepting or anyio.CancelScope():
                 while True:
-                    connections.start_soon(_answer, await accept_raw(listener, budget), handle, budget, admit)
+                    connections.start_soon(_answer, await accept_raw(listener, budget, waiting), handle, budget, admit)
                     in_a_row += 1
                     if in_a_row >= MAX_ACCEPTS_IN_A_ROW:
                         in_a_row = 0
                         await anyio.lowlevel.checkpoint()
         finally:
+            if waiting is not None:
+                waiting.close()
             anyio.notify_closing(listener)
             listener.close()

@@ -320,3 +320,36 @@ def test_connections_take_at_most_a_quarter_of_the_descriptors(monkeypatch):
     assert connection_limit() == 25
     monkeypatch.setattr("resource.getrlimit", lambda which: (1 << 20, 1 << 20))
     assert connection_limit() == MAX_OPEN_CONNECTIONS
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_on_asyncio_an_idle_listener_keeps_its_reader_and_drops_it_when_nobody_waits(tmp_path, anyio_backend):
+    """An agent's listener waits once a call: re-registering it each time cost more than the
+    accept. A reader nobody waits for is dropped (level-triggered, it would fire every turn)."""
+    import asyncio
+
+    from agentswf.launcher.listener import _Acceptor
+
+    path = str(tmp_path / "s.sock")
+    sock = bind(tmp_path / "s.sock")
+    selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+    waiting = _Acceptor(sock)
+    try:
+        for _ in range(3):
+            client_end = socket.socket(socket.AF_UNIX)
+            with anyio.fail_after(5):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(anyio.to_thread.run_sync, client_end.connect, path)  # once the wait is armed
+                    (await waiting.accept()).close()
+            client_end.close()
+            await anyio.sleep(0.01)
+            assert sock.fileno() in selector.get_map()  # kept between waits, with nothing queued
+        client_end = socket.socket(socket.AF_UNIX)
+        client_end.connect(path)  # queued, and nobody waits
+        await settle(lambda: sock.fileno() not in selector.get_map())
+        with anyio.fail_after(5):
+            (await waiting.accept()).close()  # registered again for the next wait
+        client_end.close()
+    finally:
+        waiting.close()
+        sock.close()
