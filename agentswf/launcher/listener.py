@@ -224,11 +224,16 @@ async def _read_into(buffer: bytearray, limit: int, budget: ConnectionBudget, sl
 async def receive(budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
     """What came of the request on `slot`'s connection, and, where it didn't come whole in
     time, the refusal's text. A wfa client has written its whole line and half-closed by the
-    time it is accepted, as a rule: that is read at once, with no deadline to keep."""
+    time it is accepted, as a rule, or a turn of the loop later (its connect is what woke the
+    run): that is read at once, with no deadline to keep and no wait to arm."""
     buffer = bytearray()
     budget.wait_for(slot)
     try:
-        if _read_ready(buffer, limit, budget, slot):
+        whole = _read_ready(buffer, limit, budget, slot)
+        if not whole:
+            await anyio.lowlevel.checkpoint()
+            whole = _read_ready(buffer, limit, budget, slot)
+        if whole:
             timed_out = False
         else:
             with anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
