@@ -23,7 +23,7 @@ import anyio
 import msgspec
 
 from ..actors import Actor, Reply, handler
-from ..errors import ActorError
+from ..errors import ActorError, MailboxFull
 from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from . import turn as t
 from .agent_messages import (
@@ -182,13 +182,18 @@ class AgentActor(Actor):
     async def _handle(self, request: Request) -> Response:
         """A request on the agent's socket, in its connection's task. A tool call the turn starts
         runs here (`ToolCalls.call`: recorded before it returns), then the turn is told it ended:
-        told, not asked, as the answer is the call's own (led as `turn` leads it). The agent's
-        next request, sent once this is answered, is queued behind it."""
+        told, not asked, as the answer is the call's own (led as `turn` leads it), and queued at
+        once where there is room (a tell yields first): the agent's next request, sent once this
+        is answered, is queued behind it."""
         answer: Response | RunTool = await self.ref.ask(WfaCall(request))
         if not isinstance(answer, RunTool):
             return answer
         response = await self.setup.broker.call(answer)
-        await self.ref.tell(ToolDone(answer.call.id, response))
+        done = ToolDone(answer.call.id, response)
+        try:
+            self.ref.tell_nowait(done)
+        except MailboxFull:
+            await self.ref.tell(done)
         return t.tool_answer(response, self.standing.view)
 
     # Effects ------------------------------------------------------------------------
