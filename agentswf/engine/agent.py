@@ -13,6 +13,7 @@ round trip.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +23,7 @@ import anyio
 import msgspec
 
 from ..actors import Actor, Reply, handler
-from ..errors import ActorError
+from ..errors import ActorError, MailboxFull
 from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from . import turn as t
 from .agent_messages import (
@@ -49,6 +50,8 @@ from .toolcall import ToolCall
 
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
+
+TOOL_CALL_ID_BYTES = 4  # random, as secrets.token_hex would give them, without its layers: one per request
 
 
 def _timeouts(tools: Mapping[str, Tool]) -> dict[str, float | None]:
@@ -164,7 +167,7 @@ class AgentActor(Actor):
             table = await self.setup.board.ask(PeersOf(self.key))
             return peers_response(table, as_json=request.json, now_ms=int(now().wall * 1000))
         if isinstance(request, ToolRequest):
-            return await self._step(t.ToolAsked(request, self.standing.view, secrets.token_hex(4), now()))
+            return await self._step(t.ToolAsked(request, self.standing.view, os.urandom(TOOL_CALL_ID_BYTES).hex(), now()))
         if isinstance(request, SendRequest | ReplyRequest):
             return await self._step(t.PostAsked(request, now()))
         foreign = None if request.call_id in self.state.calls else await self._whose(request.call_id)
@@ -178,13 +181,20 @@ class AgentActor(Actor):
 
     async def _handle(self, request: Request) -> Response:
         """A request on the agent's socket, in its connection's task. A tool call the turn starts
-        runs here (`ToolCalls.call`: recorded before it returns), then the turn is told it ended."""
+        runs here (`ToolCalls.call`: recorded before it returns), then the turn is told it ended:
+        told, not asked, as the answer is the call's own (led as `turn` leads it), and queued at
+        once where there is room (a tell yields first): the agent's next request, sent once this
+        is answered, is queued behind it."""
         answer: Response | RunTool = await self.ref.ask(WfaCall(request))
         if not isinstance(answer, RunTool):
             return answer
         response = await self.setup.broker.call(answer)
-        led: Response | None = await self.ref.ask(ToolDone(answer.call.id, response))
-        return response if led is None else led  # None: the watchdog told the turn first (an abandoned handler)
+        done = ToolDone(answer.call.id, response)
+        try:
+            self.ref.tell_nowait(done)
+        except MailboxFull:
+            await self.ref.tell(done)
+        return t.tool_answer(response, self.standing.view)
 
     # Effects ------------------------------------------------------------------------
 

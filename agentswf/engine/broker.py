@@ -152,9 +152,9 @@ class Replay:
         return queue.pop(0)
 
 
-def call_over(msg: RunTool) -> bool:
-    """The call was cancelled (its turn ended) or its time is up."""
-    return msg.call.cancelled or anyio.current_time() >= msg.deadline
+def call_over(msg: RunTool, now: float | None = None) -> bool:
+    """The call was cancelled (its turn ended) or its time is up (at `now` on the loop's clock, else now)."""
+    return msg.call.cancelled or (anyio.current_time() if now is None else now) >= msg.deadline
 
 
 class _Handling:
@@ -169,6 +169,7 @@ class _Handling:
         self.verdict: Verdict | None = None
         self.approval: ApprovalDecision | None = None
         self.attempts = 0
+        self.ended = 0.0  # when its handler's last run ended, on the loop's clock
         self.in_thread = not msg.tool.is_async
         self.scope: anyio.CancelScope  # each run of its handler's: no deadline, the broker's watchdog keeps the time
         self.signalled = False  # its time is up or its turn ended: the grace runs
@@ -380,9 +381,9 @@ class ToolCalls:
                 state.attempts,
                 max_attempts=msg.tool.max_attempts,
                 backoff=msg.tool.backoff,
-                now=anyio.current_time(),
+                now=state.ended,
                 deadline=msg.deadline,
-                over=call_over(msg),
+                over=call_over(msg, state.ended),
             )
             if isinstance(step, ToolOutcome):
                 return step
@@ -420,14 +421,13 @@ class ToolCalls:
                 ending = got
         finally:
             CURRENT_TOOL_CALL.reset(token)
+        running.ended = anyio.current_time()  # read once: the attempt's ending and what follows it
         if running.abandoned:
             if not in_thread:
                 raise _Concluded
             return abandoned(turn_ended=running.turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS)
         del self.handling[call.id]
-        return handler_ended(
-            ending or Stopped(), now=anyio.current_time(), deadline=msg.deadline, output=msg.tool.output
-        )
+        return handler_ended(ending or Stopped(), now=running.ended, deadline=msg.deadline, output=msg.tool.output)
 
     # The watchdog: one task keeps the time of every call whose handler runs --------------
 

@@ -31,7 +31,7 @@ import structlog
 from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
-from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, receive
+from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, raw_socket, receive
 from ..launcher.peer import peer_pid
 from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
@@ -259,17 +259,18 @@ async def _answer(
 ) -> None:
     """One operator connection; whatever goes wrong with it ends it, never the run."""
     async with stream:
-        slot = budget.take(stream)
+        sock = raw_socket(stream)
+        slot = budget.take(sock)
         if slot is None:
-            await deliver(stream, _encode(OperatorResponse(False, budget.full_text())))
+            await deliver(sock, _encode(OperatorResponse(False, budget.full_text())))
             return
         try:
-            data, refusal = await receive(stream, budget, slot, MAX_OPERATOR_REQUEST_BYTES)
+            data, refusal = await receive(budget, slot, MAX_OPERATOR_REQUEST_BYTES)
             if refusal is not None:
                 response = OperatorResponse(False, refusal)
             else:
                 response = await _respond(data, stream, desk, board, admit, control)
-            await deliver(stream, _encode(response))
+            await deliver(sock, _encode(response))
         except Exception:  # the run is stopping, or a bug: this connection ends, the run doesn't
             try:
                 _log.warning("an operator connection failed", exc_info=True)

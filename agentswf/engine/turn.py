@@ -1063,10 +1063,16 @@ def _tool_asked(state: AgentState, event: ToolAsked) -> Step:
     return replace(state, tool=run), [StartTool(run.call_id, request, deadline, turn.call_id)]
 
 
+def tool_answer(response: Response, standing: StandingView) -> Response:
+    """A tool call's answer as its callers are told it: led by the owed/awaits notice, on
+    standard error (standard output is the tool's result)."""
+    return _lead(response, standing, stderr=True)
+
+
 def _tool_finished(state: AgentState, event: ToolFinished) -> Step:
     if state.tool is None or state.tool.call_id != event.call_id:
         return state, []
-    return replace(state, tool=None), [AnswerTool(_lead(event.response, event.standing, stderr=True))]
+    return replace(state, tool=None), [AnswerTool(tool_answer(event.response, event.standing))]
 
 
 def _post_asked(state: AgentState, event: PostAsked) -> Step:

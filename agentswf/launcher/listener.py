@@ -40,6 +40,7 @@ from that side is hostile, so what one connection can cost the run is bounded:
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import resource
@@ -49,6 +50,8 @@ from contextlib import suppress
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
+import sniffio
 import structlog
 from anyio.abc import SocketListener, SocketStream
 
@@ -102,9 +105,8 @@ def raw_socket(stream: SocketStream) -> socket.socket:
 class Slot:
     """One connection's place in a budget; `evicted` says why it was closed to make room."""
 
-    def __init__(self, stream: SocketStream) -> None:
-        self.stream = stream
-        self.sock = raw_socket(stream)
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
         self.evicted: str | None = None
 
 
@@ -132,7 +134,7 @@ class ConnectionBudget:
             "reading_bytes": self.reading_bytes,
         }
 
-    def take(self, stream: SocketStream) -> Slot | None:
+    def take(self, sock: socket.socket) -> Slot | None:
         """A slot for a connection just accepted: a free one, or else the one of the
         connection that has waited longest for its request; None if every slot is busy."""
         why = f"the run has {self.limit} connections open, its limit ({self.name})"
@@ -140,7 +142,7 @@ class ConnectionBudget:
             self.refused += 1
             return None
         self.open += 1
-        return Slot(stream)
+        return Slot(sock)
 
     def evict_oldest(self, why: str, sparing: Slot | None = None) -> bool:
         """End the wait of the connection that has waited longest for its request (but
@@ -219,14 +221,19 @@ async def _read_into(buffer: bytearray, limit: int, budget: ConnectionBudget, sl
         await anyio.wait_readable(slot.sock)
 
 
-async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
+async def receive(budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[bytes, str | None]:
     """What came of the request on `slot`'s connection, and, where it didn't come whole in
     time, the refusal's text. A wfa client has written its whole line and half-closed by the
-    time it is accepted, as a rule: that is read at once, with no deadline to keep."""
+    time it is accepted, as a rule, or a turn of the loop later (its connect is what woke the
+    run): that is read at once, with no deadline to keep and no wait to arm."""
     buffer = bytearray()
     budget.wait_for(slot)
     try:
-        if _read_ready(buffer, limit, budget, slot):
+        whole = _read_ready(buffer, limit, budget, slot)
+        if not whole:
+            await anyio.lowlevel.checkpoint()
+            whole = _read_ready(buffer, limit, budget, slot)
+        if whole:
             timed_out = False
         else:
             with anyio.move_on_after(REQUEST_LINE_TIMEOUT_SECONDS) as scope:
@@ -248,29 +255,34 @@ async def receive(stream: SocketStream, budget: ConnectionBudget, slot: Slot, li
     return data, None
 
 
-async def deliver(stream: SocketStream, data: bytes, sock: socket.socket | None = None) -> None:
-    """Send `data`, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS. An answer is a line
-    that fits the socket's buffer, as a rule: sent at once, it needs no wait and no deadline.
-    `sock` is `stream`'s socket where the caller holds it already."""
+def _sent(sock: socket.socket, data: memoryview) -> int | None:
+    """How much of `data` the socket took now; None once the client is gone."""
     try:
-        sent = (sock or raw_socket(stream)).send(data)
+        return sock.send(data, socket.MSG_DONTWAIT)
     except BlockingIOError:
-        sent = 0
+        return 0
     except OSError:
-        _log.debug("a client went away before its answer")
-        return
-    data = data[sent:]
-    if not data:
-        return
-    try:
+        return None
+
+
+async def deliver(sock: socket.socket, data: bytes) -> None:
+    """Send `data` on the connection's socket, giving up after ANSWER_DELIVERY_TIMEOUT_SECONDS.
+    An answer is a line that fits the socket's buffer, as a rule: sent at once, it needs no
+    wait and no deadline. The rest, if any, is sent as the socket takes it (a raw socket's
+    wait, as `_read_into` reads, not a stream's)."""
+    rest = memoryview(data)
+    sent = _sent(sock, rest)
+    if sent is not None and sent < len(rest):
         with anyio.move_on_after(ANSWER_DELIVERY_TIMEOUT_SECONDS) as scope:
-            await stream.send(data)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        # Debug, not warning: a hostile client can make one of these per connection.
+            while sent is not None and sent < len(rest):
+                rest = rest[sent:]
+                await anyio.wait_writable(sock)
+                sent = _sent(sock, rest)
+        if scope.cancelled_caught:
+            _log.debug("a client did not take its answer", timeout_seconds=ANSWER_DELIVERY_TIMEOUT_SECONDS)
+            return
+    if sent is None:  # debug, not warning: a hostile client can make one of these per connection
         _log.debug("a client went away before its answer")
-        return
-    if scope.cancelled_caught:
-        _log.debug("a client did not take its answer", timeout_seconds=ANSWER_DELIVERY_TIMEOUT_SECONDS)
 
 
 def command_hint(head: bytes) -> str:
@@ -282,13 +294,12 @@ def command_hint(head: bytes) -> str:
     return "result"
 
 
-async def _peeked_command(stream: SocketStream, budget: ConnectionBudget) -> str:
+async def _peeked_command(sock: socket.socket, budget: ConnectionBudget) -> str:
     """The command a connection refused unread names in what has arrived, left unread.
 
     wfa writes its line as it connects, but the run may accept it a moment before: it waits
     up to COMMAND_PEEK_SECONDS for a first byte, while fewer refusals than the budget's limit
     are waiting so (so they hold at most that many more descriptors), then decides."""
-    sock = raw_socket(stream)
 
     def peek() -> bytes:
         try:
@@ -330,23 +341,28 @@ async def _respond(request: Request | Response, sock: socket.socket, handle: Han
         )
 
 
-async def _answer(stream: SocketStream, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
-    async with stream:
-        slot = budget.take(stream)
+async def _answer(sock: socket.socket, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
+    """One connection, on its raw socket, closed at the end: no stream is made for it (on trio
+    a stream's accept, close and wrappers cost as much again as the rest of the exchange), and
+    nothing but this task ever waits on it, so it is closed with no one to tell."""
+    try:
+        slot = budget.take(sock)
         if slot is None:
-            response = refused(await _peeked_command(stream, budget), "internal-error", budget.full_text())
-            await deliver(stream, encode_response(response))
+            response = refused(await _peeked_command(sock, budget), "internal-error", budget.full_text())
+            await deliver(sock, encode_response(response))
             return
         try:
-            data, refusal = await receive(stream, budget, slot, MAX_REQUEST_BYTES)
+            data, refusal = await receive(budget, slot, MAX_REQUEST_BYTES)
             if refusal is None:
-                response = await _respond(decode_request(data), slot.sock, handle, admit)
+                response = await _respond(decode_request(data), sock, handle, admit)
             else:
                 code: Code = "internal-error" if slot.evicted else "invalid-request"
                 response = refused(command_hint(data), code, refusal)
-            await deliver(stream, encode_response(response), slot.sock)
+            await deliver(sock, encode_response(response))
         finally:
             budget.release(slot)
+    finally:
+        sock.close()
 
 
 def bind(socket_path: Path) -> socket.socket:
@@ -368,7 +384,7 @@ def bind(socket_path: Path) -> socket.socket:
 
 
 async def listen(socket_path: Path) -> SocketListener:
-    """Listen at `socket_path` (see `bind`)."""
+    """Listen at `socket_path` (see `bind`), as an anyio listener (the operator socket's)."""
     return await SocketListener.from_socket(bind(socket_path))
 
 
@@ -377,43 +393,140 @@ def _out_of_resources(error: BaseException) -> bool:
     return isinstance(cause, OSError) and cause.errno in _OUT_OF_RESOURCES
 
 
+async def _accept_failed(error: BaseException, budget: ConnectionBudget, retry: float) -> float:
+    """An accept failed with `error`: raised again unless for want of descriptors or memory,
+    when the oldest stalled connection is closed and the next try waits `retry` seconds;
+    the wait after that."""
+    if not _out_of_resources(error):
+        raise error
+    evicted = budget.evict_oldest("the run is out of file descriptors")
+    if retry == ACCEPT_RETRY_MIN_SECONDS:  # once a spell, not once a retry
+        _log.warning("accept failed; retrying until it works", error=str(error.__cause__ or error), evicted=evicted)
+    await anyio.sleep(retry)
+    return min(retry * 2, ACCEPT_RETRY_MAX_SECONDS)
+
+
 async def accept(listener: SocketListener, budget: ConnectionBudget) -> SocketStream:
-    """The next connection to `listener`, waiting out an accept that fails for want of
-    descriptors or memory (closing the oldest stalled connection each time)."""
+    """The next connection to the anyio `listener`, waiting out an accept that fails for want
+    of descriptors or memory (closing the oldest stalled connection each time)."""
     retry = ACCEPT_RETRY_MIN_SECONDS
     while True:
         try:
             return await listener.accept()
         except (OSError, anyio.BrokenResourceError) as error:
-            if not _out_of_resources(error):
-                raise
-            evicted = budget.evict_oldest("the run is out of file descriptors")
-            if retry == ACCEPT_RETRY_MIN_SECONDS:  # once a spell, not once a retry
-                _log.warning("accept failed; retrying until it works", error=str(error.__cause__ or error), evicted=evicted)
-        await anyio.sleep(retry)
-        retry = min(retry * 2, ACCEPT_RETRY_MAX_SECONDS)
+            retry = await _accept_failed(error, budget, retry)
+
+
+class _Acceptor:
+    """Connections to a listening socket on asyncio, accepted by a reader that stays
+    registered with the selector across waits: `anyio.wait_readable` adds and removes it for
+    every wait, and an agent's listener waits once a call (it is idle between them), which
+    costs more than the accept. The reader accepts for the task waiting; with no task waiting
+    it is removed (the selector is level-triggered: it would call back on every turn of the
+    loop while a connection is queued)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._loop = asyncio.get_running_loop()
+        self._fd = sock.fileno()
+        self._waiter: asyncio.Future[socket.socket] | None = None
+        self._registered = False
+
+    async def accept(self) -> socket.socket:
+        """The next connection (OSError as `accept` raises it)."""
+        self._waiter = waiter = self._loop.create_future()
+        if not self._registered:
+            self._loop.add_reader(self._fd, self._ready)
+            self._registered = True
+        try:
+            return await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                waiter.result().close()  # accepted just as this wait was cancelled: given back
+            raise
+        finally:
+            self._waiter = None
+
+    def _ready(self) -> None:
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            self.close()
+            return
+        try:
+            conn, _ = self._sock.accept()
+        except BlockingIOError:  # taken already, by the task's own first try
+            return
+        except OSError as error:
+            waiter.set_exception(error)
+            return
+        waiter.set_result(conn)
+
+    def close(self) -> None:
+        if self._registered:
+            self._registered = False
+            self._loop.remove_reader(self._fd)
+
+
+def acceptor(sock: socket.socket) -> _Acceptor | None:
+    """An `_Acceptor` of `sock` on asyncio; None where `anyio.wait_readable` waits as cheaply (trio)."""
+    return _Acceptor(sock) if sniffio.current_async_library() == "asyncio" else None
+
+
+async def _next_connection(listener: socket.socket, waiting: _Acceptor | None) -> socket.socket:
+    """One connection, waited for only when none is queued (as the client's connect has
+    woken the run, one usually is); OSError as `accept` raises it."""
+    while True:
+        try:
+            return listener.accept()[0]
+        except BlockingIOError:
+            if waiting is not None:
+                return await waiting.accept()
+            await anyio.wait_readable(listener)
+
+
+async def accept_raw(listener: socket.socket, budget: ConnectionBudget, waiting: _Acceptor | None = None) -> socket.socket:
+    """The next connection to the raw, non-blocking `listener` (through `waiting` where it
+    waits), as `accept` waits for one; its socket is non-blocking."""
+    retry = ACCEPT_RETRY_MIN_SECONDS
+    while True:
+        try:
+            conn = await _next_connection(listener, waiting)
+        except OSError as error:
+            retry = await _accept_failed(error, budget, retry)
+            continue
+        conn.setblocking(False)
+        return conn
+
+
+MAX_ACCEPTS_IN_A_ROW = 16  # connections accepted at most between two yields of the accepting task
 
 
 async def serve(
-    listener: SocketListener | socket.socket,
+    listener: socket.socket,
     handle: Handler,
     budget: ConnectionBudget,
     admit: Admit | None = None,
     accepting: anyio.CancelScope | None = None,
 ) -> None:
-    """Answer each connection to `listener` until cancelled; `handle` answers each request
-    that `admit` lets through (every request, without one). Cancelling `accepting` closes
-    the listener (its descriptor is given back at once) and returns once the connections
-    already accepted are answered."""
+    """Answer each connection to the raw, non-blocking `listener` until cancelled; `handle`
+    answers each request that `admit` lets through (every request, without one). The
+    listener is closed as this returns; cancelling `accepting` closes it at once (its
+    descriptor is given back) and returns once the connections already accepted are answered.
+    An accept yields only when it waits, so a burst of connections is taken
+    MAX_ACCEPTS_IN_A_ROW at a time between the other tasks' turns."""
+    in_a_row = 0
+    waiting = acceptor(listener)
     async with anyio.create_task_group() as connections:
-        if isinstance(listener, socket.socket):
-            raw = listener
-            try:
-                listener = await SocketListener.from_socket(raw)
-            except BaseException:  # cancelled before it could serve: its descriptor is given back all the same
-                raw.close()
-                raise
-        async with listener:
+        try:
             with accepting or anyio.CancelScope():
                 while True:
-                    connections.start_soon(_answer, await accept(listener, budget), handle, budget, admit)
+                    connections.start_soon(_answer, await accept_raw(listener, budget, waiting), handle, budget, admit)
+                    in_a_row += 1
+                    if in_a_row >= MAX_ACCEPTS_IN_A_ROW:
+                        in_a_row = 0
+                        await anyio.lowlevel.checkpoint()
+        finally:
+            if waiting is not None:
+                waiting.close()
+            anyio.notify_closing(listener)
+            listener.close()

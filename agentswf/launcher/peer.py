@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import socket
 import struct
 import sys
@@ -36,12 +37,16 @@ def peer_pid(stream: SocketStream | socket.socket) -> int | None:
     another process (an agent's own, say) before the request is checked. Where the kernel
     gives the connection's pidfd, the pid is returned only if that very process still
     runs, so the checks that follow, read at once, are about it; elsewhere only that a
-    process of that pid exists. Given the raw socket, as the listener holds it, it is not
-    looked up again (anyio's lookup reads the peer's address each time)."""
+    process of that pid exists. The run's own pid needs neither: this process has run since
+    before the socket listened, so no other process can have held its pid when it connected.
+    Given the raw socket, as the listener holds it, it is not looked up again (anyio's lookup
+    reads the peer's address each time)."""
     try:
         sock = stream if isinstance(stream, socket.socket) else stream.extra(SocketAttribute.raw_socket)
         if sys.platform.startswith("linux"):
             pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+            if pid == os.getpid():
+                return pid
             return pid if pid > 0 and _still_running(sock, pid) else None
         if sys.platform == "darwin":
             return struct.unpack("i", sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, 4))[0] or None
@@ -54,40 +59,31 @@ def peer_pid(stream: SocketStream | socket.socket) -> int | None:
     return None
 
 
-MAX_FDINFO_BYTES = 4096  # of a pidfd's /proc/self/fdinfo entry: a few short lines
-
-
-def _fdinfo_pid(info: bytes) -> int:
-    """The `Pid:` field of a pidfd's fdinfo (-1 once its process has exited, or if absent)."""
-    for line in info.splitlines():
-        if line.startswith(b"Pid:"):
-            return int(line[4:])
-    return -1
-
-
 def _still_running(sock: socket.socket, pid: int) -> bool:
-    """Whether the process that connected `sock`, `pid` by its credentials, runs still."""
+    """Whether the process that connected `sock`, `pid` by its credentials, runs still.
+
+    Its pidfd names that very process, whatever has become of the pid since: signal 0 sent
+    through it (one system call, no /proc file to open and read) fails ESRCH once the process
+    is gone (reaped), and only then can its pid have gone to another; EPERM says it runs."""
     try:
         (pidfd,) = struct.unpack("i", sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD, 4))
     except OSError as error:
         if error.errno in _CANT_LOOK_NOW:
             raise
-        return os.path.exists(f"/proc/{pid}")  # an older kernel: the pid names some process
-    try:  # one os.read, not a buffered file: this runs for every request
-        fd = os.open(f"/proc/self/fdinfo/{pidfd}", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            info = os.read(fd, MAX_FDINFO_BYTES)
-        finally:
-            os.close(fd)
-        return _fdinfo_pid(info) == pid
+        if error.errno == errno.ENOPROTOOPT:  # a kernel before 6.5: the pid names some process
+            return os.path.exists(f"/proc/{pid}")
+        return False  # EINVAL or ESRCH: the kernel has no pidfd for it, as it is reaped
+    try:
+        signal.pidfd_send_signal(pidfd, 0)
+    except PermissionError:
+        return True  # it runs, as another user
     except OSError as error:
         if error.errno in _CANT_LOOK_NOW:
             raise
         return False
-    except ValueError:
-        return False
     finally:
         os.close(pidfd)
+    return True
 
 
 MAX_COMMAND_BYTES = 2048  # of a refused process's command line, as recorded

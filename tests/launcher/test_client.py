@@ -674,3 +674,18 @@ def test_a_request_over_the_runs_limit_is_refused_before_it_is_sent(sockdir, com
             listener.accept()  # no connection was made
     finally:
         listener.close()
+
+
+def test_the_launcher_ends_its_process_without_the_interpreters_teardown(monkeypatch):
+    """About a millisecond, as much as all of wfa's own work: `launch` exits at once with main's status."""
+    ended: list[int] = []
+
+    def exit_now(status: int) -> None:
+        ended.append(status)
+
+    monkeypatch.setattr(client.posix, "_exit", exit_now)
+    monkeypatch.setattr(client, "main", lambda argv: 7 if argv == ["--at", "s", "peers"] else 0)
+    client.launch(["--at", "s", "peers"])
+    assert ended == [7]
+    assert "c.launch(" in client.launcher_script("/usr/bin/python3", "/tmp/a/s.sock")
+    assert "c.launch(" in client.launcher_script("/a path/python3", "/tmp/a/s.sock")  # the /bin/sh form

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import pytest
-from anyio.abc import SocketListener, SocketStream
+from anyio.abc import SocketStream
 
 from agentswf.launcher import client
-from agentswf.launcher.listener import ConnectionBudget, connection_limit, listen, serve
+from agentswf.launcher.listener import ConnectionBudget, bind, connection_limit, serve
 from agentswf.wire import (
     EXIT_TOOL_UNCERTAIN,
     MAX_OPEN_CONNECTIONS,
@@ -44,7 +43,7 @@ async def answered(request: Request) -> Response:
 async def serving(tmp_path: Path, budget: ConnectionBudget, handle: Handler = answered, listener: Any = None) -> AsyncIterator[Path]:
     path = tmp_path / "s.sock"
     async with anyio.create_task_group() as group:
-        group.start_soon(serve, listener or await listen(path), handle, budget)
+        group.start_soon(serve, listener or bind(path), handle, budget)
         yield path
         group.cancel_scope.cancel()
 
@@ -285,37 +284,27 @@ async def test_a_client_that_never_takes_its_answer_is_closed_at_the_delivery_de
         await settle(lambda: budget.open == 0, 3.0)  # and never a byte read
 
 
-class RunsOutOfDescriptors(SocketListener):
-    """A real listener whose next `failures` accepts fail as the kernel's do at EMFILE."""
+class RunsOutOfDescriptors(socket.socket):
+    """A real listening socket whose next `failures` accepts fail as the kernel's do at EMFILE."""
 
-    def __init__(self, listener: SocketListener, failures: int) -> None:
-        self.listener = listener
-        self.failures = failures
+    failures = 0
 
-    async def accept(self) -> SocketStream:
+    def accept(self) -> tuple[socket.socket, Any]:
         if self.failures:
             self.failures -= 1
-            await anyio.lowlevel.checkpoint()
-            raise anyio.BrokenResourceError from OSError(errno.EMFILE, "Too many open files")
-        return await self.listener.accept()
-
-    async def aclose(self) -> None:
-        await self.listener.aclose()
-
-    @property
-    def extra_attributes(self) -> Any:
-        return self.listener.extra_attributes
+            raise OSError(errno.EMFILE, "Too many open files")
+        return super().accept()
 
 
 async def test_an_accept_out_of_descriptors_is_waited_out_closing_a_stalled_connection(tmp_path):
     budget = ConnectionBudget()
     path = tmp_path / "s.sock"
-    listener = RunsOutOfDescriptors(await listen(path), 0)
+    listener = RunsOutOfDescriptors(fileno=bind(path).detach())
+    listener.setblocking(False)
     async with serving(tmp_path, budget, listener=listener):
-        held = await stalled(path, 3)
-        await settle(lambda: budget.statistics()["waiting"] == 3)
-        listener.failures = 5
-        held += await stalled(path, 1)  # taken by the accept already waiting; the next five fail
+        held = await stalled(path, 4)
+        await settle(lambda: budget.statistics()["waiting"] == 4)
+        listener.failures = 5  # the next five accepts fail
         with anyio.fail_after(5):
             answer = await ask(path, PEERS_LINE)
         assert listener.failures == 0
@@ -331,3 +320,36 @@ def test_connections_take_at_most_a_quarter_of_the_descriptors(monkeypatch):
     assert connection_limit() == 25
     monkeypatch.setattr("resource.getrlimit", lambda which: (1 << 20, 1 << 20))
     assert connection_limit() == MAX_OPEN_CONNECTIONS
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_on_asyncio_an_idle_listener_keeps_its_reader_and_drops_it_when_nobody_waits(tmp_path, anyio_backend):
+    """An agent's listener waits once a call: re-registering it each time cost more than the
+    accept. A reader nobody waits for is dropped (level-triggered, it would fire every turn)."""
+    import asyncio
+
+    from agentswf.launcher.listener import _Acceptor
+
+    path = str(tmp_path / "s.sock")
+    sock = bind(tmp_path / "s.sock")
+    selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+    waiting = _Acceptor(sock)
+    try:
+        for _ in range(3):
+            client_end = socket.socket(socket.AF_UNIX)
+            with anyio.fail_after(5):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(anyio.to_thread.run_sync, client_end.connect, path)  # once the wait is armed
+                    (await waiting.accept()).close()
+            client_end.close()
+            await anyio.sleep(0.01)
+            assert sock.fileno() in selector.get_map()  # kept between waits, with nothing queued
+        client_end = socket.socket(socket.AF_UNIX)
+        client_end.connect(path)  # queued, and nobody waits
+        await settle(lambda: sock.fileno() not in selector.get_map())
+        with anyio.fail_after(5):
+            (await waiting.accept()).close()  # registered again for the next wait
+        client_end.close()
+    finally:
+        waiting.close()
+        sock.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
+import struct
 import subprocess
 import sys
 
@@ -70,3 +72,40 @@ async def test_a_peer_is_named_only_while_the_process_that_connected_runs(tmp_pa
             connector.stdin.close()
             connector.wait()  # exited and reaped
             assert peer.peer_pid(stream) is None
+
+
+class _Peer(socket.socket):
+    """A connected socket whose kernel answers are the test's: the peer's credentials name `pid`,
+    and asking for its pidfd fails with `pidfd_errno` (0: the real call)."""
+
+    def __init__(self, pid: int, pidfd_errno: int) -> None:
+        super().__init__(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.pid, self.pidfd_errno = pid, pidfd_errno
+
+    def getsockopt(self, level: int, option: int, size: int = 0) -> bytes:  # type: ignore[override]
+        if option == socket.SO_PEERCRED:
+            return struct.pack("3i", self.pid, os.getuid(), os.getgid())
+        raise OSError(self.pidfd_errno, os.strerror(self.pidfd_errno))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED and pidfds are Linux's")
+def test_a_peer_without_a_pidfd_is_named_only_on_a_kernel_that_has_none():
+    """Before Linux 6.5 (the option unknown) the pid is checked against /proc; on a later
+    kernel a pidfd refused (EINVAL, ESRCH: the process is reaped) names nobody."""
+    live = os.getppid()  # another live process
+    with _Peer(live, errno.ENOPROTOOPT) as old_kernel, _Peer(live, errno.EINVAL) as reaped:
+        assert peer.peer_pid(old_kernel) == live
+        assert peer.peer_pid(reaped) is None
+    with _Peer(live, errno.EMFILE) as out_of_fds, pytest.raises(OSError):
+        peer.peer_pid(out_of_fds)
+
+
+def test_the_runs_own_process_is_named_without_a_pidfd(monkeypatch):
+    """It has run since before the socket listened: no other process can have held its pid."""
+
+    def no_pidfd(*args: object) -> bool:
+        raise AssertionError("the pidfd was read for the run's own pid")
+
+    monkeypatch.setattr(peer, "_still_running", no_pidfd)
+    with _Peer(os.getpid(), 0) as own:
+        assert peer.peer_pid(own) == os.getpid()
