@@ -107,8 +107,8 @@ class TurnTasks:
 
     The timers share one task of the agent's, started at its first timer and sleeping until the
     next one is due: a timer is a heap entry, not a task with a cancel scope of its own to start
-    and to cancel (two a turn; at 300 agents × 0 calls they were about 8 % of an agent's
-    instructions). A timer's `tell` already under way when the turn stops still arrives, late:
+    and to cancel (two a turn: the deadline, the release grace; with no tool call, about 8 % of
+    an agent's instructions). A timer's `tell` already under way when the turn stops still arrives, late:
     the turn takes a late timer for nothing (`turn._current`).
     """
 
