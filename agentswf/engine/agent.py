@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -28,6 +29,7 @@ from .agent_messages import (
     AgentSetup,
     CallRegistered,
     CancelTurn,
+    Describe,
     SetTools,
     StartOp,
     StartTurn,
@@ -42,7 +44,7 @@ from .clock import now
 from .outcomes import Cancelled, TimedOut
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
-from .switchboard import MailWaiting, PeersOf, TakeMail
+from .switchboard import MailWaiting, PeersOf, Register, StandingSlot, TakeMail
 from .toolcall import ToolCall
 
 if TYPE_CHECKING:
@@ -67,11 +69,17 @@ class AgentActor(Actor):
             liveness=msgspec.structs.replace(t.DEFAULT_LIVENESS, **setup.harness.check_ins)
             if setup.harness.confirms_delivery else None,
         )
-        self.standing = setup.standing  # the switchboard sets it, the agent reads it
+        self.standing = StandingSlot()  # the switchboard sets it, the agent reads it
         self.starters: dict[str, Reply] = {}  # who asked for each turn
         self.settle_waiters: dict[str, list[Reply]] = {}
         self.tool_waiters: list[Reply] = []  # the same call asked again, joined to the running one
         self.tool_call: ToolCall | None = None  # the one running: cancelled when its turn ends
+
+    async def on_start(self) -> None:
+        await self.setup.board.ask(Register(
+            key=self.key, kind="agent", ref=self.ref, can_await=self.setup.harness.can_await,
+            presence=self.ops.presence, standing=self.standing,
+        ))
 
     async def on_stop(self) -> None:
         try:
@@ -91,6 +99,10 @@ class AgentActor(Actor):
             done = await self._do(effect)
             answer = done if done is not None else answer
         return answer
+
+    @handler
+    def describe(self, msg: Describe) -> Path:
+        return self.ops.launcher
 
     @handler
     async def start_turn(self, msg: StartTurn) -> None:

@@ -19,9 +19,8 @@ from .turn import StartOp, StartTurn
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
     from .broker import ToolCalls
-    from .switchboard import Presence, StandingSlot
 
-__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CallRegistered", "CancelTurn", "SetTools", "StartOp",
+__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CallRegistered", "CancelTurn", "Describe", "SetTools", "StartOp",
            "StartTurn", "StopAgent", "WfaCall", "WhoseCall"]
 
 AGENT_MAILBOX_CAPACITY = 128
@@ -44,10 +43,6 @@ class AgentSetup:
     board: ActorRef  # the switchboard
     run_deadline: float
     attempts: LiveAttempts  # the run's, shared: whose processes the sockets admit
-    socket_path: Path  # where its socket and launcher will be (`place.agent_paths`; written at its first turn)
-    launcher: Path
-    presence: Presence  # its state, which it sets and the switchboard reads
-    standing: StandingSlot  # its standing, which the switchboard sets and it reads
     session: str | None = None  # the session it starts from: a fork's copy of its parent's, or a continued run's on record
     forked_from: str | None = None
 
@@ -57,6 +52,10 @@ class WfaCall(msgspec.Struct, frozen=True):
     """A decoded `wfa` request that arrived on this agent's socket."""
 
     request: Request
+
+
+class Describe(msgspec.Struct, frozen=True):
+    """Asked once the agent is open: where its launcher is."""
 
 
 class CancelTurn(msgspec.Struct, frozen=True, kw_only=True):

@@ -38,18 +38,18 @@ from ..harnesses.pane_keep import keep_kept
 from ..harnesses.process import watched
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
-from ..launcher.place import agent_paths, make_run_dir, remove_run_dir
+from ..launcher.place import make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
 from .accounting import Ledger
 from .admission import operator_admit
 from .agent import AgentActor
-from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, WhoseCall
+from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
 from .broker import Replay, ToolBroker, ToolCalls
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
 from .recorder import Appends, LogLines, Recorder
-from .switchboard import Presence, Register, StandingSlot, Switchboard
+from .switchboard import Switchboard
 
 RUN_MAILBOX_CAPACITY = 256
 RECORDER_MAILBOX_CAPACITY = 1024
@@ -109,11 +109,6 @@ class RunActor(Actor):
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
-        """Spawn the agent's actor and register it with the switchboard, told before the open is
-        answered (the switchboard's mailbox keeps the order: whatever the workflow asks of it
-        next finds the agent), with no wait on the new actor."""
-        socket_path, launcher = agent_paths(self.sockets)
-        presence, standing = Presence(), StandingSlot()
         setup = AgentSetup(
             key=msg.key,
             harness=msg.harness,
@@ -128,20 +123,13 @@ class RunActor(Actor):
             board=self.board,
             run_deadline=self.deadline,
             attempts=self.attempts,
-            socket_path=socket_path,
-            launcher=launcher,
-            presence=presence,
-            standing=standing,
             session=msg.session,
             forked_from=msg.forked_from,
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref
         self._size_budget()
-        await self.board.tell(
-            Register(key=msg.key, kind="agent", ref=ref, can_await=msg.harness.can_await, presence=presence, standing=standing)
-        )
-        return OpenedAgent(ref, launcher)
+        return OpenedAgent(ref, await ref.ask(Describe()))
 
     @handler
     def close_agent(self, msg: CloseAgent) -> None:
