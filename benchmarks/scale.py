@@ -17,7 +17,9 @@ Each measure runs in a fresh subprocess, so peak RSS (`ru_maxrss`) and peak open
 - ``call_cpu_<backend>_<N>``: CPU per tool call (ours: CPU of N × M calls less CPU of N × 0,
   over N × M) against CPU per raw exchange (goal ≤ 2).
 - ``agent_<backend>_<N>``: wall per agent of N agents that answer without a call (open, one
-  turn, one `wfa result`), against one raw exchange per agent (goal: ours ≤ 2 ms).
+  turn, one `wfa result`), against one raw exchange per agent.
+- ``agent_cpu_<backend>_<N>``: CPU per agent of the same (goal: ours ≤ 2 ms), against the CPU
+  of one raw exchange; wall follows the machine's load, CPU follows the code.
 
 Run: PYTHONPATH=. python benchmarks/scale.py               # 10, 100 and 1,000 agents
      PYTHONPATH=. python benchmarks/scale.py --big         # and 3,000 and 10,000
@@ -182,6 +184,12 @@ def measure(backend: str, agents: int, calls: int, concurrency: int) -> None:
     print(
         f"agent_{backend}_{agents}: ours={per_agent * 1e3:.2f}ms baseline={raw_agent * 1e3:.2f}ms "
         f"ratio={per_agent / raw_agent:.2f} rss={o0['rss_mb']:.0f}MB fds={o0['fds']}",
+        flush=True,
+    )
+    cpu_agent, raw_cpu_agent = o0["cpu"] / agents, b1["cpu"] / agents
+    print(
+        f"agent_cpu_{backend}_{agents}: ours={cpu_agent * 1e3:.2f}ms baseline={raw_cpu_agent * 1e3:.2f}ms "
+        f"ratio={cpu_agent / raw_cpu_agent:.2f}",
         flush=True,
     )
 

@@ -93,7 +93,7 @@ class AgentOps:
 
     def arm_timer(self, call_id: str, timer: t.Timer, at: float) -> None:
         """A timer of the turn's: it stops with the turn."""
-        self.tasks.spawn(fire_at, at, partial(self.tell_self, TimerDue(call_id=call_id, timer=timer)))
+        self.tasks.at(at, partial(self.tell_self, TimerDue(call_id=call_id, timer=timer)))
 
     def arm_queued_timer(self, call_id: str, at: float) -> None:
         """A queued turn's deadline: it outlives the turn running now."""

@@ -17,8 +17,9 @@
 
 Whole files are written as records.py writes them (temp file, fsync, rename, fsync of the
 directory); an attempt is claimed by creating its file exclusively, so two attempts of one
-run can't both start. Nothing here is written by the Recorder: these files are the
-attempt's own, written by `workflow.durable` between the Recorder's.
+run can't both start. These files are the attempt's own, written by `workflow.durable`
+between the Recorder's, but for sessions.jsonl: its lines go through the Recorder's batches as
+agents open (records.py says before what they are written).
 """
 
 from __future__ import annotations

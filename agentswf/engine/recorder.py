@@ -25,6 +25,7 @@ from ..actors.wakeup import checkpoint
 from ..errors import ActorCrashed, ActorStopped
 from ..progress import progress
 from .accounting import Ledger
+from .attempts import SESSIONS_FILE
 from .outcomes import Turn
 from .records import (
     BATCH_MAX_BYTES,
@@ -129,6 +130,17 @@ class MessageRead(msgspec.Struct, frozen=True):
     message_id: str
     by: str
     at: float
+
+
+class SessionOpened(msgspec.Struct, frozen=True, omit_defaults=True):
+    """sessions.jsonl's line of an agent an attempt opens (engine/attempts.py), told as it opens."""
+
+    attempt: int
+    agent: str
+    harness: str
+    at: float
+    resumed: str | None = None  # the native session it resumes (a continued attempt)
+    fresh: str | None = None  # or why it starts afresh
 
 
 class RecordGaps(msgspec.Struct, frozen=True):
@@ -300,6 +312,7 @@ class Recorder(Actor):
         self._first_failure = ""
         self._logs = {str(run_dir / f"{name}.jsonl"): LineLog(run_dir / f"{name}.jsonl") for name in _RUN_LOGS}
         self._turns, self._log, self._tools, self._approvals, self._messages, self._refusals = self._logs
+        self._sessions = str(run_dir / SESSIONS_FILE)
         self._calls = str(run_dir / "calls")
         self._batch: dict[str, list[bytes]] = {}  # file -> its lines (each ending in a newline) waiting for the batch's write
         self._batch_replies: dict[str, list[tuple[Reply, bool]]] = {}  # file -> (ask, answered True/False)
@@ -674,6 +687,15 @@ class Recorder(Actor):
     @handler
     def connection_refused(self, msg: ConnectionRefused) -> None:
         self._add(msg)
+
+    @handler
+    def session_opened(self, msg: SessionOpened) -> None:
+        """Its line goes ahead of the batch's other files: told before its agent opens, it is
+        queued before any line of the agent's turns, so written before any (records.py)."""
+        if self._sessions not in self._batch:
+            self._batch = {self._sessions: [], **self._batch}
+        self._queue_data(self._sessions, encode(msg) + b"\n")
+        self._done()
 
     @handler
     async def record_gaps(self, msg: RecordGaps) -> str | None:

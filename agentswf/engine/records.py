@@ -10,6 +10,8 @@
         approvals.jsonl              every decision on a call that needed approval
         messages.jsonl               every message between agents and people: sent, then read
         refusals.jsonl               every process refused on the run's sockets for who it is
+        sessions.jsonl               every agent an attempt opened, and the session it resumed
+                                     (the attempt's record: engine/attempts.py)
         calls/<call id>/
           call.json                  the turn's prompt, schema and deadline
           candidates.jsonl           every answer handed in, accepted or not, and why
@@ -29,6 +31,13 @@ Durability, before which acknowledgement:
   message was sent; a mail's "read" line before the mail is handed to its reader; an answer's
   line in candidates.jsonl before it is refused or accepted; a turn's line before the
   workflow gets the turn;
+- an agent's line in sessions.jsonl (the harness it opened on, which `awf continue` resumes its
+  session on) is told as the agent opens, and nothing waits for it; it is written before any
+  line of that agent's turns: told before the agent exists, it is in the Recorder's mailbox
+  ahead of the agent's first call.json ask, and a batch writes sessions.jsonl before its other
+  files. So a turns.jsonl that names an agent's session names it with its sessions line, after
+  `kill -9` too; a line lost with no turn of its agent written loses nothing to resume (the
+  next attempt opens the agent afresh and says why);
 - what can't be written is answered `internal-error` (a tool call "may have run"; a message
   wasn't sent; an answer wasn't accepted) and the run ends `failed`: its record is incomplete.
 

@@ -7,7 +7,8 @@ complete gives back its recorded value without its work being called; a turn giv
 that was answered before gives back its recorded turn; an agent opened again resumes its
 native session where its harness can. It also writes the attempt's own records
 (engine/attempts.py) — a stage's before the stage returns, so a run that dies after it
-never runs it again. The stage plan itself is pure (stages.py).
+never runs it again — but for the sessions lines, which it tells the run's Recorder as agents
+open (no agent's open waits on disk). The stage plan itself is pure (stages.py).
 
 What earlier attempts spent carries over: the attempt's `Ledger` goes on from the run's
 usage.json as they left it, and its budgets from the same (`carry`).
@@ -25,10 +26,10 @@ from typing import Any
 import anyio
 import msgspec
 
+from ..actors import ActorRef
 from ..engine.accounting import Ledger, RunUsage
 from ..engine.attempts import (
     INTERRUPTED,
-    SESSIONS_FILE,
     TURN_IDS_FILE,
     AttemptRecord,
     RecordRefused,
@@ -48,6 +49,7 @@ from ..engine.attempts import (
     write_stage,
 )
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
+from ..engine.recorder import SessionOpened
 from ..engine.records import RECORD_VERSION, read_json, write_whole
 from ..errors import DefinitionError, StopRequested, WorkflowError
 from ..harnesses.base import Harness
@@ -104,6 +106,7 @@ class Durable:
         self.earlier_usage, self.earlier_seconds = earlier  # what the attempts before spent, and how long they ran
         self.session_usage = session_usage or {}  # (agent, session): what its turns on record spent in all
         self.ledger = Ledger(attempt.n, self.earlier_usage)  # the Recorder's: the run's spend, from the earlier
+        self._recorder: ActorRef | None = None  # the run's, once its actors start (`recording`)
 
     @property
     def lookahead(self) -> bool:
@@ -380,22 +383,28 @@ class Durable:
 
     # Agents ---------------------------------------------------------------------------
 
+    def recording(self, recorder: ActorRef) -> None:
+        """The run's Recorder, once it has started: it appends the attempt's sessions lines."""
+        self._recorder = recorder
+
     async def opened(self, key: str, harness_name: str, harness: Harness) -> str | None:
-        """The native session agent `key` resumes (its recorded one, where its harness can), or None."""
-        line: dict[str, Any] = {"attempt": self.attempt.n, "agent": key, "harness": harness_name, "at": time.time()}
+        """The native session agent `key` resumes (its recorded one, where its harness can), or None.
+
+        Its sessions line is told to the Recorder, not waited for: nothing waits on disk as an
+        agent opens, and the line is written before any line of the agent's turns (records.py)."""
         resumed: str | None = None
+        fresh: str | None = None
         if self.continuing:
             recorded = self.sessions.get(key)
-            why = fresh_because(recorded, harness_name)
-            if why is None and recorded is not None and recorded.session is not None:
-                line["resumed"] = resumed = recorded.session
+            fresh = fresh_because(recorded, harness_name)
+            if fresh is None and recorded is not None and recorded.session is not None:
+                resumed = recorded.session
                 # what its CLI reports on resume is the session's running total: its turns on record took it so far
                 harness.seed(resumed, self.session_usage.get((key, resumed)))
                 progress("agentswf.run", "agent resumes its session", agent=key, session=resumed)
-            else:
-                line["fresh"] = why
         if self.writes:
-            await self._write(append_synced, self.run_dir / SESSIONS_FILE, line, what=f"agent {key}'s session line")
+            assert self._recorder is not None, "an agent opens in a run whose actors have started"
+            await self._recorder.tell(SessionOpened(self.attempt.n, key, harness_name, time.time(), resumed, fresh))
         return resumed
 
     # The attempt's ending -------------------------------------------------------------

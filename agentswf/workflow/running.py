@@ -295,6 +295,7 @@ async def run(
                 replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
                 run_started(run_id, record_dir, **replaying)
                 await actors.board.ask(Register(key=WORKFLOW_KEY, kind="participant", can_await=False))
+                durable.recording(actors.recorder)
                 agents = Agents(
                     actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable,
                     run_stopped=stopped,

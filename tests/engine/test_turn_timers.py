@@ -1,0 +1,62 @@
+"""A turn's timers share one task of the agent's: each goes off at its time, in order, an earlier
+one armed later wakes the task sooner, and stopping the turn drops what hasn't gone off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from agentswf.engine.attempt import TurnTasks
+
+pytestmark = pytest.mark.anyio
+
+SOON_S = 0.02
+LATER_S = 0.3
+
+
+async def test_timers_go_off_in_order_on_one_task() -> None:
+    fired: list[tuple[str, float]] = []
+    started: list[Any] = []
+    async with anyio.create_task_group() as group:
+
+        def start_soon(fn: Any, *args: Any) -> None:
+            started.append(fn)
+            group.start_soon(fn, *args)
+
+        tasks = TurnTasks(start_soon)
+        begun = anyio.current_time()
+
+        def tell(name: str) -> Any:
+            async def told() -> None:
+                fired.append((name, anyio.current_time() - begun))
+            return told
+
+        tasks.at(begun + LATER_S, tell("later"))
+        tasks.at(begun + SOON_S, tell("soon"))  # armed after, due first: the sleep is cut short
+        tasks.at(begun + SOON_S, tell("soon, armed second"))
+        await anyio.sleep(LATER_S + 0.2)
+        group.cancel_scope.cancel()
+    assert [name for name, _ in fired] == ["soon", "soon, armed second", "later"]
+    assert SOON_S <= fired[0][1] < LATER_S and fired[2][1] >= LATER_S
+    assert len(started) == 1  # three timers, one task
+
+
+async def test_a_stopped_turn_drops_its_timers_and_the_next_turn_has_its_own() -> None:
+    fired: list[str] = []
+    async with anyio.create_task_group() as group:
+        tasks = TurnTasks(group.start_soon)
+
+        def tell(name: str) -> Any:
+            async def told() -> None:
+                fired.append(name)
+            return told
+
+        now = anyio.current_time()
+        tasks.at(now + SOON_S, tell("first turn's"))
+        tasks.stop()
+        tasks.at(anyio.current_time() + 2 * SOON_S, tell("second turn's"))
+        await anyio.sleep(4 * SOON_S + 0.1)
+        group.cancel_scope.cancel()
+    assert fired == ["second turn's"]
