@@ -123,7 +123,7 @@ class AgentOps:
         async def report(result: OperationResult) -> None:
             await self.tell_self(OpReported(op.call_id, result))
 
-        self.tasks.spawn(run_operation, self.harness, operation, report, self.done)
+        self.tasks.spawn(run_operation, self.harness, self.setup.attempts, operation, report, self.done)
 
     async def peers_block(self) -> str:
         table = await self.setup.board.ask(PeersOf(self.setup.key))

@@ -53,23 +53,34 @@ async def run_attempt(
 
 async def run_operation(
     harness: Harness,
+    attempts: LiveAttempts,
     operation: Operation,
     report: Callable[[OperationResult], Awaitable[None]],
     done: anyio.Event,
 ) -> None:
     """Run a compaction or a fork's copy to its end and `report` it; `done` once nothing of it is left.
 
-    Its processes are never admitted to the agent's socket: an operation takes no `wfa`.
+    Its keeper is registered as the agent's while it runs, so the operator socket never takes
+    its processes (a CLI's hook, say) for a person; the agent's socket listens only in a turn,
+    and an operation takes no `wfa`.
     """
+    keepers: list[int] = []
+
+    def started(pid: int) -> None:
+        keepers.append(pid)
+        attempts.add(pid, operation.agent)
+
     run = harness.fork if operation.kind == "fork" else harness.compact
     try:
         try:
-            result = await run(operation)
+            result = await run(replace(operation, started=started))
         except Exception as error:  # a harness that breaks fails the operation, not the run
             ending = AttemptEnding("failed", reason=f"the agent's {operation.kind} could not be run: {error}")
             result = OperationResult(ending)
         await report(result)
     finally:
+        for pid in keepers:
+            attempts.remove(pid)
         done.set()
 
 

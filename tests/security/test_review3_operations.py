@@ -42,7 +42,6 @@ esac
 """
 
 
-@pytest.mark.xfail(strict=True, reason="open: an operation's keeper is no live attempt, so the operator socket admits its processes")
 async def test_a_compactions_processes_cant_approve_a_call_as_a_person(tmp_path: Path) -> None:
     (tmp_path / "approve.py").write_text(APPROVE)
     claude = tmp_path / "claude"
