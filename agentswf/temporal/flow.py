@@ -15,6 +15,7 @@ What maps onto what:
   leaves no history); every activity's input is sealed here, and its result checked.
 - `wf.parallel` is asyncio tasks; the run's timeout a durable timer (`asyncio.timeout`).
 - `wf.log` is workflow state (the query `agentswf.log`), shown as progress when not replaying.
+- budgets are `Budgets` on workflow time: each turn past one is refused here, before it is scheduled.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
 from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
+from ..workflow.budgets import Budget, Budgets, Spending
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.messaging import MessageRefused, end_key
@@ -142,9 +144,18 @@ class TemporalAgent:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
         _rebuildable(taught.schema, f"agent {self.key}: the turn's schema")
-        limit = self._limit(timeout, deadline)  # before the turn is scheduled
+        own_limit = self._limit(timeout, deadline)  # before the turn is scheduled
+        budgets = self._agents.budgets
+        wall_left, wall_scope = budgets.wall_left(self.key)
+        limit = min(own_limit, workflow.now().timestamp() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns
+        refusal, stage = budgets.refusal(self.key), budgets.stage
+        if refusal is not None:  # past a budget: the turn doesn't start, as locally
+            now = workflow.now().timestamp()
+            refused = budgets.refused_turn(self.key, n, _workflow_id(), refusal)
+            return msgspec.structs.replace(refused, started_at=now, ended_at=now)  # workflow time, not the host's
+        budgets.begin(self.key, stage)
         async with self._queue:
             request = TurnRequest(
                 workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=n,
@@ -156,6 +167,9 @@ class TemporalAgent:
             turn = await self._execute(request, taught.type)
             if turn.session is not None:  # before the next turn, queued behind this one, is sent
                 self._session = turn.session
+        budgets.spend(self.key, stage, turn)  # from the usage its activity returned: workflow state
+        if turn.outcome.kind == "timed-out" and limit < own_limit:
+            turn = budgets.stopped_turn(turn, wall_scope)
         self._agents.ended(turn, request.n)
         if id is not None:
             self._by_id[id] = (identity, turn)
@@ -491,6 +505,7 @@ class TemporalAgents:
         self.in_turn: set[tuple[str, int]] = set()  # (agent, turn) of the turns whose activity runs
         self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
         self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
+        self.budgets = Budgets(clock=_workflow_time)  # the run's budgets and what its turns spent
         self.board = WorkflowBoard(
             now=_workflow_time, new_id=_workflow_id,
             on_mail=self._mail_for, on_question=self._expire_later,
@@ -527,8 +542,10 @@ class TemporalAgents:
         return any(key in (view.sender, view.receiver) for view in self.board.views.values())
 
     def operated(self, record: Turn[Any]) -> None:
-        """A compaction's or a set's record, in the record's turns as on the local engine."""
+        """A compaction's, a set's or a mail-started turn's record, in the record's turns as on the
+        local engine; its spend counts toward the budgets, in the stage open now."""
         self.lines.turns.append(msgspec.to_builtins(record))
+        self.budgets.counted(record)
 
     def ended(self, turn: Turn[Any], n: int) -> None:
         """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""
@@ -746,7 +763,7 @@ class TemporalWorkflow:
         self.run_dir = run_dir  # the record's directory on the run's host, written when the run ends
         self.agents = agents
         self.approvals = TemporalApprovals(agents)
-        agents.log = self.log
+        agents.log = agents.budgets.log = self.log
         self.stop_reason: str | None = None
         self._stage: str | None = None
         self._stages_seen: set[str] = set()
@@ -809,18 +826,20 @@ class TemporalWorkflow:
 
     async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Any = None) -> R:
         """Run `work()` as the stage `name` (Temporal's history makes it durable: no stage record is kept)."""
-        if budget is not None:
-            raise WorkflowError("a stage's budget is not yet on the Temporal engine")
+        if budget is not None and not isinstance(budget, Budget):
+            raise DefinitionError(f"stage {name}'s budget is a Budget, not {budget!r}")
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
         self._stage = name
+        self.agents.budgets.enter_stage(name, budget)
         try:
             value = await work()
         finally:
             self._stage = None
+            self.agents.budgets.leave_stage()
             routes, self._stage_routes = self._stage_routes, []
             for route in routes:  # a route opened in a stage closes when the stage ends
                 await route.close()
@@ -830,6 +849,20 @@ class TemporalWorkflow:
             except msgspec.ValidationError as error:
                 raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
         return value
+
+    def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
+        """As the local `wf.budget`: cap what the agents of key group `group` may spend from now."""
+        if budget is None:
+            budget = Budget(**limits)
+        elif limits:
+            raise DefinitionError("wf.budget takes a Budget or its fields, not both")
+        if not isinstance(group, str) or not group or ":" in group:
+            raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
+        self.agents.budgets.limit_group(group, budget)
+
+    def spent(self) -> Spending:
+        """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
+        return self.agents.budgets.spending()
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason`."""
@@ -844,7 +877,7 @@ class TemporalWorkflow:
             progress("agentswf.workflow", message, workflow=self.name, **plain)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("sandboxes", "worktree", "budget"):  # an agent's own sandbox= is on it
+        if name in ("sandboxes", "worktree"):  # an agent's own sandbox= is on it
             raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
         raise AttributeError(name)
 
@@ -1102,6 +1135,8 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     wf = host.wf = TemporalWorkflow(
         name=definition.name, run_id=request.run_id, cwd=Path(request.cwd), run_dir=Path(request.run_dir), agents=agents
     )
+    if request.budget is not None:
+        agents.budgets.run.budget = msgspec.convert(request.budget, Budget)
     limit = asyncio.timeout(request.timeout)  # a durable timer
     try:
         async with limit:

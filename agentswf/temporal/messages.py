@@ -150,6 +150,7 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     timeout: float
     turn_queue: str  # where agents' turns go unless their Runtime names a queue
     sealed_at: float = 0.0  # Unix seconds, when its starter sealed it: good for a start then, not one copied later
+    budget: dict[str, Any] | None = None  # the run's Budget, as builtins: the workflow keeps its spend
 
 
 class RunLines(msgspec.Struct, kw_only=True):
