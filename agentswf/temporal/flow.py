@@ -44,9 +44,10 @@ from ..engine.operator import (
     OperatorResponse,
     PostAs,
     ReadInbox,
+    Stop,
     for_a_person,
 )
-from ..engine.outcomes import Answered, Failed, TimedOut, Turn
+from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
 from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
@@ -68,6 +69,7 @@ from .keys import RunKey, SealBroken, seal, unseal
 from .messages import (
     DECIDE_UPDATE,
     FORK_ACTIVITY,
+    LINES_QUERY,
     LOG_QUERY,
     MAIL_UPDATE,
     OPERATOR_UPDATE,
@@ -156,6 +158,7 @@ class TemporalAgent:
             refused = budgets.refused_turn(self.key, n, _workflow_id(), refusal)
             return msgspec.structs.replace(refused, started_at=now, ended_at=now)  # workflow time, not the host's
         budgets.begin(self.key, stage)
+        started = workflow.now().timestamp()
         async with self._queue:
             request = TurnRequest(
                 workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=n,
@@ -164,7 +167,13 @@ class TemporalAgent:
                 deadline=limit, nudge=nudge, session=self._session, can_message=self._agents.board_has(self.key),
                 sandbox=self.sandbox,
             )
-            turn = await self._execute(request, taught.type)
+            try:
+                turn = await self._execute(request, taught.type)
+            except asyncio.CancelledError:  # in the record as locally: who gave up on it, and why
+                reason = Cancelled(self._agents.cancelled_because("turn"))
+                self._agents.ended(Turn(outcome=reason, agent=self.key, call_id="", n=n, started_at=started,
+                                        ended_at=workflow.now().timestamp()), n)
+                raise
             if turn.session is not None:  # before the next turn, queued behind this one, is sent
                 self._session = turn.session
         budgets.spend(self.key, stage, turn)  # from the usage its activity returned: workflow state
@@ -506,6 +515,7 @@ class TemporalAgents:
         self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
         self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
         self.budgets = Budgets(clock=_workflow_time)  # the run's budgets and what its turns spent
+        self.stopped: str | None = None  # `awf stop`'s reason, once a person stopped the run
         self.board = WorkflowBoard(
             now=_workflow_time, new_id=_workflow_id,
             on_mail=self._mail_for, on_question=self._expire_later,
@@ -528,6 +538,10 @@ class TemporalAgents:
         task = asyncio.ensure_future(expire())
         self._timers.add(task)
         task.add_done_callback(self._timers.discard)
+
+    def cancelled_because(self, what: str) -> str:
+        """Why a turn the workflow gave up on was cancelled, as the local engine says it."""
+        return f"the run was {self.stopped}" if self.stopped else f"the workflow cancelled the {what}"
 
     def began(self, key: str, activity_id: str) -> None:
         self.running[key] = activity_id
@@ -1010,6 +1024,7 @@ class AgentswfWorkflow:
 
     def __init__(self) -> None:
         self.wf: TemporalWorkflow | None = None
+        self.main: asyncio.Task[Any] | None = None  # the workflow function, running: `awf stop` cancels it
         self.nonces: set[str] = set()  # of the updates taken: a seal is good once
 
     @workflow.run
@@ -1092,15 +1107,30 @@ class AgentswfWorkflow:
 
     @workflow.update(name=OPERATOR_UPDATE)
     async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant."""
-        request = self._once(raw, PostAs | ReadInbox)
+        """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant; `awf stop`: a person."""
+        request = self._once(raw, PostAs | ReadInbox | Stop)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
+        if isinstance(request, Stop):
+            return msgspec.to_builtins(self._stop(request))  # type: ignore[no-any-return]
         return msgspec.to_builtins(await answer_person(self.wf.agents.board, request))  # type: ignore[no-any-return]
 
     @operator.validator
     def _check_operator(self, raw: dict[str, Any]) -> None:
-        self._check(OPERATOR_UPDATE, raw, PostAs | ReadInbox, lambda body: f"person:{body.key}")
+        self._check(OPERATOR_UPDATE, raw, PostAs | ReadInbox | Stop,
+                    lambda body: f"person:{body.by if isinstance(body, Stop) else body.key}")
+
+    def _stop(self, request: Stop) -> OperatorResponse:
+        """As the local operator socket's stop: the workflow function is cancelled, its turns' activities
+        with it, and the run ends `stopped` with the person's name and reason."""
+        assert self.wf is not None
+        if self.wf.agents.stopped is not None or self.main is None or self.main.done():
+            return OperatorResponse(True, "the run is already stopping")
+        reason = f"stopped by {request.by}" + (f": {request.reason}" if request.reason else "")
+        self.wf.agents.stopped = reason
+        self.main.cancel()
+        self.wf.log("run stopped by a person", reason=reason)
+        return OperatorResponse(True, f"stopping the run ({reason}); its agents are being stopped")
 
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:
@@ -1118,6 +1148,15 @@ class AgentswfWorkflow:
     @workflow.query(name=LOG_QUERY)
     def log(self) -> list[dict[str, Any]]:
         return [] if self.wf is None else self.wf.agents.lines.log
+
+    @workflow.query(name=LINES_QUERY)
+    def lines(self, offsets: dict[str, int]) -> dict[str, list[Any]]:
+        """The record's lines (turns, tools, messages, log) past `offsets`, as the run's files will hold them."""
+        if self.wf is None:
+            return {}
+        kept = self.wf.agents.lines
+        found = {"turns": kept.turns, "tools": kept.tools, "messages": kept.messages, "log": kept.log}
+        return {name: lines[max(0, int(offsets.get(name, 0))):] for name, lines in found.items()}
 
 
 async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition, request: RunRequest) -> RunEnding:
@@ -1137,13 +1176,16 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     )
     if request.budget is not None:
         agents.budgets.run.budget = msgspec.convert(request.budget, Budget)
+    main = host.main = asyncio.ensure_future(definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
     limit = asyncio.timeout(request.timeout)  # a durable timer
     try:
         async with limit:
-            value = await (definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
+            value = await main
     except StopRequested as stop:
         return RunEnding(outcome="stopped", reason=stop.reason)
-    except asyncio.CancelledError:  # the workflow was cancelled (awf run's Ctrl-C): it ends, and says so
+    except asyncio.CancelledError:  # a person's `awf stop`, or the workflow was cancelled (awf run's Ctrl-C)
+        if agents.stopped is not None:
+            return RunEnding(outcome="stopped", reason=agents.stopped)
         return RunEnding(outcome="cancelled", reason="the run was cancelled")
     except workflow.NondeterminismError:
         raise

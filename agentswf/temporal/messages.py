@@ -20,6 +20,7 @@ FORK_ACTIVITY = "agentswf.fork"
 TOOL_UPDATE = "agentswf.tool"
 LOG_QUERY = "agentswf.log"
 PENDING_QUERY = "agentswf.pending"
+LINES_QUERY = "agentswf.lines"  # the record's lines so far, from given offsets: `awf tail` of a live run
 DECIDE_UPDATE = "agentswf.decide"
 MAIL_UPDATE = "agentswf.mail"  # an agent's wfa send/reply/peers and its mail, from its worker
 OPERATOR_UPDATE = "agentswf.operator"  # a person's awf inbox / send / reply --as KEY: an operator request
