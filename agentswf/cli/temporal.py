@@ -124,7 +124,10 @@ def add_parser(commands: Any) -> None:
     worker.add_argument("--address", required=True, help="the Temporal frontend, HOST:PORT")
     worker.add_argument("--task-queue", required=True, help="the queue whose turns this worker runs")
     worker.add_argument("--namespace", default="default", help="the Temporal namespace (default: default)")
-    worker.add_argument("--root", help="where each turn's local record is kept (default .awf/temporal)")
+    worker.add_argument(  # --root: its first name, in docs before awf's other commands' --run-root
+        "--run-root", "--root", dest="run_root", metavar="DIR",
+        help="where each turn's local record is kept (default .awf/temporal; --root is the same)",
+    )
     worker.add_argument("--max-turns", type=int, default=100, help="turns run at once, at most (default 100)")
     worker.add_argument(
         "--workflow", action="append", default=[], metavar="FILE", help="also run this file's workflow's own code"
@@ -157,7 +160,7 @@ async def _serve(options: argparse.Namespace, definitions: list[Any], key: RunKe
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     client = await connect(options.address, options.namespace)
-    root = Path(options.root) if options.root else None
+    root = Path(options.run_root) if options.run_root else None
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(
             turn_worker(client, options.task_queue, key=key, root=root, max_concurrent=options.max_turns)
