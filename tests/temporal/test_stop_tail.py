@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from uuid import uuid4
 
@@ -23,6 +25,7 @@ from agentswf.harnesses.keeper import MARK_VARIABLE
 from agentswf.temporal import TemporalEngine
 
 from .test_turns import _lingering
+from .test_workers import FLOW, SLOW_FIRST, Workers
 
 AGENT = """#!/bin/sh
 prompt=$(cat)
@@ -109,3 +112,47 @@ def test_an_agents_awf_stop_of_a_temporal_run_is_refused_before_anything_is_sign
     )
     assert done.returncode == 2
     assert "this command is for people" in done.stderr and "nothing was sent" in done.stderr, done.stderr
+
+
+@pytest.fixture
+def keeper(temporal_address: str, tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(temporal_address, f"test-{uuid4().hex[:8]}", tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+async def test_a_stopped_run_whose_host_is_gone_gets_its_record_from_temporal(keeper: Workers, tmp_path: Path) -> None:
+    mark = tmp_path / "first-started"
+    agent = tmp_path / "agent.py"
+    agent.write_text(SLOW_FIRST.format(mark=str(mark), go_on=str(tmp_path / "never")))
+    flow = tmp_path / "outlives.py"
+    flow.write_text(FLOW.format(agent=str(agent)))
+    keeper.start("keeper", "--workflow", str(flow))  # runs turns, and this workflow's own code
+    runs = tmp_path / "runs"
+    host = subprocess.Popen(
+        [sys.executable, "-m", "agentswf", "run", str(flow), "--engine", "temporal", "--address", keeper.address,
+         "--task-queue", keeper.queue, "--no-turns-here", "--run-root", str(runs)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        with anyio.fail_after(60):
+            while not mark.exists():
+                await anyio.sleep(0.05)
+    finally:
+        os.killpg(host.pid, signal.SIGKILL)  # the run's host, mid-turn: nothing of it writes the record
+        host.wait()
+    [record] = runs.glob("outlives/*/temporal.json")
+    run_id = record.parent.name
+    with anyio.fail_after(90):  # the sticky queue's timeout (10 s), then the keeper takes the update
+        code, _, err = await awf("stop", run_id, "--reason", "host gone", "--run-root", str(runs))
+    assert code == 0, err
+    assert "written from Temporal" in err and f"awf: run {run_id} stopped" in err, err
+    output = json.loads((record.parent / "output.json").read_text())
+    assert (output["outcome"], output["reason"]) == ("stopped", "stopped by operator: host gone")
+    [turn] = [json.loads(line) for line in (record.parent / "turns.jsonl").read_text().splitlines()]
+    assert turn["outcome"] == {"kind": "cancelled", "reason": "the run was stopped by operator: host gone"}
+    with anyio.fail_after(10):  # its turn's activity was cancelled on the keeper, and its CLI stopped
+        while _lingering(str(agent)):
+            await anyio.sleep(0.1)
