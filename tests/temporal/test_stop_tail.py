@@ -5,6 +5,7 @@ cancelled (its CLI stopped on its worker); `awf tail` follows the record's lines
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -21,8 +22,10 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 
 import agentswf
 from agentswf import workflow
+from agentswf.engine.operator import Stop
 from agentswf.harnesses.keeper import MARK_VARIABLE
-from agentswf.temporal import TemporalEngine
+from agentswf.temporal import TemporalEngine, on_asyncio
+from agentswf.temporal.keys import RunKey, load_key, seal
 
 from .test_turns import _lingering
 from .test_workers import FLOW, SLOW_FIRST, Workers
@@ -75,6 +78,10 @@ async def test_a_person_stops_a_temporal_run_and_tail_follows_it_to_its_end(temp
         code, out, err = await awf("tail", run_id, "--no-follow", "--run-root", str(runs))
         assert code == 0, err
         assert "a: turn 1 ended answered" in out and "first done" in out and "run " not in out, out
+        workflow_id = json.loads(record.read_text())["workflow_id"]
+        refused = await on_asyncio(functools.partial(forged_stops, temporal_address, workflow_id))
+        assert "signed by worker:a, not by person:mallory: refused" in refused[0], refused
+        assert "was signed with run key" in refused[1] and "not with this run's" in refused[1], refused
         group.start_soon(tail, run_id)
         said["stop"] = await awf("stop", run_id, "--by", "alice", "--reason", "seen enough", "--run-root", str(runs))
     code, _, err = said["stop"]
@@ -97,6 +104,24 @@ async def test_a_person_stops_a_temporal_run_and_tail_follows_it_to_its_end(temp
     with anyio.fail_after(10):  # the turn's activity was cancelled, and its CLI stopped with it
         while _lingering("sleep 57.321"):
             await anyio.sleep(0.1)
+
+
+async def forged_stops(address: str, workflow_id: str) -> list[str]:
+    """A stop sealed as an agent's worker, and one sealed with another key: how the workflow refused each."""
+    from temporalio.client import Client, WorkflowUpdateFailedError
+
+    handle = (await Client.connect(address)).get_workflow_handle(workflow_id)
+    run_id = (await handle.describe()).run_id
+    said = []
+    for key, by in ((load_key(), "worker:a"), (RunKey("another deployment's key, long enough too"), "person:mallory")):
+        sealed = seal(key, Stop("mine now", "mallory"), kind="update", workflow=workflow_id, run=run_id,
+                      name="agentswf.operator", by=by)
+        try:
+            await handle.execute_update("agentswf.operator", sealed)
+            said.append("taken")
+        except WorkflowUpdateFailedError as error:
+            said.append(str(getattr(error.cause, "message", error.cause)))
+    return said
 
 
 def test_an_agents_awf_stop_of_a_temporal_run_is_refused_before_anything_is_signed(tmp_path: Path) -> None:
