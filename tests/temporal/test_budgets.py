@@ -6,6 +6,7 @@ for tokens), and compares how they ended."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,11 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 
 import agentswf
 from agentswf import Budget, Runtime, workflow
-from agentswf.temporal import TemporalEngine
+from agentswf.temporal import TemporalEngine, on_asyncio
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, find_cli
 
 from ..clis import TAUGHT, needs_clis
+from .test_examples import _replay
 
 ANSWERS = '#!/bin/sh\ncat >/dev/null\nprintf done | "$WFA" result "$WFA_CALL_ID"\n'
 SLEEPS = "#!/bin/sh\nsleep 30\n"
@@ -50,6 +52,12 @@ def turns(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
 
 
+async def replays(address: str, result: agentswf.RunResult) -> bool:
+    """Whether the run's workflow code, run again from its history, decides the same (its budgets too)."""
+    workflow_id = json.loads((result.run_dir / "temporal.json").read_text())["workflow_id"]
+    return await on_asyncio(functools.partial(_replay, address, workflow_id)) is None
+
+
 def told(turn: Any) -> str:
     return turn.outcome.kind if turn.answered else f"{turn.outcome.kind}: {turn.outcome.reason}"
 
@@ -70,6 +78,7 @@ async def test_a_turns_budget_refuses_the_third_turn_on_both_engines(temporal_ad
         assert refusals(result.run_dir) == [{"agent": "a", "turn": 3, "budget": "run", "reason": "2 of 2 turns given"}]
         assert [turn["outcome"]["kind"] for turn in turns(result.run_dir)] == ["answered", "answered"]  # as locally: the log says it
     assert len(list((tmp_path / "worker" / "three-turns" / remote.run_id).iterdir())) == 2  # the third never reached a worker
+    assert await replays(temporal_address, remote)
 
 
 async def test_a_stage_and_a_key_groups_budget_hold_on_temporal(temporal_address: str, tmp_path: Path) -> None:
@@ -111,6 +120,7 @@ async def test_a_wall_budget_stops_a_turn_in_flight_on_both_engines(temporal_add
     ], (local.reason, remote.reason)
     [first] = turns(remote.run_dir)  # the second never started, as locally
     assert first["ended_at"] - first["started_at"] < 20  # the budget's deadline, not the turn's 2m
+    assert await replays(temporal_address, remote)  # its wall time counted in workflow time
 
 
 def model_script(conv: Conversation) -> Any:

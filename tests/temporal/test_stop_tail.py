@@ -27,6 +27,7 @@ from agentswf.harnesses.keeper import MARK_VARIABLE
 from agentswf.temporal import TemporalEngine, on_asyncio
 from agentswf.temporal.keys import RunKey, load_key, seal
 
+from .test_examples import _replay
 from .test_turns import _lingering
 from .test_workers import FLOW, SLOW_FIRST, Workers
 
@@ -94,6 +95,7 @@ async def test_a_person_stops_a_temporal_run_and_tail_follows_it_to_its_end(temp
     assert [turn["outcome"]["kind"] for turn in turns] == ["answered", "cancelled"]
     assert turns[1]["outcome"]["reason"] == "the run was stopped by alice: seen enough"  # the person, as locally
     assert json.loads((result.run_dir / "output.json").read_text())["outcome"] == "stopped"
+    assert await on_asyncio(functools.partial(_replay, temporal_address, workflow_id)) is None  # the stop replays
     code, out, err = said["tail"]
     assert code == 0, err
     followed = out.splitlines()
