@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -153,3 +155,30 @@ class TestTokens:
         spent = remote.value[2]
         assert spent > 0 and local.value[2] == spent  # the same usage, counted the same way
         assert local.value[1] == remote.value[1] == f"failed: the run's budget: {spent} of 1 tokens spent"
+
+
+BUDGETED = """
+from agentswf import workflow
+
+
+@workflow(name="budgeted", description="Two turns under awf run's --budget.")
+async def budgeted(wf):
+    agent = await wf.agents.open("a", runtime={runtime!r})
+    kinds = []
+    for _ in range(2):
+        turn = await agent.run("Work.", nudge=False)
+        kinds.append(turn.outcome.kind if turn.answered else turn.outcome.reason)
+    return kinds
+"""
+
+
+def test_awf_run_engine_temporal_takes_budget(temporal_address: str, tmp_path: Path) -> None:
+    flow = tmp_path / "budgeted.py"
+    flow.write_text(BUDGETED.format(runtime=script(tmp_path, ANSWERS)))
+    done = subprocess.run(
+        [sys.executable, "-m", "agentswf", "run", str(flow), "--engine", "temporal", "--address", temporal_address,
+         "--task-queue", f"test-{uuid4().hex[:8]}", "--budget", "1turns", "--run-root", str(tmp_path / "runs"), "--json"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"] == ["answered", "the run's budget: 1 of 1 turns given"]
