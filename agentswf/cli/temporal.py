@@ -36,6 +36,7 @@ from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_fil
 from ..temporal.messages import LINES_QUERY, OPERATOR_UPDATE, RECORD_FILE
 from ..workflow.loading import load_workflow
 from .runs import UsageFailure, live_run_dir, run_dir_of
+from .shown import shown
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
 
@@ -286,13 +287,15 @@ def command_status(options: argparse.Namespace, run: dict[str, Any]) -> int:
     if options.json:
         sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
         return 0
-    print(f"run on Temporal: workflow {run['workflow_id']} at {run['address']}: {status['state']}")
+    lines = [f"run on Temporal: workflow {run['workflow_id']} at {run['address']}: {status['state']}"]
     for turn in status["turns"]:
-        print(f"  in flight: {turn['activity']} (attempt {turn['attempt']}, {turn['state']}, on {turn['worker'] or 'no worker yet'})")
+        lines.append(f"  in flight: {turn['activity']} (attempt {turn['attempt']}, {turn['state']}, on {turn['worker'] or 'no worker yet'})")
     for call in status["pending"]:
-        print(f"  waiting for approval: {call['call_id']}  {call['agent']} → {call['tool']}")
+        lines.append(f"  waiting for approval: {call['call_id']}  {call['agent']} → {call['tool']}")
     for line in status["log"][-STATUS_LOG_LINES:]:
-        print(f"  log: {line['message']}")
+        lines.append(f"  log: {line['message']}")
+    for line in lines:  # temporal.json and the workflow's lines can carry what an agent wrote: shown, not obeyed
+        print(shown(line))
     return 0
 
 
@@ -345,7 +348,7 @@ def command_stop(options: argparse.Namespace, run: dict[str, Any], run_dir: Path
     stop = Stop(options.reason or "", options.by)
     response = msgspec.convert(asyncio.run(_ask(run, OPERATOR_UPDATE, stop, update=True, by=f"person:{options.by}")),
                                OperatorResponse)
-    print(f"awf: {response.message}", file=sys.stderr)
+    print(shown(f"awf: {response.message}"), file=sys.stderr)
     if not response.ok:
         return 1
     if not asyncio.run(_ended(run, STOP_WAIT_SECONDS)):

@@ -56,7 +56,7 @@ async def test_a_person_stops_a_temporal_run_and_tail_follows_it_to_its_end(temp
     async def stoppable(wf):  # type: ignore[no-untyped-def]
         agent = await wf.agents.open("a", runtime=f"shell:{script}")
         await agent.run("First.", nudge=False)
-        wf.log("first done")
+        wf.log("first done\x1b[2J")  # as text an agent wrote: shown, not obeyed by the terminal
         return (await agent.run("Second.", timeout="2m", nudge=False)).outcome.kind
 
     engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
@@ -78,7 +78,10 @@ async def test_a_person_stops_a_temporal_run_and_tail_follows_it_to_its_end(temp
         run_id = record.parent.name
         code, out, err = await awf("tail", run_id, "--no-follow", "--run-root", str(runs))
         assert code == 0, err
-        assert "a: turn 1 ended answered" in out and "first done" in out and "run " not in out, out
+        assert "a: turn 1 ended answered" in out and "first done\\x1b[2J" in out and "run " not in out, out
+        code, out, err = await awf("status", run_id, "--run-root", str(runs))
+        assert code == 0, err
+        assert "log: first done\\x1b[2J" in out and "\x1b" not in out, out
         workflow_id = json.loads(record.read_text())["workflow_id"]
         refused = await on_asyncio(functools.partial(forged_stops, temporal_address, workflow_id))
         assert "signed by worker:a, not by person:mallory: refused" in refused[0], refused
