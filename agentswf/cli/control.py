@@ -22,7 +22,7 @@ from ..engine.operator import Status, Stop
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
-from .follow import Event, Follower, Tally, events_of, run_cost, run_ended
+from .follow import Event, Follower, Tally, events_of, run_cost, run_ended, turn_started
 from .runs import (
     UsageFailure,
     all_runs,
@@ -256,6 +256,7 @@ def command_tail(options: argparse.Namespace) -> int:
         def show(lines: list[tuple[str, dict[str, Any]]]) -> None:
             events = [event for log, line in lines for event in events_of(log, line)]
             events += [run_ended(line) for log, line in lines if log == "output"]
+            events += [turn_started(line, line.get("at") or 0.0) for log, line in lines if log == "calls"]
             for event in sorted(events, key=lambda event: event.at):
                 if agent is None or event.agent == agent or event.kind == "run-ended":
                     print(event_line(event), flush=True)

@@ -84,6 +84,11 @@ def events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
         yield Event(line.get("at") or 0.0, "log", str(fields.get("agent", "")), text, line)
 
 
+def turn_started(call: dict[str, Any], at: float) -> Event:
+    """A turn's start, from its call.json, written at `at`."""
+    return Event(at, "turn-started", call.get("agent", ""), f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}", call)
+
+
 def run_ended(output: dict[str, Any]) -> Event:
     """The run's ending, from its output.json."""
     reason = f": {_short(output['reason'])}" if output.get("reason") else ""
@@ -143,8 +148,7 @@ class Follower:
             except (OSError, msgspec.DecodeError):
                 continue  # not written yet: the next poll
             self._calls.add(entry.name)
-            text = f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}"
-            yield Event(at, "turn-started", call.get("agent", ""), text, call)
+            yield turn_started(call, at)
 
     def _new_lines(self, log: str) -> Iterable[dict[str, Any]]:
         path = self.run_dir / f"{log}.jsonl"

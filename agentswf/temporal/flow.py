@@ -167,6 +167,7 @@ class TemporalAgent:
                 deadline=limit, nudge=nudge, session=self._session, can_message=self._agents.board_has(self.key),
                 sandbox=self.sandbox,
             )
+            self._agents.started.append({"agent": self.key, "n": n, "prompt": prompt, "at": workflow.now().timestamp()})
             try:
                 turn = await self._execute(request, taught.type)
             except asyncio.CancelledError:  # in the record as locally: who gave up on it, and why
@@ -516,6 +517,7 @@ class TemporalAgents:
         self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
         self.budgets = Budgets(clock=_workflow_time)  # the run's budgets and what its turns spent
         self.stopped: str | None = None  # `awf stop`'s reason, once a person stopped the run
+        self.started: list[dict[str, Any]] = []  # each turn given, as it is sent: its call.json for `awf tail`
         self.board = WorkflowBoard(
             now=_workflow_time, new_id=_workflow_id,
             on_mail=self._mail_for, on_question=self._expire_later,
@@ -1151,11 +1153,13 @@ class AgentswfWorkflow:
 
     @workflow.query(name=LINES_QUERY)
     def lines(self, offsets: dict[str, int]) -> dict[str, list[Any]]:
-        """The record's lines (turns, tools, messages, log) past `offsets`, as the run's files will hold them."""
+        """The record's lines (turns, tools, messages, log) past `offsets`, as the run's files will hold them,
+        and the turns given (`calls`: each as a local run's call.json has it, with when it was sent)."""
         if self.wf is None:
             return {}
         kept = self.wf.agents.lines
-        found = {"turns": kept.turns, "tools": kept.tools, "messages": kept.messages, "log": kept.log}
+        found = {"calls": self.wf.agents.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
+                 "log": kept.log}
         return {name: lines[max(0, int(offsets.get(name, 0))):] for name, lines in found.items()}
 
 

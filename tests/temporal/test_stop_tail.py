@@ -79,6 +79,7 @@ async def test_a_person_stops_a_temporal_run_and_tail_follows_it_to_its_end(temp
         code, out, err = await awf("tail", run_id, "--no-follow", "--run-root", str(runs))
         assert code == 0, err
         assert "a: turn 1 ended answered" in out and "first done\\x1b[2J" in out and "run " not in out, out
+        assert "a: turn 1 started: First." in out and "a: turn 2 started: Second." in out, out
         code, out, err = await awf("status", run_id, "--run-root", str(runs))
         assert code == 0, err
         assert "log: first done\\x1b[2J" in out and "\x1b" not in out, out
@@ -102,7 +103,7 @@ async def test_a_person_stops_a_temporal_run_and_tail_follows_it_to_its_end(temp
     code, out, err = said["tail"]
     assert code == 0, err
     followed = out.splitlines()
-    assert [line.split(" ", 1)[1] for line in followed if " a: turn " in line] == [
+    assert [line.split(" ", 1)[1] for line in followed if " ended " in line] == [  # a start shows only while live
         "a: turn 1 ended answered", "a: turn 2 ended cancelled: the run was stopped by alice: seen enough",
     ], out
     assert followed[-1].endswith("run stopped: stopped by alice: seen enough"), out
