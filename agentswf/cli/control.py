@@ -22,14 +22,13 @@ from ..engine.operator import Status, Stop
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
-from .follow import Event, Follower, Tally, run_cost
+from .follow import Event, Follower, Tally, events_of, run_cost, run_ended, turn_started
 from .runs import (
     UsageFailure,
     all_runs,
     ask_live_run,
     is_live,
     live_run_dir,
-    refuse_on_temporal,
     run_dir_of,
     run_root_of,
 )
@@ -215,6 +214,9 @@ def command_status(options: argparse.Namespace) -> int:
 
 def command_stop(options: argparse.Namespace) -> int:
     run_dir = live_run_dir(options)
+    on_temporal = temporal.temporal_record(run_dir)
+    if on_temporal is not None:
+        return temporal.command_stop(options, on_temporal, run_dir)
     response = ask_live_run(options, Stop(options.reason or "", options.by), run_dir)
     if not response.ok:
         print(f"awf: {response.message}", file=sys.stderr)
@@ -253,7 +255,19 @@ def _tail_words(options: argparse.Namespace) -> tuple[Path, str | None]:
 
 def command_tail(options: argparse.Namespace) -> int:
     run_dir, agent = _tail_words(options)
-    refuse_on_temporal(run_dir, "tail")  # its record is written when it ends: awf logs then
+    on_temporal = temporal.temporal_record(run_dir) if not (run_dir / "output.json").exists() else None
+    if on_temporal is not None:  # its record is written when it ends: until then, what its workflow keeps
+
+        def show(lines: list[tuple[str, dict[str, Any]]]) -> None:
+            events = [event for log, line in lines for event in events_of(log, line)]
+            events += [run_ended(line) for log, line in lines if log == "output"]
+            events += [turn_started(line, line.get("at") or 0.0) for log, line in lines if log == "calls"]
+            for event in sorted(events, key=lambda event: event.at):
+                if agent is None or event.agent == agent or event.kind == "run-ended":
+                    print(event_line(event), flush=True)
+
+        temporal.command_tail(options, on_temporal, show)
+        return 0
     if is_live(run_dir):  # the operator socket says whether the asker may watch: no agent of the run may
         response = ask_live_run(options, Status(), run_dir)
         if not response.ok:

@@ -54,7 +54,7 @@ def _usage_text(usage: dict[str, Any] | None) -> str:
     return f" ({tokens} tokens" + (f", ${cost:.4f})" if cost is not None else ")")
 
 
-def _events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
+def events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
     """The events one line of one of the run's logs says happened."""
     if log == "turns":
         outcome = line.get("outcome") or {}
@@ -82,6 +82,17 @@ def _events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
         extra = " ".join(f"{key}={_short(value)}" for key, value in fields.items())
         text = f"{line.get('message', '')} {extra}".rstrip()
         yield Event(line.get("at") or 0.0, "log", str(fields.get("agent", "")), text, line)
+
+
+def turn_started(call: dict[str, Any], at: float) -> Event:
+    """A turn's start, from its call.json, written at `at`."""
+    return Event(at, "turn-started", call.get("agent", ""), f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}", call)
+
+
+def run_ended(output: dict[str, Any]) -> Event:
+    """The run's ending, from its output.json."""
+    reason = f": {_short(output['reason'])}" if output.get("reason") else ""
+    return Event(output.get("ended_at") or time.time(), "run-ended", "", f"run {output.get('outcome')}{reason}", output)
 
 
 @dataclass
@@ -112,15 +123,14 @@ class Follower:
         events.extend(self._new_calls())
         for log in _LOGS:
             for line in self._new_lines(log):
-                events.extend(_events_of(log, line))
+                events.extend(events_of(log, line))
         if not self.ended and (self.run_dir / "output.json").exists():
             self.ended = True
             try:
                 output = read_json(self.run_dir / "output.json")
             except (OSError, msgspec.DecodeError):
                 output = {}
-            reason = f": {_short(output['reason'])}" if output.get("reason") else ""
-            events.append(Event(output.get("ended_at") or time.time(), "run-ended", "", f"run {output.get('outcome')}{reason}", output))
+            events.append(run_ended(output))
         events.sort(key=lambda event: event.at)
         return events
 
@@ -138,8 +148,7 @@ class Follower:
             except (OSError, msgspec.DecodeError):
                 continue  # not written yet: the next poll
             self._calls.add(entry.name)
-            text = f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}"
-            yield Event(at, "turn-started", call.get("agent", ""), text, call)
+            yield turn_started(call, at)
 
     def _new_lines(self, log: str) -> Iterable[dict[str, Any]]:
         path = self.run_dir / f"{log}.jsonl"

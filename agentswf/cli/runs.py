@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
 import msgspec
@@ -57,15 +56,9 @@ def refuse_on_temporal(run_dir: Path, command: str) -> None:
     """A command the Temporal engine doesn't serve yet says so, rather than that the run has ended."""
     if not on_temporal(run_dir):
         return
-    how = f"awf status {run_dir.name} asks how it stands"
-    if command == "stop":
-        try:
-            where = read_json(run_dir / TEMPORAL_RECORD)
-            workflow_id, address = (shlex.quote(str(where[key])) for key in ("workflow_id", "address"))
-            how = f"temporal workflow cancel --workflow-id {workflow_id} --address {address} stops it"
-        except (OSError, msgspec.DecodeError, KeyError, TypeError):
-            pass  # a record an agent wrote over: the plain hint
-    raise UsageFailure(f"run {run_dir.name} runs on Temporal, which awf {command} doesn't reach yet; {how}")
+    raise UsageFailure(
+        f"run {run_dir.name} runs on Temporal, which awf {command} doesn't reach yet; awf status {run_dir.name} asks how it stands"
+    )
 
 
 def all_runs(root: Path) -> list[Path]:

@@ -19,6 +19,8 @@ import asyncio
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,9 +33,10 @@ from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import INIT_PID, MAX_ANCESTRY_DEPTH
 from ..launcher.peer import environment_value, parent_of
 from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_file, held, load_key
-from ..temporal.messages import RECORD_FILE
+from ..temporal.messages import LINES_QUERY, OPERATOR_UPDATE, RECORD_FILE
 from ..workflow.loading import load_workflow
 from .runs import UsageFailure, live_run_dir, run_dir_of
+from .shown import shown
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
 
@@ -122,7 +125,10 @@ def add_parser(commands: Any) -> None:
     worker.add_argument("--address", required=True, help="the Temporal frontend, HOST:PORT")
     worker.add_argument("--task-queue", required=True, help="the queue whose turns this worker runs")
     worker.add_argument("--namespace", default="default", help="the Temporal namespace (default: default)")
-    worker.add_argument("--root", help="where each turn's local record is kept (default .awf/temporal)")
+    worker.add_argument(  # --root: its first name, in docs before awf's other commands' --run-root
+        "--run-root", "--root", dest="run_root", metavar="DIR",
+        help="where each turn's local record is kept (default .awf/temporal; --root is the same)",
+    )
     worker.add_argument("--max-turns", type=int, default=100, help="turns run at once, at most (default 100)")
     worker.add_argument(
         "--workflow", action="append", default=[], metavar="FILE", help="also run this file's workflow's own code"
@@ -155,7 +161,7 @@ async def _serve(options: argparse.Namespace, definitions: list[Any], key: RunKe
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     client = await connect(options.address, options.namespace)
-    root = Path(options.root) if options.root else None
+    root = Path(options.run_root) if options.run_root else None
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(
             turn_worker(client, options.task_queue, key=key, root=root, max_concurrent=options.max_turns)
@@ -175,6 +181,11 @@ def temporal_run(options: argparse.Namespace) -> dict[str, Any] | None:
         run_dir = live_run_dir(options)
     except UsageFailure:
         return None  # the local command says why
+    return temporal_record(run_dir)
+
+
+def temporal_record(run_dir: Path) -> dict[str, Any] | None:
+    """What the directory of a live run on Temporal says of it, or None for a local run."""
     path = run_dir / RECORD_FILE
     if not path.exists():
         return None
@@ -276,13 +287,15 @@ def command_status(options: argparse.Namespace, run: dict[str, Any]) -> int:
     if options.json:
         sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
         return 0
-    print(f"run on Temporal: workflow {run['workflow_id']} at {run['address']}: {status['state']}")
+    lines = [f"run on Temporal: workflow {run['workflow_id']} at {run['address']}: {status['state']}"]
     for turn in status["turns"]:
-        print(f"  in flight: {turn['activity']} (attempt {turn['attempt']}, {turn['state']}, on {turn['worker'] or 'no worker yet'})")
+        lines.append(f"  in flight: {turn['activity']} (attempt {turn['attempt']}, {turn['state']}, on {turn['worker'] or 'no worker yet'})")
     for call in status["pending"]:
-        print(f"  waiting for approval: {call['call_id']}  {call['agent']} → {call['tool']}")
+        lines.append(f"  waiting for approval: {call['call_id']}  {call['agent']} → {call['tool']}")
     for line in status["log"][-STATUS_LOG_LINES:]:
-        print(f"  log: {line['message']}")
+        lines.append(f"  log: {line['message']}")
+    for line in lines:  # temporal.json and the workflow's lines can carry what an agent wrote: shown, not obeyed
+        print(shown(line))
     return 0
 
 
@@ -317,3 +330,102 @@ def _activity_state(state: Any) -> str:
     from temporalio.api.enums.v1 import PendingActivityState
 
     return PendingActivityState.Name(state).removeprefix("PENDING_ACTIVITY_STATE_").lower()
+
+
+
+STOP_WAIT_SECONDS = 30.0  # for the stopped workflow to end (its turns' activities cancelled on their workers)
+HOST_RECORD_SECONDS = 5.0  # then, for the process that started the run to write its record, before awf does
+TAIL_POLL_SECONDS = 0.5  # how often `awf tail` asks a live Temporal run for what its record gained
+
+
+def command_stop(options: argparse.Namespace, run: dict[str, Any], run_dir: Path) -> int:
+    """`awf stop` of a Temporal run: a person's sealed operator update, answered as the local socket
+    answers (the run ends `stopped by NAME: reason`); then the wait for its record, written from
+    Temporal here when the process that started the run is gone."""
+    from ..engine.operator import OperatorResponse, Stop
+
+    options.talked_to_temporal = True
+    stop = Stop(options.reason or "", options.by)
+    response = msgspec.convert(asyncio.run(_ask(run, OPERATOR_UPDATE, stop, update=True, by=f"person:{options.by}")),
+                               OperatorResponse)
+    print(shown(f"awf: {response.message}"), file=sys.stderr)
+    if not response.ok:
+        return 1
+    if not asyncio.run(_ended(run, STOP_WAIT_SECONDS)):
+        print(f"awf: run {run_dir.name}'s workflow has not ended within {STOP_WAIT_SECONDS:g}s", file=sys.stderr)
+        return 1
+    output = run_dir / "output.json"
+    deadline = time.monotonic() + HOST_RECORD_SECONDS
+    while not output.exists() and time.monotonic() < deadline:
+        time.sleep(TAIL_POLL_SECONDS)
+    if not output.exists():  # its host is gone: the record from the workflow's result
+        options.run = str(run_dir)
+        settle_record(options)
+    state = read_json(output).get("outcome", "?") if output.exists() else "not recorded"
+    print(f"awf: run {run_dir.name} {state}  (awf logs {run_dir.name})", file=sys.stderr)
+    return 0 if output.exists() else 1
+
+
+async def _ended(run: dict[str, Any], seconds: float) -> bool:
+    """Whether the run's workflow ended (in any way) within `seconds`."""
+    from ..temporal.engine import connect
+
+    handle = (await connect(run["address"], run["namespace"])).get_workflow_handle(run["workflow_id"])
+    try:
+        await asyncio.wait_for(handle.result(), seconds)
+    except TimeoutError:
+        return False
+    except Exception:  # it ended other than an agentswf workflow ends (terminated, say): ended all the same
+        return True
+    return True
+
+
+Shown = Callable[[list[tuple[str, dict[str, Any]]]], None]
+"""What `awf tail` prints: (log, line) pairs, each line as the run's `<log>.jsonl` holds it, or
+("output", the run's ending as its output.json holds it)."""
+
+
+def command_tail(options: argparse.Namespace, run: dict[str, Any], show: Shown) -> None:
+    """`awf tail` of a live Temporal run: the record's lines as the workflow keeps them (the query
+    `agentswf.lines`), as they come, then how it ended (its result), or without --follow what is there now."""
+    refuse_agents()
+    options.talked_to_temporal = True
+    asyncio.run(_tail(run, show, follow=options.follow))
+
+
+async def _tail(run: dict[str, Any], show: Shown, *, follow: bool) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    from ..temporal.engine import connect
+    from ..temporal.messages import RunEnding
+
+    offsets: dict[str, int] = {}
+
+    def news(lines: dict[str, list[Any]], *, past: bool) -> list[tuple[str, dict[str, Any]]]:
+        """The lines not shown yet: `lines` all of them (`past`), or only the ones past the offsets."""
+        found: list[tuple[str, dict[str, Any]]] = []
+        for log, more in lines.items():
+            more = more[offsets.get(log, 0):] if past else more
+            offsets[log] = offsets.get(log, 0) + len(more)
+            found.extend((log, line) for line in more)
+        return found
+
+    try:
+        handle = (await connect(run["address"], run["namespace"])).get_workflow_handle(run["workflow_id"])
+        while True:
+            description = await handle.describe()
+            if description.status is None or description.status.name != "RUNNING":
+                break
+            show(news(await handle.query(LINES_QUERY, offsets), past=False))
+            if not follow:
+                return
+            await asyncio.sleep(TAIL_POLL_SECONDS)
+        try:
+            ending = msgspec.convert(await handle.result(), RunEnding)
+        except WorkflowFailureError as error:
+            ending = RunEnding(outcome="failed", reason=f"the workflow ended {description.status}: {error.cause}")
+    except RuntimeError as error:  # the SDK's connection failure
+        raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
+    kept = ending.lines
+    show(news({"turns": kept.turns, "tools": kept.tools, "messages": kept.messages, "log": kept.log}, past=True))
+    show([("output", {"outcome": ending.outcome, "reason": ending.reason, "ended_at": time.time()})])

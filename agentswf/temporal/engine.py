@@ -51,6 +51,7 @@ from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..engine.switchboard import Mail
 from ..errors import DefinitionError
 from ..progress import run_started
+from ..workflow.budgets import Budget
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
@@ -112,8 +113,10 @@ class TemporalEngine:
         run_root: str | Path | None = None,
         cwd: str | Path | None = None,
         timeout: Duration | None = None,
+        budget: Budget | None = None,
     ) -> RunResult:
-        """Run `definition` on Temporal to its end, as `agentswf.run` does locally."""
+        """Run `definition` on Temporal to its end, as `agentswf.run` does locally; `budget` holds
+        as locally, kept by the workflow (flow.py)."""
         directory = Path(cwd or Path.cwd()).resolve()
         root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
         root = root if root.is_absolute() else directory / root
@@ -123,7 +126,7 @@ class TemporalEngine:
         make_private_dirs(record_dir, exist_ok=False)
         request = RunRequest(
             workflow=definition.name, run_id=run_id, args=args, cwd=str(directory), run_dir=str(record_dir), timeout=seconds,
-            turn_queue=self.task_queue,
+            turn_queue=self.task_queue, budget=msgspec.to_builtins(budget) if budget is not None else None,
         )
         workflow_id = f"{definition.name}-{run_id}"
         started = time.time()

@@ -15,6 +15,7 @@ What maps onto what:
   leaves no history); every activity's input is sealed here, and its result checked.
 - `wf.parallel` is asyncio tasks; the run's timeout a durable timer (`asyncio.timeout`).
 - `wf.log` is workflow state (the query `agentswf.log`), shown as progress when not replaying.
+- budgets are `Budgets` on workflow time: each turn past one is refused here, before it is scheduled.
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ from ..engine.operator import (
     OperatorResponse,
     PostAs,
     ReadInbox,
+    Stop,
     for_a_person,
 )
-from ..engine.outcomes import Answered, Failed, TimedOut, Turn
+from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
 from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
@@ -56,6 +58,7 @@ from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
 from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
+from ..workflow.budgets import Budget, Budgets, Spending
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.messaging import MessageRefused, end_key
@@ -66,6 +69,7 @@ from .keys import RunKey, SealBroken, seal, unseal
 from .messages import (
     DECIDE_UPDATE,
     FORK_ACTIVITY,
+    LINES_QUERY,
     LOG_QUERY,
     MAIL_UPDATE,
     OPERATOR_UPDATE,
@@ -142,9 +146,19 @@ class TemporalAgent:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
         _rebuildable(taught.schema, f"agent {self.key}: the turn's schema")
-        limit = self._limit(timeout, deadline)  # before the turn is scheduled
+        own_limit = self._limit(timeout, deadline)  # before the turn is scheduled
+        budgets = self._agents.budgets
+        wall_left, wall_scope = budgets.wall_left(self.key)
+        limit = min(own_limit, workflow.now().timestamp() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns
+        refusal, stage = budgets.refusal(self.key), budgets.stage
+        if refusal is not None:  # past a budget: the turn doesn't start, as locally
+            now = workflow.now().timestamp()
+            refused = budgets.refused_turn(self.key, n, _workflow_id(), refusal)
+            return msgspec.structs.replace(refused, started_at=now, ended_at=now)  # workflow time, not the host's
+        budgets.begin(self.key, stage)
+        started = workflow.now().timestamp()
         async with self._queue:
             request = TurnRequest(
                 workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=n,
@@ -153,9 +167,19 @@ class TemporalAgent:
                 deadline=limit, nudge=nudge, session=self._session, can_message=self._agents.board_has(self.key),
                 sandbox=self.sandbox,
             )
-            turn = await self._execute(request, taught.type)
+            self._agents.started.append({"agent": self.key, "n": n, "prompt": prompt, "at": workflow.now().timestamp()})
+            try:
+                turn = await self._execute(request, taught.type)
+            except asyncio.CancelledError:  # in the record as locally: who gave up on it, and why
+                reason = Cancelled(self._agents.cancelled_because("turn"))
+                self._agents.ended(Turn(outcome=reason, agent=self.key, call_id="", n=n, started_at=started,
+                                        ended_at=workflow.now().timestamp()), n)
+                raise
             if turn.session is not None:  # before the next turn, queued behind this one, is sent
                 self._session = turn.session
+        budgets.spend(self.key, stage, turn)  # from the usage its activity returned: workflow state
+        if turn.outcome.kind == "timed-out" and limit < own_limit:
+            turn = budgets.stopped_turn(turn, wall_scope)
         self._agents.ended(turn, request.n)
         if id is not None:
             self._by_id[id] = (identity, turn)
@@ -491,6 +515,9 @@ class TemporalAgents:
         self.in_turn: set[tuple[str, int]] = set()  # (agent, turn) of the turns whose activity runs
         self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
         self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
+        self.budgets = Budgets(clock=_workflow_time)  # the run's budgets and what its turns spent
+        self.stopped: str | None = None  # `awf stop`'s reason, once a person stopped the run
+        self.started: list[dict[str, Any]] = []  # each turn given, as it is sent: its call.json for `awf tail`
         self.board = WorkflowBoard(
             now=_workflow_time, new_id=_workflow_id,
             on_mail=self._mail_for, on_question=self._expire_later,
@@ -514,6 +541,10 @@ class TemporalAgents:
         self._timers.add(task)
         task.add_done_callback(self._timers.discard)
 
+    def cancelled_because(self, what: str) -> str:
+        """Why a turn the workflow gave up on was cancelled, as the local engine says it."""
+        return f"the run was {self.stopped}" if self.stopped else f"the workflow cancelled the {what}"
+
     def began(self, key: str, activity_id: str) -> None:
         self.running[key] = activity_id
         self.board.set_state(key, "working")
@@ -527,8 +558,10 @@ class TemporalAgents:
         return any(key in (view.sender, view.receiver) for view in self.board.views.values())
 
     def operated(self, record: Turn[Any]) -> None:
-        """A compaction's or a set's record, in the record's turns as on the local engine."""
+        """A compaction's, a set's or a mail-started turn's record, in the record's turns as on the
+        local engine; its spend counts toward the budgets, in the stage open now."""
         self.lines.turns.append(msgspec.to_builtins(record))
+        self.budgets.counted(record)
 
     def ended(self, turn: Turn[Any], n: int) -> None:
         """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""
@@ -746,7 +779,7 @@ class TemporalWorkflow:
         self.run_dir = run_dir  # the record's directory on the run's host, written when the run ends
         self.agents = agents
         self.approvals = TemporalApprovals(agents)
-        agents.log = self.log
+        agents.log = agents.budgets.log = self.log
         self.stop_reason: str | None = None
         self._stage: str | None = None
         self._stages_seen: set[str] = set()
@@ -809,18 +842,20 @@ class TemporalWorkflow:
 
     async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Any = None) -> R:
         """Run `work()` as the stage `name` (Temporal's history makes it durable: no stage record is kept)."""
-        if budget is not None:
-            raise WorkflowError("a stage's budget is not yet on the Temporal engine")
+        if budget is not None and not isinstance(budget, Budget):
+            raise DefinitionError(f"stage {name}'s budget is a Budget, not {budget!r}")
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
         self._stage = name
+        self.agents.budgets.enter_stage(name, budget)
         try:
             value = await work()
         finally:
             self._stage = None
+            self.agents.budgets.leave_stage()
             routes, self._stage_routes = self._stage_routes, []
             for route in routes:  # a route opened in a stage closes when the stage ends
                 await route.close()
@@ -830,6 +865,20 @@ class TemporalWorkflow:
             except msgspec.ValidationError as error:
                 raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
         return value
+
+    def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
+        """As the local `wf.budget`: cap what the agents of key group `group` may spend from now."""
+        if budget is None:
+            budget = Budget(**limits)
+        elif limits:
+            raise DefinitionError("wf.budget takes a Budget or its fields, not both")
+        if not isinstance(group, str) or not group or ":" in group:
+            raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
+        self.agents.budgets.limit_group(group, budget)
+
+    def spent(self) -> Spending:
+        """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
+        return self.agents.budgets.spending()
 
     def stop(self, reason: str) -> NoReturn:
         """End the run `stopped` with `reason`."""
@@ -844,7 +893,7 @@ class TemporalWorkflow:
             progress("agentswf.workflow", message, workflow=self.name, **plain)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("sandboxes", "worktree", "budget"):  # an agent's own sandbox= is on it
+        if name in ("sandboxes", "worktree"):  # an agent's own sandbox= is on it
             raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
         raise AttributeError(name)
 
@@ -977,6 +1026,7 @@ class AgentswfWorkflow:
 
     def __init__(self) -> None:
         self.wf: TemporalWorkflow | None = None
+        self.main: asyncio.Task[Any] | None = None  # the workflow function, running: `awf stop` cancels it
         self.nonces: set[str] = set()  # of the updates taken: a seal is good once
 
     @workflow.run
@@ -1059,15 +1109,30 @@ class AgentswfWorkflow:
 
     @workflow.update(name=OPERATOR_UPDATE)
     async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant."""
-        request = self._once(raw, PostAs | ReadInbox)
+        """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant; `awf stop`: a person."""
+        request = self._once(raw, PostAs | ReadInbox | Stop)
         await workflow.wait_condition(lambda: self.wf is not None)
         assert self.wf is not None
+        if isinstance(request, Stop):
+            return msgspec.to_builtins(self._stop(request))  # type: ignore[no-any-return]
         return msgspec.to_builtins(await answer_person(self.wf.agents.board, request))  # type: ignore[no-any-return]
 
     @operator.validator
     def _check_operator(self, raw: dict[str, Any]) -> None:
-        self._check(OPERATOR_UPDATE, raw, PostAs | ReadInbox, lambda body: f"person:{body.key}")
+        self._check(OPERATOR_UPDATE, raw, PostAs | ReadInbox | Stop,
+                    lambda body: f"person:{body.by if isinstance(body, Stop) else body.key}")
+
+    def _stop(self, request: Stop) -> OperatorResponse:
+        """As the local operator socket's stop: the workflow function is cancelled, its turns' activities
+        with it, and the run ends `stopped` with the person's name and reason."""
+        assert self.wf is not None
+        if self.wf.agents.stopped is not None or self.main is None or self.main.done():
+            return OperatorResponse(True, "the run is already stopping")
+        reason = f"stopped by {request.by}" + (f": {request.reason}" if request.reason else "")
+        self.wf.agents.stopped = reason
+        self.main.cancel()
+        self.wf.log("run stopped by a person", reason=reason)
+        return OperatorResponse(True, f"stopping the run ({reason}); its agents are being stopped")
 
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:
@@ -1086,6 +1151,17 @@ class AgentswfWorkflow:
     def log(self) -> list[dict[str, Any]]:
         return [] if self.wf is None else self.wf.agents.lines.log
 
+    @workflow.query(name=LINES_QUERY)
+    def lines(self, offsets: dict[str, int]) -> dict[str, list[Any]]:
+        """The record's lines (turns, tools, messages, log) past `offsets`, as the run's files will hold them,
+        and the turns given (`calls`: each as a local run's call.json has it, with when it was sent)."""
+        if self.wf is None:
+            return {}
+        kept = self.wf.agents.lines
+        found = {"calls": self.wf.agents.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
+                 "log": kept.log}
+        return {name: lines[max(0, int(offsets.get(name, 0))):] for name, lines in found.items()}
+
 
 async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition, request: RunRequest) -> RunEnding:
     """Run the workflow function to its end; how it ended, whatever it raised (but a cancellation)."""
@@ -1102,13 +1178,18 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     wf = host.wf = TemporalWorkflow(
         name=definition.name, run_id=request.run_id, cwd=Path(request.cwd), run_dir=Path(request.run_dir), agents=agents
     )
+    if request.budget is not None:
+        agents.budgets.run.budget = msgspec.convert(request.budget, Budget)
+    main = host.main = asyncio.ensure_future(definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
     limit = asyncio.timeout(request.timeout)  # a durable timer
     try:
         async with limit:
-            value = await (definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
+            value = await main
     except StopRequested as stop:
         return RunEnding(outcome="stopped", reason=stop.reason)
-    except asyncio.CancelledError:  # the workflow was cancelled (awf run's Ctrl-C): it ends, and says so
+    except asyncio.CancelledError:  # a person's `awf stop`, or the workflow was cancelled (awf run's Ctrl-C)
+        if agents.stopped is not None:
+            return RunEnding(outcome="stopped", reason=agents.stopped)
         return RunEnding(outcome="cancelled", reason="the run was cancelled")
     except workflow.NondeterminismError:
         raise

@@ -20,6 +20,7 @@ FORK_ACTIVITY = "agentswf.fork"
 TOOL_UPDATE = "agentswf.tool"
 LOG_QUERY = "agentswf.log"
 PENDING_QUERY = "agentswf.pending"
+LINES_QUERY = "agentswf.lines"  # the record's lines so far, from given offsets: `awf tail` of a live run
 DECIDE_UPDATE = "agentswf.decide"
 MAIL_UPDATE = "agentswf.mail"  # an agent's wfa send/reply/peers and its mail, from its worker
 OPERATOR_UPDATE = "agentswf.operator"  # a person's awf inbox / send / reply --as KEY: an operator request
@@ -150,6 +151,7 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     timeout: float
     turn_queue: str  # where agents' turns go unless their Runtime names a queue
     sealed_at: float = 0.0  # Unix seconds, when its starter sealed it: good for a start then, not one copied later
+    budget: dict[str, Any] | None = None  # the run's Budget, as builtins: the workflow keeps its spend
 
 
 class RunLines(msgspec.Struct, kw_only=True):

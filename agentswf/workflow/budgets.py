@@ -249,7 +249,10 @@ class _Scope:
 
 @dataclass
 class Budgets:
-    """The run's budgets and what each scope spent; the workflow's side alone reads and writes it."""
+    """The run's budgets and what each scope spent; the workflow's side alone reads and writes it.
+
+    `clock` gives the seconds wall budgets count in: the loop's monotonic clock locally, workflow
+    time on Temporal (the same on every replay)."""
 
     log: Callable[..., None] = lambda message, **fields: None
     run: _Scope = field(default_factory=_Scope)
@@ -257,6 +260,10 @@ class Budgets:
     groups: dict[str, _Scope] = field(default_factory=dict)
     agents: dict[str, _Scope] = field(default_factory=dict)
     stage: str | None = None  # the stage open now
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self.run.began = self.clock()
 
     def carry(self, spent: RunUsage, seconds: float) -> None:
         """A continued run's: what its earlier attempts spent counts toward the run's budget, and
@@ -265,18 +272,18 @@ class Budgets:
         self.run.spent, self.run.began = run, self.run.began - seconds
         for scopes, found in ((self.groups, groups), (self.agents, agents)):
             for name, earlier in found.items():
-                scopes[name] = _Scope(spent=earlier)
+                scopes[name] = _Scope(spent=earlier, began=self.clock())
 
     def enter_stage(self, name: str, budget: Budget | None) -> None:
         self.stage = name
-        self.stages[name] = _Scope(budget)
+        self.stages[name] = _Scope(budget, began=self.clock())
 
     def leave_stage(self) -> None:
         self.stage = None
 
     def limit_group(self, group: str, budget: Budget) -> None:
-        scope = self.groups.setdefault(group, _Scope())
-        scope.budget, scope.began = budget, time.monotonic()
+        scope = self.groups.setdefault(group, _Scope(began=self.clock()))
+        scope.budget, scope.began = budget, self.clock()
 
     def _budgeted(self, key: str) -> list[tuple[str, _Scope]]:
         """The scopes a turn of `key` given now counts toward that have a budget, by name."""
@@ -289,7 +296,7 @@ class Budgets:
 
     def refusal(self, key: str) -> tuple[str, str] | None:
         """(the budget's scope, why) if a turn of `key` may not start now, else None."""
-        now = time.monotonic()
+        now = self.clock()
         for name, scope in self._budgeted(key):
             assert scope.budget is not None
             why = over_budget(scope.budget, scope.spent, now - scope.began)
@@ -300,7 +307,7 @@ class Budgets:
     def wall_left(self, key: str) -> tuple[float, str]:
         """The seconds left before the first wall budget of a turn of `key` given now runs out
         (infinite without one), and that budget's scope: a turn still running then is stopped."""
-        now, left, which = time.monotonic(), math.inf, ""
+        now, left, which = self.clock(), math.inf, ""
         for name, scope in self._budgeted(key):
             assert scope.budget is not None
             if scope.budget.wall is not None:
@@ -325,7 +332,9 @@ class Budgets:
         return Turn(outcome=outcome, agent=key, call_id=call_id, n=n, started_at=now, ended_at=now)
 
     def _scopes(self, key: str, stage: str | None) -> list[_Scope]:
-        scopes = [self.run, self.groups.setdefault(group_of(key), _Scope()), self.agents.setdefault(key, _Scope())]
+        now = self.clock()
+        scopes = [self.run, self.groups.setdefault(group_of(key), _Scope(began=now)),
+                  self.agents.setdefault(key, _Scope(began=now))]
         if stage is not None and stage in self.stages:
             scopes.append(self.stages[stage])
         return scopes
@@ -353,7 +362,7 @@ class Budgets:
             scope.spent.cost_usd += cost or 0.0
 
     def spending(self) -> Spending:
-        now = time.monotonic()
+        now = self.clock()
 
         def view(scope: _Scope) -> Spent:
             spent = scope.spent

@@ -158,7 +158,7 @@ class Engine(Protocol):
 
     async def run(
         self, definition: WorkflowDefinition, *, args: Any, run_root: str | Path | None, cwd: str | Path | None,
-        timeout: Duration | None,
+        timeout: Duration | None, budget: Budget | None,
     ) -> RunResult: ...
 
 
@@ -201,19 +201,19 @@ async def run(
     `RunResult.needs` lists the stage values needed with their JSON Schemas.
 
     `engine` runs it elsewhere: `agentswf.temporal.TemporalEngine(...)` on Temporal
-    (docs/guide/temporal.md), which takes `args`, `run_root`, `cwd` and `timeout` only.
+    (docs/guide/temporal.md), which takes `args`, `run_root`, `cwd`, `timeout` and `budget` only.
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
     if engine is not None:
         local = {"env": env, "harnesses": harnesses, "replay": replay, "continue_from": continue_from, "rerun": rerun,
-                 "from_stage": from_stage, "values": values, "budget": budget, "trace": trace or None,
+                 "from_stage": from_stage, "values": values, "trace": trace or None,
                  "sandbox": sandbox}
         given = [name for name, value in local.items() if value is not None]
         if given:
             named = ", ".join(f"{name} ({_FLAGS[name]})" if name in _FLAGS else name for name in given)
             raise DefinitionError(f"not on {type(engine).__name__} yet: {named}; run locally for them")
-        return await engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout)
+        return await engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout, budget=budget)
     directory = Path(cwd or os.getcwd()).resolve()
     root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
     root = root if root.is_absolute() else directory / root

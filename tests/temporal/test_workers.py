@@ -42,7 +42,7 @@ class Workers:
         root = self.tmp_path / name
         process = subprocess.Popen(
             [sys.executable, "-m", "agentswf", "worker", "--address", self.address, "--task-queue", self.queue,
-             "--root", str(root), *more],
+             "--run-root", str(root), *more],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True,
         )
         self.processes.append(process)
@@ -262,3 +262,11 @@ async def test_a_run_goes_on_after_the_process_that_started_it_is_killed(workers
 async def _result(address: str, workflow_id: str) -> Any:
     client = await Client.connect(address)
     return await client.get_workflow_handle(workflow_id).result()
+
+
+@pytest.mark.parametrize("flag", ["--run-root", "--root"])
+def test_a_workers_run_root_is_given_as_awfs_other_commands_give_it(flag: str) -> None:
+    from agentswf.cli.main import _parser
+
+    options = _parser().parse_args(["worker", "--address", "127.0.0.1:1", "--task-queue", "q", flag, "/tmp/w"])
+    assert options.run_root == "/tmp/w"  # --root, its first name, is the same flag

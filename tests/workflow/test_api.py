@@ -498,12 +498,12 @@ async def test_a_turn_without_a_text_prompt_is_refused_saying_what_it_got(tmp_pa
 
 async def test_options_another_engine_lacks_are_refused_naming_them_and_their_flags(tmp_path):
     class Elsewhere:  # an engine that is never reached: the refusal comes first
-        async def run(self, definition, *, args, run_root, cwd, timeout):
+        async def run(self, definition, *, args, run_root, cwd, timeout, budget):
             raise AssertionError("not to be run")
 
     @workflow(name="w", description="d")
     async def w(wf):
         return None
 
-    with pytest.raises(DefinitionError, match=r"not on Elsewhere yet: budget \(--budget\), trace \(--trace\); run locally"):
-        await agentswf.run(w, engine=Elsewhere(), budget=agentswf.Budget(turns=1), trace=True, run_root=tmp_path)
+    with pytest.raises(DefinitionError, match=r"not on Elsewhere yet: rerun \(--rerun\), trace \(--trace\); run locally"):
+        await agentswf.run(w, engine=Elsewhere(), rerun="s", trace=True, run_root=tmp_path)
