@@ -58,7 +58,7 @@ from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
 from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
-from ..workflow.budgets import Budget, Budgets, Spending
+from ..workflow.budgets import Budget, Budgets, Spending, group_budget
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.messaging import MessageRefused, end_key
@@ -868,13 +868,7 @@ class TemporalWorkflow:
 
     def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
         """As the local `wf.budget`: cap what the agents of key group `group` may spend from now."""
-        if budget is None:
-            budget = Budget(**limits)
-        elif limits:
-            raise DefinitionError("wf.budget takes a Budget or its fields, not both")
-        if not isinstance(group, str) or not group or ":" in group:
-            raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
-        self.agents.budgets.limit_group(group, budget)
+        self.agents.budgets.limit_group(group, group_budget(group, budget, limits))
 
     def spent(self) -> Spending:
         """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""

@@ -71,6 +71,17 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
 _LIMIT_NAMES = {"cost_usd": "dollars", "tokens": "tokens", "turns": "turns", "wall": "a wall time"}
 
 
+def group_budget(group: str, budget: Budget | None, limits: dict[str, Any]) -> Budget:
+    """What `wf.budget(group, budget, **limits)` caps, checked: a `Budget` or its fields, and a key group."""
+    if budget is None:
+        budget = Budget(**limits)
+    elif limits:
+        raise DefinitionError("wf.budget takes a Budget or its fields, not both")
+    if not isinstance(group, str) or not group or ":" in group:
+        raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
+    return budget
+
+
 def parse_budget(text: str) -> Budget:
     """`'5usd,2h,200turns,1.5mtokens'` (any of them, in any order) as a Budget; `$5` is 5usd."""
     limits: dict[str, Any] = {}

@@ -20,7 +20,7 @@ from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
-from .budgets import Budget, Spending
+from .budgets import Budget, Spending, group_budget
 from .durable import Durable
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
 from .sandboxes import Sandboxes
@@ -271,13 +271,7 @@ class Workflow:
     def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
         """Cap what the agents of key group `group` (keys `group` and `group:…`) may spend from
         now: a `Budget`, or its fields (`wf.budget("review", turns=6)`)."""
-        if budget is None:
-            budget = Budget(**limits)
-        elif limits:
-            raise DefinitionError("wf.budget takes a Budget or its fields, not both")
-        if not isinstance(group, str) or not group or ":" in group:
-            raise DefinitionError(f"{group!r} is not a key group: the part of a key before ':'")
-        self._budgets.limit_group(group, budget)
+        self._budgets.limit_group(group, group_budget(group, budget, limits))
 
     def spent(self) -> Spending:
         """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
