@@ -560,18 +560,17 @@ class Recorder(Actor):
         await self._sync()
 
     async def on_stop(self) -> None:
-        self._stopping = True
         self._take_log_lines()
         self._append_asked()
         self._write_batch()
         self.appends.close()
-        if self._unsynced:  # the run's end: what is written is fsynced (a run stopped before its output.json)
-            await self._sync()
         for log in self._logs.values():
             try:
                 log.close()
             except OSError as error:
                 self._failed(log.path, error)
+        if self._unsynced:  # the run's end: what is written is fsynced (a run stopped before its output.json)
+            await self._sync()
 
     # Whole files --------------------------------------------------------------------
 
