@@ -2,9 +2,11 @@
 
 Everything that happens in a run reaches disk through its mailbox or its `Appends`, so
 the record has one writer and a single order. Lines are appended in batches, one write per
-file for whatever was queued, and each ask is answered when its batch is written; fsyncs (whole
-files, and the group commit of the appended lines) run in the Recorder's own threads
-beside the batches, so neither the event loop nor another agent's lines wait on them.
+file for whatever was queued, and each ask is answered when its batch is written; call.json and
+usage.json are written whole on the loop's thread as the lines are, unsynced; fsyncs (run.json,
+result.json and output.json, and the group commit of the lines, call.json and usage.json) run in
+the Recorder's own threads beside the batches, so neither the event loop nor another agent's
+lines wait on them.
 See records.py for the policy.
 """
 
@@ -37,6 +39,7 @@ from .records import (
     encode_lines,
     sync_paths,
     write_private,
+    write_replacing,
     write_wholes,
 )
 
@@ -305,7 +308,6 @@ class Recorder(Actor):
         self.run_dir = run_dir
         self.ledger = ledger or Ledger()  # what the run spent, written to usage.json as turns end
         self._usage_stale = False  # the ledger has turns usage.json doesn't
-        self._stopping = False  # on_stop runs: no more tasks of its own
         self.lines = logs or LogLines()
         self.appends = appends or Appends()
         self.failures = 0
@@ -323,7 +325,7 @@ class Recorder(Actor):
         self._unsynced: set[str] = set()  # files (and directories) written since the last group commit
         self._commit = GroupCommit(GROUP_COMMIT_SECONDS)
         self._commit_wanted = anyio.Event()
-        self._whole_writes = 0  # whole-file writes under way
+        self._whole_writes = 0  # fsynced whole-file writes (result.json) under way
         self._whole_queue: list[tuple[Path, bytes, bool, Reply]] = []  # queued for `_write_wholes`
         self._whole_writers = 0  # tasks of `_write_wholes` running (one thread each at most)
         self._whole_written = anyio.Event()
@@ -441,6 +443,9 @@ class Recorder(Actor):
                 for reply, _ in file_replies:
                     reply.fail(error)
             raise  # and its takes stay unwritten: their askers are told so
+        if self._usage_stale:  # the batch's turns, counted in usage.json before its commit is asked
+            self._usage_stale = False
+            self._write_unsynced(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()), now)
         for take in takes:
             if failed:
                 take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
@@ -469,6 +474,19 @@ class Recorder(Actor):
         if log.created:
             log.created = False
             self._unsynced.add(str(log.path.parent))
+        self._commit.appended(now)
+        return True
+
+    def _write_unsynced(self, path: Path, record: Any, now: float, *dirs: str) -> bool:
+        """Write `path` whole on the loop's thread, unsynced: the group commit fsyncs it, its
+        directory and `dirs` (records.py)."""
+        try:
+            write_replacing(path, encode({"version": RECORD_VERSION, **record}))
+        except OSError as error:
+            return self._failed(path, error)
+        self._unsynced.update((str(path), str(path.parent), *dirs))
+        if self._commit.unsynced_since is None:
+            self._commit_wanted.set()  # the first unsynced write: the group commit's clock starts
         self._commit.appended(now)
         return True
 
@@ -542,18 +560,17 @@ class Recorder(Actor):
         await self._sync()
 
     async def on_stop(self) -> None:
-        self._stopping = True
         self._take_log_lines()
         self._append_asked()
         self._write_batch()
         self.appends.close()
-        if self._usage_stale:  # a turn's line asked through Appends as the Recorder stopped
-            await self._write(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()))
         for log in self._logs.values():
             try:
                 log.close()
             except OSError as error:
                 self._failed(log.path, error)
+        if self._unsynced:  # the run's end: what is written is fsynced (a run stopped before its output.json)
+            await self._sync()
 
     # Whole files --------------------------------------------------------------------
 
@@ -615,10 +632,13 @@ class Recorder(Actor):
         self._done()
 
     @handler
-    def call_opened(self, msg: CallOpened) -> None:
+    def call_opened(self, msg: CallOpened) -> bool:
+        """True once call.json is written (fsynced by the next group commit: a turn's end at the latest)."""
         progress("agentswf.turns", "turn started", agent=msg.agent, turn=msg.n, call=msg.call_id)
-        self._write_beside(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg))
+        written = self._write_unsynced(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg),
+                                       anyio.current_time(), self._calls, str(self.run_dir))
         self._done()
+        return written
 
     @handler
     def candidate_seen(self, msg: CandidateSeen) -> None:
@@ -635,26 +655,9 @@ class Recorder(Actor):
         self._add(msg)
 
     def _account(self, turn: Turn[Any]) -> None:
-        """The turn in the ledger, and usage.json rewritten (however the turn's line was asked)."""
+        """The turn in the ledger (however its line was asked); its batch rewrites usage.json."""
         self.ledger.add(turn)
-        if not self._usage_stale:
-            self._usage_stale = True
-            if self._stopping:
-                return  # on_stop writes it
-            self._whole_writes += 1
-            self.start_soon(self._write_usage)
-
-    async def _write_usage(self) -> None:
-        """usage.json rewritten whole until it holds every turn ended so far, one write at a time."""
-        try:
-            while self._usage_stale:
-                self._usage_stale = False
-                await self._write(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()))
-        finally:
-            self._whole_writes -= 1
-            if not self._whole_writes:
-                self._whole_written.set()
-                self._whole_written = anyio.Event()
+        self._usage_stale = True
 
     @handler
     def logged(self, msg: Logged) -> None:

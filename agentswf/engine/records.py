@@ -30,7 +30,8 @@ Durability, before which acknowledgement:
   `wfa tool` gets its answer and before `wfa send`/`reply` and the workflow are told the
   message was sent; a mail's "read" line before the mail is handed to its reader; an answer's
   line in candidates.jsonl before it is refused or accepted; a turn's line before the
-  workflow gets the turn;
+  workflow gets the turn; a turn's call.json (written whole, not yet fsynced: see below)
+  before its `CallOpened` ask is answered, so before any answer of that turn is recorded;
 - an agent's line in sessions.jsonl (the harness it opened on, which `awf continue` resumes its
   session on) is told as the agent opens, and nothing waits for it; it is written before any
   line of that agent's turns: told before the agent exists, it is in the Recorder's mailbox
@@ -54,14 +55,20 @@ a line in it.
 
 Fsync, when (group commit): appended lines are fsynced (with the directory of a file they
 created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every turn's end
-and at the run's end, one fsync a file however many lines it took; nobody's acknowledgement
-waits for it but the run's end (output.json is written after it). Other whole files (run.json,
-call.json, output.json) are fsynced as they are written, beside the appends: an agent's whole
-write doesn't hold up another agent's lines. The call.json and result.json files queued while
-others are being written go to a worker thread together (`write_wholes`), each written and
-fsynced as above before its own ask is answered: one thread hop for many agents' files, not
-one each. A failed append leaves a log whole lines; a
-failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
+and at the run's end (the Recorder's stop), one fsync a file however many lines it took, all
+of one commit's in one worker-thread hop; nobody's acknowledgement waits for it but the run's
+end (output.json is written after it). call.json (written as the turn opens) and usage.json
+(rewritten once a batch that ended a turn is written) are held as the appends are: written
+whole on the loop's thread (temp file, one write, rename: a reader and `kill -9` of the run
+find the old file or the new one, never a torn one), no fsync and no thread hop of their own,
+and fsynced by that same group commit, with their directories (a call's, and `calls/`'s entry
+for it): so by a turn's end's commit its call.json and the usage.json counting it are on disk
+through a power cut too. run.json, result.json and output.json are fsynced as they are written
+(temp file, fsync, rename or link, fsync of the directory), beside the appends: an agent's
+whole write doesn't hold up another agent's lines. The result.json files queued while others
+are being written go to a worker thread together (`write_wholes`), each written and fsynced as
+above before its own ask is answered: one thread hop for many agents' files, not one each.
+A failed append leaves a log whole lines; a failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
 run killed mid-write). Only the Recorder writes here: its actor, and its batch write run by an
 `Appends` asker, on the event loop's one thread, so the record has one writer and one order.
 """
@@ -151,6 +158,27 @@ def write_private(path: Path, data: bytes) -> None:
         _write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def write_replacing(path: Path, data: bytes) -> None:
+    """Write `path` whole without an fsync: temp file, one write, rename over `path`.
+
+    A reader, and a run killed mid-way (`kill -9`), finds the old file or the new one, never
+    a torn one; the caller fsyncs it later (the group commit). On failure the temp file is
+    removed and `path` is as it was.
+    """
+    make_private_dirs(path.parent)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:

@@ -407,3 +407,58 @@ async def test_a_turns_usage_is_accounted_however_its_line_is_asked(tmp_path, th
         assert await ref.ask(RecordGaps()) is None  # usage.json written too
     usage = records.read_json(tmp_path / "usage.json")
     assert usage["turns"] == 1 and usage["total"]["input_tokens"] == 7
+
+
+def spy_fsyncs(monkeypatch) -> list[str]:
+    """Every fsync'd file's path, in order (its fd's name as the kernel has it), from any thread."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd):
+        real(fd)
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("through", ["mailbox", "appends"])
+async def test_call_and_usage_json_are_fsynced_by_the_group_commit_at_a_turns_end(tmp_path, monkeypatch, through):
+    """Written whole with no fsync of their own, they are in the commit a turn's end asks for, with
+    their directories, not a minute later (the interval here)."""
+    synced = spy_fsyncs(monkeypatch)
+    monkeypatch.setattr(recorder, "GROUP_COMMIT_SECONDS", 60.0)
+    appends = Appends()
+    call_dir = tmp_path / "calls" / "c1"
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        ask = ref.ask if through == "mailbox" else appends.ask
+        assert await ref.ask(recorder.CallOpened("c1", "a", 1, "Answer.", None, None)) is True
+        assert records.read_json(call_dir / "call.json")["prompt"] == "Answer."  # written before the ask is answered
+        await anyio.sleep(0.05)
+        assert synced == []  # no fsync of its own, and no turn ended yet
+        turn = Turn(agent="a", n=1, call_id="c1", outcome=Answered(value="x"), started_at=1.0, ended_at=2.0)
+        await ask(recorder.TurnEnded(turn))
+        wanted = {str(call_dir / "call.json"), str(tmp_path / "usage.json"), str(call_dir), str(tmp_path / "calls"),
+                  str(tmp_path / "turns.jsonl"), str(tmp_path)}
+        with anyio.fail_after(5):
+            while not wanted <= set(synced):
+                await anyio.sleep(0.01)
+    assert records.read_json(tmp_path / "usage.json")["turns"] == 1
+    assert not [path for path in tmp_path.rglob("*") if path.name.endswith(".tmp")]
+
+
+@pytest.mark.anyio
+async def test_result_json_is_fsynced_with_its_directory_before_the_answer_is_accepted(tmp_path, monkeypatch):
+    synced = spy_fsyncs(monkeypatch)
+    call_dir = tmp_path / "calls" / "c1"
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, capacity=64)
+        assert await ref.ask(recorder.CallOpened("c1", "a", 1, "Answer.", None, None)) is True
+        assert await ref.ask(ResultAccepted("c1", "done")) is True
+        when_accepted = list(synced)
+        assert await ref.ask(ResultAccepted("c1", "again")) is False  # created once, exclusively
+    assert any(Path(path).parent == call_dir and Path(path).name.startswith(".result.json.") for path in when_accepted)
+    assert str(call_dir) in when_accepted  # its link's directory entry too
+    assert records.read_json(call_dir / "result.json")["value"] == "done"
