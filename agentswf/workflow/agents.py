@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 import time
@@ -66,7 +67,24 @@ def check_turn(key: str, prompt: object, schema: Any, timeout: Duration | None, 
     return _taught(schema)
 
 
+TAUGHT_KEPT = 256  # turn schemas whose teaching is kept: a thousand agents' turns of one type teach it once
+
+
 def _taught(schema: Any) -> Taught:
+    try:
+        hash(schema)
+    except TypeError:  # no type msgspec takes is unhashable: Taught says what is wrong with it
+        return _teach(schema)
+    return _taught_once(schema)
+
+
+@functools.lru_cache(maxsize=TAUGHT_KEPT)
+def _taught_once(schema: Any) -> Taught:
+    """A schema's Taught is read-only once made, so turns of the same type share one."""
+    return _teach(schema)
+
+
+def _teach(schema: Any) -> Taught:
     try:
         return Taught(str if schema is None else schema)
     except (TypeError, ValueError) as error:
