@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import signal
 import sys
@@ -39,6 +40,12 @@ from .runs import UsageFailure, live_run_dir, run_dir_of
 from .shown import shown
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
+
+
+def needs_extra() -> None:
+    """Said in a line, not a traceback, where a command must reach Temporal and the extra is missing."""
+    if importlib.util.find_spec("temporalio") is None:
+        raise UsageFailure(NEEDS_EXTRA)
 
 
 def exit_now(code: int) -> NoReturn:
@@ -303,6 +310,7 @@ STATUS_LOG_LINES = 5  # the latest lines of the run's log `awf status` shows
 
 
 async def _status(run: dict[str, Any]) -> dict[str, Any]:
+    needs_extra()
     from ..temporal.engine import connect
     from ..temporal.messages import LOG_QUERY, PENDING_QUERY
 
@@ -368,6 +376,7 @@ def command_stop(options: argparse.Namespace, run: dict[str, Any], run_dir: Path
 
 async def _ended(run: dict[str, Any], seconds: float) -> bool:
     """Whether the run's workflow ended (in any way) within `seconds`."""
+    needs_extra()
     from ..temporal.engine import connect
 
     handle = (await connect(run["address"], run["namespace"])).get_workflow_handle(run["workflow_id"])
@@ -394,6 +403,7 @@ def command_tail(options: argparse.Namespace, run: dict[str, Any], show: Shown) 
 
 
 async def _tail(run: dict[str, Any], show: Shown, *, follow: bool) -> None:
+    needs_extra()
     from temporalio.client import WorkflowFailureError
 
     from ..temporal.engine import connect

@@ -71,7 +71,7 @@ def test_a_live_run_on_temporal_is_said_to_be_there_when_no_run_is_named(tmp_pat
     assert f"run {RUN_ID} is on Temporal: name it (awf status {RUN_ID})" in said.stderr, said.stderr
 
 
-@pytest.mark.parametrize("command", [["stop", RUN_ID], ["tail", RUN_ID]])
+@pytest.mark.parametrize("command", [["stop", RUN_ID], ["tail", RUN_ID], ["status", RUN_ID], ["pending", RUN_ID], ["approve", RUN_ID, "c1"]])
 def test_stop_and_tail_go_to_a_live_run_on_temporal(tmp_path, command):
     temporal_run(tmp_path, ended=False)  # its server is gone: said in a line, not a traceback, nor "has ended"
     said = awf(tmp_path, *command, env={**os.environ, "AGENTSWF_TEMPORAL_KEY": "a person's run key, long enough too"})
