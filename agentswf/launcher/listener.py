@@ -105,9 +105,13 @@ def raw_socket(stream: SocketStream) -> socket.socket:
 class Slot:
     """One connection's place in a budget; `evicted` says why it was closed to make room."""
 
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+    def __init__(self, sock: socket.socket, accepted: int) -> None:
+        self.sock, self.accepted = sock, accepted
         self.evicted: str | None = None
+
+
+def _accept_order(slot: Slot) -> int:
+    return slot.accepted
 
 
 class ConnectionBudget:
@@ -120,9 +124,10 @@ class ConnectionBudget:
         self.open = 0
         self.refused = 0
         self.evicted = 0
+        self.accepts = 0  # connections taken or accepted so far: their order, for eviction
         self.peeking = 0  # refusals waiting a moment for the command to refuse
         self.reading_bytes = 0  # held for the requests still arriving
-        self._waiting: dict[Slot, int] = {}  # the bytes each holds; insertion order: the oldest wait first
+        self._waiting: dict[Slot, int] = {}  # the bytes each holds; evicted in the order of accepts
 
     def statistics(self) -> dict[str, int]:
         return {
@@ -134,7 +139,7 @@ class ConnectionBudget:
             "reading_bytes": self.reading_bytes,
         }
 
-    def take(self, sock: socket.socket) -> Slot | None:
+    def take(self, sock: socket.socket, accepted: int | None = None) -> Slot | None:
         """A slot for a connection just accepted: a free one, or else the one of the
         connection that has waited longest for its request; None if every slot is busy."""
         why = f"the run has {self.limit} connections open, its limit ({self.name})"
@@ -142,13 +147,20 @@ class ConnectionBudget:
             self.refused += 1
             return None
         self.open += 1
-        return Slot(sock)
+        self.accepts += 1
+        return Slot(sock, self.accepts if accepted is None else accepted)
+
+    def accepted(self) -> int:
+        """A connection's place in the order of accepts, taken as it is accepted: its task may
+        start after a later one's (trio starts a batch of tasks in any order)."""
+        self.accepts += 1
+        return self.accepts
 
     def evict_oldest(self, why: str, sparing: Slot | None = None) -> bool:
         """End the wait of the connection that has waited longest for its request (but
         `sparing`), because `why`; False if none is waiting. Its slot and bytes are free at
         once; its own task answers and closes it."""
-        slot = next((waiting for waiting in self._waiting if waiting is not sparing), None)
+        slot = min((waiting for waiting in self._waiting if waiting is not sparing), key=_accept_order, default=None)
         if slot is None:
             return False
         self.reading_bytes -= self._waiting.pop(slot)
@@ -341,12 +353,14 @@ async def _respond(request: Request | Response, sock: socket.socket, handle: Han
         )
 
 
-async def _answer(sock: socket.socket, handle: Handler, budget: ConnectionBudget, admit: Admit | None) -> None:
+async def _answer(
+    sock: socket.socket, accepted: int, handle: Handler, budget: ConnectionBudget, admit: Admit | None
+) -> None:
     """One connection, on its raw socket, closed at the end: no stream is made for it (on trio
     a stream's accept, close and wrappers cost as much again as the rest of the exchange), and
     nothing but this task ever waits on it, so it is closed with no one to tell."""
     try:
-        slot = budget.take(sock)
+        slot = budget.take(sock, accepted)
         if slot is None:
             response = refused(await _peeked_command(sock, budget), "internal-error", budget.full_text())
             await deliver(sock, encode_response(response))
@@ -520,7 +534,8 @@ async def serve(
         try:
             with accepting or anyio.CancelScope():
                 while True:
-                    connections.start_soon(_answer, await accept_raw(listener, budget, waiting), handle, budget, admit)
+                    sock = await accept_raw(listener, budget, waiting)
+                    connections.start_soon(_answer, sock, budget.accepted(), handle, budget, admit)
                     in_a_row += 1
                     if in_a_row >= MAX_ACCEPTS_IN_A_ROW:
                         in_a_row = 0
