@@ -160,6 +160,22 @@ def write_private(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def _temp_beside(path: Path) -> Path:
+    """A fresh temp file's name in `path`'s directory (made private if new), for a rename over `path`."""
+    make_private_dirs(path.parent)
+    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+
+
+def _write_new(temp: Path, data: bytes, *, synced: bool) -> None:
+    fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
+    try:
+        _write_all(fd, data)
+        if synced:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_replacing(path: Path, data: bytes) -> None:
     """Write `path` whole without an fsync: temp file, one write, rename over `path`.
 
@@ -167,14 +183,9 @@ def write_replacing(path: Path, data: bytes) -> None:
     a torn one; the caller fsyncs it later (the group commit). On failure the temp file is
     removed and `path` is as it was.
     """
-    make_private_dirs(path.parent)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    temp = _temp_beside(path)
     try:
-        fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
+        _write_new(temp, data, synced=False)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -186,15 +197,9 @@ def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
 
     On any failure (a full disk, say) the temp file is removed and `path` is as it was.
     """
-    make_private_dirs(path.parent)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    temp = _temp_beside(path)
     try:
-        fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_new(temp, data, synced=True)
         if exclusive:
             os.link(temp, path)
         else:
