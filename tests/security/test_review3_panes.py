@@ -6,29 +6,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agentswf.harnesses import pane_keep
-from agentswf.harnesses.pane_keep import KeptPane, keep, kept_directory, kept_socket
+from agentswf.harnesses.pane_keep import KeptPane, keep, kept_socket
+
+from .test_pane_attacks import kept_root  # noqa: F401  (the kept-panes root of the test's own)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
-
-
-@pytest.fixture
-def kept_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="awfkept", dir="/tmp"))  # short: a socket's path is at most 107 bytes
-    monkeypatch.setattr(pane_keep, "KEPT_ROOT", str(root))
-    kept_directory().mkdir(mode=0o700)
-    yield root
-    for path in root.rglob("*"):
-        if path.is_socket() and not path.is_symlink():
-            subprocess.run(["tmux", "-S", str(path), "kill-server"], capture_output=True, timeout=10, check=False)
-    shutil.rmtree(root)
 
 
 def _sessions(socket: Path) -> list[str]:
@@ -37,7 +24,7 @@ def _sessions(socket: Path) -> list[str]:
     return listed.stdout.split()
 
 
-async def test_a_kept_pane_is_not_started_in_a_tmux_server_an_agent_linked_at_its_socket(kept_root: Path) -> None:
+async def test_a_kept_pane_is_not_started_in_a_tmux_server_an_agent_linked_at_its_socket(kept_root: Path) -> None:  # noqa: F811
     person = kept_root / "person.sock"  # the person's own tmux server
     subprocess.run(["tmux", "-S", str(person), "-f", "/dev/null", "new-session", "-d", "-s", "mine", "--", "sleep", "60"],
                    check=True, timeout=10, stdin=subprocess.DEVNULL)  # fmt: skip

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from agentswf.temporal.keys import RunKey, load_key, seal
 
 from .test_examples import _replay
 from .test_turns import _lingering
-from .test_workers import FLOW, SLOW_FIRST, Workers
+from .test_workers import Workers, host_killed_mid_turn
 
 AGENT = """#!/bin/sh
 prompt=$(cat)
@@ -155,25 +154,7 @@ def keeper(temporal_address: str, tmp_path: Path) -> Iterator[Workers]:
 
 
 async def test_a_stopped_run_whose_host_is_gone_gets_its_record_from_temporal(keeper: Workers, tmp_path: Path) -> None:
-    mark = tmp_path / "first-started"
-    agent = tmp_path / "agent.py"
-    agent.write_text(SLOW_FIRST.format(mark=str(mark), go_on=str(tmp_path / "never")))
-    flow = tmp_path / "outlives.py"
-    flow.write_text(FLOW.format(agent=str(agent)))
-    keeper.start("keeper", "--workflow", str(flow))  # runs turns, and this workflow's own code
-    runs = tmp_path / "runs"
-    host = subprocess.Popen(
-        [sys.executable, "-m", "agentswf", "run", str(flow), "--engine", "temporal", "--address", keeper.address,
-         "--task-queue", keeper.queue, "--no-turns-here", "--run-root", str(runs)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        with anyio.fail_after(60):
-            while not mark.exists():
-                await anyio.sleep(0.05)
-    finally:
-        os.killpg(host.pid, signal.SIGKILL)  # the run's host, mid-turn: nothing of it writes the record
-        host.wait()
+    agent, runs = await host_killed_mid_turn(keeper, tmp_path, go_on=tmp_path / "never")
     [record] = runs.glob("outlives/*/temporal.json")
     run_id = record.parent.name
     with anyio.fail_after(90):  # the sticky queue's timeout (10 s), then the keeper takes the update

@@ -219,8 +219,10 @@ subprocess.run([os.environ["WFA"], "result", os.environ["WFA_CALL_ID"], said], c
 """
 
 
-async def test_a_run_goes_on_after_the_process_that_started_it_is_killed(workers: Workers, tmp_path: Path) -> None:
-    mark, go_on = tmp_path / "first-started", tmp_path / "go-on"
+async def host_killed_mid_turn(workers: Workers, tmp_path: Path, go_on: Path) -> tuple[Path, Path]:
+    """`awf run` of FLOW on Temporal, a keeper worker running its turns and its workflow's code, the
+    run's host killed -9 mid-turn (the first turn waits for `go_on`): (the agent's script, the run root)."""
+    mark = tmp_path / "first-started"
     agent = tmp_path / "agent.py"
     agent.write_text(SLOW_FIRST.format(mark=str(mark), go_on=str(go_on)))
     flow = tmp_path / "outlives.py"
@@ -236,12 +238,15 @@ async def test_a_run_goes_on_after_the_process_that_started_it_is_killed(workers
         with anyio.fail_after(60):
             while not mark.exists():
                 await anyio.sleep(0.05)
+    finally:
         os.killpg(host.pid, signal.SIGKILL)  # the run's host, mid-turn: its workflow worker goes with it
         host.wait()
-    finally:
-        if host.poll() is None:
-            os.killpg(host.pid, signal.SIGKILL)
-            host.wait()
+    return agent, runs
+
+
+async def test_a_run_goes_on_after_the_process_that_started_it_is_killed(workers: Workers, tmp_path: Path) -> None:
+    go_on = tmp_path / "go-on"
+    _, runs = await host_killed_mid_turn(workers, tmp_path, go_on)
     go_on.touch()
     [record] = runs.glob("outlives/*/temporal.json")
     workflow_id = json.loads(record.read_text())["workflow_id"]
