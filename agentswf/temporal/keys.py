@@ -37,6 +37,7 @@ KEY_FILE_VARIABLE = "AGENTSWF_TEMPORAL_KEY_FILE"
 KEY_VARIABLES = (KEY_VARIABLE, KEY_FILE_VARIABLE)  # never in an agent's environment
 MIN_KEY_CHARS = 32  # a key shorter than this is refused: a guessable one protects nothing
 NEW_KEY_BYTES = 32
+MAX_KEY_FILE_BYTES = 4096  # read of a key file: a key is a line
 KEY_ID_CHARS = 12  # a key's id, said in errors: a mismatch is named without showing either key
 _PR_SET_DUMPABLE = 4
 
@@ -94,11 +95,23 @@ def load_key(env: Mapping[str, str] | None = None, *, create: bool = False) -> R
 
 
 def _read(path: Path) -> RunKey:
-    info = path.stat()
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise RunKeyError(f"the run key {path} can be read by others (mode {stat.filemode(info.st_mode)}): chmod 600 it")
+    """The key in `path`: a regular file of its owner's only, read once through one descriptor (a
+    FIFO or a device put in its place is refused, not waited on)."""
     try:
-        return RunKey(path.read_text())
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise RunKeyError(f"the run key {path} can't be read: {error.strerror}") from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunKeyError(f"the run key {path} is not a regular file")
+        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise RunKeyError(f"the run key {path} can be read by others (mode {stat.filemode(info.st_mode)}): chmod 600 it")
+        data = os.read(descriptor, MAX_KEY_FILE_BYTES)
+    finally:
+        os.close(descriptor)
+    try:
+        return RunKey(data.decode(errors="replace"))
     except RunKeyError as error:
         raise RunKeyError(f"{path}: {error}") from None
 

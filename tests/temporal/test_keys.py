@@ -85,6 +85,18 @@ def test_the_key_comes_from_its_variable_its_file_or_the_default_file_made_once(
     assert stat.S_IMODE(default.stat().st_mode) == 0o600
 
 
+def test_a_fifo_or_a_directory_in_a_key_files_place_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """An agent of the same user can put a FIFO where the key is read: a person's command says so
+    at once rather than hang on it."""
+    fifo = tmp_path / "fifo.key"
+    os.mkfifo(fifo, 0o600)
+    with pytest.raises(RunKeyError, match="not a regular file"):
+        load_key({KEY_FILE_VARIABLE: str(fifo)})
+    (tmp_path / "dir.key").mkdir(mode=0o700)
+    with pytest.raises(RunKeyError, match="not a regular file"):
+        load_key({KEY_FILE_VARIABLE: str(tmp_path / "dir.key")})
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
 def test_a_process_that_holds_the_key_is_not_dumpable() -> None:
     probe = ("import ctypes; from agentswf.temporal.keys import no_dump; assert no_dump(); "
