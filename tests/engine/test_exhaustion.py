@@ -187,7 +187,7 @@ FD_LIMIT = 128  # the run's own, lowered: it starts with about 20 open
 
 CHILD = textwrap.dedent(
     """
-    import os, resource, sys, anyio
+    import os, resource, sys, anyio, structlog
     from pathlib import Path
     import agentswf
     from agentswf import tool, workflow
@@ -195,22 +195,35 @@ CHILD = textwrap.dedent(
     out = Path(sys.argv[1])
     resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[2]), resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
+    accept_failed = []
+
+    def mark(logger, method, event):
+        if event["event"].startswith("accept failed"):
+            accept_failed.append(event)
+        return event
+
+    structlog.configure(processors=[mark, *structlog.get_config()["processors"]])
+
     async def spike():
         # The run's own descriptors run out for a moment, as with hundreds of agents' pipes.
+        # b calls once it sees "hogging"; the hog lasts until b says it is calling, and a while more.
+        (out / "hogging").touch()
         held = []
         try:
             while True:
                 held.append(os.open(os.devnull, os.O_RDONLY))
         except OSError:
             pass
-        await anyio.sleep(1.0)
+        with anyio.move_on_after(30):
+            while not ((out / "calling").exists() and accept_failed):
+                await anyio.sleep(0.05)
         for fd in held:
             os.close(fd)
         return len(held)
 
     @workflow(name="emfile", description="A run out of file descriptors.")
     async def emfile(wf):
-        tools = {"spike": tool(spike, description="Hog every descriptor for a second."),
+        tools = {"spike": tool(spike, description="Hog every descriptor while b calls."),
                  "ping": tool(lambda: "pong", description="Answer pong.")}
         a = await wf.agents.open("a", runtime=sys.argv[3], tools=tools)
         b = await wf.agents.open("b", runtime=sys.argv[4], tools=tools)
@@ -237,7 +250,7 @@ def shell(tmp_path: Path, name: str, body: str) -> str:
 
 async def test_a_run_out_of_file_descriptors_survives_answers_and_completes(tmp_path, anyio_backend):
     """The run's process has FD_LIMIT descriptors; stalled connections hold all they may
-    and a tool call hogs the rest for a second: accept fails with EMFILE meanwhile. The run
+    and a tool call hogs the rest while the other agent calls: accept fails with EMFILE meanwhile. The run
     keeps serving: the call made during the spike is answered (once accept works again, or
     refused internal-error where the run can't look up who is calling), the call made after
     it runs, and the run ends completed."""
@@ -248,7 +261,7 @@ async def test_a_run_out_of_file_descriptors_survives_answers_and_completes(tmp_
         "held=[]\n"
         "for _ in range(300):\n"
         "    s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.send(b\"{\"); held.append(s)\n"
-        "open(sys.argv[2],\"w\").close(); time.sleep(10)' \"$S\" \"$OUT/stalling\" &"
+        "open(sys.argv[2],\"w\").close(); time.sleep(60)' \"$S\" \"$OUT/stalling\" &"
     )
     a = shell(
         tmp_path,
@@ -263,8 +276,8 @@ echo '"spiked"' | "$WFA" result "$WFA_CALL_ID" >/dev/null 2>&1""",
     b = shell(
         tmp_path,
         "b",
-        f"""{WAIT_FOR_STALLS}
-sleep 0.3
+        f"""for _ in $(seq 600); do [ -e "$OUT/hogging" ] && break; sleep 0.05; done
+touch "$OUT/calling"
 "$WFA" tool ping </dev/null >"$OUT/during.out" 2>&1; echo $? >"$OUT/during.rc"
 for _ in $(seq 200); do [ -e "$OUT/spiked" ] && break; sleep 0.05; done
 "$WFA" tool ping </dev/null >"$OUT/after.out" 2>&1; echo $? >"$OUT/after.rc"
