@@ -15,6 +15,7 @@ rollout (the file its `path` names), its last `compacted` record, where codex ca
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -160,7 +161,10 @@ class AppServer:
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request and read until its answer; AppServerError if it fails."""
         key, line = self.rpc.request(method, params)
-        await self.channel.send(line)
+        try:
+            await self.channel.send(line)
+        except HarnessError as closed:
+            raise await self._ended(f"its answer to {method}") from closed
         for _ in range(MAX_NOTICES_WAITED):
             message = await self._next(f"its answer to {method}")
             if isinstance(message, Answer) and message.id == key:
@@ -182,13 +186,18 @@ class AppServer:
         try:
             message = Rpc.read(await self.channel.receive())
         except HarnessError as closed:
-            tail = self.channel.stderr_lines(STDERR_LINES)
-            raise AppServerError(f"codex app-server ended before {awaited}{': ' + tail if tail else ''}") from closed
+            raise await self._ended(awaited) from closed
         if isinstance(message, Notice):
             self._note(message)
         elif isinstance(message, ServerRequest):
-            await self.channel.send(Rpc.refuse(message))
+            with contextlib.suppress(HarnessError):  # it exited: the next read says so
+                await self.channel.send(Rpc.refuse(message))
         return message
+
+    async def _ended(self, awaited: str) -> AppServerError:
+        """The server closed its end (it exited) before `awaited`: said with its last error lines."""
+        tail = await self.channel.stderr_lines(STDERR_LINES)
+        return AppServerError(f"codex app-server ended before {awaited}{': ' + tail if tail else ''}")
 
     def _note(self, notice: Notice) -> None:
         thread = thread_of(notice)

@@ -121,7 +121,7 @@ class PiHarness(CliHarness):
             except HarnessError as error:  # it closed its end: exited
                 closed = error
         if closed is not None:
-            tail = channel.stderr_lines(STDERR_LINES_IN_REASON)
+            tail = await channel.stderr_lines(STDERR_LINES_IN_REASON)
             reason = f"pi ended before it answered compact ({closed}){': ' + tail if tail else ''}"
             return OperationResult(AttemptEnding("failed", reason=reason), session=operation.session)
         if reader.summary is None:

@@ -71,6 +71,7 @@ class _Tail:
         self.data = bytearray()
         self.reader = reader
         self.partial = bytearray()
+        self.ended = anyio.Event()  # set by the reader that drains it, at the output's end
 
     def add(self, chunk: bytes) -> None:
         self.data += chunk
@@ -107,13 +108,13 @@ async def _feed(stream: ByteSendStream | None, data: bytes) -> None:
 
 
 async def _drain(stream: ByteReceiveStream | None, tail: _Tail) -> None:
-    if stream is None:
-        return
     try:
-        while True:
+        while stream is not None:
             tail.add(await stream.receive(_READ_BYTES))
     except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
         return
+    finally:
+        tail.ended.set()
 
 
 _lifeline: list[int] = []
@@ -284,7 +285,11 @@ class Channel:
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     pass
 
-    def stderr_lines(self, count: int) -> str:
+    async def stderr_lines(self, count: int) -> str:
+        """The last `count` lines of the CLI's standard error, once it has ended (waiting at most
+        DRAIN_GRACE_SECONDS): a CLI that exits at once is seen closed before its error is read."""
+        with anyio.move_on_after(DRAIN_GRACE_SECONDS):
+            await self._stderr.ended.wait()
         return "\n".join(self._stderr.text().strip().splitlines()[-count:])
 
 

@@ -206,17 +206,22 @@ CHILD = textwrap.dedent(
 
     async def spike():
         # The run's own descriptors run out for a moment, as with hundreds of agents' pipes.
-        # b calls once it sees "hogging"; the hog lasts until b says it is calling, and a while more.
+        # b calls once it sees "hogging"; the hog takes every descriptor freed meanwhile (a stalled
+        # connection timed out) until an accept has failed or b's call has ended otherwise.
         (out / "hogging").touch()
         held = []
-        try:
-            while True:
-                held.append(os.open(os.devnull, os.O_RDONLY))
-        except OSError:
-            pass
-        with anyio.move_on_after(30):
-            while not ((out / "calling").exists() and accept_failed):
-                await anyio.sleep(0.05)
+
+        def hog():
+            try:
+                while True:
+                    held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                pass
+
+        with anyio.move_on_after(20):
+            while not ((out / "calling").exists() and (accept_failed or (out / "during.rc").exists())):
+                hog()
+                await anyio.sleep(0.01)
         for fd in held:
             os.close(fd)
         return len(held)

@@ -7,14 +7,27 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentswf.harnesses import process
 from agentswf.harnesses.base import Operation
 from agentswf.harnesses.codex import CodexHarness, config_overrides
-from agentswf.harnesses.codex_app import Answer, Failure, Notice, Rpc, ServerRequest, read_tail, summary_in, usage_of
+from agentswf.harnesses.codex_app import (
+    Answer,
+    AppServer,
+    AppServerError,
+    Failure,
+    Notice,
+    Rpc,
+    ServerRequest,
+    read_tail,
+    summary_in,
+    usage_of,
+)
 
 from .kit import alive
 
@@ -100,6 +113,18 @@ async def test_a_fork_the_app_server_fails_fails_saying_why(tmp_path, body, said
     result = await stand_in(tmp_path, body).fork(operation(tmp_path, "fork"))
     assert result.ending.kind == "failed" and said in result.ending.reason and result.session is None
     assert [pid for pid in map(int, (tmp_path / "pids").read_text().split()) if alive(pid)] == []
+
+
+@pytest.mark.anyio
+async def test_a_server_that_closed_its_input_first_ends_saying_its_error_once_read_to_its_end(tmp_path):
+    """Its input closed before the first request is written, its error written, its exit a while
+    later: the request fails as a closed server's does, with the error read to its end first."""
+    body = f'exec 0<&-; echo "no app-server here" >&2; touch {tmp_path}/closed; sleep 0.3; echo "gone" >&2'
+    async with process.open_in_group(["sh", "-c", body], cwd=tmp_path, env=dict(os.environ)) as channel:
+        while not (tmp_path / "closed").exists():
+            await anyio.sleep(0.01)
+        with pytest.raises(AppServerError, match="ended before its answer to initialize: no app-server here\ngone"):
+            await AppServer(channel).start()
 
 
 @pytest.mark.anyio
