@@ -3,6 +3,7 @@ no launcher, no /tmp/awf-* directory."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import anyio
@@ -177,9 +178,13 @@ async def test_caller_cancelled(tmp_path, made):
         agent = await wf.agents.open("a", runtime=runtime)
         await agent.run("Count.")
 
-    with anyio.move_on_after(0.5) as scope:
-        await agentswf.run(fn, run_root=tmp_path / "runs", cwd=tmp_path)
-    assert scope.cancelled_caught
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(agentswf.run, fn, run_root=tmp_path / "runs", cwd=tmp_path))
+        with anyio.fail_after(20):
+            while not (tmp_path / "ready").exists():  # its processes all started
+                await anyio.sleep(0.02)
+        group.cancel_scope.cancel()
+    assert group.cancel_scope.cancelled_caught
     assert_nothing_left(tmp_path, made)
 
 
