@@ -104,6 +104,10 @@ def test_processes_forking_while_they_are_killed_are_all_killed(tmp_path):
 
 async def test_cancelling_stops_the_keeper_and_its_tree(tmp_path):
     pids = tmp_path / "pids"
-    with anyio.move_on_after(0.5):
-        await run(ESCAPING.format(pids=pids) + "sleep 1000", tmp_path)
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, ESCAPING.format(pids=pids) + "sleep 1000", tmp_path)
+        with anyio.fail_after(10):
+            while not pids.exists() or len(pids.read_text().split()) < 2:  # both escapes started
+                await anyio.sleep(0.01)
+        group.cancel_scope.cancel()
     assert [pid for pid in wait_for_lines(pids, 2) if alive(pid)] == []

@@ -216,15 +216,18 @@ async def test_a_bad_run_timeout_raises(tmp_path):
 
 
 async def test_cancelling_the_caller_records_cancelled(tmp_path):
-    results = []
+    started = anyio.Event()
 
     async def fn(wf):
+        started.set()
         await anyio.sleep(10)
 
     definition = workflow(name="t", description="d")(fn)
-    with anyio.move_on_after(0.2):
-        results.append(await agentswf.run(definition, run_root=tmp_path / "runs"))
-    assert results == []
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: agentswf.run(definition, run_root=tmp_path / "runs"))
+        with anyio.fail_after(10):
+            await started.wait()
+        group.cancel_scope.cancel()  # the caller's scope, cancelled mid-run
     [run_dir] = (tmp_path / "runs" / "t").iterdir()
     assert msgspec.json.decode((run_dir / "output.json").read_bytes())["outcome"] == "cancelled"
 
