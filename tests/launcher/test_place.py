@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from agentswf.launcher import place
@@ -26,15 +27,17 @@ def test_tmpdir_is_the_root_when_it_is_short_enough(tmp_path, monkeypatch):
     assert not run_dir.exists()
 
 
-def test_tmpdir_too_long_relative_or_missing_falls_back_to_tmp(tmp_path, monkeypatch):
-    long = tmp_path / ("d" * (place.MAX_SOCKET_PATH_BYTES - len(str(tmp_path)) - place.LONGEST_TAIL_BYTES))
-    long.mkdir()
-    for value in (str(long), "relative/dir", str(tmp_path / "missing"), ""):
-        monkeypatch.setenv("TMPDIR", value)
-        assert place.sockets_root() == "/tmp", value
-    monkeypatch.setenv("TMPDIR", str(long)[:-1])
-    (tmp_path / long.name[:-1]).mkdir()
-    assert place.sockets_root() == str(long)[:-1]  # one byte shorter fits
+def test_tmpdir_too_long_relative_or_missing_falls_back_to_tmp(monkeypatch):
+    with tempfile.TemporaryDirectory(prefix="p-", dir="/tmp") as short:  # pytest's tmp_path may leave no room
+        base = Path(short)
+        long = base / ("d" * (place.MAX_SOCKET_PATH_BYTES - len(str(base)) - place.LONGEST_TAIL_BYTES))
+        long.mkdir()
+        for value in (str(long), "relative/dir", str(base / "missing"), ""):
+            monkeypatch.setenv("TMPDIR", value)
+            assert place.sockets_root() == "/tmp", value
+        monkeypatch.setenv("TMPDIR", str(long)[:-1])
+        (base / long.name[:-1]).mkdir()
+        assert place.sockets_root() == str(long)[:-1]  # one byte shorter fits
 
 
 def test_a_dead_runs_directory_is_swept_and_a_live_or_ownerless_one_is_not(tmp_path):
