@@ -202,7 +202,7 @@ def command_status(options: argparse.Namespace) -> int:
     run_dir = live_run_dir(options)
     response = ask_live_run(options, Status(), run_dir)
     if not response.ok:
-        print(f"awf: {response.message}", file=sys.stderr)
+        print(shown(f"awf: {response.message}"), file=sys.stderr)
         return 1
     status = _status_value(run_dir, response.value or {})
     if options.json:
@@ -219,9 +219,9 @@ def command_stop(options: argparse.Namespace) -> int:
         return temporal.command_stop(options, on_temporal, run_dir)
     response = ask_live_run(options, Stop(options.reason or "", options.by), run_dir)
     if not response.ok:
-        print(f"awf: {response.message}", file=sys.stderr)
+        print(shown(f"awf: {response.message}"), file=sys.stderr)
         return 1
-    print(f"awf: {response.message}", file=sys.stderr)
+    print(shown(f"awf: {response.message}"), file=sys.stderr)
     deadline = time.monotonic() + STOP_WAIT_SECONDS
     while not (run_dir / "output.json").exists():
         if time.monotonic() > deadline:
@@ -271,7 +271,7 @@ def command_tail(options: argparse.Namespace) -> int:
     if is_live(run_dir):  # the operator socket says whether the asker may watch: no agent of the run may
         response = ask_live_run(options, Status(), run_dir)
         if not response.ok:
-            print(f"awf: {response.message}", file=sys.stderr)
+            print(shown(f"awf: {response.message}"), file=sys.stderr)
             return 1
     follower = Follower(run_dir)
     while True:

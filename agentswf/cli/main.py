@@ -435,14 +435,14 @@ def command_decide(options: argparse.Namespace) -> int:
         return temporal.command_decide(options, on_temporal)
     kind = Approve if options.command == "approve" else Reject
     response = ask_live_run(options, kind(options.call, options.reason or "", options.by))
-    print(f"awf: {response.message}", file=sys.stderr if not response.ok else sys.stdout)
+    print(shown(f"awf: {response.message}"), file=sys.stderr if not response.ok else sys.stdout)
     return 0 if response.ok else 1
 
 
 def _usage_if_not_a_participant(response: OperatorResponse) -> None:
     """A `--as KEY` naming no participant is a usage error (exit 2), not a refusal of the run."""
     if isinstance(response.value, dict) and response.value.get("code") == NOT_A_PARTICIPANT:
-        raise UsageFailure(response.message)
+        raise UsageFailure(shown(response.message))
 
 
 def command_inbox(options: argparse.Namespace) -> int:
@@ -455,7 +455,7 @@ def command_inbox(options: argparse.Namespace) -> int:
     response = temporal.ask_person(options, read) or ask_live_run(options, read)
     if not response.ok:
         _usage_if_not_a_participant(response)
-        print(f"awf: {response.message}", file=sys.stderr)
+        print(shown(f"awf: {response.message}"), file=sys.stderr)
         return 1
     for mail in response.value or []:
         sender = mail["sender"]
@@ -490,7 +490,7 @@ def command_post(options: argparse.Namespace) -> int:
     post = PostAs(options.key, options.peer, text, options.command == "reply")
     response = temporal.ask_person(options, post) or ask_live_run(options, post)
     _usage_if_not_a_participant(response)
-    print(f"awf: {response.message}", file=sys.stdout if response.ok else sys.stderr)
+    print(shown(f"awf: {response.message}"), file=sys.stdout if response.ok else sys.stderr)
     return 0 if response.ok else 1
 
 
@@ -511,7 +511,7 @@ def command_pending(options: argparse.Namespace) -> int:
     for request in response.value or []:
         why = f"  ({request['reason']})" if request.get("reason") else ""
         print(shown(f"{request['call_id']}  {request['agent']} → {request['tool']}  {json_text(request['input'])}{why}"))
-    print(f"awf: {response.message}", file=sys.stderr)
+    print(shown(f"awf: {response.message}"), file=sys.stderr)
     return 0
 
 

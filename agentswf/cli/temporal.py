@@ -236,8 +236,10 @@ def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
 
     options.talked_to_temporal = True
     pending = asyncio.run(_ask(run, PENDING_QUERY, None, update=False))
-    for request in pending:
-        print(f"{request['call_id']}  {request['agent']} → {request['tool']}  {msgspec.json.encode(request['input']).decode()}")
+    for request in pending:  # an agent's input (and names in it) shown, not obeyed: as the local `awf pending`
+        why = f"  ({request['reason']})" if request.get("reason") else ""
+        line = f"{request['call_id']}  {request['agent']} → {request['tool']}  {msgspec.json.encode(request['input']).decode()}"
+        print(shown(line + why))
     print(f"awf: {len(pending)} call(s) waiting for approval", file=sys.stderr)
     return 0
 
