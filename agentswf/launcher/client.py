@@ -479,7 +479,12 @@ def _write(fd, text):
     data = text.encode("utf-8", "replace")
     try:
         while data:
-            data = data[posix.write(fd, data) :]
+            try:
+                data = data[posix.write(fd, data) :]
+            except BlockingIOError:  # a non-blocking descriptor, full for now: wait for room, not give up
+                import select  # only on this path: the client's start stays short
+
+                select.select([], [fd], [])
     except OSError:  # a closed pipe: the reader left
         pass
 

@@ -1,10 +1,10 @@
-"""Review 4: wfa drops the rest of its answer when its standard output is non-blocking.
+"""Review 4: wfa wrote only part of its answer when its standard output was non-blocking.
 
 wfa prints the run's answer with `posix.write` and ends by `posix._exit` (client.launch). A
 blocking descriptor takes it all; a non-blocking one (an agent's CLI may hand its commands a
 pipe or socket it made non-blocking) raises EAGAIN once the pipe is full, and `client._write`
-takes that for a reader gone: the rest of a tool's output is dropped, and wfa still exits with
-the answer's status (0), so the agent reads a cut answer as a whole one.
+took that for a reader gone: the rest of a tool's output was dropped, and wfa still exited with
+the answer's status (0), so the agent read a cut answer as a whole one. It waits for room now.
 """
 
 from __future__ import annotations
@@ -13,18 +13,11 @@ import os
 import threading
 import time
 
-import pytest
-
 from agentswf.launcher import client
 
 ANSWER_CHARS = 300_000  # a tool's output several times a pipe's buffer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="client._write gives up at EAGAIN on a non-blocking stdout, as at a closed pipe (review 4; "
-    "fix in launcher/client.py: wait for room)",
-)
 def test_wfa_writes_its_whole_answer_to_a_non_blocking_stdout() -> None:
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
