@@ -85,7 +85,10 @@ class OpenAgent(msgspec.Struct, frozen=True):
 
 
 class CloseAgent(msgspec.Struct, frozen=True):
-    key: str
+    """Stop these agents, one after another; answered once all of them have stopped (one
+    message and one task for a run's thousand agents at its end, not one each)."""
+
+    keys: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,14 @@ class RunActor(Actor):
         self.attempts = LiveAttempts()
         self.agents: dict[str, ActorRef] = {}
         self.calls: dict[str, str] = {}
+        self._env: tuple[Mapping[str, str], Mapping[str, str]] | None = None  # the last env given, and it marked
+
+    def _marked(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """`env` with the run's mark, on every agent process; the run's agents mostly share one env,
+        so one copy serves them (an AgentSetup's env is only read)."""
+        if self._env is None or self._env[0] is not env:
+            self._env = (env, {**env, MARK_VARIABLE: self.sockets.name})
+        return self._env[1]
 
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
@@ -122,7 +133,7 @@ class RunActor(Actor):
             key=msg.key,
             harness=msg.harness,
             cwd=msg.cwd,
-            env={**msg.env, MARK_VARIABLE: self.sockets.name},  # the run's mark, on every agent process
+            env=self._marked(msg.env),
             sockets=self.sockets,
             run=self.ref,
             recorder=self.recorder,
@@ -142,17 +153,18 @@ class RunActor(Actor):
 
     @handler
     def close_agent(self, msg: CloseAgent) -> None:
-        """Stop the agent beside the handlers, so it can still ask the run while it stops."""
+        """Stop the agents beside the handlers, so they can still ask the run while they stop."""
         reply = self.defer()
-        ref = self.agents.pop(msg.key, None)
+        refs = [ref for ref in (self.agents.pop(key, None) for key in msg.keys) if ref is not None]
         self._size_budget()
-        if ref is None:
+        if not refs:
             reply.set(None)
             return
 
         async def stop() -> None:
             try:
-                await ref.stop()
+                for ref in refs:
+                    await ref.stop()
             finally:
                 reply.set(None)
 
