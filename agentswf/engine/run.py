@@ -14,13 +14,16 @@ RUN_GC_YOUNG_THRESHOLD allocations instead of Python's 700 (`gc_paced_for_runs`)
 many agents keeps hundreds of thousands of live objects (actors, mailboxes, tasks, cancel
 scopes, turn states), and at 1,000 agents × 10 calls the default pace spent about a fifth
 of the run's CPU in collections (eight full ones of ~150 ms each, a thousand young ones)
-that found little: what a call leaves is freed by reference counting. A full collection
-(every object of the process, ~0.1–0.2 s at 1,000 agents open) waits for
-RUN_GC_OLDEST_THRESHOLD middle ones instead of Python's 10: at 10 the count the imports left
-brought one into almost every 1,000-agent run on trio (0.1–0.23 ms of its ~1.9 ms an agent),
-and at 100 one comes every ~20 M allocations at most, so its cost over the agents opened
-meanwhile stays small at 10,000 agents too. Garbage in cycles is still collected, only
-later; the thresholds are put back as the last run of the process ends.
+that found little: what a call leaves is freed by reference counting. At 100,000 rather than
+10,000 the young and middle collections of 1,000 agents' turns took 0.14 ms an agent, not 0.2:
+what a turn holds for a while is more often gone before a collection looks at it (a young
+collection then takes ~40 ms). A full collection (every object of the process, ~0.1–0.2 s at
+1,000 agents open) waits for RUN_GC_OLDEST_THRESHOLD middle ones instead of Python's 10: at 10
+the count the imports left brought one into almost every 1,000-agent run on trio (0.1–0.23 ms
+of its ~1.9 ms an agent); at 20, with a middle one every 2 M allocations, one comes every
+20–40 M allocations (tens of thousands of agents' turns), so its cost over the agents opened
+meanwhile stays small. Garbage in cycles is still collected, only later; the thresholds are
+put back as the last run of the process ends.
 """
 
 from __future__ import annotations
@@ -63,11 +66,11 @@ CONNECTIONS_PER_AGENT = 4
 """Each open agent's share of the run's connection budget (never below MAX_OPEN_CONNECTIONS):
 a fixed budget for the whole run refuses well-behaved agents once enough of them call at once.
 Never more than the share of file descriptors `connection_limit` allows."""
-RUN_GC_YOUNG_THRESHOLD = 10_000
+RUN_GC_YOUNG_THRESHOLD = 100_000
 """Allocations (less deallocations) between two collections of the youngest generation while a run lives."""
 RUN_GC_OLDER_THRESHOLD = 20
 """Young collections between two of the middle generation, while a run lives (Python's: 10)."""
-RUN_GC_OLDEST_THRESHOLD = 100
+RUN_GC_OLDEST_THRESHOLD = 20
 """Middle collections between two full ones, while a run lives (Python's: 10); Python's own
 rule (a full one only once the objects promoted since the last one are a quarter of those it
 kept) holds as well."""

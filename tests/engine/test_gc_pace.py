@@ -53,7 +53,7 @@ def test_the_thresholds_come_back_when_the_last_of_overlapping_runs_ends(own_thr
 
 
 def test_a_process_already_paced_higher_keeps_its_own(own_thresholds) -> None:
-    gc.set_threshold(50_000, 50, 500)
+    gc.set_threshold(200_000, 50, 500)
     with gc_paced_for_runs():
-        assert gc.get_threshold() == (50_000, 50, 500)
-    assert gc.get_threshold() == (50_000, 50, 500)
+        assert gc.get_threshold() == (200_000, 50, 500)
+    assert gc.get_threshold() == (200_000, 50, 500)
