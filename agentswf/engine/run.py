@@ -53,6 +53,7 @@ from .admission import operator_admit
 from .agent import AgentActor
 from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
+from .attempt import RUN_TIMERS, RunTimers
 from .broker import Replay, ToolBroker, ToolCalls
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
@@ -101,8 +102,11 @@ class OpenedAgent:
 
 
 class RunActor(Actor):
-    def __init__(self, supervisor: Supervisor, recorder: ActorRef, services: RunServices, sockets: Path) -> None:
+    def __init__(
+        self, supervisor: Supervisor, recorder: ActorRef, services: RunServices, sockets: Path, timers: RunTimers
+    ) -> None:
         super().__init__()
+        self.timers = timers  # every turn's timers of the run, on a task of this actor's
         self.supervisor = supervisor
         self.recorder = recorder
         self.broker = services.broker
@@ -129,6 +133,7 @@ class RunActor(Actor):
         admit = operator_admit(self.attempts, self.recorder, self.sockets.name)
         control = RunControl(lambda: tuple(self.agents), lambda: Counter(self.attempts.roots.values()), self.stop_run)
         self.start_soon(serve_operator, listener, self.desk, self.board, admit, control)
+        self.start_soon(self.timers.run, self.start_soon)
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -251,6 +256,8 @@ async def run_actors(
     With `tracer`, every mailbox event of these actors goes to it (`--trace`). `ledger` is the
     one the Recorder keeps (a continued run's goes on from its earlier attempts')."""
     sockets = make_run_dir()
+    timers = RunTimers()
+    started_with = RUN_TIMERS.set(timers)  # what the actors started here run inherits: their turns' timers
     try:
         with gc_paced_for_runs():
             async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
@@ -264,11 +271,14 @@ async def run_actors(
                 factory, args = board or (Switchboard, (supervisor, appends.ask))
                 switchboard = supervisor.spawn(factory, *args, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
                 services = RunServices(calls, desk, switchboard, deadline, stop)
-                run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
+                run = supervisor.spawn(
+                    RunActor, supervisor, recorder, services, sockets, timers, name="run", capacity=RUN_MAILBOX_CAPACITY
+                )
                 yield RunActors(
                     run, recorder, desk, broker, switchboard, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger
                 )
     finally:
+        RUN_TIMERS.reset(started_with)
         remove_run_dir(sockets)
         with anyio.CancelScope(shield=True):
             await keep_kept(sockets)  # its agents' kept panes, now nothing of the run is there to reach
