@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 
@@ -112,21 +113,86 @@ class AgentSocket:
             self.accepting = None
 
 
+Tell = Callable[[], Awaitable[None]]
+
+
+class RunTimers:
+    """Every turn's timers of a run, on one task (the RunActor's: `run`), so an agent's turn
+    starts no task of its own for them: a timer is a heap entry, and the task sleeps until the
+    first one is due. The tells due at once go off in one task for each agent that armed them,
+    in the order it armed them: one agent's full mailbox holds up no other agent's timer.
+
+    A turn that stops drops its timers by its generation (`TurnTasks.stop`); what it dropped
+    leaves the heap once due, or when the dropped entries outnumber the live ones.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, TurnTasks, int, Tell]] = []  # (due, order, owner, its generation, tell)
+        self._armed = 0  # timers armed so far: same-time ones go off in the order armed
+        self._dropped = 0  # entries of stopped turns still in the heap (about)
+        self._sleep: anyio.CancelScope | None = None  # the task's sleep, its deadline the first due
+
+    def add(self, due: float, owner: TurnTasks, generation: int, tell: Tell) -> None:
+        heapq.heappush(self._heap, (due, self._armed, owner, generation, tell))
+        self._armed += 1
+        if self._sleep is not None and due < self._sleep.deadline:
+            self._sleep.deadline = due
+
+    def dropped(self, count: int) -> None:
+        """A turn stopped with `count` timers still armed: the heap is rebuilt once most of it is dropped."""
+        self._dropped += count
+        if self._dropped > len(self._heap) // 2:
+            self._heap = [entry for entry in self._heap if entry[3] == entry[2].generation]
+            heapq.heapify(self._heap)
+            self._dropped = 0
+
+    async def run(self, start_soon: Callable[..., None]) -> None:
+        """Go off as timers come due, for as long as the run lives; each agent's due tells in a task of `start_soon`'s."""
+        while True:
+            heap = self._heap
+            self._sleep = sleep = anyio.CancelScope(deadline=heap[0][0] if heap else math.inf)
+            with sleep:
+                await anyio.sleep_forever()
+            now, due = anyio.current_time(), dict[TurnTasks, list[Tell]]()
+            heap = self._heap  # rebuilt meanwhile, maybe
+            while heap and heap[0][0] <= now:
+                _, _, owner, generation, tell = heapq.heappop(heap)
+                if generation == owner.generation:
+                    due.setdefault(owner, []).append(tell)
+                else:
+                    self._dropped = max(0, self._dropped - 1)
+            for tells in due.values():
+                start_soon(_tell_each, tells)
+
+
+async def _tell_each(tells: list[Tell]) -> None:
+    for tell in tells:
+        await tell()
+
+
+RUN_TIMERS: ContextVar[RunTimers | None] = ContextVar("agentswf_run_timers", default=None)
+"""The run's timers, set by `run_actors` for the actors it starts (their tasks inherit it)."""
+
+
 class TurnTasks:
     """The tasks of the turn in progress (its attempt or operation) and its timers, beside the
     actor's handlers: all stopped at once when the turn stops.
 
-    The timers share one task of the agent's, started at its first timer and sleeping until the
-    next one is due: a timer is a heap entry, not a task with a cancel scope of its own to start
-    and to cancel (two a turn: the deadline, the release grace; with no tool call, about 8 % of
-    an agent's instructions). A timer's `tell` already under way when the turn stops still arrives, late:
-    the turn takes a late timer for nothing (`turn._current`).
+    The timers are the run's (`RunTimers`, where `run_actors` started the actor), or else share
+    one task of the agent's, started at its first timer and sleeping until the next one is due:
+    a timer is a heap entry, not a task with a cancel scope of its own to start and to cancel
+    (two a turn: the deadline, the release grace; with no tool call, about 8 % of an agent's
+    instructions, and the agent's own task still 3 %). A timer's `tell` already under way when
+    the turn stops still arrives, late: the turn takes a late timer for nothing (`turn._current`).
     """
 
     def __init__(self, start_soon: Callable[..., None]) -> None:
         self.start_soon = start_soon
         self.scopes: list[anyio.CancelScope] = []
-        self._timers: list[tuple[float, int, Callable[[], Awaitable[None]]]] = []  # a heap: (due, order, tell)
+        self.generation = 0  # the turn's, in the run's timers: a stopped turn's never go off
+        self._run_timers = RUN_TIMERS.get()
+        self._in_run = 0  # timers armed in the run's since the turn began
+        self._timers: list[tuple[float, int, Tell]] = []  # without the run's, a heap: (due, order, tell)
         self._armed = 0  # timers armed so far: same-time ones go off in the order armed
         self._sleep: anyio.CancelScope | None = None  # the timers' task's sleep, its deadline the first due
 
@@ -140,8 +206,12 @@ class TurnTasks:
 
         self.start_soon(in_scope)
 
-    def at(self, due: float, tell: Callable[[], Awaitable[None]]) -> None:
+    def at(self, due: float, tell: Tell) -> None:
         """`tell` at `due` on the loop's clock, unless the turn stops first."""
+        if self._run_timers is not None:
+            self._run_timers.add(due, self, self.generation, tell)
+            self._in_run += 1
+            return
         heapq.heappush(self._timers, (due, self._armed, tell))
         self._armed += 1
         if self._sleep is None:
@@ -164,6 +234,10 @@ class TurnTasks:
         scopes, self.scopes = self.scopes, []
         for scope in scopes:
             scope.cancel()
+        self.generation += 1
+        if self._run_timers is not None and self._in_run:
+            self._run_timers.dropped(self._in_run)
+            self._in_run = 0
         self._timers.clear()
         if self._sleep is not None:
             self._sleep.deadline = math.inf

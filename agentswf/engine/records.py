@@ -117,6 +117,16 @@ def make_private_dirs(path: Path, *, exist_ok: bool = True) -> None:
 
     Directories that already exist (a run root the user chose, say) are left as they are.
     """
+    if exist_ok:  # most often only `path` is new (a call's directory) or nothing is: one mkdir, no lookups
+        try:
+            os.mkdir(path, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            return
+        except FileNotFoundError:
+            pass  # a parent is missing too: made below
+        else:
+            os.chmod(path, PRIVATE_DIR_MODE)  # the umask may have taken bits the mode asked for
+            return
     missing: list[Path] = []
     here = path
     while not here.exists():

@@ -14,8 +14,16 @@ RUN_GC_YOUNG_THRESHOLD allocations instead of Python's 700 (`gc_paced_for_runs`)
 many agents keeps hundreds of thousands of live objects (actors, mailboxes, tasks, cancel
 scopes, turn states), and at 1,000 agents × 10 calls the default pace spent about a fifth
 of the run's CPU in collections (eight full ones of ~150 ms each, a thousand young ones)
-that found little: what a call leaves is freed by reference counting. Garbage in cycles is
-still collected, only later; the threshold is put back as the last run of the process ends.
+that found little: what a call leaves is freed by reference counting. At 100,000 rather than
+10,000 the young and middle collections of 1,000 agents' turns took 0.14 ms an agent, not 0.2:
+what a turn holds for a while is more often gone before a collection looks at it (a young
+collection then takes ~40 ms). A full collection (every object of the process, ~0.1–0.2 s at
+1,000 agents open) waits for RUN_GC_OLDEST_THRESHOLD middle ones instead of Python's 10: at 10
+the count the imports left brought one into almost every 1,000-agent run on trio (0.1–0.23 ms
+of its ~1.9 ms an agent); at 20, with a middle one every 2 M allocations, one comes every
+20–40 M allocations (tens of thousands of agents' turns), so its cost over the agents opened
+meanwhile stays small. Garbage in cycles is still collected, only later; the thresholds are
+put back as the last run of the process ends.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from .admission import operator_admit
 from .agent import AgentActor
 from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
 from .approvals import ApprovalDesk
+from .attempt import RUN_TIMERS, RunTimers
 from .broker import Replay, ToolBroker, ToolCalls
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
@@ -58,10 +67,14 @@ CONNECTIONS_PER_AGENT = 4
 """Each open agent's share of the run's connection budget (never below MAX_OPEN_CONNECTIONS):
 a fixed budget for the whole run refuses well-behaved agents once enough of them call at once.
 Never more than the share of file descriptors `connection_limit` allows."""
-RUN_GC_YOUNG_THRESHOLD = 10_000
+RUN_GC_YOUNG_THRESHOLD = 100_000
 """Allocations (less deallocations) between two collections of the youngest generation while a run lives."""
 RUN_GC_OLDER_THRESHOLD = 20
-"""Collections of a generation between two of the next one up, while a run lives (Python's: 10)."""
+"""Young collections between two of the middle generation, while a run lives (Python's: 10)."""
+RUN_GC_OLDEST_THRESHOLD = 20
+"""Middle collections between two full ones, while a run lives (Python's: 10); Python's own
+rule (a full one only once the objects promoted since the last one are a quarter of those it
+kept) holds as well."""
 _paced: list[tuple[int, int, int]] = []  # one entry a live run: the thresholds the first of them found
 
 
@@ -76,7 +89,10 @@ class OpenAgent(msgspec.Struct, frozen=True):
 
 
 class CloseAgent(msgspec.Struct, frozen=True):
-    key: str
+    """Stop these agents, one after another; answered once all of them have stopped (one
+    message and one task for a run's thousand agents at its end, not one each)."""
+
+    keys: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +102,11 @@ class OpenedAgent:
 
 
 class RunActor(Actor):
-    def __init__(self, supervisor: Supervisor, recorder: ActorRef, services: RunServices, sockets: Path) -> None:
+    def __init__(
+        self, supervisor: Supervisor, recorder: ActorRef, services: RunServices, sockets: Path, timers: RunTimers
+    ) -> None:
         super().__init__()
+        self.timers = timers  # every turn's timers of the run, on a task of this actor's
         self.supervisor = supervisor
         self.recorder = recorder
         self.broker = services.broker
@@ -100,12 +119,21 @@ class RunActor(Actor):
         self.attempts = LiveAttempts()
         self.agents: dict[str, ActorRef] = {}
         self.calls: dict[str, str] = {}
+        self._env: tuple[Mapping[str, str], Mapping[str, str]] | None = None  # the last env given, and it marked
+
+    def _marked(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """`env` with the run's mark, on every agent process; the run's agents mostly share one env,
+        so one copy serves them (an AgentSetup's env is only read)."""
+        if self._env is None or self._env[0] is not env:
+            self._env = (env, {**env, MARK_VARIABLE: self.sockets.name})
+        return self._env[1]
 
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
         admit = operator_admit(self.attempts, self.recorder, self.sockets.name)
         control = RunControl(lambda: tuple(self.agents), lambda: Counter(self.attempts.roots.values()), self.stop_run)
         self.start_soon(serve_operator, listener, self.desk, self.board, admit, control)
+        self.start_soon(self.timers.run, self.start_soon)
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -113,7 +141,7 @@ class RunActor(Actor):
             key=msg.key,
             harness=msg.harness,
             cwd=msg.cwd,
-            env={**msg.env, MARK_VARIABLE: self.sockets.name},  # the run's mark, on every agent process
+            env=self._marked(msg.env),
             sockets=self.sockets,
             run=self.ref,
             recorder=self.recorder,
@@ -133,17 +161,18 @@ class RunActor(Actor):
 
     @handler
     def close_agent(self, msg: CloseAgent) -> None:
-        """Stop the agent beside the handlers, so it can still ask the run while it stops."""
+        """Stop the agents beside the handlers, so they can still ask the run while they stop."""
         reply = self.defer()
-        ref = self.agents.pop(msg.key, None)
+        refs = [ref for ref in (self.agents.pop(key, None) for key in msg.keys) if ref is not None]
         self._size_budget()
-        if ref is None:
+        if not refs:
             reply.set(None)
             return
 
         async def stop() -> None:
             try:
-                await ref.stop()
+                for ref in refs:
+                    await ref.stop()
             finally:
                 reply.set(None)
 
@@ -196,7 +225,9 @@ def gc_paced_for_runs() -> Iterator[None]:
     process's own thresholds back once no run is left."""
     _paced.append(_paced[0] if _paced else gc.get_threshold())
     young, older, oldest = _paced[0]
-    gc.set_threshold(max(young, RUN_GC_YOUNG_THRESHOLD), max(older, RUN_GC_OLDER_THRESHOLD), oldest)
+    gc.set_threshold(
+        max(young, RUN_GC_YOUNG_THRESHOLD), max(older, RUN_GC_OLDER_THRESHOLD), max(oldest, RUN_GC_OLDEST_THRESHOLD)
+    )
     try:
         yield
     finally:
@@ -225,6 +256,8 @@ async def run_actors(
     With `tracer`, every mailbox event of these actors goes to it (`--trace`). `ledger` is the
     one the Recorder keeps (a continued run's goes on from its earlier attempts')."""
     sockets = make_run_dir()
+    timers = RunTimers()
+    started_with = RUN_TIMERS.set(timers)  # what the actors started here run inherits: their turns' timers
     try:
         with gc_paced_for_runs():
             async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
@@ -238,11 +271,14 @@ async def run_actors(
                 factory, args = board or (Switchboard, (supervisor, appends.ask))
                 switchboard = supervisor.spawn(factory, *args, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
                 services = RunServices(calls, desk, switchboard, deadline, stop)
-                run = supervisor.spawn(RunActor, supervisor, recorder, services, sockets, name="run", capacity=RUN_MAILBOX_CAPACITY)
+                run = supervisor.spawn(
+                    RunActor, supervisor, recorder, services, sockets, timers, name="run", capacity=RUN_MAILBOX_CAPACITY
+                )
                 yield RunActors(
                     run, recorder, desk, broker, switchboard, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger
                 )
     finally:
+        RUN_TIMERS.reset(started_with)
         remove_run_dir(sockets)
         with anyio.CancelScope(shield=True):
             await keep_kept(sockets)  # its agents' kept panes, now nothing of the run is there to reach

@@ -6,8 +6,7 @@ import functools
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -135,6 +134,27 @@ def _not_from_own_handler(key: str, what: str) -> None:
         )
 
 
+class _InOrder:
+    """`Agent._in_order`'s block: it waits for the one asked before (no schedule point when that
+    one is queued already), and says its own is queued as it ends."""
+
+    __slots__ = ("before", "mine")
+
+    def __init__(self, before: anyio.Event, mine: anyio.Event) -> None:
+        self.before, self.mine = before, mine
+
+    async def __aenter__(self) -> None:
+        if not self.before.is_set():
+            try:
+                await self.before.wait()
+            except BaseException:
+                self.mine.set()
+                raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.mine.set()  # the caller sends at once, before anything else runs
+
+
 class Agent:
     """One agent of the run, from `wf.agents.open`. Its turns run one at a time, in the order given.
 
@@ -230,7 +250,7 @@ class Agent:
         """
         self._check_usable("run")
         taught = check_turn(self.key, prompt, schema, timeout, deadline)
-        identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
+        identity = None if id is None else (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
         if id is not None and id in self._by_id:
             earlier, given = self._by_id[id]
             if earlier != identity:
@@ -324,17 +344,11 @@ class Agent:
             limit = min(limit, now + (unix - time.time()))
         return limit
 
-    @asynccontextmanager
-    async def _in_order(self) -> AsyncIterator[None]:
+    def _in_order(self) -> _InOrder:
         """Turns and operations reach the agent's queue in the order they were asked for, though
         a turn asks for its peers first: each waits until the one asked before it is queued."""
-        before, mine = self._last_queued, anyio.Event()
-        self._last_queued = mine
-        try:
-            await before.wait()
-            yield
-        finally:
-            mine.set()  # the caller sends at once, before anything else runs
+        before, self._last_queued = self._last_queued, anyio.Event()
+        return _InOrder(before, self._last_queued)
 
     def _check_usable(self, what: str) -> None:
         _not_from_own_handler(self.key, what)
@@ -480,7 +494,9 @@ class Agents:
         self._board = board
         self.keys: set[str] = set()  # agents' and participants' keys: one namespace
         self._cwd = cwd
-        self._env = dict(env)
+        # The run's GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE… would point the agent's git at another
+        # repository than its cwd's (a worktree's): not inherited; a runtime's own env may still set them.
+        self._env = {name: value for name, value in env.items() if name not in LOCAL_GIT_VARIABLES}
         self._resolve = resolve
         self._open: dict[str, Agent] = {}
         self._closed: set[str] = set()
@@ -557,10 +573,7 @@ class Agents:
         self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],
         session: str | None = None, forked_from: str | None = None,
     ) -> Agent:
-        # The run's GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE… would point the agent's git at another
-        # repository than its cwd's (a worktree's): not inherited; a runtime's own env may still set them.
-        inherited = {name: value for name, value in self._env.items() if name not in LOCAL_GIT_VARIABLES}
-        env = {**inherited, **spec.runtime.env}
+        env = {**self._env, **spec.runtime.env} if spec.runtime.env else self._env  # read-only from here on
         directory = Path(spec.cwd)
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, tools, session, forked_from))
         agent = Agent(key, spec, opened, self, tools, harness)
@@ -642,22 +655,26 @@ class Agents:
             await agent._ref.ask(StopAgent(secrets.token_hex(4), reason or ""))
         except ActorStopped:
             pass  # it was going down already
-        await self._run.ask(CloseAgent(key))
+        await self._run.ask(CloseAgent((key,)))
         return True
 
     async def close(self, key: str) -> bool:
         """Close the agent under `key`; False if none is open."""
-        agent = self._open.pop(key, None)
-        if agent is None:
+        if key not in self._open:
             return False
-        self._closed.add(key)
-        agent.closed = True
-        await self._run.ask(CloseAgent(key))
+        await self._close((key,))
         return True
 
     async def close_all(self) -> None:
-        for key in list(self._open):
-            await self.close(key)
+        """Close every open agent, in the order they were opened: one ask of the run for all of them."""
+        if self._open:
+            await self._close(tuple(self._open))
+
+    async def _close(self, keys: tuple[str, ...]) -> None:
+        for key in keys:
+            self._open.pop(key).closed = True
+            self._closed.add(key)
+        await self._run.ask(CloseAgent(keys))
 
     def __contains__(self, key: str) -> bool:
         return key in self._open

@@ -1,5 +1,6 @@
-"""A turn's timers share one task of the agent's: each goes off at its time, in order, an earlier
-one armed later wakes the task sooner, and stopping the turn drops what hasn't gone off."""
+"""A turn's timers share one task, the run's (or, outside a run, the agent's own): each goes off
+at its time, in order, an earlier one armed later wakes the task sooner, and stopping the turn
+drops what hasn't gone off."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentswf.engine.attempt import TurnTasks
+from agentswf.engine.attempt import RUN_TIMERS, RunTimers, TurnTasks
 
 pytestmark = pytest.mark.anyio
 
@@ -60,3 +61,54 @@ async def test_a_stopped_turn_drops_its_timers_and_the_next_turn_has_its_own() -
         await anyio.sleep(4 * SOON_S + 0.1)
         group.cancel_scope.cancel()
     assert fired == ["second turn's"]
+
+
+async def test_the_run_s_timers_serve_every_agent_s_turns_on_one_task() -> None:
+    """Under `run_actors` a turn's timers are the run's: arming one starts no task of the agent's,
+    each agent's go off in the order it armed them, and a stopped turn's never go off."""
+    fired: list[str] = []
+    timers = RunTimers()
+    token = RUN_TIMERS.set(timers)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(timers.run, group.start_soon)
+            agent_started: list[Any] = []
+            first, second = TurnTasks(agent_started.append), TurnTasks(agent_started.append)
+
+            def tell(name: str) -> Any:
+                async def told() -> None:
+                    fired.append(name)
+                return told
+
+            now = anyio.current_time()
+            first.at(now + LATER_S, tell("first, later"))
+            first.at(now + SOON_S, tell("first, soon"))
+            first.at(now + SOON_S, tell("first, soon, armed second"))
+            second.at(now + SOON_S, tell("second's stopped turn"))
+            second.stop()
+            second.at(now + 2 * SOON_S, tell("second's next turn"))
+            await anyio.sleep(LATER_S + 0.2)
+            group.cancel_scope.cancel()
+    finally:
+        RUN_TIMERS.reset(token)
+    assert agent_started == []  # no task of either agent's
+    assert [name for name in fired if name.startswith("first")] == ["first, soon", "first, soon, armed second", "first, later"]
+    assert "second's stopped turn" not in fired and "second's next turn" in fired
+
+
+async def test_the_run_s_timers_let_go_of_stopped_turns() -> None:
+    timers = RunTimers()
+    token = RUN_TIMERS.set(timers)
+    try:
+        turns = TurnTasks(lambda *args: None)
+        later = anyio.current_time() + 3600
+        for _ in range(100):  # a hundred turns, each stopped with its deadline an hour off
+            turns.at(later, _never)
+            turns.stop()
+    finally:
+        RUN_TIMERS.reset(token)
+    assert len(timers._heap) < 60  # not all hundred kept until they would have gone off
+
+
+async def _never() -> None:
+    raise AssertionError("a stopped turn's timer went off")
