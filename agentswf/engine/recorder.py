@@ -325,6 +325,7 @@ class Recorder(Actor):
         self._unsynced: set[str] = set()  # files (and directories) written since the last group commit
         self._commit = GroupCommit(GROUP_COMMIT_SECONDS)
         self._commit_wanted = anyio.Event()
+        self._syncing: anyio.Event | None = None  # set once the group commit under way is done
         self._whole_writes = 0  # fsynced whole-file writes (result.json) under way
         self._whole_queue: list[tuple[Path, bytes, bool, Reply]] = []  # queued for `_write_wholes`
         self._whole_writers = 0  # tasks of `_write_wholes` running (one thread each at most)
@@ -544,11 +545,20 @@ class Recorder(Actor):
             await self._sync()
 
     async def _sync(self) -> None:
+        """fsync what is written, after the commit under way (if any): once it returns, every
+        failure of what was written before it is counted (`RecordGaps`, output.json after it)."""
+        while self._syncing is not None:
+            await self._syncing.wait()
         self._commit.syncing()
         paths, self._unsynced = self._unsynced, set()
         if paths:
-            for path, error in await anyio.to_thread.run_sync(sync_paths, paths, limiter=self._threads):
-                self._failed(path, error)
+            self._syncing = synced = anyio.Event()
+            try:
+                for path, error in await anyio.to_thread.run_sync(sync_paths, paths, limiter=self._threads):
+                    self._failed(path, error)
+            finally:
+                self._syncing = None
+                synced.set()
 
     async def _settle(self) -> None:
         """Everything asked so far on disk and fsynced: the batch, the whole files, the appends."""

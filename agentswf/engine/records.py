@@ -145,8 +145,12 @@ def make_private_dirs(path: Path, *, exist_ok: bool = True) -> None:
 
 
 def _open_private(path: Path, flags: int) -> int:
-    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    """`path` opened (made 0600 if new) without waiting on it: a FIFO, a device or a link an agent
+    put in its place is refused (OSError), never written to (a full pipe would block the loop's thread)."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file: something else was put in its place", str(path))
         os.fchmod(fd, PRIVATE_FILE_MODE)  # exact, whatever the umask (or an older file) had
     except BaseException:
         os.close(fd)
@@ -216,7 +220,7 @@ def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
             os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
-    directory = os.open(path.parent, os.O_RDONLY)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(directory)
     finally:
@@ -294,8 +298,10 @@ def sync_paths(paths: Iterable[str]) -> list[tuple[Path, OSError]]:
     failed: list[tuple[Path, OSError]] = []
     for path in paths:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO put in its place: no wait
             try:
+                if not stat.S_ISREG(mode := os.fstat(fd).st_mode) and not stat.S_ISDIR(mode):
+                    raise OSError(errno.EINVAL, "not a regular file or a directory: something else was put in its place", path)
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from agentswf.engine.records import append_line, read_json, read_lines, write_whole
+from agentswf.engine.records import LineLog, append_line, read_json, read_lines, write_whole
 
 from ..harnesses.kit import N, run_wf, shell_agent
 
@@ -96,3 +98,16 @@ def test_write_whole_replaces_and_exclusive_refuses_a_second(tmp_path):
         write_whole(path, b"3", exclusive=True)
     assert path.read_bytes() == b"2"
     assert sorted(p.name for p in path.parent.iterdir()) == ["result.json"]  # no temp file left
+
+
+def test_a_link_or_a_fifo_in_a_logs_place_is_refused_not_followed_or_waited_on(tmp_path):
+    """What an agent puts where the Recorder appends (it can write the record): a link to a
+    file of the person's is not written through, and a FIFO is refused at once."""
+    theirs = tmp_path / "bashrc"
+    theirs.write_text("# the person's\n")
+    (tmp_path / "linked.jsonl").symlink_to(theirs)
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    for name in ("linked.jsonl", "fifo.jsonl"):
+        with pytest.raises(OSError):
+            LineLog(tmp_path / name).write(b'{"a":1}\n')
+    assert theirs.read_text() == "# the person's\n"

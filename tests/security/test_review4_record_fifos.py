@@ -1,13 +1,14 @@
-"""Review 4: a FIFO an agent puts where the Recorder writes freezes the run (it never ends).
+"""Review 4: a FIFO an agent puts where the Recorder writes froze the run (it never ended).
 
 An agent runs as the run's user and can write the run's record (docs/guide/security.md), so
 what it puts there may be anything: the readers of the record already refuse a FIFO
-(`records.regular_bytes`), but the Recorder's writers open what they find by path and wait on it:
+(`records.regular_bytes`), but the Recorder's writers opened what they found by path and waited on
+it (now they open without waiting and refuse what isn't a regular file or directory):
 
-- a call's `candidates.jsonl` is opened (`LineLog._open`) with O_RDWR, which succeeds on a
+- a call's `candidates.jsonl` was opened (`LineLog._open`) with O_RDWR, which succeeds on a
   FIFO, then written with a blocking write(2) on the event loop's own thread: once the pipe is
   full (its holder filled it), every actor of the run stops, its timers and sockets too;
-- the group commit (`records.sync_paths`) opens each file written since the last commit with
+- the group commit (`records.sync_paths`) opened each file written since the last commit with
   O_RDONLY, which on a FIFO waits for a writer that never comes: a `call.json` swapped for a
   FIFO leaves that worker thread blocked and the run can't end.
 
@@ -126,11 +127,6 @@ def _run(tmp_path: Path, backend: str, body: str, commit_seconds: float) -> str:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shell agents under a keeper are Linux's")
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="LineLog._open opens a FIFO at candidates.jsonl (O_RDWR) and writes it blocking on the loop's "
-    "thread: the run freezes (review 4; fix: O_NONBLOCK and a regular-file check in records.py)",
-)
 def test_a_fifo_at_a_calls_candidates_doesnt_freeze_the_run(tmp_path, backend):
     ended = _run(tmp_path, backend, CANDIDATES_FIFO, commit_seconds=1.0)
     assert ended.startswith("failed"), ended  # the record is incomplete, and the run says so
@@ -139,23 +135,12 @@ def test_a_fifo_at_a_calls_candidates_doesnt_freeze_the_run(tmp_path, backend):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shell agents under a keeper are Linux's")
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="sync_paths opens a call.json swapped for a FIFO with O_RDONLY and waits for a writer: the "
-    "group commit never returns, and the run never ends (review 4; fix: O_NONBLOCK and a type check in records.py)",
-)
 def test_a_fifo_in_place_of_call_json_doesnt_keep_the_run_from_ending(tmp_path, backend):
     _run(tmp_path, backend, CALL_JSON_FIFO, commit_seconds=30.0)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shell agents under a keeper are Linux's")
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="the turn's end starts a group commit, and RecordGaps' settle doesn't wait for the one under way: "
-    "what it fails to fsync is counted after the run is told its record is whole, so the run ends completed "
-    "(review 4; fix: Recorder._sync waits for the commit under way; needs the sync_paths fix too)",
-)
 def test_a_call_json_the_last_commit_cant_sync_fails_the_run(tmp_path, backend):
     ended = _run(tmp_path, backend, CALL_JSON_FIFO, commit_seconds=30.0)
     assert ended.startswith("failed"), ended  # the record is incomplete, and the run says so
