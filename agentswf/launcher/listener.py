@@ -55,6 +55,7 @@ import sniffio
 import structlog
 from anyio.abc import SocketListener, SocketStream
 
+from ..actors.wakeup import Wakeup
 from ..wire import (
     ANSWER_DELIVERY_TIMEOUT_SECONDS,
     COMMANDS,
@@ -69,7 +70,6 @@ from ..wire import (
     refused,
 )
 from ..wire.framing import COMMAND_HINT_BYTES
-from ..actors.wakeup import Wakeup
 from .peer import peer_pid
 
 Handler = Callable[[Request], Awaitable[Response]]
