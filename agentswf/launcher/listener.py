@@ -55,7 +55,7 @@ import sniffio
 import structlog
 from anyio.abc import SocketListener, SocketStream
 
-from ..actors.wakeup import Wakeup
+from ..actors.wakeup import Wakeup, checkpoint
 from ..wire import (
     ANSWER_DELIVERY_TIMEOUT_SECONDS,
     COMMANDS,
@@ -244,7 +244,7 @@ async def receive(budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[byt
     try:
         whole = _read_ready(buffer, limit, budget, slot)
         if not whole:
-            await anyio.lowlevel.checkpoint()
+            await checkpoint()
             whole = _read_ready(buffer, limit, budget, slot)
         if whole:
             timed_out = False
@@ -489,14 +489,22 @@ def acceptor(sock: socket.socket) -> _Acceptor | None:
 
 async def _next_connection(listener: socket.socket, waiting: _Acceptor | None) -> socket.socket:
     """One connection, waited for only when none is queued (as the client's connect has
-    woken the run, one usually is); OSError as `accept` raises it."""
+    woken the run, one usually is); OSError as `accept` raises it. On trio the wait is trio's
+    own (`anyio.wait_readable` looks the backend up and wraps it, once a call): this task
+    alone waits on the listener, and closes it only once it is done waiting."""
     while True:
         try:
             return listener.accept()[0]
         except BlockingIOError:
             if waiting is not None:
                 return await waiting.accept()
-            await anyio.wait_readable(listener)
+            await _trio_wait_readable(listener)
+
+
+async def _trio_wait_readable(sock: socket.socket) -> None:
+    import trio.lowlevel  # imported by the trio run already: a lookup
+
+    await trio.lowlevel.wait_readable(sock)
 
 
 async def accept_raw(listener: socket.socket, budget: ConnectionBudget, waiting: _Acceptor | None = None) -> socket.socket:
