@@ -489,22 +489,14 @@ def acceptor(sock: socket.socket) -> _Acceptor | None:
 
 async def _next_connection(listener: socket.socket, waiting: _Acceptor | None) -> socket.socket:
     """One connection, waited for only when none is queued (as the client's connect has
-    woken the run, one usually is); OSError as `accept` raises it. On trio the wait is trio's
-    own (`anyio.wait_readable` looks the backend up and wraps it, once a call): this task
-    alone waits on the listener, and closes it only once it is done waiting."""
+    woken the run, one usually is); OSError as `accept` raises it."""
     while True:
         try:
             return listener.accept()[0]
         except BlockingIOError:
             if waiting is not None:
                 return await waiting.accept()
-            await _trio_wait_readable(listener)
-
-
-async def _trio_wait_readable(sock: socket.socket) -> None:
-    import trio.lowlevel  # imported by the trio run already: a lookup
-
-    await trio.lowlevel.wait_readable(sock)
+            await anyio.wait_readable(listener)
 
 
 async def accept_raw(listener: socket.socket, budget: ConnectionBudget, waiting: _Acceptor | None = None) -> socket.socket:

@@ -207,16 +207,23 @@ CHILD = textwrap.dedent(
     async def spike():
         # The run's own descriptors run out for a moment, as with hundreds of agents' pipes.
         # b calls once it sees "hogging"; the hog lasts until b says it is calling, and a while more.
+        # A descriptor given back meanwhile (the stalled connection this call's evicted, closed
+        # by its own task once this one waits) is taken again at once, so b's accept still fails.
         (out / "hogging").touch()
         held = []
-        try:
-            while True:
-                held.append(os.open(os.devnull, os.O_RDONLY))
-        except OSError:
-            pass
+
+        def hog():
+            try:
+                while True:
+                    held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                pass
+
+        hog()
         with anyio.move_on_after(30):
             while not ((out / "calling").exists() and accept_failed):
-                await anyio.sleep(0.05)
+                await anyio.sleep(0.002)
+                hog()
         for fd in held:
             os.close(fd)
         return len(held)
