@@ -283,7 +283,7 @@ echo '"spiked"' | "$WFA" result "$WFA_CALL_ID" >/dev/null 2>&1""",
     b = shell(
         tmp_path,
         "b",
-        f"""for _ in $(seq 600); do [ -e "$OUT/hogging" ] && break; sleep 0.05; done
+        """for _ in $(seq 600); do [ -e "$OUT/hogging" ] && break; sleep 0.05; done
 touch "$OUT/calling"
 "$WFA" tool ping </dev/null >"$OUT/during.out" 2>&1; echo $? >"$OUT/during.rc"
 for _ in $(seq 200); do [ -e "$OUT/spiked" ] && break; sleep 0.05; done
