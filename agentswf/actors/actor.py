@@ -84,6 +84,15 @@ class Actor:
         """
         return self._cell.defer()
 
+    def idle(self) -> bool:
+        """This instance waits for its next message, none queued, none being handled: what a
+        handler would do with the next message, done now by another task *without awaiting*,
+        is what the actor would have done (nothing is queued ahead of it, no handler is
+        mid-way, and it can't be interrupted). A way to skip a mailbox round trip where the
+        answer is decided at once; anything that awaits goes through the mailbox. Not traced
+        nor counted as a message."""
+        return self._cell.idle(self)
+
     def stop(self) -> None:
         """Stop this actor after the current message (a normal exit: ``Restart.PERMANENT`` restarts it)."""
         self._cell.request_exit()

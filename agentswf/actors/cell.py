@@ -75,6 +75,7 @@ class Cell:
         self._task_id: int | None = None
         self._exit = False  # leave the loop after the current message
         self._current: Envelope | None = None
+        self._instance: Actor | None = None  # the instance running now
         self._deferred: set[Reply] = set()
         self._tasks: anyio.abc.TaskGroup | None = None
         self.ref = ActorRef(self)
@@ -130,6 +131,7 @@ class Cell:
         actor = self._factory(*self._args)
         actor._cell = self
         error: BaseException | None = None
+        self._instance = actor
         try:
             async with anyio.create_task_group() as tasks:
                 self._tasks = tasks
@@ -140,6 +142,7 @@ class Cell:
             error = _only_error(exc)
         finally:
             self._tasks = None
+            self._instance = None
             self._settle(error)
             with anyio.move_on_after(self._stop_grace, shield=True):
                 await actor.on_stop()
@@ -215,6 +218,10 @@ class Cell:
             reply._owner = self._deferred
             self._deferred.add(reply)
         return reply
+
+    def idle(self, actor: Actor) -> bool:
+        """`actor` is the running instance, waiting for its next message with none queued."""
+        return self._instance is actor and not self._exit and self.mailbox.parked
 
     def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tasks is None:

@@ -115,6 +115,11 @@ class Mailbox:
         return self._closed
 
     @property
+    def parked(self) -> bool:
+        """Its actor waits in `get` for a message, with none queued (and none on its way to it)."""
+        return self._receiver is not None
+
+    @property
     def depth(self) -> int:
         """Messages queued now (`statistics().depth`, without the snapshot)."""
         return len(self._queue)

@@ -10,7 +10,8 @@ Cancellation is the backend's own: on asyncio a cancelled waiter's future is can
 later `set` passes it over); on trio the parked task is unparked and forgotten.
 
 `checkpoint` is `anyio.lowlevel.checkpoint` for the kernel's hot paths, at the same saving:
-the backend's own checkpoint, without looking the backend up each time.
+the backend's own checkpoint, without looking the backend up each time; `cancel_scope` is
+`anyio.CancelScope()` so (trio's own scope on trio, which anyio's wraps).
 """
 
 from __future__ import annotations
@@ -47,6 +48,27 @@ def checkpoint() -> Awaitable[None]:
         return _asyncio_checkpoint()
     trio = _trio if _trio is not None else _trio_lowlevel()
     return trio.checkpoint()  # type: ignore[no-any-return]
+
+
+_asyncio_scope: type | None = None  # anyio's cancel scope class on asyncio, found at the first scope made there
+_trio_scope: type | None = None  # trio.CancelScope, imported at the first scope made on trio
+
+
+def cancel_scope() -> Any:
+    """A new cancel scope without a deadline, as `anyio.CancelScope()` makes one (`cancel`,
+    `cancelled_caught`, `with`), without looking the backend up: trio's own on trio."""
+    global _asyncio_scope, _trio_scope
+    if asyncio._get_running_loop() is not None:
+        if _asyncio_scope is None:
+            import anyio
+
+            _asyncio_scope = type(anyio.CancelScope())
+        return _asyncio_scope()
+    if _trio_scope is None:
+        import trio
+
+        _trio_scope = trio.CancelScope
+    return _trio_scope()
 
 
 class Wakeup:

@@ -167,7 +167,7 @@ class AgentActor(Actor):
             table = await self.setup.board.ask(PeersOf(self.key))
             return peers_response(table, as_json=request.json, now_ms=int(now().wall * 1000))
         if isinstance(request, ToolRequest):
-            return await self._step(t.ToolAsked(request, self.standing.view, os.urandom(TOOL_CALL_ID_BYTES).hex(), now()))
+            return await self._step(self._tool_asked(request))
         if isinstance(request, SendRequest | ReplyRequest):
             return await self._step(t.PostAsked(request, now()))
         foreign = None if request.call_id in self.state.calls else await self._whose(request.call_id)
@@ -184,25 +184,53 @@ class AgentActor(Actor):
         runs here (`ToolCalls.call`: recorded before it returns), then the turn is told it ended:
         told, not asked, as the answer is the call's own (led as `turn` leads it), and queued at
         once where there is room (a tell yields first): the agent's next request, sent once this
-        is answered, is queued behind it."""
-        answer: Response | RunTool = await self.ref.ask(WfaCall(request))
+        is answered, is queued behind it.
+
+        Where the actor is idle (`Actor.idle`), a tool call's start and end are stepped here, at
+        once (`_step_now`), not through the mailbox: they decide without awaiting, so the actor
+        would have done the same next; a step that would await (a refusal is recorded first)
+        goes through the mailbox as any request does."""
+        stepped, answer = self._step_now(self._tool_asked(request)) if isinstance(request, ToolRequest) else (False, None)
+        if not stepped:
+            answer = await self.ref.ask(WfaCall(request))
         if not isinstance(answer, RunTool):
+            assert answer is not None, "every request is answered"
             return answer
         response = await self.setup.broker.call(answer)
         done = ToolDone(answer.call.id, response)
-        try:
-            self.ref.tell_nowait(done)
-        except MailboxFull:
-            await self.ref.tell(done)
+        if not self._step_now(t.ToolFinished(done.call_id, done.response, self.standing.view))[0]:
+            try:
+                self.ref.tell_nowait(done)
+            except MailboxFull:
+                await self.ref.tell(done)
         return t.tool_answer(response, self.standing.view)
+
+    def _tool_asked(self, request: ToolRequest) -> t.ToolAsked:
+        return t.ToolAsked(request, self.standing.view, os.urandom(TOOL_CALL_ID_BYTES).hex(), now())
+
+    def _step_now(self, event: t.Event) -> tuple[bool, Response | RunTool | None]:
+        """Step the turn in the calling task while the actor is idle and every effect is one done
+        without awaiting (`_NOW`): (True, the answer); (False, None), with nothing changed, where
+        the actor must step it (the step is pure: its result is dropped)."""
+        if not self.idle():
+            return False, None
+        state, effects = t.step(self.state, event)
+        if not all(type(effect) in _NOW for effect in effects):
+            return False, None
+        self.state = state
+        answer = None
+        for effect in effects:
+            done = self._do_now(effect)
+            answer = done if done is not None else answer
+        return True, answer
 
     # Effects ------------------------------------------------------------------------
 
     async def _do(self, effect: t.Effect) -> Response | RunTool | None:
+        if type(effect) in _NOW:
+            return self._do_now(effect)
         setup, recorder, ops = self.setup, self.setup.recorder, self.ops
         match effect:
-            case t.Respond(response):
-                return response
             case t.StartAttempt(call_id):
                 error = await ops.start_attempt(effect, self._handle)
                 if error is not None:
@@ -236,17 +264,8 @@ class AgentActor(Actor):
                 # Recorded before the refusal is answered; one that can't be is answered all the same
                 # (nothing ran), and the run ends failed for the gap.
                 await recorder.ask(ops.refused_tool(request, code, message, turn_call_id))
-            case t.StartTool(call_id, request, deadline, turn_call_id):
-                run = ops.run_tool(call_id, request, deadline, turn_call_id, self.ref)
-                self.tool_waiters, self.tool_call = [], run.call
-                return run  # the connection that asked runs it (`_handle`)
             case t.JoinTool():
                 self.tool_waiters.append(self.defer())
-            case t.AnswerTool(response):
-                waiters, self.tool_waiters, self.tool_call = self.tool_waiters, [], None
-                for waiter in waiters:
-                    waiter.set(response)
-                return response
             case t.StopTool(call_id):
                 if self.tool_call is not None and self.tool_call.id == call_id:
                     self.tool_call.cancel()  # its handler, if running, is stopped as when its time runs out
@@ -271,3 +290,23 @@ class AgentActor(Actor):
                 for waiter in self.settle_waiters.pop(call_id, []):
                     waiter.set(None)
         return None
+
+    def _do_now(self, effect: t.Effect) -> Response | RunTool | None:
+        """An effect of `_NOW`: done without awaiting, from the actor or from `_step_now`."""
+        match effect:
+            case t.Respond(response):
+                return response
+            case t.StartTool(call_id, request, deadline, turn_call_id):
+                run = self.ops.run_tool(call_id, request, deadline, turn_call_id, self.ref)
+                self.tool_waiters, self.tool_call = [], run.call
+                return run  # the connection that asked runs it (`_handle`)
+            case t.AnswerTool(response):
+                waiters, self.tool_waiters, self.tool_call = self.tool_waiters, [], None
+                for waiter in waiters:
+                    waiter.set(response)
+                return response
+        raise AssertionError(f"{type(effect).__name__} is not done at once")
+
+
+_NOW: frozenset[type] = frozenset({t.Respond, t.StartTool, t.AnswerTool})
+"""The effects `_do_now` does: none awaits, none answers later (`defer`)."""

@@ -47,6 +47,7 @@ import msgspec
 import structlog
 
 from ..actors import Actor, ActorRef
+from ..actors.wakeup import cancel_scope
 from ..errors import AskTimeout
 from ..progress import progress
 from ..wire import Response
@@ -171,7 +172,7 @@ class _Handling:
         self.attempts = 0
         self.ended = 0.0  # when its handler's last run ended, on the loop's clock
         self.in_thread = not msg.tool.is_async
-        self.scope: anyio.CancelScope  # each run of its handler's: no deadline, the broker's watchdog keeps the time
+        self.scope: Any  # each run of its handler's (`cancel_scope`): no deadline, the broker's watchdog keeps the time
         self.signalled = False  # its time is up or its turn ended: the grace runs
         self.turn_ended = False
         self.abandoned = False
@@ -399,7 +400,7 @@ class ToolCalls:
         grace; an async handler that outlasts that is answered by the watchdog (`_Concluded`)."""
         msg, value, in_thread = running.msg, running.value, running.in_thread
         call = msg.call
-        running.scope, running.signalled = anyio.CancelScope(), False  # each attempt afresh
+        running.scope, running.signalled = cancel_scope(), False  # each attempt afresh
         self.handling[call.id] = running
         call.on_cancel(partial(self._signal_call, call.id))  # its id, not itself: no cycle through the call
         if not math.isinf(msg.deadline):

@@ -55,6 +55,7 @@ import sniffio
 import structlog
 from anyio.abc import SocketListener, SocketStream
 
+from ..actors.wakeup import Wakeup, checkpoint
 from ..wire import (
     ANSWER_DELIVERY_TIMEOUT_SECONDS,
     COMMANDS,
@@ -243,7 +244,7 @@ async def receive(budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[byt
     try:
         whole = _read_ready(buffer, limit, budget, slot)
         if not whole:
-            await anyio.lowlevel.checkpoint()
+            await checkpoint()
             whole = _read_ready(buffer, limit, budget, slot)
         if whole:
             timed_out = False
@@ -513,6 +514,65 @@ async def accept_raw(listener: socket.socket, budget: ConnectionBudget, waiting:
 
 
 MAX_ACCEPTS_IN_A_ROW = 16  # connections accepted at most between two yields of the accepting task
+MAX_IDLE_ANSWERERS = 2  # answering tasks of one listener kept waiting for its next connection
+
+
+class _Answerers:
+    """The tasks answering one listener's connections, kept between connections: a task handed
+    the next connection costs one wakeup, where a new task costs its start (anyio's task
+    handle, cancel scope and event, and the backend's task) on every call of an agent that
+    calls in turn. A connection finding no task idle gets a new one; at most
+    MAX_IDLE_ANSWERERS wait for more, the rest end with their connection."""
+
+    def __init__(
+        self, group: anyio.abc.TaskGroup, handle: Handler, budget: ConnectionBudget, admit: Admit | None
+    ) -> None:
+        self._group, self._handle, self._budget, self._admit = group, handle, budget, admit
+        self._idle: list[_Idle] = []
+        self.closed = False
+
+    def hand(self, sock: socket.socket, accepted: int) -> None:
+        """Answer `sock` in an idle task, or else in a new one."""
+        if self._idle:
+            idle = self._idle.pop()
+            idle.conn = (sock, accepted)
+            idle.woken.set()
+        else:
+            self._group.start_soon(self._run, sock, accepted)
+
+    def close(self) -> None:
+        """No connection comes after these: the idle tasks end."""
+        self.closed = True
+        while self._idle:
+            self._idle.pop().woken.set()
+
+    async def _run(self, sock: socket.socket, accepted: int) -> None:
+        conn: tuple[socket.socket, int] | None = (sock, accepted)
+        while conn is not None:
+            await _answer(conn[0], conn[1], self._handle, self._budget, self._admit)
+            if self.closed or len(self._idle) >= MAX_IDLE_ANSWERERS:
+                return
+            idle = _Idle()
+            self._idle.append(idle)
+            try:
+                await idle.woken.wait()
+            except BaseException:
+                if idle in self._idle:
+                    self._idle.remove(idle)
+                elif idle.conn is not None:  # handed a connection as this task was cancelled
+                    idle.conn[0].close()
+                raise
+            conn = idle.conn
+
+
+class _Idle:
+    """An answering task waiting for a connection: `conn` is set as `woken` is (None: end)."""
+
+    __slots__ = ("woken", "conn")
+
+    def __init__(self) -> None:
+        self.woken = Wakeup()
+        self.conn: tuple[socket.socket, int] | None = None
 
 
 async def serve(
@@ -531,16 +591,18 @@ async def serve(
     in_a_row = 0
     waiting = acceptor(listener)
     async with anyio.create_task_group() as connections:
+        answerers = _Answerers(connections, handle, budget, admit)
         try:
             with accepting or anyio.CancelScope():
                 while True:
                     sock = await accept_raw(listener, budget, waiting)
-                    connections.start_soon(_answer, sock, budget.accepted(), handle, budget, admit)
+                    answerers.hand(sock, budget.accepted())
                     in_a_row += 1
                     if in_a_row >= MAX_ACCEPTS_IN_A_ROW:
                         in_a_row = 0
                         await anyio.lowlevel.checkpoint()
         finally:
+            answerers.close()
             if waiting is not None:
                 waiting.close()
             anyio.notify_closing(listener)

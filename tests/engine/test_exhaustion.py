@@ -207,7 +207,8 @@ CHILD = textwrap.dedent(
     async def spike():
         # The run's own descriptors run out for a moment, as with hundreds of agents' pipes.
         # b calls once it sees "hogging"; the hog takes every descriptor freed meanwhile (a stalled
-        # connection timed out) until an accept has failed or b's call has ended otherwise.
+        # connection timed out, or the one this call evicted, closed once it waits) until an accept
+        # has failed or b's call has ended otherwise.
         (out / "hogging").touch()
         held = []
 
@@ -221,7 +222,7 @@ CHILD = textwrap.dedent(
         with anyio.move_on_after(20):
             while not ((out / "calling").exists() and (accept_failed or (out / "during.rc").exists())):
                 hog()
-                await anyio.sleep(0.01)
+                await anyio.sleep(0.002)
         for fd in held:
             os.close(fd)
         return len(held)
