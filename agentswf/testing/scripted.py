@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import anyio
 import msgspec
+from anyio.abc import SocketAttribute
 
 from ..errors import TestScriptError
 from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
@@ -85,13 +86,18 @@ async def exchange(socket_path: str, request: bytes) -> dict[str, Any]:
         if sending.cancelled_caught:
             raise client.Unreached("the run did not take the request within REQUEST_LINE_TIMEOUT_SECONDS")
         buffer = b""
+        raw = stream.extra(SocketAttribute.raw_socket)
         while b"\n" not in buffer:
-            try:
-                buffer += await stream.receive(_RECEIVE_BYTES)
-            except anyio.EndOfStream:
-                raise client.Lost("the connection closed before the answer came") from None
-            except (OSError, anyio.BrokenResourceError) as error:
+            try:  # read on the raw socket: anyio's stream on asyncio sets a cancelled read's future
+                chunk = raw.recv(_RECEIVE_BYTES)  # when the answer comes as the turn ends (InvalidStateError)
+            except BlockingIOError:
+                await anyio.wait_readable(raw)
+                continue
+            except OSError as error:
                 raise client.Lost(f"the connection failed: {error}") from None
+            if not chunk:
+                raise client.Lost("the connection closed before the answer came")
+            buffer += chunk
             if len(buffer) > MAX_RESPONSE_BYTES:
                 raise client.Lost(f"the answer is over {MAX_RESPONSE_BYTES} bytes")
     try:
