@@ -19,7 +19,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "wire": frozenset({"errors"}),
     "actors": frozenset({"errors"}),
     "harnesses": frozenset({"errors", "wire"}),
-    "launcher": frozenset({"errors", "wire", "harnesses"}),
+    "launcher": frozenset({"errors", "wire", "harnesses", "actors"}),  # the listener wakes on the kernel's primitives
 }
 UPWARD = frozenset({"engine", "workflow", "cli", "testing"})
 
