@@ -63,7 +63,7 @@ class AgentActor(Actor):
         super().__init__()
         self.setup = setup
         self.key = setup.key
-        self.ops = AgentOps(setup, self.start_soon, lambda msg: self.ref.tell(msg))
+        self.ops = AgentOps(setup, self.start_soon, lambda msg: self.ref.tell(msg), lambda msg: self.ref.tell_nowait(msg))
         model, effort = setup.harness.settings()
         self.state = t.AgentState(
             self.key, str(self.ops.launcher), setup.harness.supports_waiting, setup.run_deadline,

@@ -18,6 +18,7 @@ import anyio
 import msgspec
 
 from ..actors import ActorRef
+from ..errors import MailboxFull
 from ..harnesses.base import Attempt, AttemptResult, Operation, OperationResult
 from ..launcher.place import agent_paths
 from ..wire import Code, Request, Response, ToolRequest
@@ -36,6 +37,7 @@ from .toolcall import ToolCall, tool_record
 __all__ = ["AgentOps", "AttemptReported", "OpReported", "Receipt", "TimerDue", "TurnStopped"]
 
 TellSelf = Callable[[msgspec.Struct], Awaitable[None]]
+TellNow = Callable[[msgspec.Struct], None]  # MailboxFull when there is no room
 StartSoon = Callable[..., None]
 
 
@@ -70,14 +72,14 @@ class Receipt(msgspec.Struct, frozen=True):
 class AgentOps:
     """One agent's processes, timers and socket, for the actor that owns it (never shared)."""
 
-    def __init__(self, setup: AgentSetup, start_soon: StartSoon, tell_self: TellSelf) -> None:
+    def __init__(self, setup: AgentSetup, start_soon: StartSoon, tell_self: TellSelf, tell_now: TellNow) -> None:
         self.setup = setup
         self.harness = setup.harness  # as the last `agent.set` left it
         self.tools = dict(setup.tools)
         socket_path, self.launcher = agent_paths(setup.sockets)  # written at its first turn
         self.socket = AgentSocket(socket_path, self.launcher)
         self.presence = Presence()  # the agent sets it, the switchboard reads it
-        self.start_soon, self.tell_self = start_soon, tell_self
+        self.start_soon, self.tell_self, self.tell_now = start_soon, tell_self, tell_now
         self.tasks = TurnTasks(start_soon)  # the turn's attempt or operation, and its timers
         self.done = anyio.Event()  # set once nothing of the last attempt or operation is left
         self.done.set()
@@ -104,6 +106,12 @@ class AgentOps:
         """Its attempt and timers are cancelled; `TurnStopped` once its CLI is gone."""
         self.tasks.stop()
         done = self.done
+        if done.is_set():  # the usual end: the attempt reported, then ended; no task to wait for it
+            try:
+                self.tell_now(TurnStopped(call_id))
+                return
+            except MailboxFull:
+                pass
 
         async def settle() -> None:
             await done.wait()
