@@ -77,9 +77,9 @@ async def handled(request: Request) -> Response:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the flood's rate is Linux's")
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # a race: most runs evict some of the calls, a few evict none
     reason="eviction goes by accept order alone: a large request still arriving is evicted by a sibling's "
-    "flood of empty connections to its own socket (review 4; fix in launcher/listener.py)",
+    "flood of empty connections to its own socket (review 4; open: ranking by arrival rate still lost 1 in 60)",
 )
 async def test_a_flood_on_a_siblings_own_socket_doesnt_evict_a_large_request(tmp_path: Path) -> None:
     budget = ConnectionBudget()
