@@ -160,7 +160,8 @@ def _one(backend: str, kind: str, agents: int, calls: int, concurrency: int) -> 
         env["TMPDIR"] = "/dev/shm"
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_SECONDS, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"{kind} {backend} {agents}x{calls} failed:\n{done.stderr[-3000:]}")
+        said = "\n".join(line for line in done.stdout.splitlines() if "[error" in line or "[warning" in line)
+        raise SystemExit(f"{kind} {backend} {agents}x{calls} failed:\n{said[-3000:]}\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
