@@ -9,7 +9,6 @@ by their owner-only modes and the unlisted run directory alone.
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 
@@ -20,12 +19,11 @@ from ..actors import ActorRef
 from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import LiveAttempts, agent_refusal, operator_refusal
 from ..launcher.listener import Admit
-from ..launcher.peer import MAX_STAT_BYTES, command_of, environment_value, parent_of, parents_readable
+from ..launcher.peer import command_of, environment_value, parent_of, parents_readable, started_at
 from .recorder import ConnectionRefused
 
 _log = structlog.get_logger("agentswf.admission")
 SPAWN_ADMIT_WAIT_SECONDS = 5.0  # at most, for a starting attempt's keeper pid before refusing
-STARTTIME_FIELD = 19  # of /proc/<pid>/stat's fields after the name: field 22, the start time
 _warned: list[bool] = []
 
 
@@ -40,26 +38,6 @@ def _checkable() -> bool:
 
 async def _record(recorder: ActorRef, socket: str, pid: int | None, reason: str) -> None:
     await recorder.tell(ConnectionRefused(time.time(), socket, pid, command_of(pid), reason))
-
-
-def started_at(pid: int) -> bytes | None:
-    """When `pid` started (its /proc stat's 22nd field, in clock ticks since boot); None once it is gone.
-
-    A pid given to another process comes with another start time: a check made again after a
-    wait is about the process that connected only while this reads the same."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            data = os.read(fd, MAX_STAT_BYTES)
-        finally:
-            os.close(fd)
-        return data.rsplit(b")", 1)[1].split()[STARTTIME_FIELD]
-    except OSError as error:
-        if error.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):  # "try again", not "not you" (peer.py)
-            raise
-        return None
-    except IndexError:
-        return None
 
 
 def gone_refusal(agent: str, pid: int) -> str:

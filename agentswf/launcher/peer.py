@@ -97,8 +97,9 @@ def parents_readable() -> bool:
 MAX_STAT_BYTES = 4096  # of /proc/<pid>/stat: one line of about 300 bytes (a name of at most 64)
 
 
-def parent_of(pid: int) -> int | None:
-    """The parent of `pid`, from /proc; None once it is gone (or unreadable).
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after its name (so the state is [0], the parent [1]); None
+    once it is gone (or unreadable).
 
     Read with one `os.read` rather than through `open()`'s buffered file: this runs for
     every ancestor of every request's peer, and the file object costs as much as the read."""
@@ -108,13 +109,32 @@ def parent_of(pid: int) -> int | None:
             data = os.read(fd, MAX_STAT_BYTES)
         finally:
             os.close(fd)
-        return int(data.rsplit(b")", 1)[1].split()[1])
     except OSError as error:
         if error.errno in _CANT_LOOK_NOW:
             raise
         return None
+    return data.rsplit(b")", 1)[1].split() if b")" in data else None
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent of `pid`, from /proc; None once it is gone (or unreadable)."""
+    fields = stat_fields(pid)
+    try:
+        return int(fields[1]) if fields is not None else None
     except (ValueError, IndexError):
         return None
+
+
+STARTTIME_FIELD = 19  # of `stat_fields`: /proc/<pid>/stat's field 22, the start time
+
+
+def started_at(pid: int) -> bytes | None:
+    """When `pid` started (in clock ticks since boot); None once it is gone.
+
+    A pid given to another process comes with another start time: a check made again after a
+    wait is about the process that connected only while this reads the same."""
+    fields = stat_fields(pid)
+    return fields[STARTTIME_FIELD] if fields is not None and len(fields) > STARTTIME_FIELD else None
 
 
 def command_of(pid: int | None) -> list[str]:
