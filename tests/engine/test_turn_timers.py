@@ -17,6 +17,15 @@ SOON_S = 0.02
 LATER_S = 0.3
 
 
+def telling(fired: list[str], name: str) -> Any:
+    """A timer's tell that notes `name` in `fired` when it goes off."""
+
+    async def told() -> None:
+        fired.append(name)
+
+    return told
+
+
 async def test_timers_go_off_in_order_on_one_task() -> None:
     fired: list[tuple[str, float]] = []
     started: list[Any] = []
@@ -49,15 +58,10 @@ async def test_a_stopped_turn_drops_its_timers_and_the_next_turn_has_its_own() -
     async with anyio.create_task_group() as group:
         tasks = TurnTasks(group.start_soon)
 
-        def tell(name: str) -> Any:
-            async def told() -> None:
-                fired.append(name)
-            return told
-
         now = anyio.current_time()
-        tasks.at(now + SOON_S, tell("first turn's"))
+        tasks.at(now + SOON_S, telling(fired, "first turn's"))
         tasks.stop()
-        tasks.at(anyio.current_time() + 2 * SOON_S, tell("second turn's"))
+        tasks.at(anyio.current_time() + 2 * SOON_S, telling(fired, "second turn's"))
         await anyio.sleep(4 * SOON_S + 0.1)
         group.cancel_scope.cancel()
     assert fired == ["second turn's"]
@@ -75,18 +79,13 @@ async def test_the_run_s_timers_serve_every_agent_s_turns_on_one_task() -> None:
             agent_started: list[Any] = []
             first, second = TurnTasks(agent_started.append), TurnTasks(agent_started.append)
 
-            def tell(name: str) -> Any:
-                async def told() -> None:
-                    fired.append(name)
-                return told
-
             now = anyio.current_time()
-            first.at(now + LATER_S, tell("first, later"))
-            first.at(now + SOON_S, tell("first, soon"))
-            first.at(now + SOON_S, tell("first, soon, armed second"))
-            second.at(now + SOON_S, tell("second's stopped turn"))
+            first.at(now + LATER_S, telling(fired, "first, later"))
+            first.at(now + SOON_S, telling(fired, "first, soon"))
+            first.at(now + SOON_S, telling(fired, "first, soon, armed second"))
+            second.at(now + SOON_S, telling(fired, "second's stopped turn"))
             second.stop()
-            second.at(now + 2 * SOON_S, tell("second's next turn"))
+            second.at(now + 2 * SOON_S, telling(fired, "second's next turn"))
             await anyio.sleep(LATER_S + 0.2)
             group.cancel_scope.cancel()
     finally:
