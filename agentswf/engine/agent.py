@@ -13,8 +13,6 @@ round trip.
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +40,7 @@ from .agent_ops import AgentOps, AttemptReported, OpReported, Receipt, TimerDue,
 from .agent_text import peers_response
 from .broker import RunTool, ToolDone
 from .clock import now
+from .ids import new_id
 from .outcomes import Cancelled, TimedOut
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
@@ -51,7 +50,6 @@ from .toolcall import ToolCall
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
 
-TOOL_CALL_ID_BYTES = 4  # random, as secrets.token_hex would give them, without its layers: one per request
 
 
 def _timeouts(tools: Mapping[str, Tool]) -> dict[str, float | None]:
@@ -206,7 +204,7 @@ class AgentActor(Actor):
         return t.tool_answer(response, self.standing.view)
 
     def _tool_asked(self, request: ToolRequest) -> t.ToolAsked:
-        return t.ToolAsked(request, self.standing.view, os.urandom(TOOL_CALL_ID_BYTES).hex(), now())
+        return t.ToolAsked(request, self.standing.view, new_id(), now())
 
     def _step_now(self, event: t.Event) -> tuple[bool, Response | RunTool | None]:
         """Step the turn in the calling task while the actor is idle and every effect is one done
@@ -274,7 +272,7 @@ class AgentActor(Actor):
                 return await self._step(t.MailTaken(tuple(mail), self.standing.view, now()))
             case t.OpenMessageTurn(mail, deadline):
                 prompt = await ops.message_prompt(mail)
-                return await self._step(t.MessageTurnReady(secrets.token_hex(4), prompt, deadline, now()))
+                return await self._step(t.MessageTurnReady(new_id(), prompt, deadline, now()))
             case t.SendPost(post, request):
                 answer = await setup.board.ask(post)
                 return await self._step(t.PostAnswered(request, post.until, answer, self.standing.view, now()))

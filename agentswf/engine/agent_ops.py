@@ -9,7 +9,6 @@ comes back to the actor as one of the messages below, stepped like any other.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -30,6 +29,7 @@ from .agent_text import needs_peers, prompt_text
 from .attempt import AgentSocket, TurnTasks, fire_at, run_attempt, run_operation
 from .broker import RunTool
 from .clock import now
+from .ids import new_id
 from .recorder import ToolCalled
 from .switchboard import Mail, PeersOf, Presence
 from .toolcall import ToolCall, tool_record
@@ -178,7 +178,7 @@ class AgentOps:
         tool, at = self.tools.get(request.name), now().wall
         given: Any = request.args or request.input
         return tool_record(
-            call_id=secrets.token_hex(4), turn_call_id=turn_call_id, agent=self.setup.key, tool=request.name,
+            call_id=new_id(), turn_call_id=turn_call_id, agent=self.setup.key, tool=request.name,
             input=given, redacted=tool.sensitive_fields if tool else frozenset(), read=False, outcome="refused",
             error=message, code=code, started_at=at, ended_at=at,
         )

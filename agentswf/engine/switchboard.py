@@ -8,7 +8,6 @@ form however agents message each other. Every decision is a pure rule of `mailru
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,6 +20,7 @@ import msgspec
 from ..actors import Actor, ActorRef, Reply, Supervisor, handler
 from . import mailrules
 from .clock import wall_ms
+from .ids import new_id
 from .mailrules import QuestionView, RouteView
 from .recorder import MessageRead, MessageSent
 from .route import CloseRoute, RouteActor, Spend
@@ -378,7 +378,7 @@ class Switchboard(Actor):
         assert route is not None and peer is not None
         # A reply was paid for by its question; asking back pays for the next question and its reply.
         cost = mailrules.message_cost(msg.question) if not msg.reply else (mailrules.message_cost(True) if msg.question else 0)
-        message_id = secrets.token_hex(4)
+        message_id = new_id()
         kind: MailKind = "question" if msg.question else ("reply" if msg.reply else "message")
         question_id = message_id if msg.question else (owed.id if owed is not None else "")
         mail = Mail(
@@ -491,7 +491,7 @@ class Switchboard(Actor):
         if asker is None:
             return
         notice = Mail(
-            id=secrets.token_hex(4),
+            id=new_id(),
             sender=question.askee,
             to=question.asker,
             text=f"There is no answer to your question: {why}.",

@@ -37,6 +37,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
+from ..engine.ids import ID_BYTES
 from ..engine.mailrules import MAX_ROUTE_MESSAGES, MESSAGE_TURN_SECONDS
 from ..engine.operator import (
     MAX_INBOX_WAIT_SECONDS,
@@ -492,7 +493,7 @@ def _workflow_time() -> float:
 
 def _workflow_id() -> str:
     """A message's id: from the workflow's seeded randomness, so the same on every replay."""
-    return workflow.uuid4().hex[:8]
+    return workflow.uuid4().hex[: 2 * ID_BYTES]
 
 
 class TemporalAgents:

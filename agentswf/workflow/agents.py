@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -17,6 +16,7 @@ import msgspec
 from ..actors import ActorRef
 from ..engine.accounting import Ledger
 from ..engine.agent_messages import CancelTurn, SetTools, StartOp, StartTurn, StopAgent
+from ..engine.ids import new_id
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
 from ..engine.switchboard import WORKFLOW_KEY, PeersOf
@@ -268,7 +268,7 @@ class Agent:
         turn_deadline = min(own_deadline, anyio.current_time() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
-        call_id = secrets.token_hex(4)
+        call_id = new_id()
         budgets, stage = self._agents.budgets, self._agents.budgets.stage
         refusal = budgets.refusal(self.key)
         if refusal is not None:  # past a budget: the turn doesn't start
@@ -398,7 +398,7 @@ class Agent:
             return given
         self._ops += 1
         op = StartOp(
-            call_id=secrets.token_hex(4), n=self._ops, kind="compaction", deadline=self._deadline(timeout, deadline),
+            call_id=new_id(), n=self._ops, kind="compaction", deadline=self._deadline(timeout, deadline),
             focus=focus, refusal=_capable(self.spec.runtime.harness, "compact"),
         )
         record = await self._operate(op)
@@ -425,7 +425,7 @@ class Agent:
             raise DefinitionError(f"agent {self.key}: {model!r} is not a model name")
         check_effort(self.key, harness, effort)
         self._ops += 1
-        op = StartOp(call_id=secrets.token_hex(4), n=self._ops, kind="set", deadline=math.inf, model=model, effort=effort)
+        op = StartOp(call_id=new_id(), n=self._ops, kind="set", deadline=math.inf, model=model, effort=effort)
         record = await self._operate(op)
         if record.answered:
             self.model, self.effort = record.model, record.effort
@@ -620,7 +620,7 @@ class Agents:
         self._forks[key] = asked  # taken now: a second fork of the key while this one copies is the same or refused
         try:
             parent._ops += 1
-            op = StartOp(call_id=secrets.token_hex(4), n=parent._ops, kind="fork", deadline=math.inf, fork=key)
+            op = StartOp(call_id=new_id(), n=parent._ops, kind="fork", deadline=math.inf, fork=key)
             record = await parent._operate(op)
             if not record.answered or record.session is None:
                 raise WorkflowError(f"agent {parent.key} could not be forked into {key}: {record.outcome.reason}")
@@ -652,7 +652,7 @@ class Agents:
         del self._open[key]
         agent.closed = True
         try:
-            await agent._ref.ask(StopAgent(secrets.token_hex(4), reason or ""))
+            await agent._ref.ask(StopAgent(new_id(), reason or ""))
         except ActorStopped:
             pass  # it was going down already
         await self._run.ask(CloseAgent((key,)))
