@@ -34,8 +34,11 @@ OWNER_NAME = "owner"
 RUN_DIR_PREFIX = "awf-"
 DEFAULT_SOCKETS_ROOT = "/tmp"
 MAX_SOCKET_PATH_BYTES = 103  # sun_path is 104 bytes on macOS (108 on Linux), its NUL included
-AGENT_DIR_TOKEN_BYTES = 4  # an agent directory's name: "a" and 8 hex digits
-LONGEST_TAIL_BYTES = len("/awf-XXXXXXXX/aXXXXXXXX/s.sock")  # what a run adds to its root
+AGENT_DIR_TOKEN_BYTES = 8
+"""Random bytes in an agent directory's name ("a" and twice as many hex digits): unguessable,
+and never two alike in a run (at 4, one run of 10,000 agents in about 90 had two, and the
+second agent's first turn failed)."""
+LONGEST_TAIL_BYTES = len(f"/awf-XXXXXXXX/a{'X' * 2 * AGENT_DIR_TOKEN_BYTES}/s.sock")  # what a run adds to its root
 
 
 def sockets_root() -> str:

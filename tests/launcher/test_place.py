@@ -11,7 +11,12 @@ from pathlib import Path
 from agentswf.launcher import place
 
 
-def test_tmpdir_is_the_root_when_it_is_short_enough(tmp_path, monkeypatch):
+def test_tmpdir_is_the_root_when_it_is_short_enough(monkeypatch):
+    with tempfile.TemporaryDirectory(prefix="p-", dir="/tmp") as short:  # pytest's tmp_path may leave no room
+        _a_run_dir_in(Path(short), monkeypatch)
+
+
+def _a_run_dir_in(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path) + "/")
     assert place.sockets_root() == str(tmp_path)
     run_dir = place.make_run_dir()
