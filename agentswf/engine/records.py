@@ -99,6 +99,26 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
+RUN_ID_DRAWS = 8
+"""Run ids drawn for a new run before giving up: runs of one workflow started in the same
+second share the stamp, and four hex digits alone clash often when many start at once."""
+
+
+def make_run_record_dir(workflow_dir: Path) -> tuple[str, Path]:
+    """A new run's id and its record directory in `workflow_dir` (made 0700): an id another
+    run already has is drawn again, so two runs never share a record."""
+    for _ in range(RUN_ID_DRAWS - 1):
+        run_id = new_run_id()
+        try:
+            make_private_dirs(workflow_dir / run_id, exist_ok=False)
+        except FileExistsError:
+            continue
+        return run_id, workflow_dir / run_id
+    run_id = new_run_id()
+    make_private_dirs(workflow_dir / run_id, exist_ok=False)
+    return run_id, workflow_dir / run_id
+
+
 def encode(value: Any) -> bytes:
     return _encoder.encode(value)
 

@@ -46,7 +46,7 @@ from ..engine.recorder import (
     ToolCalled,
     TurnEnded,
 )
-from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
+from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..engine.switchboard import Mail
 from ..errors import DefinitionError
@@ -121,9 +121,7 @@ class TemporalEngine:
         root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
         root = root if root.is_absolute() else directory / root
         seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
-        run_id = new_run_id()
-        record_dir = root / definition.name / run_id
-        make_private_dirs(record_dir, exist_ok=False)
+        run_id, record_dir = make_run_record_dir(root / definition.name)
         request = RunRequest(
             workflow=definition.name, run_id=run_id, args=args, cwd=str(directory), run_dir=str(record_dir), timeout=seconds,
             turn_queue=self.task_queue, budget=msgspec.to_builtins(budget) if budget is not None else None,

@@ -24,7 +24,7 @@ from ..engine.accounting import RunUsage
 from ..engine.actor_trace import RunTrace, write_trace
 from ..engine.broker import Replay
 from ..engine.recorder import RecordGaps, RunEnded, RunStarted
-from ..engine.records import DEFAULT_RUN_ROOT, make_private_dirs, new_run_id
+from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
@@ -235,12 +235,10 @@ async def run(
     if continued is not None:
         run_id, record_dir = continued.run_dir.name, continued.run_dir
     else:
-        run_id = new_run_id()
-        record_dir = root / definition.name / run_id
-        if lookahead:  # writes nothing under the run root: its record is a scratch one, removed after
-            record_dir = Path(tempfile.mkdtemp(prefix="awf-lookahead-")) / definition.name / run_id
+        # a lookahead writes nothing under the run root: its record is a scratch one, removed after
+        workflow_dir = (Path(tempfile.mkdtemp(prefix="awf-lookahead-")) if lookahead else root) / definition.name
         try:
-            make_private_dirs(record_dir, exist_ok=False)
+            run_id, record_dir = make_run_record_dir(workflow_dir)
         except OSError as error:
             raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
     durable = Durable.begin(

@@ -1,6 +1,7 @@
-"""Ids a run gives out are never the same twice: at 4 random bytes, one 10,000-agent run in
+"""Ids a run gives out are never the same twice. At 4 random bytes, one 10,000-agent run in
 about 90 gave two turns one id, and the second answer was refused `internal-error` (its
-`calls/<id>/result.json` was the first turn's)."""
+`calls/<id>/result.json` was the first turn's). A run's own id, drawn again when another run
+of its workflow has it, gives every run a record of its own."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import pytest
 
 from agentswf import tool, workflow
+from agentswf.engine import records
 from agentswf.engine.ids import ID_BYTES, new_id
 from agentswf.testing import answer, run_workflow
 
@@ -45,3 +47,26 @@ async def test_turns_and_tool_calls_get_whole_ids(tmp_path) -> None:
     assert sorted(p.name for p in (run.run_dir / "calls").iterdir()) == sorted(run.value)
     tool_ids = re.findall(r'"call_id":"([^"]*)"', (run.run_dir / "tools.jsonl").read_text())
     assert tool_ids and all(whole.fullmatch(i) for i in tool_ids), tool_ids
+
+
+@workflow(name="one", description="Nothing.")
+async def nothing(wf, args: dict) -> int:
+    return 1
+
+
+async def test_two_runs_that_draw_one_run_id_get_two_records(tmp_path, monkeypatch) -> None:
+    """Runs of one workflow started in one second share the stamp; four hex digits alone
+    clash once in 65,536 pairs, so many runs at once (a service, a test suite) met it."""
+    drawn = iter(["20261201-120000-aaaa", "20261201-120000-aaaa", "20261201-120000-bbbb"])
+    monkeypatch.setattr(records, "new_run_id", lambda: next(drawn))
+    first = await run_workflow(nothing, agents={}, args={}, run_root=tmp_path)
+    second = await run_workflow(nothing, agents={}, args={}, run_root=tmp_path)
+    assert (first.run_id, second.run_id) == ("20261201-120000-aaaa", "20261201-120000-bbbb")
+    assert first.value == second.value == 1
+
+
+def test_a_run_id_taken_every_draw_is_an_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(records, "new_run_id", lambda: "taken")
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(FileExistsError):
+        records.make_run_record_dir(tmp_path)
