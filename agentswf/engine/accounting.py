@@ -8,11 +8,17 @@ its part before the first `:`, so `review:security` and `review:style` count tow
 A continued run's attempt starts its ledger from what the attempts before it spent (the
 usage.json they left, `Ledger(attempt=n, earlier=…)`): its totals are the run's, across
 attempts, and `attempts` holds each attempt's own.
+
+usage.json grows with the run (`by_turn` has every turn; `agents`, `groups` and `models` every
+name) and is rewritten at every group commit that follows a turn's end: so each entry is
+encoded once, as it is added or changes, and a rewrite joins the encoded entries
+(`Ledger.record`). Encoding all of it each time took 14 % of a 10,000-agent run's CPU.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 from msgspec.structs import replace
@@ -21,6 +27,7 @@ from ..harnesses.usage import Usage, add_usage
 from .outcomes import Turn
 
 GROUP_SEPARATOR = ":"
+_encoder = msgspec.json.Encoder()
 
 
 def group_of(key: str) -> str:
@@ -132,15 +139,20 @@ class Ledger:
         self.earlier = earlier_attempts(before, attempt) if earlier is not None else ()
         self.this = AttemptUsage(n=attempt)
         self._watchers: list[Callable[[Turn[object]], None]] = []
+        self._encoded_turns = [_encoder.encode(turn) for turn in self.turns]
+        self._encoded_names = {
+            field: {name: _entry(name, usage) for name, usage in totals.items()}
+            for field, totals in (("agents", self.agents), ("groups", self.groups), ("models", self.models))
+        }
 
     def watch(self, watcher: Callable[[Turn[object]], None]) -> None:
         self._watchers.append(watcher)
 
     def add(self, turn: Turn[object]) -> None:
         usage = turn.usage
-        self.turns.append(
-            TurnUsage(agent=turn.agent, call_id=turn.call_id, n=turn.n, usage=usage, attempt=self.attempt, kind=turn.kind)
-        )
+        entry = TurnUsage(agent=turn.agent, call_id=turn.call_id, n=turn.n, usage=usage, attempt=self.attempt, kind=turn.kind)
+        self.turns.append(entry)
+        self._encoded_turns.append(_encoder.encode(entry))
         this = self.this
         this.turns += 1
         this.last_ended_at = turn.ended_at
@@ -150,9 +162,15 @@ class Ledger:
         if usage is not None:
             self.total = add_usage(self.total, usage)
             this.total = add_usage(this.total, usage)
-            for totals, name in ((self.agents, turn.agent), (self.groups, group_of(turn.agent)), (self.models, usage.model)):
+            encoded = self._encoded_names
+            for totals, entries, name in (
+                (self.agents, encoded["agents"], turn.agent),
+                (self.groups, encoded["groups"], group_of(turn.agent)),
+                (self.models, encoded["models"], usage.model),
+            ):
                 if name is not None:
-                    totals[name] = add_usage(totals.get(name), usage) or usage
+                    totals[name] = added = add_usage(totals.get(name), usage) or usage
+                    entries[name] = _entry(name, added)
         for watcher in self._watchers:
             watcher(turn)
 
@@ -172,6 +190,26 @@ class Ledger:
             attempt=self.attempt,
             attempts=(*self.earlier, replace(self.this)),
         )
+
+    def record(self) -> dict[str, Any]:
+        """The snapshot's fields as usage.json has them, in its order, each growing one as its
+        entries' JSON joined (`msgspec.Raw`): the same bytes as the snapshot encoded whole."""
+        joined = {field: msgspec.Raw(b"{" + b",".join(entries.values()) + b"}")
+                  for field, entries in self._encoded_names.items()}
+        return {
+            "total": self.total,
+            "turns": len(self.turns),
+            "unpriced_turns": self.unpriced,
+            **joined,
+            "by_turn": msgspec.Raw(b"[" + b",".join(self._encoded_turns) + b"]"),
+            "attempt": self.attempt,
+            "attempts": (*self.earlier, replace(self.this)),
+        }
+
+
+def _entry(name: str, usage: Usage) -> bytes:
+    """One name's usage as a JSON object's member, `"name":{...}`."""
+    return _encoder.encode(name) + b":" + _encoder.encode(usage)
 
 
 def earlier_attempts(before: RunUsage, attempt: int) -> tuple[AttemptUsage, ...]:

@@ -446,7 +446,7 @@ class Recorder(Actor):
             raise  # and its takes stay unwritten: their askers are told so
         if self._usage_stale:  # the batch's turns, counted in usage.json before its commit is asked
             self._usage_stale = False
-            self._write_unsynced(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()), now)
+            self._write_unsynced(self.run_dir / "usage.json", self.ledger.record(), now)
         for take in takes:
             if failed:
                 take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}

@@ -75,6 +75,34 @@ def test_every_breakdown_adds_up_to_the_total(turns: list[tuple[str, Usage]]) ->
     assert sum(usage.input_tokens or 0 for usage in spent.models.values()) == with_model
 
 
+
+priced = st.builds(
+    Usage,
+    input_tokens=st.none() | st.integers(0, 10**6),
+    cost_usd=st.none() | st.floats(0, 10, allow_nan=False),
+    model=st.sampled_from([None, "m1", "m2"]),
+    estimated=st.booleans(),
+)
+
+
+@given(
+    st.lists(st.tuples(keys, st.none() | priced), max_size=12),
+    st.lists(st.tuples(keys, st.none() | priced), max_size=12),
+)
+def test_the_usage_json_a_ledger_writes_is_its_snapshot_encoded_whole(
+    before: list[tuple[str, Usage | None]], after: list[tuple[str, Usage | None]]
+) -> None:
+    """usage.json joins entries encoded as they were added (`Ledger.record`): the bytes are the
+    snapshot's, in a first attempt and in one going on from an earlier attempt's usage.json."""
+    earlier = Ledger()
+    for n, (key, usage) in enumerate(before):
+        earlier.add(turn(key, n, usage))
+    for ledger in (earlier, Ledger(attempt=2, earlier=earlier.snapshot())):
+        for n, (key, usage) in enumerate(after):
+            ledger.add(turn(key, n, usage))
+            whole = msgspec.json.encode({"version": 1, **msgspec.structs.asdict(ledger.snapshot())})
+            assert msgspec.json.encode({"version": 1, **ledger.record()}) == whole
+
 def test_spend_reads_as_a_line() -> None:
     assert spend_text(Usage(input_tokens=1200, output_tokens=30, cache_read_tokens=5, cost_usd=0.01234, estimated=True)) == (
         "1,200 in, 5 cache read, 30 out, $0.0123 estimated"
