@@ -6,10 +6,9 @@ terminal: an escape sequence can hide or rewrite what was printed, or (OSC 52, i
 terminals) set the clipboard the person pastes next; a bidirectional override reorders what
 is read. So each is printed as its escape (`\\x1b`); a new line and a tab stay as they are.
 
-`awf status --json` and `awf run --json` print such text inside JSON, which a person reads too.
-msgspec escapes C0 controls there but leaves
-U+202E and the C1 controls as they are, so `shown_json` writes each non-printable character as
-JSON's own escape (`\\u202e`): the same string to a parser, nothing to a terminal.
+`awf status --json` and `awf run --json` print such text inside JSON, which a person reads too. msgspec
+escapes C0 controls there but leaves U+202E and the C1 controls as they are, so `shown_json`
+writes each non-printable character as JSON's own escape (`\\u202e`): the same string to a parser, nothing to a terminal.
 """
 
 from __future__ import annotations
