@@ -79,13 +79,11 @@ async def test_a_writer_cant_move_the_repository_away_from_inside_a_path_it_writ
     assert result.value.split("\n") == ["the repository stays"] and not owned.exists(), result.value
 
 
-@pytest.mark.xfail(strict=True, reason="open: git reads config and hooks from the directory .git/commondir names")
 async def test_a_writer_cant_point_git_at_a_common_directory_of_its_own(tmp_path: Path) -> None:
     result, owned = await _attack(tmp_path, POINT_COMMONDIR_AWAY, cwd="ws/repo", write=".")
     assert not owned.exists(), result.value
 
 
-@pytest.mark.xfail(strict=True, reason="open: `git status` recurses into a submodule the agent made, and runs its config")
 async def test_a_writer_cant_add_a_submodule_whose_config_your_git_status_runs(tmp_path: Path) -> None:
     result, owned = await _attack(tmp_path, A_SUBMODULE_OF_ITS_OWN, cwd="ws/repo", write=".")
     assert not owned.exists(), result.value
