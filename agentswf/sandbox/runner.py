@@ -130,12 +130,36 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
 
 
 GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs (core.fsmonitor, filters, hooks)
+MAX_SUBMODULE_GIT_DIRS = 256  # of one repository's `.git/modules`, held read-only as its own git directory is
+
+
+def submodule_git_dirs(git: Path) -> list[Path]:
+    """The git directories of the submodules of the repository whose git directory is `git`
+    (`.git/modules/<name>`, a name may have slashes; a submodule's own in its `modules/`):
+    your `git status` runs a status in each checked-out submodule, with its config. At most
+    MAX_SUBMODULE_GIT_DIRS; only the `modules` directories are walked, not what a git directory holds."""
+    found: list[Path] = []
+    stack = [git / "modules"]
+    while stack and len(found) < MAX_SUBMODULE_GIT_DIRS:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                directories = [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for directory in sorted(directories):
+            if (directory / "HEAD").is_file():  # a git directory: its own submodules are in its modules/
+                found.append(directory)
+                stack.append(directory / "modules")
+            else:  # a part of a name with slashes
+                stack.append(directory)
+    return found[:MAX_SUBMODULE_GIT_DIRS]
 
 
 def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
     """The git config and hooks of each repository at the top of a path the sandbox may write (its
-    cwd's too), or its `.git` file (a worktree's: the git directory it names): read-only inside,
-    or the agent would choose what your next `git status` runs.
+    cwd's too), or its `.git` file (a worktree's: the git directory it names), and of each of its
+    submodules' git directories (`submodule_git_dirs`): read-only inside, or the agent would
+    choose what your next `git status` runs.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
     a missing hooks directory is made (empty), so that there is one to hold read-only."""
     found: set[Path] = set()
@@ -144,14 +168,15 @@ def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
             found.add(git)
         if not git.is_dir():
             continue
-        try:
-            (git / "hooks").mkdir(exist_ok=True)
-        except OSError:  # a dangling symlink: git runs no hooks through it
-            pass
-        for name in GIT_CONTROLS:
-            real = Path(os.path.realpath(git / name))
-            if real.exists() and _inside(real, spec.write):
-                found.add(real)
+        for directory in (git, *submodule_git_dirs(git)):
+            try:
+                (directory / "hooks").mkdir(exist_ok=True)
+            except OSError:  # a dangling symlink: git runs no hooks through it
+                pass
+            for name in GIT_CONTROLS:
+                real = Path(os.path.realpath(directory / name))
+                if real.exists() and _inside(real, spec.write):
+                    found.add(real)
     return sorted(found)
 
 
