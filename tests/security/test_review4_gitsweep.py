@@ -84,5 +84,46 @@ def test_repairs_undo_only_what_changed() -> None:
     before = GitState({one: None, two: b"../..\n"}, frozenset({"kept"}))
     after = GitState({one: b"/tmp/x\n", two: b"../..\n"}, frozenset({"kept", "new"}))
     undo = repairs(before, after)
-    assert dict(undo.commondirs) == {one: None} and undo.gitlinks == ("new",)
-    assert repairs(after, after).commondirs == {} and repairs(after, after).gitlinks == ()
+    assert dict(undo.pointers) == {one: None} and undo.gitlinks == ("new",)
+    assert repairs(after, after).pointers == {} and repairs(after, after).gitlinks == ()
+
+
+def _with_submodule(tmp_path: Path) -> Path:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    _git(lib, "init", "-q")
+    _git(lib, "commit", "-q", "--allow-empty", "-m", "lib")
+    repo = _repo(tmp_path)
+    _git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "sub")
+    _git(repo, "commit", "-qm", "with a submodule")
+    return repo
+
+
+def test_a_submodules_git_file_pointed_elsewhere_is_put_back(tmp_path: Path) -> None:
+    repo = _with_submodule(tmp_path)
+    link = repo / "sub" / ".git"
+    was = link.read_bytes()
+    before = read_state(repo / ".git", repo)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    _git(mine, "init", "-q")
+    _git(mine, "config", "core.fsmonitor", f"touch {tmp_path}/OWNED; false")
+    link.write_text(f"gitdir: {mine}/.git\n")
+    [line] = sweep(repo / ".git", repo, before)
+    assert "put back as it was" in line and link.read_bytes() == was, line
+    (repo / "sub" / "x").write_text("so that status looks inside\n")
+    _git(repo, "status")
+    assert not (tmp_path / "OWNED").exists()
+
+
+def test_a_repository_made_in_a_submodules_empty_checkout_is_moved_aside(tmp_path: Path) -> None:
+    repo = _with_submodule(tmp_path)
+    _git(repo, "submodule", "deinit", "-q", "sub")  # not checked out: an empty directory
+    before = read_state(repo / ".git", repo)
+    _git(repo / "sub", "init", "-q")
+    _git(repo / "sub", "config", "core.fsmonitor", f"touch {tmp_path}/OWNED; false")
+    [line] = sweep(repo / ".git", repo, before)
+    assert "moved aside" in line and not (repo / "sub" / ".git").exists(), line
+    assert any(path.name.startswith(".git.") for path in (repo / "sub").iterdir())
+    _git(repo, "status")
+    assert not (tmp_path / "OWNED").exists()
