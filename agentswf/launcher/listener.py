@@ -138,10 +138,6 @@ def eviction_rank(held: int, progressed_at: float, accepted: int, now: float) ->
     return (2, float(held), accepted)
 
 
-def _rank(slot: Slot, now: float) -> tuple[int, float, int]:
-    return eviction_rank(slot.held, slot.progressed_at, slot.accepted, now)
-
-
 def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slot], bool]) -> Slot | None:
     """The connection of `waiting` to evict at `now`: the lowest `eviction_rank` of those
     whose bytes aren't `arriving` (in its socket, not read yet: the run, not the client, is
@@ -149,10 +145,14 @@ def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slo
     is asked of the lowest first, and of the next only where it says yes (a flood's stalls
     are ranked once, by `min`, and one is asked)."""
     candidates = list(waiting)
-    lowest = min(candidates, key=lambda slot: _rank(slot, now), default=None)
+
+    def rank(slot: Slot) -> tuple[int, float, int]:
+        return eviction_rank(slot.held, slot.progressed_at, slot.accepted, now)
+
+    lowest = min(candidates, key=rank, default=None)
     if lowest is None or not arriving(lowest):
         return lowest
-    ranked = sorted(candidates, key=lambda slot: _rank(slot, now))
+    ranked = sorted(candidates, key=rank)
     return next((slot for slot in ranked[1:] if not arriving(slot)), lowest)
 
 
