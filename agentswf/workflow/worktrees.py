@@ -19,12 +19,13 @@ user's repository). The variables that point git at a repository (`GIT_DIR`,
 clean, and a branch is deleted only by `update-ref -d` with its expected commit, the base.
 
 A worktree's files go through git's filters (`filter.<driver>.smudge`, `.clean`, `.process`: commands
-its config names for the paths its attributes name), and an agent can write both, so the run's
-git that checks a worktree out or reads its status runs in `pinned_git_dir`: a git common
-directory of the run's own, whose objects and refs are the repository's but whose config,
-attributes and hooks are none (nor the user's and the system's config and attributes): a
-driver's name can't be listed in advance to be turned off (an agent can add one at any time),
-but a config that isn't read defines none.
+its config names for the paths its attributes name), and an agent can write both in the
+repository's git directory, so the run's git that checks a worktree out, reads its status or
+removes it runs with `pinned_git_dir`: a git common directory of the run's own, whose objects
+and refs are the repository's but whose config, attributes and hooks are none. A driver's name
+can't be listed in advance to be turned off (an agent can add one at any time), but a config
+that isn't read defines none. The user's global and system config and attributes are read as
+ever (git-lfs's filter is there, as a rule): the agent's worktree shares the repository, not them.
 
 What happens to a worktree at the end is `decide`, a pure function of what `inspect` saw;
 `carry_out` does it. `awf worktrees` (agentswf.cli.worktrees) uses the same three for the
@@ -79,10 +80,7 @@ NO_COMMANDS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "
 """What keeps the run's own git from running a hook, an fsmonitor or a submodule's: an agent can
 write the repository's `.git` (its worktree shares it), and what git starts for the run runs
 beside the live run under no keeper and with no mark, a person to the operator socket."""
-PINNED_ENVIRONMENT = MappingProxyType({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1"})
-"""With `pinned_git_dir`'s common directory: no config or attributes but the run's own (git 2.32+ reads GIT_CONFIG_GLOBAL)."""
-NO_ATTRIBUTES_FILE = ("-c", "core.attributesFile=/dev/null")
-SHARED_DATA = ("objects", "refs", "packed-refs", "shallow", "worktrees")  # of a common directory: data, no command
+SHARED_DATA = ("objects", "refs", "packed-refs", "shallow", "worktrees", "lfs")  # of a common directory: data, no command
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -297,10 +295,10 @@ def pinned_git(
     """git `args` in `common`'s repository, from `cwd` (or on `worktree`, its git directory and
     its path), reading none of its config, attributes or hooks (`pinned_git_dir`)."""
     with pinned_git_dir(common) as pinned:
-        place = {"GIT_COMMON_DIR": str(pinned), **PINNED_ENVIRONMENT}
+        place = {"GIT_COMMON_DIR": str(pinned)}
         if worktree is not None:
             place.update(GIT_DIR=str(worktree[0]), GIT_WORK_TREE=str(worktree[1]))
-        return git(*NO_ATTRIBUTES_FILE, *args, cwd=cwd, check=check, env=place)
+        return git(*args, cwd=cwd, check=check, env=place)
 
 
 def git_message(done: subprocess.CompletedProcess[str]) -> str:
