@@ -32,7 +32,7 @@ from .runs import (
     run_dir_of,
     run_root_of,
 )
-from .shown import shown
+from .shown import shown, shown_json
 
 TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained
 STOP_WAIT_SECONDS = 30.0  # for the run to record its ending after `awf stop` (its cleanup is bounded at 10s)
@@ -206,7 +206,7 @@ def command_status(options: argparse.Namespace) -> int:
         return 1
     status = _status_value(run_dir, response.value or {})
     if options.json:
-        sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
+        sys.stdout.write(shown_json(status) + "\n")
     else:
         print_status(status, sys.stdout, time.time())
     return 0

@@ -58,7 +58,7 @@ from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
 from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of, was_on_temporal
-from .shown import shown
+from .shown import shown, shown_json
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -200,9 +200,9 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
             "run_dir": str(result.run_dir),
             "worktrees": worktrees.as_json(result.worktrees),
         }
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(record)).decode() + "\n")
+        sys.stdout.write(shown_json(record, formatted=True) + "\n")
     elif result.completed:
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(result.value)).decode() + "\n")
+        sys.stdout.write(shown_json(result.value, formatted=True) + "\n")
     sys.stdout.flush()
     ending = result.outcome if result.reason is None else f"{result.outcome}: {result.reason}"
     replayed = f" (a replay of {options.replay}: no tool handler ran)" if getattr(options, "replay", None) else ""
@@ -246,7 +246,7 @@ def _go_on(options: argparse.Namespace, run_dir: Path) -> str:
 def _print_needs(options: argparse.Namespace, result: RunResult) -> int:
     """A look-ahead's ending: the stage values --values must give, as JSON on standard output."""
     needs = result.needs or {}
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(needs)).decode() + "\n")
+    sys.stdout.write(shown_json(needs, formatted=True) + "\n")
     sys.stdout.flush()
     print(f"awf: a look-ahead ran nothing and recorded nothing: {result.reason}", file=sys.stderr)
     for name, schema in needs.items():

@@ -37,7 +37,7 @@ from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_fil
 from ..temporal.messages import LINES_QUERY, OPERATOR_UPDATE, RECORD_FILE
 from ..workflow.loading import load_workflow
 from .runs import UsageFailure, live_run_dir, run_dir_of
-from .shown import shown
+from .shown import shown, shown_json
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
 
@@ -294,7 +294,7 @@ def command_status(options: argparse.Namespace, run: dict[str, Any]) -> int:
     options.talked_to_temporal = True
     status = asyncio.run(_status(run))
     if options.json:
-        sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
+        sys.stdout.write(shown_json(status) + "\n")
         return 0
     lines = [f"run on Temporal: workflow {run['workflow_id']} at {run['address']}: {status['state']}"]
     for turn in status["turns"]:

@@ -20,12 +20,18 @@ from that side is hostile, so what one connection can cost the run is bounded:
   and the answer be taken within `ANSWER_DELIVERY_TIMEOUT_SECONDS`; a trickle of bytes
   extends neither.
 - Stalling buys nothing: when the budget is full (or the bytes still arriving are over
-  theirs), the connection that has waited longest for its request is closed with a
-  refusal naming the limit, and its slot goes to the newcomer. A wfa client writes its whole line as it connects, so it is read within
-  milliseconds and is never the oldest one waiting; a thousand stalled connections only
-  evict each other. A connection whose request is in (a tool call running, an answer
-  being sent) is never evicted; only when every slot is one of those is a newcomer
-  refused, unread (its first bytes are peeked at, to name the command refused).
+  theirs), the waiting connection whose request is least along is closed with a refusal
+  naming the limit, and its slot goes to the newcomer (`eviction_rank`, `choose_eviction`):
+  one whose bytes are in the socket unread is spared while any other waits; then one that
+  has sent nothing goes first (the one accepted first), then one that has sent nothing for
+  `RECENT_PROGRESS_SECONDS` (the stalest), then the one with the fewest bytes. So a flood of
+  empty connections, on any agent's socket, only evicts itself: it can't close a sibling's
+  large request still arriving (a tool's input bigger than the socket's buffer, read over
+  many turns of the loop while the flood is accepted), however slowly the run gets to read
+  it. A wfa client writes its whole line as it connects, so a small one is read whole as it
+  is accepted. A connection whose request is in (a tool call running, an answer being sent)
+  is never evicted; only when every slot is one of those is a newcomer refused, unread (its
+  first bytes are peeked at, to name the command refused).
 
   Why eviction and not a budget per agent: before the request is read the listener knows
   only whose socket was dialled, not who dialled it (the identity check needs the decoded
@@ -33,7 +39,7 @@ from that side is hostile, so what one connection can cost the run is bounded:
   agent b starve agent a by stalling on a's socket. Eviction needs no identity, and no
   split of the stalls across sockets or processes gets around it.
 - `accept` failing for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is
-  survived: the oldest stalled connection is closed, its descriptor being the first to
+  survived: the least along of the waiting connections is closed, its descriptor being the first to
   give back; the listener waits (from `ACCEPT_RETRY_MIN_SECONDS`, doubling up to
   `ACCEPT_RETRY_MAX_SECONDS`) and tries again, answering the open connections meanwhile.
 """
@@ -45,7 +51,8 @@ import errno
 import os
 import resource
 import socket
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -83,6 +90,7 @@ COMMAND_PEEK_SECONDS = 0.1  # how long a refusal before reading waits for the fi
 ACCEPT_RETRY_MIN_SECONDS = 0.01  # after accept fails for want of descriptors or memory
 ACCEPT_RETRY_MAX_SECONDS = 1.0
 MAX_READING_BYTES = 16 * 1024 * 1024  # across the run, of requests still arriving
+RECENT_PROGRESS_SECONDS = 1.0  # a waiting connection that received bytes this recently is making progress
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
@@ -104,20 +112,62 @@ def raw_socket(stream: SocketStream) -> socket.socket:
 
 
 class Slot:
-    """One connection's place in a budget; `evicted` says why it was closed to make room."""
+    """One connection's place in a budget; `evicted` says why it was closed to make room.
+    While it waits for its request, `held` is the bytes of it received so far and
+    `progressed_at` the monotonic time the last of them came."""
+
+    __slots__ = ("sock", "accepted", "evicted", "held", "progressed_at")
 
     def __init__(self, sock: socket.socket, accepted: int) -> None:
         self.sock, self.accepted = sock, accepted
         self.evicted: str | None = None
+        self.held = 0
+        self.progressed_at = 0.0
 
 
-def _accept_order(slot: Slot) -> int:
-    return slot.accepted
+def eviction_rank(held: int, progressed_at: float, accepted: int, now: float) -> tuple[int, float, int]:
+    """Where a waiting connection stands for eviction at `now`, the lowest evicted first:
+    one that has sent nothing (the first accepted first), then one that has sent nothing
+    for RECENT_PROGRESS_SECONDS (the stalest first), then, every one making progress, the
+    one with the fewest bytes. A connection's bytes are what an attacker pays for: no number
+    of connections that send nothing, or that stopped, outranks one still sending."""
+    if held == 0:
+        return (0, 0.0, accepted)
+    if now - progressed_at > RECENT_PROGRESS_SECONDS:
+        return (1, progressed_at, accepted)
+    return (2, float(held), accepted)
+
+
+def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slot], bool]) -> Slot | None:
+    """The connection of `waiting` to evict at `now`: the lowest `eviction_rank` of those
+    whose bytes aren't `arriving` (in its socket, not read yet: the run, not the client, is
+    behind), or the lowest of all where every one's are; None where none waits. `arriving`
+    is asked of the lowest first, and of the next only where it says yes (a flood's stalls
+    are ranked once, by `min`, and one is asked)."""
+    candidates = list(waiting)
+
+    def rank(slot: Slot) -> tuple[int, float, int]:
+        return eviction_rank(slot.held, slot.progressed_at, slot.accepted, now)
+
+    lowest = min(candidates, key=rank, default=None)
+    if lowest is None or not arriving(lowest):
+        return lowest
+    ranked = sorted(candidates, key=rank)
+    return next((slot for slot in ranked[1:] if not arriving(slot)), lowest)
+
+
+def bytes_arriving(slot: Slot) -> bool:
+    """Whether `slot`'s socket has bytes not read yet: its request is coming. Its end alone
+    (the client closed, sending nothing more) is not: that connection is over."""
+    try:
+        return bool(slot.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # none yet (BlockingIOError), or reset: nothing is coming
+        return False
 
 
 class ConnectionBudget:
     """The connections open across a whole run, against a fixed limit, and which of them
-    are waiting for their request (oldest first): those are the ones a newcomer may evict."""
+    are waiting for their request: those are the ones a newcomer may evict (`choose_eviction`)."""
 
     def __init__(self, limit: int | None = None, name: str = "MAX_OPEN_CONNECTIONS") -> None:
         self.limit = connection_limit() if limit is None else limit
@@ -128,7 +178,7 @@ class ConnectionBudget:
         self.accepts = 0  # connections taken or accepted so far: their order, for eviction
         self.peeking = 0  # refusals waiting a moment for the command to refuse
         self.reading_bytes = 0  # held for the requests still arriving
-        self._waiting: dict[Slot, int] = {}  # the bytes each holds; evicted in the order of accepts
+        self._waiting: set[Slot] = set()  # the connections waiting for their request, the evictable ones
 
     def statistics(self) -> dict[str, int]:
         return {
@@ -142,9 +192,9 @@ class ConnectionBudget:
 
     def take(self, sock: socket.socket, accepted: int | None = None) -> Slot | None:
         """A slot for a connection just accepted: a free one, or else the one of the
-        connection that has waited longest for its request; None if every slot is busy."""
+        waiting connection whose request is least along; None if every slot is busy."""
         why = f"the run has {self.limit} connections open, its limit ({self.name})"
-        if self.open >= self.limit and not self.evict_oldest(why):
+        if self.open >= self.limit and not self.evict(why):
             self.refused += 1
             return None
         self.open += 1
@@ -157,14 +207,16 @@ class ConnectionBudget:
         self.accepts += 1
         return self.accepts
 
-    def evict_oldest(self, why: str, sparing: Slot | None = None) -> bool:
-        """End the wait of the connection that has waited longest for its request (but
-        `sparing`), because `why`; False if none is waiting. Its slot and bytes are free at
-        once; its own task answers and closes it."""
-        slot = min((waiting for waiting in self._waiting if waiting is not sparing), key=_accept_order, default=None)
+    def evict(self, why: str, sparing: Slot | None = None) -> bool:
+        """End the wait of the connection whose request is least along (`choose_eviction`;
+        never `sparing`), because `why`; False if none is waiting. Its slot and bytes are
+        free at once; its own task answers and closes it."""
+        others = self._waiting if sparing is None else (slot for slot in self._waiting if slot is not sparing)
+        slot = choose_eviction(others, time.monotonic(), bytes_arriving)
         if slot is None:
             return False
-        self.reading_bytes -= self._waiting.pop(slot)
+        self._waiting.discard(slot)
+        self.reading_bytes -= slot.held
         slot.evicted = why
         self.open -= 1
         self.evicted += 1
@@ -180,22 +232,26 @@ class ConnectionBudget:
 
     def wait_for(self, slot: Slot) -> None:
         """`slot`'s connection waits for its request from now: evictable until `received`."""
-        self._waiting[slot] = 0
+        self._waiting.add(slot)
 
     def received(self, slot: Slot) -> None:
         """`slot`'s request is in (or its wait is over): no longer evictable, its bytes given back."""
-        self.reading_bytes -= self._waiting.pop(slot, 0)
+        if slot in self._waiting:
+            self._waiting.discard(slot)
+            self.reading_bytes -= slot.held
 
     def hold(self, slot: Slot, size: int) -> None:
-        """`slot` holds `size` more bytes of its request; over MAX_READING_BYTES across the
-        run, the oldest others waiting are evicted."""
+        """`slot` holds `size` more bytes of its request, received now; over MAX_READING_BYTES
+        across the run, the least along of the others waiting are evicted."""
         if slot not in self._waiting:
             return
-        self._waiting[slot] += size
+        slot.held += size
+        slot.progressed_at = time.monotonic()
         self.reading_bytes += size
-        why = f"the run holds {MAX_READING_BYTES} bytes of requests still arriving, its limit (MAX_READING_BYTES)"
-        while self.reading_bytes > MAX_READING_BYTES and self.evict_oldest(why, sparing=slot):
-            pass
+        if self.reading_bytes > MAX_READING_BYTES:
+            why = f"the run holds {MAX_READING_BYTES} bytes of requests still arriving, its limit (MAX_READING_BYTES)"
+            while self.reading_bytes > MAX_READING_BYTES and self.evict(why, sparing=slot):
+                pass
 
     def full_text(self) -> str:
         return (
@@ -257,7 +313,8 @@ async def receive(budget: ConnectionBudget, slot: Slot, limit: int) -> tuple[byt
     data = bytes(buffer)
     if slot.evicted:
         return data, (
-            f"{slot.evicted}, and this one had waited longest for its request, so it was closed to make room; "
+            f"{slot.evicted}, and this one's request was the least along (nothing sent, or nothing for a while), "
+            "so it was closed to make room; "
             "nothing was done. Run the command again."
         )
     if timed_out:
@@ -410,11 +467,11 @@ def _out_of_resources(error: BaseException) -> bool:
 
 async def _accept_failed(error: BaseException, budget: ConnectionBudget, retry: float) -> float:
     """An accept failed with `error`: raised again unless for want of descriptors or memory,
-    when the oldest stalled connection is closed and the next try waits `retry` seconds;
+    when the least along of the waiting connections is closed and the next try waits `retry` seconds;
     the wait after that."""
     if not _out_of_resources(error):
         raise error
-    evicted = budget.evict_oldest("the run is out of file descriptors")
+    evicted = budget.evict("the run is out of file descriptors")
     if retry == ACCEPT_RETRY_MIN_SECONDS:  # once a spell, not once a retry
         _log.warning("accept failed; retrying until it works", error=str(error.__cause__ or error), evicted=evicted)
     await anyio.sleep(retry)
@@ -423,7 +480,7 @@ async def _accept_failed(error: BaseException, budget: ConnectionBudget, retry: 
 
 async def accept(listener: SocketListener, budget: ConnectionBudget) -> SocketStream:
     """The next connection to the anyio `listener`, waiting out an accept that fails for want
-    of descriptors or memory (closing the oldest stalled connection each time)."""
+    of descriptors or memory (closing the least along of the waiting connections each time)."""
     retry = ACCEPT_RETRY_MIN_SECONDS
     while True:
         try:

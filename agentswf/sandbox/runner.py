@@ -27,6 +27,7 @@ from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Har
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
+from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
@@ -129,32 +130,72 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
 
 
 GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs (core.fsmonitor, filters, hooks)
+MAX_SUBMODULE_GIT_DIRS = 256  # of one repository's `.git/modules`, held read-only as its own git directory is
+
+
+def submodule_git_dirs(git: Path) -> list[Path]:
+    """The git directories of the submodules of the repository whose git directory is `git`
+    (`.git/modules/<name>`, a name may have slashes; a submodule's own in its `modules/`):
+    your `git status` runs a status in each checked-out submodule, with its config. At most
+    MAX_SUBMODULE_GIT_DIRS; only the `modules` directories are walked, not what a git directory holds."""
+    found: list[Path] = []
+    stack = [git / "modules"]
+    while stack and len(found) < MAX_SUBMODULE_GIT_DIRS:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                directories = [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for directory in sorted(directories):
+            if (directory / "HEAD").is_file():  # a git directory: its own submodules are in its modules/
+                found.append(directory)
+                stack.append(directory / "modules")
+            else:  # a part of a name with slashes
+                stack.append(directory)
+    return found[:MAX_SUBMODULE_GIT_DIRS]
 
 
 def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
     """The git config and hooks of each repository at the top of a path the sandbox may write (its
-    cwd's too), or its `.git` file (a worktree's: the git directory it names): read-only inside,
-    or the agent would choose what your next `git status` runs.
+    cwd's too), or its `.git` file (a worktree's: the git directory it names), and of each of its
+    submodules' git directories (`submodule_git_dirs`): read-only inside, or the agent would
+    choose what your next `git status` runs.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
     a missing hooks directory is made (empty), so that there is one to hold read-only."""
-    cwd = Path(os.path.realpath(cwd))
-    tops = {*spec.write, *(path for path in (spec.cwd, cwd) if _inside(path, spec.write))}
     found: set[Path] = set()
-    for top in tops:
-        git = Path(os.path.realpath(top if top.name == ".git" else top / ".git"))  # a repository, or its .git given
+    for _top, git in _repositories(spec, cwd):
         if git.is_file() and _inside(git, spec.write):  # a worktree's or a submodule's: it names the git directory
             found.add(git)
         if not git.is_dir():
             continue
-        try:
-            (git / "hooks").mkdir(exist_ok=True)
-        except OSError:  # a dangling symlink: git runs no hooks through it
-            pass
-        for name in GIT_CONTROLS:
-            real = Path(os.path.realpath(git / name))
-            if real.exists() and _inside(real, spec.write):
-                found.add(real)
+        for directory in (git, *submodule_git_dirs(git)):
+            try:
+                (directory / "hooks").mkdir(exist_ok=True)
+            except OSError:  # a dangling symlink: git runs no hooks through it
+                pass
+            for name in GIT_CONTROLS:
+                real = Path(os.path.realpath(directory / name))
+                if real.exists() and _inside(real, spec.write):
+                    found.add(real)
     return sorted(found)
+
+
+def _repositories(spec: ResolvedSpec, cwd: Path) -> list[tuple[Path, Path]]:
+    """Each repository at the top of a path the sandbox may write (its cwd's too): its working
+    tree and its `.git` (a directory, or a worktree's file), by real path."""
+    cwd = Path(os.path.realpath(cwd))
+    tops = {*spec.write, *(path for path in (spec.cwd, cwd) if _inside(path, spec.write))}
+    found = []
+    for top in sorted(tops):
+        git = Path(os.path.realpath(top if top.name == ".git" else top / ".git"))  # a repository, or its .git given
+        found.append((git.parent if top.name == ".git" else top, git))
+    return found
+
+
+def git_directories(spec: ResolvedSpec, cwd: Path) -> list[tuple[Path, Path]]:
+    """Each repository `_repositories` finds whose `.git` is a directory the sandbox may write:
+    its working tree and that directory, what `gitsweep` reads and puts back."""
+    return [(top, git) for top, git in _repositories(spec, cwd) if git.is_dir() and _inside(git, spec.write)]
 
 
 def _inside(path: Path, paths: tuple[Path, ...]) -> bool:
@@ -231,7 +272,7 @@ class SandboxedHarness(Harness):
         if agent_dir is None or not (agent_dir / HOME_NAME).is_dir():
             ending = AttemptEnding("failed", reason="the agent has had no turn in its sandbox in this run: its session isn't there")
             return OperationResult(ending)
-        async with self._within(agent_dir, operation.env) as confine:
+        async with self._swept(operation.cwd), self._within(agent_dir, operation.env) as confine:
             return await self.inner.compact(replace(operation, confine=confine))
 
     async def fork(self, operation: Operation) -> OperationResult:
@@ -241,8 +282,25 @@ class SandboxedHarness(Harness):
     async def run(self, attempt: Attempt) -> AttemptResult:
         if not self.inner.spawns:
             return await self.inner.run(attempt)
-        async with self._within(attempt.launcher.parent, attempt.env) as confine:
+        async with self._swept(attempt.cwd), self._within(attempt.launcher.parent, attempt.env) as confine:
             return await self.inner.run(replace(attempt, confine=confine))
+
+    @asynccontextmanager
+    async def _swept(self, cwd: Path) -> AsyncIterator[None]:
+        """What the attempt left in a repository it may write that your git would obey, undone
+        once its every process is gone (`gitsweep`), and logged in the run's record."""
+        repositories = await anyio.to_thread.run_sync(git_directories, self.sandbox.spec, cwd)
+        before = [await anyio.to_thread.run_sync(gitsweep.read_state, git, top) for top, git in repositories]
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                for (top, git), state in zip(repositories, before, strict=True):
+                    for line in await anyio.to_thread.run_sync(gitsweep.sweep, git, top, state):
+                        self.sandbox.log(
+                            f"sandbox {self.sandbox.key}: agent {self.agent}: {line}",
+                            sandbox=self.sandbox.key, agent=self.agent, undone=line,
+                        )  # fmt: skip
 
     @asynccontextmanager
     async def _within(self, agent_dir: Path, env: Mapping[str, str]) -> AsyncIterator[Confine]:

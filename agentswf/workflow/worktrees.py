@@ -18,6 +18,15 @@ user's repository). The variables that point git at a repository (`GIT_DIR`,
 `reset`, `stash`, `-B` or `--force`: `git worktree remove` checks again that a worktree is
 clean, and a branch is deleted only by `update-ref -d` with its expected commit, the base.
 
+A worktree's files go through git's filters (`filter.<driver>.smudge`, `.clean`, `.process`: commands
+its config names for the paths its attributes name), and an agent can write both in the
+repository's git directory, so the run's git that checks a worktree out, reads its status or
+removes it runs with `pinned_git_dir`: a git common directory of the run's own, whose objects
+and refs are the repository's but whose config, attributes and hooks are none. A driver's name
+can't be listed in advance to be turned off (an agent can add one at any time), but a config
+that isn't read defines none. The user's global and system config and attributes are read as
+ever (git-lfs's filter is there, as a rule): the agent's worktree shares the repository, not them.
+
 What happens to a worktree at the end is `decide`, a pure function of what `inspect` saw;
 `carry_out` does it. `awf worktrees` (agentswf.cli.worktrees) uses the same three for the
 worktrees of a run that was killed.
@@ -30,8 +39,10 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -69,6 +80,7 @@ NO_COMMANDS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "
 """What keeps the run's own git from running a hook, an fsmonitor or a submodule's: an agent can
 write the repository's `.git` (its worktree shares it), and what git starts for the run runs
 beside the live run under no keeper and with no mark, a person to the operator socket."""
+SHARED_DATA = ("objects", "refs", "packed-refs", "shallow", "worktrees", "lfs")  # of a common directory: data, no command
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -222,17 +234,21 @@ def git_environment() -> dict[str, str]:
     return environment
 
 
-def git(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run git (from PATH) with `args`, running no command the repository names (`NO_COMMANDS`);
-    GitFailed if it can't run, or (`check`) exits non-zero."""
+def git(
+    *args: str | Path, cwd: Path | None = None, check: bool = True, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run git (from PATH) with `args`, running no command the repository names (`NO_COMMANDS`),
+    with `env` added to its environment; GitFailed if it can't run, or (`check`) exits non-zero."""
     executable = shutil.which("git")
     if executable is None:
         raise GitFailed("git is not installed (no git on PATH)")
+    environment = git_environment()
+    environment.update(env or {})
     try:
         done = subprocess.run(
             [executable, *NO_COMMANDS, *map(str, args)],
             cwd=cwd,
-            env=git_environment(),
+            env=environment,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -249,6 +265,40 @@ def git(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subpr
     if check and done.returncode != 0:
         raise GitFailed(git_message(done))
     return done
+
+
+@contextmanager
+def pinned_git_dir(common: Path) -> Iterator[Path]:
+    """A git common directory for the repository whose own is `common`, made for one git command
+    and removed after: its objects, refs, shallow list and worktrees' entries are `common`'s
+    (symbolic links: data, no command), its config only the repository format `common`'s names,
+    and it has no attributes and no hooks. A worktree read, checked out or removed with it is as
+    in `common`, but through no filter the repository's config defines (`git worktree remove`
+    checks the worktree is clean with a `git status` of its own, which inherits it)."""
+    said = git("config", "--file", common / "config", "--get", "extensions.objectformat", check=False)
+    object_format = said.stdout.strip() if said.returncode == 0 else ""
+    if not re.fullmatch(r"[a-z0-9]*", object_format):
+        raise GitFailed(f"the repository's extensions.objectformat is {object_format!r}")
+    with tempfile.TemporaryDirectory(prefix="awf-git-") as made:
+        pinned = Path(made)
+        for name in SHARED_DATA:
+            (pinned / name).symlink_to(common / name)
+        version = f"\trepositoryformatversion = {1 if object_format else 0}\n"
+        extensions = f"[extensions]\n\tobjectformat = {object_format}\n" if object_format else ""
+        (pinned / "config").write_text(f"[core]\n{version}{extensions}")
+        yield pinned
+
+
+def pinned_git(
+    common: Path, *args: str | Path, cwd: Path, check: bool = True, worktree: tuple[Path, Path] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """git `args` in `common`'s repository, from `cwd` (or on `worktree`, its git directory and
+    its path), reading none of its config, attributes or hooks (`pinned_git_dir`)."""
+    with pinned_git_dir(common) as pinned:
+        place = {"GIT_COMMON_DIR": str(pinned)}
+        if worktree is not None:
+            place.update(GIT_DIR=str(worktree[0]), GIT_WORK_TREE=str(worktree[1]))
+        return git(*args, cwd=cwd, check=check, env=place)
 
 
 def git_message(done: subprocess.CompletedProcess[str]) -> str:
@@ -317,9 +367,8 @@ def inspect(worktree: Worktree) -> Seen:
     link = _read_link(worktree.path / ".git")
     if worktree.path.is_symlink() or registered is None or link is None or not _same(link, worktree.git_dir):
         return Seen("replaced", head=head, tip=tip, commits=commits)
-    status = git(
-        f"--git-dir={worktree.git_dir}",
-        f"--work-tree={worktree.path}",
+    status = pinned_git(
+        worktree.common_dir,
         "status",
         "--porcelain=v1",
         "-z",
@@ -327,6 +376,7 @@ def inspect(worktree: Worktree) -> Seen:
         "--ignore-submodules=none",
         cwd=worktree.path,
         check=False,
+        worktree=(worktree.git_dir, worktree.path),
     )
     if status.returncode != 0:
         return Seen("here", None, head, tip, commits, problem=git_message(status))
@@ -342,7 +392,7 @@ def carry_out(worktree: Worktree, seen: Seen, plan: Plan) -> WorktreeEnd:
     if seen.place in ("here", "deleted"):
         git("worktree", "unlock", worktree.path, cwd=worktree.repository, check=False)  # not locked: fine
     if plan.remove:
-        removed = git("worktree", "remove", worktree.path, cwd=worktree.repository, check=False)
+        removed = pinned_git(worktree.common_dir, "worktree", "remove", worktree.path, cwd=worktree.repository, check=False)
         if removed.returncode != 0:
             return replace(end, state="kept", reason=f"git would not remove it: {git_message(removed)}")
     if plan.delete_branch:
@@ -503,11 +553,16 @@ class RunWorktrees:
         worktree = Worktree(name, path, branch, sha, keep, repository, common / "worktrees" / name, common, base, self._run_id)
         write_manifest(self._directory, Manifest(worktree, "making"))
         self._tried.append(worktree)
-        added = git("worktree", "add", "--quiet", "-b", branch, path, sha, cwd=repository, check=False)
+        # Checked out by the run's own git, through no filter the repository's config defines
+        added = git("worktree", "add", "--quiet", "--no-checkout", "-b", branch, path, sha, cwd=repository, check=False)
         git_dir = _read_link(path / ".git")
         if git_dir is not None:  # git names its entry after the directory, with a number if that is taken
             worktree = replace(worktree, git_dir=Path(git_dir) if Path(git_dir).is_absolute() else path / git_dir)
             self._tried[-1] = worktree
+        if added.returncode == 0:
+            added = pinned_git(
+                common, "read-tree", "--reset", "-u", sha, cwd=path, check=False, worktree=(worktree.git_dir, path)
+            )
         if added.returncode != 0:
             write_manifest(self._directory, Manifest(worktree, "failed"))
             raise DefinitionError(f"worktree {name}: git worktree add failed: {git_message(added)}")

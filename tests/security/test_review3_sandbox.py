@@ -79,13 +79,11 @@ async def test_a_writer_cant_move_the_repository_away_from_inside_a_path_it_writ
     assert result.value.split("\n") == ["the repository stays"] and not owned.exists(), result.value
 
 
-@pytest.mark.xfail(strict=True, reason="open: git reads config and hooks from the directory .git/commondir names")
 async def test_a_writer_cant_point_git_at_a_common_directory_of_its_own(tmp_path: Path) -> None:
     result, owned = await _attack(tmp_path, POINT_COMMONDIR_AWAY, cwd="ws/repo", write=".")
     assert not owned.exists(), result.value
 
 
-@pytest.mark.xfail(strict=True, reason="open: `git status` recurses into a submodule the agent made, and runs its config")
 async def test_a_writer_cant_add_a_submodule_whose_config_your_git_status_runs(tmp_path: Path) -> None:
     result, owned = await _attack(tmp_path, A_SUBMODULE_OF_ITS_OWN, cwd="ws/repo", write=".")
     assert not owned.exists(), result.value
@@ -166,3 +164,50 @@ def test_a_writer_cant_move_what_runs_the_agent_away_from_inside_a_path_it_write
     argv = bwrap_argv(spec, AgentPaths(project, agent_dir), agent_dir / "home", command, system=system_view(), runtime=(venv,))
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     assert done.stdout.strip() == "stays" and (venv / "bin" / "awf").exists(), done.stdout + done.stderr
+
+
+# A submodule of yours, checked out: its git directory is in `.git/modules/`, which the agent may
+# write, and your `git status` runs a status in the submodule with that directory's config.
+A_SUBMODULES_CONFIG = """\
+    git -C sub config core.fsmonitor "touch $OWNED; false" 2>/dev/null && say "CONFIG SET" || say "sub's config: read-only"
+    hooks="$(git -C sub rev-parse --absolute-git-dir)/hooks"
+    echo "touch $OWNED" >"$hooks/post-checkout" 2>/dev/null && say "HOOK SET" || say "sub's hooks: read-only"
+"""
+
+
+async def test_a_writer_cant_set_the_config_of_a_submodule_your_git_status_runs(tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    subprocess.run(["git", "init", "-q", str(lib)], check=True)
+    subprocess.run([*GIT.split(), "-C", str(lib), "commit", "-q", "--allow-empty", "-m", "lib"], check=True)
+    repo = tmp_path / "ws" / "repo"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    add = [*GIT.split(), "-c", "protocol.file.allow=always", "-C", str(repo), "submodule", "add", "-q", str(lib), "sub"]
+    subprocess.run(add, check=True, capture_output=True)
+    subprocess.run([*GIT.split(), "-C", str(repo), "commit", "-q", "-m", "with a submodule"], check=True)
+    assert (repo / ".git" / "modules" / "sub" / "config").is_file()
+    owned = tmp_path / "OWNED"
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
+        runtime = agent(repo, "a", A_SUBMODULES_CONFIG + ANSWER, secrets.token_hex(4), OWNED=str(owned))
+        a = await wf.agents.open("a", runtime=runtime, sandbox=box)
+        return (await a.run("Work.", timeout=20)).value
+
+    result = await agentswf.run(workflow(name="sbx", description="A writer.")(fn), run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    (repo / "sub" / "x").write_text("changed, so that status looks inside\n")
+    subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, timeout=30, check=False)
+    assert result.value.split("\n") == ["sub's config: read-only", "sub's hooks: read-only"] and not owned.exists(), result.value
+
+
+def test_a_repositorys_submodule_git_directories_are_found_to_hold(tmp_path: Path) -> None:
+    from agentswf.sandbox.runner import submodule_git_dirs
+
+    git = tmp_path / ".git"
+    for module in ("modules/a", "modules/b/c", "modules/a/modules/d"):
+        (git / module / "objects" / "xx").mkdir(parents=True)
+        (git / module / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "modules" / "b" / "stray").mkdir()  # no HEAD: a part of a name, walked, none itself
+    found = sorted(path.relative_to(git).as_posix() for path in submodule_git_dirs(git))
+    assert found == ["modules/a", "modules/a/modules/d", "modules/b/c"]

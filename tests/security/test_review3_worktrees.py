@@ -166,8 +166,7 @@ git config filter.x.smudge "sh $OUT/hook.sh; cat" && echo "* filter=x" >>"$commo
     "plant",
     [
         PLANT_HOOKS,
-        pytest.param(PLANT_FILTER, marks=pytest.mark.xfail(strict=True, reason=(
-            "open: the run's git checks a worktree out with the smudge filter the repository's config names"))),
+        PLANT_FILTER,  # the run's git checks worktree b out through no filter the repository's config names
     ],
     ids=["hooks", "filter"],
 )
@@ -236,3 +235,26 @@ def test_a_manifest_an_agent_made_a_fifo_hangs_no_awf_worktrees(tmp_path: Path) 
             cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+# The agent defines a clean filter for every path and touches its worktree's files, changing
+# nothing: at the run's end the run's git reads the worktree's status (and `git worktree remove`
+# checks it is clean with a status of its own), hashing each file whose stat changed through
+# the repository's clean filter, the agent's command, beside the live run.
+PLANT_CLEAN = r"""
+common=$(cd "$(git rev-parse --git-common-dir)" && pwd)
+git config filter.y.clean "touch $OUT/CLEANED; cat" && git config filter.y.process "touch $OUT/CLEANED"
+echo "* filter=y" >>"$common/info/attributes" && echo "* filter=y" >.gitattributes.mine
+git ls-files -z | xargs -0 touch
+"""
+
+
+async def test_the_runs_end_reads_and_removes_a_worktree_through_no_filter_an_agent_defined(tmp_path: Path) -> None:
+    from ..worktrees.kit import registered
+
+    repo = make_repo(tmp_path)
+    result = await _one_agent(repo, tmp_path, PLANT_CLEAN + "rm .gitattributes.mine")
+    assert result.value == "answered", result.reason
+    [end] = result.worktrees
+    assert end.state == "removed" and registered(repo) == [], end
+    assert not (tmp_path / "CLEANED").exists(), "the run's git ran the agent's clean filter"

@@ -26,8 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentswf.cli import temporal
+from agentswf.cli.shown import shown_json
 
 CONTROLS = ("\x1b", "\u202e", "\x9b")
 HOSTILE = {"target": "staging\u202e \x9b2J\x1b[2K"}
@@ -52,12 +55,13 @@ def test_awf_pending_of_a_temporal_run_shows_a_calls_input_not_obeys_it(
 HOSTILE_MESSAGE = "call c1 approved\x1b]52;c;cm0gLXJmIH4K\x07 \u202egnp.exe \x9b2J"
 
 
-def _fake_control(path: Path, answers: int) -> threading.Thread:
+def _fake_control(path: Path, answers: int, value: Any = None) -> threading.Thread:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(8)
     server.settimeout(60)
-    response = json.dumps({"ok": True, "message": HOSTILE_MESSAGE, "value": []}).encode() + b"\n"
+    answer = {"ok": True, "message": HOSTILE_MESSAGE, "value": [] if value is None else value}
+    response = json.dumps(answer).encode() + b"\n"
 
     def serve() -> None:
         with server:
@@ -98,3 +102,47 @@ def test_awf_commands_show_what_a_forged_control_socket_answers_not_obey_it(tmp_
         raw[command[0]] = [char for char in CONTROLS if char in done.stdout + done.stderr]
     server.join(timeout=5)
     assert raw == {command[0]: [] for command in COMMANDS}
+
+
+# `awf status --json` prints the live run's answer as JSON: agents' keys, and what they owe and
+# await, are text an agent can have written. msgspec escapes C0 controls in a JSON string, not
+# U+202E or a C1 control: those are written as JSON's escapes, the same string to a parser.
+HOSTILE_KEY = "review:a\u202egnp.exe \x9b2J\U0001f600"
+STATUS = {"agents": [{"key": HOSTILE_KEY, "in_turn": False, "owes": [HOSTILE_MESSAGE], "awaits": None}], "pending": []}
+
+
+def test_awf_status_json_escapes_what_a_forged_control_socket_answers(tmp_path: Path) -> None:
+    run_dir = tmp_path / ".awf" / "runs" / "w" / "20261201-000000-abcd"
+    run_dir.mkdir(parents=True)
+    control = tmp_path / "c.sock"
+    (run_dir / "run.json").write_text(json.dumps({"version": 1, "workflow": "w\u202e", "control": str(control)}))
+    server = _fake_control(control, 1, STATUS)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentswf", "status", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    server.join(timeout=5)
+    assert done.returncode == 0, done.stderr
+    assert [char for char in CONTROLS if char in done.stdout] == [], done.stdout
+    assert "\\u202e" in done.stdout and "\\u009b" in done.stdout, done.stdout
+    status = json.loads(done.stdout)
+    assert status["workflow"] == "w\u202e"
+    assert status["agents"][0]["key"] == HOSTILE_KEY and status["agents"][0]["owes"] == [HOSTILE_MESSAGE]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(JSON_VALUES, st.booleans())
+def test_shown_json_is_the_same_value_with_nothing_a_terminal_obeys(value: Any, formatted: bool) -> None:
+    text = shown_json(value, formatted=formatted)
+    assert json.loads(text) == value
+    assert all(char.isprintable() or char == "\n" for char in text), ascii(text)
