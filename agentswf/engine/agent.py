@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -26,18 +25,7 @@ from ..actors import Actor, Reply, handler
 from ..errors import ActorError, MailboxFull
 from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from . import turn as t
-from .agent_messages import (
-    AgentSetup,
-    CallRegistered,
-    CancelTurn,
-    Describe,
-    SetTools,
-    StartOp,
-    StartTurn,
-    StopAgent,
-    WfaCall,
-    WhoseCall,
-)
+from .agent_messages import AgentSetup, CancelTurn, SetTools, StartOp, StartTurn, StopAgent, WfaCall
 from .agent_ops import AgentOps, AttemptReported, OpReported, Receipt, TimerDue, TurnStopped
 from .agent_text import peers_response
 from .broker import RunTool, ToolDone
@@ -45,7 +33,7 @@ from .clock import now
 from .outcomes import Cancelled, TimedOut
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
-from .switchboard import MailWaiting, PeersOf, Register, StandingSlot, TakeMail
+from .switchboard import MailWaiting, PeersOf, TakeMail
 from .toolcall import ToolCall
 
 if TYPE_CHECKING:
@@ -72,17 +60,11 @@ class AgentActor(Actor):
             liveness=msgspec.structs.replace(t.DEFAULT_LIVENESS, **setup.harness.check_ins)
             if setup.harness.confirms_delivery else None,
         )
-        self.standing = StandingSlot()  # the switchboard sets it, the agent reads it
+        self.standing = setup.standing  # the switchboard sets it, the agent reads it
         self.starters: dict[str, Reply] = {}  # who asked for each turn
         self.settle_waiters: dict[str, list[Reply]] = {}
         self.tool_waiters: list[Reply] = []  # the same call asked again, joined to the running one
         self.tool_call: ToolCall | None = None  # the one running: cancelled when its turn ends
-
-    async def on_start(self) -> None:
-        await self.setup.board.ask(Register(
-            key=self.key, kind="agent", ref=self.ref, can_await=self.setup.harness.can_await,
-            presence=self.ops.presence, standing=self.standing,
-        ))
 
     async def on_stop(self) -> None:
         try:
@@ -102,10 +84,6 @@ class AgentActor(Actor):
             done = await self._do(effect)
             answer = done if done is not None else answer
         return answer
-
-    @handler
-    def describe(self, msg: Describe) -> Path:
-        return self.ops.launcher
 
     @handler
     async def start_turn(self, msg: StartTurn) -> None:
@@ -170,13 +148,13 @@ class AgentActor(Actor):
             return await self._step(self._tool_asked(request))
         if isinstance(request, SendRequest | ReplyRequest):
             return await self._step(t.PostAsked(request, now()))
-        foreign = None if request.call_id in self.state.calls else await self._whose(request.call_id)
+        foreign = None if request.call_id in self.state.calls else self._whose(request.call_id)
         if isinstance(request, ResultRequest):
             return await self._step(t.ResultAsked(request, self.standing.view, foreign, now()))
         return await self._step(t.WaitingAsked(request, self.standing.view, foreign, now()))
 
-    async def _whose(self, call_id: str) -> CallView | None:
-        owner = await self.setup.run.ask(WhoseCall(call_id))
+    def _whose(self, call_id: str) -> CallView | None:
+        owner = self.setup.calls.get(call_id)
         return None if owner is None else CallView(owner, "open")
 
     async def _handle(self, request: Request) -> Response:
@@ -250,13 +228,13 @@ class AgentActor(Actor):
             case t.Announce(state, reason):
                 ops.announce(state, reason)
             case t.RegisterCall(call_id):
-                await setup.run.tell(CallRegistered(call_id, self.key))
+                setup.calls[call_id] = self.key
             case t.RecordCallOpened(call_id, n, prompt, schema, deadline_ms):
                 await recorder.ask(CallOpened(call_id, self.key, n, prompt, schema, deadline_ms))
             case t.RecordTurnEnded(record):
-                await recorder.ask(TurnEnded(record))
+                await setup.appends.ask(TurnEnded(record))
             case t.RecordCandidate(call_id, at, args, input, ok, error):
-                await recorder.ask(CandidateSeen(call_id, at, args, input, ok, error))
+                await setup.appends.ask(CandidateSeen(call_id, at, args, input, ok, error))
             case t.RecordAnswer(request, value, standing):
                 ok = await recorder.ask(ResultAccepted(request.call_id, value))
                 return await self._step(t.AnswerRecorded(request, value, ok, standing, now()))
