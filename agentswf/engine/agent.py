@@ -22,7 +22,7 @@ import anyio
 import msgspec
 
 from ..actors import Actor, Reply, handler
-from ..errors import ActorError, MailboxFull
+from ..errors import ActorError
 from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from . import turn as t
 from .agent_messages import AgentSetup, CancelTurn, SetTools, StartOp, StartTurn, StopAgent, WfaCall
@@ -34,6 +34,7 @@ from .outcomes import Cancelled, TimedOut
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
 from .switchboard import MailWaiting, PeersOf, TakeMail
+from .tell import tell
 from .toolcall import ToolCall
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class AgentActor(Actor):
         super().__init__()
         self.setup = setup
         self.key = setup.key
-        self.ops = AgentOps(setup, self.start_soon, lambda msg: self.ref.tell(msg), lambda msg: self.ref.tell_nowait(msg))
+        self.ops = AgentOps(setup, self.start_soon, lambda msg: tell(self.ref, msg), lambda msg: self.ref.tell_nowait(msg))
         model, effort = setup.harness.settings()
         self.state = t.AgentState(
             self.key, str(self.ops.launcher), setup.harness.supports_waiting, setup.run_deadline,
@@ -177,10 +178,7 @@ class AgentActor(Actor):
         response = await self.setup.broker.call(answer)
         done = ToolDone(answer.call.id, response)
         if not self._step_now(t.ToolFinished(done.call_id, done.response, self.standing.view))[0]:
-            try:
-                self.ref.tell_nowait(done)
-            except MailboxFull:
-                await self.ref.tell(done)
+            await tell(self.ref, done)
         return t.tool_answer(response, self.standing.view)
 
     def _tool_asked(self, request: ToolRequest) -> t.ToolAsked:
@@ -248,6 +246,8 @@ class AgentActor(Actor):
                 if self.tool_call is not None and self.tool_call.id == call_id:
                     self.tool_call.cancel()  # its handler, if running, is stopped as when its time runs out
             case t.TakeMail():
+                if self.state.turn is None and not self.standing.unread:  # settled, nothing to read: no round trip
+                    return await self._step(t.MailTaken((), self.standing.view, now()))
                 mail = await setup.board.ask(TakeMail(self.key))
                 return await self._step(t.MailTaken(tuple(mail), self.standing.view, now()))
             case t.OpenMessageTurn(mail, deadline):
@@ -257,7 +257,7 @@ class AgentActor(Actor):
                 answer = await setup.board.ask(post)
                 return await self._step(t.PostAnswered(request, post.until, answer, self.standing.view, now()))
             case t.TellBoard(message):
-                await setup.board.tell(message)
+                await tell(setup.board, message)
             case t.HoldUntilSettled(call_id):
                 self.settle_waiters.setdefault(call_id, []).append(self.defer())
             case t.Finished(call_id, record):

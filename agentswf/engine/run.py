@@ -40,7 +40,6 @@ import anyio
 import msgspec
 
 from ..actors import Actor, ActorRef, Supervisor, Tracer, handler
-from ..errors import MailboxFull
 from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
 from ..harnesses.pane_keep import keep_kept
@@ -60,6 +59,7 @@ from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
 from .recorder import Appends, LogLines, Recorder
 from .switchboard import Presence, Register, StandingSlot, Switchboard
+from .tell import tell
 
 RUN_MAILBOX_CAPACITY = 256
 RECORDER_MAILBOX_CAPACITY = 1024
@@ -172,10 +172,7 @@ class RunActor(Actor):
         register = Register(
             key=msg.key, kind="agent", ref=ref, can_await=msg.harness.can_await, presence=presence, standing=standing
         )
-        try:
-            self.board.tell_nowait(register)
-        except MailboxFull:
-            await self.board.tell(register)
+        await tell(self.board, register)
         return OpenedAgent(ref, launcher)
 
     @handler
