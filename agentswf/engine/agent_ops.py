@@ -133,6 +133,8 @@ class AgentOps:
         self.tasks.spawn(run_operation, self.harness, self.setup.attempts, operation, report, self.done)
 
     async def peers_block(self) -> str:
+        if not self.setup.standing.routed:  # no route of its was ever open: no peers (`StandingSlot.routed`)
+            return ""
         table = await self.setup.board.ask(PeersOf(self.setup.key))
         return peers_block(self.launcher, table["peers"], can_await=self.harness.can_await)
 

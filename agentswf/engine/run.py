@@ -100,6 +100,7 @@ class CloseAgent(msgspec.Struct, frozen=True):
 class OpenedAgent:
     ref: ActorRef
     launcher: Path
+    standing: StandingSlot  # the switchboard sets it, the agent (and its turns' prompts) read it
 
 
 class RunActor(Actor):
@@ -115,6 +116,7 @@ class RunActor(Actor):
         self.broker = services.broker
         self.desk = services.desk
         self.board = services.board
+        self.slots_kept = services.slots_kept
         self.deadline = services.deadline
         self.stop_run = services.stop
         self.sockets = sockets
@@ -145,6 +147,8 @@ class RunActor(Actor):
         and with no wait for the agent's own task to run."""
         socket_path, launcher = agent_paths(self.sockets)
         presence, standing = Presence(), StandingSlot()
+        if self.slots_kept:  # a new agent has no mail and no route until its Register is handled, and none comes before
+            standing.unread = standing.routed = False
         setup = AgentSetup(
             key=msg.key,
             harness=msg.harness,
@@ -173,7 +177,7 @@ class RunActor(Actor):
             key=msg.key, kind="agent", ref=ref, can_await=msg.harness.can_await, presence=presence, standing=standing
         )
         await tell(self.board, register)
-        return OpenedAgent(ref, launcher)
+        return OpenedAgent(ref, launcher, standing)
 
     @handler
     def close_agent(self, msg: CloseAgent) -> None:
@@ -209,6 +213,7 @@ class RunServices:
     board: ActorRef
     deadline: float
     stop: Callable[[str], bool]
+    slots_kept: bool = False  # the board is the local Switchboard, which keeps `StandingSlot.unread` and `routed` exact
 
 
 def _no_stop(reason: str) -> bool:
@@ -279,7 +284,7 @@ async def run_actors(
                 broker = supervisor.spawn(ToolBroker, calls, name="tools", capacity=RUN_MAILBOX_CAPACITY)
                 factory, args = board or (Switchboard, (supervisor, appends.ask))
                 switchboard = supervisor.spawn(factory, *args, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
-                services = RunServices(calls, desk, switchboard, deadline, stop)
+                services = RunServices(calls, desk, switchboard, deadline, stop, slots_kept=board is None)
                 run = supervisor.spawn(
                     RunActor, supervisor, recorder, appends, services, sockets, timers, name="run",
                     capacity=RUN_MAILBOX_CAPACITY,

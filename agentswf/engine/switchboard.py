@@ -86,11 +86,14 @@ class StandingSlot:
     with no round trip to the switchboard on any request. `unread` says mail may wait in its
     inbox: the Switchboard keeps it exact, so a turn that settles with nothing unread takes no
     `TakeMail` round trip (mail that comes later wakes the agent, `MailWaiting`); a board that
-    doesn't keep it leaves it True, and the agent asks.
+    doesn't keep it leaves it True, and the agent asks. `routed` says a route of the agent's
+    may be open: while the Switchboard knows none ever was, its peers are none, and a turn's
+    prompt is made without a `PeersOf` round trip.
     """
 
     view: StandingView = _NO_STANDING
     unread: bool = True
+    routed: bool = True
 
 
 class Register(msgspec.Struct, frozen=True, kw_only=True):
@@ -262,6 +265,7 @@ class Switchboard(Actor):
         end = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence(), msg.standing or StandingSlot())
         end.standing.view = standing_in(self.questions, msg.key)
         end.standing.unread = False  # its inbox is new
+        end.standing.routed = any(view.open and view.can(msg.key) is not None for view in self.views.values())
         self.ends[msg.key] = end
 
     def _restand(self, question: QuestionView) -> None:
@@ -311,6 +315,8 @@ class Switchboard(Actor):
             RouteActor, view, name=f"route:{msg.sender}>{msg.receiver}", capacity=ROUTE_MAILBOX_CAPACITY
         )
         self.views[route_id] = view
+        for key in (msg.sender, msg.receiver):
+            self.ends[key].standing.routed = True  # from now on its turns ask for their peers
         return route_id
 
     @handler
