@@ -228,7 +228,7 @@ class AgentActor(Actor):
             case t.RegisterCall(call_id):
                 setup.calls[call_id] = self.key
             case t.RecordCallOpened(call_id, n, prompt, schema, deadline_ms):
-                await setup.appends.ask(CallOpened(call_id, self.key, n, prompt, schema, deadline_ms))
+                await recorder.ask(CallOpened(call_id, self.key, n, prompt, schema, deadline_ms))
             case t.RecordTurnEnded(record):
                 await setup.appends.ask(TurnEnded(record))
             case t.RecordCandidate(call_id, at, args, input, ok, error):

@@ -181,7 +181,7 @@ class LogLines:
 
 
 class Appends:
-    """Asked lines (and a turn's call.json) on their way to the Recorder without a mailbox message each.
+    """Asked lines on their way to the Recorder without a mailbox message each.
 
     `await appends.ask(ToolCalled(...))` answers as `recorder.ask` of the same message does
     (True once the line is written, False when it couldn't be; None for a turn or an
@@ -271,9 +271,8 @@ class ConnectionRefused(msgspec.Struct, frozen=True):
 
 
 APPENDED: dict[type, bool] = {ToolCalled: True, ApprovalDecided: True, MessageSent: True, MessageRead: True, CandidateSeen: False,
-            TurnEnded: False, CallOpened: True}
-"""What `Appends` takes, the asked messages whose record is one appended line (or call.json, written whole as
-the lines are: unsynced, on the loop's thread), and whether the ask is told it was written."""
+            TurnEnded: False}
+"""What `Appends` takes, the asked messages whose record is one appended line: whether the ask is told it was written."""
 
 
 class RunEnded(msgspec.Struct, frozen=True):
@@ -450,7 +449,7 @@ class Recorder(Actor):
             self._write_unsynced(self.run_dir / "usage.json", msgspec.structs.asdict(self.ledger.snapshot()), now)
         for take in takes:
             if failed:
-                take.failed |= {slot for slot, path in enumerate(take.paths) if path in failed}
+                take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
             take.written = True
         if self._batch_ends_turn:
             self._batch_ends_turn = False
@@ -505,12 +504,7 @@ class Recorder(Actor):
             return
         paths = take.paths
         records: dict[str, list[Any]] = {}
-        for slot, message in enumerate(take.asked):
-            if type(message) is CallOpened:  # written now, whole, as its handler writes it
-                paths.append("")
-                if not self._call_opened(message):
-                    take.failed.add(slot)
-                continue
+        for message in take.asked:
             path, record, _ = self._line(message)
             paths.append(path)
             into = records.get(path)
@@ -650,14 +644,11 @@ class Recorder(Actor):
     @handler
     def call_opened(self, msg: CallOpened) -> bool:
         """True once call.json is written (fsynced by the next group commit: a turn's end at the latest)."""
-        written = self._call_opened(msg)
+        progress("agentswf.turns", "turn started", agent=msg.agent, turn=msg.n, call=msg.call_id)
+        written = self._write_unsynced(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg),
+                                       anyio.current_time(), self._calls, str(self.run_dir))
         self._done()
         return written
-
-    def _call_opened(self, msg: CallOpened) -> bool:
-        progress("agentswf.turns", "turn started", agent=msg.agent, turn=msg.n, call=msg.call_id)
-        return self._write_unsynced(self._call_dir(msg.call_id) / "call.json", msgspec.structs.asdict(msg),
-                                    anyio.current_time(), self._calls, str(self.run_dir))
 
     @handler
     def candidate_seen(self, msg: CandidateSeen) -> None:
