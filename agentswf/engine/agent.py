@@ -66,6 +66,10 @@ class AgentActor(Actor):
         self.settle_waiters: dict[str, list[Reply]] = {}
         self.tool_waiters: list[Reply] = []  # the same call asked again, joined to the running one
         self.tool_call: ToolCall | None = None  # the one running: cancelled when its turn ends
+        # Once a mailbox ask of the Recorder's is answered, the sessions line told as the agent
+        # opened is queued (it was ahead in that mailbox): its lines may then go through Appends
+        # and still come after it (records.py). Before (an operation first), they go behind it.
+        self.behind_sessions_line = False
 
     async def on_stop(self) -> None:
         try:
@@ -229,9 +233,10 @@ class AgentActor(Actor):
                 setup.calls[call_id] = self.key
             case t.RecordCallOpened(call_id, n, prompt, schema, deadline_ms):
                 await recorder.ask(CallOpened(call_id, self.key, n, prompt, schema, deadline_ms))
+                self.behind_sessions_line = True
             case t.RecordTurnEnded(record):
-                await setup.appends.ask(TurnEnded(record))
-            case t.RecordCandidate(call_id, at, args, input, ok, error):
+                await (setup.appends if self.behind_sessions_line else recorder).ask(TurnEnded(record))
+            case t.RecordCandidate(call_id, at, args, input, ok, error):  # a turn's, so after its call.json's ask
                 await setup.appends.ask(CandidateSeen(call_id, at, args, input, ok, error))
             case t.RecordAnswer(request, value, standing):
                 ok = await recorder.ask(ResultAccepted(request.call_id, value))

@@ -50,6 +50,23 @@ async def test_a_turn_of_an_agent_with_no_route_or_mail_asks_only_its_start_its_
     assert not asked.keys() & {"Describe", "Register:agent", "PeersOf", "TakeMail", "CandidateSeen", "TurnEnded", "WhoseCall"}
 
 
+async def test_an_operation_before_any_turn_records_its_end_behind_the_sessions_line(tmp_path, asked: Counter[str]) -> None:
+    """The sessions line told as the agent opened is queued once a mailbox ask of the Recorder's is
+    answered (call.json's): a compaction first has had none, so its line goes through the mailbox too."""
+
+    @workflow(name="first", description="A compaction, then a turn.")
+    async def first(wf: Any, args: Any) -> str:
+        agent = await wf.agents.open("a", runtime="codex")
+        assert (await agent.compact("Keep it short.")).outcome.answered
+        return (await agent.run("Go.", nudge=False)).value
+
+    run = await run_workflow(first, agents={"a": answer("done")}, run_root=tmp_path)
+    assert run.value == "done"
+    assert asked["TurnEnded"] == 1  # the compaction's; the turn's, after its call.json, through Appends
+    sessions = (run.run_dir / "sessions.jsonl").read_text().splitlines()
+    assert len(sessions) == 1 and '"agent":"a"' in sessions[0]
+
+
 async def test_with_a_route_open_the_prompt_names_the_peer(tmp_path, asked: Counter[str]) -> None:
     prompts: list[str] = []
 
