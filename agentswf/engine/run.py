@@ -124,6 +124,7 @@ class RunActor(Actor):
         self.attempts = LiveAttempts()
         self.agents: dict[str, ActorRef] = {}
         self.calls: dict[str, str] = {}  # every call id of the run, its agent's: each agent adds its own
+        self.agent_dirs: set[str] = set()  # the names given its agents' directories: never one twice
         self._env: tuple[Mapping[str, str], Mapping[str, str]] | None = None  # the last env given, and it marked
 
     def _marked(self, env: Mapping[str, str]) -> Mapping[str, str]:
@@ -145,7 +146,8 @@ class RunActor(Actor):
         """The agent, started and registered on the switchboard: told, so before any later
         message of the board's (the workflow's first `PeersOf` of it among them) is handled,
         and with no wait for the agent's own task to run."""
-        socket_path, launcher = agent_paths(self.sockets)
+        socket_path, launcher = agent_paths(self.sockets, self.agent_dirs)
+        self.agent_dirs.add(socket_path.parent.name)
         presence, standing = Presence(), StandingSlot()
         if self.slots_kept:  # a new agent has no mail and no route until its Register is handled, and none comes before
             standing.unread = standing.routed = False
