@@ -14,28 +14,16 @@ round trip.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
 
 from ..actors import Actor, Reply, handler
-from ..errors import ActorError, MailboxFull
+from ..errors import ActorError
 from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from . import turn as t
-from .agent_messages import (
-    AgentSetup,
-    CallRegistered,
-    CancelTurn,
-    Describe,
-    SetTools,
-    StartOp,
-    StartTurn,
-    StopAgent,
-    WfaCall,
-    WhoseCall,
-)
+from .agent_messages import AgentSetup, CancelTurn, SetTools, StartOp, StartTurn, StopAgent, WfaCall
 from .agent_ops import AgentOps, AttemptReported, OpReported, Receipt, TimerDue, TurnStopped
 from .agent_text import peers_response
 from .broker import RunTool, ToolDone
@@ -44,7 +32,8 @@ from .ids import new_id
 from .outcomes import Cancelled, TimedOut
 from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
-from .switchboard import MailWaiting, PeersOf, Register, StandingSlot, TakeMail
+from .switchboard import MailWaiting, PeersOf, TakeMail
+from .tell import tell
 from .toolcall import ToolCall
 
 if TYPE_CHECKING:
@@ -61,7 +50,7 @@ class AgentActor(Actor):
         super().__init__()
         self.setup = setup
         self.key = setup.key
-        self.ops = AgentOps(setup, self.start_soon, lambda msg: self.ref.tell(msg), lambda msg: self.ref.tell_nowait(msg))
+        self.ops = AgentOps(setup, self.start_soon, lambda msg: tell(self.ref, msg), lambda msg: self.ref.tell_nowait(msg))
         model, effort = setup.harness.settings()
         self.state = t.AgentState(
             self.key, str(self.ops.launcher), setup.harness.supports_waiting, setup.run_deadline,
@@ -70,17 +59,15 @@ class AgentActor(Actor):
             liveness=msgspec.structs.replace(t.DEFAULT_LIVENESS, **setup.harness.check_ins)
             if setup.harness.confirms_delivery else None,
         )
-        self.standing = StandingSlot()  # the switchboard sets it, the agent reads it
+        self.standing = setup.standing  # the switchboard sets it, the agent reads it
         self.starters: dict[str, Reply] = {}  # who asked for each turn
         self.settle_waiters: dict[str, list[Reply]] = {}
         self.tool_waiters: list[Reply] = []  # the same call asked again, joined to the running one
         self.tool_call: ToolCall | None = None  # the one running: cancelled when its turn ends
-
-    async def on_start(self) -> None:
-        await self.setup.board.ask(Register(
-            key=self.key, kind="agent", ref=self.ref, can_await=self.setup.harness.can_await,
-            presence=self.ops.presence, standing=self.standing,
-        ))
+        # Once a mailbox ask of the Recorder's is answered, the sessions line told as the agent
+        # opened is queued (it was ahead in that mailbox): its lines may then go through Appends
+        # and still come after it (records.py). Before (an operation first), they go behind it.
+        self.behind_sessions_line = False
 
     async def on_stop(self) -> None:
         try:
@@ -100,10 +87,6 @@ class AgentActor(Actor):
             done = await self._do(effect)
             answer = done if done is not None else answer
         return answer
-
-    @handler
-    def describe(self, msg: Describe) -> Path:
-        return self.ops.launcher
 
     @handler
     async def start_turn(self, msg: StartTurn) -> None:
@@ -168,13 +151,13 @@ class AgentActor(Actor):
             return await self._step(self._tool_asked(request))
         if isinstance(request, SendRequest | ReplyRequest):
             return await self._step(t.PostAsked(request, now()))
-        foreign = None if request.call_id in self.state.calls else await self._whose(request.call_id)
+        foreign = None if request.call_id in self.state.calls else self._whose(request.call_id)
         if isinstance(request, ResultRequest):
             return await self._step(t.ResultAsked(request, self.standing.view, foreign, now()))
         return await self._step(t.WaitingAsked(request, self.standing.view, foreign, now()))
 
-    async def _whose(self, call_id: str) -> CallView | None:
-        owner = await self.setup.run.ask(WhoseCall(call_id))
+    def _whose(self, call_id: str) -> CallView | None:
+        owner = self.setup.calls.get(call_id)
         return None if owner is None else CallView(owner, "open")
 
     async def _handle(self, request: Request) -> Response:
@@ -197,10 +180,7 @@ class AgentActor(Actor):
         response = await self.setup.broker.call(answer)
         done = ToolDone(answer.call.id, response)
         if not self._step_now(t.ToolFinished(done.call_id, done.response, self.standing.view))[0]:
-            try:
-                self.ref.tell_nowait(done)
-            except MailboxFull:
-                await self.ref.tell(done)
+            await tell(self.ref, done)
         return t.tool_answer(response, self.standing.view)
 
     def _tool_asked(self, request: ToolRequest) -> t.ToolAsked:
@@ -248,13 +228,14 @@ class AgentActor(Actor):
             case t.Announce(state, reason):
                 ops.announce(state, reason)
             case t.RegisterCall(call_id):
-                await setup.run.tell(CallRegistered(call_id, self.key))
+                setup.calls[call_id] = self.key
             case t.RecordCallOpened(call_id, n, prompt, schema, deadline_ms):
                 await recorder.ask(CallOpened(call_id, self.key, n, prompt, schema, deadline_ms))
+                self.behind_sessions_line = True
             case t.RecordTurnEnded(record):
-                await recorder.ask(TurnEnded(record))
-            case t.RecordCandidate(call_id, at, args, input, ok, error):
-                await recorder.ask(CandidateSeen(call_id, at, args, input, ok, error))
+                await (setup.appends if self.behind_sessions_line else recorder).ask(TurnEnded(record))
+            case t.RecordCandidate(call_id, at, args, input, ok, error):  # a turn's, so after its call.json's ask
+                await setup.appends.ask(CandidateSeen(call_id, at, args, input, ok, error))
             case t.RecordAnswer(request, value, standing):
                 ok = await recorder.ask(ResultAccepted(request.call_id, value))
                 return await self._step(t.AnswerRecorded(request, value, ok, standing, now()))
@@ -268,6 +249,8 @@ class AgentActor(Actor):
                 if self.tool_call is not None and self.tool_call.id == call_id:
                     self.tool_call.cancel()  # its handler, if running, is stopped as when its time runs out
             case t.TakeMail():
+                if self.state.turn is None and not self.standing.unread:  # settled, nothing to read: no round trip
+                    return await self._step(t.MailTaken((), self.standing.view, now()))
                 mail = await setup.board.ask(TakeMail(self.key))
                 return await self._step(t.MailTaken(tuple(mail), self.standing.view, now()))
             case t.OpenMessageTurn(mail, deadline):
@@ -277,7 +260,7 @@ class AgentActor(Actor):
                 answer = await setup.board.ask(post)
                 return await self._step(t.PostAnswered(request, post.until, answer, self.standing.view, now()))
             case t.TellBoard(message):
-                await setup.board.tell(message)
+                await tell(setup.board, message)
             case t.HoldUntilSettled(call_id):
                 self.settle_waiters.setdefault(call_id, []).append(self.defer())
             case t.Finished(call_id, record):

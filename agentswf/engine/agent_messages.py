@@ -19,9 +19,10 @@ from .turn import StartOp, StartTurn
 if TYPE_CHECKING:
     from ..workflow.tools import Tool
     from .broker import ToolCalls
+    from .recorder import Appends
+    from .switchboard import Presence, StandingSlot
 
-__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CallRegistered", "CancelTurn", "Describe", "SetTools", "StartOp",
-           "StartTurn", "StopAgent", "WfaCall", "WhoseCall"]
+__all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CancelTurn", "SetTools", "StartOp", "StartTurn", "StopAgent", "WfaCall"]
 
 AGENT_MAILBOX_CAPACITY = 128
 
@@ -34,9 +35,13 @@ class AgentSetup:
     harness: Harness
     cwd: Path
     env: Mapping[str, str]
-    sockets: Path  # the run's directory of agent sockets
-    run: ActorRef
+    socket_path: Path  # where its socket listens in a turn (`place.agent_paths`: made at its first turn)
+    launcher: Path
+    presence: Presence  # the agent sets it, the switchboard reads it
+    standing: StandingSlot  # the switchboard sets it, the agent reads it
+    calls: dict[str, str]  # the run's call ids, each its agent's: the agent adds its own, and reads for `wrong-agent`
     recorder: ActorRef
+    appends: Appends  # the Recorder's lines asked without a mailbox message (recorder.py)
     budget: ConnectionBudget
     broker: ToolCalls  # the run's: a tool call runs in the connection task that asked for it
     tools: Mapping[str, Tool]
@@ -52,10 +57,6 @@ class WfaCall(msgspec.Struct, frozen=True):
     """A decoded `wfa` request that arrived on this agent's socket."""
 
     request: Request
-
-
-class Describe(msgspec.Struct, frozen=True):
-    """Asked once the agent is open: where its launcher is."""
 
 
 class CancelTurn(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,15 +77,3 @@ class SetTools(msgspec.Struct, frozen=True):
 
     tools: dict[str, Tool]
 
-
-class CallRegistered(msgspec.Struct, frozen=True):
-    """Told to the run: a call id is this agent's."""
-
-    call_id: str
-    agent: str
-
-
-class WhoseCall(msgspec.Struct, frozen=True):
-    """Asked of the run: which agent a call id belongs to, if any."""
-
-    call_id: str

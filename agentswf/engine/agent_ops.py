@@ -19,7 +19,6 @@ import msgspec
 from ..actors import ActorRef
 from ..errors import MailboxFull
 from ..harnesses.base import Attempt, AttemptResult, Operation, OperationResult
-from ..launcher.place import agent_paths
 from ..wire import Code, Request, Response, ToolRequest
 from ..wire.prompts import message_turn_prompt, peers_block
 from . import turn as t
@@ -31,7 +30,7 @@ from .broker import RunTool
 from .clock import now
 from .ids import new_id
 from .recorder import ToolCalled
-from .switchboard import Mail, PeersOf, Presence
+from .switchboard import Mail, PeersOf
 from .toolcall import ToolCall, tool_record
 
 __all__ = ["AgentOps", "AttemptReported", "OpReported", "Receipt", "TimerDue", "TurnStopped"]
@@ -76,9 +75,9 @@ class AgentOps:
         self.setup = setup
         self.harness = setup.harness  # as the last `agent.set` left it
         self.tools = dict(setup.tools)
-        socket_path, self.launcher = agent_paths(setup.sockets)  # written at its first turn
-        self.socket = AgentSocket(socket_path, self.launcher)
-        self.presence = Presence()  # the agent sets it, the switchboard reads it
+        self.launcher = setup.launcher  # written at its first turn
+        self.socket = AgentSocket(setup.socket_path, self.launcher)
+        self.presence = setup.presence  # the agent sets it, the switchboard reads it
         self.start_soon, self.tell_self, self.tell_now = start_soon, tell_self, tell_now
         self.tasks = TurnTasks(start_soon)  # the turn's attempt or operation, and its timers
         self.done = anyio.Event()  # set once nothing of the last attempt or operation is left
@@ -134,6 +133,8 @@ class AgentOps:
         self.tasks.spawn(run_operation, self.harness, self.setup.attempts, operation, report, self.done)
 
     async def peers_block(self) -> str:
+        if not self.setup.standing.routed:  # no route of its was ever open: no peers (`StandingSlot.routed`)
+            return ""
         table = await self.setup.board.ask(PeersOf(self.setup.key))
         return peers_block(self.launcher, table["peers"], can_await=self.harness.can_await)
 

@@ -197,12 +197,19 @@ class TurnTasks:
         self._sleep: anyio.CancelScope | None = None  # the timers' task's sleep, its deadline the first due
 
     def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
+        """`fn(*args)` in a task of its own, cancelled by `stop` unless it has ended by then (the
+        usual turn: its attempt reported and ended first, and a cancel of a scope already left
+        costs asyncio's anyio a repr of the cancelling task, for nothing)."""
         scope = anyio.CancelScope()
         self.scopes.append(scope)
 
         async def in_scope() -> None:
-            with scope:
-                await fn(*args)
+            try:
+                with scope:
+                    await fn(*args)
+            finally:
+                if scope in self.scopes:
+                    self.scopes.remove(scope)
 
         self.start_soon(in_scope)
 

@@ -35,8 +35,9 @@ Durability, before which acknowledgement:
 - an agent's line in sessions.jsonl (the harness it opened on, which `awf continue` resumes its
   session on) is told as the agent opens, and nothing waits for it; it is written before any
   line of that agent's turns: told before the agent exists, it is in the Recorder's mailbox
-  ahead of the agent's first call.json ask, and a batch writes sessions.jsonl before its other
-  files. So a turns.jsonl that names an agent's session names it with its sessions line, after
+  ahead of the agent's first call.json ask (its turns' and candidates' lines go through `Appends`
+  only once that ask is answered; before, as an operation's first, through the mailbox behind
+  it), and a batch writes sessions.jsonl before its other files. So a turns.jsonl that names an agent's session names it with its sessions line, after
   `kill -9` too; a line lost with no turn of its agent written loses nothing to resume (the
   next attempt opens the agent afresh and says why);
 - what can't be written is answered `internal-error` (a tool call "may have run"; a message

@@ -46,19 +46,20 @@ from ..harnesses.pane_keep import keep_kept
 from ..harnesses.process import watched
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
-from ..launcher.place import make_run_dir, remove_run_dir
+from ..launcher.place import agent_paths, make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
 from .accounting import Ledger
 from .admission import operator_admit
 from .agent import AgentActor
-from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup, CallRegistered, Describe, WhoseCall
+from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup
 from .approvals import ApprovalDesk
 from .attempt import RUN_TIMERS, RunTimers
 from .broker import Replay, ToolBroker, ToolCalls
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
 from .recorder import Appends, LogLines, Recorder
-from .switchboard import Switchboard
+from .switchboard import Presence, Register, StandingSlot, Switchboard
+from .tell import tell
 
 RUN_MAILBOX_CAPACITY = 256
 RECORDER_MAILBOX_CAPACITY = 1024
@@ -99,26 +100,31 @@ class CloseAgent(msgspec.Struct, frozen=True):
 class OpenedAgent:
     ref: ActorRef
     launcher: Path
+    standing: StandingSlot  # the switchboard sets it, the agent (and its turns' prompts) read it
 
 
 class RunActor(Actor):
     def __init__(
-        self, supervisor: Supervisor, recorder: ActorRef, services: RunServices, sockets: Path, timers: RunTimers
+        self, supervisor: Supervisor, recorder: ActorRef, appends: Appends, services: RunServices, sockets: Path,
+        timers: RunTimers,
     ) -> None:
         super().__init__()
         self.timers = timers  # every turn's timers of the run, on a task of this actor's
         self.supervisor = supervisor
         self.recorder = recorder
+        self.appends = appends
         self.broker = services.broker
         self.desk = services.desk
         self.board = services.board
+        self.slots_kept = services.slots_kept
         self.deadline = services.deadline
         self.stop_run = services.stop
         self.sockets = sockets
         self.budget = ConnectionBudget()
         self.attempts = LiveAttempts()
         self.agents: dict[str, ActorRef] = {}
-        self.calls: dict[str, str] = {}
+        self.calls: dict[str, str] = {}  # every call id of the run, its agent's: each agent adds its own
+        self.agent_dirs: set[str] = set()  # the names given its agents' directories: never one twice
         self._env: tuple[Mapping[str, str], Mapping[str, str]] | None = None  # the last env given, and it marked
 
     def _marked(self, env: Mapping[str, str]) -> Mapping[str, str]:
@@ -137,14 +143,26 @@ class RunActor(Actor):
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
+        """The agent, started and registered on the switchboard: told, so before any later
+        message of the board's (the workflow's first `PeersOf` of it among them) is handled,
+        and with no wait for the agent's own task to run."""
+        socket_path, launcher = agent_paths(self.sockets, self.agent_dirs)
+        self.agent_dirs.add(socket_path.parent.name)
+        presence, standing = Presence(), StandingSlot()
+        if self.slots_kept:  # a new agent has no mail and no route until its Register is handled, and none comes before
+            standing.unread = standing.routed = False
         setup = AgentSetup(
             key=msg.key,
             harness=msg.harness,
             cwd=msg.cwd,
             env=self._marked(msg.env),
-            sockets=self.sockets,
-            run=self.ref,
+            socket_path=socket_path,
+            launcher=launcher,
+            presence=presence,
+            standing=standing,
+            calls=self.calls,
             recorder=self.recorder,
+            appends=self.appends,
             budget=self.budget,
             broker=self.broker,
             tools=msg.tools,
@@ -157,7 +175,11 @@ class RunActor(Actor):
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref
         self._size_budget()
-        return OpenedAgent(ref, await ref.ask(Describe()))
+        register = Register(
+            key=msg.key, kind="agent", ref=ref, can_await=msg.harness.can_await, presence=presence, standing=standing
+        )
+        await tell(self.board, register)
+        return OpenedAgent(ref, launcher, standing)
 
     @handler
     def close_agent(self, msg: CloseAgent) -> None:
@@ -181,13 +203,6 @@ class RunActor(Actor):
     def _size_budget(self) -> None:
         self.budget.limit = connection_limit(max(MAX_OPEN_CONNECTIONS, CONNECTIONS_PER_AGENT * len(self.agents)))
 
-    @handler
-    def call_registered(self, msg: CallRegistered) -> None:
-        self.calls[msg.call_id] = msg.agent
-
-    @handler
-    def whose_call(self, msg: WhoseCall) -> str | None:
-        return self.calls.get(msg.call_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +215,7 @@ class RunServices:
     board: ActorRef
     deadline: float
     stop: Callable[[str], bool]
+    slots_kept: bool = False  # the board is the local Switchboard, which keeps `StandingSlot.unread` and `routed` exact
 
 
 def _no_stop(reason: str) -> bool:
@@ -270,9 +286,10 @@ async def run_actors(
                 broker = supervisor.spawn(ToolBroker, calls, name="tools", capacity=RUN_MAILBOX_CAPACITY)
                 factory, args = board or (Switchboard, (supervisor, appends.ask))
                 switchboard = supervisor.spawn(factory, *args, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
-                services = RunServices(calls, desk, switchboard, deadline, stop)
+                services = RunServices(calls, desk, switchboard, deadline, stop, slots_kept=board is None)
                 run = supervisor.spawn(
-                    RunActor, supervisor, recorder, services, sockets, timers, name="run", capacity=RUN_MAILBOX_CAPACITY
+                    RunActor, supervisor, recorder, appends, services, sockets, timers, name="run",
+                    capacity=RUN_MAILBOX_CAPACITY,
                 )
                 yield RunActors(
                     run, recorder, desk, broker, switchboard, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger

@@ -83,10 +83,17 @@ class StandingSlot:
     """An agent's standing, in a slot the switchboard sets whenever it changes and the agent reads.
 
     The agent is told, never asks: its rules and the notice heading its answers read the slot,
-    with no round trip to the switchboard on any request.
+    with no round trip to the switchboard on any request. `unread` says mail may wait in its
+    inbox: the Switchboard keeps it exact, so a turn that settles with nothing unread takes no
+    `TakeMail` round trip (mail that comes later wakes the agent, `MailWaiting`); a board that
+    doesn't keep it leaves it True, and the agent asks. `routed` says a route of the agent's
+    may be open: while the Switchboard knows none ever was, its peers are none, and a turn's
+    prompt is made without a `PeersOf` round trip.
     """
 
     view: StandingView = _NO_STANDING
+    unread: bool = True
+    routed: bool = True
 
 
 class Register(msgspec.Struct, frozen=True, kw_only=True):
@@ -257,6 +264,8 @@ class Switchboard(Actor):
     def register(self, msg: Register) -> None:
         end = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence(), msg.standing or StandingSlot())
         end.standing.view = standing_in(self.questions, msg.key)
+        end.standing.unread = False  # its inbox is new
+        end.standing.routed = any(view.open and view.can(msg.key) is not None for view in self.views.values())
         self.ends[msg.key] = end
 
     def _restand(self, question: QuestionView) -> None:
@@ -306,6 +315,8 @@ class Switchboard(Actor):
             RouteActor, view, name=f"route:{msg.sender}>{msg.receiver}", capacity=ROUTE_MAILBOX_CAPACITY
         )
         self.views[route_id] = view
+        for key in (msg.sender, msg.receiver):
+            self.ends[key].standing.routed = True  # from now on its turns ask for their peers
         return route_id
 
     @handler
@@ -400,6 +411,7 @@ class Switchboard(Actor):
             self._settle(owed)
             if sender is not None:  # answered before it was read: its mail is no longer news
                 sender.inbox = deque(mail for mail in sender.inbox if mail.question != owed.id)
+                sender.standing.unread = bool(sender.inbox)
         if msg.question:
             question = QuestionView(question_id, msg.sender, msg.peer, route.id, msg.until, text=msg.text)
             self.questions[question_id] = question
@@ -424,6 +436,7 @@ class Switchboard(Actor):
 
     async def _deliver(self, peer: _Endpoint, mail: Mail, *, reply: bool) -> None:
         peer.inbox.append(mail)
+        peer.standing.unread = True
         if peer.kind == "participant":
             while peer.receivers and peer.inbox:
                 waiter = peer.receivers.popleft()
@@ -451,6 +464,7 @@ class Switchboard(Actor):
         taken: list[Mail] = []
         while peer.inbox and (most is None or len(taken) < most):
             taken.append(peer.inbox.popleft())
+        peer.standing.unread = bool(peer.inbox)
         now = time.time()
         for mail in taken:
             await self.append(MessageRead(mail.id, peer.key, now))

@@ -20,6 +20,7 @@ import os
 import secrets
 import sys
 import tempfile
+from collections.abc import Container
 from pathlib import Path
 
 from ..harnesses.keeper import kill_marked, remove_tree
@@ -115,10 +116,15 @@ def make_run_dir() -> Path:
     return path
 
 
-def agent_paths(run_dir: Path) -> tuple[Path, Path]:
+def agent_paths(run_dir: Path, taken: Container[str] = frozenset()) -> tuple[Path, Path]:
     """Where a new agent's socket and launcher will be, in a directory of an unguessable
-    name in `run_dir`; nothing is written yet (`make_agent_dir` does, at its first turn)."""
-    agent_dir = run_dir / f"a{secrets.token_hex(AGENT_DIR_TOKEN_BYTES)}"
+    name in `run_dir` that none of `taken` (the names given the run's agents so far) has:
+    a second agent given a name would fail its first turn on its `mkdir`. Nothing is written
+    yet (`make_agent_dir` does, at its first turn)."""
+    name = f"a{secrets.token_hex(AGENT_DIR_TOKEN_BYTES)}"
+    while name in taken:
+        name = f"a{secrets.token_hex(AGENT_DIR_TOKEN_BYTES)}"
+    agent_dir = run_dir / name
     return agent_dir / SOCKET_NAME, agent_dir / LAUNCHER_NAME
 
 

@@ -175,6 +175,7 @@ class Agent:
         self._can_await = harness.can_await
         self._supports_waiting = harness.supports_waiting
         self._ref = opened.ref
+        self._standing = opened.standing
         self._agents = agents
         self.launcher: Path = opened.launcher
         self.sandbox: Sandbox | None = None
@@ -303,8 +304,9 @@ class Agent:
     async def _start_turn(
         self, call_id: str, n: int, prompt: str, taught: Taught, turn_deadline: float, nudge: bool
     ) -> StartTurn:
-        table = await self._agents._board.ask(PeersOf(self.key))
-        peers = peers_block(self.launcher, table["peers"], can_await=self._can_await)
+        # no route of the agent's was ever open: no peers to ask the switchboard for (`StandingSlot.routed`)
+        rows = (await self._agents._board.ask(PeersOf(self.key)))["peers"] if self._standing.routed else []
+        peers = peers_block(self.launcher, rows, can_await=self._can_await)
         return StartTurn(
             call_id=call_id,
             n=n,

@@ -130,16 +130,23 @@ class Workflow:
         if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
             raise DefinitionError(f"parallel's concurrency must be a whole number of at least 1, not {concurrency!r}")
         results: list[Any] = [None] * len(work)
-        limiter = anyio.CapacityLimiter(concurrency or max(1, len(work)))
+        # a limiter only where it limits: one with a token for every item costs each a schedule point for nothing
+        limiter = anyio.CapacityLimiter(concurrency) if concurrency is not None and concurrency < len(work) else None
         first: list[BaseException] = []
 
+        async def run(index: int, item: T) -> None:
+            try:
+                results[index] = await fn(item)
+            except Exception as error:
+                first.append(error)
+                raise
+
         async def one(index: int, item: T) -> None:
+            if limiter is None:
+                await run(index, item)
+                return
             async with limiter:
-                try:
-                    results[index] = await fn(item)
-                except Exception as error:
-                    first.append(error)
-                    raise
+                await run(index, item)
 
         try:
             async with anyio.create_task_group() as group:

@@ -51,6 +51,7 @@ from ..engine.attempts import (
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
 from ..engine.recorder import SessionOpened
 from ..engine.records import RECORD_VERSION, read_json, write_whole
+from ..engine.tell import tell
 from ..errors import DefinitionError, StopRequested, WorkflowError
 from ..harnesses.base import Harness
 from ..progress import progress
@@ -404,7 +405,7 @@ class Durable:
                 progress("agentswf.run", "agent resumes its session", agent=key, session=resumed)
         if self.writes:
             assert self._recorder is not None, "an agent opens in a run whose actors have started"
-            await self._recorder.tell(SessionOpened(self.attempt.n, key, harness_name, time.time(), resumed, fresh))
+            await tell(self._recorder, SessionOpened(self.attempt.n, key, harness_name, time.time(), resumed, fresh))
         return resumed
 
     # The attempt's ending -------------------------------------------------------------

@@ -80,3 +80,12 @@ def test_a_run_directory_holds_its_owner(tmp_path, monkeypatch):
         assert place.sweep_dead_runs(str(tmp_path)) == []  # its owner is alive
     finally:
         place.remove_run_dir(run_dir)
+
+
+def test_an_agent_directory_name_is_never_given_twice_in_a_run(monkeypatch):
+    drawn = iter(["0a0a0a0a", "0a0a0a0a", "0b0b0b0b"])
+    monkeypatch.setattr(place.secrets, "token_hex", lambda n: next(drawn))
+    first, _ = place.agent_paths(Path("/run"))
+    second, launcher = place.agent_paths(Path("/run"), {first.parent.name})
+    assert first.parent.name == "a0a0a0a0a" and second.parent.name == "a0b0b0b0b"
+    assert launcher == second.with_name(place.LAUNCHER_NAME)
