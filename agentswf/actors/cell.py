@@ -23,7 +23,7 @@ import structlog
 
 from agentswf.errors import ActorCrashed, ActorStopped
 
-from . import tracing
+from . import backend, tracing
 from .mailbox import Envelope, Mailbox
 from .ref import ActorRef
 from .reply import NO_REPLY, Reply
@@ -70,14 +70,14 @@ class Cell:
         self._restarted_at: deque[float] = deque()
         self._budget_spent = False
         self._stop_grace = stop_grace
-        self._scope = anyio.CancelScope()
-        self._done = anyio.Event()
-        self._task_id: int | None = None
+        self._scope = backend.cancel_scope()
+        self._done = backend.event()
+        self._task: object | None = None  # the child's task, once it runs
         self._exit = False  # leave the loop after the current message
         self._current: Envelope | None = None
         self._instance: Actor | None = None  # the instance running now
         self._deferred: set[Reply] = set()
-        self._tasks: anyio.abc.TaskGroup | None = None
+        self._tasks: backend.Tasks | None = None
         self.ref = ActorRef(self)
 
     # Running -------------------------------------------------------------------------
@@ -88,7 +88,7 @@ class Cell:
         A crash escalates when the child has no restart policy or has spent its restart
         budget; a child with a policy that crashes while being stopped is only recorded.
         """
-        self._task_id = anyio.get_current_task().id
+        self._task = backend.current_task()
         error: BaseException | None = None
         try:
             with self._scope:
@@ -133,7 +133,7 @@ class Cell:
         error: BaseException | None = None
         self._instance = actor
         try:
-            async with anyio.create_task_group() as tasks:
+            async with backend.task_group() as tasks:
                 self._tasks = tasks
                 await actor.on_start()
                 await self._loop(actor)
@@ -144,7 +144,7 @@ class Cell:
             self._tasks = None
             self._instance = None
             self._settle(error)
-            with anyio.move_on_after(self._stop_grace, shield=True):
+            with backend.move_on_after(self._stop_grace, shield=True):
                 await actor.on_stop()
         return error
 
@@ -199,7 +199,9 @@ class Cell:
                 reply.fail(_crashed(self.name, message, error) if error else _stopped(self.name, message))
         for reply in list(self._deferred):
             reply.fail(
-                _crashed(self.name, None, error) if error else ActorStopped(f"actor {self.name!r} stopped before answering")
+                _crashed(self.name, None, error)
+                if error
+                else ActorStopped(f"actor {self.name!r} stopped before answering")
             )
         self._deferred.clear()
 
@@ -236,13 +238,13 @@ class Cell:
 
     async def stop(self) -> None:
         """Refuse and drain queued messages now, let the current one finish within the grace, then cancel."""
-        if self._task_id is not None and anyio.get_current_task().id == self._task_id:
+        if self._task is not None and backend.current_task() is self._task:
             self.mailbox.close()
             self.request_exit()
             return
         self.mailbox.close()
         self.request_exit()
-        with anyio.move_on_after(self._stop_grace):
+        with backend.move_on_after(self._stop_grace):
             await self._done.wait()
         if not self._done.is_set():
             self._scope.cancel()

@@ -77,6 +77,7 @@ class Mailbox:
         "abandoned",
         "_queue",
         "_receiver",
+        "_parking",
         "_senders",
         "_closed",
         "_on_dead_letter",
@@ -103,7 +104,8 @@ class Mailbox:
         self.restarts = 0
         self.abandoned = 0
         self._queue: deque[Envelope] = deque()
-        self._receiver: Wakeup | None = None
+        self._receiver: Wakeup | None = None  # `_parking` while the actor is parked in `get`
+        self._parking = Wakeup()  # the actor's, rearmed each time it parks
         self._senders: deque[Wakeup] = deque()
         self._closed = False
         self._burst = 0  # messages taken since the last checkpoint
@@ -160,17 +162,18 @@ class Mailbox:
             self._receiver = None
             receiver.set()
 
+    def try_send(self, message: Any, reply: Reply | None) -> bool:
+        """`send` without the wait: false, sending nothing, where `send` would wait for space."""
+        if self.overflow is Overflow.FAIL or self._closed or (len(self._queue) < self.capacity and not self._senders):
+            self.send_nowait(message, reply)
+            return True
+        return False
+
     async def send(self, message: Any, reply: Reply | None) -> None:
         """Enqueue, waiting for space under ``Overflow.BLOCK`` (after senders already waiting)."""
-        if (
-            self.overflow is Overflow.FAIL
-            or self._closed
-            or (len(self._queue) < self.capacity and not self._senders)
-        ):
+        if not self.try_send(message, reply):
+            await self._wait_for_space()
             self.send_nowait(message, reply)
-            return
-        await self._wait_for_space()
-        self.send_nowait(message, reply)
 
     async def _wait_for_space(self) -> None:
         event = Wakeup()
@@ -203,25 +206,32 @@ class Mailbox:
     async def get(self) -> Envelope | None:
         """Take the next envelope, or ``None`` if woken with nothing to take (stop, withdrawal).
 
-        A checkpoint before looking when nothing is queued: it lets a sender that is ready
-        run first, so a busy actor seldom has to park on an event. While messages are
-        queued the actor takes them in a row, `GET_BURST` at most between checkpoints: a
-        scheduler round per message costs more than most handlers do (and an ask's batch,
-        such as the Recorder's, grows only while its actor keeps taking), while the
-        checkpoint every `GET_BURST` keeps a busy actor a cancel point and fair to the rest.
+        While messages are queued the actor takes them in a row, `GET_BURST` at most between
+        checkpoints: a scheduler round per message costs more than most handlers do (and an
+        ask's batch, such as the Recorder's, grows only while its actor keeps taking), while
+        the checkpoint every `GET_BURST` keeps a busy actor a cancel point and fair to the
+        rest. With none queued it parks at once: parking is a schedule point too, and a
+        sender that was ready runs before it, as at a checkpoint, so a checkpoint first
+        would be a second scheduler round for every message an idle actor gets.
         """
         queue = self._queue
-        if not queue or self._burst >= GET_BURST:
+        if queue and self._burst >= GET_BURST:
             self._burst = 0
             await checkpoint()
-        self._burst += 1
         if not queue:
             if self._closed:
+                await checkpoint()  # a closed mailbox's loop stays a schedule point
                 return None
-            receiver = self._receiver = Wakeup()
-            await receiver.wait()
+            self._burst = 0
+            receiver = self._receiver = self._parking
+            receiver.rearm()
+            try:
+                await receiver.wait()
+            finally:
+                self._receiver = None  # woken, or cancelled: not parked either way
             if not queue:
                 return None
+        self._burst += 1
         envelope = queue.popleft()
         if self._senders:
             self._senders.popleft().set()
@@ -260,8 +270,9 @@ class Mailbox:
             reason = "queued when the actor crashed" if cause else "queued when the actor stopped"
             self.dead_letter(message, reason)
             if reply is not None:
-                error = ActorStopped(f"actor {self.name!r} {'crashed' if cause else 'stopped'} "
-                                     f"before handling {type(message).__name__}")
+                error = ActorStopped(
+                    f"actor {self.name!r} {'crashed' if cause else 'stopped'} before handling {type(message).__name__}"
+                )
                 error.__cause__ = cause
                 reply.fail(error)
         self.wake()

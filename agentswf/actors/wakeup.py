@@ -10,8 +10,8 @@ Cancellation is the backend's own: on asyncio a cancelled waiter's future is can
 later `set` passes it over); on trio the parked task is unparked and forgotten.
 
 `checkpoint` is `anyio.lowlevel.checkpoint` for the kernel's hot paths, at the same saving:
-the backend's own checkpoint, without looking the backend up each time; `cancel_scope` is
-`anyio.CancelScope()` so (trio's own scope on trio, which anyio's wraps).
+the backend's own checkpoint, without looking the backend up each time (`backend` has the
+kernel's other such primitives; `cancel_scope` is here too, where the engine imports it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import types
 from collections.abc import Awaitable, Generator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from .backend import cancel_scope as cancel_scope
 
 if TYPE_CHECKING:
     from trio.lowlevel import Task
@@ -50,29 +52,9 @@ def checkpoint() -> Awaitable[None]:
     return trio.checkpoint()  # type: ignore[no-any-return]
 
 
-_asyncio_scope: type | None = None  # anyio's cancel scope class on asyncio, found at the first scope made there
-_trio_scope: type | None = None  # trio.CancelScope, imported at the first scope made on trio
-
-
-def cancel_scope() -> Any:
-    """A new cancel scope without a deadline, as `anyio.CancelScope()` makes one (`cancel`,
-    `cancelled_caught`, `with`), without looking the backend up: trio's own on trio."""
-    global _asyncio_scope, _trio_scope
-    if asyncio._get_running_loop() is not None:
-        if _asyncio_scope is None:
-            import anyio
-
-            _asyncio_scope = type(anyio.CancelScope())
-        return _asyncio_scope()
-    if _trio_scope is None:
-        import trio
-
-        _trio_scope = trio.CancelScope
-    return _trio_scope()
-
-
-class Wakeup:
-    """`set` once; `wait` returns once it is set (at once, after a checkpoint, if it was)."""
+class Waitable:
+    """One waiter's parking place: `wait` returns once `_wake` is called (at once, after a
+    checkpoint, if it was). A `Wakeup` is one; so is an ask's reply, its asker's own."""
 
     __slots__ = ("_set", "_future", "_task")
 
@@ -81,10 +63,7 @@ class Wakeup:
         self._future: asyncio.Future[None] | None = None
         self._task: Task | None = None
 
-    def is_set(self) -> bool:
-        return self._set
-
-    def set(self) -> None:
+    def _wake(self) -> None:
         if self._set:
             return
         self._set = True
@@ -95,7 +74,7 @@ class Wakeup:
                 future.set_result(None)
         elif self._task is not None:
             task, self._task = self._task, None
-            _trio_lowlevel().reschedule(task)
+            (_trio if _trio is not None else _trio_lowlevel()).reschedule(task)
 
     async def wait(self) -> None:
         if self._set:
@@ -108,10 +87,27 @@ class Wakeup:
             return
         trio = _trio if _trio is not None else _trio_lowlevel()
         self._task = trio.current_task()
-        succeeded = trio.Abort.SUCCEEDED
+        await trio.wait_task_rescheduled(self._abort)
 
-        def abort(_: Any) -> Any:
-            self._task = None
-            return succeeded
+    def _abort(self, _: Any) -> Any:
+        """Trio's abort callback: the parked task is cancelled, so forget it."""
+        self._task = None
+        return _trio_lowlevel().Abort.SUCCEEDED
 
-        await trio.wait_task_rescheduled(abort)
+
+class Wakeup(Waitable):
+    """`set` once; `wait` returns once it is set (at once, after a checkpoint, if it was).
+
+    `rearm` makes a set wakeup unset again, for a waiter that parks on the same one each
+    time (a mailbox's actor): only while nobody waits on it.
+    """
+
+    __slots__ = ()
+
+    set = Waitable._wake
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def rearm(self) -> None:
+        self._set = False
