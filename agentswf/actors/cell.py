@@ -173,14 +173,7 @@ class Cell:
                     self._trace("mailbox.failed", message, started)
                 if reply is None:
                     raise  # a tell's error has no one to go to: it is the actor's crash
-                if not reply.pending:  # answered already, or its asker gave up: nobody else will see it
-                    _log.warning(
-                        "a handler raised answering an ask already answered or given up",
-                        actor=self.name,
-                        message_type=type(message).__name__,
-                        exc_info=exc,
-                    )
-                reply.fail(_raised(self.name, message, exc))
+                self._fail(reply, message, exc)
                 continue
             self._current = None
             mailbox.handled += 1
@@ -188,6 +181,51 @@ class Cell:
                 reply.set(result)
             if tracing_on:
                 self._trace("mailbox.handled", message, started)
+
+    def answer_now(self, message: Any, reply: Reply) -> bool:
+        """Handle an ask in the asker's task, now, if the actor opted in (`Actor.answers_at_once`),
+        is idle, and its handler is sync; false, with nothing done, otherwise.
+
+        What `Actor.idle` allows, done by the kernel: with nothing queued ahead and no handler
+        mid-way, a handler that can't await does with the ask what the actor would do with it
+        next, and the asker is spared a round trip through the actor's task (two task switches
+        and a wakeup each way). It is counted and answered as a handled message; its error
+        fails the ask alone; `defer`, `stop` and `start_soon` work as in the actor's task. It
+        runs in the actor's context as it was when the actor parked (`contextvars`: what it
+        reads is the actor's; what it sets lasts for that handler alone). Not while tracing,
+        so that every traced message goes through the mailbox.
+        """
+        actor = self._instance
+        mailbox = self.mailbox
+        if actor is None or self._exit or self._current is not None or not mailbox.parked or tracing.enabled:
+            return False
+        fn, is_async = actor._handlers[type(message)]
+        if is_async:
+            return False
+        self._current = (message, reply, 0.0)
+        try:
+            result = mailbox.parked_context.run(fn, actor, message)
+        except Exception as exc:
+            mailbox.failed += 1
+            self._fail(reply, message, exc)
+            return True
+        finally:
+            self._current = None
+        mailbox.handled += 1
+        if reply._owner is None:
+            reply.set(result)
+        return True
+
+    def _fail(self, reply: Reply, message: Any, exc: Exception) -> None:
+        """A handler raised answering an ask: the ask fails with it, and the actor goes on."""
+        if not reply.pending:  # answered already, or its asker gave up: nobody else will see it
+            _log.warning(
+                "a handler raised answering an ask already answered or given up",
+                actor=self.name,
+                message_type=type(message).__name__,
+                exc_info=exc,
+            )
+        reply.fail(_raised(self.name, message, exc))
 
     def _settle(self, error: BaseException | None) -> None:
         """An instance ended: fail the asks it still owed, dead-letter the message it was cut off in."""
@@ -223,7 +261,7 @@ class Cell:
 
     def idle(self, actor: Actor) -> bool:
         """`actor` is the running instance, waiting for its next message with none queued."""
-        return self._instance is actor and not self._exit and self.mailbox.parked
+        return self._instance is actor and not self._exit and self._current is None and self.mailbox.parked
 
     def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tasks is None:

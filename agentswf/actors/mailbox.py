@@ -9,6 +9,7 @@ restart and the counters cover the child's whole life.
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import time
 from collections import deque
@@ -78,6 +79,7 @@ class Mailbox:
         "_queue",
         "_receiver",
         "_parking",
+        "parked_context",
         "_senders",
         "_closed",
         "_on_dead_letter",
@@ -106,6 +108,7 @@ class Mailbox:
         self._queue: deque[Envelope] = deque()
         self._receiver: Wakeup | None = None  # `_parking` while the actor is parked in `get`
         self._parking = Wakeup()  # the actor's, rearmed each time it parks
+        self.parked_context = contextvars.Context()  # a copy of the actor's context, taken as it last parked
         self._senders: deque[Wakeup] = deque()
         self._closed = False
         self._burst = 0  # messages taken since the last checkpoint
@@ -223,6 +226,7 @@ class Mailbox:
                 await checkpoint()  # a closed mailbox's loop stays a schedule point
                 return None
             self._burst = 0
+            self.parked_context = contextvars.copy_context()
             receiver = self._receiver = self._parking
             receiver.rearm()
             try:

@@ -52,6 +52,17 @@ def checkpoint() -> Awaitable[None]:
     return trio.checkpoint()  # type: ignore[no-any-return]
 
 
+def schedule_point() -> Awaitable[None]:
+    """A schedule point ending an operation already done, after a cancel point before it
+    (`checkpoint_if_cancelled`): as trio's own operations end, one no cancellation
+    interrupts; on asyncio a plain yield, where a cancellation arriving is one that arrived
+    while the operation was under way."""
+    if asyncio._get_running_loop() is not None:
+        return _asyncio_checkpoint()
+    trio = _trio if _trio is not None else _trio_lowlevel()
+    return trio.cancel_shielded_checkpoint()  # type: ignore[no-any-return]
+
+
 class Waitable:
     """One waiter's parking place: `wait` returns once `_wake` is called (at once, after a
     checkpoint, if it was). A `Wakeup` is one; so is an ask's reply, its asker's own."""
