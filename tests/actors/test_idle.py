@@ -81,3 +81,13 @@ async def test_the_kernels_cancel_scope_cancels_what_it_holds() -> None:
         scope.cancel()
         await anyio.sleep(1)
     assert scope.cancelled_caught
+
+
+async def test_an_actor_is_idle_as_soon_as_it_has_answered() -> None:
+    """With nothing queued it parks at once, in the step that answered: no scheduler round
+    first, which every message to an idle actor would pay again."""
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Idler, name="i", capacity=4)
+        for _ in range(3):
+            actor = await ref.ask(Me())
+            assert actor.idle()
