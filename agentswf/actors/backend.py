@@ -23,6 +23,7 @@ _trio: ModuleType | None = None  # trio, imported when first needed (an asyncio 
 _asyncio_scope: type | None = None  # anyio's asyncio cancel scope class
 _asyncio_event: type | None = None  # anyio's asyncio event class
 _asyncio_group: type | None = None  # anyio's asyncio task group class
+_asyncio_backend: Any = None  # anyio's asyncio backend class
 
 
 class Tasks(Protocol):
@@ -35,12 +36,15 @@ class Tasks(Protocol):
 
 
 class Event(Protocol):
+    """What the kernel uses of an event: trio's on trio, anyio's on asyncio."""
+
     def set(self) -> None: ...
     def is_set(self) -> bool: ...
     async def wait(self) -> None: ...
 
 
-def trio_module() -> ModuleType:
+def _trio_module() -> ModuleType:
+    """trio itself, imported at the first call."""
     global _trio
     if _trio is None:
         import trio
@@ -50,15 +54,13 @@ def trio_module() -> ModuleType:
 
 
 def _anyio_classes() -> None:
+    """Find anyio's asyncio classes by making one of each (anyio looks the backend up for it)."""
     global _asyncio_scope, _asyncio_event, _asyncio_group
     import anyio
 
     _asyncio_scope = type(anyio.CancelScope())
     _asyncio_event = type(anyio.Event())
     _asyncio_group = type(anyio.create_task_group())
-
-
-_asyncio_backend: Any = None  # anyio's asyncio backend class
 
 
 def checkpoint_if_cancelled() -> Awaitable[None]:
@@ -70,7 +72,7 @@ def checkpoint_if_cancelled() -> Awaitable[None]:
 
             _asyncio_backend = get_async_backend()
         return _asyncio_backend.checkpoint_if_cancelled()  # type: ignore[no-any-return]
-    trio = _trio if _trio is not None else trio_module()
+    trio = _trio if _trio is not None else _trio_module()
     return trio.lowlevel.checkpoint_if_cancelled()  # type: ignore[no-any-return]
 
 
@@ -80,7 +82,7 @@ def cancel_scope() -> Any:
         if _asyncio_scope is None:
             _anyio_classes()
         return _asyncio_scope()  # type: ignore[misc]
-    trio = _trio if _trio is not None else trio_module()
+    trio = _trio if _trio is not None else _trio_module()
     return trio.CancelScope()
 
 
@@ -91,7 +93,7 @@ def move_on_after(seconds: float, shield: bool = False) -> Any:
         if _asyncio_scope is None:
             _anyio_classes()
         return _asyncio_scope(deadline=loop.time() + seconds, shield=shield)  # type: ignore[misc]
-    trio = _trio if _trio is not None else trio_module()
+    trio = _trio if _trio is not None else _trio_module()
     return trio.CancelScope(deadline=trio.current_time() + seconds, shield=shield)
 
 
@@ -101,7 +103,7 @@ def event() -> Event:
         if _asyncio_event is None:
             _anyio_classes()
         return _asyncio_event()  # type: ignore[misc, no-any-return]
-    trio = _trio if _trio is not None else trio_module()
+    trio = _trio if _trio is not None else _trio_module()
     return trio.Event()  # type: ignore[no-any-return]
 
 
@@ -109,7 +111,7 @@ def current_task() -> object:
     """The running task itself (asyncio's or trio's), to tell one task from another by identity."""
     if asyncio._get_running_loop() is not None:
         return asyncio.current_task()
-    trio = _trio if _trio is not None else trio_module()
+    trio = _trio if _trio is not None else _trio_module()
     return trio.lowlevel.current_task()
 
 
@@ -128,7 +130,7 @@ class _Nursery:
     __slots__ = ("_manager",)
 
     def __init__(self) -> None:
-        trio = _trio if _trio is not None else trio_module()
+        trio = _trio if _trio is not None else _trio_module()
         self._manager = trio.open_nursery()
 
     async def __aenter__(self) -> Tasks:
@@ -137,7 +139,7 @@ class _Nursery:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
-        trio = _trio if _trio is not None else trio_module()
+        trio = _trio if _trio is not None else _trio_module()
         try:
             return await self._manager.__aexit__(exc_type, exc, tb)  # type: ignore[no-any-return]
         except BaseExceptionGroup as group:
