@@ -9,6 +9,7 @@ restart and the counters cover the child's whole life.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import enum
 import time
@@ -213,12 +214,15 @@ class Mailbox:
         checkpoints: a scheduler round per message costs more than most handlers do (and an
         ask's batch, such as the Recorder's, grows only while its actor keeps taking), while
         the checkpoint every `GET_BURST` keeps a busy actor a cancel point and fair to the
-        rest. With none queued it parks at once: parking is a schedule point too, and a
-        sender that was ready runs before it, as at a checkpoint, so a checkpoint first
-        would be a second scheduler round for every message an idle actor gets.
+        rest. With none queued, on trio it parks at once: parking there costs what a
+        checkpoint does and is a schedule point too, so a checkpoint first would be a second
+        scheduler round for every message an idle actor gets. On asyncio a checkpoint comes
+        first: parking there is a future made, set and awaited, a bare yield much less, and
+        a sender that is ready (an asker's next ask, a stream of tells) queues its message
+        during it, which the actor then takes without parking at all.
         """
         queue = self._queue
-        if queue and self._burst >= GET_BURST:
+        if (queue and self._burst >= GET_BURST) or (not queue and asyncio._get_running_loop() is not None):
             self._burst = 0
             await checkpoint()
         if not queue:
