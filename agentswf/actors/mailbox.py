@@ -81,6 +81,7 @@ class Mailbox:
         "_receiver",
         "_parking",
         "parked_context",
+        "keeps_context",
         "_senders",
         "_closed",
         "_on_dead_letter",
@@ -110,6 +111,7 @@ class Mailbox:
         self._receiver: Wakeup | None = None  # `_parking` while the actor is parked in `get`
         self._parking = Wakeup()  # the actor's, rearmed each time it parks
         self.parked_context = contextvars.Context()  # a copy of the actor's context, taken as it last parked
+        self.keeps_context = False  # whether to take that copy: its actor answers asks at once
         self._senders: deque[Wakeup] = deque()
         self._closed = False
         self._burst = 0  # messages taken since the last checkpoint
@@ -230,7 +232,8 @@ class Mailbox:
                 await checkpoint()  # a closed mailbox's loop stays a schedule point
                 return None
             self._burst = 0
-            self.parked_context = contextvars.copy_context()
+            if self.keeps_context:
+                self.parked_context = contextvars.copy_context()
             receiver = self._receiver = self._parking
             receiver.rearm()
             try:
