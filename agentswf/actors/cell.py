@@ -61,7 +61,7 @@ class Cell:
     ) -> None:
         self.name = mailbox.name
         self.mailbox = mailbox
-        mailbox.keeps_context = factory.answers_at_once  # for `answer_now`
+        mailbox.answers_at_once = factory.answers_at_once  # for `answer_now`
         self.error: BaseException | None = None
         self._factory = factory
         self._args = args

@@ -81,7 +81,7 @@ class Mailbox:
         "_receiver",
         "_parking",
         "parked_context",
-        "keeps_context",
+        "answers_at_once",
         "_senders",
         "_closed",
         "_on_dead_letter",
@@ -111,7 +111,7 @@ class Mailbox:
         self._receiver: Wakeup | None = None  # `_parking` while the actor is parked in `get`
         self._parking = Wakeup()  # the actor's, rearmed each time it parks
         self.parked_context = contextvars.Context()  # a copy of the actor's context, taken as it last parked
-        self.keeps_context = False  # whether to take that copy: its actor answers asks at once
+        self.answers_at_once = False  # its actor answers asks at once: copy its context, park at once
         self._senders: deque[Wakeup] = deque()
         self._closed = False
         self._burst = 0  # messages taken since the last checkpoint
@@ -221,10 +221,13 @@ class Mailbox:
         scheduler round for every message an idle actor gets. On asyncio a checkpoint comes
         first: parking there is a future made, set and awaited, a bare yield much less, and
         a sender that is ready (an asker's next ask, a stream of tells) queues its message
-        during it, which the actor then takes without parking at all.
+        during it, which the actor then takes without parking at all; but not for an actor
+        that answers asks at once, as an ask that finds it parked is cheaper still.
         """
         queue = self._queue
-        if (queue and self._burst >= GET_BURST) or (not queue and asyncio._get_running_loop() is not None):
+        if (queue and self._burst >= GET_BURST) or (
+            not queue and not self.answers_at_once and asyncio._get_running_loop() is not None
+        ):
             self._burst = 0
             await checkpoint()
         if not queue:
@@ -232,7 +235,7 @@ class Mailbox:
                 await checkpoint()  # a closed mailbox's loop stays a schedule point
                 return None
             self._burst = 0
-            if self.keeps_context:
+            if self.answers_at_once:
                 self.parked_context = contextvars.copy_context()
             receiver = self._receiver = self._parking
             receiver.rearm()

@@ -166,3 +166,14 @@ async def test_no_ask_is_answered_at_once_while_tracing() -> None:
             task, _ = await ref.ask(Where())
         assert task != anyio.get_current_task().id
         assert [e["event"] for e in events] == ["mailbox.enqueue", "mailbox.dequeue", "mailbox.handled"]
+
+
+async def test_an_ask_right_after_an_answer_finds_the_actor_idle() -> None:
+    """Such an actor parks as soon as it has answered, on asyncio too (no checkpoint first)."""
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Quick, capacity=4)
+        release = anyio.Event()
+        release.set()
+        for _ in range(3):
+            await ref.ask(Hold(release))  # through the mailbox: an async handler
+            assert await ref.ask(Where()) == (anyio.get_current_task().id, "the actor's")
