@@ -1,6 +1,7 @@
 """`Wakeup`: a one-shot event with at most one waiter, woken at the event loop's own cost.
 
-Every ask's reply and every idle mailbox waits on one. An `anyio.Event` costs more than
+Every idle mailbox waits on one, and every ask's reply is one (a `Waitable`, the same
+parking place without `set`, as a reply is answered through `Reply.set`). An `anyio.Event` costs more than
 the exchange needs: making one looks the backend up (`sniffio`) and builds the backend's
 event inside it; waiting on it goes through that event's own waiter list. A wakeup has a
 single waiter (the asker, the actor), so it keeps only that: on asyncio the future the
@@ -12,6 +13,7 @@ later `set` passes it over); on trio the parked task is unparked and forgotten.
 `checkpoint` is `anyio.lowlevel.checkpoint` for the kernel's hot paths, at the same saving:
 the backend's own checkpoint, without looking the backend up each time (`backend` has the
 kernel's other such primitives; `cancel_scope` is here too, where the engine imports it).
+`schedule_point` ends an operation done at once, after `backend.checkpoint_if_cancelled`.
 """
 
 from __future__ import annotations
