@@ -7,7 +7,12 @@ for ``ask_*`` (lower is better; goal ≤ 1.0), messages per second for ``tell_*`
 (higher is better; goal ≥ 0.8). ``ask_timeout_*`` is the same ask given a timeout,
 against the same baseline without one. ``ask_traced_*`` is the same ask under a supervisor
 whose run trace is on (`agentswf.run(..., trace=True)`), against ours untraced: what
-tracing costs when it is on (off, it is the plain ``ask_*``).
+tracing costs when it is on (off, it is the plain ``ask_*``). ``ask_at_once_*`` is the same
+ask to an actor that answers at once (`Actor.answers_at_once`), against the same baseline.
+``start_soon_*``: seconds per background task an actor starts (and that ends at once),
+against anyio's task group starting the same task. ``spawn_*``: seconds per actor spawned,
+asked once and stopped, against a raw server task with its stream pair, one round trip, and
+the streams closed.
 
 Run: PYTHONPATH=. python benchmarks/actors.py
 """
@@ -15,6 +20,7 @@ Run: PYTHONPATH=. python benchmarks/actors.py
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import anyio
 import msgspec
@@ -32,6 +38,10 @@ ASK_TIMEOUT_S = 10.0
 """Timeout of each ask in the ``ask_timeout_*`` measure (seconds; never reached)."""
 CAPACITY = 64
 """Mailbox capacity, and the baseline streams' buffer size (messages)."""
+TASKS = 20_000
+"""Background tasks started per round."""
+SPAWNS = 2_000
+"""Actors spawned per round."""
 
 
 class Ping(msgspec.Struct):
@@ -42,6 +52,10 @@ class Echo(Actor):
     @handler
     def ping(self, msg: Ping) -> int:
         return msg.i
+
+
+class QuickEcho(Echo):
+    answers_at_once = True
 
 
 class Sink(Actor):
@@ -57,9 +71,9 @@ class Sink(Actor):
             self.done.set()
 
 
-async def ours_ask(timeout: float | None = None, tracer: Tracer | None = None) -> float:
+async def ours_ask(timeout: float | None = None, tracer: Tracer | None = None, factory: type[Actor] = Echo) -> float:
     async with Supervisor("bench", tracer=tracer) as sup:
-        ref = sup.spawn(Echo, capacity=CAPACITY)
+        ref = sup.spawn(factory, capacity=CAPACITY)
         start = time.perf_counter()
         for i in range(ASKS):
             await ref.ask(Ping(i), timeout=timeout)
@@ -69,6 +83,11 @@ async def ours_ask(timeout: float | None = None, tracer: Tracer | None = None) -
 async def ours_ask_with_timeout() -> float:
     """The same asks with a timeout, which costs a cancel scope each; the baseline has none."""
     return await ours_ask(timeout=ASK_TIMEOUT_S)
+
+
+async def ours_ask_at_once() -> float:
+    """The same asks to an actor that answers them at once in the asker's task."""
+    return await ours_ask(factory=QuickEcho)
 
 
 async def ours_ask_traced() -> float:
@@ -131,19 +150,98 @@ async def baseline_tell() -> float:
     return TELLS / elapsed
 
 
+async def _nothing() -> None:
+    """The baseline's background task: it ends at once, as the `Starter`'s do."""
+
+
+class Starter(Actor):
+    """Starts as many background tasks as it is told; the last of them to run sets `done`."""
+
+    def __init__(self, done: anyio.Event) -> None:
+        super().__init__()
+        self.done = done
+        self.left = 0
+
+    @handler
+    def ping(self, msg: Ping) -> None:
+        self.left += msg.i
+        for _ in range(msg.i):
+            self.start_soon(self._one)
+
+    async def _one(self) -> None:
+        self.left -= 1
+        if not self.left:
+            self.done.set()
+
+
+async def ours_start_soon() -> float:
+    done = anyio.Event()
+    async with Supervisor("bench") as sup:
+        ref = sup.spawn(Starter, done, capacity=CAPACITY)
+        start = time.perf_counter()
+        await ref.tell(Ping(TASKS))
+        await done.wait()
+        return (time.perf_counter() - start) / TASKS
+
+
+async def baseline_start_soon() -> float:
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(TASKS):
+            tg.start_soon(_nothing)
+    return (time.perf_counter() - start) / TASKS
+
+
+async def ours_spawn() -> float:
+    start = time.perf_counter()
+    async with Supervisor("bench") as sup:
+        refs = [sup.spawn(Echo, capacity=CAPACITY) for _ in range(SPAWNS)]
+        for ref in refs:
+            await ref.ask(Ping(1))
+        for ref in refs:
+            await ref.stop()
+    return (time.perf_counter() - start) / SPAWNS
+
+
+async def baseline_spawn() -> float:
+    async def server(receive: Any, reply: Any) -> None:
+        async with receive, reply:
+            async for msg in receive:
+                await reply.send(msg.i)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        pairs = []
+        for _ in range(SPAWNS):
+            request_send, request_receive = anyio.create_memory_object_stream[Ping](CAPACITY)
+            reply_send, reply_receive = anyio.create_memory_object_stream[int](CAPACITY)
+            tg.start_soon(server, request_receive, reply_send)
+            pairs.append((request_send, reply_receive))
+        for request_send, reply_receive in pairs:
+            await request_send.send(Ping(1))
+            await reply_receive.receive()
+        for request_send, reply_receive in pairs:
+            await request_send.aclose()
+            await reply_receive.aclose()
+    return (time.perf_counter() - start) / SPAWNS
+
+
 async def measure(backend: str) -> None:
     for name, ours, baseline, best in (
         ("ask", ours_ask, baseline_ask, min),
         ("ask_timeout", ours_ask_with_timeout, baseline_ask, min),
         ("tell", ours_tell, baseline_tell, max),
         ("ask_traced", ours_ask_traced, ours_ask, min),
+        ("ask_at_once", ours_ask_at_once, baseline_ask, min),
+        ("start_soon", ours_start_soon, baseline_start_soon, min),
+        ("spawn", ours_spawn, baseline_spawn, min),
     ):
         ours_rounds, baseline_rounds = [], []
         for _ in range(ROUNDS):  # interleaved so drift hits both
             ours_rounds.append(await ours())
             baseline_rounds.append(await baseline())
         o, b = best(ours_rounds), best(baseline_rounds)
-        unit = (lambda x: f"{x * 1e6:.1f}us") if name.startswith("ask") else (lambda x: f"{x:,.0f}/s")
+        unit = (lambda x: f"{x:,.0f}/s") if name.startswith("tell") else (lambda x: f"{x * 1e6:.1f}us")
         print(f"{name}_{backend}: ours={unit(o)} baseline={unit(b)} ratio={o / b:.2f}", flush=True)
 
 

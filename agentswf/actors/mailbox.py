@@ -9,6 +9,8 @@ restart and the counters cover the child's whole life.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import enum
 import time
 from collections import deque
@@ -77,6 +79,9 @@ class Mailbox:
         "abandoned",
         "_queue",
         "_receiver",
+        "_parking",
+        "parked_context",
+        "answers_at_once",
         "_senders",
         "_closed",
         "_on_dead_letter",
@@ -103,7 +108,10 @@ class Mailbox:
         self.restarts = 0
         self.abandoned = 0
         self._queue: deque[Envelope] = deque()
-        self._receiver: Wakeup | None = None
+        self._receiver: Wakeup | None = None  # `_parking` while the actor is parked in `get`
+        self._parking = Wakeup()  # the actor's, rearmed each time it parks
+        self.parked_context = contextvars.Context()  # a copy of the actor's context, taken as it last parked
+        self.answers_at_once = False  # its actor answers asks at once: copy its context, park at once
         self._senders: deque[Wakeup] = deque()
         self._closed = False
         self._burst = 0  # messages taken since the last checkpoint
@@ -160,17 +168,18 @@ class Mailbox:
             self._receiver = None
             receiver.set()
 
+    def try_send(self, message: Any, reply: Reply | None) -> bool:
+        """`send` without the wait: false, sending nothing, where `send` would wait for space."""
+        if self.overflow is Overflow.FAIL or self._closed or (len(self._queue) < self.capacity and not self._senders):
+            self.send_nowait(message, reply)
+            return True
+        return False
+
     async def send(self, message: Any, reply: Reply | None) -> None:
         """Enqueue, waiting for space under ``Overflow.BLOCK`` (after senders already waiting)."""
-        if (
-            self.overflow is Overflow.FAIL
-            or self._closed
-            or (len(self._queue) < self.capacity and not self._senders)
-        ):
+        if not self.try_send(message, reply):
+            await self._wait_for_space()
             self.send_nowait(message, reply)
-            return
-        await self._wait_for_space()
-        self.send_nowait(message, reply)
 
     async def _wait_for_space(self) -> None:
         event = Wakeup()
@@ -203,25 +212,40 @@ class Mailbox:
     async def get(self) -> Envelope | None:
         """Take the next envelope, or ``None`` if woken with nothing to take (stop, withdrawal).
 
-        A checkpoint before looking when nothing is queued: it lets a sender that is ready
-        run first, so a busy actor seldom has to park on an event. While messages are
-        queued the actor takes them in a row, `GET_BURST` at most between checkpoints: a
-        scheduler round per message costs more than most handlers do (and an ask's batch,
-        such as the Recorder's, grows only while its actor keeps taking), while the
-        checkpoint every `GET_BURST` keeps a busy actor a cancel point and fair to the rest.
+        While messages are queued the actor takes them in a row, `GET_BURST` at most between
+        checkpoints: a scheduler round per message costs more than most handlers do (and an
+        ask's batch, such as the Recorder's, grows only while its actor keeps taking), while
+        the checkpoint every `GET_BURST` keeps a busy actor a cancel point and fair to the
+        rest. With none queued, on trio it parks at once: parking there costs what a
+        checkpoint does and is a schedule point too, so a checkpoint first would be a second
+        scheduler round for every message an idle actor gets. On asyncio a checkpoint comes
+        first: parking there is a future made, set and awaited, a bare yield much less, and
+        a sender that is ready (an asker's next ask, a stream of tells) queues its message
+        during it, which the actor then takes without parking at all; but not for an actor
+        that answers asks at once, as an ask that finds it parked is cheaper still.
         """
         queue = self._queue
-        if not queue or self._burst >= GET_BURST:
+        if (queue and self._burst >= GET_BURST) or (
+            not queue and not self.answers_at_once and asyncio._get_running_loop() is not None
+        ):
             self._burst = 0
             await checkpoint()
-        self._burst += 1
         if not queue:
             if self._closed:
+                await checkpoint()  # a closed mailbox's loop stays a schedule point
                 return None
-            receiver = self._receiver = Wakeup()
-            await receiver.wait()
+            self._burst = 0
+            if self.answers_at_once:
+                self.parked_context = contextvars.copy_context()
+            receiver = self._receiver = self._parking
+            receiver.rearm()
+            try:
+                await receiver.wait()
+            finally:
+                self._receiver = None  # woken, or cancelled: not parked either way
             if not queue:
                 return None
+        self._burst += 1
         envelope = queue.popleft()
         if self._senders:
             self._senders.popleft().set()
@@ -260,8 +284,9 @@ class Mailbox:
             reason = "queued when the actor crashed" if cause else "queued when the actor stopped"
             self.dead_letter(message, reason)
             if reply is not None:
-                error = ActorStopped(f"actor {self.name!r} {'crashed' if cause else 'stopped'} "
-                                     f"before handling {type(message).__name__}")
+                error = ActorStopped(
+                    f"actor {self.name!r} {'crashed' if cause else 'stopped'} before handling {type(message).__name__}"
+                )
                 error.__cause__ = cause
                 reply.fail(error)
         self.wake()

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from agentswf.errors import AskTimeout, UnhandledMessage
 
+from .backend import checkpoint_if_cancelled, move_on_after
 from .mailbox import MailboxStatistics
 from .reply import Reply
-from .wakeup import Wakeup, checkpoint
+from .wakeup import checkpoint, schedule_point
 
 if TYPE_CHECKING:
     from .cell import Cell
@@ -23,12 +22,13 @@ if TYPE_CHECKING:
 class ActorRef:
     """A handle on one supervised actor: tell, ask, stop, statistics."""
 
-    __slots__ = ("_cell", "_mailbox", "_handlers")
+    __slots__ = ("_cell", "_mailbox", "_handlers", "_at_once")
 
     def __init__(self, cell: Cell) -> None:
         self._cell = cell
         self._mailbox = cell.mailbox
         self._handlers = cell._factory._handlers
+        self._at_once = cell._factory.answers_at_once
 
     def __repr__(self) -> str:
         return f"<ActorRef {self.name!r} {'alive' if self.alive else 'stopped'}>"
@@ -58,7 +58,9 @@ class ActorRef:
         if type(message) not in self._handlers:
             raise self._unhandled(message)
         await checkpoint()
-        await self._mailbox.send(message, None)
+        mailbox = self._mailbox
+        if not mailbox.try_send(message, None):
+            await mailbox.send(message, None)
 
     def tell_nowait(self, message: Any) -> None:
         """Send without waiting at all; ``MailboxFull`` if the mailbox is full, whatever its policy."""
@@ -76,24 +78,32 @@ class ActorRef:
         """
         if type(message) not in self._handlers:
             raise self._unhandled(message)
-        if timeout is None:
-            return await self._ask(message)
-        with anyio.move_on_after(timeout):
-            return await self._ask(message)
-        raise AskTimeout(f"actor {self.name!r} did not answer {type(message).__name__} within {timeout} s")
-
-    async def _ask(self, message: Any) -> Any:
+        if timeout is not None:
+            return await self._ask_within(message, timeout)
         mailbox = self._mailbox
-        reply = Reply(Wakeup())
-        await mailbox.send(message, reply)
+        reply = Reply()
+        answered = False
+        if self._at_once and mailbox.parked:  # its actor may answer it here and now (`Cell.answer_now`)
+            await checkpoint_if_cancelled()
+            answered = self._cell.answer_now(message, reply)
+            if answered and not reply._open:
+                await schedule_point()
+                return reply._result()
+        if not answered and not mailbox.try_send(message, reply):
+            await mailbox.send(message, reply)
         try:
-            await reply._event.wait()  # type: ignore[union-attr]  # an ask's reply has an event
+            await reply.wait()
         except BaseException:
             if reply._open:  # the asker gave up: leave nothing behind
                 reply._abandon()
                 mailbox.withdraw(reply)
             raise
         return reply._result()
+
+    async def _ask_within(self, message: Any, timeout: float) -> Any:
+        with move_on_after(timeout):
+            return await self.ask(message)
+        raise AskTimeout(f"actor {self.name!r} did not answer {type(message).__name__} within {timeout} s")
 
     async def stop(self) -> None:
         """Stop this actor: queued messages are refused now, the current one gets the grace.

@@ -1,6 +1,7 @@
 """The one-shot answer to an ask: a slot and a wakeup, which is all a reply needs.
 
-A second stream per ask would cost more than the exchange itself. A ``Reply`` is
+A second stream per ask would cost more than the exchange itself; so would a second
+object: a reply is its asker's wakeup itself. A ``Reply`` is
 answered at most once: by the kernel when the handler returns or raises, or by the
 actor later if the handler took it over with ``Actor.defer()``. Once answered or
 abandoned (its asker timed out or was cancelled) further answers are dropped.
@@ -10,19 +11,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from .wakeup import Wakeup
+from .wakeup import Waitable
 
 
-class Reply:
-    """An ask's pending answer; ``set`` or ``fail`` it once, later calls do nothing."""
+class Reply(Waitable):
+    """An ask's pending answer; ``set`` or ``fail`` it once, later calls do nothing.
 
-    __slots__ = ("_event", "_value", "_error", "_open", "_owner")
+    Its asker waits on it (`wait`, the kernel's side); an actor only answers it.
+    """
 
-    def __init__(self, event: Wakeup | None) -> None:
-        self._event = event
+    __slots__ = ("_value", "_error", "_open", "_owner")
+
+    def __init__(self, open: bool = True) -> None:
+        self._set = False  # the waitable's own, set here rather than through a call: one per ask
+        self._future = None
+        self._task = None
         self._value: Any = None
         self._error: BaseException | None = None
-        self._open = event is not None
+        self._open = open
         # The set of deferred replies this one is listed in, if the handler deferred it.
         self._owner: set[Reply] | None = None
 
@@ -48,7 +54,7 @@ class Reply:
         if self._owner is not None:
             self._owner.discard(self)
             self._owner = None
-        self._event.set()  # type: ignore[union-attr]  # open implies an event
+        self._wake()
 
     def _abandon(self) -> None:
         """The asker is gone: drop any later answer and any deferral listing."""
@@ -63,5 +69,5 @@ class Reply:
         return self._value
 
 
-NO_REPLY = Reply(None)
+NO_REPLY = Reply(open=False)
 """What ``defer()`` returns while handling a tell: answering it does nothing."""

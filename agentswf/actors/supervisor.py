@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-import anyio
 import msgspec
 
+from . import backend
 from .actor import Actor
 from .cell import Cell, Restart
 from .mailbox import DeadLetter, Mailbox, Overflow
@@ -44,29 +44,30 @@ class Supervisor:
         self._children: dict[Cell, None] = {}  # in start order
         self._dead_letters: deque[DeadLetter] = deque(maxlen=DEAD_LETTERS_KEPT)
         self._dead_letter_count = 0
-        self._tasks: anyio.abc.TaskGroup | None = None
+        self._group: Any = None  # the task group's context manager, while in `async with`
+        self._tasks: backend.Tasks | None = None  # and the task group
 
     async def __aenter__(self) -> Supervisor:
-        self._tasks = anyio.create_task_group()
-        await self._tasks.__aenter__()
+        self._group = backend.task_group()
+        self._tasks = await self._group.__aenter__()
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool | None:
-        tasks = self._tasks
-        assert tasks is not None
+        group = self._group
+        assert group is not None
         if exc is None:
             try:
                 await self.stop()
             except BaseException as stop_error:  # e.g. cancelled by a child crashing meanwhile
                 exc_type, exc, tb = type(stop_error), stop_error, stop_error.__traceback__
         try:
-            return await tasks.__aexit__(exc_type, exc, tb)
+            return await group.__aexit__(exc_type, exc, tb)  # type: ignore[no-any-return]
         except BaseExceptionGroup as group:
             error = _only_error(group)
             if error is None:
                 raise
         finally:
-            self._tasks = None
+            self._group = self._tasks = None
         # Re-raise the one real error as itself, outside the except block so the group
         # does not become its context.
         context = error.__context__

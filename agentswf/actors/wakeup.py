@@ -1,6 +1,7 @@
 """`Wakeup`: a one-shot event with at most one waiter, woken at the event loop's own cost.
 
-Every ask's reply and every idle mailbox waits on one. An `anyio.Event` costs more than
+Every idle mailbox waits on one, and every ask's reply is one (a `Waitable`, the same
+parking place without `set`, as a reply is answered through `Reply.set`). An `anyio.Event` costs more than
 the exchange needs: making one looks the backend up (`sniffio`) and builds the backend's
 event inside it; waiting on it goes through that event's own waiter list. A wakeup has a
 single waiter (the asker, the actor), so it keeps only that: on asyncio the future the
@@ -10,8 +11,9 @@ Cancellation is the backend's own: on asyncio a cancelled waiter's future is can
 later `set` passes it over); on trio the parked task is unparked and forgotten.
 
 `checkpoint` is `anyio.lowlevel.checkpoint` for the kernel's hot paths, at the same saving:
-the backend's own checkpoint, without looking the backend up each time; `cancel_scope` is
-`anyio.CancelScope()` so (trio's own scope on trio, which anyio's wraps).
+the backend's own checkpoint, without looking the backend up each time (`backend` has the
+kernel's other such primitives; `cancel_scope` is here too, where the engine imports it).
+`schedule_point` ends an operation done at once, after `backend.checkpoint_if_cancelled`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import types
 from collections.abc import Awaitable, Generator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from .backend import cancel_scope as cancel_scope
 
 if TYPE_CHECKING:
     from trio.lowlevel import Task
@@ -50,29 +54,20 @@ def checkpoint() -> Awaitable[None]:
     return trio.checkpoint()  # type: ignore[no-any-return]
 
 
-_asyncio_scope: type | None = None  # anyio's cancel scope class on asyncio, found at the first scope made there
-_trio_scope: type | None = None  # trio.CancelScope, imported at the first scope made on trio
-
-
-def cancel_scope() -> Any:
-    """A new cancel scope without a deadline, as `anyio.CancelScope()` makes one (`cancel`,
-    `cancelled_caught`, `with`), without looking the backend up: trio's own on trio."""
-    global _asyncio_scope, _trio_scope
+def schedule_point() -> Awaitable[None]:
+    """A schedule point ending an operation already done, after a cancel point before it
+    (`checkpoint_if_cancelled`): as trio's own operations end, one no cancellation
+    interrupts; on asyncio a plain yield, where a cancellation arriving is one that arrived
+    while the operation was under way."""
     if asyncio._get_running_loop() is not None:
-        if _asyncio_scope is None:
-            import anyio
-
-            _asyncio_scope = type(anyio.CancelScope())
-        return _asyncio_scope()
-    if _trio_scope is None:
-        import trio
-
-        _trio_scope = trio.CancelScope
-    return _trio_scope()
+        return _asyncio_checkpoint()
+    trio = _trio if _trio is not None else _trio_lowlevel()
+    return trio.cancel_shielded_checkpoint()  # type: ignore[no-any-return]
 
 
-class Wakeup:
-    """`set` once; `wait` returns once it is set (at once, after a checkpoint, if it was)."""
+class Waitable:
+    """One waiter's parking place: `wait` returns once `_wake` is called (at once, after a
+    checkpoint, if it was). A `Wakeup` is one; so is an ask's reply, its asker's own."""
 
     __slots__ = ("_set", "_future", "_task")
 
@@ -81,10 +76,7 @@ class Wakeup:
         self._future: asyncio.Future[None] | None = None
         self._task: Task | None = None
 
-    def is_set(self) -> bool:
-        return self._set
-
-    def set(self) -> None:
+    def _wake(self) -> None:
         if self._set:
             return
         self._set = True
@@ -95,7 +87,7 @@ class Wakeup:
                 future.set_result(None)
         elif self._task is not None:
             task, self._task = self._task, None
-            _trio_lowlevel().reschedule(task)
+            (_trio if _trio is not None else _trio_lowlevel()).reschedule(task)
 
     async def wait(self) -> None:
         if self._set:
@@ -108,10 +100,27 @@ class Wakeup:
             return
         trio = _trio if _trio is not None else _trio_lowlevel()
         self._task = trio.current_task()
-        succeeded = trio.Abort.SUCCEEDED
+        await trio.wait_task_rescheduled(self._abort)
 
-        def abort(_: Any) -> Any:
-            self._task = None
-            return succeeded
+    def _abort(self, _: Any) -> Any:
+        """Trio's abort callback: the parked task is cancelled, so forget it."""
+        self._task = None
+        return _trio_lowlevel().Abort.SUCCEEDED
 
-        await trio.wait_task_rescheduled(abort)
+
+class Wakeup(Waitable):
+    """`set` once; `wait` returns once it is set (at once, after a checkpoint, if it was).
+
+    `rearm` makes a set wakeup unset again, for a waiter that parks on the same one each
+    time (a mailbox's actor): only while nobody waits on it.
+    """
+
+    __slots__ = ()
+
+    set = Waitable._wake
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def rearm(self) -> None:
+        self._set = False
