@@ -54,6 +54,15 @@ async def _attack(tmp_path: Path, body: str, *, cwd: str, write: str) -> tuple[a
     repo.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*GIT.split(), "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    result, owned = await _sandboxed(tmp_path, repo, body, cwd=cwd, write=write)
+    subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, timeout=30, check=False)  # yours, outside
+    return result, owned
+
+
+async def _sandboxed(
+    tmp_path: Path, repo: Path, body: str, *, cwd: str = "ws/repo", write: str = "."
+) -> tuple[agentswf.RunResult, Path]:
+    """A completed run of one sandboxed agent in `repo` running `body`; and the file it makes if it gets out."""
     owned = tmp_path / "OWNED"
     token = secrets.token_hex(4)
 
@@ -65,7 +74,6 @@ async def _attack(tmp_path: Path, body: str, *, cwd: str, write: str) -> tuple[a
     definition = workflow(name="sbx", description="A sandboxed writer.")(fn)
     result = await agentswf.run(definition, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
-    subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, timeout=30, check=False)  # yours, outside
     return result, owned
 
 
@@ -104,16 +112,7 @@ async def test_a_writer_in_a_worktree_cant_point_its_git_file_at_a_repository_of
     (tmp_path / "ws").mkdir()
     tree = tmp_path / "ws" / "repo"
     subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(tree)], check=True)
-    owned = tmp_path / "OWNED"
-
-    async def fn(wf):
-        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
-        runtime = agent(tree, "a", POINT_GITFILE_AWAY + ANSWER, secrets.token_hex(4), OWNED=str(owned))
-        a = await wf.agents.open("a", runtime=runtime, sandbox=box)
-        return (await a.run("Work.", timeout=20)).value
-
-    result = await agentswf.run(workflow(name="sbx", description="A writer.")(fn), run_root=tmp_path / "runs", cwd=tmp_path)
-    assert result.outcome == "completed", result.reason
+    result, owned = await _sandboxed(tmp_path, tree, POINT_GITFILE_AWAY)
     subprocess.run(["git", "-C", str(tree), "status"], capture_output=True, timeout=30, check=False)
     assert result.value == ".git: read-only" and not owned.exists(), result.value
 
@@ -186,16 +185,7 @@ async def test_a_writer_cant_set_the_config_of_a_submodule_your_git_status_runs(
     subprocess.run(add, check=True, capture_output=True)
     subprocess.run([*GIT.split(), "-C", str(repo), "commit", "-q", "-m", "with a submodule"], check=True)
     assert (repo / ".git" / "modules" / "sub" / "config").is_file()
-    owned = tmp_path / "OWNED"
-
-    async def fn(wf):
-        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
-        runtime = agent(repo, "a", A_SUBMODULES_CONFIG + ANSWER, secrets.token_hex(4), OWNED=str(owned))
-        a = await wf.agents.open("a", runtime=runtime, sandbox=box)
-        return (await a.run("Work.", timeout=20)).value
-
-    result = await agentswf.run(workflow(name="sbx", description="A writer.")(fn), run_root=tmp_path / "runs", cwd=tmp_path)
-    assert result.outcome == "completed", result.reason
+    result, owned = await _sandboxed(tmp_path, repo, A_SUBMODULES_CONFIG)
     (repo / "sub" / "x").write_text("changed, so that status looks inside\n")
     subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, timeout=30, check=False)
     assert result.value.split("\n") == ["sub's config: read-only", "sub's hooks: read-only"] and not owned.exists(), result.value
