@@ -23,13 +23,16 @@ from that side is hostile, so what one connection can cost the run is bounded:
   theirs), the waiting connection whose request is least along is closed with a refusal
   naming the limit, and its slot goes to the newcomer (`eviction_rank`, `choose_eviction`):
   one whose bytes are in the socket unread is spared while any other waits; then one that
-  has sent nothing goes first (the one accepted first), then one that has sent nothing for
-  `RECENT_PROGRESS_SECONDS` (the stalest), then the one with the fewest bytes. So a flood of
-  empty connections, on any agent's socket, only evicts itself: it can't close a sibling's
-  large request still arriving (a tool's input bigger than the socket's buffer, read over
-  many turns of the loop while the flood is accepted), however slowly the run gets to read
-  it. A wfa client writes its whole line as it connects, so a small one is read whole as it
-  is accepted. A connection whose request is in (a tool call running, an answer being sent)
+  isn't making progress goes first, the one accepted first; then, every one making progress,
+  the one with the fewest bytes. Making progress is a request arriving over more than one
+  read (or a read's whole chunk at once), its last within `RECENT_PROGRESS_SECONDS`: one
+  line's worth sent and stopped is not. So a flood of empty or stalled connections, on any
+  agent's socket, only evicts itself: it can't close a sibling's large request still
+  arriving (a tool's input bigger than the socket's buffer, read over many turns of the loop
+  while the flood is accepted), however slowly the run gets to read it; nor a wfa client
+  accepted after it whose line is a moment behind its connect (a flood that sends half a line
+  at once and stops is older than it, and goes first). A wfa client writes its whole line as
+  it connects, so a small one is read whole as it is accepted. A connection whose request is in (a tool call running, an answer being sent)
   is never evicted; only when every slot is one of those is a newcomer refused, unread (its
   first bytes are peeked at, to name the command refused).
 
@@ -113,29 +116,35 @@ def raw_socket(stream: SocketStream) -> socket.socket:
 
 class Slot:
     """One connection's place in a budget; `evicted` says why it was closed to make room.
-    While it waits for its request, `held` is the bytes of it received so far and
-    `progressed_at` the monotonic time the last of them came."""
+    While it waits for its request, `held` is the bytes of it received so far, in `reads`
+    reads, and `progressed_at` the monotonic time the last of them came."""
 
-    __slots__ = ("sock", "accepted", "evicted", "held", "progressed_at")
+    __slots__ = ("sock", "accepted", "evicted", "held", "reads", "progressed_at")
 
     def __init__(self, sock: socket.socket, accepted: int) -> None:
         self.sock, self.accepted = sock, accepted
         self.evicted: str | None = None
         self.held = 0
+        self.reads = 0
         self.progressed_at = 0.0
 
 
-def eviction_rank(held: int, progressed_at: float, accepted: int, now: float) -> tuple[int, float, int]:
-    """Where a waiting connection stands for eviction at `now`, the lowest evicted first:
-    one that has sent nothing (the first accepted first), then one that has sent nothing
-    for RECENT_PROGRESS_SECONDS (the stalest first), then, every one making progress, the
-    one with the fewest bytes. A connection's bytes are what an attacker pays for: no number
-    of connections that send nothing, or that stopped, outranks one still sending."""
-    if held == 0:
-        return (0, 0.0, accepted)
-    if now - progressed_at > RECENT_PROGRESS_SECONDS:
-        return (1, progressed_at, accepted)
-    return (2, float(held), accepted)
+def making_progress(held: int, reads: int, progressed_at: float, now: float) -> bool:
+    """Whether a waiting connection's request is still arriving at `now`: bytes over more than
+    one read, or a read's whole chunk (more is coming), the last within RECENT_PROGRESS_SECONDS.
+    A line's worth sent at the connect and stopped is not: that is a stall, not a request."""
+    return (reads >= 2 or held >= _READ_CHUNK_BYTES) and now - progressed_at <= RECENT_PROGRESS_SECONDS
+
+
+def eviction_rank(held: int, reads: int, progressed_at: float, accepted: int, now: float) -> tuple[int, int, int]:
+    """Where a waiting connection stands for eviction at `now`, the lowest evicted first: one
+    not `making_progress`, the first accepted first (a newcomer whose line is a moment behind
+    its connect is the last of them); then, every one making progress, the one with the fewest
+    bytes. A connection's bytes over time are what an attacker pays for: no number of
+    connections that send nothing, or a little and stop, outranks one still sending."""
+    if not making_progress(held, reads, progressed_at, now):
+        return (0, 0, accepted)
+    return (1, held, accepted)
 
 
 def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slot], bool]) -> Slot | None:
@@ -146,8 +155,8 @@ def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slo
     are ranked once, by `min`, and one is asked)."""
     candidates = list(waiting)
 
-    def rank(slot: Slot) -> tuple[int, float, int]:
-        return eviction_rank(slot.held, slot.progressed_at, slot.accepted, now)
+    def rank(slot: Slot) -> tuple[int, int, int]:
+        return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, now)
 
     lowest = min(candidates, key=rank, default=None)
     if lowest is None or not arriving(lowest):
@@ -246,6 +255,7 @@ class ConnectionBudget:
         if slot not in self._waiting:
             return
         slot.held += size
+        slot.reads += 1
         slot.progressed_at = time.monotonic()
         self.reading_bytes += size
         if self.reading_bytes > MAX_READING_BYTES:

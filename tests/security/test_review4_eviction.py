@@ -18,10 +18,14 @@ ranking the stalls by their bytes' arrival rate still lost 1 in 60 (a sibling's 
 on the run's reads, so it looks slow when the flood keeps the run busy).
 
 Now the choice is `listener.choose_eviction`, a pure decision tested below over every waiting
-set hypothesis makes: a connection that has sent nothing is evicted before any that has sent
-bytes, one that has stalled before one making progress, and one whose bytes sit in its socket
-unread is spared while any other waits. So no flood of empty connections can evict a request
-that is arriving, whatever the timing, and the real-socket test is strict.
+set hypothesis makes: a connection not making progress (nothing sent, or a line's worth at
+once and then nothing) is evicted before any that is, the first accepted first, and one whose
+bytes sit in its socket unread is spared while any other waits. So no flood of empty
+connections can evict a request that is arriving, whatever the timing, and the real-socket
+test is strict. Ranking every connection that had sent nothing first (this fix's first form)
+evicted a wfa client accepted a moment before its line came, under a flood that sends half a
+line at once and stops (tests/engine/test_exhaustion.py failed in a CI run): such a flood is
+now older than the client, and goes first.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from agentswf.launcher.listener import (
     Slot,
     bind,
     choose_eviction,
+    making_progress,
     serve,
 )
 from agentswf.wire import Request, Response, refused
@@ -121,18 +126,24 @@ NOW = 1000.0
 MAX_HELD = 16 * 1024 * 1024
 
 
-def _slot(accepted: int, held: int, idle: float) -> Slot:
+def _slot(accepted: int, held: int, idle: float, reads: int = 1) -> Slot:
     """A waiting connection, its socket never touched: `arriving` is given to the choice."""
     slot = Slot(None, accepted)  # type: ignore[arg-type]
-    slot.held, slot.progressed_at = held, NOW - idle
+    slot.held, slot.reads, slot.progressed_at = held, reads if held else 0, NOW - idle
     return slot
 
 
-# A waiting set: each connection's bytes so far (0 for most: a flood), seconds since its last
-# bytes (either side of RECENT_PROGRESS_SECONDS), and whether bytes sit in its socket unread.
+def _progressing(slot: Slot) -> bool:
+    return making_progress(slot.held, slot.reads, slot.progressed_at, NOW)
+
+
+# A waiting set: each connection's bytes so far (0 for most: a flood), in how many reads,
+# seconds since its last bytes (either side of RECENT_PROGRESS_SECONDS), and whether bytes
+# sit in its socket unread.
 WAITING = st.lists(
     st.tuples(
         st.sampled_from([0, 0, 1, 10, 65536, 900_000]),
+        st.sampled_from([1, 2, 7]),
         st.sampled_from([0.0, 0.001, RECENT_PROGRESS_SECONDS / 2, RECENT_PROGRESS_SECONDS * 2, 4.0]),
         st.booleans(),
     ),
@@ -140,29 +151,40 @@ WAITING = st.lists(
 )
 
 
-def _choice(waiting: list[tuple[int, float, bool]]) -> tuple[list[Slot], set[Slot], Slot | None]:
-    slots = [_slot(n, held, idle) for n, (held, idle, _) in enumerate(waiting)]
-    arriving = {slot for slot, (_, _, pending) in zip(slots, waiting) if pending}
+def _choice(waiting: list[tuple[int, int, float, bool]]) -> tuple[list[Slot], set[Slot], Slot | None]:
+    slots = [_slot(n, held, idle, reads) for n, (held, reads, idle, _) in enumerate(waiting)]
+    arriving = {slot for slot, (_, _, _, pending) in zip(slots, waiting) if pending}
     return slots, arriving, choose_eviction(slots, NOW, arriving.__contains__)
 
 
 @given(WAITING)
-def test_a_connection_that_has_sent_nothing_never_evicts_one_that_has(waiting: list[tuple[int, float, bool]]) -> None:
+def test_a_connection_not_making_progress_never_evicts_one_that_is(waiting: list[tuple[int, int, float, bool]]) -> None:
     slots, arriving, chosen = _choice(waiting)
     assert (chosen is None) == (not slots)
     if chosen is None:
         return
     idle = [slot for slot in slots if slot not in arriving] or slots  # every one arriving: one of them goes
     assert chosen in idle, "a connection whose bytes are arriving is evicted while another waits idle"
-    empty = [slot for slot in idle if slot.held == 0]
-    if empty:  # a flood of empty connections evicts only its own, the first accepted first
-        assert chosen is min(empty, key=lambda slot: slot.accepted)
-        return
-    stalled = [slot for slot in idle if NOW - slot.progressed_at > RECENT_PROGRESS_SECONDS]
-    if stalled:  # then the stalest of those that stopped sending, never one still sending
-        assert chosen in stalled and chosen.progressed_at == min(slot.progressed_at for slot in stalled)
+    stalled = [slot for slot in idle if not _progressing(slot)]
+    if stalled:  # a flood of empty or stalled connections evicts only its own, the first accepted first
+        assert chosen is min(stalled, key=lambda slot: slot.accepted)
         return
     assert chosen.held == min(slot.held for slot in idle)  # every one sending: the one least along
+
+
+@given(st.integers(min_value=1, max_value=200), st.sampled_from([1, 18, 400]))
+def test_a_newcomer_whose_line_lags_its_connect_outlasts_a_flood_of_stalled_lines(flood: int, sent: int) -> None:
+    """A flood that sends part of a line at once and stops, accepted before a wfa client whose
+    line is a moment behind its connect (nothing read of it yet): each later newcomer evicts
+    one of the flood, never the client, until every connection of the flood older than it is
+    gone (by then its line is in; tests/engine/test_exhaustion.py runs it for real)."""
+    client = _slot(flood, 0, 0.0)
+    waiting = [_slot(n, sent, 0.0) for n in range(flood)] + [client]
+    for newcomer in range(flood + 1, 2 * flood + 1):
+        chosen = choose_eviction(waiting, NOW, lambda slot: False)
+        assert chosen is not None and chosen is not client
+        waiting.remove(chosen)
+        waiting.append(_slot(newcomer, sent, 0.0))
 
 
 @given(st.integers(min_value=1, max_value=200), st.integers(min_value=1, max_value=MAX_HELD), st.floats(0, 0.999))
@@ -170,7 +192,7 @@ def test_a_request_arriving_outlasts_any_flood_of_empty_connections(flood: int, 
     """The sibling's large request, however long since its last bytes were read (under
     RECENT_PROGRESS_SECONDS, or its bytes sit unread), against a flood's empty connections
     accepted before and after it: each newcomer evicts one of the flood, never the request."""
-    request = _slot(flood // 2, held, idle)
+    request = _slot(flood // 2, held, idle, reads=2)
     waiting = [_slot(n if n < flood // 2 else n + 1, 0, 0.0) for n in range(flood)] + [request]
     for newcomer in range(flood + 1, 3 * flood + 1):
         chosen = choose_eviction(waiting, NOW, lambda slot: False)
