@@ -7,8 +7,7 @@ for ``ask_*`` (lower is better; goal ≤ 1.0), messages per second for ``tell_*`
 (higher is better; goal ≥ 0.8). ``ask_timeout_*`` is the same ask given a timeout,
 against the same baseline without one. ``ask_traced_*`` is the same ask under a supervisor
 whose run trace is on (`agentswf.run(..., trace=True)`), against ours untraced: what
-tracing costs when it is on (off, it is the plain ``ask_*``). ``ask_at_once_*`` is the same
-ask to an actor that answers at once (`Actor.answers_at_once`), against the same baseline.
+tracing costs when it is on (off, it is the plain ``ask_*``).
 ``start_soon_*``: seconds per background task an actor starts (and that ends at once),
 against anyio's task group starting the same task. ``spawn_*``: seconds per actor spawned,
 asked once and stopped, against a raw server task with its stream pair, one round trip, and
@@ -54,10 +53,6 @@ class Echo(Actor):
         return msg.i
 
 
-class QuickEcho(Echo):
-    answers_at_once = True
-
-
 class Sink(Actor):
     def __init__(self, total: int, done: anyio.Event) -> None:
         super().__init__()
@@ -71,9 +66,9 @@ class Sink(Actor):
             self.done.set()
 
 
-async def ours_ask(timeout: float | None = None, tracer: Tracer | None = None, factory: type[Actor] = Echo) -> float:
+async def ours_ask(timeout: float | None = None, tracer: Tracer | None = None) -> float:
     async with Supervisor("bench", tracer=tracer) as sup:
-        ref = sup.spawn(factory, capacity=CAPACITY)
+        ref = sup.spawn(Echo, capacity=CAPACITY)
         start = time.perf_counter()
         for i in range(ASKS):
             await ref.ask(Ping(i), timeout=timeout)
@@ -83,11 +78,6 @@ async def ours_ask(timeout: float | None = None, tracer: Tracer | None = None, f
 async def ours_ask_with_timeout() -> float:
     """The same asks with a timeout, which costs a cancel scope each; the baseline has none."""
     return await ours_ask(timeout=ASK_TIMEOUT_S)
-
-
-async def ours_ask_at_once() -> float:
-    """The same asks to an actor that answers them at once in the asker's task."""
-    return await ours_ask(factory=QuickEcho)
 
 
 async def ours_ask_traced() -> float:
@@ -232,7 +222,6 @@ async def measure(backend: str) -> None:
         ("ask_timeout", ours_ask_with_timeout, baseline_ask, min),
         ("tell", ours_tell, baseline_tell, max),
         ("ask_traced", ours_ask_traced, ours_ask, min),
-        ("ask_at_once", ours_ask_at_once, baseline_ask, min),
         ("start_soon", ours_start_soon, baseline_start_soon, min),
         ("spawn", ours_spawn, baseline_spawn, min),
     ):

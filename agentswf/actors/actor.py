@@ -45,12 +45,6 @@ class Actor:
     _handlers: ClassVar[dict[type, Handler]] = {}
     _cell: Cell
 
-    answers_at_once: ClassVar[bool] = False
-    """True: an ask that finds this actor idle (`idle`), for a handler that is not async, is
-    handled at once in the asker's task (`Cell.answer_now`), without a round trip through
-    the actor's task. Leave it false for an actor that gathers what is queued into one batch
-    (it would see such asks one at a time) or whose sync handlers need to run in its task."""
-
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         by_name: dict[str, Callable[..., Any]] = {}

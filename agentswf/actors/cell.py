@@ -61,7 +61,6 @@ class Cell:
     ) -> None:
         self.name = mailbox.name
         self.mailbox = mailbox
-        mailbox.answers_at_once = factory.answers_at_once  # for `answer_now`
         self.error: BaseException | None = None
         self._factory = factory
         self._args = args
@@ -182,40 +181,6 @@ class Cell:
                 reply.set(result)
             if tracing_on:
                 self._trace("mailbox.handled", message, started)
-
-    def answer_now(self, message: Any, reply: Reply) -> bool:
-        """Handle an ask in the asker's task, now, if the actor opted in (`Actor.answers_at_once`),
-        is idle, and its handler is sync; false, with nothing done, otherwise.
-
-        What `Actor.idle` allows, done by the kernel: with nothing queued ahead and no handler
-        mid-way, a handler that can't await does with the ask what the actor would do with it
-        next, and the asker is spared a round trip through the actor's task (two task switches
-        and a wakeup each way). It is counted and answered as a handled message; its error
-        fails the ask alone; `defer`, `stop` and `start_soon` work as in the actor's task. It
-        runs in the actor's context as it was when the actor parked (`contextvars`: what it
-        reads is the actor's; what it sets lasts for that handler alone). Not while tracing,
-        so that every traced message goes through the mailbox.
-        """
-        actor = self._instance
-        mailbox = self.mailbox
-        if actor is None or self._exit or self._current is not None or not mailbox.parked or tracing.enabled:
-            return False
-        fn, is_async = actor._handlers[type(message)]
-        if is_async:
-            return False
-        self._current = (message, reply, 0.0)
-        try:
-            result = mailbox.parked_context.run(fn, actor, message)
-        except Exception as exc:
-            mailbox.failed += 1
-            self._fail(reply, message, exc)
-            return True
-        finally:
-            self._current = None
-        mailbox.handled += 1
-        if reply._owner is None:
-            reply.set(result)
-        return True
 
     def _fail(self, reply: Reply, message: Any, exc: Exception) -> None:
         """A handler raised answering an ask: the ask fails with it, and the actor goes on."""

@@ -10,7 +10,6 @@ restart and the counters cover the child's whole life.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import enum
 import time
 from collections import deque
@@ -80,8 +79,6 @@ class Mailbox:
         "_queue",
         "_receiver",
         "_parking",
-        "parked_context",
-        "answers_at_once",
         "_senders",
         "_closed",
         "_on_dead_letter",
@@ -110,8 +107,6 @@ class Mailbox:
         self._queue: deque[Envelope] = deque()
         self._receiver: Wakeup | None = None  # `_parking` while the actor is parked in `get`
         self._parking = Wakeup()  # the actor's, rearmed each time it parks
-        self.parked_context = contextvars.Context()  # a copy of the actor's context, taken as it last parked
-        self.answers_at_once = False  # its actor answers asks at once: copy its context, park at once
         self._senders: deque[Wakeup] = deque()
         self._closed = False
         self._burst = 0  # messages taken since the last checkpoint
@@ -221,12 +216,11 @@ class Mailbox:
         scheduler round for every message an idle actor gets. On asyncio a checkpoint comes
         first: parking there is a future made, set and awaited, a bare yield much less, and
         a sender that is ready (an asker's next ask, a stream of tells) queues its message
-        during it, which the actor then takes without parking at all; but not for an actor
-        that answers asks at once, as an ask that finds it parked is cheaper still.
+        during it, which the actor then takes without parking at all.
         """
         queue = self._queue
         if (queue and self._burst >= GET_BURST) or (
-            not queue and not self.answers_at_once and asyncio._get_running_loop() is not None
+            not queue and asyncio._get_running_loop() is not None
         ):
             self._burst = 0
             await checkpoint()
@@ -235,8 +229,6 @@ class Mailbox:
                 await checkpoint()  # a closed mailbox's loop stays a schedule point
                 return None
             self._burst = 0
-            if self.answers_at_once:
-                self.parked_context = contextvars.copy_context()
             receiver = self._receiver = self._parking
             receiver.rearm()
             try:

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentswf.errors import AskTimeout, UnhandledMessage
 
-from .backend import checkpoint_if_cancelled, move_on_after
+from .backend import move_on_after
 from .mailbox import MailboxStatistics
 from .reply import Reply
-from .wakeup import checkpoint, schedule_point
+from .wakeup import checkpoint
 
 if TYPE_CHECKING:
     from .cell import Cell
@@ -22,13 +22,12 @@ if TYPE_CHECKING:
 class ActorRef:
     """A handle on one supervised actor: tell, ask, stop, statistics."""
 
-    __slots__ = ("_cell", "_mailbox", "_handlers", "_at_once")
+    __slots__ = ("_cell", "_mailbox", "_handlers")
 
     def __init__(self, cell: Cell) -> None:
         self._cell = cell
         self._mailbox = cell.mailbox
         self._handlers = cell._factory._handlers
-        self._at_once = cell._factory.answers_at_once
 
     def __repr__(self) -> str:
         return f"<ActorRef {self.name!r} {'alive' if self.alive else 'stopped'}>"
@@ -82,14 +81,7 @@ class ActorRef:
             return await self._ask_within(message, timeout)
         mailbox = self._mailbox
         reply = Reply()
-        answered = False
-        if self._at_once and mailbox.parked:  # its actor may answer it here and now (`Cell.answer_now`)
-            await checkpoint_if_cancelled()
-            answered = self._cell.answer_now(message, reply)
-            if answered and not reply._open:
-                await schedule_point()
-                return reply._result()
-        if not answered and not mailbox.try_send(message, reply):
+        if not mailbox.try_send(message, reply):
             await mailbox.send(message, reply)
         try:
             await reply.wait()
