@@ -15,7 +15,7 @@ cancellation, not a group of them, as anyio's does; deadlines are on the backend
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from types import ModuleType, TracebackType
 from typing import Any, Protocol
 
@@ -23,7 +23,6 @@ _trio: ModuleType | None = None  # trio, imported when first needed (an asyncio 
 _asyncio_scope: type | None = None  # anyio's asyncio cancel scope class
 _asyncio_event: type | None = None  # anyio's asyncio event class
 _asyncio_group: type | None = None  # anyio's asyncio task group class
-_asyncio_backend: Any = None  # anyio's asyncio backend class
 
 
 class Tasks(Protocol):
@@ -61,19 +60,6 @@ def _anyio_classes() -> None:
     _asyncio_scope = type(anyio.CancelScope())
     _asyncio_event = type(anyio.Event())
     _asyncio_group = type(anyio.create_task_group())
-
-
-def checkpoint_if_cancelled() -> Awaitable[None]:
-    """`anyio.lowlevel.checkpoint_if_cancelled()`: a cancel point that yields only if cancelled."""
-    global _asyncio_backend
-    if asyncio._get_running_loop() is not None:
-        if _asyncio_backend is None:
-            from anyio._core._eventloop import get_async_backend
-
-            _asyncio_backend = get_async_backend()
-        return _asyncio_backend.checkpoint_if_cancelled()  # type: ignore[no-any-return]
-    trio = _trio if _trio is not None else _trio_module()
-    return trio.lowlevel.checkpoint_if_cancelled()  # type: ignore[no-any-return]
 
 
 def cancel_scope() -> Any:

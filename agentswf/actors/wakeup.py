@@ -13,7 +13,6 @@ later `set` passes it over); on trio the parked task is unparked and forgotten.
 `checkpoint` is `anyio.lowlevel.checkpoint` for the kernel's hot paths, at the same saving:
 the backend's own checkpoint, without looking the backend up each time (`backend` has the
 kernel's other such primitives; `cancel_scope` is here too, where the engine imports it).
-`schedule_point` ends an operation done at once, after `backend.checkpoint_if_cancelled`.
 """
 
 from __future__ import annotations
@@ -52,17 +51,6 @@ def checkpoint() -> Awaitable[None]:
         return _asyncio_checkpoint()
     trio = _trio if _trio is not None else _trio_lowlevel()
     return trio.checkpoint()  # type: ignore[no-any-return]
-
-
-def schedule_point() -> Awaitable[None]:
-    """A schedule point ending an operation already done, after a cancel point before it
-    (`checkpoint_if_cancelled`): as trio's own operations end, one no cancellation
-    interrupts; on asyncio a plain yield, where a cancellation arriving is one that arrived
-    while the operation was under way."""
-    if asyncio._get_running_loop() is not None:
-        return _asyncio_checkpoint()
-    trio = _trio if _trio is not None else _trio_lowlevel()
-    return trio.cancel_shielded_checkpoint()  # type: ignore[no-any-return]
 
 
 class Waitable:

@@ -108,16 +108,14 @@ second share the stamp, and four hex digits alone clash often when many start at
 def make_run_record_dir(workflow_dir: Path) -> tuple[str, Path]:
     """A new run's id and its record directory in `workflow_dir` (made 0700): an id another
     run already has is drawn again, so two runs never share a record."""
-    for _ in range(RUN_ID_DRAWS - 1):
+    for _ in range(RUN_ID_DRAWS):
         run_id = new_run_id()
         try:
             make_private_dirs(workflow_dir / run_id, exist_ok=False)
         except FileExistsError:
             continue
         return run_id, workflow_dir / run_id
-    run_id = new_run_id()
-    make_private_dirs(workflow_dir / run_id, exist_ok=False)
-    return run_id, workflow_dir / run_id
+    raise FileExistsError(errno.EEXIST, f"the {RUN_ID_DRAWS} run ids drawn were all taken", str(workflow_dir))
 
 
 def encode(value: Any) -> bytes:
