@@ -5,7 +5,8 @@ A repository's `.git/config` and `.git/hooks` are held read-only in the sandbox 
 but git reads commands from other places the agent can write, and a mount can't hold a file
 that isn't there yet:
 
-- `.git/commondir` (and a linked worktree's `.git/worktrees/<name>/commondir`) names the
+- `.git/commondir` (and a linked worktree's `.git/worktrees/<name>/commondir`, and a
+  submodule's git directory's `.git/modules/<name>/commondir`) names the
   directory git takes config and hooks from: one the agent made, with a `core.fsmonitor` of
   its own, runs it in your next `git status`;
 - a submodule (a gitlink in the index) whose checkout holds a repository: `git status` runs a
@@ -68,14 +69,43 @@ def repairs(before: GitState, after: GitState) -> Repairs:
     return Repairs(changed, tuple(sorted(after.gitlinks - before.gitlinks)))
 
 
+MAX_SUBMODULE_GIT_DIRS = 256  # of one repository's `.git/modules`, held read-only as its own git directory is
+
+
+def submodule_git_dirs(git: Path) -> list[Path]:
+    """The git directories of the submodules of the repository whose git directory is `git`
+    (`.git/modules/<name>`, a name may have slashes; a submodule's own in its `modules/`):
+    your `git status` runs a status in each checked-out submodule, with its config. At most
+    MAX_SUBMODULE_GIT_DIRS; only the `modules` directories are walked, not what a git directory holds."""
+    found: list[Path] = []
+    stack = [git / "modules"]
+    while stack and len(found) < MAX_SUBMODULE_GIT_DIRS:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                directories = [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for directory in sorted(directories):
+            if (directory / "HEAD").is_file():  # a git directory: its own submodules are in its modules/
+                found.append(directory)
+                stack.append(directory / "modules")
+            else:  # a part of a name with slashes
+                stack.append(directory)
+    return found[:MAX_SUBMODULE_GIT_DIRS]
+
+
+
 def _commondir_paths(git_dir: Path) -> list[Path]:
-    """Every `commondir` git could read for the repository: its own, and its linked worktrees'."""
-    paths = [git_dir / "commondir"]
-    try:
-        with os.scandir(git_dir / "worktrees") as entries:
-            paths += [Path(entry.path) / "commondir" for entry in entries if entry.is_dir(follow_symlinks=False)]
-    except OSError:
-        pass  # no linked worktrees
+    """Every `commondir` git could read for the repository: its own, its linked worktrees', and
+    its submodules' git directories' (your `git status` runs a status in each, with its config)."""
+    paths = []
+    for directory in (git_dir, *submodule_git_dirs(git_dir)):
+        paths.append(directory / "commondir")
+        try:
+            with os.scandir(directory / "worktrees") as entries:
+                paths += [Path(entry.path) / "commondir" for entry in entries if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            pass  # no linked worktrees
     return paths
 
 

@@ -29,6 +29,7 @@ from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
+from .gitsweep import submodule_git_dirs
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
 from .spec import ResolvedSpec
@@ -130,31 +131,6 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
 
 
 GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs (core.fsmonitor, filters, hooks)
-MAX_SUBMODULE_GIT_DIRS = 256  # of one repository's `.git/modules`, held read-only as its own git directory is
-
-
-def submodule_git_dirs(git: Path) -> list[Path]:
-    """The git directories of the submodules of the repository whose git directory is `git`
-    (`.git/modules/<name>`, a name may have slashes; a submodule's own in its `modules/`):
-    your `git status` runs a status in each checked-out submodule, with its config. At most
-    MAX_SUBMODULE_GIT_DIRS; only the `modules` directories are walked, not what a git directory holds."""
-    found: list[Path] = []
-    stack = [git / "modules"]
-    while stack and len(found) < MAX_SUBMODULE_GIT_DIRS:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                directories = [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            continue
-        for directory in sorted(directories):
-            if (directory / "HEAD").is_file():  # a git directory: its own submodules are in its modules/
-                found.append(directory)
-                stack.append(directory / "modules")
-            else:  # a part of a name with slashes
-                stack.append(directory)
-    return found[:MAX_SUBMODULE_GIT_DIRS]
-
-
 def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
     """The git config and hooks of each repository at the top of a path the sandbox may write (its
     cwd's too), or its `.git` file (a worktree's: the git directory it names), and of each of its

@@ -192,7 +192,7 @@ async def test_a_writer_cant_set_the_config_of_a_submodule_your_git_status_runs(
 
 
 def test_a_repositorys_submodule_git_directories_are_found_to_hold(tmp_path: Path) -> None:
-    from agentswf.sandbox.runner import submodule_git_dirs
+    from agentswf.sandbox.gitsweep import submodule_git_dirs
 
     git = tmp_path / ".git"
     for module in ("modules/a", "modules/b/c", "modules/a/modules/d"):

@@ -127,3 +127,27 @@ def test_a_repository_made_in_a_submodules_empty_checkout_is_moved_aside(tmp_pat
     assert any(path.name.startswith(".git.") for path in (repo / "sub").iterdir())
     _git(repo, "status")
     assert not (tmp_path / "OWNED").exists()
+
+
+def test_a_commondir_made_in_a_submodules_git_directory_is_removed(tmp_path: Path) -> None:
+    """A submodule's git directory (`.git/modules/<name>`) is read by your `git status` too, and
+    its `commondir` is not held read-only: one made there is swept as the repository's own."""
+    repo = _repo(tmp_path)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    _git(lib, "init", "-q")
+    _git(lib, "commit", "-q", "--allow-empty", "-m", "lib")
+    _git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "sub")
+    _git(repo, "commit", "-qm", "with a submodule")
+    modules = repo / ".git" / "modules" / "sub"
+    before = read_state(repo / ".git", repo)
+    stash = tmp_path / "stash"
+    shutil.copytree(modules, stash)
+    (stash / "config").write_text(f"[core]\n\tfsmonitor = touch {tmp_path}/OWNED; false\n")
+    (modules / "commondir").write_text(f"{stash}\n")
+    lines = sweep(repo / ".git", repo, before)
+    assert lines and all("made in the sandbox" in line for line in lines), lines
+    assert not (modules / "commondir").exists()
+    (repo / "sub" / "x").write_text("changed, so that status looks inside\n")
+    subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, check=False)
+    assert not (tmp_path / "OWNED").exists()
