@@ -13,7 +13,7 @@ See records.py for the policy.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +37,11 @@ from .records import (
     LineLog,
     encode,
     encode_lines,
-    sync_paths,
+    fsync_all,
+    fsync_each,
     write_private,
     write_replacing,
-    write_wholes,
+    write_wholes_synced,
 )
 
 if TYPE_CHECKING:
@@ -554,7 +555,7 @@ class Recorder(Actor):
         if paths:
             self._syncing = synced = anyio.Event()
             try:
-                for path, error in await anyio.to_thread.run_sync(sync_paths, paths, limiter=self._threads):
+                for path, error in await fsync_all(paths, self._fsync):
                     self._failed(path, error)
             finally:
                 self._syncing = None
@@ -591,8 +592,13 @@ class Recorder(Actor):
         return await self._write_data(path, encode({"version": RECORD_VERSION, **record}), exclusive=exclusive)
 
     async def _write_data(self, path: Path, data: bytes, *, exclusive: bool = False) -> bool:
-        (error,) = await anyio.to_thread.run_sync(write_wholes, [(path, data, exclusive)], limiter=self._threads)
+        (error,) = await write_wholes_synced([(path, data, exclusive)], self._fsync)
         return True if error is None else self._failed(path, error)
+
+    async def _fsync(self, fds: Sequence[int]) -> list[OSError | None]:
+        """fsync `fds` in one of the Recorder's own threads: only that, the rest of a file's syscalls
+        stay on the loop's thread (records.fsync_each says why)."""
+        return await anyio.to_thread.run_sync(fsync_each, fds, limiter=self._threads)
 
     def _write_beside(self, path: Path, record: Any, *, exclusive: bool = False) -> None:
         """Queue `path` to be written whole beside the Recorder's other work, answering the ask
@@ -615,8 +621,8 @@ class Recorder(Actor):
             while self._whole_queue:
                 files, self._whole_queue = self._whole_queue, []
                 try:
-                    errors = await anyio.to_thread.run_sync(
-                        write_wholes, [(path, data, exclusive) for path, data, exclusive, _ in files], limiter=self._threads
+                    errors = await write_wholes_synced(
+                        [(path, data, exclusive) for path, data, exclusive, _ in files], self._fsync
                     )
                     for (path, _, _, reply), error in zip(files, errors, strict=True):
                         reply.set(True if error is None else self._failed(path, error))

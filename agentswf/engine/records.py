@@ -56,8 +56,8 @@ a line in it.
 
 Fsync, when (group commit): appended lines are fsynced (with the directory of a file they
 created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every turn's end
-and at the run's end (the Recorder's stop), one fsync a file however many lines it took, all
-of one commit's in one worker-thread hop; nobody's acknowledgement waits for it but the run's
+and at the run's end (the Recorder's stop), one fsync a file however many lines it took, a
+commit's fsyncs in one worker-thread hop for each `SYNC_FDS_AT_ONCE` files; nobody's acknowledgement waits for it but the run's
 end (output.json is written after it). call.json (written as the turn opens) and usage.json
 (rewritten once a batch that ended a turn is written) are held as the appends are: written
 whole on the loop's thread (temp file, one write, rename: a reader and `kill -9` of the run
@@ -67,8 +67,10 @@ for it): so by a turn's end's commit its call.json and the usage.json counting i
 through a power cut too. run.json, result.json and output.json are fsynced as they are written
 (temp file, fsync, rename or link, fsync of the directory), beside the appends: an agent's
 whole write doesn't hold up another agent's lines. The result.json files queued while others
-are being written go to a worker thread together (`write_wholes`), each written and fsynced as
-above before its own ask is answered: one thread hop for many agents' files, not one each.
+are being written are written together (`write_wholes_synced`), each written and fsynced as
+above before its own ask is answered: two thread hops for many agents' files, not one each.
+A worker thread makes only the fsync calls (`fsync_each`); a file's other syscalls are made on
+the loop's thread, where they cost what they cost, without a hand-off of the GIL each.
 A failed append leaves a log whole lines; a failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
 run killed mid-write). Only the Recorder writes here: its actor, and its batch write run by an
 `Appends` asker, on the event loop's one thread, so the record has one writer and one order.
@@ -81,7 +83,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -300,27 +302,145 @@ class LineLog:
             os.close(fd)
 
 
-def write_wholes(files: Iterable[tuple[Path, bytes, bool]]) -> list[OSError | None]:
-    """`write_whole` each of `files` (path, data, exclusive) in turn; for each, the error that failed it, or None."""
+SYNC_FDS_AT_ONCE = 64
+"""Descriptors held open at once for one worker thread's fsyncs (`fsync_all`, `write_wholes_synced`):
+a commit of thousands of files takes a few hops, never thousands of fds (the run's fd limit is
+shared with its agents' sockets)."""
+
+
+def fsync_each(fds: Sequence[int]) -> list[OSError | None]:
+    """fsync each of `fds`; for each, the error that failed it, or None.
+
+    The one thing a worker thread does for the record: every other syscall of a file (open, write,
+    link, close) is made on the loop's thread, as the appends are. Each syscall in a thread hands
+    the GIL to the loop's thread and takes it back, two context switches while the loop is busy;
+    at a dozen syscalls a file they cost more than the syscalls (issue 10: 98 futex calls an
+    agent, a tenth of its CPU), at one a file they don't.
+    """
     errors: list[OSError | None] = []
-    for path, data, exclusive in files:
+    for fd in fds:
         try:
-            write_whole(path, data, exclusive=exclusive)
+            os.fsync(fd)
             errors.append(None)
         except OSError as error:
             errors.append(error)
     return errors
 
 
+FsyncEach = Callable[[Sequence[int]], Awaitable[list[OSError | None]]]
+"""`fsync_each` run where it doesn't block the loop (the Recorder's: in one of its threads)."""
+
+
+def _open_to_sync(path: str) -> int:
+    """`path` opened for its fsync, without waiting on it: a FIFO put in its place is refused."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(mode := os.fstat(fd).st_mode) and not stat.S_ISDIR(mode):
+            raise OSError(errno.EINVAL, "not a regular file or a directory: something else was put in its place", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+async def fsync_all(paths: Iterable[str], fsync: FsyncEach) -> list[tuple[Path, OSError]]:
+    """fsync each of `paths` (a file, or a directory for the entries made in it), `SYNC_FDS_AT_ONCE`
+    at a time, opened and closed on the caller's thread; the ones that failed, and why."""
+    failed: list[tuple[Path, OSError]] = []
+    pending = list(paths)
+    for start in range(0, len(pending), SYNC_FDS_AT_ONCE):
+        opened: list[tuple[str, int]] = []
+        try:
+            for path in pending[start : start + SYNC_FDS_AT_ONCE]:
+                try:
+                    opened.append((path, _open_to_sync(path)))
+                except OSError as error:
+                    failed.append((Path(path), error))
+            errors = await fsync([fd for _, fd in opened])
+        finally:
+            for _, fd in opened:
+                os.close(fd)
+        failed.extend((Path(path), error) for (path, _), error in zip(opened, errors, strict=True) if error is not None)
+    return failed
+
+
+class _Staged:
+    """A whole file on its way: its temp file written and open, not yet fsynced or in place."""
+
+    __slots__ = ("path", "temp", "fd", "exclusive")
+
+    def __init__(self, path: Path, temp: Path, fd: int, exclusive: bool) -> None:
+        self.path, self.temp, self.fd, self.exclusive = path, temp, fd, exclusive
+
+
+def _stage(path: Path, data: bytes, exclusive: bool) -> _Staged:
+    temp = _temp_beside(path)
+    fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
+    try:
+        _write_all(fd, data)
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    return _Staged(path, temp, fd, exclusive)
+
+
+def _placed(staged: _Staged) -> OSError | None:
+    """The fsynced temp file put at its path (renamed over it, or linked where it must be new); why it couldn't be."""
+    try:
+        if staged.exclusive:
+            os.link(staged.temp, staged.path)
+        else:
+            os.replace(staged.temp, staged.path)
+    except OSError as error:
+        return error
+    return None
+
+
+async def write_wholes_synced(files: Sequence[tuple[Path, bytes, bool]], fsync: FsyncEach) -> list[OSError | None]:
+    """`write_whole` each of `files` (path, data, exclusive), `SYNC_FDS_AT_ONCE` at a time: written
+    here, their fsyncs and then their directories' in `fsync`'s thread, two hops for all of them;
+    for each, the error that failed it, or None. What failed leaves no temp file and its path as it was."""
+    errors: list[OSError | None] = []
+    for start in range(0, len(files), SYNC_FDS_AT_ONCE):
+        errors += await _write_synced(files[start : start + SYNC_FDS_AT_ONCE], fsync)
+    return errors
+
+
+async def _write_synced(files: Sequence[tuple[Path, bytes, bool]], fsync: FsyncEach) -> list[OSError | None]:
+    errors: list[OSError | None] = [None] * len(files)
+    staged: dict[int, _Staged] = {}
+    try:
+        for n, (path, data, exclusive) in enumerate(files):
+            try:
+                staged[n] = _stage(path, data, exclusive)
+            except OSError as failed:
+                errors[n] = failed
+        synced = await fsync([each.fd for each in staged.values()])
+        for (n, each), fsync_error in zip(list(staged.items()), synced, strict=True):
+            os.close(each.fd)
+            each.fd = -1
+            errors[n] = fsync_error if fsync_error is not None else _placed(each)
+    finally:
+        for each in staged.values():
+            if each.fd >= 0:
+                os.close(each.fd)
+            each.temp.unlink(missing_ok=True)
+    placed = {n: str(each.path.parent) for n, each in staged.items() if errors[n] is None}
+    failed_dirs = {str(path): error for path, error in await fsync_all(set(placed.values()), fsync)}
+    for n, directory in placed.items():
+        errors[n] = failed_dirs.get(directory)
+    return errors
+
+
 def sync_paths(paths: Iterable[str]) -> list[tuple[Path, OSError]]:
-    """fsync each of `paths` (a file, or a directory for the entries made in it); the ones that failed, and why."""
+    """fsync each of `paths` (a file, or a directory for the entries made in it) on this thread;
+    the ones that failed, and why."""
     failed: list[tuple[Path, OSError]] = []
     for path in paths:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO put in its place: no wait
+            fd = _open_to_sync(path)
             try:
-                if not stat.S_ISREG(mode := os.fstat(fd).st_mode) and not stat.S_ISDIR(mode):
-                    raise OSError(errno.EINVAL, "not a regular file or a directory: something else was put in its place", path)
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -24,14 +24,14 @@ async def unrecorded(wf):
 
 
 async def test_an_answer_that_cant_be_recorded_is_refused_and_the_run_ends_failed(tmp_path, monkeypatch):
-    real = records.write_whole
+    real = records._stage
 
-    def failing(path, data, *, exclusive=False):
+    def failing(path, data, exclusive):
         if path.name == "result.json":
             raise OSError(28, "No space left on device")
-        return real(path, data, exclusive=exclusive)
+        return real(path, data, exclusive)
 
-    monkeypatch.setattr(records, "write_whole", failing)
+    monkeypatch.setattr(records, "_stage", failing)
     responses = []
 
     async def a(turn):

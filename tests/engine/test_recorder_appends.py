@@ -125,14 +125,14 @@ async def test_an_ask_before_the_recorder_has_started_waits_for_it(tmp_path):
 async def test_asks_are_answered_while_the_recorders_own_task_is_held_up(tmp_path, monkeypatch):
     """run.json's whole write holds the Recorder's handler (and its mailbox); the askers write their own takes."""
     release, entered = threading.Event(), threading.Event()
-    real = recorder.write_wholes
+    real = recorder.fsync_each
 
-    def stuck(files):
+    def stuck(fds):
         entered.set()
         release.wait(10)
-        return real(files)
+        return real(fds)
 
-    monkeypatch.setattr(recorder, "write_wholes", stuck)
+    monkeypatch.setattr(recorder, "fsync_each", stuck)
     appends = Appends()
     try:
         async with Supervisor("t") as sup:

@@ -144,7 +144,7 @@ async def test_a_calls_candidates_file_is_closed_once_written(tmp_path):
     assert len(list(read_lines(tmp_path / "calls" / "c7" / "candidates.jsonl"))) == 1
 
 
-def _target(fd: str) -> str:
+def _target(fd: str | int) -> str:
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
@@ -154,14 +154,14 @@ def _target(fd: str) -> str:
 @pytest.mark.anyio
 async def test_a_whole_file_being_written_holds_up_no_one_elses_lines(tmp_path, monkeypatch):
     release = threading.Event()
-    real = records.write_whole
+    real = recorder.fsync_each
 
-    def slow(path, data, *, exclusive=False):
-        if path.name == "result.json":
+    def slow(fds):
+        if any(".result.json." in _target(fd) for fd in fds):  # result.json's temp file, on its disk
             release.wait(10)
-        return real(path, data, exclusive=exclusive)
+        return real(fds)
 
-    monkeypatch.setattr(records, "write_whole", slow)
+    monkeypatch.setattr(recorder, "fsync_each", slow)
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, capacity=64)
         accepted: list[bool] = []
@@ -185,16 +185,17 @@ async def test_whole_files_queued_together_go_to_one_thread_and_each_ask_waits_f
     """Many agents' result.json queued while one is being written: a few thread hops, not one a file."""
     release = threading.Event()
     batches: list[list[str]] = []
-    real = recorder.write_wholes
+    real = recorder.fsync_each
 
-    def counted(files):
-        files = list(files)
-        batches.append([path.parent.name for path, _, _ in files])
-        if len(batches) == 1:
-            release.wait(10)
-        return real(files)
+    def counted(fds):
+        results = [Path(path).parent.name for path in map(_target, fds) if ".result.json." in path]
+        if results:  # a batch of result.json's temp files (their directories are fsynced in a hop of their own)
+            batches.append(results)
+            if len(batches) == 1:
+                release.wait(10)
+        return real(fds)
 
-    monkeypatch.setattr(recorder, "write_wholes", counted)
+    monkeypatch.setattr(recorder, "fsync_each", counted)
     files = 40
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, capacity=64)
@@ -307,13 +308,13 @@ def test_a_turns_end_makes_the_group_commit_due_at_once():
 @pytest.mark.anyio
 async def test_appended_lines_are_fsynced_at_a_turns_end(tmp_path, monkeypatch):
     synced: list[str] = []
-    real = recorder.sync_paths
+    real = recorder.fsync_each
 
-    def sync(paths):
-        synced.extend(Path(path).name for path in paths)
-        return real(paths)
+    def sync(fds):
+        synced.extend(Path(_target(str(fd))).name for fd in fds)
+        return real(fds)
 
-    monkeypatch.setattr(recorder, "sync_paths", sync)
+    monkeypatch.setattr(recorder, "fsync_each", sync)
     monkeypatch.setattr(recorder, "GROUP_COMMIT_SECONDS", 60.0)
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, capacity=64)

@@ -8,7 +8,7 @@ it (now they open without waiting and refuse what isn't a regular file or direct
 - a call's `candidates.jsonl` was opened (`LineLog._open`) with O_RDWR, which succeeds on a
   FIFO, then written with a blocking write(2) on the event loop's own thread: once the pipe is
   full (its holder filled it), every actor of the run stops, its timers and sockets too;
-- the group commit (`records.sync_paths`) opened each file written since the last commit with
+- the group commit (then `records.sync_paths`, now `records.fsync_all`) opened each file written since the last commit with
   O_RDONLY, which on a FIFO waits for a writer that never comes: a `call.json` swapped for a
   FIFO leaves that worker thread blocked and the run can't end.
 
