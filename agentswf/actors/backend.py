@@ -62,14 +62,23 @@ def _anyio_classes() -> None:
     _asyncio_group = type(anyio.create_task_group())
 
 
-def cancel_scope() -> Any:
-    """`anyio.CancelScope()`: a new cancel scope without a deadline (`cancel`, `cancelled_caught`, `with`)."""
+def cancel_scope(shield: bool = False) -> Any:
+    """`anyio.CancelScope(shield=shield)`: a new cancel scope without a deadline (`cancel`, `cancelled_caught`, `with`)."""
     if asyncio._get_running_loop() is not None:
         if _asyncio_scope is None:
             _anyio_classes()
-        return _asyncio_scope()  # type: ignore[misc]
+        return _asyncio_scope(shield=shield)  # type: ignore[misc]
     trio = _trio if _trio is not None else _trio_module()
-    return trio.CancelScope()
+    return trio.CancelScope(shield=shield)
+
+
+def current_time() -> float:
+    """`anyio.current_time()`: the running loop's clock (a turn reads it several times)."""
+    loop = asyncio._get_running_loop()
+    if loop is not None:
+        return loop.time()
+    trio = _trio if _trio is not None else _trio_module()
+    return trio.current_time()  # type: ignore[no-any-return]
 
 
 def move_on_after(seconds: float, shield: bool = False) -> Any:

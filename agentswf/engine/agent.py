@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import anyio
 import msgspec
 
-from ..actors import Actor, Reply, handler
+from ..actors import Actor, Reply, backend, handler
 from ..errors import ActorError
 from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
 from . import turn as t
@@ -74,7 +73,7 @@ class AgentActor(Actor):
             await self._step(t.Closing(now()))
         except ActorError:
             pass  # the whole run is going down at once: the record has its ending already
-        with anyio.CancelScope(shield=True):
+        with backend.cancel_scope(shield=True):
             await self.ops.close()
 
     # Messages become events -----------------------------------------------------------

@@ -13,9 +13,11 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 
+from ..actors import backend
 from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import Admit, ConnectionBudget, Handler, bind, serve
@@ -91,7 +93,7 @@ class AgentSocket:
     def __init__(self, socket_path: Path, launcher: Path) -> None:
         self.socket_path, self.launcher = socket_path, launcher
         self.dir_made = False
-        self.accepting: anyio.CancelScope | None = None
+        self.accepting: Any = None  # the listener's cancel scope while it listens (backend.cancel_scope)
 
     def listen(
         self, handle: Handler, budget: ConnectionBudget, admit: Admit | None, start_soon: Callable[..., None]
@@ -103,7 +105,7 @@ class AgentSocket:
             make_agent_dir(self.socket_path, self.launcher)
             self.dir_made = True
         sock = bind(self.socket_path)
-        self.accepting = anyio.CancelScope()
+        self.accepting = backend.cancel_scope()
         start_soon(serve, sock, handle, budget, admit, self.accepting)
 
     def close(self) -> None:
@@ -188,7 +190,7 @@ class TurnTasks:
 
     def __init__(self, start_soon: Callable[..., None]) -> None:
         self.start_soon = start_soon
-        self.scopes: list[anyio.CancelScope] = []
+        self.scopes: list[Any] = []  # backend.cancel_scope()s
         self.generation = 0  # the turn's, in the run's timers: a stopped turn's never go off
         self._run_timers = RUN_TIMERS.get()
         self._in_run = 0  # timers armed in the run's since the turn began
@@ -200,7 +202,7 @@ class TurnTasks:
         """`fn(*args)` in a task of its own, cancelled by `stop` unless it has ended by then (the
         usual turn: its attempt reported and ended first, and a cancel of a scope already left
         costs asyncio's anyio a repr of the cancelling task, for nothing)."""
-        scope = anyio.CancelScope()
+        scope = backend.cancel_scope()
         self.scopes.append(scope)
 
         async def in_scope() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import time
 
-import anyio
 import msgspec
+
+from ..actors.backend import current_time
 
 
 class Instant(msgspec.Struct, frozen=True):
@@ -31,7 +32,7 @@ class Instant(msgspec.Struct, frozen=True):
 
 def now() -> Instant:
     """This moment, on both clocks."""
-    return Instant(anyio.current_time(), time.time())
+    return Instant(current_time(), time.time())
 
 
 def wall_ms(loop_time: float) -> int | None:

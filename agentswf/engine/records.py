@@ -302,10 +302,10 @@ class LineLog:
             os.close(fd)
 
 
-SYNC_FDS_AT_ONCE = 64
+SYNC_FDS_AT_ONCE = 16
 """Descriptors held open at once for one worker thread's fsyncs (`fsync_all`, `write_wholes_synced`):
-a commit of thousands of files takes a few hops, never thousands of fds (the run's fd limit is
-shared with its agents' sockets)."""
+a commit of thousands of files takes a hop for each 16, never thousands of fds (the run's fd
+limit is shared with its agents' sockets); a hop costs about what a file's hand-offs did."""
 
 
 def fsync_each(fds: Sequence[int]) -> list[OSError | None]:

@@ -65,6 +65,7 @@ import sniffio
 import structlog
 from anyio.abc import SocketListener, SocketStream
 
+from ..actors import backend
 from ..actors.wakeup import Wakeup, checkpoint
 from ..wire import (
     ANSWER_DELIVERY_TIMEOUT_SECONDS,
@@ -592,7 +593,7 @@ class _Answerers:
     MAX_IDLE_ANSWERERS wait for more, the rest end with their connection."""
 
     def __init__(
-        self, group: anyio.abc.TaskGroup, handle: Handler, budget: ConnectionBudget, admit: Admit | None
+        self, group: backend.Tasks, handle: Handler, budget: ConnectionBudget, admit: Admit | None
     ) -> None:
         self._group, self._handle, self._budget, self._admit = group, handle, budget, admit
         self._idle: list[_Idle] = []
@@ -657,10 +658,10 @@ async def serve(
     MAX_ACCEPTS_IN_A_ROW at a time between the other tasks' turns."""
     in_a_row = 0
     waiting = acceptor(listener)
-    async with anyio.create_task_group() as connections:
+    async with backend.task_group() as connections:
         answerers = _Answerers(connections, handle, budget, admit)
         try:
-            with accepting or anyio.CancelScope():
+            with accepting or backend.cancel_scope():
                 while True:
                     sock = await accept_raw(listener, budget, waiting)
                     answerers.hand(sock, budget.accepted())

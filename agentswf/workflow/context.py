@@ -13,7 +13,7 @@ import anyio
 import anyio.from_thread
 import msgspec
 
-from ..actors import ActorRef
+from ..actors import ActorRef, backend
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
 from ..engine.recorder import Logged, LogLines
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
@@ -149,7 +149,7 @@ class Workflow:
                 await run(index, item)
 
         try:
-            async with anyio.create_task_group() as group:
+            async with backend.task_group() as group:
                 for index, item in enumerate(work):
                     group.start_soon(one, index, item)
         except BaseExceptionGroup as group:

@@ -197,6 +197,7 @@ async def test_whole_files_queued_together_go_to_one_thread_and_each_ask_waits_f
 
     monkeypatch.setattr(recorder, "fsync_each", counted)
     files = 40
+    monkeypatch.setattr(records, "SYNC_FDS_AT_ONCE", files)  # a writer's files in one hop: the held batch is the first's
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, capacity=64)
         accepted: dict[str, bool] = {}
