@@ -323,10 +323,18 @@ SET_CONFIG_PUT_HEAD_BACK = """\
 """
 
 
+def _with_submodule_not_checked_out(tmp_path: Path) -> Path:
+    repo = _with_submodule(tmp_path)
+    _git(repo, "submodule", "deinit", "-q", "sub")  # its git directory stays in .git/modules
+    return repo
+
+
 @pytest.mark.anyio
 @needs_bwrap
-async def test_a_submodules_config_stays_held_once_its_head_is_removed(tmp_path: Path) -> None:
-    repo = _workspace(tmp_path, _with_submodule)
+async def test_a_submodules_config_and_hooks_stay_held_once_its_head_is_removed(tmp_path: Path) -> None:
+    """A submodule not checked out: nothing leads to its git directory but its name in
+    `.git/modules`, and your next `git submodule update` checks it out with its config and hooks."""
+    repo = _workspace(tmp_path, _with_submodule_not_checked_out)
     owned, token = tmp_path / "OWNED", secrets.token_hex(4)
 
     async def fn(wf):
@@ -336,8 +344,9 @@ async def test_a_submodules_config_stays_held_once_its_head_is_removed(tmp_path:
         return [(await a.run("Remove.", timeout=20)).value, (await b.run("Set.", timeout=20)).value]
 
     result = await _run(tmp_path, fn)
-    (repo / "sub" / "x").write_text("changed, so that status looks inside\n")
-    subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, timeout=30, check=False)
+    _git(repo, "submodule", "update", "--init", "-q")
+    _git(repo, "status")
+    assert (repo / "sub" / ".git").is_file()  # checked out: its config and hooks were read
     assert result.value == ["HEAD REMOVED", "config: read-only\nhooks: read-only"] and not owned.exists(), result.value
 
 
