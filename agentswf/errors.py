@@ -16,6 +16,7 @@ Catch ``AgentswfError`` to catch them all. The tree::
     │   ├── StopRequested           raised by ``wf.stop``: ends the run ``stopped``
     │   └── DeadlineExceeded        a wait outlived its deadline (also a TimeoutError)
     ├── HarnessError                an agent CLI could not be found or started
+    │   └── SandboxRefused          a sandbox would not start an attempt: what it must hold, it can't
     └── TestScriptError             a scripted test agent was missing, or left turns unused
 
 Usage errors carry a message that says what to do next. Errors a turn can meet
@@ -94,6 +95,11 @@ class RunKeyError(WorkflowError):
 
 class HarnessError(AgentswfError):
     """An agent CLI could not be found or started; the message says how to install it."""
+
+
+class SandboxRefused(HarnessError):
+    """A sandbox would not start an agent's attempt: what it holds for it (a repository's git
+    controls) it can't hold in whole; the message says what to look at. The turn fails saying so."""
 
 
 class TestScriptError(AgentswfError, AssertionError):

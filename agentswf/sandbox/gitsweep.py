@@ -1,122 +1,206 @@
 """What a sandboxed agent left in a repository it may write that your next `git status` would
-obey, undone as each of its attempts ends.
+obey, undone as the last of the attempts in it ends.
 
 A repository's `.git/config` and `.git/hooks` are held read-only in the sandbox (`runner.git_controls`),
-but git reads commands from other places the agent can write, and a mount can't hold a file
-that isn't there yet:
+and so are every `config` and `hooks` under its `.git/modules` (`module_directories`: every
+directory there, whether or not it has a `HEAD`: an agent can remove one) and those of a
+submodule's `.git` directory in its checkout. But git reads commands from other places the
+agent can write, and a mount can't hold a file that isn't there yet:
 
-- `.git/commondir` (and a linked worktree's `.git/worktrees/<name>/commondir`, and a
-  submodule's git directory's `.git/modules/<name>/commondir`) names the
+- a `commondir` file (`.git/commondir`, a linked worktree's `.git/worktrees/<name>/commondir`,
+  one in any directory under `.git/modules`, or in a submodule's `.git` directory) names the
   directory git takes config and hooks from: one the agent made, with a `core.fsmonitor` of
   its own, runs it in your next `git status`;
-- a submodule (a gitlink in the index) whose checkout holds a repository: `git status` runs a
-  `git status` in it, with that repository's config. The agent can make one (`git init sub`,
-  `git add sub`), make a repository in the checkout of one that wasn't checked out, or point
-  a checked-out one's `.git` file at a directory of its own.
+- a submodule (a gitlink in the index, a submodule's index too) whose checkout holds a
+  repository: `git status` runs a `git status` in it, with that repository's config, and in its
+  submodules. The agent can make one (`git init sub`, `git add sub`), make a repository in the
+  checkout of one that wasn't checked out, or point a checked-out one's `.git` file at a
+  directory of its own.
 
-So before an attempt the run reads each repository's `commondir` files, the submodules of
-its index and their checkouts' `.git` (`read_state`); after it, with every process of the
-attempt gone (the sandbox's pid namespace ends with it), each of those files made or changed
-is put back as it was (a directory made there moved aside), and a submodule added is taken
-out of the index (`update-index --force-remove`: its directory and its commits stay where
-they are, shown as untracked), each logged in the run's record (`repairs`, a pure decision). While an attempt runs, your git in that repository is still
-exposed: run it where a sandbox writes only between turns, or after the run.
+So before the first attempt in a repository the run reads its `commondir` files, the submodules
+of its index, their checkouts' `.git`, and theirs, every submodule's the same (`read_state`);
+after the last, with every process of the attempts gone (each sandbox's pid namespace ends with
+its attempt), each of those files made or changed is put back as it was (a directory made there
+moved aside, to a name no one could take in advance), and a submodule added is taken out of its
+index (`update-index --force-remove`: its directory and its commits stay where they are, shown
+as untracked), each logged in the run's record (`repairs`, a pure decision). A repository with
+more than MAX_SUBMODULES submodules, or a `.git/modules` of more than MAX_MODULE_DIRECTORIES
+directories, is refused (`SandboxRefused`: the attempt fails, saying so), never held in part.
+
+Attempts that overlap in one repository (agents sharing a sandbox, or two sandboxes writing the
+same repository) share one state, read before the first began (`Sweeps`): while any of them
+runs nothing is put back, and what the last to end puts back is what the first found, never
+what another attempt left. While an attempt runs, your git in that repository is exposed:
+run it where a sandbox writes only between turns, or after the run.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import secrets
+import stat
 import subprocess
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engine.records import regular_bytes
+from ..errors import SandboxRefused
 from ..workflow.worktrees import GitFailed, pinned_git
 
 GITLINK_MODE = "160000"  # an index entry's mode for a submodule
+MAX_MODULE_DIRECTORIES = 2048  # directories under one git directory's `modules/`, each one's config and hooks held
+MAX_SUBMODULES = 256  # repositories: a repository's submodules with a checkout, theirs included, read and swept
+MAX_POINTER_BYTES = 8192  # of a `commondir` or `.git` file (a path, `gitdir: ` before it): no git writes a larger one
 NOT_A_FILE = b"\0"  # a pointer's bytes where something else is there (a FIFO, a directory, unreadable)
+OVERSIZED = b"\0" * (MAX_POINTER_BYTES + 1)  # a pointer larger than MAX_POINTER_BYTES: no file read is these bytes
+ASIDE_TOKEN_BYTES = 16  # of randomness in the name a directory is moved aside to
+ASIDE_TRIES = 8  # names drawn before giving up (one is taken only if planted, and then not twice)
+LOOSE_OBJECTS = re.compile(r"[0-9a-f]{2}")  # `objects/<this>`: loose objects, files only, up to 256 in a git directory
+
+Repository = tuple[Path, Path]  # its git directory and its working tree
 
 
 @dataclass(frozen=True, slots=True)
 class GitState:
     """What of a repository a sandboxed agent may write decides which config your git reads:
     the bytes of each file that names a git directory (`commondir` files, submodules' `.git`;
-    None: not there), and the submodules in its index."""
+    None: not there), and the submodules in the index of each repository, the first the
+    repository itself, then each of its submodules with a checkout (theirs too)."""
 
     pointers: Mapping[Path, bytes | None]
-    gitlinks: frozenset[str]
+    gitlinks: Mapping[Repository, frozenset[str]]
+
+    @property
+    def submodules(self) -> list[Path]:
+        """The git directory of each submodule with a checkout: its config and hooks are held too."""
+        return [git for git, _tree in list(self.gitlinks)[1:]]
 
 
 @dataclass(frozen=True, slots=True)
 class Repairs:
     """What to undo: each pointer to put back (its bytes before, None: removed), each
-    submodule to take out of the index."""
+    submodule to take out of a repository's index."""
 
     pointers: Mapping[Path, bytes | None]
-    gitlinks: tuple[str, ...]
+    gitlinks: Mapping[Repository, tuple[str, ...]]
 
 
 def repairs(before: GitState, after: GitState) -> Repairs:
     """What of `after` differs from `before` and could make git read the agent's config; a
-    pointer that wasn't a regular file before (a submodule's `.git` directory) can't be put back."""
-    paths = set(before.pointers) | set(after.pointers)
-    changed = {
-        path: before.pointers.get(path)
-        for path in sorted(paths)
-        if before.pointers.get(path) != after.pointers.get(path) and before.pointers.get(path) != NOT_A_FILE
-    }
-    return Repairs(changed, tuple(sorted(after.gitlinks - before.gitlinks)))
+    pointer that wasn't a regular file before (a submodule's `.git` directory) can't be put back,
+    and one over MAX_POINTER_BYTES (planted: before the run, or by an attempt of a run killed
+    before its sweep) is removed."""
+    changed = {}
+    for path in sorted(set(before.pointers) | set(after.pointers)):
+        was = before.pointers.get(path)
+        target = None if was == OVERSIZED else was
+        if was != NOT_A_FILE and after.pointers.get(path) != target:
+            changed[path] = target
+    added = {repository: tuple(sorted(links - before.gitlinks.get(repository, frozenset())))
+             for repository, links in after.gitlinks.items()}  # fmt: skip
+    return Repairs(changed, {repository: links for repository, links in added.items() if links})
 
 
-MAX_SUBMODULE_GIT_DIRS = 256  # of one repository's `.git/modules`, held read-only as its own git directory is
+def _is_loose_objects(directory: Path) -> bool:
+    """A git directory's `objects/xx` (files only, named by their hash, up to 256): not walked, nor
+    counted; no git makes a directory there (a submodule you named `lib/objects/ab` would not be held)."""
+    return directory.parent.name == "objects" and LOOSE_OBJECTS.fullmatch(directory.name) is not None
 
 
-def submodule_git_dirs(git: Path) -> list[Path]:
-    """The git directories of the submodules of the repository whose git directory is `git`
-    (`.git/modules/<name>`, a name may have slashes; a submodule's own in its `modules/`):
-    your `git status` runs a status in each checked-out submodule, with its config. At most
-    MAX_SUBMODULE_GIT_DIRS; only the `modules` directories are walked, not what a git directory holds."""
+def _walk_modules(git: Path) -> tuple[list[Path], bool]:
+    """Every directory under `git`'s `modules/` (not through a symbolic link) but loose objects,
+    at most MAX_MODULE_DIRECTORIES; and whether there were more."""
     found: list[Path] = []
     stack = [git / "modules"]
-    while stack and len(found) < MAX_SUBMODULE_GIT_DIRS:
+    while stack:
         try:
             with os.scandir(stack.pop()) as entries:
-                directories = [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)]
+                for entry in entries:
+                    directory = Path(entry.path)
+                    if not entry.is_dir(follow_symlinks=False) or _is_loose_objects(directory):
+                        continue
+                    if len(found) == MAX_MODULE_DIRECTORIES:
+                        return sorted(found), True
+                    found.append(directory)
+                    stack.append(directory)
         except OSError:
             continue
-        for directory in sorted(directories):
-            if (directory / "HEAD").is_file():  # a git directory: its own submodules are in its modules/
-                found.append(directory)
-                stack.append(directory / "modules")
-            else:  # a part of a name with slashes
-                stack.append(directory)
-    return found[:MAX_SUBMODULE_GIT_DIRS]
+    return sorted(found), False
 
 
+def _too_many_modules(git: Path) -> str:
+    return (
+        f"{git / 'modules'} holds more than {MAX_MODULE_DIRECTORIES} directories: the sandbox holds the config and "
+        "hooks of every one read-only and won't start an attempt without; see what is there (an agent may have "
+        "made them) and remove what isn't your submodules'"
+    )
 
-def _commondir_paths(git_dir: Path) -> list[Path]:
+
+def module_directories(git: Path) -> list[Path]:
+    """Every directory under the git directory `git`'s `modules/` (a submodule's git directory is
+    `modules/<name>`, a name may have slashes, its own submodules' in its `modules/`): any may be
+    one, with or without a `HEAD`; SandboxRefused beyond MAX_MODULE_DIRECTORIES."""
+    found, more = _walk_modules(git)
+    if more:
+        raise SandboxRefused(_too_many_modules(git))
+    return found
+
+
+def _commondir_paths(git_dir: Path, modules: Sequence[Path]) -> list[Path]:
     """Every `commondir` git could read for the repository: its own, its linked worktrees', and
-    its submodules' git directories' (your `git status` runs a status in each, with its config)."""
-    paths = []
-    for directory in (git_dir, *submodule_git_dirs(git_dir)):
-        paths.append(directory / "commondir")
-        try:
-            with os.scandir(directory / "worktrees") as entries:
-                paths += [Path(entry.path) / "commondir" for entry in entries if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            pass  # no linked worktrees
+    those of the directories under its `modules/` (each may be a submodule's git directory, or
+    one of its worktrees')."""
+    paths = [git_dir / "commondir", *(directory / "commondir" for directory in modules)]
+    try:
+        with os.scandir(git_dir / "worktrees") as entries:
+            paths += [Path(entry.path) / "commondir" for entry in entries if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        pass  # no linked worktrees
     return paths
 
 
 def _read_pointer(path: Path) -> bytes | None:
-    if not os.path.lexists(path):
-        return None
+    """The bytes of the file at `path` (None: nothing there), never more than MAX_POINTER_BYTES
+    of them (OVERSIZED: more); NOT_A_FILE for anything but a regular file (a FIFO would block)."""
     try:
-        found = regular_bytes(path)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return NOT_A_FILE if os.path.lexists(path) else None  # a symbolic link to nothing
     except OSError:
         return NOT_A_FILE
-    return NOT_A_FILE if found is None else found
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return NOT_A_FILE
+        data = b""
+        while len(data) <= MAX_POINTER_BYTES and (chunk := os.read(descriptor, MAX_POINTER_BYTES + 1 - len(data))):
+            data += chunk
+    except OSError:
+        return NOT_A_FILE
+    finally:
+        os.close(descriptor)
+    return OVERSIZED if len(data) > MAX_POINTER_BYTES else data
+
+
+def _move_aside(path: Path) -> Path:
+    """`path` (a directory) renamed to a name beside it that no one could take in advance: made
+    first (`mkdir` fails on whatever is there, a symbolic link too, and follows none), then
+    replaced by the rename, which replaces nothing but an empty directory."""
+    for _ in range(ASIDE_TRIES):
+        aside = path.with_name(f"{path.name}.{secrets.token_hex(ASIDE_TOKEN_BYTES)}.moved")
+        try:
+            os.mkdir(aside, 0o700)
+        except FileExistsError:
+            continue
+        try:
+            os.rename(path, aside)
+        except OSError:
+            os.rmdir(aside)
+            raise
+        return aside
+    raise OSError(errno.EEXIST, f"{ASIDE_TRIES} names to move it aside to were taken")
 
 
 def _put_back(path: Path, was: bytes | None) -> str:
@@ -124,8 +208,7 @@ def _put_back(path: Path, was: bytes | None) -> str:
     through (a symlink the agent put there), then `was` written anew, if it was there; what was done."""
     done = "put back as it was"
     if os.path.isdir(path) and not os.path.islink(path):
-        aside = path.with_name(f"{path.name}.{os.getpid()}.moved")
-        os.rename(path, aside)
+        aside = _move_aside(path)
         done = f"moved aside to {aside.name}" if was is None else f"put back as it was, the directory moved to {aside.name}"
     elif os.path.lexists(path):
         os.unlink(path)
@@ -159,18 +242,55 @@ def _checkout_links(top: Path, gitlinks: frozenset[str]) -> list[Path]:
     return [top / link / ".git" for link in sorted(gitlinks) if os.path.realpath(top / link) == str(top / link)]
 
 
+def _submodule_git_dir(link: Path, pointer: bytes | None) -> Path | None:
+    """The git directory of the submodule whose checkout's `.git` is `link`, its bytes `pointer`:
+    that directory itself, or the one its `gitdir: <path>` names (from the checkout); None if none."""
+    if pointer == NOT_A_FILE:
+        return Path(os.path.realpath(link)) if os.path.isdir(link) else None
+    if pointer is None or pointer == OVERSIZED or not pointer.startswith(b"gitdir:"):
+        return None
+    named = os.fsdecode(pointer.removeprefix(b"gitdir:").strip())
+    found = Path(os.path.realpath(link.parent / named)) if named and "\0" not in named else None
+    return found if found is not None and found.is_dir() else None
+
+
 def read_state(git_dir: Path, top: Path) -> GitState:
-    """The repository at `top`, its git directory `git_dir`, as `repairs` compares it."""
-    gitlinks = _gitlinks(git_dir, top)
-    paths = [*_commondir_paths(git_dir), *_checkout_links(top, gitlinks)]
-    return GitState({path: _read_pointer(path) for path in paths}, gitlinks)
+    """The repository at `top`, its git directory `git_dir`, and each of its submodules with a
+    checkout, theirs too, as `repairs` compares them; SandboxRefused if there are more than
+    MAX_SUBMODULES, or one's `modules/` has more than MAX_MODULE_DIRECTORIES."""
+    pointers: dict[Path, bytes | None] = {}
+    gitlinks: dict[Repository, frozenset[str]] = {}
+    queue: list[Repository] = [(git_dir, top)]
+    while queue:
+        git, tree = queue.pop(0)
+        if any(git == seen for seen, _ in gitlinks):
+            continue
+        if len(gitlinks) > MAX_SUBMODULES:
+            raise SandboxRefused(
+                f"{top} has more than {MAX_SUBMODULES} submodules with a checkout: the sandbox reads and puts back "
+                "what in each could run a command in your git status, and won't start an attempt without"
+            )
+        gitlinks[git, tree] = links = _gitlinks(git, tree)
+        for path in _commondir_paths(git, module_directories(git)):
+            pointers[path] = _read_pointer(path)
+        for link in _checkout_links(tree, links):
+            pointers[link] = _read_pointer(link)
+            inner = _submodule_git_dir(link, pointers[link])
+            if inner is not None:
+                queue.append((inner, link.parent))
+    return GitState(pointers, gitlinks)
 
 
-def sweep(git_dir: Path, top: Path, before: GitState) -> list[str]:
-    """Undo what `repairs` finds since `before` (the `commondir` files first: the index is read
-    after); a line for the run's record for each thing undone."""
+def sweep(before: GitState) -> list[str]:
+    """Undo what `repairs` finds since `before` (the pointers first: the indexes are read after);
+    a line for the run's record for each thing undone, or not."""
     done = []
-    paths = {*before.pointers, *_commondir_paths(git_dir)}
+    paths = set(before.pointers)
+    for git, _tree in before.gitlinks:
+        modules, more = _walk_modules(git)
+        paths.update(_commondir_paths(git, modules))
+        if more:
+            done.append(f"{_too_many_modules(git)}; the commondir files past them were not checked: don't run git there")
     now = GitState({path: _read_pointer(path) for path in paths}, before.gitlinks)
     for path, was in repairs(before, now).pointers.items():
         try:
@@ -180,18 +300,69 @@ def sweep(git_dir: Path, top: Path, before: GitState) -> list[str]:
         except OSError as error:
             done.append(f"{path} was changed in the sandbox and could not be put back ({error.strerror}): don't run git there")
             continue
-        done.append(f"{path} was {'made' if was is None else 'changed'} in the sandbox: {what}")
-    for link in repairs(before, GitState(before.pointers, _gitlinks(git_dir, top))).gitlinks:
-        try:
-            removed = _index_git(git_dir, top, "update-index", "--force-remove", "--", link)
-            reason = None if removed.returncode == 0 else removed.stderr.strip()
-        except GitFailed as error:
-            reason = str(error)
-        if reason is None:
-            done.append(f"submodule {link!r} was added to {top}'s index in the sandbox: taken out of the index, left on disk")
-        else:
-            done.append(
-                f"submodule {link!r} was added to {top}'s index in the sandbox and is still there ({reason}): "
-                "don't run git there"
-            )
+        how = f"over {MAX_POINTER_BYTES} bytes, no git's," if before.pointers.get(path) == OVERSIZED else (
+            "made" if was is None else "changed")  # fmt: skip
+        done.append(f"{path} was {how} in the sandbox: {what}")
+    after = GitState(before.pointers, {repository: _gitlinks(*repository) for repository in before.gitlinks})
+    for (git, tree), links in repairs(before, after).gitlinks.items():
+        for link in links:
+            done.append(_take_out(git, tree, link))
     return done
+
+
+def _take_out(git: Path, tree: Path, link: str) -> str:
+    """The submodule `link` taken out of the index of the repository (`git`, `tree`); what was done."""
+    try:
+        removed = _index_git(git, tree, "update-index", "--force-remove", "--", link)
+        reason = None if removed.returncode == 0 else removed.stderr.strip()
+    except GitFailed as error:
+        reason = str(error)
+    if reason is None:
+        return f"submodule {link!r} was added to {tree}'s index in the sandbox: taken out of the index, left on disk"
+    return f"submodule {link!r} was added to {tree}'s index in the sandbox and is still there ({reason}): don't run git there"
+
+
+@dataclass(slots=True)
+class _Held:
+    before: GitState
+    attempts: int = 0
+
+
+@dataclass(slots=True)
+class Sweeps:
+    """The repositories the sandboxed attempts of this process are in, each with its state
+    before the first of them began: an attempt that begins while another runs there takes that
+    state, never what the other left (`begin`), and the last to end sweeps (`end`). A lock
+    orders them: none reads a state while another puts one back."""
+
+    _held: dict[Repository, _Held] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def begin(self, repositories: Sequence[Repository]) -> list[GitState]:
+        """One more attempt in each of `repositories`; the state each had before the first.
+        If one is refused (`read_state`), the attempt is in none of them."""
+        with self._lock:
+            new = {repository: read_state(*repository) for repository in repositories if repository not in self._held}
+            for repository, state in new.items():
+                self._held[repository] = _Held(state)
+            for repository in repositories:
+                self._held[repository].attempts += 1
+            return [self._held[repository].before for repository in repositories]
+
+    def end(self, repositories: Sequence[Repository]) -> list[str]:
+        """One attempt fewer in each of `repositories`; each one that none is in now swept: the lines of what was undone."""
+        done: list[str] = []
+        with self._lock:
+            for repository in repositories:
+                held = self._held[repository]
+                held.attempts -= 1
+                if held.attempts == 0:
+                    del self._held[repository]
+                    try:
+                        done += sweep(held.before)
+                    except (OSError, GitFailed) as error:
+                        done.append(f"{repository[1]} could not be swept ({error}): don't run git there")
+        return done
+
+
+SWEEPS = Sweeps()  # the process's: the attempts of every run in it

@@ -29,7 +29,7 @@ from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
-from .gitsweep import submodule_git_dirs
+from .gitsweep import module_directories
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
 from .spec import ResolvedSpec
@@ -131,24 +131,31 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
 
 
 GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs (core.fsmonitor, filters, hooks)
-def git_controls(spec: ResolvedSpec, cwd: Path) -> list[Path]:
+
+
+def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ()) -> list[Path]:
     """The git config and hooks of each repository at the top of a path the sandbox may write (its
-    cwd's too), or its `.git` file (a worktree's: the git directory it names), and of each of its
-    submodules' git directories (`submodule_git_dirs`): read-only inside, or the agent would
-    choose what your next `git status` runs.
+    cwd's too), or its `.git` file (a worktree's: the git directory it names), of every directory
+    under its `.git/modules` (`module_directories`: a submodule's git directory may have lost its
+    HEAD), and of `submodules` (the git directories of its submodules with a checkout, a `.git`
+    directory in one too) and under theirs: read-only inside, or the agent would choose what your
+    next `git status` runs. SandboxRefused where there are too many to hold.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
-    a missing hooks directory is made (empty), so that there is one to hold read-only."""
+    a git directory's missing hooks directory is made (empty), so that there is one to hold read-only."""
     found: set[Path] = set()
+    git_dirs = list(submodules)
     for _top, git in _repositories(spec, cwd):
         if git.is_file() and _inside(git, spec.write):  # a worktree's or a submodule's: it names the git directory
             found.add(git)
-        if not git.is_dir():
-            continue
-        for directory in (git, *submodule_git_dirs(git)):
-            try:
-                (directory / "hooks").mkdir(exist_ok=True)
-            except OSError:  # a dangling symlink: git runs no hooks through it
-                pass
+        if git.is_dir():
+            git_dirs.append(git)
+    for git in git_dirs:
+        for directory in (git, *module_directories(git)):
+            if directory == git or (directory / "HEAD").exists() or (directory / "config").exists():
+                try:
+                    (directory / "hooks").mkdir(exist_ok=True)
+                except OSError:  # a dangling symlink: git runs no hooks through it
+                    pass
             for name in GIT_CONTROLS:
                 real = Path(os.path.realpath(directory / name))
                 if real.exists() and _inside(real, spec.write):
@@ -248,7 +255,10 @@ class SandboxedHarness(Harness):
         if agent_dir is None or not (agent_dir / HOME_NAME).is_dir():
             ending = AttemptEnding("failed", reason="the agent has had no turn in its sandbox in this run: its session isn't there")
             return OperationResult(ending)
-        async with self._swept(operation.cwd), self._within(agent_dir, operation.env) as confine:
+        async with (
+            self._swept(operation.cwd) as submodules,
+            self._within(agent_dir, operation.env, submodules) as confine,
+        ):
             return await self.inner.compact(replace(operation, confine=confine))
 
     async def fork(self, operation: Operation) -> OperationResult:
@@ -258,36 +268,42 @@ class SandboxedHarness(Harness):
     async def run(self, attempt: Attempt) -> AttemptResult:
         if not self.inner.spawns:
             return await self.inner.run(attempt)
-        async with self._swept(attempt.cwd), self._within(attempt.launcher.parent, attempt.env) as confine:
+        async with (
+            self._swept(attempt.cwd) as submodules,
+            self._within(attempt.launcher.parent, attempt.env, submodules) as confine,
+        ):
             return await self.inner.run(replace(attempt, confine=confine))
 
     @asynccontextmanager
-    async def _swept(self, cwd: Path) -> AsyncIterator[None]:
+    async def _swept(self, cwd: Path) -> AsyncIterator[tuple[Path, ...]]:
         """What the attempt left in a repository it may write that your git would obey, undone
-        once its every process is gone (`gitsweep`), and logged in the run's record."""
-        repositories = await anyio.to_thread.run_sync(git_directories, self.sandbox.spec, cwd)
-        before = [await anyio.to_thread.run_sync(gitsweep.read_state, git, top) for top, git in repositories]
+        once its every process is gone and no other attempt is in that repository (`gitsweep.Sweeps`),
+        and logged in the run's record (by the agent whose attempt ended last); meanwhile, the
+        git directories of the repositories' submodules, to hold. SandboxRefused: not begun."""
+        found = await anyio.to_thread.run_sync(git_directories, self.sandbox.spec, cwd)
+        repositories = [(git, top) for top, git in found]
+        with anyio.CancelScope(shield=True):  # begun, it is ended: else the repository is never swept again
+            states = await anyio.to_thread.run_sync(gitsweep.SWEEPS.begin, repositories)
         try:
-            yield
+            yield tuple(git for state in states for git in state.submodules)
         finally:
             with anyio.CancelScope(shield=True):
-                for (top, git), state in zip(repositories, before, strict=True):
-                    for line in await anyio.to_thread.run_sync(gitsweep.sweep, git, top, state):
-                        self.sandbox.log(
-                            f"sandbox {self.sandbox.key}: agent {self.agent}: {line}",
-                            sandbox=self.sandbox.key, agent=self.agent, undone=line,
-                        )  # fmt: skip
+                for line in await anyio.to_thread.run_sync(gitsweep.SWEEPS.end, repositories):
+                    self.sandbox.log(
+                        f"sandbox {self.sandbox.key}: agent {self.agent}: {line}",
+                        sandbox=self.sandbox.key, agent=self.agent, undone=line,
+                    )  # fmt: skip
 
     @asynccontextmanager
-    async def _within(self, agent_dir: Path, env: Mapping[str, str]) -> AsyncIterator[Confine]:
-        """What confines a command of the agent's CLI, with the proxy to its model served meanwhile;
-        its home made at the first."""
+    async def _within(self, agent_dir: Path, env: Mapping[str, str], submodules: Sequence[Path]) -> AsyncIterator[Confine]:
+        """What confines a command of the agent's CLI (`submodules`' git controls held too), with the
+        proxy to its model served meanwhile; its home made at the first."""
         home = agent_dir / HOME_NAME
         if self.endpoints is None:
             await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, env)
             self.endpoints = model_endpoints(self.inner.name, env)
         allow = Allowlist(self.endpoints, self.sandbox.spec.network)
-        confine = self._confine(agent_dir, home, allow)
+        confine = self._confine(agent_dir, home, allow, submodules)
         if not allow:
             yield confine
             return
@@ -295,7 +311,7 @@ class SandboxedHarness(Harness):
         async with serving(agent_dir / PROXY_SOCKET_NAME, proxy):
             yield confine
 
-    def _confine(self, agent_dir: Path, home: Path, allow: Allowlist) -> Confine:
+    def _confine(self, agent_dir: Path, home: Path, allow: Allowlist, submodules: Sequence[Path]) -> Confine:
         tunnels = sorted(str(endpoint) for endpoint in allow.endpoints if endpoint.loopback)
         runtime = runtime_paths(self.inner)
         system = system_view()
@@ -311,7 +327,7 @@ class SandboxedHarness(Harness):
             records = hidden_records(spec, cwd, self.sandbox.record)  # now: a record made since is covered too
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
-                controls=git_controls(spec, cwd), bwrap=self.sandbox.bwrap,
+                controls=git_controls(spec, cwd, submodules), bwrap=self.sandbox.bwrap,
             )  # fmt: skip
             return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)
 

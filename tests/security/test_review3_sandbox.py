@@ -191,13 +191,17 @@ async def test_a_writer_cant_set_the_config_of_a_submodule_your_git_status_runs(
     assert result.value.split("\n") == ["sub's config: read-only", "sub's hooks: read-only"] and not owned.exists(), result.value
 
 
-def test_a_repositorys_submodule_git_directories_are_found_to_hold(tmp_path: Path) -> None:
-    from agentswf.sandbox.gitsweep import submodule_git_dirs
+def test_every_directory_under_a_repositorys_modules_is_found_to_hold(tmp_path: Path) -> None:
+    """Whether or not it has a HEAD (an agent can remove one): but loose objects, only files."""
+    from agentswf.sandbox.gitsweep import module_directories
 
     git = tmp_path / ".git"
     for module in ("modules/a", "modules/b/c", "modules/a/modules/d"):
-        (git / module / "objects" / "xx").mkdir(parents=True)
+        (git / module / "objects" / "ab").mkdir(parents=True)
         (git / module / "HEAD").write_text("ref: refs/heads/main\n")
-    (git / "modules" / "b" / "stray").mkdir()  # no HEAD: a part of a name, walked, none itself
-    found = sorted(path.relative_to(git).as_posix() for path in submodule_git_dirs(git))
-    assert found == ["modules/a", "modules/a/modules/d", "modules/b/c"]
+    (git / "modules" / "b" / "stray").mkdir()  # no HEAD: a part of a name, or a git directory that lost it
+    found = sorted(path.relative_to(git).as_posix() for path in module_directories(git))
+    assert found == [
+        "modules/a", "modules/a/modules", "modules/a/modules/d", "modules/a/modules/d/objects", "modules/a/objects",
+        "modules/b", "modules/b/c", "modules/b/c/objects", "modules/b/stray",
+    ]  # fmt: skip

@@ -1,0 +1,153 @@
+"""The git sweep's parts (`sandbox.gitsweep`): its decisions, the reads it bounds, and the states
+attempts that overlap in a repository share (the attacks are in tests/security/test_review4_gitsweep)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentswf.errors import HarnessError, SandboxRefused
+from agentswf.sandbox import gitsweep
+from agentswf.sandbox.gitsweep import (
+    MAX_MODULE_DIRECTORIES,
+    MAX_POINTER_BYTES,
+    NOT_A_FILE,
+    OVERSIZED,
+    GitState,
+    Sweeps,
+    module_directories,
+    read_state,
+    repairs,
+)
+from agentswf.sandbox.runner import git_controls
+from agentswf.sandbox.spec import ResolvedSpec
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git isn't installed")
+GIT = ["git", "-c", "user.name=a", "-c", "user.email=a@b"]
+
+
+def _repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    subprocess.run([*GIT, "-C", str(path), "init", "-q"], check=True)
+    subprocess.run([*GIT, "-C", str(path), "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    return path
+
+
+@needs_git
+def test_attempts_that_overlap_share_the_first_ones_state_and_the_last_sweeps(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    repository = (repo / ".git", repo)
+    sweeps = Sweeps()
+    [first] = sweeps.begin([repository])
+    (repo / ".git" / "commondir").write_text("/elsewhere\n")  # the first attempt's agent
+    [second] = sweeps.begin([repository])
+    assert second is first  # not what the first attempt left
+    assert sweeps.end([repository]) == [] and (repo / ".git" / "commondir").exists()  # the second still runs
+    [line] = sweeps.end([repository])
+    assert "commondir was made in the sandbox" in line and not (repo / ".git" / "commondir").exists(), line
+    [third] = sweeps.begin([repository])  # none runs: a state of its own, read now
+    assert third is not first
+    assert sweeps.end([repository]) == []
+
+
+@needs_git
+def test_an_attempt_refused_in_one_repository_is_in_none(tmp_path: Path) -> None:
+    ours, full = _repo(tmp_path / "ours"), _repo(tmp_path / "full")
+    for number in range(MAX_MODULE_DIRECTORIES + 1):
+        (full / ".git" / "modules" / f"d{number}").mkdir(parents=True)
+    sweeps = Sweeps()
+    with pytest.raises(SandboxRefused, match=f"more than {MAX_MODULE_DIRECTORIES} directories"):
+        sweeps.begin([(ours / ".git", ours), (full / ".git", full)])
+    sweeps.begin([(ours / ".git", ours)])
+    (ours / ".git" / "commondir").write_text("/elsewhere\n")
+    assert len(sweeps.end([(ours / ".git", ours)])) == 1  # its only attempt ended: swept
+
+
+def test_an_oversized_pointer_is_removed_wherever_it_is_found() -> None:
+    path, repository = Path("/r/.git/commondir"), (Path("/r/.git"), Path("/r"))
+
+    def undo(was: bytes | None, now: bytes | None) -> dict[Path, bytes | None]:
+        return dict(repairs(GitState({path: was}, {repository: frozenset()}), GitState({path: now}, {})).pointers)
+
+    assert undo(OVERSIZED, OVERSIZED) == {path: None}  # there before: no git's, planted all the same
+    assert undo(OVERSIZED, None) == {}
+    assert undo(b"../..\n", OVERSIZED) == {path: b"../..\n"}
+    assert undo(NOT_A_FILE, OVERSIZED) == {}  # a directory before: nothing to put back
+
+
+def test_a_pointer_is_read_up_to_its_cap(tmp_path: Path) -> None:
+    read = gitsweep._read_pointer
+    (tmp_path / "full").write_bytes(b"x" * MAX_POINTER_BYTES)
+    (tmp_path / "over").write_bytes(b"x" * (MAX_POINTER_BYTES + 1))
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nothing")
+    assert read(tmp_path / "full") == b"x" * MAX_POINTER_BYTES
+    assert read(tmp_path / "over") == OVERSIZED
+    assert read(tmp_path / "fifo") == NOT_A_FILE and read(tmp_path / "dangling") == NOT_A_FILE
+    assert read(tmp_path / "nothing") is None
+
+
+def test_moving_aside_takes_no_name_that_is_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn = iter(["taken", "free"])
+    monkeypatch.setattr(gitsweep.secrets, "token_hex", lambda _size: next(drawn))
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("the agent's\n")
+    (tmp_path / ".git.taken.moved").symlink_to(tmp_path / "elsewhere")
+    aside = gitsweep._move_aside(tmp_path / ".git")
+    assert aside == tmp_path / ".git.free.moved" and (aside / "config").read_text() == "the agent's\n"
+    assert not (tmp_path / ".git").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_module_directories_are_refused_past_the_cap_loose_objects_uncounted(tmp_path: Path) -> None:
+    git = tmp_path / ".git"
+    for number in range(MAX_MODULE_DIRECTORIES - 1):
+        (git / "modules" / f"d{number}").mkdir(parents=True)
+    for fanout in ("00", "ab", "ff"):  # a git directory's loose objects: not walked
+        (git / "modules" / "d0" / "objects" / fanout).mkdir(parents=True)
+    assert len(module_directories(git)) == MAX_MODULE_DIRECTORIES  # d0/objects the last
+    (git / "modules" / "one-more").mkdir()
+    with pytest.raises(SandboxRefused) as refused:
+        module_directories(git)
+    assert isinstance(refused.value, HarnessError) and str(git / "modules") in str(refused.value)
+
+
+@needs_git
+def test_read_state_refuses_more_submodules_than_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitsweep, "MAX_SUBMODULES", 1)
+    repo = _repo(tmp_path / "repo")
+    for name in ("one", "two"):
+        _repo(repo / name)
+        subprocess.run([*GIT, "-C", str(repo), "add", name], check=True, capture_output=True)
+    with pytest.raises(SandboxRefused, match="more than 1 submodules"):
+        read_state(repo / ".git", repo)
+
+
+@needs_git
+def test_a_submodules_git_directory_is_read_through_its_checkout(tmp_path: Path) -> None:
+    """Its `.git` directory, or the one its `.git` file names (relative to the checkout)."""
+    repo = _repo(tmp_path / "repo")
+    own, named = _repo(repo / "own"), _repo(repo / "named")
+    subprocess.run([*GIT, "-C", str(repo), "add", "own", "named"], check=True, capture_output=True)
+    (repo / ".git" / "modules").mkdir()
+    shutil.move(named / ".git", repo / ".git" / "modules" / "named")
+    (named / ".git").write_text("gitdir: ../.git/modules/named\n")
+    state = read_state(repo / ".git", repo)
+    assert state.submodules == [repo / ".git" / "modules" / "named", own / ".git"]
+
+
+def test_git_controls_hold_every_modules_directory_and_a_submodules_own_git_directory(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    headless = repo / ".git" / "modules" / "sub"  # its HEAD removed by an agent
+    own = repo / "other" / ".git"  # a submodule checked out with its own git directory
+    for git in (repo / ".git", headless, own):
+        git.mkdir(parents=True)
+        (git / "config").write_text("")
+    spec = ResolvedSpec(repo, (), (repo,), ())
+    assert git_controls(spec, repo, [own]) == [
+        repo / ".git" / "config", repo / ".git" / "hooks", headless / "config", headless / "hooks",
+        own / "config", own / "hooks",
+    ]  # fmt: skip
