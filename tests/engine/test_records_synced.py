@@ -18,7 +18,7 @@ import pytest
 from agentswf.actors import Supervisor
 from agentswf.engine import records
 from agentswf.engine.outcomes import Answered, Turn
-from agentswf.engine.recorder import CallOpened, RecordGaps, Recorder, ResultAccepted, RunEnded, RunStarted, TurnEnded
+from agentswf.engine.recorder import CallOpened, Recorder, RecordGaps, ResultAccepted, RunEnded, RunStarted, TurnEnded
 from agentswf.engine.records import SYNC_FDS_AT_ONCE, fsync_all, fsync_each, read_json, write_wholes_synced
 
 pytestmark = pytest.mark.anyio
