@@ -22,11 +22,13 @@ from that side is hostile, so what one connection can cost the run is bounded:
 - Stalling buys nothing: when the budget is full (or the bytes still arriving are over
   theirs), the waiting connection whose request is least along is closed with a refusal
   naming the limit, and its slot goes to the newcomer (`eviction_rank`, `choose_eviction`):
-  one whose bytes are in the socket unread is spared while any other waits; then one that
-  isn't making progress goes first, the one accepted first; then, every one making progress,
-  the one with the fewest bytes. Making progress is a request arriving over more than one
-  read (or a read's whole chunk at once), its last within `RECENT_PROGRESS_SECONDS`: one
-  line's worth sent and stopped is not. So a flood of empty or stalled connections, on any
+  one that isn't making progress goes first, the one accepted first; then, every one making
+  progress, the one with the fewest bytes; and of the MAX_EVICTION_PEEKS least along, one whose
+  bytes are in the socket unread is spared while another waits (asking a socket is a system
+  call: asking them all would cost a flood whose bytes are always pending one per waiting
+  connection at every accept, quadratic in the flood). Making progress is a request arriving
+  over more than one read (or a read's whole chunk at once), its last within
+  `RECENT_PROGRESS_SECONDS`: one line's worth sent and stopped is not. So a flood of empty or stalled connections, on any
   agent's socket, only evicts itself: it can't close a sibling's large request still
   arriving (a tool's input bigger than the socket's buffer, read over many turns of the loop
   while the flood is accepted), however slowly the run gets to read it; nor a wfa client
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import heapq
 import os
 import resource
 import socket
@@ -94,6 +97,7 @@ ACCEPT_RETRY_MIN_SECONDS = 0.01  # after accept fails for want of descriptors or
 ACCEPT_RETRY_MAX_SECONDS = 1.0
 MAX_READING_BYTES = 16 * 1024 * 1024  # across the run, of requests still arriving
 RECENT_PROGRESS_SECONDS = 1.0  # a waiting connection that received bytes this recently is making progress
+MAX_EVICTION_PEEKS = 8  # waiting connections an eviction asks at most whether bytes are in their socket unread
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
@@ -148,21 +152,18 @@ def eviction_rank(held: int, reads: int, progressed_at: float, accepted: int, no
 
 
 def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slot], bool]) -> Slot | None:
-    """The connection of `waiting` to evict at `now`: the lowest `eviction_rank` of those
-    whose bytes aren't `arriving` (in its socket, not read yet: the run, not the client, is
-    behind), or the lowest of all where every one's are; None where none waits. `arriving`
-    is asked of the lowest first, and of the next only where it says yes (a flood's stalls
-    are ranked once, by `min`, and one is asked)."""
-    candidates = list(waiting)
+    """The connection of `waiting` to evict at `now`: of the MAX_EVICTION_PEEKS lowest by
+    `eviction_rank`, the lowest whose bytes aren't `arriving` (in its socket, not read yet: the
+    run, not the client, is behind), or the lowest of all where every one of those is; None
+    where none waits. `arriving` is a system call: asked of the lowest first, and of the next
+    only where it says yes, so a flood whose bytes are always pending costs each accept a
+    bounded number of them, not one per waiting connection."""
 
     def rank(slot: Slot) -> tuple[int, int, int]:
         return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, now)
 
-    lowest = min(candidates, key=rank, default=None)
-    if lowest is None or not arriving(lowest):
-        return lowest
-    ranked = sorted(candidates, key=rank)
-    return next((slot for slot in ranked[1:] if not arriving(slot)), lowest)
+    lowest = heapq.nsmallest(MAX_EVICTION_PEEKS, waiting, key=rank)
+    return next((slot for slot in lowest if not arriving(slot)), lowest[0] if lowest else None)
 
 
 def bytes_arriving(slot: Slot) -> bool:
