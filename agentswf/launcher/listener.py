@@ -83,12 +83,12 @@ from ..wire import (
     refused,
 )
 from ..wire.framing import COMMAND_HINT_BYTES
-from .peer import peer_pid
+from .peer import NOBODY, Peer, identify
 
 Handler = Callable[[Request], Awaitable[Response]]
-Admit = Callable[[int | None], Awaitable[str | None]]
-"""Given the connecting process's pid (None where unknown): None to admit it, or why not
-(awaited, so that a refusal can be recorded before it is answered)."""
+Admit = Callable[[Peer], Awaitable[str | None]]
+"""Given the connecting process, as read when its connection was taken: None to admit it, or
+why not (awaited, so that a refusal can be recorded before it is answered)."""
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
 MAX_CONNECTION_FD_SHARE = 0.25  # of the process's file-descriptor limit, what connections may hold
@@ -404,13 +404,26 @@ def _command_of(request: Request | Response) -> str:
     return "result" if isinstance(request, Response) else type(request).__struct_config__.tag  # type: ignore[return-value]
 
 
-async def _respond(request: Request | Response, sock: socket.socket, handle: Handler, admit: Admit | None) -> Response:
+def identified(sock: socket.socket) -> Peer | OSError:
+    """Who connected `sock` (`identify`), read as its connection is taken, before a byte of it
+    is read or anything awaited: what its request is later admitted by. Out of descriptors to
+    read it with, the error, for the request to be answered `internal-error` once it is in."""
+    try:
+        return identify(sock)
+    except OSError as error:
+        return error
+
+
+async def _respond(request: Request | Response, peer: Peer | OSError, handle: Handler, admit: Admit | None) -> Response:
     if isinstance(request, Response):
         return request
     try:
-        refusal = None if admit is None else await admit(peer_pid(sock))
-        if refusal is not None:
-            return refused(_command_of(request), "wrong-agent", refusal)
+        if admit is not None:
+            if isinstance(peer, OSError):
+                raise peer  # as any failure to check it: internal-error, try again
+            refusal = await admit(peer)
+            if refusal is not None:
+                return refused(_command_of(request), "wrong-agent", refusal)
         return await handle(request)
     except Exception as error:  # the agent must get an answer, never a dropped line
         try:
@@ -435,9 +448,10 @@ async def _answer(
             await deliver(sock, encode_response(response))
             return
         try:
+            peer = identified(sock) if admit is not None else NOBODY
             data, refusal = await receive(budget, slot, MAX_REQUEST_BYTES)
             if refusal is None:
-                response = await _respond(decode_request(data), sock, handle, admit)
+                response = await _respond(decode_request(data), peer, handle, admit)
             else:
                 code: Code = "internal-error" if slot.evicted else "invalid-request"
                 response = refused(command_hint(data), code, refusal)
