@@ -155,15 +155,20 @@ def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slo
     """The connection of `waiting` to evict at `now`: of the MAX_EVICTION_PEEKS lowest by
     `eviction_rank`, the lowest whose bytes aren't `arriving` (in its socket, not read yet: the
     run, not the client, is behind), or the lowest of all where every one of those is; None
-    where none waits. `arriving` is a system call: asked of the lowest first, and of the next
-    only where it says yes, so a flood whose bytes are always pending costs each accept a
-    bounded number of them, not one per waiting connection."""
+    where none waits. `arriving` is a system call, asked of the lowest first (found by `min`: a
+    flood of stalls costs one pass and one call), and of the next few only where it says yes,
+    so a flood whose bytes are always pending costs an accept a bounded number of calls, not
+    one per waiting connection."""
+    candidates = list(waiting)
 
     def rank(slot: Slot) -> tuple[int, int, int]:
         return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, now)
 
-    lowest = heapq.nsmallest(MAX_EVICTION_PEEKS, waiting, key=rank)
-    return next((slot for slot in lowest if not arriving(slot)), lowest[0] if lowest else None)
+    lowest = min(candidates, key=rank, default=None)
+    if lowest is None or not arriving(lowest):
+        return lowest
+    next_lowest = heapq.nsmallest(MAX_EVICTION_PEEKS, candidates, key=rank)
+    return next((slot for slot in next_lowest if slot is not lowest and not arriving(slot)), lowest)
 
 
 def bytes_arriving(slot: Slot) -> bool:
