@@ -5,9 +5,9 @@ peer's pid, its parents from /proc) and records every refusal, with the refused
 process's command line, before it is answered. The peer is the one read as its connection
 was taken (`peer.identify`): a decision stands only if its pid still names that process
 after it was made (`peer.is_connector`), so nothing a pid given out again says is taken for
-the connector's. Where a process's parent can't be read
-(no /proc: macOS), no check is made and the run says so once: the sockets are then held
-by their owner-only modes and the unlisted run directory alone.
+the connector's. Where a process's parent can't be read (no /proc: macOS), no check is made
+and the run says so once: the sockets are then held by their owner-only modes and the
+unlisted run directory alone.
 """
 
 from __future__ import annotations

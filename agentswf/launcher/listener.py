@@ -28,14 +28,14 @@ from that side is hostile, so what one connection can cost the run is bounded:
   call: asking them all would cost a flood whose bytes are always pending one per waiting
   connection at every accept, quadratic in the flood). Making progress is a request arriving
   over more than one read (or a read's whole chunk at once), its last within
-  `RECENT_PROGRESS_SECONDS`: one line's worth sent and stopped is not. So a flood of empty or stalled connections, on any
-  agent's socket, only evicts itself: it can't close a sibling's large request still
-  arriving (a tool's input bigger than the socket's buffer, read over many turns of the loop
-  while the flood is accepted), however slowly the run gets to read it; nor a wfa client
-  accepted after it whose line is a moment behind its connect (a flood that sends half a line
-  at once and stops is older than it, and goes first). A wfa client writes its whole line as
-  it connects, so a small one is read whole as it is accepted. A connection whose request is in (a tool call running, an answer being sent)
-  is never evicted; only when every slot is one of those is a newcomer refused, unread (its
+  `RECENT_PROGRESS_SECONDS`: one line's worth sent and stopped is not. So a flood of empty or
+  stalled connections, on any agent's socket, only evicts itself: it can't close a sibling's
+  large request still arriving (a tool's input bigger than the socket's buffer, read over many
+  turns of the loop while the flood is accepted), however slowly the run gets to read it; nor
+  a wfa client accepted after it whose line is a moment behind its connect (a flood that sends
+  half a line at once and stops is older than it, and goes first). A wfa client writes its
+  whole line as it connects, so a small one is read whole as it is accepted. A connection
+  whose request is in (a tool call running, an answer being sent) is never evicted; only when every slot is one of those is a newcomer refused, unread (its
   first bytes are peeked at, to name the command refused).
 
   Why eviction and not a budget per agent: before the request is read the listener knows
