@@ -35,8 +35,9 @@ from that side is hostile, so what one connection can cost the run is bounded:
   a wfa client accepted after it whose line is a moment behind its connect (a flood that sends
   half a line at once and stops is older than it, and goes first). A wfa client writes its
   whole line as it connects, so a small one is read whole as it is accepted. A connection
-  whose request is in (a tool call running, an answer being sent) is never evicted; only when every slot is one of those is a newcomer refused, unread (its
-  first bytes are peeked at, to name the command refused).
+  whose request is in (a tool call running, an answer being sent) is never evicted; only when
+  every slot is one of those is a newcomer refused, unread (its first bytes are peeked at, to
+  name the command refused).
 
   Why eviction and not a budget per agent: before the request is read the listener knows
   only whose socket was dialled, not who dialled it (the identity check needs the decoded
