@@ -11,7 +11,13 @@ agent with a no-op tool and keeps its turn open. The benchmark then measures:
   their ratios to the unloaded one;
 - the run's resident memory unloaded, and once 200 connections have each sent 2 MiB
   (just under the request limit) and hold without ending it: the ratio
-  (before the budget was taken ahead of reading, 30 MB became 441 MB).
+  (before the budget was taken ahead of reading, 30 MB became 441 MB);
+- what an accept costs the listener once its budget is full of 100, then 1,000, connections
+  whose bytes are all in their sockets unread (`_pending`: a flood that trickles, the run
+  behind), or none of whose are (`_empty`: a flood that sends nothing): one
+  `ConnectionBudget.take` evicting one, on real sockets, in this process. The baseline is the
+  rule before MAX_EVICTION_PEEKS, which asked every waiting socket, timed alternately on the
+  same sockets. `python benchmarks/exhaustion.py --evict` measures only this.
 """
 
 from __future__ import annotations
@@ -24,16 +30,22 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
 
 from agentswf import Workflow, tool, workflow
+from agentswf.launcher import listener
+from agentswf.launcher.listener import ConnectionBudget, Slot, eviction_rank
 from agentswf.testing import answer, run_workflow
 from agentswf.wire import MAX_REQUEST_BYTES
 
 STALLED = 1000
 FLOODING = 200
+EVICT_WAITING = (100, 1000)  # connections waiting, every one with bytes unread
+EVICT_ACCEPTS = 200  # accepts timed at each size, each evicting one
+EVICT_ROUNDS = 5  # of ours and the baseline, alternated; the best of each
 
 
 @workflow(name="bench-exhaustion", description="Keeps one turn open for the benchmark.")
@@ -120,9 +132,72 @@ def timed(wfa: str, n: int) -> list[float]:
     return times
 
 
+def asking_every_one(waiting: Iterable[Slot], now: float, arriving: Callable[[Slot], bool]) -> Slot | None:
+    """The eviction rule before MAX_EVICTION_PEEKS (0143d32): the lowest ranked asked, then, if its
+    bytes were arriving, every waiting connection sorted and asked in turn."""
+    candidates = list(waiting)
+
+    def rank(slot: Slot) -> tuple[int, int, int]:
+        return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, now)
+
+    lowest = min(candidates, key=rank, default=None)
+    if lowest is None or not arriving(lowest):
+        return lowest
+    ranked = sorted(candidates, key=rank)
+    return next((slot for slot in ranked[1:] if not arriving(slot)), lowest)
+
+
+Choose = Callable[[Iterable[Slot], float, Callable[[Slot], bool]], Slot | None]
+
+
+def per_accept(waiting: int, pending: bool, choose: Choose) -> float:
+    """Seconds an accept's `take` costs, evicting by `choose`, with `waiting` connections waiting,
+    each with a byte in its socket unread if `pending`."""
+    pairs = [socket.socketpair() for _ in range(waiting + EVICT_ACCEPTS)]
+    ours = listener.choose_eviction
+    try:
+        for _, client in pairs:
+            if pending:
+                client.send(b"{")
+        budget = ConnectionBudget(waiting)
+        for server, _ in pairs[:waiting]:
+            slot = budget.take(server)
+            assert slot is not None
+            budget.wait_for(slot)
+        vars(listener)["choose_eviction"] = choose  # what `ConnectionBudget.evict` calls
+        start = time.perf_counter()
+        for server, _ in pairs[waiting:]:
+            slot = budget.take(server)
+            assert slot is not None and budget.evicted
+            budget.wait_for(slot)
+        return (time.perf_counter() - start) / EVICT_ACCEPTS
+    finally:
+        vars(listener)["choose_eviction"] = ours
+        for server, client in pairs:
+            server.close()
+            client.close()
+
+
+def eviction_lines() -> list[str]:
+    lines = []
+    for pending in (True, False):
+        for waiting in EVICT_WAITING:
+            rounds: dict[str, list[float]] = {"ours": [], "baseline": []}
+            for _ in range(EVICT_ROUNDS):
+                rounds["ours"].append(per_accept(waiting, pending, listener.choose_eviction))
+                rounds["baseline"].append(per_accept(waiting, pending, asking_every_one))
+            o, b = min(rounds["ours"]), min(rounds["baseline"])
+            name = f"accept_evicting_{waiting}_{'pending' if pending else 'empty'}"
+            lines.append(f"{name}: ours={o * 1e6:.1f}us baseline={b * 1e6:.1f}us ratio={o / b:.3f}")
+    return lines
+
+
 def main(argv: list[str]) -> None:
     if argv == ["--serve"]:
         anyio.run(serve)
+        return
+    if argv == ["--evict"]:
+        print("\n".join(eviction_lines()))
         return
     n = int(argv[0]) if argv else 50
     engine = subprocess.Popen(
@@ -156,6 +231,7 @@ def main(argv: list[str]) -> None:
         name = f"wfa_tool_noop_under_{STALLED}_stalls{'_reopened' if reopen else ''}"
         print(f"{name}: ours={seconds:.5f} baseline={quiet:.5f} ratio={seconds / quiet:.2f}")
     print(f"run_rss_after_{FLOODING}x2MiB: ours={after / 2**20:.1f}MiB baseline={before / 2**20:.1f}MiB ratio={after / before:.2f}")
+    print("\n".join(eviction_lines()))
 
 
 if __name__ == "__main__":

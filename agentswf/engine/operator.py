@@ -31,8 +31,8 @@ import structlog
 from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
-from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, raw_socket, receive
-from ..launcher.peer import peer_pid
+from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, identified, raw_socket, receive
+from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
 from .rules import Refusal
@@ -228,12 +228,16 @@ def _encode(response: OperatorResponse) -> bytes:
 
 
 async def _respond(
-    data: bytes, stream: SocketStream, desk: ActorRef, board: ActorRef, admit: Admit | None, control: RunControl | None
+    data: bytes, peer: Peer | OSError, desk: ActorRef, board: ActorRef, admit: Admit | None, control: RunControl | None
 ) -> OperatorResponse:
-    try:
-        refusal = None if admit is None else await admit(peer_pid(stream))
-    except OSError as error:  # out of descriptors to look the process up with
-        return OperatorResponse(False, f"the run could not check who is asking ({error.strerror}); try again")
+    refusal = None
+    if admit is not None:
+        try:
+            if isinstance(peer, OSError):
+                raise peer
+            refusal = await admit(peer)
+        except OSError as error:  # out of descriptors to look the process up with
+            return OperatorResponse(False, f"the run could not check who is asking ({error.strerror}); try again")
     if refusal is not None:
         return OperatorResponse(False, f"refused (wrong-agent): {refusal}", {"code": "wrong-agent"})
     deep = too_deep(data)
@@ -265,11 +269,12 @@ async def _answer(
             await deliver(sock, _encode(OperatorResponse(False, budget.full_text())))
             return
         try:
+            peer = identified(sock) if admit is not None else NOBODY
             data, refusal = await receive(budget, slot, MAX_OPERATOR_REQUEST_BYTES)
             if refusal is not None:
                 response = OperatorResponse(False, refusal)
             else:
-                response = await _respond(data, stream, desk, board, admit, control)
+                response = await _respond(data, peer, desk, board, admit, control)
             await deliver(sock, _encode(response))
         except Exception:  # the run is stopping, or a bug: this connection ends, the run doesn't
             try:

@@ -22,19 +22,22 @@ from that side is hostile, so what one connection can cost the run is bounded:
 - Stalling buys nothing: when the budget is full (or the bytes still arriving are over
   theirs), the waiting connection whose request is least along is closed with a refusal
   naming the limit, and its slot goes to the newcomer (`eviction_rank`, `choose_eviction`):
-  one whose bytes are in the socket unread is spared while any other waits; then one that
-  isn't making progress goes first, the one accepted first; then, every one making progress,
-  the one with the fewest bytes. Making progress is a request arriving over more than one
-  read (or a read's whole chunk at once), its last within `RECENT_PROGRESS_SECONDS`: one
-  line's worth sent and stopped is not. So a flood of empty or stalled connections, on any
-  agent's socket, only evicts itself: it can't close a sibling's large request still
-  arriving (a tool's input bigger than the socket's buffer, read over many turns of the loop
-  while the flood is accepted), however slowly the run gets to read it; nor a wfa client
-  accepted after it whose line is a moment behind its connect (a flood that sends half a line
-  at once and stops is older than it, and goes first). A wfa client writes its whole line as
-  it connects, so a small one is read whole as it is accepted. A connection whose request is in (a tool call running, an answer being sent)
-  is never evicted; only when every slot is one of those is a newcomer refused, unread (its
-  first bytes are peeked at, to name the command refused).
+  one that isn't making progress goes first, the one accepted first; then, every one making
+  progress, the one with the fewest bytes; and of the MAX_EVICTION_PEEKS least along, one whose
+  bytes are in the socket unread is spared while another waits (asking a socket is a system
+  call: asking them all would cost a flood whose bytes are always pending one per waiting
+  connection at every accept, quadratic in the flood). Making progress is a request arriving
+  over more than one read (or a read's whole chunk at once), its last within
+  `RECENT_PROGRESS_SECONDS`: one line's worth sent and stopped is not. So a flood of empty or
+  stalled connections, on any agent's socket, only evicts itself: it can't close a sibling's
+  large request still arriving (a tool's input bigger than the socket's buffer, read over many
+  turns of the loop while the flood is accepted), however slowly the run gets to read it; nor
+  a wfa client accepted after it whose line is a moment behind its connect (a flood that sends
+  half a line at once and stops is older than it, and goes first). A wfa client writes its
+  whole line as it connects, so a small one is read whole as it is accepted. A connection
+  whose request is in (a tool call running, an answer being sent) is never evicted; only when
+  every slot is one of those is a newcomer refused, unread (its first bytes are peeked at, to
+  name the command refused).
 
   Why eviction and not a budget per agent: before the request is read the listener knows
   only whose socket was dialled, not who dialled it (the identity check needs the decoded
@@ -51,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import heapq
 import os
 import resource
 import socket
@@ -81,12 +85,12 @@ from ..wire import (
     refused,
 )
 from ..wire.framing import COMMAND_HINT_BYTES
-from .peer import peer_pid
+from .peer import NOBODY, Peer, identify
 
 Handler = Callable[[Request], Awaitable[Response]]
-Admit = Callable[[int | None], Awaitable[str | None]]
-"""Given the connecting process's pid (None where unknown): None to admit it, or why not
-(awaited, so that a refusal can be recorded before it is answered)."""
+Admit = Callable[[Peer], Awaitable[str | None]]
+"""Given the connecting process, as read when its connection was taken: None to admit it, or
+why not (awaited, so that a refusal can be recorded before it is answered)."""
 _log = structlog.get_logger("agentswf.launcher")
 _READ_CHUNK_BYTES = 65536
 MAX_CONNECTION_FD_SHARE = 0.25  # of the process's file-descriptor limit, what connections may hold
@@ -95,6 +99,7 @@ ACCEPT_RETRY_MIN_SECONDS = 0.01  # after accept fails for want of descriptors or
 ACCEPT_RETRY_MAX_SECONDS = 1.0
 MAX_READING_BYTES = 16 * 1024 * 1024  # across the run, of requests still arriving
 RECENT_PROGRESS_SECONDS = 1.0  # a waiting connection that received bytes this recently is making progress
+MAX_EVICTION_PEEKS = 8  # waiting connections an eviction asks at most whether bytes are in their socket unread
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
@@ -149,11 +154,13 @@ def eviction_rank(held: int, reads: int, progressed_at: float, accepted: int, no
 
 
 def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slot], bool]) -> Slot | None:
-    """The connection of `waiting` to evict at `now`: the lowest `eviction_rank` of those
-    whose bytes aren't `arriving` (in its socket, not read yet: the run, not the client, is
-    behind), or the lowest of all where every one's are; None where none waits. `arriving`
-    is asked of the lowest first, and of the next only where it says yes (a flood's stalls
-    are ranked once, by `min`, and one is asked)."""
+    """The connection of `waiting` to evict at `now`: of the MAX_EVICTION_PEEKS lowest by
+    `eviction_rank`, the lowest whose bytes aren't `arriving` (in its socket, not read yet: the
+    run, not the client, is behind), or the lowest of all where every one of those is; None
+    where none waits. `arriving` is a system call, asked of the lowest first (found by `min`: a
+    flood of stalls costs one pass and one call), and of the next few only where it says yes,
+    so a flood whose bytes are always pending costs an accept a bounded number of calls, not
+    one per waiting connection."""
     candidates = list(waiting)
 
     def rank(slot: Slot) -> tuple[int, int, int]:
@@ -162,8 +169,8 @@ def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slo
     lowest = min(candidates, key=rank, default=None)
     if lowest is None or not arriving(lowest):
         return lowest
-    ranked = sorted(candidates, key=rank)
-    return next((slot for slot in ranked[1:] if not arriving(slot)), lowest)
+    next_lowest = heapq.nsmallest(MAX_EVICTION_PEEKS, candidates, key=rank)
+    return next((slot for slot in next_lowest if slot is not lowest and not arriving(slot)), lowest)
 
 
 def bytes_arriving(slot: Slot) -> bool:
@@ -404,13 +411,26 @@ def _command_of(request: Request | Response) -> str:
     return "result" if isinstance(request, Response) else type(request).__struct_config__.tag  # type: ignore[return-value]
 
 
-async def _respond(request: Request | Response, sock: socket.socket, handle: Handler, admit: Admit | None) -> Response:
+def identified(sock: socket.socket) -> Peer | OSError:
+    """Who connected `sock` (`identify`), read as its connection is taken, before a byte of it
+    is read or anything awaited: what its request is later admitted by. Out of descriptors to
+    read it with, the error, for the request to be answered `internal-error` once it is in."""
+    try:
+        return identify(sock)
+    except OSError as error:
+        return error
+
+
+async def _respond(request: Request | Response, peer: Peer | OSError, handle: Handler, admit: Admit | None) -> Response:
     if isinstance(request, Response):
         return request
     try:
-        refusal = None if admit is None else await admit(peer_pid(sock))
-        if refusal is not None:
-            return refused(_command_of(request), "wrong-agent", refusal)
+        if admit is not None:
+            if isinstance(peer, OSError):
+                raise peer  # as any failure to check it: internal-error, try again
+            refusal = await admit(peer)
+            if refusal is not None:
+                return refused(_command_of(request), "wrong-agent", refusal)
         return await handle(request)
     except Exception as error:  # the agent must get an answer, never a dropped line
         try:
@@ -435,9 +455,10 @@ async def _answer(
             await deliver(sock, encode_response(response))
             return
         try:
+            peer = identified(sock) if admit is not None else NOBODY
             data, refusal = await receive(budget, slot, MAX_REQUEST_BYTES)
             if refusal is None:
-                response = await _respond(decode_request(data), sock, handle, admit)
+                response = await _respond(decode_request(data), peer, handle, admit)
             else:
                 code: Code = "internal-error" if slot.evicted else "invalid-request"
                 response = refused(command_hint(data), code, refusal)

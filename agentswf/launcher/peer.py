@@ -2,11 +2,13 @@
 
 A connection's peer is read from the socket itself (`SO_PEERCRED` on Linux,
 `LOCAL_PEERPID` on macOS), never from anything the peer sends, so a process can't
-claim to be another. Where the platform gives no peer pid, the answer is `None` and
-the caller decides (fail closed where it matters). A process's parent and command line
-are read from /proc, for `identity.py` and for the record of a refusal; when the run is
-out of file descriptors (or memory) to read them, that is raised, not taken for a
-process that is gone, so the request fails `internal-error` rather than `wrong-agent`.
+claim to be another. It is read once, with its start time, as the connection is taken
+(`identify`), and a decision about the connection holds only if the pid still names that
+process after it (`is_connector`). Where the platform gives no peer pid, the answer is
+`None` and the caller decides (fail closed where it matters). A process's parent and
+command line are read from /proc, for `identity.py` and for the record of a refusal; when
+the run is out of file descriptors (or memory) to read them, that is raised, not taken for
+a process that is gone, so the request fails `internal-error` rather than `wrong-agent`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ import signal
 import socket
 import struct
 import sys
-
-from anyio.abc import SocketAttribute, SocketStream
+from typing import NamedTuple
 
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _SOL_LOCAL = 0  # macOS <sys/un.h>
@@ -29,34 +30,54 @@ _CANT_LOOK_NOW = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 _SO_PEERPIDFD = 77  # Linux 6.5+ <asm-generic/socket.h>: a pidfd of the very process that connected
 
 
-def peer_pid(stream: SocketStream | socket.socket) -> int | None:
-    """The pid of the process that connected `stream` while that process still runs, or
-    None where it can't be read or the process is gone.
+class Peer(NamedTuple):
+    """The process that connected, as read once, as its connection is taken (`identify`): its pid
+    (None where it can't be told, or it was gone) and its start time (None for the run's own
+    process, and where there is no /proc)."""
 
-    A pid alone can lie: the connecting process may have exited and its pid gone to
-    another process (an agent's own, say) before the request is checked. Where the kernel
-    gives the connection's pidfd, the pid is returned only if that very process still
-    runs, so the checks that follow, read at once, are about it; elsewhere only that a
-    process of that pid exists. The run's own pid needs neither: this process has run since
-    before the socket listened, so no other process can have held its pid when it connected.
-    Given the raw socket, as the listener holds it, it is not looked up again (anyio's lookup
-    reads the peer's address each time)."""
+    pid: int | None
+    started: bytes | None = None
+
+
+NOBODY = Peer(None)
+
+
+def identify(sock: socket.socket) -> Peer:
+    """The process that connected `sock`, read once, as the connection is taken: every decision
+    about the connection is about this process (`is_connector`), whatever becomes of its pid.
+
+    A pid alone can lie: the connector may exit and its pid go to another process (an agent's
+    own, say) before the request is checked. So its start time is read with it, and then the
+    connection's pidfd asked whether that very process still runs: if it does, the start time
+    read was its own. The run's own pid needs neither: this process has run since before the
+    socket listened. Out of descriptors (or memory) to read /proc with, that is raised: "try
+    again", not "nobody"."""
     try:
-        sock = stream if isinstance(stream, socket.socket) else stream.extra(SocketAttribute.raw_socket)
-        if sys.platform.startswith("linux"):
-            pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
-            if pid == os.getpid():
-                return pid
-            return pid if pid > 0 and _still_running(sock, pid) else None
         if sys.platform == "darwin":
-            return struct.unpack("i", sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, 4))[0] or None
+            return Peer(struct.unpack("i", sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, 4))[0] or None)
+        if not sys.platform.startswith("linux"):
+            return NOBODY
+        pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+        if pid == os.getpid():
+            return Peer(pid)
+        started = started_at(pid) if pid > 0 else None
+        return Peer(pid, started) if started is not None and _still_running(sock, pid) else NOBODY
     except OSError as error:
         if error.errno in _CANT_LOOK_NOW:  # out of descriptors: "try again", not "not you"
             raise
-        return None
-    except (struct.error, KeyError, TypeError):
-        return None
-    return None
+        return NOBODY
+    except struct.error:
+        return NOBODY
+
+
+def is_connector(peer: Peer) -> bool:
+    """Whether `peer.pid` names, now, the process that connected: the run's own, or one started
+    when the connector was. Asked after a decision made from the pid's /proc files (its parents,
+    its environment), it says they were the connector's, not those of a process given its pid
+    since."""
+    if peer.pid is not None and peer.pid == os.getpid():
+        return True
+    return peer.pid is not None and peer.started is not None and started_at(peer.pid) == peer.started
 
 
 def _still_running(sock: socket.socket, pid: int) -> bool:
@@ -129,10 +150,8 @@ STARTTIME_FIELD = 19  # of `stat_fields`: /proc/<pid>/stat's field 22, the start
 
 
 def started_at(pid: int) -> bytes | None:
-    """When `pid` started (in clock ticks since boot); None once it is gone.
-
-    A pid given to another process comes with another start time: a check made again after a
-    wait is about the process that connected only while this reads the same."""
+    """When `pid` started (in clock ticks since boot); None once it is gone. A pid given to
+    another process comes with another start time (`is_connector`)."""
     fields = stat_fields(pid)
     return fields[STARTTIME_FIELD] if fields is not None and len(fields) > STARTTIME_FIELD else None
 

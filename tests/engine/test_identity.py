@@ -173,4 +173,6 @@ async def test_a_connection_during_the_keepers_spawn_waits_for_its_pid():
 
 
 async def _admit_into(admit, pid: int, answers: list[str | None]) -> None:  # type: ignore[no-untyped-def]
-    answers.append(await admit(pid))
+    from agentswf.launcher.peer import Peer, started_at
+
+    answers.append(await admit(Peer(pid, started_at(pid))))  # as the listener reads it, the connection taken

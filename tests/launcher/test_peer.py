@@ -57,8 +57,10 @@ sys.stdin.read()
 
 
 async def test_a_peer_is_named_only_while_the_process_that_connected_runs(tmp_path):
-    """A connector that exited passes as nobody: its pid may already be another process's."""
+    """A connector that exited passes as nobody: its pid may already be another process's. One
+    named while it ran is the connector no more once it is gone."""
     import anyio
+    from anyio.abc import SocketAttribute
 
     path = tmp_path / "s.sock"
     async with await anyio.create_unix_listener(path) as listener:
@@ -67,11 +69,15 @@ async def test_a_peer_is_named_only_while_the_process_that_connected_runs(tmp_pa
         )
         assert connector.stdout is not None and connector.stdin is not None
         async with await listener.accept() as stream:
+            sock = stream.extra(SocketAttribute.raw_socket)
             assert connector.stdout.readline() == b"connected\n"
-            assert peer.peer_pid(stream) == connector.pid
+            named = peer.identify(sock)
+            assert named == peer.Peer(connector.pid, peer.started_at(connector.pid))
+            assert peer.is_connector(named)
             connector.stdin.close()
             connector.wait()  # exited and reaped
-            assert peer.peer_pid(stream) is None
+            assert peer.identify(sock) == peer.NOBODY
+            assert not peer.is_connector(named)
 
 
 class _Peer(socket.socket):
@@ -94,10 +100,10 @@ def test_a_peer_without_a_pidfd_is_named_only_on_a_kernel_that_has_none():
     kernel a pidfd refused (EINVAL, ESRCH: the process is reaped) names nobody."""
     live = os.getppid()  # another live process
     with _Peer(live, errno.ENOPROTOOPT) as old_kernel, _Peer(live, errno.EINVAL) as reaped:
-        assert peer.peer_pid(old_kernel) == live
-        assert peer.peer_pid(reaped) is None
+        assert peer.identify(old_kernel) == peer.Peer(live, peer.started_at(live))
+        assert peer.identify(reaped) == peer.NOBODY
     with _Peer(live, errno.EMFILE) as out_of_fds, pytest.raises(OSError):
-        peer.peer_pid(out_of_fds)
+        peer.identify(out_of_fds)
 
 
 def test_the_runs_own_process_is_named_without_a_pidfd(monkeypatch):
@@ -108,4 +114,5 @@ def test_the_runs_own_process_is_named_without_a_pidfd(monkeypatch):
 
     monkeypatch.setattr(peer, "_still_running", no_pidfd)
     with _Peer(os.getpid(), 0) as own:
-        assert peer.peer_pid(own) == os.getpid()
+        assert peer.identify(own) == peer.Peer(os.getpid())
+        assert peer.is_connector(peer.identify(own))

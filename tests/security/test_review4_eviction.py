@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -41,11 +42,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentswf.launcher.listener import (
+    MAX_EVICTION_PEEKS,
     RECENT_PROGRESS_SECONDS,
     ConnectionBudget,
     Slot,
     bind,
     choose_eviction,
+    eviction_rank,
     making_progress,
     serve,
 )
@@ -157,14 +160,19 @@ def _choice(waiting: list[tuple[int, int, float, bool]]) -> tuple[list[Slot], se
     return slots, arriving, choose_eviction(slots, NOW, arriving.__contains__)
 
 
+def _rank(slot: Slot) -> tuple[int, int, int]:
+    return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, NOW)
+
+
 @given(WAITING)
 def test_a_connection_not_making_progress_never_evicts_one_that_is(waiting: list[tuple[int, int, float, bool]]) -> None:
     slots, arriving, chosen = _choice(waiting)
     assert (chosen is None) == (not slots)
     if chosen is None:
         return
-    idle = [slot for slot in slots if slot not in arriving] or slots  # every one arriving: one of them goes
-    assert chosen in idle, "a connection whose bytes are arriving is evicted while another waits idle"
+    asked = sorted(slots, key=_rank)[:MAX_EVICTION_PEEKS]  # the least along, the ones the choice may ask
+    idle = [slot for slot in asked if slot not in arriving] or slots  # every one asked arriving: the least along goes
+    assert chosen in idle, "a connection whose bytes are arriving is evicted while another asked waits idle"
     stalled = [slot for slot in idle if not _progressing(slot)]
     if stalled:  # a flood of empty or stalled connections evicts only its own, the first accepted first
         assert chosen is min(stalled, key=lambda slot: slot.accepted)
@@ -199,3 +207,44 @@ def test_a_request_arriving_outlasts_any_flood_of_empty_connections(flood: int, 
         assert chosen is not None and chosen is not request
         waiting.remove(chosen)
         waiting.append(_slot(newcomer, 0, 0.0))
+
+
+def _asked(slots: list[Slot], arriving: Callable[[Slot], bool]) -> tuple[Slot | None, int]:
+    """The choice over `slots`, and how many sockets it asked whether bytes are arriving."""
+    asked: list[Slot] = []
+
+    def counted(slot: Slot) -> bool:
+        asked.append(slot)
+        return arriving(slot)
+
+    return choose_eviction(slots, NOW, counted), len(asked)
+
+
+@given(WAITING, st.integers(min_value=0, max_value=300), st.sampled_from([0, 1, 65536]))
+def test_an_eviction_asks_a_bounded_number_of_sockets(
+    waiting: list[tuple[int, int, float, bool]], flood: int, held: int
+) -> None:
+    """Asking is a system call (`recv(MSG_PEEK)`): with a flood whose bytes are always pending
+    added to any waiting set, accepted before or after it, at most MAX_EVICTION_PEEKS are asked
+    an accept, and the one chosen is still the least along of those asked that isn't arriving."""
+    slots = [_slot(n, h, idle, reads) for n, (h, reads, idle, _) in enumerate(waiting)]
+    flooding = [_slot(len(waiting) + n if n % 2 else -n - 1, held, 0.0, reads=2) for n in range(flood)]
+    pending = {slot for slot, (*_, arrives) in zip(slots, waiting) if arrives} | set(flooding)
+    everyone = slots + flooding
+    chosen, asked = _asked(everyone, pending.__contains__)
+    assert asked <= MAX_EVICTION_PEEKS
+    lowest = sorted(everyone, key=_rank)[:MAX_EVICTION_PEEKS]
+    expected = next((slot for slot in lowest if slot not in pending), lowest[0] if lowest else None)
+    assert chosen is expected
+
+
+def test_the_sockets_an_eviction_asks_dont_grow_with_a_flood_whose_bytes_are_always_pending() -> None:
+    """Every waiting connection's bytes are in its socket unread (a flood that trickles, the
+    run behind): asking each one cost the run one system call per waiting connection an accept."""
+    counts = []
+    for n in (10, 100, 1000, 10_000):
+        flood = [_slot(accepted, 1, 0.0, reads=2) for accepted in range(n)]
+        chosen, asked = _asked(flood, lambda slot: True)
+        assert chosen is flood[0]  # every one arriving: the least along goes
+        counts.append(asked)
+    assert counts == [MAX_EVICTION_PEEKS] * 4, f"sockets asked at 10, 100, 1,000 and 10,000 waiting: {counts}"
