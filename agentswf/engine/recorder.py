@@ -6,7 +6,7 @@ file for whatever was queued, and each ask is answered when its batch is written
 usage.json are written whole on the loop's thread as the lines are, unsynced; fsyncs (run.json,
 result.json and output.json, and the group commit of the lines, call.json and usage.json) run in
 the Recorder's own threads beside the batches, so neither the event loop nor another agent's
-lines wait on them.
+lines wait on them. Those threads make the fsync calls and nothing else (`records.fsync_each`).
 See records.py for the policy.
 """
 
