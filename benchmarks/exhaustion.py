@@ -2,8 +2,11 @@
 
     python benchmarks/exhaustion.py [N]        (default N=50)
 
-A real run (the engine on asyncio, in a process of its own as in real use) opens a scripted
-agent with a no-op tool and keeps its turn open. The benchmark then measures:
+A real run (the engine on asyncio, in a process of its own as in real use) opens a shell agent
+with a no-op tool; the agent's command is this file's timing loop, so every `wfa` it times comes
+from inside the agent's attempt, under its keeper, as an agent's own does (a `wfa` from anywhere
+else is refused `wrong-agent`). This process attacks the agent's socket from outside, as any
+process of the user's may. It measures:
 
 - `wfa tool noop` through the real launcher, N times unloaded and N times while 1,000
   connections stall on the agent's socket (each sent half a line and holds), then N times
@@ -22,6 +25,7 @@ agent with a no-op tool and keeps its turn open. The benchmark then measures:
 
 from __future__ import annotations
 
+import os
 import selectors
 import socket
 import statistics
@@ -35,10 +39,11 @@ from pathlib import Path
 
 import anyio
 
+import agentswf
 from agentswf import Workflow, tool, workflow
 from agentswf.launcher import listener
 from agentswf.launcher.listener import ConnectionBudget, Slot, eviction_rank
-from agentswf.testing import answer, run_workflow
+from agentswf.launcher.place import SOCKET_NAME
 from agentswf.wire import MAX_REQUEST_BYTES
 
 STALLED = 1000
@@ -46,24 +51,55 @@ FLOODING = 200
 EVICT_WAITING = (100, 1000)  # connections waiting, every one with bytes unread
 EVICT_ACCEPTS = 200  # accepts timed at each size, each evicting one
 EVICT_ROUNDS = 5  # of ours and the baseline, alternated; the best of each
+PHASES = ("quiet", "stalled", "reopened")  # the agent times N calls in each, when told to go
+WAIT = 300.0  # seconds either side waits for the other before giving up
 
 
-@workflow(name="bench-exhaustion", description="Keeps one turn open for the benchmark.")
-async def bench(wf: Workflow) -> None:
-    agent = await wf.agents.open("bench", runtime="shell:true", tools={"noop": tool(lambda: None, description="Nothing.")})
-    await agent.run("Wait.", timeout="1h")
+def awaited(path: Path, alive: Callable[[], bool] = lambda: True) -> str:
+    """The text of `path`, once the other side has written it (whole: it is renamed into place)."""
+    deadline = time.monotonic() + WAIT
+    while not path.exists():
+        if not alive():
+            sys.exit(f"the run ended before {path.name} was written")
+        if time.monotonic() > deadline:
+            sys.exit(f"gave up waiting for {path.name}")
+        time.sleep(0.01)
+    return path.read_text()
 
 
-async def serve() -> None:
-    """The run: prints its pid and the launcher, ends when stdin closes."""
+def put(path: Path, text: str) -> None:
+    part = path.with_name(f"{path.name}.part")
+    part.write_text(text)
+    os.replace(part, path)
 
-    async def hold(turn) -> str:
-        print(turn.launcher, flush=True)
-        await anyio.to_thread.run_sync(sys.stdin.read)
-        return "done"
 
-    with tempfile.TemporaryDirectory(prefix="awf-bench-runs-") as root:
-        await run_workflow(bench, agents={"bench": answer(hold)}, run_root=root)
+def client(n: int, out: Path) -> None:
+    """The agent's side: in each phase, once told to go, time `wfa tool noop` N times and write the median."""
+    wfa = os.environ["WFA"]
+    put(out / "socket", str(Path(wfa).with_name(SOCKET_NAME)))
+    timed(wfa, 3)  # warm the caches
+    for phase in PHASES:
+        awaited(out / f"{phase}.go")
+        put(out / phase, repr(statistics.median(timed(wfa, n))))
+    awaited(out / "end")  # the turn, and so the socket, stays open for the flood
+
+
+@workflow(name="bench-exhaustion", description="One agent times wfa from inside its turn.")
+async def bench(wf: Workflow, args: list[str]) -> None:
+    n, out = args
+    noop = tool(lambda: None, description="Nothing.")
+    command = f"{sys.executable} {Path(__file__).resolve()} --client {n} {out}"
+    agent = await wf.agents.open("bench", runtime=f"shell:{command}", tools={"noop": noop})
+    turn = await agent.run("Time wfa.", timeout="1h", nudge=False)
+    if turn.outcome.kind != "unanswered":
+        wf.stop(f"the timing agent ended {turn.outcome.kind}: {turn.outcome.reason}")
+
+
+def serve(n: str, out: str) -> None:
+    """The run, in a process of its own; its record under `out`."""
+    result = anyio.run(lambda: agentswf.run(bench, args=[n, out], run_root=Path(out) / "runs", cwd=out))
+    if result.outcome != "completed":
+        sys.exit(f"the run ended {result.outcome}: {result.reason}")
 
 
 def rss_bytes(pid: int) -> int:
@@ -192,45 +228,66 @@ def eviction_lines() -> list[str]:
     return lines
 
 
+def attacked(n: int) -> list[str]:
+    """The run in a process of its own, its agent timing `wfa`, this process attacking its socket."""
+    with tempfile.TemporaryDirectory(prefix="awf-bench-exhaustion-") as root:
+        out = Path(root)
+        engine = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(n), root], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        )
+
+        def alive() -> bool:
+            return engine.poll() is None
+
+        try:
+            path = awaited(out / "socket", alive)
+            (out / "quiet.go").touch()
+            medians = {"quiet": float(awaited(out / "quiet", alive))}
+            for phase in PHASES[1:]:
+                stop = threading.Event()
+                stalling = threading.Thread(target=stall, args=(path, STALLED, stop, phase == "reopened"), daemon=True)
+                stalling.start()
+                time.sleep(1.0)
+                (out / f"{phase}.go").touch()
+                medians[phase] = float(awaited(out / phase, alive))
+                stop.set()
+                stalling.join()
+                time.sleep(0.5)
+            before = rss_bytes(engine.pid)
+            held = flood(path, FLOODING)
+            time.sleep(0.5)
+            after = rss_bytes(engine.pid)
+            for sock in held:
+                sock.close()
+            (out / "end").touch()
+            if engine.wait(60) != 0:
+                sys.exit(f"the run exited {engine.returncode}")
+        finally:
+            if engine.poll() is None:
+                engine.kill()
+                engine.wait()
+    quiet = medians["quiet"]
+    lines = []
+    for phase in ("stalled", "reopened"):
+        name = f"wfa_tool_noop_under_{STALLED}_stalls{'_reopened' if phase == 'reopened' else ''}"
+        lines.append(f"{name}: ours={medians[phase]:.5f} baseline={quiet:.5f} ratio={medians[phase] / quiet:.2f}")
+    lines.append(
+        f"run_rss_after_{FLOODING}x2MiB: ours={after / 2**20:.1f}MiB baseline={before / 2**20:.1f}MiB ratio={after / before:.2f}"
+    )
+    return lines
+
+
 def main(argv: list[str]) -> None:
-    if argv == ["--serve"]:
-        anyio.run(serve)
+    if argv[:1] == ["--serve"]:
+        serve(argv[1], argv[2])
+        return
+    if argv[:1] == ["--client"]:
+        client(int(argv[1]), Path(argv[2]))
         return
     if argv == ["--evict"]:
         print("\n".join(eviction_lines()))
         return
-    n = int(argv[0]) if argv else 50
-    engine = subprocess.Popen(
-        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert engine.stdout is not None and engine.stdin is not None
-    wfa = engine.stdout.readline().strip()
-    threading.Thread(target=engine.stdout.read, daemon=True).start()  # its log, unread
-    path = str(Path(wfa).with_name("s.sock"))
-    timed(wfa, 3)  # warm the caches
-    quiet = statistics.median(timed(wfa, n))
-    loaded = {}
-    for reopen in (False, True):
-        stop = threading.Event()
-        stalling = threading.Thread(target=stall, args=(path, STALLED, stop, reopen))
-        stalling.start()
-        time.sleep(1.0)
-        loaded[reopen] = statistics.median(timed(wfa, n))
-        stop.set()
-        stalling.join()
-        time.sleep(0.5)
-    before = rss_bytes(engine.pid)
-    held = flood(path, FLOODING)
-    time.sleep(0.5)
-    after = rss_bytes(engine.pid)
-    for sock in held:
-        sock.close()
-    engine.stdin.close()
-    engine.wait(30)
-    for reopen, seconds in loaded.items():
-        name = f"wfa_tool_noop_under_{STALLED}_stalls{'_reopened' if reopen else ''}"
-        print(f"{name}: ours={seconds:.5f} baseline={quiet:.5f} ratio={seconds / quiet:.2f}")
-    print(f"run_rss_after_{FLOODING}x2MiB: ours={after / 2**20:.1f}MiB baseline={before / 2**20:.1f}MiB ratio={after / before:.2f}")
+    print("\n".join(attacked(int(argv[0]) if argv else 50)))
     print("\n".join(eviction_lines()))
 
 
