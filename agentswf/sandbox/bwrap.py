@@ -9,7 +9,7 @@ stays read-only, or the agent would change the `awf` that runs next outside it),
 `write` entry inside it; then the agent's own directory
 read-only (its launcher and its sockets, at the same path as outside, so the prompt's
 launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
-directory it is given is covered by an empty one; a git repository's config and hooks in a
+directory it is given is covered by an empty one; a git repository's config (`config.worktree` too) and hooks in a
 directory it may write stay read-only (they name commands your next `git status` runs), and the
 directories above them, above what runs the agent and above a covered record in it can't be
 moved aside and made again. Nothing else of the machine is there: not

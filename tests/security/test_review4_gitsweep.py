@@ -396,3 +396,38 @@ async def test_a_submodule_checked_out_with_its_own_git_directory_is_held_and_sw
     subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, timeout=30, check=False)
     assert result.value.split("\n") == ["config: read-only", "hooks: read-only", "COMMONDIR SET"], result.value
     assert not (repo / "sub" / ".git" / "commondir").exists() and not owned.exists()
+
+
+SET_WORKTREE_CONFIG = """\
+    git config -f "$FILE" core.fsmonitor "touch $OWNED; false" 2>/dev/null && say "SET" || say "read-only"
+"""
+WORKTREE_CONFIGS = {  # where git reads a `config.worktree` (extensions.worktreeConfig on), and where your git status runs
+    "repository": (".git/config.worktree", "."),  # `git sparse-checkout init` made it
+    "linked worktree": (".git/worktrees/wt/config.worktree", "../../wt"),
+    "submodule": (".git/modules/sub/config.worktree", "."),
+}
+
+
+@pytest.mark.anyio
+@needs_bwrap
+@pytest.mark.parametrize("place", sorted(WORKTREE_CONFIGS))
+async def test_a_per_worktree_config_is_held_read_only(tmp_path: Path, place: str) -> None:
+    """With `extensions.worktreeConfig` on (a sparse checkout's), git reads `config.worktree` in
+    the repository's git directory, a linked worktree's and a submodule's: there or not, it is held."""
+    repo = _workspace(tmp_path, _with_submodule)
+    _git(repo, "sparse-checkout", "init")  # turns the extension on, and writes .git/config.worktree
+    _git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    _git(repo / "sub", "config", "extensions.worktreeConfig", "true")
+    planted, status_in = WORKTREE_CONFIGS[place]
+    owned, token = tmp_path / "OWNED", secrets.token_hex(4)
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
+        runtime = agent(repo, "a", SET_WORKTREE_CONFIG + ANSWER, token, OWNED=str(owned), FILE=planted)
+        return (await (await wf.agents.open("a", runtime=runtime, sandbox=box)).run("Work.", timeout=20)).value
+
+    result = await _run(tmp_path, fn)
+    (repo / "sub" / "x").write_text("changed, so that status looks inside\n")
+    subprocess.run(["git", "-C", str(repo / status_in), "status"], capture_output=True, timeout=30, check=False)
+    assert not owned.exists(), "OWNED"
+    assert result.value == "read-only", result.value
