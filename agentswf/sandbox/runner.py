@@ -22,13 +22,13 @@ from pathlib import Path
 
 import anyio
 
-from ..errors import DefinitionError
+from ..errors import DefinitionError, SandboxRefused
 from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Harness, Operation, OperationResult
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
 from . import gitsweep
-from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
+from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
 from .gitsweep import linked_worktrees, module_directories
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
@@ -185,6 +185,16 @@ def _make_holdable(git: Path) -> None:
         os.close(os.open(git / WORKTREE_CONFIG, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
     except OSError:
         pass  # there already (or a symbolic link)
+
+
+def _too_many_controls(problem: str, controls: Sequence[Path]) -> str:
+    """The refusal of an attempt whose sandbox would hold more git controls than bwrap can take."""
+    return (
+        f"the sandbox won't start: {problem}. It holds read-only the config, config.worktree and hooks of "
+        f"each git directory in a repository it may write ({len(controls)} paths here), each a mount of its own; see "
+        "what is under their .git/modules and .git/worktrees (an agent may have made them) and remove what "
+        "isn't your submodules' or worktrees'"
+    )
 
 
 def _repositories(spec: ResolvedSpec, cwd: Path) -> list[tuple[Path, Path]]:
@@ -349,10 +359,14 @@ class SandboxedHarness(Harness):
                     tunnels=tunnels,
                 )  # fmt: skip
             records = hidden_records(spec, cwd, self.sandbox.record)  # now: a record made since is covered too
+            controls = git_controls(spec, cwd, submodules)
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
-                controls=git_controls(spec, cwd, submodules), bwrap=self.sandbox.bwrap,
+                controls=controls, bwrap=self.sandbox.bwrap,
             )  # fmt: skip
+            problem = too_long(inside)
+            if problem is not None:
+                raise SandboxRefused(_too_many_controls(problem, controls))
             return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)
 
         return confine
