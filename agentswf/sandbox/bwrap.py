@@ -9,7 +9,7 @@ stays read-only, or the agent would change the `awf` that runs next outside it),
 `write` entry inside it; then the agent's own directory
 read-only (its launcher and its sockets, at the same path as outside, so the prompt's
 launcher path holds) with its harness home in it writable. A run's record (`.awf`) in a
-directory it is given is covered by an empty one; a git repository's config and hooks in a
+directory it is given is covered by an empty one; a git repository's config (`config.worktree` too) and hooks in a
 directory it may write stay read-only (they name commands your next `git status` runs), and the
 directories above them, above what runs the agent and above a covered record in it can't be
 moved aside and made again. Nothing else of the machine is there: not
@@ -25,6 +25,7 @@ still meets it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 FORWARDER_PROXY_PORT = 3128  # inside the sandbox's own loopback: HTTPS_PROXY points here
 TMP_BYTES = 1024 * 1024 * 1024  # the sandbox's own /tmp, in memory: at most this much
 HIDDEN_BYTES = 64 * 1024  # an empty directory covering a run's record
+BWRAP_MAX_ARGS = 9000  # bubblewrap's own limit (MAX_ARGS in bubblewrap.c): past it, it starts nothing
+MAX_ARGV_BYTES = 1024 * 1024  # of the argv: half of Linux's ARG_MAX (2 MiB with an 8 MiB stack), the rest the environment's
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,17 @@ def bwrap_argv(
     argv += ["--ro-bind", str(agent.agent_dir), str(agent.agent_dir), "--bind", str(home), str(home)]
     argv += ["--chdir", str(agent.cwd), "--", *command]
     return argv
+
+
+def too_long(argv: Sequence[str]) -> str | None:
+    """Why bwrap would not start with `argv` (more arguments than it takes, more bytes than exec
+    takes: each path it holds is a mount, and an agent can make many, with long names), None if it would."""
+    size = sum(len(os.fsencode(arg)) + 1 for arg in argv)
+    if len(argv) > BWRAP_MAX_ARGS:
+        return f"its bubblewrap command would be {len(argv)} arguments, more than bubblewrap takes ({BWRAP_MAX_ARGS})"
+    if size > MAX_ARGV_BYTES:
+        return f"its bubblewrap command would be {size:,} bytes, more than the sandbox starts ({MAX_ARGV_BYTES:,})"
+    return None
 
 
 def proxy_port(tunnels: Sequence[str]) -> int:

@@ -4,8 +4,10 @@ obey, undone as the last of the attempts in it ends.
 A repository's `.git/config` and `.git/hooks` are held read-only in the sandbox (`runner.git_controls`),
 and so are every `config` and `hooks` under its `.git/modules` (`module_directories`: every
 directory there, whether or not it has a `HEAD`: an agent can remove one) and those of a
-submodule's `.git` directory in its checkout. But git reads commands from other places the
-agent can write, and a mount can't hold a file that isn't there yet:
+submodule's `.git` directory in its checkout; and the `config.worktree` (read where
+`extensions.worktreeConfig` is on) of each of those git directories and of their linked
+worktrees (`linked_worktrees`), made empty first where missing. But git reads commands from
+other places the agent can write, and a mount can't hold a file that isn't there yet:
 
 - a `commondir` file (`.git/commondir`, a linked worktree's `.git/worktrees/<name>/commondir`,
   one in any directory under `.git/modules`, or in a submodule's `.git` directory) names the
@@ -149,17 +151,21 @@ def module_directories(git: Path) -> list[Path]:
     return found
 
 
+def linked_worktrees(git: Path) -> list[Path]:
+    """The git directory of each linked worktree of the git directory `git` (`worktrees/<name>`,
+    not through a symbolic link): its `commondir` and `config.worktree` are read as its own."""
+    try:
+        with os.scandir(git / "worktrees") as entries:
+            return sorted(Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return []  # no linked worktrees
+
+
 def _commondir_paths(git_dir: Path, modules: Sequence[Path]) -> list[Path]:
     """Every `commondir` git could read for the repository: its own, its linked worktrees', and
     those of the directories under its `modules/` (each may be a submodule's git directory, or
     one of its worktrees')."""
-    paths = [git_dir / "commondir", *(directory / "commondir" for directory in modules)]
-    try:
-        with os.scandir(git_dir / "worktrees") as entries:
-            paths += [Path(entry.path) / "commondir" for entry in entries if entry.is_dir(follow_symlinks=False)]
-    except OSError:
-        pass  # no linked worktrees
-    return paths
+    return [directory / "commondir" for directory in (git_dir, *linked_worktrees(git_dir), *modules)]
 
 
 def _read_pointer(path: Path) -> bytes | None:

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import anyio
 
-from ..errors import DefinitionError
+from ..errors import DefinitionError, SandboxRefused
 from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Harness, Operation, OperationResult
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
 from . import gitsweep
-from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port
-from .gitsweep import module_directories
+from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
+from .gitsweep import linked_worktrees, module_directories
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
 from .spec import ResolvedSpec
@@ -130,7 +130,8 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
     return hidden
 
 
-GIT_CONTROLS = ("config", "hooks")  # of a repository's .git: commands git runs (core.fsmonitor, filters, hooks)
+WORKTREE_CONFIG = "config.worktree"  # a git directory's own config, read where extensions.worktreeConfig is on
+GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG)  # of a git directory: commands git runs (core.fsmonitor, filters, hooks)
 
 
 def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ()) -> list[Path]:
@@ -138,10 +139,12 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
     cwd's too), or its `.git` file (a worktree's: the git directory it names), of every directory
     under its `.git/modules` (`module_directories`: a submodule's git directory may have lost its
     HEAD), and of `submodules` (the git directories of its submodules with a checkout, a `.git`
-    directory in one too) and under theirs: read-only inside, or the agent would choose what your
-    next `git status` runs. SandboxRefused where there are too many to hold.
+    directory in one too) and under theirs; and the `config.worktree` of each of these and of
+    their linked worktrees (`.git/worktrees/<name>`): read-only inside, or the agent would choose
+    what your next `git status` runs. SandboxRefused where there are too many to hold.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
-    a git directory's missing hooks directory is made (empty), so that there is one to hold read-only."""
+    a git directory's missing hooks directory and `config.worktree` are made (empty), so that
+    there is one to hold read-only."""
     found: set[Path] = set()
     git_dirs = list(submodules)
     for _top, git in _repositories(spec, cwd):
@@ -150,17 +153,48 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
         if git.is_dir():
             git_dirs.append(git)
     for git in git_dirs:
-        for directory in (git, *module_directories(git)):
-            if directory == git or (directory / "HEAD").exists() or (directory / "config").exists():
-                try:
-                    (directory / "hooks").mkdir(exist_ok=True)
-                except OSError:  # a dangling symlink: git runs no hooks through it
-                    pass
+        for directory in (git, *linked_worktrees(git), *module_directories(git)):
+            if directory == git or _is_git_directory(directory):
+                _make_holdable(directory)
             for name in GIT_CONTROLS:
                 real = Path(os.path.realpath(directory / name))
                 if real.exists() and _inside(real, spec.write):
                     found.add(real)
     return sorted(found)
+
+
+def _is_git_directory(directory: Path) -> bool:
+    """Whether git would take `directory` for a git directory (as its `is_git_directory` does, but
+    for a HEAD an agent may have removed: a config will do): objects and refs, or a `commondir` (a
+    linked worktree's). Not a directory of refs with a HEAD (`refs/remotes/origin`) or a branch
+    named `config`: a file made there would be a broken ref."""
+    named = (directory / "HEAD").is_file() or (directory / "config").is_file()
+    has_data = (directory / "objects").is_dir() and (directory / "refs").is_dir()
+    return named and (has_data or (directory / "commondir").is_file())
+
+
+def _make_holdable(git: Path) -> None:
+    """The git directory `git`'s hooks directory and `config.worktree`, made empty where missing:
+    a mount holds only what is there, and one made in the sandbox would be the agent's. Neither
+    is made through a symbolic link (one to nothing: git reads nothing through it)."""
+    try:
+        (git / "hooks").mkdir(exist_ok=True)
+    except OSError:
+        pass
+    try:
+        os.close(os.open(git / WORKTREE_CONFIG, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
+    except OSError:
+        pass  # there already (or a symbolic link)
+
+
+def _too_many_controls(problem: str, controls: Sequence[Path]) -> str:
+    """The refusal of an attempt whose sandbox would hold more git controls than bwrap can take."""
+    return (
+        f"the sandbox won't start: {problem}. It holds read-only the config, config.worktree and hooks of "
+        f"each git directory in a repository it may write ({len(controls)} paths here), each a mount of its own; see "
+        "what is under their .git/modules and .git/worktrees (an agent may have made them) and remove what "
+        "isn't your submodules' or worktrees'"
+    )
 
 
 def _repositories(spec: ResolvedSpec, cwd: Path) -> list[tuple[Path, Path]]:
@@ -325,10 +359,14 @@ class SandboxedHarness(Harness):
                     tunnels=tunnels,
                 )  # fmt: skip
             records = hidden_records(spec, cwd, self.sandbox.record)  # now: a record made since is covered too
+            controls = git_controls(spec, cwd, submodules)
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
-                controls=git_controls(spec, cwd, submodules), bwrap=self.sandbox.bwrap,
+                controls=controls, bwrap=self.sandbox.bwrap,
             )  # fmt: skip
+            problem = too_long(inside)
+            if problem is not None:
+                raise SandboxRefused(_too_many_controls(problem, controls))
             return inside, sandbox_env(env, home, proxy_port(tunnels) if allow else None)
 
         return confine

@@ -52,6 +52,7 @@ import msgspec
 
 from ..engine.records import make_private_dirs, regular_bytes, write_whole
 from ..errors import DefinitionError
+from ..harnesses.regular import read_regular
 
 Keep = Literal["on-change", "always", "never"]
 Ending = Literal["removed", "kept", "branch-kept"]
@@ -325,15 +326,11 @@ def _commit(repository: Path, name: str) -> str | None:
 
 
 def _read_link(path: Path) -> str | None:
-    """A `gitdir: X` or plain-path file's target, if it is a regular file (never a symlink, nor a
-    FIFO swapped in meanwhile) and names a path (an agent's NUL in it names none)."""
-    try:
-        if path.is_symlink() or path.lstat().st_size > MAX_LINK_BYTES:
-            return None
-        data = regular_bytes(path)
-    except OSError:
-        return None
-    if data is None:
+    """A `gitdir: X` or plain-path file's target, if it is a regular file of at most MAX_LINK_BYTES
+    (not a symlink, a FIFO, nor anything larger) and names a path (an agent's NUL in it names none).
+    What is checked is what is read: one descriptor (`read_regular`), so a file swapped in between is neither."""
+    data = read_regular(path, MAX_LINK_BYTES + 1, follow=False)
+    if data is None or len(data) > MAX_LINK_BYTES:
         return None
     text = data.decode(errors="surrogateescape").strip()
     target = text.removeprefix("gitdir:").strip()

@@ -86,3 +86,14 @@ def test_the_forwarder_goes_in_front_on_a_port_no_tunnel_takes():
                      tunnels=["127.0.0.1:3128"])  # fmt: skip
     assert argv == ["/py", "-S", "-I", "/f.py", "/a/n.sock", "3129", "127.0.0.1:3128", "--", "codex", "exec"]
     assert proxy_port([]) == 3128
+
+
+def test_an_argv_bubblewrap_or_exec_would_not_take_is_too_long():
+    from agentswf.sandbox.bwrap import BWRAP_MAX_ARGS, MAX_ARGV_BYTES, too_long
+
+    assert too_long(["bwrap"] * BWRAP_MAX_ARGS) is None
+    assert f"more than bubblewrap takes ({BWRAP_MAX_ARGS})" in (too_long(["bwrap"] * (BWRAP_MAX_ARGS + 1)) or "")
+    long = "/" + "x" * 4095
+    fits = MAX_ARGV_BYTES // (len(long) + 1)
+    assert too_long([long] * fits) is None
+    assert "bytes, more than the sandbox starts" in (too_long([long] * (fits + 1)) or "")

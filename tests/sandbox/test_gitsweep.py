@@ -144,10 +144,42 @@ def test_git_controls_hold_every_modules_directory_and_a_submodules_own_git_dire
     headless = repo / ".git" / "modules" / "sub"  # its HEAD removed by an agent
     own = repo / "other" / ".git"  # a submodule checked out with its own git directory
     for git in (repo / ".git", headless, own):
-        git.mkdir(parents=True)
+        (git / "objects").mkdir(parents=True)
+        (git / "refs").mkdir()
         (git / "config").write_text("")
     spec = ResolvedSpec(repo, (), (repo,), ())
     assert git_controls(spec, repo, [own]) == [
-        repo / ".git" / "config", repo / ".git" / "hooks", headless / "config", headless / "hooks",
-        own / "config", own / "hooks",
+        repo / ".git" / "config", repo / ".git" / "config.worktree", repo / ".git" / "hooks",
+        headless / "config", headless / "config.worktree", headless / "hooks",
+        own / "config", own / "config.worktree", own / "hooks",
     ]  # fmt: skip
+
+
+def test_git_controls_hold_a_per_worktree_config_made_empty_where_there_is_none(tmp_path: Path) -> None:
+    """`config.worktree` (read where extensions.worktreeConfig is on): the repository's, each of
+    its linked worktrees', a submodule's and its worktrees', a submodule's own `.git`'s; one there
+    is held as it is, never written; none is made where git sees no git directory (a directory of
+    refs with a HEAD: it would be a broken ref)."""
+    repo = tmp_path / "repo"
+    git = repo / ".git"
+    module, own = git / "modules" / "sub", repo / "own" / ".git"
+    linked = (git / "worktrees" / "wt", module / "worktrees" / "w")
+    for directory in (git, module, own):
+        (directory / "objects").mkdir(parents=True)
+        (directory / "refs" / "remotes" / "origin").mkdir(parents=True)
+        (directory / "refs" / "remotes" / "origin" / "HEAD").write_text("ref: refs/remotes/origin/main\n")
+        (directory / "refs" / "heads").mkdir()
+        (directory / "refs" / "heads" / "config").write_text("0" * 40 + "\n")  # a branch named config
+    for directory in linked:
+        directory.mkdir(parents=True)
+        (directory / "commondir").write_text("../..\n")
+    for directory in (git, module, own, *linked):
+        (directory / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "config.worktree").write_text("[core]\n\tsparseCheckout = true\n")
+    held = git_controls(ResolvedSpec(repo, (), (repo,), ()), repo, [own])
+    for directory in (git, module, own, *linked):
+        assert directory / "config.worktree" in held, directory
+    assert (git / "config.worktree").read_text() == "[core]\n\tsparseCheckout = true\n"
+    assert (linked[0] / "config.worktree").read_bytes() == b"" and (own / "config.worktree").read_bytes() == b""
+    assert [path.name for path in (module / "refs" / "remotes" / "origin").iterdir()] == ["HEAD"]
+    assert [path.name for path in (module / "refs" / "heads").iterdir()] == ["config"]

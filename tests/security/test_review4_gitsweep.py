@@ -17,6 +17,7 @@ import pytest
 
 import agentswf
 from agentswf import workflow
+from agentswf.sandbox.bwrap import BWRAP_MAX_ARGS, MAX_ARGV_BYTES
 from agentswf.sandbox.gitsweep import MAX_MODULE_DIRECTORIES, GitState, read_state, repairs, sweep
 
 from ..sandbox.kit import ANSWER, agent, needs_bwrap
@@ -396,3 +397,76 @@ async def test_a_submodule_checked_out_with_its_own_git_directory_is_held_and_sw
     subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, timeout=30, check=False)
     assert result.value.split("\n") == ["config: read-only", "hooks: read-only", "COMMONDIR SET"], result.value
     assert not (repo / "sub" / ".git" / "commondir").exists() and not owned.exists()
+
+
+SET_WORKTREE_CONFIG = """\
+    git config -f "$FILE" core.fsmonitor "touch $OWNED; false" 2>/dev/null && say "SET" || say "read-only"
+"""
+WORKTREE_CONFIGS = {  # where git reads a `config.worktree` (extensions.worktreeConfig on), and where your git status runs
+    "repository": (".git/config.worktree", "."),  # `git sparse-checkout init` made it
+    "linked worktree": (".git/worktrees/wt/config.worktree", "../../wt"),
+    "submodule": (".git/modules/sub/config.worktree", "."),
+}
+
+
+@pytest.mark.anyio
+@needs_bwrap
+@pytest.mark.parametrize("place", sorted(WORKTREE_CONFIGS))
+async def test_a_per_worktree_config_is_held_read_only(tmp_path: Path, place: str) -> None:
+    """With `extensions.worktreeConfig` on (a sparse checkout's), git reads `config.worktree` in
+    the repository's git directory, a linked worktree's and a submodule's: there or not, it is held."""
+    repo = _workspace(tmp_path, _with_submodule)
+    _git(repo, "sparse-checkout", "init")  # turns the extension on, and writes .git/config.worktree
+    _git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    _git(repo / "sub", "config", "extensions.worktreeConfig", "true")
+    planted, status_in = WORKTREE_CONFIGS[place]
+    owned, token = tmp_path / "OWNED", secrets.token_hex(4)
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
+        runtime = agent(repo, "a", SET_WORKTREE_CONFIG + ANSWER, token, OWNED=str(owned), FILE=planted)
+        return (await (await wf.agents.open("a", runtime=runtime, sandbox=box)).run("Work.", timeout=20)).value
+
+    result = await _run(tmp_path, fn)
+    (repo / "sub" / "x").write_text("changed, so that status looks inside\n")
+    subprocess.run(["git", "-C", str(repo / status_in), "status"], capture_output=True, timeout=30, check=False)
+    assert not owned.exists(), "OWNED"
+    assert result.value == "read-only", result.value
+
+
+def _decoys(modules: Path, shape: str) -> None:
+    """Directories an agent made in `.git/modules`, fewer than MAX_MODULE_DIRECTORIES, each with a
+    config and hooks to hold: so many that their mounts are more arguments than bubblewrap takes,
+    or so deep that their paths are more bytes than the sandbox starts."""
+    if shape == "many":
+        count, levels = BWRAP_MAX_ARGS // 9 + 1, 1  # three mounts each (config, hooks, itself), of three arguments
+    else:
+        count, levels = 64, 16  # a path of 16 names of 200 bytes, mounted at each level: 64 × 17 × 2 × 3 KiB
+        assert count * (levels + 2) * 2 * levels * 200 > MAX_ARGV_BYTES
+    assert count * levels < MAX_MODULE_DIRECTORIES
+    for number in range(count):
+        deepest = modules.joinpath(f"decoy{number}", *["x" * 200] * (levels - 1))
+        (deepest / "hooks").mkdir(parents=True)
+        (deepest / "config").write_text("")
+
+
+@pytest.mark.anyio
+@needs_bwrap
+@pytest.mark.parametrize("shape", ["many", "deep"])
+async def test_more_git_controls_than_bubblewrap_takes_refuse_the_attempt_saying_why(tmp_path: Path, shape: str) -> None:
+    """Each held config and hooks is a mount of bubblewrap's: past what it (or exec) takes, the
+    attempt is refused saying what is held and where to look, not failed in bubblewrap's words."""
+    repo = _workspace(tmp_path, _with_submodule)
+    _decoys(repo / ".git" / "modules", shape)
+    token = secrets.token_hex(4)
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
+        a = await wf.agents.open("a", runtime=agent(repo, "a", "touch RAN\n" + ANSWER, token), sandbox=box)
+        turn = await a.run("Work.", timeout=60)
+        return [turn.outcome.kind, turn.outcome.reason]
+
+    result = await _run(tmp_path, fn)
+    kind, reason = result.value
+    assert kind == "failed" and "the sandbox won't start" in reason and ".git/modules" in reason, result.value
+    assert not (repo / "RAN").exists()

@@ -236,12 +236,13 @@ def test_the_git_controls_of_a_repository_or_a_git_directory_given_to_write(tmp_
     (other / ".git" / "config").write_text("")
     spec = ResolvedSpec(repo, (), (repo, other / ".git", plain), ())
     assert git_controls(spec, repo) == [
-        other / ".git" / "config", other / ".git" / "hooks", repo / ".git" / "config", repo / ".git" / "hooks",
+        other / ".git" / "config", other / ".git" / "config.worktree", other / ".git" / "hooks",
+        repo / ".git" / "config", repo / ".git" / "config.worktree", repo / ".git" / "hooks",
     ]  # fmt: skip
     assert (repo / ".git" / "hooks").is_dir()  # made, to be held read-only
     (other / ".git" / "hooks").rmdir()
     (other / ".git" / "hooks").symlink_to(plain)  # a hooks directory elsewhere in what it writes: held there
-    assert git_controls(spec, repo)[:2] == [other / ".git" / "config", plain]
+    assert git_controls(spec, repo)[:3] == [other / ".git" / "config", other / ".git" / "config.worktree", plain]
     (other / ".git" / "hooks").unlink()
     (other / ".git" / "hooks").symlink_to(tmp_path / "outside")  # dangling: git runs nothing through it
     assert git_controls(spec, repo)[:1] == [other / ".git" / "config"]

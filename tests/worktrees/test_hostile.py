@@ -164,3 +164,31 @@ def test_a_manifest_written_over_to_name_another_branch_or_path_is_not_read(tmp_
     ):
         write_manifest(directory, Manifest(forged, "ended"))
         assert read_manifest(directory / "fixer.json") is None
+
+
+@pytest.mark.parametrize("swapped_in", ["a file over the cap", "a symbolic link"])
+def test_a_git_file_swapped_after_it_was_checked_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: str
+) -> None:
+    """An agent replaces a worktree's `.git` file just as the run opens it (after any check made
+    by path): what is read is what was opened, never more than MAX_LINK_BYTES, never through a link."""
+    import os
+
+    from agentswf.workflow import worktrees
+
+    link, elsewhere = tmp_path / ".git", tmp_path / "elsewhere"
+    link.write_text("gitdir: /the/real/one\n")
+    elsewhere.write_text("gitdir: /the/agents\n")
+    real_open = os.open
+
+    def swap_then_open(path, *args, **kwargs):  # the agent wins the race to the open
+        if Path(path) == link and link.read_text() == "gitdir: /the/real/one\n":
+            link.unlink()
+            if swapped_in == "a symbolic link":
+                link.symlink_to(elsewhere)
+            else:
+                link.write_text("gitdir: /the/agents" + " " * (4 * worktrees.MAX_LINK_BYTES))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swap_then_open)
+    assert worktrees._read_link(link) is None
