@@ -27,7 +27,7 @@ from ..workflow.worktrees import (
     end_of,
     hold_lock,
     inspect,
-    read_manifest,
+    load_manifest,
     run_is_live,
     write_manifest,
 )
@@ -51,8 +51,15 @@ def as_json(ends: Iterable[WorktreeEnd]) -> list[dict[str, Any]]:
 
 
 def _manifests(run_dir: Path) -> list[Manifest]:
-    found = (read_manifest(path) for path in sorted((run_dir / WORKTREES_DIR).glob("*.json")))
-    return [manifest for manifest in found if manifest is not None]
+    """The run's manifests that can be read; each that can't is named on standard error, and left alone."""
+    found = []
+    for path in sorted((run_dir / WORKTREES_DIR).glob("*.json")):
+        loaded = load_manifest(path)
+        if isinstance(loaded, str):
+            print(_one_line(f"awf: {path} is not read: {loaded}; left as it is"), file=sys.stderr)
+        else:
+            found.append(loaded)
+    return found
 
 
 def _runs(root: Path, run: str | None) -> list[Path] | str:

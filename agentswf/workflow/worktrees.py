@@ -50,7 +50,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from ..engine.records import make_private_dirs, regular_bytes, write_whole
+from ..engine.records import make_private_dirs, write_whole
 from ..errors import DefinitionError
 from ..harnesses.regular import read_regular
 
@@ -69,6 +69,7 @@ MIN_GIT_VERSION = (2, 17)  # `git worktree remove`
 GIT_TIMEOUT_SECONDS = 120.0  # one git command; `worktree add` checks a whole tree out
 GIT_MESSAGE_CHARS = 400  # of git's standard error, in an error or a record
 MAX_LINK_BYTES = 4096  # of a `.git` file or git's `gitdir` (a path): a larger one, an agent's, is none
+MAX_MANIFEST_BYTES = 1 << 20  # of a worktree's manifest (some paths and a reason: a few KiB): a larger one, an agent's, is none
 LOCAL_GIT_VARIABLES = frozenset(
     # `git rev-parse --local-env-vars` (of git 2.17 to 2.47: GIT_NO_LAZY_FETCH is 2.45's): what makes git
     # use a repository other than the one asked, or not as asked
@@ -432,20 +433,33 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
 
 def read_manifest(path: Path) -> Manifest | None:
     """The manifest at `path`, or None when it can't be read or doesn't describe the worktree its
-    place names: a record an agent wrote over never points `--clean` at another path or branch."""
+    place names (`load_manifest` says why)."""
+    loaded = load_manifest(path)
+    return loaded if isinstance(loaded, Manifest) else None
+
+
+def load_manifest(path: Path) -> Manifest | str:
+    """The manifest at `path`, or why it is not read: a record an agent wrote over never points
+    `--clean` at another path or branch. Read through one descriptor (`read_regular`), never
+    through a symbolic link, only a regular file (a FIFO an agent put among them would block its
+    reader for good, a link to `/dev/zero` never end) and at most MAX_MANIFEST_BYTES."""
+    data = read_regular(path, MAX_MANIFEST_BYTES + 1, follow=False)
+    if data is None:
+        return "not a regular file (a FIFO, a symbolic link, a device) or unreadable"
+    if len(data) > MAX_MANIFEST_BYTES:
+        return f"over {MAX_MANIFEST_BYTES} bytes (MAX_MANIFEST_BYTES), which no run writes"
     try:
-        data = regular_bytes(path)  # a FIFO an agent put among them would block its reader for good
-        manifest = msgspec.json.decode(data or b"", type=Manifest, dec_hook=_decode_path)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return None
+        manifest = msgspec.json.decode(data, type=Manifest, dec_hook=_decode_path)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        return f"not a manifest ({error})"
     worktree, run_id = manifest.worktree, path.parent.parent.name
     expected = (path.stem, run_id, f"{BRANCH_PREFIX}/{run_id}/{path.stem}")
     if (worktree.name, worktree.run_id, worktree.branch) != expected or not _same(worktree.path, path.with_suffix("")):
-        return None
+        return "it names another worktree, run, branch or path than its own place"
     try:
         check_name(worktree.name)
     except DefinitionError:  # a file an agent named, not one `wf.worktree` made
-        return None
+        return "its name is not a worktree's"
     return manifest
 
 

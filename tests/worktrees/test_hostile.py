@@ -166,6 +166,41 @@ def test_a_manifest_written_over_to_name_another_branch_or_path_is_not_read(tmp_
         assert read_manifest(directory / "fixer.json") is None
 
 
+@pytest.mark.parametrize("shape", ["over the cap", "a symbolic link"])
+def test_a_manifest_over_the_cap_or_through_a_link_is_not_read_and_is_named(tmp_path: Path, shape: str) -> None:
+    """An unsandboxed agent writes a manifest of gigabytes (its reader would hold it all) or links
+    one to a file elsewhere: neither is read, whatever it says, and `awf worktrees` says why."""
+    import subprocess
+    import sys
+
+    from agentswf.workflow.worktrees import MAX_MANIFEST_BYTES, Manifest, Worktree, read_manifest, write_manifest
+
+    runs = tmp_path / "runs"
+    directory = runs / "wt" / "20261201-090020-fc66" / "worktrees"
+    directory.mkdir(parents=True)
+    own = Worktree(
+        "w", directory / "w", "awf/20261201-090020-fc66/w", "0" * 40, "on-change",
+        tmp_path, tmp_path / ".git" / "worktrees" / "w", tmp_path / ".git", "HEAD", "20261201-090020-fc66",
+    )  # fmt: skip
+    write_manifest(directory, Manifest(own, "made"))
+    manifest = directory / "w.json"
+    if shape == "over the cap":  # still the manifest to a decoder: JSON allows the spaces after it
+        with manifest.open("a") as file:
+            file.write(" " * MAX_MANIFEST_BYTES)
+        expected = f"over {MAX_MANIFEST_BYTES} bytes"
+    else:
+        manifest.rename(tmp_path / "elsewhere.json")
+        manifest.symlink_to(tmp_path / "elsewhere.json")
+        expected = "not a regular file"
+    assert read_manifest(manifest) is None
+    done = subprocess.run(
+        [sys.executable, "-m", "agentswf", "worktrees", "--run-root", str(runs)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"{manifest} is not read: {expected}" in done.stderr and done.stdout == "", (done.stdout, done.stderr)
+
+
 @pytest.mark.parametrize("swapped_in", ["a file over the cap", "a symbolic link"])
 def test_a_git_file_swapped_after_it_was_checked_is_not_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: str
