@@ -131,7 +131,8 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
 
 
 WORKTREE_CONFIG = "config.worktree"  # a git directory's own config, read where extensions.worktreeConfig is on
-GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG)  # of a git directory: commands git runs (core.fsmonitor, filters, hooks)
+GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG)
+MAX_LINK_HOPS = 40  # symbolic links followed to a git control, as the kernel follows (ELOOP)  # of a git directory: commands git runs (core.fsmonitor, filters, hooks)
 
 
 def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ()) -> list[Path]:
@@ -141,13 +142,19 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
     HEAD), and of `submodules` (the git directories of its submodules with a checkout, a `.git`
     directory in one too) and under theirs; and the `config.worktree` of each of these and of
     their linked worktrees (`.git/worktrees/<name>`): read-only inside, or the agent would choose
-    what your next `git status` runs. SandboxRefused where there are too many to hold.
+    what your next `git status` runs. SandboxRefused where there are too many to hold, and where
+    one is reached through a symbolic link that lies in a path the sandbox may write, or names
+    something missing there (`_unholdable`): a mount holds neither the link nor what isn't there.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
     a git directory's missing hooks directory and `config.worktree` are made (empty), so that
     there is one to hold read-only."""
     found: set[Path] = set()
     git_dirs = list(submodules)
-    for _top, git in _repositories(spec, cwd):
+    for top, git in _repositories(spec, cwd):
+        if top.name != ".git" and os.path.islink(top / ".git"):  # the agent would put a repository of its own there
+            problem = _unholdable(top / ".git", spec.write)
+            if problem is not None:
+                raise SandboxRefused(_link_refused(top / ".git", problem))
         if git.is_file() and _inside(git, spec.write):  # a worktree's or a submodule's: it names the git directory
             found.add(git)
         if git.is_dir():
@@ -156,11 +163,50 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
         for directory in (git, *linked_worktrees(git), *module_directories(git)):
             if directory == git or _is_git_directory(directory):
                 _make_holdable(directory)
+            resolved = os.path.realpath(directory) == str(directory)
             for name in GIT_CONTROLS:
+                if not resolved or os.path.islink(directory / name):
+                    problem = _unholdable(directory / name, spec.write)
+                    if problem is not None:
+                        raise SandboxRefused(_link_refused(directory / name, problem))
                 real = Path(os.path.realpath(directory / name))
                 if real.exists() and _inside(real, spec.write):
                     found.add(real)
     return sorted(found)
+
+
+def _unholdable(path: Path, write: tuple[Path, ...]) -> str | None:
+    """Why the git control `path` can't be held read-only for the symbolic links it is reached
+    through, None if it can: a link in a path the sandbox may write (a mount holds what a link
+    names, not the link: the agent replaces the link with a hooks directory or a config of its
+    own), or one naming something missing there (the agent makes it). Each link is followed by
+    hand, from the root, so that where each one lies is known."""
+    current = Path(os.path.abspath(path))
+    for _hop in range(MAX_LINK_HOPS):
+        for depth in range(2, len(current.parts) + 1):
+            prefix = Path(*current.parts[:depth])  # no link above it: where it lies is its own path
+            if os.path.islink(prefix):
+                break
+        else:
+            end = Path(os.path.normpath(current))
+            if end != Path(os.path.normpath(path)) and not os.path.lexists(end) and _inside(end, write):
+                return f"it is a symbolic link to {end}, which is missing, in a path the sandbox may write: the agent would make it"
+            return None
+        place = Path(os.path.normpath(prefix))
+        if _inside(place, write):
+            where = "it" if place == Path(os.path.normpath(path)) else str(place)
+            return f"{where} is a symbolic link in a path the sandbox may write: the agent would put its own in its place"
+        current = Path(os.path.normpath(prefix.parent)) / os.readlink(prefix) / Path(*current.parts[depth:])
+    return f"it is reached through more than {MAX_LINK_HOPS} symbolic links"
+
+
+def _link_refused(control: Path, problem: str) -> str:
+    """The refusal of an attempt with a git control (`.git/hooks`, a config) that a mount can't hold."""
+    return (
+        f"the sandbox won't start: {control} can't be held read-only ({problem}), and your next git command "
+        f"there would run what it plants. Replace the link with what it names (a hooks directory elsewhere: "
+        f"core.hooksPath in the repository's config), or don't give the sandbox this repository to write"
+    )
 
 
 def _is_git_directory(directory: Path) -> bool:

@@ -470,3 +470,49 @@ async def test_more_git_controls_than_bubblewrap_takes_refuse_the_attempt_saying
     kind, reason = result.value
     assert kind == "failed" and "the sandbox won't start" in reason and ".git/modules" in reason, result.value
     assert not (repo / "RAN").exists()
+
+
+PLANT_HOOK = """\
+    mkdir -p "$DEST" && printf '#!/bin/sh\\ntouch %s\\n' "$OWNED" >"$DEST/pre-commit" && chmod +x "$DEST/pre-commit" && touch RAN
+"""
+PLANT_CONFIG = """\
+    git config -f "$DEST" core.fsmonitor "touch $OWNED; false" && touch RAN
+"""
+
+
+@pytest.mark.anyio
+@needs_bwrap
+@pytest.mark.parametrize("control", ["hooks", "config.worktree"])
+@pytest.mark.parametrize("target", ["missing", "there"])
+async def test_a_git_control_through_a_symbolic_link_refuses_the_attempt(tmp_path: Path, control: str, target: str) -> None:
+    """`.git/hooks` or `.git/config.worktree` a symbolic link into the working tree: a mount
+    holds what a link names, only if it is there, and never the link, which lies in `.git` where
+    the sandbox writes. Missing, the agent makes it; there, it replaces the link: either way its
+    hook or fsmonitor would run in your next `git commit` or `git status`. Refused, saying why."""
+    repo = _workspace(tmp_path, _repo)
+    _git(repo, "config", "core.repositoryformatversion", "1")
+    _git(repo, "config", "extensions.worktreeConfig", "true")
+    link, named = repo / ".git" / control, repo / f"elsewhere-{control}"
+    if control == "hooks":
+        shutil.rmtree(link)
+    link.unlink(missing_ok=True)
+    link.symlink_to(os.path.relpath(named, link.parent))
+    if target == "there":
+        named.mkdir() if control == "hooks" else named.write_text("")
+    owned, token = tmp_path / "OWNED", secrets.token_hex(4)
+    body = (f"rm .git/{control}\n" if target == "there" else "") + (PLANT_HOOK if control == "hooks" else PLANT_CONFIG)
+    dest = named if target == "missing" else link
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
+        runtime = agent(repo, "a", body + ANSWER, token, OWNED=str(owned), DEST=str(dest))
+        turn = await (await wf.agents.open("a", runtime=runtime, sandbox=box)).run("Work.", timeout=20)
+        return [turn.outcome.kind, turn.outcome.reason]
+
+    result = await _run(tmp_path, fn)
+    _git(repo, "status")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "yours")
+    kind, reason = result.value
+    assert not owned.exists(), f"the agent's hook or fsmonitor ran in your git (its turn: {result.value})"
+    assert kind == "failed" and f"{link} can't be held read-only" in reason, result.value
+    assert not (repo / "RAN").exists()

@@ -226,6 +226,7 @@ async def test_a_writer_commits_but_cant_set_what_git_runs_outside_it(place):
 
 
 def test_the_git_controls_of_a_repository_or_a_git_directory_given_to_write(tmp_path):
+    from agentswf.errors import SandboxRefused
     from agentswf.sandbox.runner import git_controls
     from agentswf.sandbox.spec import ResolvedSpec
 
@@ -241,10 +242,28 @@ def test_the_git_controls_of_a_repository_or_a_git_directory_given_to_write(tmp_
     ]  # fmt: skip
     assert (repo / ".git" / "hooks").is_dir()  # made, to be held read-only
     (other / ".git" / "hooks").rmdir()
-    (other / ".git" / "hooks").symlink_to(plain)  # a hooks directory elsewhere in what it writes: held there
-    assert git_controls(spec, repo)[:3] == [other / ".git" / "config", other / ".git" / "config.worktree", plain]
+    (other / ".git" / "hooks").symlink_to(plain)  # a link where it writes: it would replace the link
+    with pytest.raises(SandboxRefused, match="hooks can't be held read-only .it is a symbolic link in a path"):
+        git_controls(spec, repo)
     (other / ".git" / "hooks").unlink()
-    (other / ".git" / "hooks").symlink_to(tmp_path / "outside")  # dangling: git runs nothing through it
-    assert git_controls(spec, repo)[:1] == [other / ".git" / "config"]
+    (other / ".git" / "hooks").symlink_to(tmp_path / "outside")  # dangling, and the link where it writes
+    with pytest.raises(SandboxRefused, match="it is a symbolic link in a path the sandbox may write"):
+        git_controls(spec, repo)
+    (other / ".git" / "hooks").unlink()
+    away = tmp_path / "away"  # a submodule's git directory it doesn't write: its links stay as they are
+    (away / ".git").mkdir(parents=True)
+    (away / ".git" / "config").write_text("")
+    (away / ".git" / "config.worktree").write_text("")
+    (away / ".git" / "hooks").symlink_to(plain)  # a hooks directory in what it writes: held there
+    sole = ResolvedSpec(plain, (), (plain,), ())
+    assert git_controls(sole, plain, [away / ".git"]) == [plain]
+    (away / ".git" / "hooks").unlink()
+    (away / ".git" / "hooks").symlink_to(plain / "missing")  # the agent would make it
+    with pytest.raises(SandboxRefused, match="a symbolic link to .*missing, which is missing"):
+        git_controls(sole, plain, [away / ".git"])
+    (repo / "sub").mkdir()
+    (repo / "sub" / ".git").symlink_to(away / ".git")  # a repository's .git a link where it writes
+    with pytest.raises(SandboxRefused, match=r"\.git can't be held read-only .it is a symbolic link in a path"):
+        git_controls(ResolvedSpec(repo, (), (repo,), ()), repo / "sub")
     reader = ResolvedSpec(repo, (), (), ())
     assert git_controls(reader, repo) == []  # nothing it can write: nothing to hold
