@@ -10,7 +10,7 @@ import pytest
 import agentswf
 from agentswf import Workflow
 
-from ..worktrees.kit import agent, make_repo, run_in, snapshot
+from ..worktrees.kit import agent, make_repo, run_in, run_manifest, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -95,16 +95,10 @@ def test_a_manifest_with_a_nul_in_a_path_is_not_read(tmp_path: Path, field: str)
     import sys
     from dataclasses import replace
 
-    from agentswf.workflow.worktrees import Manifest, Worktree, read_manifest, write_manifest
+    from agentswf.workflow.worktrees import read_manifest
 
+    directory, own = run_manifest(tmp_path)
     runs = tmp_path / "runs"
-    directory = runs / "wt" / "20261201-090020-fc66" / "worktrees"
-    directory.mkdir(parents=True)
-    own = Worktree(
-        "w", directory / "w", "awf/20261201-090020-fc66/w", "0" * 40, "on-change",
-        tmp_path, tmp_path / ".git" / "worktrees" / "w", tmp_path / ".git", "HEAD", "20261201-090020-fc66",
-    )  # fmt: skip
-    write_manifest(directory, Manifest(own, "made"))
     forged = json.loads((directory / "w.json").read_text())
     forged["worktree"][field] = str(replace(own).repository) + "/a\0b"
     (directory / "w.json").write_text(json.dumps(forged))

@@ -262,6 +262,22 @@ async def _run(tmp_path: Path, fn) -> agentswf.RunResult:
     return result
 
 
+async def _refused(tmp_path: Path, repo: Path, *, timeout: float) -> tuple[str, str]:
+    """A sandboxed turn in `repo` that should never begin: its outcome's kind and reason, once
+    checked that the agent's command didn't run."""
+    token = secrets.token_hex(4)
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
+        a = await wf.agents.open("a", runtime=agent(repo, "a", "touch RAN\n" + ANSWER, token), sandbox=box)
+        turn = await a.run("Work.", timeout=timeout)
+        return [turn.outcome.kind, turn.outcome.reason]
+
+    kind, reason = (await _run(tmp_path, fn)).value
+    assert not (repo / "RAN").exists()
+    return kind, reason
+
+
 def _workspace(tmp_path: Path, make) -> Path:
     """`make(tmp_path)`'s repository, moved to ws/repo (the sandbox's cwd)."""
     repo = make(tmp_path)
@@ -359,18 +375,8 @@ async def test_a_modules_directory_too_full_to_hold_refuses_the_attempt(tmp_path
     repo = _workspace(tmp_path, _with_submodule)
     for number in range(MAX_MODULE_DIRECTORIES):
         (repo / ".git" / "modules" / f"decoy{number}").mkdir()
-    token = secrets.token_hex(4)
-
-    async def fn(wf):
-        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
-        a = await wf.agents.open("a", runtime=agent(repo, "a", "touch RAN\n" + ANSWER, token), sandbox=box)
-        turn = await a.run("Work.", timeout=20)
-        return [turn.outcome.kind, turn.outcome.reason]
-
-    result = await _run(tmp_path, fn)
-    kind, reason = result.value
-    assert kind == "failed" and f"more than {MAX_MODULE_DIRECTORIES} directories" in reason, result.value
-    assert not (repo / "RAN").exists()
+    kind, reason = await _refused(tmp_path, repo, timeout=20)
+    assert kind == "failed" and f"more than {MAX_MODULE_DIRECTORIES} directories" in reason, reason
 
 
 OWN_GIT_DIRECTORY = """\
@@ -458,18 +464,8 @@ async def test_more_git_controls_than_bubblewrap_takes_refuse_the_attempt_saying
     attempt is refused saying what is held and where to look, not failed in bubblewrap's words."""
     repo = _workspace(tmp_path, _with_submodule)
     _decoys(repo / ".git" / "modules", shape)
-    token = secrets.token_hex(4)
-
-    async def fn(wf):
-        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
-        a = await wf.agents.open("a", runtime=agent(repo, "a", "touch RAN\n" + ANSWER, token), sandbox=box)
-        turn = await a.run("Work.", timeout=60)
-        return [turn.outcome.kind, turn.outcome.reason]
-
-    result = await _run(tmp_path, fn)
-    kind, reason = result.value
-    assert kind == "failed" and "the sandbox won't start" in reason and ".git/modules" in reason, result.value
-    assert not (repo / "RAN").exists()
+    kind, reason = await _refused(tmp_path, repo, timeout=60)
+    assert kind == "failed" and "the sandbox won't start" in reason and ".git/modules" in reason, reason
 
 
 PLANT_HOOK = """\

@@ -91,3 +91,23 @@ async def run_in(repo: Path, fn: Callable[..., Awaitable[Any]], **kwargs: Any) -
     """Run `fn` as a workflow in `repo`, its records where they go by default (.awf/runs inside it)."""
     definition = workflow(name="wt", description="A worktree test.")(fn)
     return await agentswf.run(definition, cwd=repo, **kwargs)
+
+
+RUN_ID = "20261201-090020-fc66"
+
+
+def run_manifest(tmp_path: Path, name: str = "w") -> tuple[Path, Any]:
+    """A run's worktrees directory under `tmp_path/runs` (`awf worktrees --run-root` reads it),
+    with the manifest of worktree `name` written in it, as a run makes one: the directory, and
+    the manifest's Worktree."""
+    from agentswf.workflow.worktrees import Manifest, Worktree, write_manifest
+
+    directory = tmp_path / "runs" / "wt" / RUN_ID / "worktrees"
+    directory.mkdir(parents=True)
+    own = Worktree(
+        name, directory / name, f"awf/{RUN_ID}/{name}", "0" * 40, "on-change",
+        tmp_path, tmp_path / ".git" / "worktrees" / name, tmp_path / ".git", "HEAD", RUN_ID,
+    )  # fmt: skip
+    write_manifest(directory, Manifest(own, "made"))
+    return directory, own
+

@@ -14,7 +14,7 @@ import pytest
 import agentswf
 from agentswf import Workflow
 
-from .kit import agent, branches, git, make_repo, registered, run_in, snapshot
+from .kit import agent, branches, git, make_repo, registered, run_in, run_manifest, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -173,16 +173,10 @@ def test_a_manifest_over_the_cap_or_through_a_link_is_not_read_and_is_named(tmp_
     import subprocess
     import sys
 
-    from agentswf.workflow.worktrees import MAX_MANIFEST_BYTES, Manifest, Worktree, read_manifest, write_manifest
+    from agentswf.workflow.worktrees import MAX_MANIFEST_BYTES, read_manifest
 
+    directory, _ = run_manifest(tmp_path)
     runs = tmp_path / "runs"
-    directory = runs / "wt" / "20261201-090020-fc66" / "worktrees"
-    directory.mkdir(parents=True)
-    own = Worktree(
-        "w", directory / "w", "awf/20261201-090020-fc66/w", "0" * 40, "on-change",
-        tmp_path, tmp_path / ".git" / "worktrees" / "w", tmp_path / ".git", "HEAD", "20261201-090020-fc66",
-    )  # fmt: skip
-    write_manifest(directory, Manifest(own, "made"))
     manifest = directory / "w.json"
     if shape == "over the cap":  # still the manifest to a decoder: JSON allows the spaces after it
         with manifest.open("a") as file:
