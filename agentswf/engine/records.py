@@ -57,8 +57,8 @@ a line in it.
 Fsync, when (group commit): appended lines are fsynced (with the directory of a file they
 created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every turn's end
 and at the run's end (the Recorder's stop), one fsync a file however many lines it took, a
-commit's fsyncs in one worker-thread hop for each `SYNC_FDS_AT_ONCE` files; nobody's acknowledgement waits for it but the run's
-end (output.json is written after it). call.json (written as the turn opens) and usage.json
+commit's fsyncs in one worker-thread hop for each `SYNC_FDS_AT_ONCE` files; nobody's
+acknowledgement waits for it but the run's end (output.json is written after it). call.json (written as the turn opens) and usage.json
 (rewritten once a batch that ended a turn is written) are held as the appends are: written
 whole on the loop's thread (temp file, one write, rename: a reader and `kill -9` of the run
 find the old file or the new one, never a torn one), no fsync and no thread hop of their own,
@@ -416,7 +416,7 @@ async def _write_synced(files: Sequence[tuple[Path, bytes, bool]], fsync: FsyncE
                 staged[n] = _stage(path, data, exclusive)
             except OSError as failed:
                 errors[n] = failed
-        synced = await fsync([each.fd for each in staged.values()])
+        synced = await fsync([each.fd for each in staged.values()]) if staged else []
         for (n, each), fsync_error in zip(list(staged.items()), synced, strict=True):
             os.close(each.fd)
             each.fd = -1
