@@ -42,7 +42,7 @@ import anyio
 import agentswf
 from agentswf import Workflow, tool, workflow
 from agentswf.launcher import listener
-from agentswf.launcher.listener import ConnectionBudget, Slot, eviction_rank
+from agentswf.launcher.listener import ConnectionBudget, Slot, ranked_at
 from agentswf.launcher.place import SOCKET_NAME
 from agentswf.wire import MAX_REQUEST_BYTES
 
@@ -172,10 +172,7 @@ def asking_every_one(waiting: Iterable[Slot], now: float, arriving: Callable[[Sl
     """The eviction rule before MAX_EVICTION_PEEKS (0143d32): the lowest ranked asked, then, if its
     bytes were arriving, every waiting connection sorted and asked in turn."""
     candidates = list(waiting)
-
-    def rank(slot: Slot) -> tuple[int, int, int]:
-        return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, now)
-
+    rank = ranked_at(now)
     lowest = min(candidates, key=rank, default=None)
     if lowest is None or not arriving(lowest):
         return lowest

@@ -201,14 +201,38 @@ def _temp_beside(path: Path) -> Path:
     return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
 
 
-def _write_new(temp: Path, data: bytes, *, synced: bool) -> None:
+class _Staged:
+    """A whole file on its way: its temp file written and open, not yet fsynced or in place."""
+
+    __slots__ = ("path", "temp", "fd", "exclusive")
+
+    def __init__(self, path: Path, temp: Path, fd: int, exclusive: bool) -> None:
+        self.path, self.temp, self.fd, self.exclusive = path, temp, fd, exclusive
+
+
+def _stage(path: Path, data: bytes, exclusive: bool) -> _Staged:
+    """`data` in a new temp file beside `path`, left open (for its fsync); nothing left of it on failure."""
+    temp = _temp_beside(path)
     fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
     try:
         _write_all(fd, data)
-        if synced:
-            os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    return _Staged(path, temp, fd, exclusive)
+
+
+def _placed(staged: _Staged) -> OSError | None:
+    """The temp file put at its path (renamed over it, or linked where it must be new); why it couldn't be."""
+    try:
+        if staged.exclusive:
+            os.link(staged.temp, staged.path)
+        else:
+            os.replace(staged.temp, staged.path)
+    except OSError as error:
+        return error
+    return None
 
 
 def write_replacing(path: Path, data: bytes) -> None:
@@ -218,13 +242,12 @@ def write_replacing(path: Path, data: bytes) -> None:
     a torn one; the caller fsyncs it later (the group commit). On failure the temp file is
     removed and `path` is as it was.
     """
-    temp = _temp_beside(path)
-    try:
-        _write_new(temp, data, synced=False)
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+    staged = _stage(path, data, exclusive=False)
+    os.close(staged.fd)
+    error = _placed(staged)
+    if error is not None:
+        staged.temp.unlink(missing_ok=True)
+        raise error
 
 
 def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
@@ -232,15 +255,17 @@ def write_whole(path: Path, data: bytes, *, exclusive: bool = False) -> None:
 
     On any failure (a full disk, say) the temp file is removed and `path` is as it was.
     """
-    temp = _temp_beside(path)
+    staged = _stage(path, data, exclusive)
     try:
-        _write_new(temp, data, synced=True)
-        if exclusive:
-            os.link(temp, path)
-        else:
-            os.replace(temp, path)
+        try:
+            os.fsync(staged.fd)
+        finally:
+            os.close(staged.fd)
+        error = _placed(staged)
+        if error is not None:
+            raise error
     finally:
-        temp.unlink(missing_ok=True)
+        staged.temp.unlink(missing_ok=True)
     directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(directory)
@@ -362,39 +387,6 @@ async def fsync_all(paths: Iterable[str], fsync: FsyncEach) -> list[tuple[Path, 
                 os.close(fd)
         failed.extend((Path(path), error) for (path, _), error in zip(opened, errors, strict=True) if error is not None)
     return failed
-
-
-class _Staged:
-    """A whole file on its way: its temp file written and open, not yet fsynced or in place."""
-
-    __slots__ = ("path", "temp", "fd", "exclusive")
-
-    def __init__(self, path: Path, temp: Path, fd: int, exclusive: bool) -> None:
-        self.path, self.temp, self.fd, self.exclusive = path, temp, fd, exclusive
-
-
-def _stage(path: Path, data: bytes, exclusive: bool) -> _Staged:
-    temp = _temp_beside(path)
-    fd = _open_private(temp, os.O_WRONLY | os.O_EXCL)
-    try:
-        _write_all(fd, data)
-    except BaseException:
-        os.close(fd)
-        temp.unlink(missing_ok=True)
-        raise
-    return _Staged(path, temp, fd, exclusive)
-
-
-def _placed(staged: _Staged) -> OSError | None:
-    """The fsynced temp file put at its path (renamed over it, or linked where it must be new); why it couldn't be."""
-    try:
-        if staged.exclusive:
-            os.link(staged.temp, staged.path)
-        else:
-            os.replace(staged.temp, staged.path)
-    except OSError as error:
-        return error
-    return None
 
 
 async def write_wholes_synced(files: Sequence[tuple[Path, bytes, bool]], fsync: FsyncEach) -> list[OSError | None]:

@@ -153,6 +153,15 @@ def eviction_rank(held: int, reads: int, progressed_at: float, accepted: int, no
     return (1, held, accepted)
 
 
+def ranked_at(now: float) -> Callable[[Slot], tuple[int, int, int]]:
+    """`eviction_rank` of a waiting connection at `now`, as a sort key."""
+
+    def rank(slot: Slot) -> tuple[int, int, int]:
+        return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, now)
+
+    return rank
+
+
 def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slot], bool]) -> Slot | None:
     """The connection of `waiting` to evict at `now`: of the MAX_EVICTION_PEEKS lowest by
     `eviction_rank`, the lowest whose bytes aren't `arriving` (in its socket, not read yet: the
@@ -162,10 +171,7 @@ def choose_eviction(waiting: Iterable[Slot], now: float, arriving: Callable[[Slo
     so a flood whose bytes are always pending costs an accept a bounded number of calls, not
     one per waiting connection."""
     candidates = list(waiting)
-
-    def rank(slot: Slot) -> tuple[int, int, int]:
-        return eviction_rank(slot.held, slot.reads, slot.progressed_at, slot.accepted, now)
-
+    rank = ranked_at(now)
     lowest = min(candidates, key=rank, default=None)
     if lowest is None or not arriving(lowest):
         return lowest
