@@ -357,8 +357,10 @@ FsyncEach = Callable[[Sequence[int]], Awaitable[list[OSError | None]]]
 
 
 def _open_to_sync(path: str) -> int:
-    """`path` opened for its fsync, without waiting on it: a FIFO put in its place is refused."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    """`path` opened for its fsync, without waiting on it and not through a symbolic link: a FIFO
+    or a link put in its place (a link to a file on a mount that never answers would hold the
+    loop's thread) is refused; every file and directory the record fsyncs is one it made."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     try:
         if not stat.S_ISREG(mode := os.fstat(fd).st_mode) and not stat.S_ISDIR(mode):
             raise OSError(errno.EINVAL, "not a regular file or a directory: something else was put in its place", path)

@@ -179,3 +179,21 @@ async def test_the_recorders_threads_make_only_its_fsyncs(tmp_path, monkeypatch)
         assert await ref.ask(RunEnded("answered", None, "done", 1.0, 2.0)) is True
     assert elsewhere == []
     assert len(fsynced) >= 6 and all(fsynced)  # run.json, result.json, output.json, each with its directory
+
+
+async def test_a_link_put_in_a_files_place_is_refused_not_followed(tmp_path):
+    """An agent swaps a file the commit will fsync for a link (to a file on a mount that never
+    answers, say): it is refused as the FIFO is, and what it names is never opened."""
+    target = tmp_path / "elsewhere"
+    target.write_text("yours")
+    link = tmp_path / "call.json"
+    link.symlink_to(target)
+    opened: list[str] = []
+
+    async def counted(fds: Sequence[int]) -> list[OSError | None]:
+        opened.extend(_target(fd) for fd in fds)
+        return await in_thread(fds)
+
+    failed = await fsync_all([str(link), str(tmp_path)], counted)
+    assert [(path, error.errno) for path, error in failed] == [(link, errno.ELOOP)]
+    assert opened == [str(tmp_path)]
