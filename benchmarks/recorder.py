@@ -7,15 +7,15 @@ hurts both alike. Prints ``name: ours=… baseline=… ratio=…`` with events p
 
 - ``ask_*``: ``AGENTS`` tasks each asking ``ToolCalled`` ``EVENTS / AGENTS`` times, as
   agents' tool calls do (each waits until its line is written);
-- ``appends_*``: the same asks through the Recorder's ``Appends`` (no mailbox message each:
-  each ask passes one schedule point, and the first asker of a take to go on writes it);
+- ``appends_*``: the same asks through the Recorder's ``Appends`` (no mailbox message and no
+  schedule point: each asker writes its own line, one write, before it is answered);
 - ``tell_*``: one task telling ``Logged`` ``EVENTS`` times, as the broker logs;
 - ``wflog_*``: ``EVENTS`` lines put on the Recorder's ``LogLines``, as ``wf.log`` does.
 
 Floors, against the same baseline, to say what the Recorder could reach at best: ``kernel_ask_*``
 and ``kernel_tell_*`` send the same messages to an actor whose handlers do nothing;
-``yields_*`` is ``AGENTS`` tasks passing one checkpoint an event, as ``appends_*``'s askers
-do, with nothing written at all (the event loop's own cost of an ask that waits at all).
+``yields_*`` is ``AGENTS`` tasks passing one checkpoint an event, with nothing written at all
+(the event loop's own cost of an ask that waits at all, which ``appends_*``'s askers don't pay).
 
 The baseline is one loop: encode the record, ``os.write`` the line to a file opened
 ``O_APPEND``, and one fsync at the end (ours ends with the run's end, which fsyncs too).

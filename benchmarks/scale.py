@@ -18,8 +18,10 @@ Each measure runs in a fresh subprocess, so peak RSS (`ru_maxrss`) and peak open
   over N × M) against CPU per raw exchange (goal ≤ 2).
 - ``agent_<backend>_<N>``: wall per agent of N agents that answer without a call (open, one
   turn, one `wfa result`), against one raw exchange per agent.
-- ``agent_cpu_<backend>_<N>``: CPU per agent of the same (goal: ours ≤ 2 ms), against the CPU
-  of one raw exchange; wall follows the machine's load, CPU follows the code.
+- ``agent_cpu_<backend>_<N>``: CPU per agent of the same, against the CPU of one raw exchange;
+  wall follows the machine's load, CPU follows the code. Goal: ours ≤ 2 ms, which was 7.7 raw
+  exchanges on the machine issue 10 was measured on (0.26 ms each): on a machine of another
+  speed, the ratio ≤ 7.7 is the goal, as the house rule reads (no absolute time across machines).
 
 Run: PYTHONPATH=. python benchmarks/scale.py               # 10, 100 and 1,000 agents
      PYTHONPATH=. python benchmarks/scale.py --big         # and 3,000 and 10,000

@@ -1,8 +1,9 @@
 """The Recorder: the one actor that writes a run's directory.
 
 Everything that happens in a run reaches disk through its mailbox or its `Appends`, so
-the record has one writer and a single order. Lines are appended in batches, one write per
-file for whatever was queued, and each ask is answered when its batch is written; call.json and
+the record has one writer and a single order. Lines queued in its mailbox are appended in
+batches, one write per file for whatever was queued, and each ask is answered when its batch
+is written; a line asked through `Appends` is written by its asker at once; call.json and
 usage.json are written whole on the loop's thread as the lines are, unsynced; fsyncs (run.json,
 result.json and output.json, and the group commit of the lines, call.json and usage.json) run in
 the Recorder's own threads beside the batches, so neither the event loop nor another agent's
@@ -22,9 +23,9 @@ import msgspec
 import structlog
 
 from ..actors import Actor, Reply, handler
+from ..actors.backend import current_time
 from ..actors.mailbox import Mailbox
-from ..actors.wakeup import checkpoint
-from ..errors import ActorCrashed, ActorStopped
+from ..errors import ActorStopped
 from ..progress import progress
 from .accounting import Ledger
 from .attempts import SESSIONS_FILE
@@ -36,7 +37,6 @@ from .records import (
     GroupCommit,
     LineLog,
     encode,
-    encode_lines,
     fsync_all,
     fsync_each,
     write_private,
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("agentswf.recorder")
 BATCH_WAIT_SECONDS = 0.001  # the longest a batch no ask is waiting on is held for more lines
 RECORDER_THREADS = 4  # worker threads for whole-file writes and group commits (each fsyncs)
-_UNENCODABLE = (TypeError, ValueError, msgspec.EncodeError)  # what encoding a record that isn't JSON raises
 _RUN_LOGS = ("turns", "log", "tools", "approvals", "messages", "refusals")
 
 
@@ -182,83 +181,45 @@ class LogLines:
 
 
 class Appends:
-    """Asked lines on their way to the Recorder without a mailbox message each.
+    """Asked lines written at once by their askers, without a mailbox message or a schedule point.
 
     `await appends.ask(ToolCalled(...))` answers as `recorder.ask` of the same message does
     (True once the line is written, False when it couldn't be; None for a turn or an
-    answer's line), for a fraction of the cost. The ask queues its line in the current take
-    and passes one schedule point, where every other asker that is ready queues its own;
-    the first asker of the take to go on runs the Recorder's batch write for all of them
-    (`_write`, synchronous: one write per file, on the loop's own thread, so the record
-    still has one writer and one order), and the others find theirs written. So a line
-    costs its asker one schedule point, never a wake-up: nothing parks, nothing is
-    rescheduled by another task, and the Recorder's own task isn't involved at all. There
-    is no capacity to wait for: what waits here is a line per asker at its schedule point.
-    One asker's lines keep the order it asked them in. An asker cancelled at its schedule
-    point raises (it was not told), its line written all the same. Before the Recorder has
-    started an ask waits for it; once it has stopped (its last batch written), an ask is
-    `ActorStopped`, as the Recorder's is.
+    answer's line), for a fraction of the cost: the ask runs the Recorder's own write of
+    its line (`_append_now`, synchronous: one write, on the loop's own thread, after any
+    lines the Recorder's batch holds, so the record still has one writer and one order)
+    and returns. Nothing parks, nothing is rescheduled, and the Recorder's own task isn't
+    involved at all: a line costs its asker its write(2), where a schedule point alone
+    cost more than the plain loop's encode and write together (issue 10). One asker's lines
+    keep the order it asked them in. Before the Recorder has started an ask waits for it;
+    once it has stopped (its last batch written), an ask is `ActorStopped`, as the
+    Recorder's is. A record that can't be encoded raises what the Recorder's ask raises.
     """
 
     def __init__(self) -> None:
-        self._taking = _Take()
-        self._write: Callable[[], None] | None = None  # the Recorder's, while it runs
+        self._write: Callable[[Any], bool | None] | None = None  # the Recorder's, while it runs
         self._opened = anyio.Event()
-        self._closed = False
 
     async def ask(self, message: Any) -> bool | None:
-        answered = APPENDED[type(message)]  # KeyError: not a line the Recorder appends
-        if self._write is None and not self._closed:
+        if type(message) not in APPENDED:
+            raise TypeError(f"{type(message).__name__} is not a line Appends takes")
+        write = self._write
+        if write is None and not self._opened.is_set():
             await self._opened.wait()  # the Recorder hasn't started yet
-        if self._closed:
+            write = self._write
+        if write is None:
             raise ActorStopped(f"the Recorder has stopped; {type(message).__name__} was not written")
-        take = self._taking
-        slot = len(take.asked)
-        take.asked.append(message)
-        try:
-            await checkpoint()  # the other askers that are ready queue their lines in this take
-        finally:
-            if take is self._taking and self._write is not None:
-                self._write()  # the first of the take to go on writes it, for all of them
-        if not take.written:  # the batch write raised (in another asker, or in this one's `_write`)
-            raise ActorCrashed(f"the Recorder's batch write raised; {type(message).__name__} may not be written")
-        if slot in take.errors:
-            raise take.errors[slot]  # its record can't be encoded: as the Recorder's ask raises
-        return slot not in take.failed if answered else None
+        return write(message)
 
-    def take(self) -> _Take:
-        """Every waiting message, in order, and where their answers go."""
-        take, self._taking = self._taking, _Take()
-        return take
-
-    def open(self, write: Callable[[], None]) -> None:
-        """The Recorder has started: `write` takes what waits here and writes it, answering every ask in it."""
+    def open(self, write: Callable[[Any], bool | None]) -> None:
+        """The Recorder has started: `write` writes an asked message's line and answers it."""
         self._write = write
         self._opened.set()
 
     def close(self) -> None:
-        """The Recorder has stopped: no more asks (what was asked is written or failed)."""
-        self._closed = True
+        """The Recorder has stopped: no more asks."""
         self._write = None
         self._opened.set()
-
-
-class _Take:
-    """One take of `Appends`: its messages in asking order, where each went, and which failed.
-
-    A take is written whole by one synchronous call, after every ask in it was made and
-    before any of its askers looks at it again; `written` once that call got through it (each
-    line written or failed), so no asker is told of a write that raised instead.
-    """
-
-    __slots__ = ("asked", "paths", "failed", "errors", "written")
-
-    def __init__(self) -> None:
-        self.written = False
-        self.asked: list[Any] = []
-        self.paths: list[str] = []  # where each went
-        self.failed: set[int] = set()
-        self.errors: dict[int, Exception] = {}
 
 
 class ConnectionRefused(msgspec.Struct, frozen=True):
@@ -271,9 +232,8 @@ class ConnectionRefused(msgspec.Struct, frozen=True):
     reason: str
 
 
-APPENDED: dict[type, bool] = {ToolCalled: True, ApprovalDecided: True, MessageSent: True, MessageRead: True, CandidateSeen: False,
-            TurnEnded: False}
-"""What `Appends` takes, the asked messages whose record is one appended line: whether the ask is told it was written."""
+APPENDED = frozenset((ToolCalled, ApprovalDecided, MessageSent, MessageRead, CandidateSeen, TurnEnded))
+"""What `Appends` takes: the asked messages whose record is one appended line."""
 
 
 class RunEnded(msgspec.Struct, frozen=True):
@@ -295,7 +255,8 @@ class Recorder(Actor):
     nothing is acknowledged that isn't on disk (see records.py for the policy).
 
     Handlers that append only queue their line (and their ask's reply) in the batch; the
-    batch is written when the mailbox is empty or the batch is full. The run's own logs
+    batch is written when the mailbox is empty or the batch is full, or first thing by an
+    `Appends` asker. The run's own logs
     stay open for the run (six fds at most); a call's candidates.jsonl is opened for its
     batch and closed after it, so no fd stays with an agent.
     """
@@ -319,7 +280,6 @@ class Recorder(Actor):
         self._calls = str(run_dir / "calls")
         self._batch: dict[str, list[bytes]] = {}  # file -> its lines (each ending in a newline) waiting for the batch's write
         self._batch_replies: dict[str, list[tuple[Reply, bool]]] = {}  # file -> (ask, answered True/False)
-        self._batch_takes: list[_Take] = []  # Appends' takes in the batch
         self._batch_bytes = 0
         self._batch_ends_turn = False
         self._batch_held = anyio.Event()  # a batch is held for more lines
@@ -339,7 +299,7 @@ class Recorder(Actor):
         self.start_soon(self._watch_log_lines)
         self.start_soon(self._group_commits)
         self.start_soon(self._held_batches)
-        self.appends.open(self._write_appends)
+        self.appends.open(self._append_now)
 
     async def _watch_log_lines(self) -> None:
         while True:
@@ -424,18 +384,15 @@ class Recorder(Actor):
             self._batch_held = anyio.Event()
             self._write_batch()
 
-    def _write_batch(self) -> None:
-        """Write the batch, one write per file, and answer its asks."""
+    def _write_batch(self) -> set[str]:
+        """Write the batch, one write per file, and answer its asks; the files whose write failed."""
         batch, self._batch = self._batch, {}
         replies, self._batch_replies = self._batch_replies, {}
-        takes, self._batch_takes = self._batch_takes, []
         failed: set[str] = set()
         self._batch_bytes = 0
-        now = anyio.current_time()
-        was_unsynced = self._commit.unsynced_since is not None
         try:
             for path, lines in batch.items():
-                written = self._write_lines(path, b"".join(lines), now)
+                written = self._write_lines(path, b"".join(lines))
                 if not written:
                     failed.add(path)
                 for reply, answer in replies.get(path, ()):
@@ -444,22 +401,32 @@ class Recorder(Actor):
             for file_replies in replies.values():
                 for reply, _ in file_replies:
                     reply.fail(error)
-            raise  # and its takes stay unwritten: their askers are told so
-        if self._usage_stale:  # the batch's turns, counted in usage.json before its commit is asked
-            self._usage_stale = False
-            self._write_unsynced(self.run_dir / "usage.json", self.ledger.record(), now)
-        for take in takes:
-            if failed:
-                take.failed = {slot for slot, path in enumerate(take.paths) if path in failed}
-            take.written = True
+            raise
         if self._batch_ends_turn:
-            self._batch_ends_turn = False
-            self._commit.ask()
-            self._commit_wanted.set()
-        elif not was_unsynced and self._commit.unsynced_since is not None:
-            self._commit_wanted.set()  # the first unsynced line: the group commit's clock starts
+            self._turn_written()
+        return failed
 
-    def _write_lines(self, path: str, data: bytes, now: float) -> bool:
+    def _append_now(self, msg: Any) -> bool | None:
+        """An `Appends` ask's line, written at once: after the batch's lines when some wait (a file's
+        lines keep their order), else on its own."""
+        path, record, answer = self._line(msg)
+        data = encode(record) + b"\n"  # what can't be encoded raises to its asker, as the Recorder's ask does
+        if self._batch:
+            self._queue_data(path, data)
+            written = path not in self._write_batch()
+        else:
+            written = self._write_lines(path, data)
+            if self._batch_ends_turn:
+                self._turn_written()
+        return written if answer else None
+
+    def _turn_written(self) -> None:
+        """A turn's line is written: the group commit fsyncs it (and all before it) at once."""
+        self._batch_ends_turn = False
+        self._commit.ask()
+        self._commit_wanted.set()
+
+    def _write_lines(self, path: str, data: bytes) -> bool:
         log = self._logs.get(path)
         kept = log is not None
         if log is None:
@@ -476,7 +443,9 @@ class Recorder(Actor):
         if log.created:
             log.created = False
             self._unsynced.add(str(log.path.parent))
-        self._commit.appended(now)
+        if self._commit.unsynced_since is None:  # the first unsynced line: the group commit's clock starts
+            self._commit.appended(current_time())
+            self._commit_wanted.set()
         return True
 
     def _write_unsynced(self, path: Path, record: Any, now: float, *dirs: str) -> bool:
@@ -491,42 +460,6 @@ class Recorder(Actor):
             self._commit_wanted.set()  # the first unsynced write: the group commit's clock starts
         self._commit.appended(now)
         return True
-
-    def _write_appends(self) -> None:
-        """Append what `Appends` holds as one batch (with whatever the mailbox's batch holds): run by
-        the first asker of a take to go on."""
-        self._append_asked()
-        self._write_batch()
-
-    def _append_asked(self) -> None:
-        """Queue what `Appends` holds, each file's records encoded in one call."""
-        take = self.appends.take()
-        if not take.asked:
-            return
-        paths = take.paths
-        records: dict[str, list[Any]] = {}
-        for message in take.asked:
-            path, record, _ = self._line(message)
-            paths.append(path)
-            into = records.get(path)
-            if into is None:
-                into = records[path] = []
-            into.append(record)
-        for path, file_records in records.items():
-            try:
-                self._queue_data(path, encode_lines(file_records))
-            except _UNENCODABLE:  # one record that can't be encoded fails its own ask only
-                self._queue_each(take, path, file_records)
-        self._batch_takes.append(take)
-
-    def _queue_each(self, take: _Take, path: str, file_records: list[Any]) -> None:
-        slots = [slot for slot, went in enumerate(take.paths) if went == path]
-        for slot, record in zip(slots, file_records, strict=True):
-            try:
-                self._queue_data(path, encode(record) + b"\n")
-            except _UNENCODABLE as error:
-                take.errors[slot] = error
-                take.paths[slot] = ""
 
     def _take_log_lines(self) -> None:
         for line in self.lines.take():
@@ -550,6 +483,9 @@ class Recorder(Actor):
         failure of what was written before it is counted (`RecordGaps`, output.json after it)."""
         while self._syncing is not None:
             await self._syncing.wait()
+        if self._usage_stale:  # turns ended since the last commit: usage.json counts them before it is fsynced
+            self._usage_stale = False
+            self._write_unsynced(self.run_dir / "usage.json", self.ledger.record(), current_time())
         self._commit.syncing()
         paths, self._unsynced = self._unsynced, set()
         if paths:
@@ -557,6 +493,9 @@ class Recorder(Actor):
             try:
                 for path, error in await fsync_all(paths, self._fsync):
                     self._failed(path, error)
+                    log = self._logs.get(str(path))
+                    if log is not None:  # (removed under the run): its next line opens the file afresh
+                        log.close()
             finally:
                 self._syncing = None
                 synced.set()
@@ -564,7 +503,6 @@ class Recorder(Actor):
     async def _settle(self) -> None:
         """Everything asked so far on disk and fsynced: the batch, the whole files, the appends."""
         self._take_log_lines()
-        self._append_asked()
         self._write_batch()
         while self._whole_writes:
             await self._whole_written.wait()
@@ -572,7 +510,6 @@ class Recorder(Actor):
 
     async def on_stop(self) -> None:
         self._take_log_lines()
-        self._append_asked()
         self._write_batch()
         self.appends.close()
         for log in self._logs.values():
@@ -671,7 +608,7 @@ class Recorder(Actor):
         self._add(msg)
 
     def _account(self, turn: Turn[Any]) -> None:
-        """The turn in the ledger (however its line was asked); its batch rewrites usage.json."""
+        """The turn in the ledger (however its line was asked); the next group commit rewrites usage.json."""
         self.ledger.add(turn)
         self._usage_stale = True
 

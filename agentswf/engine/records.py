@@ -43,23 +43,25 @@ Durability, before which acknowledgement:
 - what can't be written is answered `internal-error` (a tool call "may have run"; a message
   wasn't sent; an answer wasn't accepted) and the run ends `failed`: its record is incomplete.
 
-Batches: the Recorder takes what is queued for it (its mailbox, and the lines asked through
-its `Appends`, as the broker asks a tool call's) and appends it as one batch, one write(2)
-per file, and answers each ask in the batch once its file's write returned (so no ask waits
-longer than the batch it is in); a batch is written when an ask waits on it and nothing more
-is queued, once it holds `BATCH_MAX_BYTES`, when the first asker of an `Appends` take goes on
-after its one schedule point (it runs the Recorder's batch write, synchronously, before it or
-any other asker of the take is answered), and otherwise (told lines no acknowledgement
-depends on, such as wf.log's) within `recorder.BATCH_WAIT_SECONDS`. A file's lines keep the
-order they were sent in. A failed batch write is cut back off whole and fails every ask with
-a line in it.
+Batches: the Recorder takes what is queued in its mailbox and appends it as one batch, one
+write(2) per file, and answers each ask in the batch once its file's write returned (so no ask
+waits longer than the batch it is in); a batch is written when an ask waits on it and nothing
+more is queued, once it holds `BATCH_MAX_BYTES`, and otherwise (told lines no acknowledgement
+depends on, such as wf.log's) within `recorder.BATCH_WAIT_SECONDS`. A line asked through the
+Recorder's `Appends` (as the broker asks a tool call's, and an agent its candidates' and turns')
+is written by its asker at once, one write(2), synchronously, after whatever the batch holds.
+A file's lines keep the order they were sent in. A failed write is cut back off whole and
+fails every ask with a line in it.
 
 Fsync, when (group commit): appended lines are fsynced (with the directory of a file they
 created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every turn's end
 and at the run's end (the Recorder's stop), one fsync a file however many lines it took, a
 commit's fsyncs in one worker-thread hop for each `SYNC_FDS_AT_ONCE` files; nobody's
-acknowledgement waits for it but the run's end (output.json is written after it). call.json (written as the turn opens) and usage.json
-(rewritten once a batch that ended a turn is written) are held as the appends are: written
+acknowledgement waits for it but the run's end (output.json is written after it). A file
+removed under the run (`rm -rf`, `git clean`) is found gone by the commit, which counts it
+failed (the lines written to it since are lost) and starts it afresh at its next line.
+call.json (written as the turn opens) and usage.json
+(rewritten by the commit after turns ended, before its fsyncs) are held as the appends are: written
 whole on the loop's thread (temp file, one write, rename: a reader and `kill -9` of the run
 find the old file or the new one, never a torn one), no fsync and no thread hop of their own,
 and fsynced by that same group commit, with their directories (a call's, and `calls/`'s entry
@@ -72,7 +74,7 @@ above before its own ask is answered: two thread hops for many agents' files, no
 A worker thread makes only the fsync calls (`fsync_each`); a file's other syscalls are made on
 the loop's thread, where they cost what they cost, without a hand-off of the GIL each.
 A failed append leaves a log whole lines; a failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
-run killed mid-write). Only the Recorder writes here: its actor, and its batch write run by an
+run killed mid-write). Only the Recorder writes here: its actor, and its write run by an
 `Appends` asker, on the event loop's one thread, so the record has one writer and one order.
 """
 
@@ -122,11 +124,6 @@ def make_run_record_dir(workflow_dir: Path) -> tuple[str, Path]:
 
 def encode(value: Any) -> bytes:
     return _encoder.encode(value)
-
-
-def encode_lines(values: Iterable[Any]) -> bytes:
-    """`values` as JSON lines, each ending in a newline, in one call."""
-    return _encoder.encode_lines(values)
 
 
 PRIVATE_DIR_MODE = 0o700
@@ -180,9 +177,11 @@ def _open_private(path: Path, flags: int) -> int:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    written = os.write(fd, data)
+    if written < len(data):  # a short write (a signal, a full disk): the rest, until it raises
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -315,8 +314,6 @@ class LineLog:
                 pass  # what is torn is skipped by read_lines, and the next open ends the line
             raise
         self._size += len(data)
-        if os.fstat(fd).st_nlink == 0:  # removed under the run (rm -rf, git clean): written to nowhere
-            raise FileNotFoundError(errno.ENOENT, "the record's file was removed while the run wrote to it", str(self.path))
 
     def append(self, record: Any) -> None:
         self.write(encode(record) + b"\n")
@@ -360,7 +357,10 @@ def _open_to_sync(path: str) -> int:
     """`path` opened for its fsync, without waiting on it and not through a symbolic link: a FIFO
     or a link put in its place (a link to a file on a mount that never answers would hold the
     loop's thread) is refused; every file and directory the record fsyncs is one it made."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:  # removed under the run (rm -rf, git clean): what was written since is lost
+        raise FileNotFoundError(errno.ENOENT, "the record's file was removed while the run wrote to it", path) from None
     try:
         if not stat.S_ISREG(mode := os.fstat(fd).st_mode) and not stat.S_ISDIR(mode):
             raise OSError(errno.EINVAL, "not a regular file or a directory: something else was put in its place", path)

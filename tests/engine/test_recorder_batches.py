@@ -60,18 +60,15 @@ def on_disk(path: Path) -> set[str]:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("through", ["mailbox", "appends"])
-async def test_concurrent_asks_are_batched_in_order_and_answered_only_once_written(tmp_path, monkeypatch, through):
+async def test_concurrent_asks_are_batched_in_order_and_answered_only_once_written(tmp_path, monkeypatch):
     writes = count_writes(monkeypatch)
-    appends = Appends()
     async with Supervisor("t") as sup:
-        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=1024)
-        ask = ref.ask if through == "mailbox" else appends.ask
+        ref = sup.spawn(Recorder, tmp_path, capacity=1024)
         unwritten_when_answered = []
 
         async def agent(n: int) -> None:
             for i in range(CALLS):
-                assert await ask(call(n, i)) is True
+                assert await ref.ask(call(n, i)) is True
                 if f"{n}-{i}" not in on_disk(tmp_path / "tools.jsonl"):
                     unwritten_when_answered.append((n, i))
                 await ref.tell(Logged(1.0, "step", {"agent": n, "i": i}))
@@ -93,8 +90,7 @@ async def test_concurrent_asks_are_batched_in_order_and_answered_only_once_writt
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("through", ["mailbox", "appends"])
-async def test_a_failed_batch_write_fails_every_ask_in_it_and_leaves_whole_lines(tmp_path, monkeypatch, through):
+async def test_a_failed_batch_write_fails_every_ask_in_it_and_leaves_whole_lines(tmp_path, monkeypatch):
     real = records._write_all
     failed_batches: list[int] = []
 
@@ -106,15 +102,13 @@ async def test_a_failed_batch_write_fails_every_ask_in_it_and_leaves_whole_lines
         return real(fd, data)
 
     monkeypatch.setattr(records, "_write_all", torn_write)
-    appends = Appends()
     async with Supervisor("t") as sup:
-        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=1024)
-        ask = ref.ask if through == "mailbox" else appends.ask
+        ref = sup.spawn(Recorder, tmp_path, capacity=1024)
         answers: dict[str, bool] = {}
 
         async def agent(n: int) -> None:
             for i in range(3):
-                answers[f"{n}-{i}"] = await ask(call(n, i))
+                answers[f"{n}-{i}"] = await ref.ask(call(n, i))
 
         async with anyio.create_task_group() as tg:
             for n in range(AGENTS):
@@ -371,30 +365,6 @@ async def test_appends_once_the_recorder_has_stopped_are_refused_not_left_waitin
 
 
 @pytest.mark.anyio
-async def test_an_asker_that_gives_up_leaves_the_others_of_its_take_answered(tmp_path):
-    appends = Appends()
-    async with Supervisor("t") as sup:
-        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
-        assert await appends.ask(call(0, 0)) is True  # the Recorder has started
-        answers = []
-
-        async def ask(line: ToolCalled, scope: anyio.CancelScope | None = None) -> None:
-            with scope or anyio.CancelScope():
-                answers.append(await appends.ask(line))
-
-        async with anyio.create_task_group() as tg:
-            gives_up = anyio.CancelScope()
-            tg.start_soon(ask, call(1, 0), gives_up)
-            tg.start_soon(ask, call(2, 0))
-            await anyio.lowlevel.checkpoint()  # both have asked, in the same take
-            gives_up.cancel()
-        assert answers == [True]
-        assert await appends.ask(call(2, 1)) is True  # the Recorder goes on
-        assert await ref.ask(RecordGaps()) is None
-    assert on_disk(tmp_path / "tools.jsonl") == {"0-0", "1-0", "2-0", "2-1"}  # its line was written all the same
-
-
-@pytest.mark.anyio
 @pytest.mark.parametrize("through", ["mailbox", "appends"])
 async def test_a_turns_usage_is_accounted_however_its_line_is_asked(tmp_path, through):
     from agentswf.harnesses.usage import Usage
@@ -464,3 +434,24 @@ async def test_result_json_is_fsynced_with_its_directory_before_the_answer_is_ac
     assert any(Path(path).parent == call_dir and Path(path).name.startswith(".result.json.") for path in when_accepted)
     assert str(call_dir) in when_accepted  # its link's directory entry too
     assert records.read_json(call_dir / "result.json")["value"] == "done"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("through", ["mailbox", "appends"])
+async def test_a_file_removed_under_the_run_is_a_gap_and_its_next_line_starts_it_afresh(tmp_path, through):
+    """`rm -rf` or `git clean` of the record mid-run: the group commit finds the file gone (what was
+    written to it since is lost), the run's record says so, and the lines after it land in a new file."""
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        ask = ref.ask if through == "mailbox" else appends.ask
+        assert await ask(call(0, 0)) is True
+        assert await ref.ask(RecordGaps()) is None  # fsynced
+        (tmp_path / "tools.jsonl").unlink()
+        assert await ask(call(0, 1)) is True  # written to the removed file, as the open file it is
+        gaps = await ref.ask(RecordGaps())  # the commit finds it gone
+        assert gaps is not None and "1 write to it failed" in gaps
+        assert "tools.jsonl: the record's file was removed while the run wrote to it" in gaps
+        assert await ask(call(0, 2)) is True
+        assert await ref.ask(RecordGaps()) == gaps  # no new gap
+    assert on_disk(tmp_path / "tools.jsonl") == {"0-2"}

@@ -82,8 +82,9 @@ def test_closing_the_lifeline_kills_the_tree_at_once(tmp_path):
 
 def test_sigterm_gives_the_cli_its_grace_then_kills_what_is_left(tmp_path):
     pids = tmp_path / "pids"
-    process, write = spawn_keeper(ESCAPING.format(pids=pids) + 'trap "" TERM; while :; do sleep 0.05; done', grace=0.5)
-    escaped = wait_for_lines(pids, 2)
+    ignores_term = f'trap "" TERM; echo $$ >>"{pids}"; while :; do sleep 0.05; done'  # the pid once TERM is ignored
+    process, write = spawn_keeper(ESCAPING.format(pids=pids) + ignores_term, grace=0.5)
+    escaped = wait_for_lines(pids, 3)
     started = time.monotonic()
     process.send_signal(signal.SIGTERM)
     assert process.wait(5) == -signal.SIGKILL  # the CLI ignored SIGTERM: killed after the grace
