@@ -193,7 +193,8 @@ class Appends:
     cost more than the plain loop's encode and write together (issue 10). One asker's lines
     keep the order it asked them in. Before the Recorder has started an ask waits for it;
     once it has stopped (its last batch written), an ask is `ActorStopped`, as the
-    Recorder's is. A record that can't be encoded raises what the Recorder's ask raises.
+    Recorder's is. A message whose record isn't one appended line is a TypeError; a record
+    that can't be encoded raises what the Recorder's ask raises.
     """
 
     def __init__(self) -> None:
@@ -201,8 +202,6 @@ class Appends:
         self._opened = anyio.Event()
 
     async def ask(self, message: Any) -> bool | None:
-        if type(message) not in APPENDED:
-            raise TypeError(f"{type(message).__name__} is not a line Appends takes")
         write = self._write
         if write is None and not self._opened.is_set():
             await self._opened.wait()  # the Recorder hasn't started yet
@@ -232,8 +231,6 @@ class ConnectionRefused(msgspec.Struct, frozen=True):
     reason: str
 
 
-APPENDED = frozenset((ToolCalled, ApprovalDecided, MessageSent, MessageRead, CandidateSeen, TurnEnded))
-"""What `Appends` takes: the asked messages whose record is one appended line."""
 
 
 class RunEnded(msgspec.Struct, frozen=True):

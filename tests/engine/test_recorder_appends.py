@@ -162,9 +162,13 @@ async def test_an_ask_before_the_recorder_has_started_waits_for_it(tmp_path):
 
 
 @pytest.mark.anyio
-async def test_a_message_appends_does_not_take_is_refused(tmp_path):
-    with pytest.raises(TypeError, match="Logged is not a line Appends takes"):
-        await Appends().ask(Logged(1.0, "step", {}))
+async def test_a_message_whose_record_is_not_a_line_is_refused(tmp_path):
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        with pytest.raises(TypeError, match="RunStarted is not a line the Recorder appends"):
+            await appends.ask(RunStarted("r", "w", None, str(tmp_path), 1.0, "sock"))
+        assert await ref.ask(RecordGaps()) is None
 
 
 @pytest.mark.anyio
