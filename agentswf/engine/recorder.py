@@ -231,8 +231,6 @@ class ConnectionRefused(msgspec.Struct, frozen=True):
     reason: str
 
 
-
-
 class RunEnded(msgspec.Struct, frozen=True):
     outcome: str
     reason: str | None
@@ -514,7 +512,7 @@ class Recorder(Actor):
                 log.close()
             except OSError as error:
                 self._failed(log.path, error)
-        if self._unsynced:  # the run's end: what is written is fsynced (a run stopped before its output.json)
+        if self._unsynced or self._usage_stale:  # the run's end: what is written is fsynced (a run stopped before its output.json)
             await self._sync()
 
     # Whole files --------------------------------------------------------------------
