@@ -483,6 +483,11 @@ class Recorder(Actor):
             self._write_unsynced(self.run_dir / "usage.json", self.ledger.record(), current_time())
         self._commit.syncing()
         paths, self._unsynced = self._unsynced, set()
+        for name, run_log in self._logs.items():  # one replaced by a rename opens fine by its path: not the file written
+            if name in paths and (gone := run_log.gone()) is not None:
+                paths.discard(name)
+                self._failed(run_log.path, gone)
+                run_log.close()  # its next line starts the file afresh
         if paths:
             self._syncing = synced = anyio.Event()
             try:

@@ -58,8 +58,9 @@ created) at most `GROUP_COMMIT_SECONDS` after the first one that isn't, at every
 and at the run's end (the Recorder's stop), one fsync a file however many lines it took, a
 commit's fsyncs in one worker-thread hop for each `SYNC_FDS_AT_ONCE` files; nobody's
 acknowledgement waits for it but the run's end (output.json is written after it). A file
-removed under the run (`rm -rf`, `git clean`) is found gone by the commit, which counts it
-failed (the lines written to it since are lost) and starts it afresh at its next line.
+removed under the run (`rm -rf`, `git clean`, or replaced by a rename over it) is found gone by
+the commit (it opens each file by its path, and checks the run's open logs' link counts), which
+counts it failed (the lines written to it since are lost) and starts it afresh at its next line.
 call.json (written as the turn opens) and usage.json
 (rewritten by the commit after turns ended, before its fsyncs) are held as the appends are: written
 whole on the loop's thread (temp file, one write, rename: a reader and `kill -9` of the run
@@ -315,6 +316,14 @@ class LineLog:
             raise
         self._size += len(data)
 
+    def gone(self) -> FileNotFoundError | None:
+        """Why the file it holds open is no longer its path's (removed, or replaced by a rename
+        over it), or None: what it wrote there since went to no record. One fstat, made by the
+        group commit, not a write."""
+        if self._fd is None or os.fstat(self._fd).st_nlink > 0:
+            return None
+        return removed_under_the_run(str(self.path))
+
     def append(self, record: Any) -> None:
         self.write(encode(record) + b"\n")
 
@@ -353,6 +362,11 @@ FsyncEach = Callable[[Sequence[int]], Awaitable[list[OSError | None]]]
 """`fsync_each` run where it doesn't block the loop (the Recorder's: in one of its threads)."""
 
 
+def removed_under_the_run(path: str) -> FileNotFoundError:
+    """A record file found gone by the group commit (`rm -rf`, `git clean`, a rename over it)."""
+    return FileNotFoundError(errno.ENOENT, "the record's file was removed while the run wrote to it", path)
+
+
 def _open_to_sync(path: str) -> int:
     """`path` opened for its fsync, without waiting on it and not through a symbolic link: a FIFO
     or a link put in its place (a link to a file on a mount that never answers would hold the
@@ -360,7 +374,7 @@ def _open_to_sync(path: str) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:  # removed under the run (rm -rf, git clean): what was written since is lost
-        raise FileNotFoundError(errno.ENOENT, "the record's file was removed while the run wrote to it", path) from None
+        raise removed_under_the_run(path) from None
     try:
         if not stat.S_ISREG(mode := os.fstat(fd).st_mode) and not stat.S_ISDIR(mode):
             raise OSError(errno.EINVAL, "not a regular file or a directory: something else was put in its place", path)

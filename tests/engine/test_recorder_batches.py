@@ -455,3 +455,22 @@ async def test_a_file_removed_under_the_run_is_a_gap_and_its_next_line_starts_it
         assert await ask(call(0, 2)) is True
         assert await ref.ask(RecordGaps()) == gaps  # no new gap
     assert on_disk(tmp_path / "tools.jsonl") == {"0-2"}
+
+
+@pytest.mark.anyio
+async def test_a_run_log_replaced_by_a_rename_over_it_is_a_gap_not_a_file_fsynced_in_its_place(tmp_path):
+    """A rename over tools.jsonl leaves the Recorder's open file linked nowhere; the file now at the
+    path opens and fsyncs fine, so the commit checks the open file's link count, not only the path."""
+    appends = Appends()
+    async with Supervisor("t") as sup:
+        ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
+        assert await appends.ask(call(0, 0)) is True
+        assert await ref.ask(RecordGaps()) is None
+        (tmp_path / "other").write_text("")
+        (tmp_path / "other").rename(tmp_path / "tools.jsonl")
+        assert await appends.ask(call(0, 1)) is True  # to the open file, which no path names now
+        gaps = await ref.ask(RecordGaps())
+        assert gaps is not None and "tools.jsonl: the record's file was removed while the run wrote to it" in gaps
+        assert await appends.ask(call(0, 2)) is True  # appended to the file at its path now
+        assert await ref.ask(RecordGaps()) == gaps
+    assert on_disk(tmp_path / "tools.jsonl") == {"0-2"}
