@@ -483,22 +483,21 @@ class Recorder(Actor):
             self._write_unsynced(self.run_dir / "usage.json", self.ledger.record(), current_time())
         self._commit.syncing()
         paths, self._unsynced = self._unsynced, set()
-        for name, run_log in self._logs.items():  # one replaced by a rename opens fine by its path: not the file written
-            if name in paths and (gone := run_log.gone()) is not None:
-                paths.discard(name)
-                self._failed(run_log.path, gone)
-                run_log.close()  # its next line starts the file afresh
+        # a run log replaced by a rename over it opens fine by its path, but isn't the file written to
+        failed: list[tuple[Path, OSError]] = [(log.path, gone) for name, log in self._logs.items() if name in paths and (gone := log.gone()) is not None]
+        paths.difference_update(str(path) for path, _ in failed)
         if paths:
             self._syncing = synced = anyio.Event()
             try:
-                for path, error in await fsync_all(paths, self._fsync):
-                    self._failed(path, error)
-                    log = self._logs.get(str(path))
-                    if log is not None:  # (removed under the run): its next line opens the file afresh
-                        log.close()
+                failed += await fsync_all(paths, self._fsync)
             finally:
                 self._syncing = None
                 synced.set()
+        for path, error in failed:  # counted before anything else runs: no await since the fsyncs
+            self._failed(path, error)
+            log = self._logs.get(str(path))
+            if log is not None:  # removed or replaced under the run: its next line starts the file afresh
+                log.close()
 
     async def _settle(self) -> None:
         """Everything asked so far on disk and fsynced: the batch, the whole files, the appends."""

@@ -131,8 +131,8 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
 
 
 WORKTREE_CONFIG = "config.worktree"  # a git directory's own config, read where extensions.worktreeConfig is on
-GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG)
-MAX_LINK_HOPS = 40  # symbolic links followed to a git control, as the kernel follows (ELOOP)  # of a git directory: commands git runs (core.fsmonitor, filters, hooks)
+GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG)  # of a git directory: commands git runs (core.fsmonitor, filters, hooks)
+MAX_LINK_HOPS = 40  # symbolic links followed to a git control, as the kernel follows (ELOOP)
 
 
 def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ()) -> list[Path]:
