@@ -83,8 +83,9 @@ def agent_admit(agent: str, attempts: LiveAttempts, recorder: ActorRef) -> Admit
 
 
 def operator_admit(attempts: LiveAttempts, recorder: ActorRef, run_mark: str) -> Admit | None:
-    """Admit on the operator socket any process but those of the run's live attempts, and
-    those carrying `run_mark`; and only while its pid names the process that connected."""
+    """Admit on the operator socket any process but those of the run's live attempts, those
+    under a keeper an agent holds (its pane's), and those carrying `run_mark`; and only while
+    its pid names the process that connected."""
     if not _checkable():
         return None
 
@@ -93,7 +94,7 @@ def operator_admit(attempts: LiveAttempts, recorder: ActorRef, run_mark: str) ->
 
     async def admit(peer: Peer) -> str | None:
         refusal = operator_refusal(
-            peer.pid, attempts=attempts.roots, parent_of=parent_of, run_mark=run_mark, mark_of=mark_of
+            peer.pid, attempts=attempts.everyone, parent_of=parent_of, run_mark=run_mark, mark_of=mark_of
         )
         if refusal is None and not is_connector(peer):
             refusal = gone_refusal("the run's operator socket", peer.pid)

@@ -38,11 +38,15 @@ async def run_attempt(
         keepers.append(pid)
         attempts.add(pid, attempt.agent)
 
+    def holds(pid: int) -> Callable[[], None]:  # a pane's keeper: the agent's between its attempts too
+        attempts.hold(pid, attempt.agent)
+        return lambda: attempts.release(pid)
+
     if harness.spawns:  # until `started`: a connection waits for the keeper's pid
         attempts.begin(attempt.agent)
     try:
         try:
-            result = await harness.run(replace(attempt, started=started))
+            result = await harness.run(replace(attempt, started=started, holds=holds))
         except Exception as error:  # a harness that breaks fails the turn, not the run
             result = AttemptResult(AttemptEnding("failed", reason=f"the agent could not be run: {error}", retryable=False))
         await report(result)

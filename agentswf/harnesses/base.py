@@ -50,6 +50,9 @@ class Attempt:
     started: Callable[[int], None] | None = None  # told the pid every process of the attempt descends from
     confine: Confine | None = None  # wraps the command the keeper runs: a sandbox's (run_in_group)
     received: Callable[[], None] | None = None  # told once the model got the prompt, where the harness can see it
+    # told the pid of a keeper that outlives the attempt (a pane's server): its processes are the
+    # agent's, refused as a person's, until the function it returns is called
+    holds: Callable[[int], Callable[[], None]] | None = None
 
 
 MAX_SESSION_ID_CHARS = 128

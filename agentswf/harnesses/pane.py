@@ -310,6 +310,8 @@ class PaneHarness(Harness):
         self._learn_session(attempt)
         if ending.kind != "exited":
             await self._stop()
+        elif self.server is not None:
+            await self.server.sweep()  # what the agent started beyond its TUI ends with its turn
         return AttemptResult(ending, session=self.session, usage=self._usage(attempt, begun, begun_at))
 
     def _session_file(self, attempt: Attempt) -> Path | None:
@@ -346,7 +348,7 @@ class PaneHarness(Harness):
         """Start the agent's server and TUI, and get it past its startup screens; a failed ending if it can't."""
         env = self.cli.env(attempt)
         env.setdefault("TERM", "xterm-256color")
-        self.server = TmuxServer(self.tmux, pane_socket(attempt.launcher.parent.parent, attempt.agent))
+        self.server = TmuxServer(self.tmux, pane_socket(attempt.launcher.parent.parent, attempt.agent), attempt.holds)
         pid = await self.server.start(env, attempt.cwd)
         if attempt.started is not None:
             attempt.started(pid)
@@ -355,7 +357,10 @@ class PaneHarness(Harness):
         if self.tui.confirms_delivery:
             assert self.session is not None
             self.transcript = ClaudeTranscript(claude_config(env), self.session)
-        return await self._past_startup()
+        failed = await self._past_startup()
+        if failed is None:
+            self.server.settled()
+        return failed
 
     async def _past_startup(self) -> AttemptEnding | None:
         server = self.server

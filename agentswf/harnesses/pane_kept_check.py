@@ -45,15 +45,15 @@ def plain(*texts: str) -> bool:
     return all(text.isprintable() for text in texts)
 
 
-def listener(path: str) -> int | None:
+def listener(path: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> int | None:
     """The pid of the process listening on the unix socket at `path` (not through a symbolic
     link), as the kernel says; None if nothing of ours listens there. `UNCHECKED` where no
-    peer can be read."""
+    peer can be read. A `timeout` of 0 never blocks (a listener whose backlog is full is None)."""
     try:
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             return None
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.settimeout(CONNECT_TIMEOUT_SECONDS)
+            probe.settimeout(timeout)
             probe.connect(path)
             if not sys.platform.startswith("linux"):
                 return UNCHECKED

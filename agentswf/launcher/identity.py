@@ -9,7 +9,9 @@ which process connected (`peer.py`). So:
   attempts. A sibling agent, or anything else, is refused, and so is every process while a
   has no attempt running: nothing of a is alive to ask, so nothing may be done for it.
 - the operator socket (approve, reject, pending, inbox, reply) refuses any process under
-  the keeper of any live attempt of any agent, and any process whose environment carries
+  the keeper of any live attempt of any agent, or under a keeper an agent holds beyond its
+  attempts (a pane's tmux server and everything in it live from the agent's first turn in
+  the pane until the pane goes, between its turns too), and any process whose environment carries
   the run's mark (which every agent process gets: a stray that left its attempt's tree
   but kept the mark): an agent can't act as a person.
 
@@ -21,6 +23,7 @@ the caller isn't the one allowed; `invalid-request` would blame the request, and
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Collection, Mapping
 
 import anyio
@@ -93,7 +96,9 @@ def operator_refusal(
 
 
 class LiveAttempts:
-    """The keeper of each attempt running now, and its agent: the whole run's, shared.
+    """The keeper of each attempt running now, and its agent: the whole run's, shared; and the
+    keepers agents hold beyond an attempt (`held`: a pane's server), refused as theirs on the
+    operator socket for as long as they are held.
 
     An attempt is `starting` from before its keeper is spawned until its pid is added: the
     spawn yields to the event loop, so the CLI may connect before its pid is known, and a
@@ -104,7 +109,20 @@ class LiveAttempts:
         self.roots: dict[int, str] = {}
         self._of_agent: dict[str, set[int]] = {}  # the same, by agent: a request's check reads only its own
         self.starting: dict[str, int] = {}
+        self.held: dict[int, str] = {}  # keepers that outlive an attempt (a pane's), until released
         self._changed = anyio.Event()
+
+    @property
+    def everyone(self) -> Mapping[int, str]:
+        """Every keeper whose processes are an agent's now: its live attempts' and those it holds."""
+        return ChainMap(self.roots, self.held) if self.held else self.roots
+
+    def hold(self, pid: int, agent: str) -> None:
+        """`pid`'s processes are `agent`'s until `release(pid)`, between its attempts too."""
+        self.held[pid] = agent
+
+    def release(self, pid: int) -> None:
+        self.held.pop(pid, None)
 
     def begin(self, agent: str) -> None:
         self.starting[agent] = self.starting.get(agent, 0) + 1
