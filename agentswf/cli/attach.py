@@ -14,12 +14,18 @@ import argparse
 import os
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..harnesses.pane import pane_socket
-from ..harnesses.pane_keep import KeptPane, close_kept, kept_panes, kept_socket
+from ..harnesses.pane_keep import KeptPane, close_kept, kept_directory, kept_panes, kept_socket
+from ..harnesses.pane_kept_check import kept_pane_server, live_pane_server
 from ..harnesses.tmux import TMUX_INSTALL, WINDOW
+from .shown import shown
+
+SCREEN_TIMEOUT_SECONDS = 10.0  # for tmux to print a pane's screen
+MAX_SCREEN_CHARS = 64 * 1024  # of it printed
 
 
 class AttachFailure(Exception):
@@ -32,9 +38,16 @@ def attach_argv(tmux: str, socket: Path, *, write: bool) -> list[str]:
 
 
 def no_terminal(tmux: str, socket: Path) -> str:
-    """Why attaching needs a terminal, and what shows the pane without one: its screen, once."""
-    screen = shlex.join([tmux, "-S", str(socket), "capture-pane", "-p", "-t", WINDOW])
-    return f"attach needs a terminal (its standard input isn't one): run it in a terminal, or print the pane's screen with {screen}"
+    """Why attaching needs a terminal; the pane's screen, once, is printed on standard output. Read
+    here, just after its server was checked, rather than by a command given for later: by then the
+    socket may be another's, and a tmux client runs what its server tells it to."""
+    done = subprocess.run(
+        [tmux, "-S", str(socket), "capture-pane", "-p", "-t", WINDOW], capture_output=True, check=False,
+        timeout=SCREEN_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    screen = done.stdout.decode(errors="replace")[-MAX_SCREEN_CHARS:].rstrip("\n")
+    print("\n".join(f"| {shown(line)}" for line in screen.splitlines()))  # the agent's text, as data
+    return "attach needs a terminal (its standard input isn't one): run it in a terminal; the pane's screen is above"
 
 
 def _agents(record: Path) -> list[str]:
@@ -144,6 +157,9 @@ def command_attach(options: argparse.Namespace) -> int:
             print(f"awf: closed the kept pane of {pane.agent}")
         return 0
     socket = find_pane(root, options.run, options.agent)
+    refused = kept_pane_server(str(socket)) if socket.is_relative_to(kept_directory()) else live_pane_server(str(socket))
+    if refused is not None:  # a tmux client obeys its server: one an agent runs would run its program here
+        raise AttachFailure(f"not attaching: {refused} (an agent may have replaced its pane's socket)")
     if not os.isatty(0):  # tmux would say "open terminal failed" and exit 1
         raise AttachFailure(no_terminal(tmux, socket))
     argv = attach_argv(tmux, socket, write=options.write)

@@ -84,3 +84,52 @@ def parent_of(pid: int) -> int | None:
         return int(_proc(pid, "stat").rsplit(b")", 1)[1].split()[1])
     except (ValueError, IndexError):
         return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in _proc(pid, f"task/{pid}/children").split()]
+    except ValueError:
+        return []
+
+
+def _started(pid: int) -> int | None:
+    try:
+        return int(_proc(pid, "stat").rsplit(b")", 1)[1].split()[19])
+    except (ValueError, IndexError):
+        return None
+
+
+def live_pane_server(path: str) -> str | None:
+    """None where the process listening on a live pane's socket `path` is the pane's server, as the
+    kernel says; else why not. The run starts it as its keeper's first child (`tmux.TmuxServer`),
+    and it lives as long as the pane: anything of the agent's under that keeper (an orphan is
+    reparented to it) started later. A server an agent started in its place, or a socket it
+    swapped for a link, is not the first. The run's own tmux client checks the server by the
+    pid and start time it recorded; `awf attach`, another process, checks it by this."""
+    server = listener(path)
+    if server is None:
+        return f"nothing of the run's listens on {path}"
+    if server == UNCHECKED:
+        return None
+    keeper = parent_of(server)
+    words = [word for word in _proc(server, "cmdline").split(b"\0") if word]
+    kept_by = [word for word in _proc(keeper, "cmdline").split(b"\0") if word] if keeper is not None else []
+    # the keeper's command line: `… keep <fd> <grace> <the server's>`
+    if not started_for(server, path) or kept_by[-len(words) - 3 :][:1] != [b"keep"] or kept_by[-len(words) :] != words:
+        return f"process {server} listening on {path} is not a tmux server the run started there"
+    started = {child: _started(child) for child in _children(keeper or 0)}
+    first = min((when, child) for child, when in started.items() if when is not None)[1] if started else None
+    if first != server:
+        return f"process {server} listening on {path} was started after the pane's server, under its keeper"
+    return None
+
+
+def kept_pane_server(path: str) -> str | None:
+    """None where a tmux server started for the kept pane's socket `path` listens there; else why not.
+    Weaker than a live pane's check: a kept pane's programs run under no keeper, and a server one of
+    them starts for the same socket passes (panes.md says so)."""
+    server = listener(path)
+    if server is None or not started_for(server, path):
+        return f"process {server} listening on {path} is not a tmux server started for it"
+    return None
