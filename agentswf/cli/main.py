@@ -42,10 +42,10 @@ from ..progress import show_progress, watch_runs
 from ..sandbox.spec import RunSandboxFile
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
-from ..wire.teaching import ReadError, Taught
+from ..wire.teaching import MAX_FLAG_FIELDS, ReadError, Taught
 from ..workflow.budgets import budget_flag, parse_budget
 from ..workflow.continuing import budget_to_go_on
-from ..workflow.definition import WorkflowDefinition
+from ..workflow.definition import NO_ARGS, WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
@@ -68,12 +68,15 @@ LIVE_RUN_HELP = "the run's id or directory (default: the one live run)"
 BACKEND_HELP = "the event loop the run's engine runs on (default asyncio)"
 RUN_EPILOG = (
     "The words after -- are the workflow's args: --name value flags for an args Struct "
-    "of simple fields, or one JSON value. Standard output holds only the run's result."
+    f"of at most {MAX_FLAG_FIELDS} simple fields (more, or a field that isn't simple, and it takes one JSON "
+    "value), one JSON value, or a bare word for a str. None: the parameter's default. "
+    "Standard output holds only the run's result."
 )
 
 
 def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
-    """The workflow's args from the words after `--`: flags by its args type, or one JSON value."""
+    """The workflow's args from the words after `--`: flags by its args type, or one JSON value;
+    a bare word for a `str` parameter; None, for the parameter's default, when none are given."""
     if not definition.takes_args:
         if argv:
             raise UsageFailure(f"workflow {definition.name} takes no args, but was given {argv}")
@@ -81,8 +84,15 @@ def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
     args_type = definition.args_type
     if args_type in (list[str], tuple[str, ...]):
         return list(argv)
+    if not argv and definition.args_default is not NO_ARGS:
+        return None  # the parameter's own default
     try:
         taught = Taught(args_type)
+        if taught.is_text and len(argv) == 1:  # a JSON string as the string it holds; a word as it is
+            try:
+                return msgspec.json.decode(argv[0], type=str)
+            except msgspec.DecodeError:
+                return argv[0]
         if taught.form != "json" or not argv:
             return taught.read(argv, None if argv else "{}")
         if len(argv) == 1:
@@ -91,8 +101,29 @@ def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
                 raise ReadError(deep)
             return msgspec.json.decode(argv[0], type=args_type)
     except (ReadError, msgspec.DecodeError) as error:
-        raise UsageFailure(f"workflow {definition.name}'s args: {error}") from None
-    raise UsageFailure(f"workflow {definition.name} takes its args as one JSON value after --")
+        raise UsageFailure(f"workflow {definition.name}'s args: {error}; {args_example(definition)}") from None
+    raise UsageFailure(f"workflow {definition.name} takes its args as one JSON value after --; {args_example(definition)}")
+
+
+def args_example(definition: WorkflowDefinition) -> str:
+    """How the workflow's args are written after `--`, with an example of its type."""
+    taught = Taught(definition.args_type)
+    if taught.form == "flags":
+        return f"give them as flags: -- {taught.flags_usage()}"
+    schema = taught.schema
+    fields = schema.get("properties")
+    if isinstance(fields, dict) and fields:
+        sample = {name: _sample(field) for name, field in list(fields.items())[:2]}
+        why = f" (an args Struct of more than {MAX_FLAG_FIELDS} fields, or of fields that aren't simple, is JSON)"
+        return f"give them as one JSON value, e.g. -- '{json_text(sample)}'{why}"
+    return f"give them as one JSON value, e.g. -- '{json_text(_sample(schema))}'"
+
+
+def _sample(schema: Any) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return {"string": "text", "integer": 3, "number": 1.5, "boolean": True, "array": [], "object": {}}.get(
+        kind if isinstance(kind, str) else "", "…"
+    )
 
 
 def json_text(value: Any) -> str:

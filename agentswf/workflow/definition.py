@@ -34,6 +34,7 @@ class WorkflowDefinition:
     version: str | None
     args_type: Any  # NO_ARGS when the function takes only `wf`
     policies: tuple[Policy, ...] = ()
+    args_default: Any = NO_ARGS  # the args parameter's Python default, taken when no args are given
 
     @property
     def takes_args(self) -> bool:
@@ -76,9 +77,12 @@ def workflow(
         if len(params) not in (1, 2):
             raise DefinitionError(f"workflow {name!r} must take (wf) or (wf, args), not {len(params)} parameters")
         args_type: Any = NO_ARGS
+        default: Any = NO_ARGS
         if len(params) == 2:
             hints = typing.get_type_hints(fn, include_extras=True)
             args_type = hints.get(params[1].name, Any)
-        return WorkflowDefinition(fn, name, description.strip(), version, args_type, tuple(policies))
+            if params[1].default is not inspect.Parameter.empty:
+                default = params[1].default
+        return WorkflowDefinition(fn, name, description.strip(), version, args_type, tuple(policies), default)
 
     return define

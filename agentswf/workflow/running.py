@@ -36,7 +36,7 @@ from .agents import Agents, HarnessResolver
 from .budgets import Budget
 from .context import Approvals, Workflow
 from .continuing import check_stage_options, continued_run
-from .definition import WorkflowDefinition
+from .definition import NO_ARGS, WorkflowDefinition
 from .durable import Durable
 from .durations import Duration, to_seconds
 from .sandboxes import run_sandbox
@@ -127,7 +127,9 @@ def decode_args(definition: WorkflowDefinition, args: Any) -> Any:
         if args is not None:
             raise DefinitionError(f"workflow {definition.name} takes no args")
         return None
-    if args is None and isinstance(definition.args_type, type) and issubclass(definition.args_type, msgspec.Struct):
+    if args is None and definition.args_default is not NO_ARGS:
+        args = definition.args_default  # as Python reads `async def f(wf, args: T = default)`
+    elif args is None and isinstance(definition.args_type, type) and issubclass(definition.args_type, msgspec.Struct):
         args = {}  # a Struct of defaults
     try:
         return msgspec.convert(args, definition.args_type)
