@@ -3,7 +3,9 @@
 A library should not print into the program that embeds it: the lines always go to the
 run's record (log.jsonl), and to structlog only once `show_progress()` is called, as
 `awf run` does. `watch_runs` tells a watcher (the live view of `awf run`) each run this
-process starts, with its record, which the watcher then reads on its own.
+process starts, with its record, which the watcher then reads on its own; `watch_endings`
+tells one each run whose record says how it ended (`awf run` may leave then, after Ctrl-C's
+grace, past a teardown a tool handler holds).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import Any
 import structlog
 
 RunWatcher = Callable[[str, Path], None]
+EndingWatcher = Callable[[str, str], None]
 
 _shown = False
 _hidden_sources: frozenset[str] = frozenset()
 _watchers: list[RunWatcher] = []
+_ending_watchers: list[EndingWatcher] = []
 
 
 def show_progress(on: bool = True, *, except_sources: Collection[str] = ()) -> None:
@@ -36,11 +40,20 @@ def progress(source: str, message: str, **fields: Any) -> None:
 
 def watch_runs(watcher: RunWatcher) -> Callable[[], None]:
     """Call `watcher(run_id, record_dir)` as each run of this process starts; returns its remover."""
-    _watchers.append(watcher)
+    return _watch(_watchers, watcher)
+
+
+def watch_endings(watcher: EndingWatcher) -> Callable[[], None]:
+    """Call `watcher(run_id, outcome)` as each run of this process has recorded its ending; returns its remover."""
+    return _watch(_ending_watchers, watcher)
+
+
+def _watch(watchers: list[Any], watcher: Any) -> Callable[[], None]:
+    watchers.append(watcher)
 
     def remove() -> None:
-        if watcher in _watchers:
-            _watchers.remove(watcher)
+        if watcher in watchers:
+            watchers.remove(watcher)
 
     return remove
 
@@ -50,3 +63,9 @@ def run_started(run_id: str, record_dir: Path, **fields: Any) -> None:
     progress("agentswf.run", "run started", run_id=run_id, record=str(record_dir), **fields)
     for watcher in tuple(_watchers):
         watcher(run_id, record_dir)
+
+
+def run_recorded(run_id: str, outcome: str) -> None:
+    """The run's ending is recorded (output.json and its attempt's record): only its teardown is left."""
+    for watcher in tuple(_ending_watchers):
+        watcher(run_id, outcome)

@@ -14,10 +14,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import anyio.abc
@@ -38,7 +38,7 @@ from ..engine.operator import (
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
-from ..progress import show_progress, watch_runs
+from ..progress import show_progress, watch_endings, watch_runs
 from ..sandbox.spec import RunSandboxFile
 from ..wire.common import parse_duration
 from ..wire.nesting import too_deep
@@ -48,7 +48,7 @@ from ..workflow.continuing import budget_to_go_on
 from ..workflow.definition import NO_ARGS, WorkflowDefinition
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
-from ..workflow.running import RunResult, run
+from ..workflow.running import CANCEL_CLEANUP_SECONDS, RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
 from . import temporal, worktrees
 from .actors import print_actors
@@ -150,14 +150,36 @@ def _shown_fields(_logger: Any, _method: str, event: MutableMapping[str, Any]) -
     return {key: shown(value) if isinstance(value, str) else value for key, value in event.items()}
 
 
-async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_options: dict[str, Any]) -> RunResult | None:
+async def _run_with_interrupt(
+    definition: WorkflowDefinition, args: Any, run_options: dict[str, Any], leave: Callable[[str], NoReturn]
+) -> RunResult | None:
     """Run it; None if Ctrl-C cancelled it (its record still says how it ended).
 
     The signals are caught for the whole run: a second Ctrl-C while the run stops its
-    agents and records its ending is told to wait, never a KeyboardInterrupt.
+    agents and records its ending is told to wait, never a KeyboardInterrupt. Once the
+    grace after the first is over and the run's ending is recorded, `leave(outcome)` ends
+    the process, past what of the run still runs: a tool handler that shields itself from
+    cancellation holds the run's teardown, and nothing in the process can end it.
     """
     result: RunResult | None = None
     run_scope = anyio.CancelScope()
+    ours: list[str] = []  # the run's id once it started (a run its workflow starts in turn is not ours)
+    recorded: list[str] = []  # its outcome, once its record says how it ended
+    ending_recorded = anyio.Event()
+
+    def started(run_id: str, record_dir: Path) -> None:
+        if not ours:
+            ours.append(run_id)
+
+    def ended(run_id: str, outcome: str) -> None:
+        if ours and run_id == ours[0] and not recorded:
+            recorded.append(outcome)
+            ending_recorded.set()
+
+    async def leave_after_grace() -> None:
+        await anyio.sleep(CANCEL_CLEANUP_SECONDS)
+        await ending_recorded.wait()
+        leave(recorded[0])
 
     async def watch_interrupt(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -165,13 +187,20 @@ async def _run_with_interrupt(definition: WorkflowDefinition, args: Any, run_opt
             async for _ in signals:
                 if run_scope.cancel_called:
                     print("awf: stopping the agents and recording the run's ending; a moment", file=sys.stderr)
+                else:
+                    group.start_soon(leave_after_grace)
                 run_scope.cancel()
 
-    async with anyio.create_task_group() as group:
-        await group.start(watch_interrupt)
-        with run_scope:
-            result = await run(definition, args=args, **run_options)
-        group.cancel_scope.cancel()
+    unwatch = (watch_runs(started), watch_endings(ended))
+    try:
+        async with anyio.create_task_group() as group:
+            await group.start(watch_interrupt)
+            with run_scope:
+                result = await run(definition, args=args, **run_options)
+            group.cancel_scope.cancel()
+    finally:
+        for remove in unwatch:
+            remove()
     return result
 
 
@@ -212,13 +241,7 @@ def command_run(options: argparse.Namespace) -> int:
 def _ended(options: argparse.Namespace, result: RunResult | None, definition: WorkflowDefinition, root: Path) -> int:
     """Print how the run ended (its value on standard output) and return awf's exit code."""
     if result is None:
-        print("awf: interrupted; the run was cancelled", file=sys.stderr)
-        runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
-        if runs:
-            print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
-            if not was_on_temporal(runs[-1].parent):  # awf continue doesn't go on with a Temporal run yet
-                print(f"awf: go on with: {_go_on(options, runs[-1].parent)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted(options, definition, root, "cancelled")
     if result.needs is not None:  # a look-ahead: nothing ran; what --values must give
         return _print_needs(options, result)
     if options.json:
@@ -249,6 +272,17 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
     if result.outcome != "completed" and not was_on_temporal(result.run_dir):
         print(f"awf: go on with: {_go_on(options, result.run_dir)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
+
+
+def _interrupted(options: argparse.Namespace, definition: WorkflowDefinition, root: Path, outcome: str) -> int:
+    """Print how an interrupted run ended (`outcome`, as its record says) and where its record is; exit 130."""
+    print(f"awf: interrupted; the run {'was cancelled' if outcome == 'cancelled' else f'had ended {outcome}'}", file=sys.stderr)
+    runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
+    if runs:
+        print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
+        if not was_on_temporal(runs[-1].parent):  # awf continue doesn't go on with a Temporal run yet
+            print(f"awf: go on with: {_go_on(options, runs[-1].parent)}", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def _kept_pane_lines(root: Path, run_id: str) -> list[str]:
@@ -319,7 +353,7 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
         raise UsageFailure("--values gives the stages before --from-stage: give --from-stage too")
     if options.from_stage is not None:
         run_options.update(from_stage=options.from_stage, values=_values(options.values))
-    return _go(definition, args, run_options, options), definition
+    return _go(definition, args, run_options, options, _run_root(options)), definition
 
 
 def _values(path: str | None) -> dict[str, Any] | None:
@@ -373,7 +407,7 @@ def command_continue(options: argparse.Namespace) -> int:
                    "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
     options.view = _view_kind(options)
     with _stdout_to_stderr():
-        result = _go(definition, None, run_options, options)
+        result = _go(definition, None, run_options, options, run_dir.parent.parent)
     return _ended(options, result, definition, run_dir.parent.parent)
 
 
@@ -430,12 +464,29 @@ def _sandbox(path: str | None) -> RunSandboxFile | None:
 
 
 def _go(
-    definition: WorkflowDefinition, args: Any, run_options: dict[str, Any], options: argparse.Namespace
+    definition: WorkflowDefinition, args: Any, run_options: dict[str, Any], options: argparse.Namespace, root: Path
 ) -> RunResult | None:
     view = _configure_progress(options.view)
     stop_watching = watch_runs(view)
+
+    def leave(outcome: str) -> NoReturn:
+        """Ctrl-C's grace is over and the run's ending is recorded, but a part of the run still
+        runs: end the process now, as `kill -9` would (its keepers and its watchdog kill
+        every process of the run that is left), once its view and its closing lines are out."""
+        stop_watching()
+        view.close()
+        print(
+            f"awf: the run had not stopped {CANCEL_CLEANUP_SECONDS:g}s after Ctrl-C (a tool handler that shields "
+            "itself from cancellation): its ending is recorded, and awf ends without it",
+            file=sys.stderr,
+        )
+        code = _interrupted(options, definition, root, outcome)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
     try:
-        return anyio.run(_run_with_interrupt, definition, args, run_options, backend=options.backend)
+        return anyio.run(_run_with_interrupt, definition, args, run_options, leave, backend=options.backend)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     except BaseExceptionGroup as group:  # a refusal before the run started, from inside the task group

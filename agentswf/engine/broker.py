@@ -27,8 +27,9 @@ call whose handler still runs is recorded abandoned too. A worker thread can't b
 killed, so an abandoned sync handler runs on until it returns (`awf run` exits without
 waiting for it). An async handler that shields itself from cancellation can't be
 abandoned: it runs on the run's loop, inside the run's structured concurrency, and
-nothing of the run may outlive the run, so the run's end waits for it. Put blocking work
-in a sync handler.
+nothing of the run may outlive the run, so the run's end waits for it (but `awf run`
+after Ctrl-C: once its grace is over and the ending recorded, it exits without it). Put
+blocking work in a sync handler.
 """
 
 from __future__ import annotations

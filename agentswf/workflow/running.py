@@ -29,7 +29,7 @@ from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import harness_for
-from ..progress import run_started
+from ..progress import run_recorded, run_started
 from ..sandbox.spec import RunSandboxFile
 from ..temporal.keys import scrubbed
 from .agents import Agents, HarnessResolver
@@ -341,6 +341,7 @@ async def run(
                     reason = f"{end.reason}; and {error}" if end.outcome == "failed" else _incomplete(str(error), end.outcome, end.reason)
                     end = _Ending("failed", None, reason, end.where, end.traceback)
                 ending.append(end)
+                run_recorded(run_id, end.outcome)  # what follows is teardown: a handler that shields itself holds it
             if run_trace is not None:  # once the actors have stopped: their last dead letters are in it
                 await _record_trace(record_dir, run_trace)
         watch.cancel_scope.cancel()

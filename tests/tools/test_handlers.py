@@ -17,11 +17,14 @@ import pytest
 import structlog
 
 from agentswf import ToolCall, tool, workflow
+from agentswf.harnesses.keeper import KILL_PATIENCE_SECONDS, marked
 from agentswf.testing import ToolFailed, ToolResult, answer, run_workflow
+from agentswf.workflow.running import CANCEL_CLEANUP_SECONDS
 
 from .kit import call_tool, shell_agent, tool_lines
 
 pytestmark = pytest.mark.anyio
+ENDED_WITHIN_SECONDS = 3.0  # past the run's grace after Ctrl-C, for awf run to exit
 
 
 def _wf(fn):
@@ -270,3 +273,59 @@ async def test_a_sync_handler_logs_from_its_worker_thread(tmp_path):
         run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
     assert run.value == "answered"
     assert [(line["message"], line["fields"]) for line in run.logs] == [("noted", {"item": "one"})]
+
+
+SHIELDED_FLOW = '''
+from pathlib import Path
+import anyio
+from agentswf import tool, workflow
+
+async def shielded() -> str:
+    Path({started!r}).write_text("started")
+    with anyio.CancelScope(shield=True):
+        await anyio.sleep(60)
+    return "late"
+
+@workflow(name="shielded", description="A handler that shields itself from cancellation.")
+async def stuck(wf):
+    agent = await wf.agents.open("a", runtime={runtime!r}, tools={{"shielded": tool(shielded, description="S.", timeout=False)}})
+    await agent.run("Call it.", timeout="1h")
+'''
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_ctrl_c_ends_awf_run_within_its_grace_whatever_an_async_handler_does(tmp_path: Path, backend: str) -> None:
+    started = tmp_path / "started"
+    agent = 'echo "$AGENTSWF_MARK" >"$OUT/mark"; echo "$WFA" >"$OUT/wfa"\n' + call_tool("shielded", "shielded") + "\nsleep 100"
+    flow = tmp_path / "flow.py"
+    flow.write_text(SHIELDED_FLOW.format(started=str(started), runtime=shell_agent(tmp_path, "a", agent)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentswf", "run", str(flow), "--backend", backend],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists()
+        interrupted = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=CANCEL_CLEANUP_SECONDS + ENDED_WITHIN_SECONDS)
+        took = time.monotonic() - interrupted
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert took < CANCEL_CLEANUP_SECONDS + ENDED_WITHIN_SECONDS, took  # its grace, never the handler's 60 s
+    assert "awf ends without it" in stderr and "awf: interrupted" in stderr and "Traceback" not in stderr, stderr
+    run_dir = next(tmp_path.glob(".awf/runs/shielded/*"))
+    assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
+    [line] = tool_lines(run_dir)
+    assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
+    run_mark = (tmp_path / "mark").read_text().strip().split("/")[0]
+    sockets = Path((tmp_path / "wfa").read_text().strip()).parent.parent  # the run's directory of sockets
+    deadline = time.monotonic() + KILL_PATIENCE_SECONDS  # the keepers' and the watchdog's passes, as after kill -9
+    while (marked(run_mark) or sockets.exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked(run_mark) == [] and not sockets.exists()
