@@ -29,6 +29,7 @@ class TestRun:
 
     __test__ = False
     result: RunResult
+    unused: str | None = None  # scripts a failed run never reached: said after its own failure
 
     @property
     def outcome(self) -> str:
@@ -41,8 +42,15 @@ class TestRun:
     @property
     def value(self) -> Any:
         if self.result.outcome != "completed":
-            raise AssertionError(f"the run ended {self.result.outcome}: {self.result.reason}")
+            raise AssertionError(self.failure)
         return self.result.value
+
+    @property
+    def failure(self) -> str:
+        """How the run ended, where the workflow raised, then any script it never reached."""
+        where = f" (at {self.result.where})" if self.result.where else ""
+        unused = f"\nand, as it ended before using them: {self.unused}" if self.unused else ""
+        return f"the run ended {self.result.outcome}: {self.result.reason}{where}{unused}"
 
     @property
     def run_id(self) -> str:
@@ -97,7 +105,9 @@ async def run_workflow(
     when not given, a temporary directory removed when the test process exits (the
     record stays readable until then). Raises TestScriptError when an agent has no
     script, a list runs out or has entries left, and re-raises an error raised inside a
-    script, such as a failed assert. With `replay` (a recorded run's directory) every
+    script, such as a failed assert. A run that failed on its own (the workflow raised) is
+    returned as it ended, its `value` raising that failure with its line; a script it never
+    reached is said after it (`unused`), not raised instead of it. With `replay` (a recorded run's directory) every
     tool call is answered from that record. `compactions` (key -> a list, one entry per
     compaction) script compactions; unscripted, a compaction answers "" and takes no entry
     of the agent's script. A fork is scripted under its own key in `agents`.
@@ -115,9 +125,14 @@ async def run_workflow(
     result = await run(
         definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for, replay=replay
     )
-    book.check()
     if errors:
         raise errors[0]
+    if result.outcome == "failed" and not book.errors:  # the workflow's own failure first: what it left unused follows
+        try:
+            book.check()
+        except TestScriptError as unused:
+            return TestRun(result, str(unused))
+    book.check()
     return TestRun(result)
 
 

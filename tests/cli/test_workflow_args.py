@@ -89,3 +89,22 @@ def test_awf_run_takes_the_default_and_a_bare_word(tmp_path: Path):
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout) == value
+
+
+@workflow(name="misspelt", description="Fails before any agent opens.")
+async def misspelt(wf) -> str:
+    agent = await wf.agents.open("a", runtime="claude-code")
+    return (await agent.run("Review.")).value
+
+
+@pytest.mark.anyio
+async def test_run_workflow_reports_the_workflows_own_failure_before_a_script_it_never_reached():
+    from agentswf.testing import answer
+
+    run = await run_workflow(misspelt, agents={"a": answer("ok")})
+    assert run.outcome == "failed" and "unknown runtime 'claude-code'" in (run.reason or "")
+    with pytest.raises(AssertionError) as failed:
+        run.value
+    message = str(failed.value)
+    assert message.index("unknown runtime") < message.index("never opened")  # its own failure first
+    assert "test_workflow_args.py:" in message  # with its line
