@@ -82,7 +82,23 @@ def _reason(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"
     if isinstance(error, BaseExceptionGroup):  # name the errors inside, not only the group
         text += ": " + "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaf_errors(error))
+    text += "".join(f" ({hint})" for leaf in leaf_errors(error) if (hint := missing_await(leaf)))
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+_AS_AUTHORS_WRITE = {"Agents": "wf.agents", "Agent": "agent", "Workflow": "wf", "Approvals": "wf.approvals",
+                     "Sandboxes": "wf.sandboxes", "Route": "route", "Participants": "wf.participants"}  # fmt: skip
+
+
+def missing_await(error: BaseException) -> str | None:
+    """`did you forget to await wf.agents.open(...)?` where `error` is an attribute asked of one of
+    agentswf's coroutines (`agent = wf.agents.open(...)` then `agent.run`); else None."""
+    made = getattr(error, "obj", None) if isinstance(error, AttributeError) else None
+    if not inspect.iscoroutine(made) or not made.cr_code.co_filename.startswith(_PACKAGE_DIR):
+        return None
+    made.close()  # never started, never to be: closed here, not warned of as never awaited when collected
+    owner, _, name = made.cr_code.co_qualname.rpartition(".")
+    return f"did you forget to await {_AS_AUTHORS_WRITE.get(owner, owner or 'agentswf')}.{name}(...)?"
 
 
 class _Ending(NamedTuple):

@@ -108,3 +108,16 @@ async def test_run_workflow_reports_the_workflows_own_failure_before_a_script_it
     message = str(failed.value)
     assert message.index("unknown runtime") < message.index("never opened")  # its own failure first
     assert "test_workflow_args.py:" in message  # with its line
+
+
+@workflow(name="unawaited", description="Forgets an await.")
+async def unawaited(wf) -> str:
+    agent = wf.agents.open("a", runtime="shell:true")
+    return (await agent.run("Review.")).value  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_a_missing_await_is_named_as_such():
+    run = await run_workflow(unawaited, agents={})
+    assert run.outcome == "failed"
+    assert "did you forget to await wf.agents.open(...)?" in (run.reason or ""), run.reason
