@@ -149,7 +149,7 @@ class AgentOps:
         attempt = Attempt(
             agent=setup.key, call_id=effect.call_id, turn=effect.n, nudge=effect.nudge, prompt=prompt,
             launcher=self.launcher, cwd=setup.cwd, env=setup.env, session=effect.session, started_by=effect.started_by,
-            received=partial(self.start_soon, self.tell_self, Receipt(effect.call_id)),
+            reason=t.attempt_reason(effect), received=partial(self.start_soon, self.tell_self, Receipt(effect.call_id)),
         )
         try:
             self.socket.listen(handle, setup.budget, agent_admit(setup.key, setup.attempts, setup.recorder), self.start_soon)

@@ -395,6 +395,23 @@ class StartAttempt(msgspec.Struct, frozen=True):
     session: str | None
 
 
+AttemptReason = Literal["turn", "nudge", "reply", "mail", "reminder", "check-in"]
+
+
+def attempt_reason(effect: StartAttempt) -> AttemptReason:
+    """Why the attempt starts, told to the agent (`WFA_ATTEMPT_REASON`): the turn's first attempt, its
+    nudge, a reply or other mail that continues it (or starts a turn of its own), a reminder of a reply
+    owed, a check-in on a silent turn."""
+    prompt = effect.prompt
+    if isinstance(prompt, CheckIn):
+        return "check-in"
+    if isinstance(prompt, Remind):
+        return "reminder"
+    if isinstance(prompt, Continue):
+        return "reply" if any(mail.kind == "reply" for mail in prompt.mail) else "mail"
+    return "nudge" if effect.nudge else "turn"
+
+
 class RunOp(msgspec.Struct, frozen=True):
     """Run the operation's CLI on `session`; the actor steps `OpEnded` (or, stopped, `Settled`)."""
 

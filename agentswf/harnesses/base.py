@@ -47,6 +47,7 @@ class Attempt:
     env: Mapping[str, str]
     session: str | None = None  # the native session to resume, once there is one
     started_by: str = "workflow"  # or "message": a turn mail started, which takes no result
+    reason: str = "turn"  # why it starts (turn.attempt_reason): WFA_ATTEMPT_REASON
     started: Callable[[int], None] | None = None  # told the pid every process of the attempt descends from
     confine: Confine | None = None  # wraps the command the keeper runs: a sandbox's (run_in_group)
     received: Callable[[], None] | None = None  # told once the model got the prompt, where the harness can see it
@@ -172,4 +173,5 @@ class Harness(ABC):
             "WFA_AGENT": attempt.agent,
             "WFA_TURN": str(attempt.turn),
             "WFA_NUDGE": "1" if attempt.nudge else "0",
+            "WFA_ATTEMPT_REASON": attempt.reason,
         }
