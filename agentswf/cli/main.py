@@ -270,8 +270,28 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
         print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
     if result.outcome != "completed" and not was_on_temporal(result.run_dir):
-        print(f"awf: go on with: {_go_on(options, result.run_dir)}", file=sys.stderr)
+        if fixed_first(result.reason):
+            print(f"awf: fix that, then run it again: {_run_again(options, result.run_dir)}", file=sys.stderr)
+        else:
+            print(f"awf: go on with: {_go_on(options, result.run_dir)}", file=sys.stderr)
     return EXIT_BY_OUTCOME[result.outcome]
+
+
+FIXED_FIRST = ("DefinitionError:", "HarnessError:")  # a workflow's mistake or a missing CLI: going on meets it again
+
+
+def fixed_first(reason: str | None) -> bool:
+    """Whether the run failed for what must be fixed before anything else (a definition that can't
+    hold, a CLI not installed): there `awf continue` would only fail the same way."""
+    return reason is not None and reason.startswith(FIXED_FIRST)
+
+
+def _run_again(options: argparse.Namespace, run_dir: Path) -> str:
+    """The command run again: `awf continue` where this was one, else `awf run` of the same file."""
+    if options.handler is command_continue:
+        return _go_on(options, run_dir)
+    which = getattr(options, "workflow", None)
+    return shlex.join(["awf", "run", str(options.file), *(["--workflow", which] if which else [])])
 
 
 def _interrupted(options: argparse.Namespace, definition: WorkflowDefinition, root: Path, outcome: str) -> int:

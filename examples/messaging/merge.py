@@ -62,7 +62,7 @@ async def merge(wf: Workflow, args: Args) -> dict[str, Any]:
         if args.coordinator == "workflow":
             group.start_soon(coordinate)
         else:
-            wf.log("answer the coordinator's questions with: awf reply", run=wf.run_id)
+            wf.log(f"you are the coordinator: read its questions with `awf inbox {wf.run_id} --as coordinator --wait 10m`")
         turn = await implementer.run(
             "Add retries to the HTTP client's callers. Ask the architect where retries belong, "
             "and ask the coordinator before you merge.",

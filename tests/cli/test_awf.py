@@ -85,6 +85,9 @@ def test_a_bad_schema_is_named_as_written_not_by_the_module_the_file_is_loaded_a
     assert done.returncode == 1
     assert "DefinitionError: list[NotASchema] can't be a turn's schema" in done.stderr
     assert "awf_workflow" not in done.stderr
+    # going on would meet it again: fix it, then run again
+    assert f"awf: fix that, then run it again: awf run {flows} --workflow badschema" in done.stderr
+    assert "go on with" not in done.stderr
 
 
 @pytest.mark.parametrize(
