@@ -7,7 +7,8 @@ plain-HTTP requests with an absolute URI, and reaches the host only if the allow
 says so: an exact model endpoint (host and port, loopback included), or a host the
 sandbox's `network` names, resolved to public addresses only (a name that resolves to
 the host's loopback or a private network is refused, so an allowed domain can't be
-pointed back at the host). Everything else is answered 403 and logged in the run's record.
+pointed back at the host), tunnelled to only port 443 or the port its entry names.
+Everything else is answered 403 and logged in the run's record.
 Each attempt's proxy holds at most MAX_CONNECTIONS, and all of the process's together a share
 of its descriptors (503 past it), so that agents fanned out together can't starve the run.
 
@@ -22,8 +23,9 @@ on with the URI's Host and `Connection: close` (no upgrade to another protocol);
 by its Content-Length (a Transfer-Encoding is refused: a body framed two ways is how a request
 is smuggled past a proxy); a request with more after it in the same write is answered 400, and
 a byte after the request ends the connection, unsent. A CONNECT tunnel is another matter: the
-agent's bytes, unread, to the address of the name it asked for (docs/guide/sandboxes.md says
-what that lets through).
+agent's bytes, unread, to the address of the name it asked for: to port 443, or the port the
+name's `network` entry names, never (unasked) to port 80, where it would carry the plain HTTP
+checked above, unchecked (docs/guide/sandboxes.md says what a tunnel still lets through).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteStream, SocketStream
 
-from .spec import allows, host_problem
+from .spec import TUNNEL_PORT, allows, host_problem
 
 MAX_HEAD_BYTES = 16 * 1024  # of a request's line and headers
 HEAD_TIMEOUT_SECONDS = 10.0  # for the request's head to arrive
@@ -91,12 +93,15 @@ class Allowlist:
     def __bool__(self) -> bool:
         return bool(self.endpoints or self.network)
 
-    def decide(self, host: str, port: int) -> str | None:
-        """"endpoint" or "network" for a target that may be reached, None for one that may not."""
+    def decide(self, host: str, port: int, *, tunnel: bool) -> str | None:
+        """"endpoint" or "network" for a target that may be reached, None for one that may not.
+        A model endpoint is its host and port, tunnelled or not; a `network` host is tunnelled to
+        its entry's port only (TUNNEL_PORT where it names none)."""
         host = _canonical(host)
         if Endpoint(host, port) in self.endpoints:
             return "endpoint"
-        if host_problem(host) is None and allows(self.network, host):  # a name, never a crafted lookalike
+        tunnel_port = port if tunnel else None
+        if host_problem(host) is None and allows(self.network, host, tunnel_port):  # a name, never a crafted lookalike
             return "network"
         return None
 
@@ -397,9 +402,12 @@ class Proxy:
                 await _answer(client, "400 Bad Request", f"agentswf sandbox proxy: {request}")
                 return
             target = str(Endpoint(request.host.lower(), request.port))
-            kind = self.allow.decide(request.host, request.port)
+            kind = self.allow.decide(request.host, request.port, tunnel=request.tunnel)
             if kind is None:
                 why = "not on the sandbox's network allowlist"
+                if request.tunnel and self.allow.decide(request.host, request.port, tunnel=False):
+                    why = "on a port no tunnel may go to: "
+                    why += f"tunnels to a network host go to {TUNNEL_PORT} or to the port its entry names"
                 self._refused(target, why)
                 await _answer(client, "403 Forbidden", f"agentswf sandbox: {target} is {why}; nothing was sent")
                 return

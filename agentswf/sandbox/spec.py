@@ -2,8 +2,11 @@
 
 A sandbox holds its whole spec or doesn't open: every path must exist, every network entry
 must be a host name (`api.example.com`) or a subdomain suffix (`*.pypi.org`: its subdomains,
-not itself), with no scheme, port, path or IP address. Relative paths are taken from the
-sandbox's cwd. Pure, but for `resolve_spec`, which looks at the file system.
+not itself), with a port if it names one (`api.example.com:8443`), and no scheme, path or IP
+address. An entry's port is where a tunnel (CONNECT) to its hosts may go: TUNNEL_PORT where it
+names none, since a tunnel elsewhere may carry plain HTTP the proxy doesn't read (for another
+site behind the same address). Relative paths are taken from the sandbox's cwd. Pure, but for
+`resolve_spec`, which looks at the file system.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ MAX_LABEL_CHARS = 63
 MAX_ENTRIES = 256  # of read, of write, and of network, each
 _LABEL_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 WILDCARD = "*."
+TUNNEL_PORT = 443  # where a tunnel to a host named without a port may go: HTTPS's
+MAX_PORT = 65535
 
 
 class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -58,7 +63,10 @@ def host_problem(entry: str) -> str | None:
     if not isinstance(entry, str) or not entry:
         return "an entry is a host name like 'api.example.com' or a suffix like '*.pypi.org'"
     if any(mark in entry for mark in ("://", "/", ":", "@", "?", "#")) or entry.strip() != entry:
-        return f"{entry!r} has a scheme, port, path or space: give the host name alone, like 'api.example.com'"
+        return (
+            f"{entry!r} has a scheme, path or space, or a port that isn't a number: give a host name like "
+            "'api.example.com', and a port only to name one, like 'api.example.com:8443'"
+        )
     host = entry[len(WILDCARD) :] if entry.startswith(WILDCARD) else entry
     try:
         ipaddress.ip_address(host)
@@ -81,6 +89,24 @@ def host_problem(entry: str) -> str | None:
     return None
 
 
+def split_entry(entry: str) -> tuple[str, int | None]:
+    """A network entry's host and the port it names (None where it names none, or none that is a number)."""
+    host, colon, port = entry.rpartition(":")
+    if not colon or not (port.isascii() and port.isdigit()):
+        return entry, None
+    return host, int(port)
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why `entry` is not a network entry (a host or `*.suffix`, and `:port` if it names one), or None if it is one."""
+    if not isinstance(entry, str):
+        return host_problem(entry)
+    host, port = split_entry(entry)
+    if port is not None and not 0 < port <= MAX_PORT:
+        return f"{entry!r} names port {port}: a port is 1 to {MAX_PORT}"
+    return host_problem(host)
+
+
 def check_spec(spec: Any) -> SandboxSpec:
     """`spec` (a SandboxSpec or a mapping of its fields) as a SandboxSpec; DefinitionError if it isn't one."""
     if not isinstance(spec, SandboxSpec):
@@ -92,7 +118,7 @@ def check_spec(spec: Any) -> SandboxSpec:
         if len(getattr(spec, field)) > MAX_ENTRIES:
             raise DefinitionError(f"a sandbox's {field} has at most {MAX_ENTRIES} entries")
     for entry in spec.network:
-        problem = host_problem(entry)
+        problem = entry_problem(entry)
         if problem is not None:
             raise DefinitionError(f"sandbox network: {problem}")
     for entry in (*spec.read, *spec.write, *((spec.cwd,) if spec.cwd is not None else ())):
@@ -119,10 +145,15 @@ def _existing(path: Path, field: str) -> Path:
     return real
 
 
-def allows(network: tuple[str, ...], host: str) -> bool:
-    """Whether `host` is one of `network`'s exact hosts, or a subdomain of one of its suffixes."""
+def allows(network: tuple[str, ...], host: str, tunnel_port: int | None = None) -> bool:
+    """Whether `host` is one of `network`'s exact hosts, or a subdomain of one of its suffixes; for
+    a tunnel to `tunnel_port`, by an entry naming that port (or none, for TUNNEL_PORT). A plain
+    request (None), which the proxy reads, may go to any port of a host an entry names."""
     host = host.lower().rstrip(".")
-    for entry in network:
+    for named in network:
+        entry, port = split_entry(named)
+        if tunnel_port is not None and tunnel_port != (TUNNEL_PORT if port is None else port):
+            continue
         if entry.startswith(WILDCARD):
             if host.endswith(entry[1:]):  # ".pypi.org": a subdomain, never the suffix itself
                 return True

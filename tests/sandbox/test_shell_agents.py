@@ -192,7 +192,7 @@ async def test_wfa_works_from_inside_tools_and_messages_included(place):
 @pytest.mark.parametrize(
     ("kwargs", "says"),
     [
-        ({"network": ["https://pypi.org"]}, "scheme, port, path"),
+        ({"network": ["https://pypi.org"]}, "scheme, path"),
         ({"network": ["10.0.0.1"]}, "IP address"),
         ({"network": ["*.org"]}, "top-level domain"),
         ({"read": ["missing"]}, "does not exist"),

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from agentswf.errors import DefinitionError
 from agentswf.sandbox.runner import check_reach
-from agentswf.sandbox.spec import RunSandboxFile, SandboxSpec, allows, check_spec, host_problem, resolve_spec
+from agentswf.sandbox.spec import (
+    RunSandboxFile,
+    SandboxSpec,
+    allows,
+    check_spec,
+    entry_problem,
+    host_problem,
+    resolve_spec,
+)
 
 LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
 HOST = st.lists(LABEL, min_size=1, max_size=4).map(".".join).map(lambda host: host + ".example")
@@ -18,17 +26,31 @@ HOST = st.lists(LABEL, min_size=1, max_size=4).map(".".join).map(lambda host: ho
 
 @pytest.mark.parametrize("entry", ["api.example.com", "*.pypi.org", "localhost", "a-b.c0.io", "API.Example.COM"])
 def test_a_host_or_a_subdomain_suffix_is_an_entry(entry):
-    assert host_problem(entry) is None
+    assert host_problem(entry) is None and entry_problem(entry) is None
+
+
+@pytest.mark.parametrize("entry", ["api.example.com:443", "*.pypi.org:8443", "localhost:1", "a.example:65535"])
+def test_an_entry_may_name_a_port(entry):
+    assert entry_problem(entry) is None and check_spec({"network": [entry]}).network == (entry,)
 
 
 @pytest.mark.parametrize(
     ("entry", "says"),
     [
-        ("https://api.example.com", "scheme, port, path"),
-        ("api.example.com:443", "scheme, port, path"),
-        ("api.example.com/v1", "scheme, port, path"),
+        ("https://api.example.com", "scheme, path"),
+        ("https://api.example.com:443", "scheme, path"),
+        ("api.example.com/v1", "scheme, path"),
+        ("api.example.com:https", "port that isn't a number"),
+        ("api.example.com:", "port that isn't a number"),
+        ("api.example.com:443:443", "port that isn't a number"),
+        ("api.example.com:\u0663", "port that isn't a number"),  # a digit, but not an ASCII one
+        ("api.example.com:0", "a port is 1 to 65535"),
+        ("api.example.com:65536", "a port is 1 to 65535"),
+        (":443", "host name like"),
         ("1.2.3.4", "IP address"),
-        ("::1", "scheme, port, path"),
+        ("1.2.3.4:443", "IP address"),
+        ("::1", "scheme, path"),
+        ("[::1]:443", "scheme, path"),
         ("*.com", "top-level domain"),
         ("a..b", "not a host name"),
         ("-a.example", "start or end with '-'"),
@@ -40,7 +62,7 @@ def test_a_host_or_a_subdomain_suffix_is_an_entry(entry):
     ],
 )
 def test_anything_else_is_refused_saying_why(entry, says):
-    problem = host_problem(entry)
+    problem = entry_problem(entry)
     assert problem is not None and says in problem
     with pytest.raises(DefinitionError, match="sandbox network"):
         check_spec({"network": [entry]})
@@ -61,6 +83,20 @@ def test_a_suffix_allows_its_subdomains_only(host, label):
     assert allows((entry,), f"{label}.{host}") and allows((entry,), f"a.{label}.{host}")
     assert not allows((entry,), host)  # not the suffix itself
     assert not allows((entry,), f"{label}{host}")  # not a name that merely ends the same
+
+
+@given(HOST, st.integers(1, 65535))
+def test_a_tunnel_goes_to_port_443_or_to_the_port_an_entry_names(host, port):
+    """A plain request the proxy reads may go to any port of a named host; a tunnel it doesn't read
+    only to HTTPS's, or the entry's own."""
+    for entry in (host, "*." + host):
+        name = host if entry == host else "a." + host
+        assert allows((entry,), name, 443) and allows((entry,), name, None)
+        assert allows((f"{entry}:{port}",), name, port) and allows((f"{entry}:{port}",), name, None)
+        if port != 443:
+            assert not allows((entry,), name, port)
+            assert not allows((f"{entry}:{port}",), name, 443)
+        assert not allows((f"{entry}:{port}",), name, port % 65535 + 1)
 
 
 def test_a_spec_is_a_struct_with_no_unknown_fields_and_the_run_file_names_no_cwd():
