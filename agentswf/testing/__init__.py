@@ -16,6 +16,7 @@ has the fixtures `run_root` and `run_record` (see `agentswf.testing.pytest_plugi
 
 from ..errors import TestScriptError
 from ..wire import Response
+from .approvals import Decision, approve, reject
 from .participants import ParticipantScript, respond
 from .record import Record, RunRecord, read_record
 from .runs import TestRun, run_workflow
@@ -34,6 +35,7 @@ from .scripted import (
 )
 
 __all__ = [
+    "Decision",
     "ParticipantScript",
     "Record",
     "Response",
@@ -46,10 +48,12 @@ __all__ = [
     "ToolRefused",
     "ToolResult",
     "answer",
+    "approve",
     "blocked",
     "failed",
     "hang",
     "read_record",
+    "reject",
     "respond",
     "run_workflow",
     "silent",

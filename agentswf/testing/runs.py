@@ -18,6 +18,7 @@ from ..workflow.context import Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration
 from ..workflow.running import RunResult, run
+from .approvals import Approvals, play_approvals
 from .participants import ParticipantScript
 from .record import Record
 from .scripted import Script, ScriptBook, Scripts
@@ -97,6 +98,7 @@ async def run_workflow(
     supports_waiting: bool = True,
     replay: str | Path | None = None,
     compactions: Mapping[str, Sequence[Script]] | None = None,
+    approvals: Approvals | None = None,
 ) -> TestRun:
     """Run `definition` for real, its agents played by `agents` (key -> script or list).
 
@@ -110,7 +112,10 @@ async def run_workflow(
     reached is said after it (`unused`), not raised instead of it. With `replay` (a recorded run's directory) every
     tool call is answered from that record. `compactions` (key -> a list, one entry per
     compaction) script compactions; unscripted, a compaction answers "" and takes no entry
-    of the agent's script. A fork is scripted under its own key in `agents`.
+    of the agent's script. A fork is scripted under its own key in `agents`. `approvals` decides
+    the tool calls that wait for a person's approval (tool name -> `approve(...)` or `reject(...)`,
+    or a function of the `ApprovalRequest`), as `awf approve` would; a call it decides nothing for is
+    rejected, and fails the test naming the call.
     """
     compacting = {key: list(entries) for key, entries in (compactions or {}).items()}
     book = ScriptBook(dict(agents), supports_waiting=supports_waiting, compactions=compacting)
@@ -120,8 +125,8 @@ async def run_workflow(
     else:
         root = run_root
     errors: list[Exception] = []
-    if participants:
-        definition = _with_participants(definition, dict(participants), errors)
+    if participants or approvals is not None:
+        definition = _with_participants(definition, dict(participants or {}), approvals, errors)
     result = await run(
         definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for, replay=replay
     )
@@ -137,9 +142,10 @@ async def run_workflow(
 
 
 def _with_participants(
-    definition: WorkflowDefinition, scripts: dict[str, ParticipantScript], errors: list[Exception]
+    definition: WorkflowDefinition, scripts: dict[str, ParticipantScript], approvals: Approvals | None,
+    errors: list[Exception],
 ) -> WorkflowDefinition:
-    """The workflow, with the scripted participants playing beside it while it runs.
+    """The workflow, with the scripted participants (and the approver) playing beside it while it runs.
 
     A participant's error (a failed assert, a refused reply) ends the run, and goes in
     `errors` for run_workflow to raise; the workflow's own error is raised as itself.
@@ -159,6 +165,8 @@ def _with_participants(
             async with anyio.create_task_group() as group:
                 for key, script in scripts.items():
                     group.start_soon(play, key, script, wf.run_dir)
+                if approvals is not None:
+                    group.start_soon(play_approvals, approvals, wf.run_dir, errors)
                 try:
                     value = await inner(wf, *args)
                 except Exception as error:  # raised below as itself, not inside the group's ExceptionGroup
