@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import functools
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -159,6 +160,7 @@ def _with_participants(
             errors.append(error)
             raise
 
+    @functools.wraps(inner)  # the run names the line a failure came from in the workflow's own file
     async def with_participants(wf: Workflow, *args: Any) -> Any:
         failure: Exception | None = None
         try:

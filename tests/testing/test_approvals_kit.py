@@ -61,3 +61,13 @@ async def test_a_call_the_test_decides_nothing_for_fails_the_test_naming_it():
     with pytest.raises(TestScriptError, match=r"\(deploy, by agent a\) waited for approval"):
         await run_workflow(deployer, agents={"a": answer(agent_a)}, approvals={})
     assert deployed == []
+
+
+@workflow(name="raises", description="Raises with a participant beside it.")
+async def raises(wf: Workflow) -> str:
+    raise RuntimeError("the workflow's own mistake")
+
+
+async def test_a_failure_beside_the_test_kits_players_is_placed_in_the_workflows_file():
+    run = await run_workflow(raises, agents={}, approvals={})
+    assert run.outcome == "failed" and "test_approvals_kit.py:" in (run.result.where or ""), run.result.where
