@@ -54,6 +54,7 @@ from . import temporal, worktrees
 from .actors import print_actors
 from .attach import AttachFailure, find_kept
 from .attach import add_parser as add_attach_parser
+from .check import add_parser as add_check_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
@@ -714,6 +715,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)
     worktrees.add_parser(commands)
+    add_check_parser(commands)
     temporal.add_parser(commands)
     add_commands(commands)
     add_attach_parser(commands)

@@ -216,6 +216,7 @@ def _make_tool(
         keyword = True
         if not input_type.__struct_fields__:
             input_type, keyword = _NoInput, False
+    _check_takes(handler, label, input_type, keyword, call_param)
     try:
         return Tool(
             handler=handler,
@@ -233,6 +234,39 @@ def _make_tool(
         )
     except (TypeError, ValueError) as error:
         raise DefinitionError(f"tool {label}: its input can't be a schema: {error}") from None
+
+
+def _check_takes(handler: Callable[..., Any], label: str, input_type: type, keyword: bool, call_param: str | None) -> None:
+    """DefinitionError unless the handler can take what `Tool.invoke` will give it: a call would
+    otherwise fail every time, its error sent to the agent, in a run that goes on `completed`."""
+    try:
+        signature = inspect.signature(handler, eval_str=True)  # shown as written, not as strings
+    except Exception:  # an annotation that doesn't resolve
+        signature = inspect.signature(handler)
+    takes_input = input_type is not _NoInput
+    try:
+        if keyword:
+            fields: tuple[str, ...] = getattr(input_type, "__struct_fields__", ())
+            signature.bind(**dict.fromkeys(fields), **({call_param: None} if call_param else {}))
+        else:
+            signature.bind(*([None] if takes_input else []), *([None] if call_param else []))
+    except TypeError as error:
+        given = f"an {input_type.__name__}" if takes_input else "nothing"
+        raise DefinitionError(
+            f"tool {label}: its handler {label}{signature} can't take {given}"
+            f"{' and the ToolCall' if call_param else ''} as a call gives it: {error}"
+        ) from None
+    if takes_input and not keyword:
+        first = next(iter(signature.parameters.values()))
+        try:
+            annotation = typing.get_type_hints(handler).get(first.name, Any)
+        except Exception:  # an annotation that doesn't resolve is the handler's own business
+            return
+        if annotation is not Any and isinstance(annotation, type) and not issubclass(input_type, annotation):
+            raise DefinitionError(
+                f"tool {label}: its input is {input_type.__name__}, but its handler's {first.name} is a "
+                f"{annotation.__name__}"
+            )
 
 
 def tool(
