@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from agentswf.cli.attach import AttachFailure, attach_argv, find_pane
 from agentswf.cli.main import main
 from agentswf.harnesses.pane import pane_socket
 from agentswf.harnesses.tmux import WINDOW
+
+from .kit import needs_tmux
 
 SCREEN_WAIT_SECONDS = 10.0
 
@@ -63,7 +64,7 @@ def test_closing_a_kept_pane_where_there_is_none_exits_2(tmp_path, capsys):
     assert "agent a of run r1 has no kept pane" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install tmux)")
+@needs_tmux
 def test_awf_attach_without_a_terminal_says_it_needs_one_and_how_to_see_the_pane(tmp_path):
     record = a_run(tmp_path, "writer")
     live = pane_socket(tmp_path / "s", "writer")
