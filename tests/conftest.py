@@ -76,7 +76,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-    """A module skipped whole is said at the suite's folder, so those of one reason fold into one line."""
+    """A module skipped whole is said at the suite's folder, so those of one reason fold into one
+    line (which xdist counts once, as it passes on one of identical collection reports)."""
     report = yield
     if report.skipped and isinstance(collector, pytest.Module) and isinstance(report.longrepr, tuple):
         report.longrepr = (str(SUITE), None, report.longrepr[2])

@@ -2,7 +2,7 @@
 agent CLI, tmux or bubblewrap; `pytest -m e2e` runs them; and those skipped for want of one say
 so in one summary line, not a line each.
 
-Each runs pytest in a process of its own, on two files whose end-to-end tests need tmux only.
+It runs pytest in processes of its own, on two files whose end-to-end tests need tmux only.
 """
 
 from __future__ import annotations
@@ -31,21 +31,17 @@ def _pytest(*args: str, path: str = os.environ.get("PATH", os.defpath)) -> subpr
     )
 
 
-def _collected(done: subprocess.CompletedProcess[str]) -> set[str]:
+def _tests(done: subprocess.CompletedProcess[str], outcome: str = "") -> set[str]:
     assert done.returncode == 0, done.stdout + done.stderr
-    return {line for line in done.stdout.splitlines() if "::" in line}
+    return {line.split()[0] for line in done.stdout.splitlines() if "::" in line and outcome in line}
 
 
-def test_a_plain_run_leaves_out_the_tests_that_need_tmux_and_e2e_runs_just_them():
-    plain = _collected(_pytest("--collect-only", "-q"))
-    e2e = _collected(_pytest("--collect-only", "-q", "-m", "e2e"))
+def test_a_plain_run_leaves_out_the_tests_needing_tmux_and_e2e_runs_them_skipping_in_one_line():
+    plain = _tests(_pytest("--collect-only", "-q"))
+    without_tmux = _pytest("-m", "e2e", "-v", "-rs", path=str(Path(sys.executable).parent))  # this Python only
+    e2e = _tests(without_tmux, " SKIPPED")
     assert len(e2e) == NEED_TMUX and not plain & e2e, (plain, e2e)
     assert any("test_render" in test for test in plain)  # what needs no tmux still runs
-
-
-def test_the_tests_skipped_for_want_of_tmux_say_so_in_one_line():
-    without_tmux = str(Path(sys.executable).parent)  # this Python, and no tmux
-    done = _pytest("-m", "e2e", "-rs", path=without_tmux)
-    skips = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert len(skips) == 1, done.stdout
-    assert re.fullmatch(rf"SKIPPED \[{NEED_TMUX}\] tests/conftest\.py:\d+: not installed here: tmux \(.*\)", skips[0])
+    said = [line for line in without_tmux.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(said) == 1, without_tmux.stdout
+    assert re.fullmatch(rf"SKIPPED \[{NEED_TMUX}\] tests/conftest\.py:\d+: not installed here: tmux \(.*\)", said[0])
