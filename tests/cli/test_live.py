@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -127,7 +126,7 @@ def _screen_until(socket: str, pattern: str) -> str:
     raise AssertionError(f"the screen never showed {pattern!r}:\n{screen}")
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.needs("tmux")
 def test_the_live_view_in_a_real_terminal(tmp_path, flows):
     socket = str(tmp_path / "tmux")  # the server's socket in the test's own directory, gone with it
     # Without pytest's COLUMNS (the tmux server inherits it), as a terminal of its own size.
@@ -156,7 +155,7 @@ def test_the_live_view_in_a_real_terminal(tmp_path, flows):
         subprocess.run(["tmux", "-S", socket, "kill-server"], check=False, capture_output=True, timeout=10)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.needs("tmux")
 def test_the_live_view_of_a_continued_run_counts_its_earlier_attempts_toward_the_budget(tmp_path, flows):
     (tmp_path / "broken").touch()
     first = subprocess.run(

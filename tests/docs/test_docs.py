@@ -10,6 +10,9 @@ on `sys.path`:
   the status it names); other `sh` blocks are commands shown, not run;
 - a block marked `<!-- docs-test: skip: <why> -->` is not run, and must say why.
 
+A page whose blocks run a tool besides Python (bubblewrap for guide/sandboxes.md) is an
+end-to-end test: `pytest -m e2e` runs it (tests/conftest.py).
+
 `anyio.run(main)` in a block runs on the test's backend, and every `test_*` function a
 page defines is then called as pytest would (`tmp_path` is the one fixture given), so an
 example written for the reader runs on both backends as written.
@@ -32,11 +35,17 @@ from .blocks import Block, blocks
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
+NEEDS = {"guide/sandboxes.md": ("bwrap",)}  # what a page's blocks run besides Python, by its id
 SHELL_TIMEOUT_SECONDS = 180
 
 
 def _page_id(page: Path) -> str:
     return str(page.relative_to(DOCS)) if page.is_relative_to(DOCS) else str(page)
+
+
+def _page(page: Path) -> object:
+    needed = NEEDS.get(_page_id(page), ())
+    return pytest.param(page, id=_page_id(page), marks=[pytest.mark.needs(*needed)] if needed else [])
 
 
 def _run_shell(block: Block, page: Path, where: Path) -> None:
@@ -110,7 +119,7 @@ def run_page(page: Path, backend: str, where: Path, monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+@pytest.mark.parametrize("page", [_page(page) for page in PAGES])
 def test_the_page_runs(page: Path, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_page(page, backend, tmp_path, monkeypatch)
 

@@ -8,22 +8,15 @@ screens are left for the pane harness to answer, as it does for an operator.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentswf import Runtime
-from agentswf.testing.models import CLI_DIR_VARIABLE, ScriptedModel, claude_env, codex_env, find_cli, pi_env
+from agentswf.testing.models import ScriptedModel, claude_env, codex_env, find_cli, pi_env
 
-from ..clis import MISSING
-
-needs_claude_and_tmux = pytest.mark.skipif(
-    "claude" in MISSING or shutil.which("tmux") is None,
-    reason=f"needs the claude CLI (${CLI_DIR_VARIABLE} or PATH; .ci/run installs it) and tmux (apt-get install tmux)",
-)
-
+needs_claude_and_tmux = pytest.mark.needs("claude", "tmux")
 
 
 def claude_pane(model: ScriptedModel, home: Path) -> Runtime:
@@ -42,13 +35,11 @@ def alive(pid: int) -> bool:
         return False
 
 
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install tmux)")
+needs_tmux = pytest.mark.needs("tmux")
 
 
 def needs(cli: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(
-        cli in MISSING, reason=f"needs the {cli} CLI (${CLI_DIR_VARIABLE} or PATH; .ci/run installs it)"
-    )
+    return pytest.mark.needs(cli)
 
 
 def pane_runtime(cli: str, server: ScriptedModel, home: Path, **options: Any) -> Runtime:

@@ -22,6 +22,8 @@ from agentswf.errors import HarnessError
 from agentswf.harnesses.pane import pane_socket
 from agentswf.harnesses.tmux import TmuxServer
 
+from .kit import needs_tmux
+
 SCREEN_WAIT_SECONDS = 10.0
 
 
@@ -65,9 +67,6 @@ def test_closing_a_kept_pane_where_there_is_none_exits_2(tmp_path, capsys):
     assert "run r1 has no kept pane" in capsys.readouterr().err
     assert main(["attach", "--close", str(record), "a"]) == 2
     assert "agent a of run r1 has no kept pane" in capsys.readouterr().err
-
-
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install tmux)")
 
 
 @asynccontextmanager

@@ -1,9 +1,8 @@
-"""Helpers for tests of sandboxed agents: skip without bubblewrap, find a test's processes on the host."""
+"""Helpers for tests of sandboxed agents: the mark of a test that needs bubblewrap, find a test's processes on the host."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -14,10 +13,7 @@ from agentswf import Runtime, workflow
 
 MARK = "SANDBOX_TEST"  # every agent of a test carries this, with the test's own value
 
-needs_bwrap = pytest.mark.skipif(
-    shutil.which("bwrap") is None,
-    reason="bubblewrap (`bwrap`) isn't installed: .ci/run installs the package bubblewrap where apt can",
-)
+needs_bwrap = pytest.mark.needs("bwrap")
 
 
 def marked(token: str) -> list[int]:

@@ -14,6 +14,10 @@ from agentswf.sandbox.runner import SandboxedHarness
 from agentswf.sandbox.spec import SandboxSpec
 from agentswf.workflow.sandboxes import open_sandbox
 
+from .kit import needs_bwrap
+
+pytestmark = needs_bwrap  # each opens a sandbox, which finds bubblewrap and tries it once
+
 
 async def _boxed(tmp_path: Path) -> SandboxedHarness:
     sandbox = await open_sandbox("box", SandboxSpec(), tmp_path, lambda message, **fields: None)

@@ -22,7 +22,7 @@ from agentswf.cli.main import main
 from agentswf.harnesses import pane_keep
 from agentswf.harnesses.pane_keep import KeptPane, close_kept, kept_directory, kept_panes, kept_socket
 
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+needs_tmux = pytest.mark.needs("tmux")
 WAIT_SECONDS = 10.0
 
 

@@ -15,7 +15,7 @@ from agentswf.harnesses.pane_keep import KeptPane, keep, kept_socket
 
 from .test_pane_attacks import kept_root  # noqa: F401  (the kept-panes root of the test's own)
 
-pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+pytestmark = [pytest.mark.anyio, pytest.mark.needs("tmux")]
 
 
 def _sessions(socket: Path) -> list[str]:

@@ -1,16 +1,15 @@
 """The real CLIs (claude, codex, pi) against a ScriptedModel: a shell command, then a resume.
 
-Each CLI is looked up with `find_cli` ($AGENTSWF_CLI_DIR, then PATH), then in the
-repository's .ci/node install; a CLI that isn't found skips its tests. The CLIs run on
-asyncio only: they test the CLIs against the server, and the server's backends are
-covered by test_models.py.
+Each CLI is looked up with `find_cli` ($AGENTSWF_CLI_DIR, which tests/clis.py points at the
+repository's .ci/node install, then PATH); each test needs its CLI (an e2e test, skipped where
+the CLI isn't found). The CLIs run on asyncio only: they test the CLIs against the server, and
+the server's backends are covered by test_models.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +37,6 @@ from agentswf.testing.models import (
 
 pytestmark = pytest.mark.anyio
 
-CI_BIN = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin"
 RUN_TIMEOUT_SECONDS = 60  # one CLI invocation takes 0.5–1.5 s against the scripted model
 RESUME_MARK = "TURN2"
 # Parent variables that would re-route a CLI away from the scripted model.
@@ -150,10 +148,12 @@ SETUPS = [
 ]
 
 
+EACH_CLI = [pytest.param(setup, marks=pytest.mark.needs(setup.cli), id=setup.name) for setup in SETUPS]
+
+
 def _executable(cli: str) -> str:
-    found = find_cli(cli) or shutil.which(cli, path=str(CI_BIN))
-    if not found:
-        pytest.skip(f"the {cli} CLI was not found in $AGENTSWF_CLI_DIR, on PATH, or in {CI_BIN}")
+    found = find_cli(cli)
+    assert found is not None  # its `needs` mark skipped the test where it isn't
     return found
 
 
@@ -175,7 +175,7 @@ async def _run(setup: Setup, exe: str, prompt: str, session: str | None, env: di
     return done, setup.read(lines)
 
 
-@pytest.mark.parametrize("setup", SETUPS, ids=lambda setup: setup.name)
+@pytest.mark.parametrize("setup", EACH_CLI)
 async def test_the_cli_runs_a_shell_command_then_resumes_the_session(setup: Setup, tmp_path: Path) -> None:
     exe = _executable(setup.cli)
     out, work = tmp_path / "out.txt", tmp_path / "work"
@@ -214,7 +214,7 @@ async def test_the_cli_runs_a_shell_command_then_resumes_the_session(setup: Setu
         assert f"echo hello > {out}" in history
 
 
-@pytest.mark.parametrize("setup", SETUPS, ids=lambda setup: setup.name)
+@pytest.mark.parametrize("setup", EACH_CLI)
 async def test_the_cli_reports_a_failed_model_call_without_retrying(setup: Setup, tmp_path: Path) -> None:
     exe = _executable(setup.cli)
     async with ScriptedModel(steps(Text("unreached")), fail_status=500) as model:
