@@ -93,7 +93,9 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _started(pid: int) -> int | None:
+def started_at(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (/proc's stat field 22); None once it is gone.
+    A pid given to another process comes with another start time."""
     try:
         return int(_proc(pid, "stat").rsplit(b")", 1)[1].split()[19])
     except (ValueError, IndexError):
@@ -118,7 +120,7 @@ def live_pane_server(path: str) -> str | None:
     # the keeper's command line: `… keep <fd> <grace> <the server's>`
     if not started_for(server, path) or kept_by[-len(words) - 3 :][:1] != [b"keep"] or kept_by[-len(words) :] != words:
         return f"process {server} listening on {path} is not a tmux server the run started there"
-    started = {child: _started(child) for child in _children(keeper or 0)}
+    started = {child: started_at(child) for child in _children(keeper or 0)}
     first = min((when, child) for child, when in started.items() if when is not None)[1] if started else None
     if first != server:
         return f"process {server} listening on {path} was started after the pane's server, under its keeper"

@@ -33,9 +33,8 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..errors import HarnessError
-from ..launcher.peer import parent_of, started_at
 from .keeper import KILL_PATIENCE_SECONDS, MARK_VARIABLE, PASS_PAUSE_SECONDS, keep_command, kill_marked
-from .pane_kept_check import listener
+from .pane_kept_check import listener, parent_of, started_at
 from .process import KILL_GRACE_SECONDS, attempt_mark, lifeline, stop_group
 
 TMUX_INSTALL = "apt-get install -y tmux"
@@ -72,9 +71,9 @@ class TmuxServer:
         self.holds = holds
         self.keeper: Process | None = None
         self.mark = ""
-        self.server: tuple[int, bytes] | None = None  # the server's pid and start time, as the kernel said
+        self.server: tuple[int, int] | None = None  # the server's pid and start time, as the kernel said
         self.tui: int | None = None  # the pane's own program, the TUI
-        self.tui_tree: dict[int, bytes] = {}  # the TUI and what it ran as it started: what a sweep leaves
+        self.tui_tree: dict[int, int] = {}  # the TUI and what it ran as it started: what a sweep leaves
         self.client: Process | None = None  # the keeper of tmux_runner.py, our tmux client in the agent's tree
         self.client_runner: int | None = None
         self.answers: BufferedByteReceiveStream | None = None
@@ -281,7 +280,7 @@ def _live(pid: int) -> bool:
         return False
 
 
-def _listening_child(keeper: int, socket: Path) -> tuple[int, bytes] | None:
+def _listening_child(keeper: int, socket: Path) -> tuple[int, int] | None:
     """The server, once it listens: the keeper's child the kernel says listens on `socket`, with its start time."""
     children = _children(keeper)
     if len(children) != 1:
