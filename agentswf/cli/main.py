@@ -429,7 +429,7 @@ def command_continue(options: argparse.Namespace) -> int:
             run_dir = run_dir_of(options, options.run).resolve()
             _refuse_temporal(run_dir)
             options.file = _recorded_file(run_dir)
-            print(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)",
+            print(shown(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)"),
                   file=sys.stderr)
             definition = load_workflow(options.file, options.workflow or read_json(run_dir / "run.json").get("workflow"))
     except DefinitionError as error:
@@ -462,7 +462,7 @@ def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
     ):
         if given is None:
             said = msgspec.json.encode(kept).decode() if kept else unset
-            print(f"awf: the {name} on record: {said} (--{name} gives another)", file=sys.stderr)
+            print(shown(f"awf: the {name} on record: {said} (--{name} gives another)"), file=sys.stderr)  # an agent's, maybe
 
 
 def _recorded_file(run_dir: Path) -> str:
