@@ -10,6 +10,7 @@ import msgspec
 from ..engine.actor_trace import TRACE_EVENTS_FILE, TRACE_SUMMARY_FILE
 from ..engine.records import read_json, read_lines
 from .runs import UsageFailure
+from .shown import shown
 
 
 def percentile(values: list[float], share: float) -> float | None:
@@ -50,7 +51,8 @@ def actor_rows(summary: dict[str, Any], events: list[dict[str, Any]]) -> list[di
 
 
 def _hop(line: dict[str, Any], took: str) -> str:
-    return f"  {_ms(line.get(took))}  {line['actor']} {line['message_type']} ({line['event']}, at {line['t']:.3f}s, depth {line['depth']})\n"
+    what = shown(f"{line['actor']} {line['message_type']} ({line['event']}")  # the record's: an agent may have written it
+    return f"  {_ms(line.get(took))}  {what}, at {line['t']:.3f}s, depth {line['depth']})\n"
 
 
 def print_actors(run_dir: Path, out: TextIO) -> None:
@@ -61,13 +63,13 @@ def print_actors(run_dir: Path, out: TextIO) -> None:
     except (OSError, msgspec.DecodeError) as error:
         raise UsageFailure(f"run {run_dir.name}'s trace can't be read: {error}") from None
     events = list(read_lines(run_dir / TRACE_EVENTS_FILE))
-    out.write(f"{summary['events_seen']} mailbox events, {summary['events_kept']} kept: {summary['kept_how']}\n")
+    out.write(f"{summary['events_seen']} mailbox events, {summary['events_kept']} kept: {shown(str(summary['kept_how']))}\n")
     header = ("ACTOR", "HANDLED", "FAILED", "DEAD", "PEAK", "QUEUED p50", "p99", "HANDLING p50", "p99")
     table = [header]
     for row in actor_rows(summary, events):
         table.append(
             (
-                row["actor"],
+                shown(row["actor"]),
                 str(row["handled"]),
                 str(row["failed"]),
                 str(row["dead_lettered"]),

@@ -26,6 +26,7 @@ from .follow import Event, Follower, Tally, events_of, run_cost, run_ended, turn
 from .runs import (
     UsageFailure,
     all_runs,
+    answered,
     ask_live_run,
     is_live,
     live_run_dir,
@@ -162,10 +163,10 @@ def _status_value(run_dir: Path, live: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
-    """The status a live run answered, every line shown, not obeyed: its names and messages are agents'."""
+    """The status a live run answered, each line `shown` on one line: its names and messages are agents'."""
 
     def write(text: str) -> None:
-        out.write(shown(text))
+        out.write(shown(text) + "\n")
 
     started, attempt, live_since = status.get("started_at"), status.get("attempt", 1), status.get("attempt_started_at")
     alive = "" if started is None else f", live for {age(now - started)}"
@@ -174,7 +175,7 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
     in_turn = sum(agent["in_turn"] for agent in status["agents"])
     write(
         f"run {status['run_id']} of {status['workflow']}{alive}: {counted(len(status['agents']), 'agent')}, "
-        f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {spent_cost(status['cost_usd'])}\n"
+        f"{in_turn} in a turn; spent {counted(status['tokens'], 'token')}, {spent_cost(status['cost_usd'])}"
     )
     for agent in status["agents"]:
         state = f"in turn {agent['turn']}" if agent["in_turn"] else f"idle after {counted(agent['turns'], 'turn')}"
@@ -182,17 +183,17 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
             state += f" for {age(now - agent['turn_started_at'])}"
             if agent["deadline_at"] is not None:
                 state += f" of {age(agent['deadline_at'] - agent['turn_started_at'])}"
-        write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {spent_cost(agent['cost_usd'])}\n")
+        write(f"  {agent['key']}: {state}; {agent['tokens']} tokens, {spent_cost(agent['cost_usd'])}")
         if agent["owes"]:
-            write(f"    owes a reply to {', '.join(agent['owes'])}\n")
+            write(f"    owes a reply to {', '.join(agent['owes'])}")
         if agent["awaits"]:
-            write(f"    awaits {agent['awaits']}'s reply\n")
+            write(f"    awaits {agent['awaits']}'s reply")
         if agent["doing"]:
-            write(f"    last: {agent['doing']}\n")
+            write(f"    last: {agent['doing']}")
     for request in status["pending"]:
-        write(f"  waiting for approval: {request['call_id']} {request['agent']} → {request['tool']}\n")
+        write(f"  waiting for approval: {request['call_id']} {request['agent']} → {request['tool']}")
     if status["participants"]:
-        write(f"  participants: {', '.join(status['participants'])}\n")
+        write(f"  participants: {', '.join(status['participants'])}")
 
 
 def command_status(options: argparse.Namespace) -> int:
@@ -200,10 +201,7 @@ def command_status(options: argparse.Namespace) -> int:
     if on_temporal is not None:
         return temporal.command_status(options, on_temporal)
     run_dir = live_run_dir(options)
-    response = ask_live_run(options, Status(), run_dir)
-    if not response.ok:
-        print(shown(f"awf: {response.message}"), file=sys.stderr)
-        return 1
+    response = answered(ask_live_run(options, Status(), run_dir))
     status = _status_value(run_dir, response.value or {})
     if options.json:
         sys.stdout.write(shown_json(status) + "\n")
@@ -217,10 +215,7 @@ def command_stop(options: argparse.Namespace) -> int:
     on_temporal = temporal.temporal_record(run_dir)
     if on_temporal is not None:
         return temporal.command_stop(options, on_temporal, run_dir)
-    response = ask_live_run(options, Stop(options.reason or "", options.by), run_dir)
-    if not response.ok:
-        print(shown(f"awf: {response.message}"), file=sys.stderr)
-        return 1
+    response = answered(ask_live_run(options, Stop(options.reason or "", options.by), run_dir))
     print(shown(f"awf: {response.message}"), file=sys.stderr)
     deadline = time.monotonic() + STOP_WAIT_SECONDS
     while not (run_dir / "output.json").exists():
@@ -235,7 +230,7 @@ def command_stop(options: argparse.Namespace) -> int:
 def event_line(event: Event) -> str:
     clock = time.strftime("%H:%M:%S", time.localtime(event.at))
     who = f"{event.agent}: " if event.agent else ""
-    return shown(f"{clock} {who}{event.text}")  # what an agent wrote: shown, not obeyed by the terminal
+    return shown(f"{clock} {who}{event.text}")  # what an agent wrote, on one line: shown, not obeyed by the terminal
 
 
 def _tail_words(options: argparse.Namespace) -> tuple[Path, str | None]:
@@ -269,10 +264,7 @@ def command_tail(options: argparse.Namespace) -> int:
         temporal.command_tail(options, on_temporal, show)
         return 0
     if is_live(run_dir):  # the operator socket says whether the asker may watch: no agent of the run may
-        response = ask_live_run(options, Status(), run_dir)
-        if not response.ok:
-            print(shown(f"awf: {response.message}"), file=sys.stderr)
-            return 1
+        answered(ask_live_run(options, Status(), run_dir))
     follower = Follower(run_dir)
     while True:
         for event in follower.poll():

@@ -114,8 +114,8 @@ def budget_text(budget: Budget, tally: Tally, seconds: float, carried: Spent | N
 
 def _told(text: str, style: str = "") -> Text:
     """A string the record gave (an agent's key, what it did, a wf.log line, the run's reason) as
-    rich shows it: literally, its markup (`[bold]`, `[link=…]`) not read and its control
-    characters as escapes (`shown`), as an agent may have written any of it."""
+    rich shows it: literally, its markup (`[bold]`, `[link=…]`) not read, and on one line, its new
+    lines and control characters as escapes (`shown`), as an agent may have written any of it."""
     return Text(shown(text), style=style)
 
 
@@ -161,7 +161,7 @@ def render(
     if budget is not None:
         parts.append(Text(budget_text(budget, tally, seconds, carried)))
     if tally.logs:
-        parts.append(_told("\n".join(tally.logs), style="dim"))
+        parts.append(Text("\n".join(shown(line) for line in tally.logs), style="dim"))  # a line each
     if tally.ended:
         parts.append(_told(tally.ended, style="bold"))
     return Group(*parts)

@@ -1,5 +1,10 @@
 """`awf logs`: a run's record, readable: how it ended (each attempt, when it was continued),
-each turn, each answer handed in, and each process refused on the run's sockets for who it is."""
+each turn, each answer handed in, and each process refused on the run's sockets for who it is.
+
+Every line is awf's, made of the record's fields each `shown` on one line (names, outcomes, tool
+names, command lines: an agent may have written any of them, or the record itself); a reason or
+a traceback, which runs over lines, is `headed` or `quoted`, indented under awf's line.
+"""
 
 from __future__ import annotations
 
@@ -14,23 +19,28 @@ from ..engine.accounting import RunUsage, spend_lines, spend_text
 from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
 from ..engine.records import read_json, read_lines
 from ..harnesses.usage import Usage
-from .shown import shown as shown_text
+from .shown import headed, quoted, shown
 
 MAX_SHOWN_CHARS = 400
 MAX_SHOWN_LINES = 20
 
 
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-    text = text.replace("\n", "\\n")
+    """A value (text, or any JSON) on one line, `shown`, cut at MAX_SHOWN_CHARS."""
+    text = shown(value if isinstance(value, str) else msgspec.json.encode(value).decode())
     return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
 
 
-def _block(label: str, text: str) -> str:
-    """`text`, which may run over several lines, under `label`, indented."""
-    lines = str(text).strip().splitlines() or [""]
-    shown = lines[:MAX_SHOWN_LINES] + (["…"] if len(lines) > MAX_SHOWN_LINES else [])
-    return f"  {label}: {shown[0]}\n" + "".join(f"    {line}\n" for line in shown[1:])
+def _name(value: Any) -> str:
+    """A name, id or word of the record (an agent's key, a tool's name, an outcome) on one line."""
+    return shown(value if isinstance(value, str) else str(value))
+
+
+def _block(label: str, text: Any) -> str:
+    """`text`, which may run over several lines (at most MAX_SHOWN_LINES), after `label`, indented."""
+    lines = str(text).strip().split("\n")
+    kept = "\n".join(lines[:MAX_SHOWN_LINES] + (["…"] if len(lines) > MAX_SHOWN_LINES else []))
+    return headed(f"  {label}: ", kept)
 
 
 def _clock(unix: float | None) -> str:
@@ -47,42 +57,45 @@ def _candidate_lines(candidate: dict[str, Any]) -> str:
 def _tool_lines(call: dict[str, Any]) -> str:
     took = call["ended_at"] - call["started_at"]
     text = (
-        f"  {_clock(call.get('started_at'))} tool {call['tool']} {_short(call.get('input'))} "
-        f"-> {call['outcome']} ({took * 1000:.0f} ms)\n"
+        f"  {_clock(call.get('started_at'))} tool {_name(call['tool'])} {_short(call.get('input'))} "
+        f"-> {_name(call['outcome'])} ({took * 1000:.0f} ms)\n"
     )
-    shown = call.get("error") if call["outcome"] != "result" else call.get("result")
-    return text + (f"    {_short(shown)}\n" if shown not in (None, "") else "")
+    said = call.get("error") if call["outcome"] != "result" else call.get("result")
+    return text + (f"    {_short(said)}\n" if said not in (None, "") else "")
 
 
 def print_run(run_dir: Path, out: TextIO) -> None:
-    """The run's record as `awf logs` prints it, what its agents wrote shown, not obeyed (`shown`)."""
+    """The run's record as `awf logs` prints it, what its agents wrote shown, not obeyed (`shown`):
+    whole, or nothing when a part of it can't be read."""
     text = io.StringIO()
     _print_run(run_dir, text)
-    out.write(shown_text(text.getvalue()))
+    out.write(text.getvalue())
 
 
 def _print_run(run_dir: Path, out: TextIO) -> None:
     info = read_json(run_dir / "run.json")
     output_path = run_dir / "output.json"
     output = read_json(output_path) if output_path.exists() else None
-    out.write(f"run {info['run_id']} of {info['workflow']}, started {_clock(info.get('started_at'))} in {info['cwd']}\n")
+    started = _clock(info.get("started_at"))
+    out.write(f"run {_name(info['run_id'])} of {_name(info['workflow'])}, started {started} in {_name(info['cwd'])}\n")
     if info.get("replay_of"):
-        out.write(f"  a replay of {info['replay_of']}: its tool calls were answered from that record\n")
+        out.write(f"  a replay of {_name(info['replay_of'])}: its tool calls were answered from that record\n")
     if output is None:
         out.write("  still running, or interrupted before it could record its ending\n")
     else:
         seconds = output["ended_at"] - output["started_at"]
-        out.write(f"  ended {output['outcome']} after {seconds:.1f}s\n")
+        out.write(f"  ended {_name(output['outcome'])} after {seconds:.1f}s\n")
         if output.get("reason"):
             out.write(_block("reason", output["reason"]))
         if output["outcome"] == "completed":
             out.write(f"  value: {_short(output.get('value'))}\n")
         if output.get("where"):
-            out.write(f"  at: {output['where']}\n")
+            out.write(f"  at: {_name(output['where'])}\n")
         if output.get("traceback"):
-            out.write("  traceback:\n" + "".join(f"    {line}\n" for line in output["traceback"].rstrip().splitlines()))
+            out.write("  traceback:\n" + quoted(str(output["traceback"]).rstrip()))
     if (run_dir / "usage.json").exists():
-        out.writelines(f"  {line}\n" for line in spend_lines(msgspec.convert(read_json(run_dir / "usage.json"), RunUsage)))
+        usage = msgspec.convert(read_json(run_dir / "usage.json"), RunUsage)
+        out.writelines(f"  {shown(line)}\n" for line in spend_lines(usage))  # its group and model names are the record's
     attempts = _attempts(run_dir, out)
     logs = list(read_lines(run_dir / "log.jsonl"))
     tools: dict[str, list[dict[str, Any]]] = {}
@@ -106,11 +119,11 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
             continue
         settings = _settings(turn)
         out.write(
-            f"\n{_clock(turn.get('started_at'))} {turn['agent']} {what} {turn['n']} "
-            f"[call {turn['call_id']}]: {ending}{nudged}{settings}\n"
+            f"\n{_clock(turn.get('started_at'))} {_name(turn['agent'])} {what} {_name(turn['n'])} "
+            f"[call {_name(turn['call_id'])}]: {_name(ending)}{nudged}{settings}\n"
         )
         if turn.get("forked_from") and turn["n"] == 1:
-            out.write(f"  a fork of {turn['forked_from']}\n")
+            out.write(f"  a fork of {_name(turn['forked_from'])}\n")
         if turn.get("started_by") == "message":
             out.write("  started by a message; takes no answer\n")
         elif outcome["kind"] == "answered":
@@ -118,7 +131,7 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
         else:
             out.write(_block("reason", outcome.get("reason", "")))
         if turn.get("usage"):
-            out.write(f"  spent: {spend_text(msgspec.convert(turn['usage'], Usage))}\n")
+            out.write(f"  spent: {shown(spend_text(msgspec.convert(turn['usage'], Usage)))}\n")
         events = [
             *((candidate.get("at") or 0.0, _candidate_lines(candidate)) for candidate in read_lines(
                 run_dir / "calls" / turn["call_id"] / "candidates.jsonl"
@@ -132,12 +145,13 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
         out.write("\nrefused for who they are:\n")
         for line in refusals:
             command = " ".join(line.get("command") or []) or "(gone)"
-            out.write(f"  {_clock(line.get('at'))} {line.get('socket')}: process {line.get('pid')} {_short(command)}\n")
+            who = _name(f"{line.get('socket')}: process {line.get('pid')}")
+            out.write(f"  {_clock(line.get('at'))} {who} {_short(command)}\n")
     if logs:
         out.write("\nlog:\n")
         for line in logs:
-            fields = " ".join(f"{key}={value}" for key, value in (line.get("fields") or {}).items())
-            out.write(f"  {_clock(line.get('at'))} {line.get('message', '')} {fields}".rstrip() + "\n")
+            fields = " ".join(f"{_name(key)}={_name(value)}" for key, value in (line.get("fields") or {}).items())
+            out.write(f"  {_clock(line.get('at'))} {_name(line.get('message', ''))} {fields}".rstrip() + "\n")
 
 
 def _cut_off_lines(run_dir: Path, ended: set[str]) -> list[str]:
@@ -160,7 +174,7 @@ def _cut_off_lines(run_dir: Path, ended: set[str]) -> list[str]:
             started.append((at, entry.name, call))
     lines = []
     for at, call_id, call in sorted(started, key=lambda found: found[0]):
-        lines.append(f"\n{_clock(at)} {call['agent']} turn {call.get('n', '?')} [call {call_id}]: cut off\n")
+        lines.append(f"\n{_clock(at)} {_name(call['agent'])} turn {_name(call.get('n', '?'))} [call {_name(call_id)}]: cut off\n")
         lines.append("  never ended: the run was killed during it, or is still running\n")
         lines.append(f"  prompt: {_short(call.get('prompt', ''))}\n")
         lines += [_candidate_lines(candidate) for candidate in read_lines(run_dir / "calls" / call_id / "candidates.jsonl")]
@@ -172,7 +186,7 @@ def _attempts(run_dir: Path, out: TextIO) -> list[AttemptRecord]:
     try:
         attempts = read_attempts(run_dir)
     except RecordRefused as error:
-        out.write(f"  attempts: {error}\n")
+        out.write(f"  attempts: {_name(error)}\n")
         return []
     if len(attempts) < 2 and not any(attempt.from_stage for attempt in attempts):
         return attempts
@@ -187,18 +201,18 @@ def _attempts(run_dir: Path, out: TextIO) -> list[AttemptRecord]:
         took = f" after {attempt.ended_at - attempt.started_at:.1f}s" if attempt.ended_at else ""
         why = f": {_short(attempt.reason)}" if attempt.reason else ""
         noted = f" ({', '.join(notes)})" if notes else ""
-        out.write(f"  attempt {attempt.n}{noted}, started {_clock(attempt.started_at)}: {ending}{where}{took}{why}\n")
-        shown = []
+        out.write(f"  attempt {attempt.n}{shown(noted)}, started {_clock(attempt.started_at)}: {shown(ending + where)}{took}{why}\n")
+        listed = []
         for name, how in attempt.stages.items():
             record = stages.get(name)
             source = f" (attempt {record.attempt})" if how == "reused" and record is not None else ""
-            shown.append(f"{name} {how}{source}")
+            listed.append(f"{name} {how}{source}")
         spent = [f"{_count(attempt.turns, 'turn')} run"]
         given = _count(attempt.reused_turns, "id'd turn")
         spent += [f"{given} given back"] if attempt.reused_turns else []
         cost = attempt.usage.cost_usd if attempt.usage is not None else None
         spent += [f"${cost:.4f}"] if cost is not None else []
-        out.write(f"    stages: {', '.join(shown) or 'none'}; {', '.join(spent)}\n")
+        out.write(f"    stages: {shown(', '.join(listed) or 'none')}; {', '.join(spent)}\n")
     return attempts
 
 
@@ -230,26 +244,25 @@ def print_trace(run_dir: Path, out: TextIO) -> None:
     for line in sent:
         mail = line["mail"]
         seen = read.get(mail["id"])
-        when = f"read {_clock(seen['at'])} by {seen['by']}, waited {seen['at'] - mail['at']:.1f}s" if seen else "never read"
-        out.write(
-            f"{_clock(mail['at'])} {mail['sender']} -> {mail['to']} [{mail['kind']}, route {line['route']}] "
-            f"{_short(mail['text'])}\n  {when}\n"
-        )
+        when = f"read {_clock(seen['at'])} by {_name(seen['by'])}, waited {seen['at'] - mail['at']:.1f}s" if seen else "never read"
+        route = _name(f"{mail['sender']} -> {mail['to']} [{mail['kind']}, route {line['route']}]")
+        out.write(f"{_clock(mail['at'])} {route} {_short(mail['text'])}\n  {when}\n")
 
 
 def _settings(line: dict[str, Any]) -> str:
-    named = [f"{name} {line[name]}" for name in ("model", "effort") if line.get(name)]
+    named = [f"{name} {_name(line[name])}" for name in ("model", "effort") if line.get(name)]
     return f" ({', '.join(named)})" if named else ""
 
 
 def _operation_lines(line: dict[str, Any]) -> str:
     """A compaction, a set, a fork's copy or a stop, as one entry among the agent's turns."""
     outcome, kind = line["outcome"], line["kind"]
-    head = f"\n{_clock(line.get('started_at'))} {line['agent']} {kind} [{line['call_id']}]: {outcome['kind']}"
+    head = _name(f"{line['agent']} {kind} [{line['call_id']}]: {outcome['kind']}")
+    head = f"\n{_clock(line.get('started_at'))} {head}"
     if kind == "set":
         return f"{head}{_settings(line)}\n"
     if kind == "fork" and outcome["kind"] == "answered":
-        return f"{head}: forked into {outcome.get('value')}\n"
+        return f"{head}: forked into {_name(outcome.get('value'))}\n"
     if kind == "compaction" and outcome["kind"] == "answered":
         return f"{head}\n  summary: {_short(outcome.get('value') or '(kept by the CLI)')}\n"
     return f"{head}\n" + _block("reason", outcome.get("reason", ""))

@@ -25,17 +25,11 @@ import msgspec
 import structlog
 
 from ..__about__ import __version__
+from ..engine.approvals import ApprovalRequest
 from ..engine.attempts import RecordRefused, read_attempts
-from ..engine.operator import (
-    NOT_A_PARTICIPANT,
-    Approve,
-    OperatorResponse,
-    Pending,
-    PostAs,
-    ReadInbox,
-    Reject,
-)
+from ..engine.operator import Approve, Pending, PostAs, ReadInbox, Reject
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.switchboard import Mail
 from ..errors import DefinitionError, leaf_errors
 from ..launcher.place import sweep_dead_runs
 from ..progress import show_progress, watch_endings, watch_runs
@@ -58,8 +52,19 @@ from .check import add_parser as add_check_parser
 from .control import add_commands
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .logs import print_run, print_trace
-from .runs import UsageFailure, ask_live_run, run_dir_of, run_root_of, was_on_temporal
-from .shown import shown, shown_json
+from .runs import (
+    EXIT_REFUSED,
+    Refused,
+    UsageFailure,
+    answered,
+    ask_live_run,
+    pending_line,
+    run_dir_of,
+    run_root_of,
+    value_of,
+    was_on_temporal,
+)
+from .shown import BODY_INDENT, quoted, shown, shown_json, shown_lines
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_USAGE = 2
@@ -147,8 +152,9 @@ def _configure_progress(kind: ViewKind) -> RunView:
 
 
 def _shown_fields(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """A progress line's text fields with their control characters as escapes (`cli/shown.py`)."""
-    return {key: shown(value) if isinstance(value, str) else value for key, value in event.items()}
+    """A progress line's names and text fields each on one line, their control characters as escapes
+    (`cli/shown.py`): a field with a new line in it would start a line that reads as awf's."""
+    return {shown(str(key)): shown(value) if isinstance(value, str) else value for key, value in event.items()}
 
 
 async def _run_with_interrupt(
@@ -259,10 +265,13 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
     elif result.completed:
         sys.stdout.write(shown_json(result.value, formatted=True) + "\n")
     sys.stdout.flush()
-    ending = result.outcome if result.reason is None else f"{result.outcome}: {result.reason}"
+    first, *more = shown_lines(result.reason) if result.reason is not None else [""]  # it quotes agents' stderr
+    ending = result.outcome if result.reason is None else f"{result.outcome}: {first}"
     replayed = f" (a replay of {options.replay}: no tool handler ran)" if getattr(options, "replay", None) else ""
     attempt = f" (attempt {result.attempt})" if result.attempt > 1 else ""
-    print(shown(f"awf: {definition.name} {ending}{attempt}{replayed}"), file=sys.stderr)  # a reason quotes agents' stderr
+    print(f"awf: {shown(definition.name)} {ending}{shown(attempt + replayed)}", file=sys.stderr)
+    for line in more:
+        print(BODY_INDENT + line, file=sys.stderr)
     if result.where:
         print(shown(f"awf:   at {result.where}  (the traceback: awf logs {result.run_id})"), file=sys.stderr)
     for line in worktrees.closing_lines(result.worktrees):
@@ -313,8 +322,10 @@ def _kept_pane_lines(root: Path, run_id: str) -> list[str]:
     except AttachFailure:
         return []  # none kept
     return [
-        f"awf: kept pane of {pane.agent} ({pane.harness}, released from the run): awf attach {run_id} {pane.agent}; "
-        f"close: awf attach --close {run_id} {pane.agent}"
+        shown(
+            f"awf: kept pane of {pane.agent} ({pane.harness}, released from the run): awf attach {run_id} {pane.agent}; "
+            f"close: awf attach --close {run_id} {pane.agent}"
+        )
         for pane in kept
     ]
 
@@ -418,7 +429,7 @@ def command_continue(options: argparse.Namespace) -> int:
             run_dir = run_dir_of(options, options.run).resolve()
             _refuse_temporal(run_dir)
             options.file = _recorded_file(run_dir)
-            print(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)",
+            print(shown(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)"),
                   file=sys.stderr)
             definition = load_workflow(options.file, options.workflow or read_json(run_dir / "run.json").get("workflow"))
     except DefinitionError as error:
@@ -451,7 +462,7 @@ def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
     ):
         if given is None:
             said = msgspec.json.encode(kept).decode() if kept else unset
-            print(f"awf: the {name} on record: {said} (--{name} gives another)", file=sys.stderr)
+            print(shown(f"awf: the {name} on record: {said} (--{name} gives another)"), file=sys.stderr)  # an agent's, maybe
 
 
 def _recorded_file(run_dir: Path) -> str:
@@ -537,15 +548,17 @@ def command_decide(options: argparse.Namespace) -> int:
     if on_temporal is not None:
         return temporal.command_decide(options, on_temporal)
     kind = Approve if options.command == "approve" else Reject
-    response = ask_live_run(options, kind(options.call, options.reason or "", options.by))
-    print(shown(f"awf: {response.message}"), file=sys.stderr if not response.ok else sys.stdout)
-    return 0 if response.ok else 1
+    response = answered(ask_live_run(options, kind(options.call, options.reason or "", options.by)))
+    print(shown(f"awf: {response.message}"))
+    return 0
 
 
-def _usage_if_not_a_participant(response: OperatorResponse) -> None:
-    """A `--as KEY` naming no participant is a usage error (exit 2), not a refusal of the run."""
-    if isinstance(response.value, dict) and response.value.get("code") == NOT_A_PARTICIPANT:
-        raise UsageFailure(shown(response.message))
+def mail_text(mail: Mail, key: str) -> str:
+    """One message as `awf inbox` prints it: awf's header at the margin, then the body, which an
+    agent may have written, `quoted` line by line under it, so no line of it reads as a header."""
+    reply = f"awf reply {shlex.quote(mail.sender)} --as {shlex.quote(key)}"
+    kind = {"question": f" (a question: {reply})", "reply": " (a reply)"}.get(mail.kind, "")
+    return shown(f"from {mail.sender}{kind}:") + "\n" + quoted(mail.text) + "\n"
 
 
 def command_inbox(options: argparse.Namespace) -> int:
@@ -555,16 +568,10 @@ def command_inbox(options: argparse.Namespace) -> int:
         if wait <= 0:
             raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
     read = ReadInbox(options.key, int(wait * 1000))
-    response = temporal.ask_person(options, read) or ask_live_run(options, read)
-    if not response.ok:
-        _usage_if_not_a_participant(response)
-        print(shown(f"awf: {response.message}"), file=sys.stderr)
-        return 1
-    for mail in response.value or []:
-        sender = mail["sender"]
-        kind = {"question": f" (a question: awf reply {sender} --as {options.key})", "reply": " (a reply)"}.get(mail["kind"], "")
-        print(shown(f"from {sender}{kind}:\n{mail['text']}\n"))
-    if not response.value:
+    mail = value_of(temporal.ask_person(options, read) or ask_live_run(options, read), list[Mail])
+    for one in mail:
+        sys.stdout.write(mail_text(one, options.key))
+    if not mail:
         print("awf: no messages" + (f" within {options.wait}" if options.wait else ""), file=sys.stderr)
         return 1 if options.wait else 0
     return 0
@@ -591,10 +598,9 @@ def command_post(options: argparse.Namespace) -> int:
     if not text:
         raise UsageFailure("the message is empty: give it as an argument or on standard input")
     post = PostAs(options.key, options.peer, text, options.command == "reply")
-    response = temporal.ask_person(options, post) or ask_live_run(options, post)
-    _usage_if_not_a_participant(response)
-    print(shown(f"awf: {response.message}"), file=sys.stdout if response.ok else sys.stderr)
-    return 0 if response.ok else 1
+    response = answered(temporal.ask_person(options, post) or ask_live_run(options, post))
+    print(shown(f"awf: {response.message}"))
+    return 0
 
 
 def command_trace(options: argparse.Namespace) -> int:
@@ -611,9 +617,8 @@ def command_pending(options: argparse.Namespace) -> int:
     if on_temporal is not None:
         return temporal.command_pending(options, on_temporal)
     response = ask_live_run(options, Pending())
-    for request in response.value or []:
-        why = f"  ({request['reason']})" if request.get("reason") else ""
-        print(shown(f"{request['call_id']}  {request['agent']} → {request['tool']}  {json_text(request['input'])}{why}"))
+    for request in value_of(response, list[ApprovalRequest]):
+        print(pending_line(request))
     print(shown(f"awf: {response.message}"), file=sys.stderr)
     return 0
 
@@ -784,8 +789,11 @@ def _handle(options: argparse.Namespace) -> int:
     try:
         return int(options.handler(options))
     except (UsageFailure, AttachFailure) as error:
-        print(f"awf: {error}", file=sys.stderr)
+        print(shown(f"awf: {error}"), file=sys.stderr)  # it can name what an agent wrote (a run's, a peer's name)
         return EXIT_USAGE
+    except Refused as error:  # by the run (an agent's process asking), said as a refusal: one line
+        print(shown(f"awf: {error}"), file=sys.stderr)
+        return EXIT_REFUSED
     except KeyboardInterrupt:  # before a run's signals are caught, or after
         print("awf: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -1,19 +1,62 @@
-"""Finding the run an `awf` command means, and asking a live one over its operator socket."""
+"""Finding the run an `awf` command means, and asking a live one over its operator socket.
+
+What the run answers is `answered` before a command reads it: a refusal (a process of one of
+the run's agents asking, a call that isn't waiting) is `Refused`, which `awf` says in one line
+on standard error and exits `EXIT_REFUSED` with, whatever the command; a value is read as the
+type the run sends (`value_of`), so an answer that isn't one is a refusal too, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
-from ..engine.operator import OperatorRequest, OperatorResponse, ask_run
+from ..engine.approvals import ApprovalRequest
+from ..engine.operator import NOT_A_PARTICIPANT, OperatorRequest, OperatorResponse, ask_run
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..temporal.messages import RECORD_FILE as TEMPORAL_RECORD
+from .shown import shown
+
+EXIT_REFUSED = 1  # the run refused what was asked, or answered what isn't an answer
+T = TypeVar("T")
 
 
 class UsageFailure(Exception):
     """What `awf` prints before exiting 2."""
+
+
+class Refused(Exception):
+    """The run's refusal, in its words: what `awf` prints (one line) before exiting EXIT_REFUSED."""
+
+
+def answered(response: OperatorResponse) -> OperatorResponse:
+    """`response`, when the run did what was asked. Otherwise raises `Refused` with the run's words,
+    or `UsageFailure` for a `--as KEY` that names no participant (the person's mistake, not a refusal)."""
+    if response.ok:
+        return response
+    if isinstance(response.value, dict) and response.value.get("code") == NOT_A_PARTICIPANT:
+        raise UsageFailure(response.message)
+    raise Refused(response.message)
+
+
+def value_of(response: OperatorResponse, kind: type[T]) -> T:
+    """The value the run `answered` with, read as `kind`; a value that isn't one (a socket an
+    agent put in the run's place can answer anything) is `Refused`."""
+    try:
+        return msgspec.convert(answered(response).value, kind)
+    except msgspec.ValidationError as error:
+        raise Refused(f"the run's answer can't be read: {error}") from None
+
+
+def pending_line(request: ApprovalRequest) -> str:
+    """A call waiting for approval as `awf pending` lists it, on one line: each of its fields
+    (the agent's input above all) `shown`."""
+    given = msgspec.json.encode(request.input).decode()
+    why = f"  ({request.reason})" if request.reason else ""
+    return shown(f"{request.call_id}  {request.agent} → {request.tool}  {given}{why}")
 
 
 def run_root_of(options: argparse.Namespace) -> Path:

@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 import msgspec
 
+from ..engine.approvals import ApprovalRequest
 from ..engine.records import read_json
 from ..errors import DefinitionError, RunKeyError
 from ..harnesses.keeper import MARK_VARIABLE
@@ -36,7 +37,7 @@ from ..launcher.peer import environment_value, parent_of
 from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_file, held, load_key
 from ..temporal.messages import LINES_QUERY, OPERATOR_UPDATE, RECORD_FILE
 from ..workflow.loading import load_workflow
-from .runs import UsageFailure, live_run_dir, run_dir_of
+from .runs import UsageFailure, live_run_dir, pending_line, run_dir_of
 from .shown import shown, shown_json
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
@@ -235,11 +236,9 @@ def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
     from ..temporal.messages import PENDING_QUERY
 
     options.talked_to_temporal = True
-    pending = asyncio.run(_ask(run, PENDING_QUERY, None, update=False))
-    for request in pending:  # an agent's input (and names in it) shown, not obeyed: as the local `awf pending`
-        why = f"  ({request['reason']})" if request.get("reason") else ""
-        line = f"{request['call_id']}  {request['agent']} → {request['tool']}  {msgspec.json.encode(request['input']).decode()}"
-        print(shown(line + why))
+    pending = msgspec.convert(asyncio.run(_ask(run, PENDING_QUERY, None, update=False)), list[ApprovalRequest])
+    for request in pending:  # as the local `awf pending` lists them
+        print(pending_line(request))
     print(f"awf: {len(pending)} call(s) waiting for approval", file=sys.stderr)
     return 0
 

@@ -39,7 +39,7 @@ EXIT_USAGE = 2
 def closing_lines(ends: Iterable[WorktreeEnd]) -> list[str]:
     """`awf run`'s lines for the worktrees it kept (those removed need no word)."""
     return [
-        _one_line(f"awf: worktree {end.name} {end.state.replace('-', ' ')} ({end.reason}): {end.path}  branch {end.branch}")
+        shown(f"awf: worktree {end.name} {end.state.replace('-', ' ')} ({end.reason}): {end.path}  branch {end.branch}")
         for end in ends
         if end.kept
     ]
@@ -56,7 +56,7 @@ def _manifests(run_dir: Path) -> list[Manifest]:
     for path in sorted((run_dir / WORKTREES_DIR).glob("*.json")):
         loaded = load_manifest(path)
         if isinstance(loaded, str):
-            print(_one_line(f"awf: {path} is not read: {loaded}; left as it is"), file=sys.stderr)
+            print(shown(f"awf: {path} is not read: {loaded}; left as it is"), file=sys.stderr)
         else:
             found.append(loaded)
     return found
@@ -84,14 +84,8 @@ def _status(worktree: Worktree) -> tuple[str, str] | None:
 
 
 def _line(run_dir: Path, worktree: Worktree, status: str, detail: str) -> str:
-    head = _one_line(f"{run_dir.name}  {worktree.name}  {status}: {detail}")
-    return f"{head}\n    {_one_line(f'{worktree.path}  branch {worktree.branch}')}"
-
-
-def _one_line(text: str) -> str:
-    """`text` as one line a terminal shows and doesn't obey: where a worktree went and what git
-    said come from what an agent wrote (a directory's name, its worktree's `.git`)."""
-    return shown(text.replace("\n", "\\n"))
+    head = shown(f"{run_dir.name}  {worktree.name}  {status}: {detail}")
+    return f"{head}\n    {shown(f'{worktree.path}  branch {worktree.branch}')}"
 
 
 def command_worktrees(options: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -100,26 +94,26 @@ def command_worktrees(options: argparse.Namespace, out: TextIO = sys.stdout) -> 
     if isinstance(runs, str):
         print(f"awf: {runs}", file=sys.stderr)
         return EXIT_USAGE
-    shown = 0
+    listed = 0
     for run_dir in runs:
         directory = run_dir / WORKTREES_DIR
         manifests = _manifests(run_dir)
         if run_is_live(directory):
             for manifest in manifests:
                 print(_line(run_dir, manifest.worktree, "live", "its run is still running"), file=out)
-                shown += 1
+                listed += 1
             continue
         lock = hold_lock(directory) if options.clean and manifests else None
         if options.clean and manifests and lock is None:
-            print(_one_line(f"awf: run {run_dir.name} took its worktrees back meanwhile; left alone"), file=sys.stderr)
+            print(shown(f"awf: run {run_dir.name} took its worktrees back meanwhile; left alone"), file=sys.stderr)
             continue
         try:
             for manifest in manifests:
-                shown += _one(run_dir, manifest, options.clean, out)
+                listed += _one(run_dir, manifest, options.clean, out)
         finally:
             if lock is not None:
                 os.close(lock)
-    if not shown:
+    if not listed:
         print(f"awf: no worktrees under {root}", file=sys.stderr)
     return 0
 
@@ -139,7 +133,7 @@ def _one(run_dir: Path, manifest: Manifest, clean: bool, out: TextIO) -> int:
     try:
         write_manifest(run_dir / WORKTREES_DIR, Manifest(worktree, "ended", end))
     except OSError as error:
-        print(_one_line(f"awf: {worktree.name}'s manifest couldn't be written: {error}"), file=sys.stderr)
+        print(shown(f"awf: {worktree.name}'s manifest couldn't be written: {error}"), file=sys.stderr)
     print(_line(run_dir, worktree, end.state.replace("-", " "), end.reason), file=out)
     return 1
 

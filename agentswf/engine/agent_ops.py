@@ -21,6 +21,7 @@ from ..errors import MailboxFull
 from ..harnesses.base import Attempt, AttemptResult, Operation, OperationResult
 from ..wire import Code, Request, Response, ToolRequest
 from ..wire.prompts import message_turn_prompt, peers_block
+from . import rules
 from . import turn as t
 from .admission import agent_admit
 from .agent_messages import AgentSetup
@@ -179,7 +180,7 @@ class AgentOps:
         tool, at = self.tools.get(request.name), now().wall
         given: Any = request.args or request.input
         return tool_record(
-            call_id=new_id(), turn_call_id=turn_call_id, agent=self.setup.key, tool=request.name,
+            call_id=new_id(), turn_call_id=turn_call_id, agent=self.setup.key, tool=rules.recorded_tool_name(request.name),
             input=given, redacted=tool.sensitive_fields if tool else frozenset(), read=False, outcome="refused",
             error=message, code=code, started_at=at, ended_at=at,
         )

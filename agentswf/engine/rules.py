@@ -12,7 +12,7 @@ from typing import Literal
 
 from ..harnesses.base import AttemptEnding
 from ..wire.codes import Code
-from ..wire.common import MAX_WAITING_REASON_BYTES
+from ..wire.common import MAX_WAITING_REASON_BYTES, is_tool_name
 
 CallState = Literal["open", "accepted", "ended", "expired"]
 
@@ -98,7 +98,12 @@ def judge_waiting(agent: AgentView, call_id: str, call: CallView | None, now: fl
 def judge_tool(
     agent: AgentView, *, in_turn: bool, accepted: bool, busy_with: str | None, same_call: bool, name: str, tools: tuple[str, ...]
 ) -> Refusal | None:
-    """May `agent` call tool `name` now? None also when it joins the running call (`same_call`)."""
+    """May `agent` call tool `name` now? None also when it joins the running call (`same_call`).
+
+    A name no tool can have (`is_tool_name`) is refused before anything else: it is the agent's
+    text, given back escaped, and recorded as `recorded_tool_name` has it."""
+    if not is_tool_name(name):
+        return _unknown_tool(name, tools)
     if not in_turn:
         return Refusal(
             "no-operation", "you aren't in a turn; a tool can be called only while you work on one."
@@ -110,9 +115,20 @@ def judge_tool(
             "tool-busy", f"your call of {busy_with} is still running; call again once it answers."
         )
     if name not in tools:
-        listed = ", ".join(tools) if tools else "none"
-        return Refusal("unknown-tool", f"there is no tool named {name!r}; your tools are: {listed}.")
+        return _unknown_tool(name, tools)
     return None
+
+
+def _unknown_tool(name: str, tools: tuple[str, ...]) -> Refusal:
+    listed = ", ".join(tools) if tools else "none"
+    return Refusal("unknown-tool", f"there is no tool named {name!r}; your tools are: {listed}.")  # repr: on one line, escaped
+
+
+def recorded_tool_name(name: str) -> str:
+    """A requested tool's name as the run records it: as it is when it can be a tool's,
+    else quoted with every character that isn't printable (a new line, a control character, a
+    bidirectional override) as its escape, on one line, never mistaken for a tool's."""
+    return name if is_tool_name(name) else repr(name)
 
 
 def judge_waiting_reason(reason: str) -> Refusal | None:

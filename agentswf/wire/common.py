@@ -20,6 +20,23 @@ MAX_NESTING_DEPTH = 64  # arrays and objects inside one another, in any JSON the
 MAX_WAITING_REASON_BYTES = 2048
 MIN_WAITING_SECONDS = 30.0
 DEFAULT_WAITING_SECONDS = 120.0
+MAX_TOOL_NAME_CHARS = 48
+
+# Names --------------------------------------------------------------------------------
+
+_TOOL_NAME_START = frozenset("abcdefghijklmnopqrstuvwxyz")
+_TOOL_NAME_CHARACTERS = _TOOL_NAME_START | frozenset("0123456789_")
+
+
+def is_tool_name(name):
+    """Whether `name` can be a tool's: lowercase letters, digits and `_`, starting with a letter,
+    at most MAX_TOOL_NAME_CHARS characters. A workflow's tools are checked by it as an agent opens;
+    a `wfa tool` request naming anything else is refused before the run reads it further."""
+    return (
+        0 < len(name) <= MAX_TOOL_NAME_CHARS
+        and name[0] in _TOOL_NAME_START
+        and all(char in _TOOL_NAME_CHARACTERS for char in name)
+    )
 
 # Commands and exit statuses -----------------------------------------------------------
 

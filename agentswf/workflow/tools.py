@@ -19,16 +19,14 @@ import msgspec
 
 from ..engine.toolcall import ToolCall
 from ..errors import DefinitionError
+from ..wire.common import MAX_TOOL_NAME_CHARS, is_tool_name
 from ..wire.teaching import Taught
 from .durations import Duration, to_seconds
 
 MAX_TOOLS_PER_AGENT = 16
-MAX_TOOL_NAME_CHARS = 48
 MAX_DESCRIPTION_BYTES = 1024
 MAX_INPUT_SCHEMA_BYTES = 8192
 DEFAULT_TOOL_TIMEOUT_SECONDS = 30.0
-_NAME_START = set("abcdefghijklmnopqrstuvwxyz")
-_NAME_CHARACTERS = _NAME_START | set("0123456789_")
 
 
 class _NoInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -317,13 +315,7 @@ def check_tools(agent: str, tools: Mapping[str, Tool]) -> dict[str, Tool]:
     for name, value in tools.items():
         if not isinstance(value, Tool):
             raise DefinitionError(f"agent {agent}: tool {name!r} must be made with tool(...), not {value!r}")
-        if (
-            not isinstance(name, str)
-            or not name
-            or len(name) > MAX_TOOL_NAME_CHARS
-            or name[0] not in _NAME_START
-            or not set(name) <= _NAME_CHARACTERS
-        ):
+        if not isinstance(name, str) or not is_tool_name(name):
             raise DefinitionError(
                 f"{name!r} is not a tool name: lowercase letters, digits and '_', starting with a letter, "
                 f"at most {MAX_TOOL_NAME_CHARS} characters"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,9 +16,12 @@ from agentswf.engine.rules import (
     CallView,
     after_attempt,
     judge_result,
+    judge_tool,
     judge_waiting,
+    recorded_tool_name,
     waiting_until,
 )
+from agentswf.wire.common import is_tool_name
 
 STATES = ("open", "accepted", "ended", "expired")
 times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
@@ -246,3 +250,31 @@ class TurnMachine(RuleBasedStateMachine):
 
 TestTurnMachine = TurnMachine.TestCase
 TestTurnMachine.settings = settings(max_examples=200, stateful_step_count=30, deadline=None)
+
+
+TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")  # seed 004's limit, as a pattern
+names = st.text(max_size=60) | st.from_regex(TOOL_NAME, fullmatch=True) | st.text("abZ_9\n\u202e", max_size=50)
+
+
+@given(names)
+def test_a_tool_name_is_lowercase_letters_digits_and_underscores_from_a_letter_at_most_48(name: str) -> None:
+    assert is_tool_name(name) == bool(TOOL_NAME.fullmatch(name))
+
+
+@given(names, st.booleans(), st.booleans(), st.none() | st.just("deploy"), st.booleans())
+def test_a_tool_name_no_tool_can_have_is_refused_unknown_tool_before_anything_else(
+    name: str, in_turn: bool, accepted: bool, busy_with: str | None, same_call: bool
+) -> None:
+    """In a turn or not, busy or not: the agent's text is refused as no tool's, its record escaped, on one line."""
+    refusal = judge_tool(
+        AgentView("a"), in_turn=in_turn, accepted=accepted, busy_with=busy_with, same_call=same_call, name=name,
+        tools=("deploy", name) if is_tool_name(name) else ("deploy",),  # a workflow's tools are checked as it opens
+    )  # fmt: skip
+    recorded = recorded_tool_name(name)
+    if is_tool_name(name):
+        assert recorded == name
+        assert refusal is None or refusal.code != "unknown-tool"
+    else:
+        assert refusal is not None and refusal.code == "unknown-tool"
+        assert recorded == repr(name) and recorded.isprintable()
+        assert repr(name) in refusal.message and "\n" not in refusal.message

@@ -144,7 +144,7 @@ w ask send --await-reply coordinator 'May I merge?'
     inbox = results["inbox"]
     assert inbox.returncode == 0, inbox.stderr
     assert inbox.stdout.decode() == (
-        "from implementer (a question: awf reply implementer --as coordinator):\nMay I merge?\n\n"
+        "from implementer (a question: awf reply implementer --as coordinator):\n    May I merge?\n\n"  # the body indented under awf's header
     )
     assert results["reply"].returncode == 0, results["reply"].stderr
     assert results["reply"].stdout.decode().startswith("awf: replied to implementer")

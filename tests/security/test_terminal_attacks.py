@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentswf.cli.shown import shown
+from agentswf.cli.shown import quoted, shown
 
 from ..harnesses.kit import run_wf, shell_agent
 
@@ -24,8 +24,18 @@ CONTROLS = ("\x1b", "\x07", "\r", "\u202e")
 
 
 @given(st.text())
-def test_shown_text_has_no_control_character_but_new_lines_and_tabs(text):
-    assert all(char.isprintable() or char in "\n\t" for char in shown(text))
+def test_shown_text_is_one_line_with_no_control_character(text):
+    assert shown(text).isprintable()  # no new line, tab, control character or bidirectional override
+
+
+@given(st.text(), st.sampled_from(["    ", "  > "]))
+def test_a_quoted_body_has_every_line_under_its_indent(text, indent):
+    """However a body an agent wrote runs over lines, each of them starts with awf's indent."""
+    body = quoted(text, indent)
+    assert body.endswith("\n")
+    lines = body[:-1].split("\n")
+    assert len(lines) == text.count("\n") + 1
+    assert all(line.startswith(indent) and all(char.isprintable() or char == "\t" for char in line) for line in lines)
 
 
 @given(st.text(st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"))))
