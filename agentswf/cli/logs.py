@@ -19,6 +19,7 @@ from ..engine.accounting import RunUsage, spend_lines, spend_text
 from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
 from ..engine.records import read_json, read_lines
 from ..harnesses.usage import Usage
+from .runs import is_live
 from .shown import headed, quoted, shown
 
 MAX_SHOWN_CHARS = 400
@@ -61,7 +62,33 @@ def _tool_lines(call: dict[str, Any]) -> str:
         f"-> {_name(call['outcome'])} ({took * 1000:.0f} ms)\n"
     )
     said = call.get("error") if call["outcome"] != "result" else call.get("result")
-    return text + (f"    {_short(said)}\n" if said not in (None, "") else "")
+    text += f"    {_short(said)}\n" if said not in (None, "") else ""
+    return text + _approval_lines(call.get("approval"))
+
+
+def _approval_lines(decision: Any) -> str:
+    """Who decided a call that needed approval, and why (approvals.jsonl has when)."""
+    if not isinstance(decision, dict):
+        return ""
+    verb = "approved" if decision.get("approved") else "rejected"
+    reason = f": {_short(decision['reason'])}" if decision.get("reason") else ""
+    return f"    {verb} by {_name(decision.get('by') or 'someone')}{reason}\n"
+
+
+def _message_lines(mail: dict[str, Any]) -> str:
+    """A message sent: who to whom, its kind, then its text as data, indented under awf's line."""
+    kind = _name(mail.get("kind", "message"))
+    purpose = f" ({_short(mail['purpose'])})" if mail.get("purpose") else ""
+    header = f"  {_clock(mail.get('at'))} {kind} {_name(mail.get('sender', '?'))} -> {_name(mail.get('to', '?'))}{purpose}:"
+    return header + "\n" + quoted(str(mail.get("text", "")).rstrip())
+
+
+def _sent(run_dir: Path) -> list[dict[str, Any]]:
+    """Every message sent in the run, as its mail, in the order sent."""
+    return [
+        event["mail"] for event in read_lines(run_dir / "messages.jsonl")
+        if event.get("event", "sent") == "sent" and isinstance(event.get("mail"), dict)
+    ]  # fmt: skip
 
 
 def print_run(run_dir: Path, out: TextIO) -> None:
@@ -80,8 +107,10 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
     out.write(f"run {_name(info['run_id'])} of {_name(info['workflow'])}, started {started} in {_name(info['cwd'])}\n")
     if info.get("replay_of"):
         out.write(f"  a replay of {_name(info['replay_of'])}: its tool calls were answered from that record\n")
-    if output is None:
-        out.write("  still running, or interrupted before it could record its ending\n")
+    if output is None and is_live(run_dir):
+        out.write("  live: what it has recorded so far (awf status, awf tail follow it)\n")
+    elif output is None:
+        out.write("  interrupted before it could record its ending (awf ls lists it; awf continue goes on with it)\n")
     else:
         seconds = output["ended_at"] - output["started_at"]
         out.write(f"  ended {_name(output['outcome'])} after {seconds:.1f}s\n")
@@ -103,6 +132,8 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
         tools.setdefault(call.get("turn_call_id", ""), []).append(call)
     shown_attempt = 1
     ended: set[str] = set()
+    messages = _sent(run_dir)
+    placed: set[int] = set()  # messages shown under the turn of the agent that sent them
     for turn in read_lines(run_dir / "turns.jsonl"):
         ended.add(turn["call_id"])
         n = _attempt_at(attempts, turn.get("started_at"))
@@ -137,9 +168,14 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
                 run_dir / "calls" / turn["call_id"] / "candidates.jsonl"
             )),
             *((call.get("started_at") or 0.0, _tool_lines(call)) for call in tools.get(turn["call_id"], [])),
+            *((mail.get("at") or 0.0, _message_lines(mail)) for mail in _sent_in(messages, turn, placed)),
         ]
         out.writelines(lines for _, lines in sorted(events, key=lambda event: event[0]))  # as they happened
     out.writelines(_cut_off_lines(run_dir, ended))
+    others = [mail for n, mail in enumerate(messages) if n not in placed]
+    if others:
+        out.write("\nmessages outside the agents' turns (people's, the workflow's):\n")
+        out.writelines(_message_lines(mail) for mail in others)
     refusals = list(read_lines(run_dir / "refusals.jsonl"))
     if refusals:
         out.write("\nrefused for who they are:\n")
@@ -152,6 +188,18 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
         for line in logs:
             fields = " ".join(f"{_name(key)}={_name(value)}" for key, value in (line.get("fields") or {}).items())
             out.write(f"  {_clock(line.get('at'))} {_name(line.get('message', ''))} {fields}".rstrip() + "\n")
+
+
+def _sent_in(messages: list[dict[str, Any]], turn: dict[str, Any], placed: set[int]) -> list[dict[str, Any]]:
+    """The messages `turn`'s agent sent, or was sent, while it ran (each shown once); marked `placed`."""
+    start, end = turn.get("started_at") or 0.0, turn.get("ended_at") or 0.0
+    found = []
+    for n, mail in enumerate(messages):
+        ours = turn["agent"] in (mail.get("sender"), mail.get("to"))
+        if n not in placed and ours and start <= (mail.get("at") or 0.0) <= end:
+            placed.add(n)
+            found.append(mail)
+    return found
 
 
 def _cut_off_lines(run_dir: Path, ended: set[str]) -> list[str]:
