@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -88,7 +89,10 @@ def _deadline(agent: AgentTally, now: float) -> str:
     return took if agent.deadline_at is None else f"{took} / {age(agent.deadline_at - agent.started_at)}"
 
 
-def _doing(agent: AgentTally, standing: dict[str, Any] | None) -> str:
+def _doing(agent: AgentTally, standing: dict[str, Any] | None, pending: Sequence[dict[str, Any]] = ()) -> str:
+    waiting = [call["tool"] for call in pending if call.get("agent") == agent.key and isinstance(call.get("tool"), str)]
+    if waiting:
+        return f"tool {', '.join(waiting)} waits for approval (awf pending)"
     if standing and standing.get("awaits"):
         return f"awaits {standing['awaits']}'s reply"
     if standing and standing.get("owes"):
@@ -126,6 +130,7 @@ def render(
     """The view of a run: pure, from its tally, the run's last status answer, and its budget against
     what it spent (`carried`: what its earlier attempts spent, when it was continued)."""
     standings = {agent["key"]: agent for agent in status.get("agents", [])}
+    pending = status.get("pending", [])
     table = Table(expand=True, box=None, pad_edge=False)
     for name, justify in (("agent", "left"), ("state", "left"), ("turn", "right"), ("time / deadline", "left"),
                           ("doing", "left"), ("tokens", "right"), ("cost", "right")):
@@ -149,11 +154,10 @@ def render(
                 Text(agent.state, style=style),
                 Text(str(agent.turn or "")),
                 Text(_deadline(agent, now)),
-                _told(_doing(agent, standings.get(agent.key))),
+                _told(_doing(agent, standings.get(agent.key), pending)),
                 Text(str(agent.tokens)),
                 Text(money(agent.cost_usd)),
             )
-    pending = status.get("pending", [])
     totals = f"{tally.in_turn} in turn · {tally.tokens} tokens · {money(tally.cost_usd)}"
     if pending:
         totals += f" · {len(pending)} waiting for approval (awf pending)"
@@ -215,7 +219,9 @@ class RunView:
                 for event in follower.poll():
                     tally.add(event, keep_logs=LOG_LINES_SHOWN)
                 now = time.time()
-                if not finishing and not tally.ended and now - asked >= STATUS_REFRESH_SECONDS:
+                if finishing or tally.ended:
+                    status = {}  # the run's end state: nothing waits or is awaited any more
+                elif now - asked >= STATUS_REFRESH_SECONDS:
                     asked = now
                     status = _status(record_dir) or status
                 view = render(tally, status, f"{header} · {age(now - started)}", now, budget, now - started, carried)

@@ -22,6 +22,7 @@ MESSAGE_TURN_SECONDS = 15 * 60.0
 
 Can = Literal["send", "reply", "both"]
 PeerState = Literal["not-started", "working", "idle", "awaiting-reply", "stopped"]
+IN_A_TURN: frozenset[PeerState] = frozenset({"working", "awaiting-reply"})  # the states of an agent whose turn is open
 
 
 @dataclass(frozen=True, slots=True)

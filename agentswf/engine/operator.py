@@ -104,7 +104,7 @@ class RunControl:
     """
 
     agents: Callable[[], Collection[str]]  # the keys of the open agents
-    in_turn: Callable[[], Mapping[str, int]]  # agent -> its attempts running now
+    in_turn: Callable[[], Mapping[str, bool]]  # agent -> whether it is in a turn (working, or awaiting a reply)
     stop: Callable[[str], bool]  # False when the run is already stopping
 
 
@@ -164,7 +164,7 @@ async def _status(control: RunControl, desk: ActorRef, board: ActorRef) -> Opera
         agents.append(
             {
                 "key": key,
-                "in_turn": in_turn.get(key, 0) > 0,
+                "in_turn": in_turn.get(key, False),
                 "owes": list(standing.owes),
                 "awaits": standing.awaits,
                 "awaits_until": standing.awaits_until,

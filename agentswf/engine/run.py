@@ -29,7 +29,6 @@ put back as the last run of the process ends.
 from __future__ import annotations
 
 import gc
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup
 from .approvals import ApprovalDesk
 from .attempt import RUN_TIMERS, RunTimers
 from .broker import Replay, ToolBroker, ToolCalls
+from .mailrules import IN_A_TURN
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
 from .policy import Policy
 from .recorder import Appends, LogLines, Recorder
@@ -123,6 +123,7 @@ class RunActor(Actor):
         self.budget = ConnectionBudget()
         self.attempts = LiveAttempts()
         self.agents: dict[str, ActorRef] = {}
+        self.presences: dict[str, Presence] = {}  # each open agent's state as it sets it: in a turn, or not
         self.calls: dict[str, str] = {}  # every call id of the run, its agent's: each agent adds its own
         self.agent_dirs: set[str] = set()  # the names given its agents' directories: never one twice
         self._env: tuple[Mapping[str, str], Mapping[str, str]] | None = None  # the last env given, and it marked
@@ -137,9 +138,14 @@ class RunActor(Actor):
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
         admit = operator_admit(self.attempts, self.recorder, self.sockets.name)
-        control = RunControl(lambda: tuple(self.agents), lambda: Counter(self.attempts.roots.values()), self.stop_run)
+        control = RunControl(lambda: tuple(self.agents), self.in_turn, self.stop_run)
         self.start_soon(serve_operator, listener, self.desk, self.board, admit, control)
         self.start_soon(self.timers.run, self.start_soon)
+
+    def in_turn(self) -> dict[str, bool]:
+        """Which agents are in a turn, as they say it (working, or awaiting a reply within it): what
+        `awf status` says, as the record's turn started and not ended says it to `awf tail` and the live view."""
+        return {key: presence.state in IN_A_TURN for key, presence in self.presences.items()}
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:
@@ -174,6 +180,7 @@ class RunActor(Actor):
         )
         ref = self.supervisor.spawn(AgentActor, setup, name=f"agent:{msg.key}", capacity=AGENT_MAILBOX_CAPACITY)
         self.agents[msg.key] = ref
+        self.presences[msg.key] = presence
         self._size_budget()
         register = Register(
             key=msg.key, kind="agent", ref=ref, can_await=msg.harness.can_await, presence=presence, standing=standing
@@ -186,6 +193,8 @@ class RunActor(Actor):
         """Stop the agents beside the handlers, so they can still ask the run while they stop."""
         reply = self.defer()
         refs = [ref for ref in (self.agents.pop(key, None) for key in msg.keys) if ref is not None]
+        for key in msg.keys:
+            self.presences.pop(key, None)
         self._size_budget()
         if not refs:
             reply.set(None)

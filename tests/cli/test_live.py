@@ -218,3 +218,13 @@ def test_render_shows_an_agents_markup_and_escapes_as_text_it_wrote():
     assert "evil.example\x1b" not in styled and "\x1b]8;" not in styled  # no link opened
     assert "\x1b]52" not in styled  # the clipboard escape shown, not sent
     assert "\x1b[1;31mloud" not in styled  # no red bold drawn from the agent's markup
+
+
+def test_render_shows_a_tool_call_waiting_for_approval_in_its_agents_doing():
+    tally = Tally()
+    tally.add(Event(100.0, "turn-started", "deployer", "turn 1 started", {"n": 1}))
+    status = {"agents": [{"key": "deployer", "awaits": None, "owes": []}],
+              "pending": [{"call_id": "c1", "tool": "deploy", "agent": "deployer"}]}  # fmt: skip
+    console = Console(width=160, record=True)
+    console.print(render(tally, status, "run x", 110.0))
+    assert "tool deploy waits for approval (awf pending)" in console.export_text()
