@@ -93,6 +93,9 @@ def _doing(agent: AgentTally, standing: dict[str, Any] | None, pending: Sequence
     waiting = [call["tool"] for call in pending if call.get("agent") == agent.key and isinstance(call.get("tool"), str)]
     if waiting:
         return f"tool {', '.join(waiting)} waits for approval (awf pending)"
+    running = standing.get("tools") if standing else None
+    if running and isinstance(running, list):
+        return f"tool {', '.join(str(name) for name in running)} runs"
     if standing and standing.get("awaits"):
         return f"awaits {standing['awaits']}'s reply"
     if standing and standing.get("owes"):

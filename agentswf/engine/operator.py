@@ -106,6 +106,7 @@ class RunControl:
     agents: Callable[[], Collection[str]]  # the keys of the open agents
     in_turn: Callable[[], Mapping[str, bool]]  # agent -> whether it is in a turn (working, or awaiting a reply)
     stop: Callable[[str], bool]  # False when the run is already stopping
+    tools: Callable[[], Mapping[str, list[str]]] = dict  # agent -> the tools its calls run now (handlers running)
 
 
 class OperatorResponse(msgspec.Struct, frozen=True):
@@ -157,7 +158,7 @@ async def _handle(
 
 
 async def _status(control: RunControl, desk: ActorRef, board: ActorRef) -> OperatorResponse:
-    in_turn = control.in_turn()
+    in_turn, tools = control.in_turn(), control.tools()
     agents = []
     for key in sorted(control.agents()):
         standing = await board.ask(Standing(key))
@@ -165,6 +166,7 @@ async def _status(control: RunControl, desk: ActorRef, board: ActorRef) -> Opera
             {
                 "key": key,
                 "in_turn": in_turn.get(key, False),
+                "tools": tools.get(key, []),
                 "owes": list(standing.owes),
                 "awaits": standing.awaits,
                 "awaits_until": standing.awaits_until,

@@ -138,7 +138,7 @@ class RunActor(Actor):
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
         admit = operator_admit(self.attempts, self.recorder, self.sockets.name)
-        control = RunControl(lambda: tuple(self.agents), self.in_turn, self.stop_run)
+        control = RunControl(lambda: tuple(self.agents), self.in_turn, self.stop_run, self.running_tools)
         self.start_soon(serve_operator, listener, self.desk, self.board, admit, control)
         self.start_soon(self.timers.run, self.start_soon)
 
@@ -146,6 +146,13 @@ class RunActor(Actor):
         """Which agents are in a turn, as they say it (working, or awaiting a reply within it): what
         `awf status` says, as the record's turn started and not ended says it to `awf tail` and the live view."""
         return {key: presence.state in IN_A_TURN for key, presence in self.presences.items()}
+
+    def running_tools(self) -> dict[str, list[str]]:
+        """The tools whose handlers run now, by the agent that called them (`awf status`, the live view)."""
+        running: dict[str, list[str]] = {}
+        for handling in self.broker.handling.values():
+            running.setdefault(handling.msg.call.agent, []).append(handling.msg.call.tool)
+        return running
 
     @handler
     async def open_agent(self, msg: OpenAgent) -> OpenedAgent:

@@ -52,3 +52,41 @@ async def test_an_agent_awaiting_a_reply_is_in_its_turn_in_awf_status():
     run = await run_workflow(asks, agents={"a": answer(agent_a)}, participants={"lead": respond(lead)})
     assert run.value == "asked"
     assert seen and seen[0]["in_turn"] is True, seen
+
+
+async def test_a_tool_call_running_is_in_its_agents_status_and_the_live_views_doing():
+    from rich.console import Console
+
+    from agentswf import tool
+    from agentswf.cli.follow import Event, Tally
+    from agentswf.cli.live import render
+    from agentswf.testing import ToolResult
+
+    seen: list[dict] = []
+
+    async def build() -> str:
+        control = read_json(run_dirs[-1] / "run.json")["control"]
+        status = (await anyio.to_thread.run_sync(ask_run, control, Status())).value
+        seen.append(status)
+        return "built"
+
+    @workflow(name="builds", description="An agent runs a tool.")
+    async def builds(wf: Workflow) -> str:
+        run_dirs.append(wf.run_dir)
+        agent = await wf.agents.open("a", runtime="codex", tools={"build": tool(build, description="Build.")})
+        return (await agent.run("Build.")).value
+
+    async def agent_a(turn: ScriptedTurn) -> str:
+        result = await turn.tool("build", {})
+        assert isinstance(result, ToolResult)
+        return str(result.output)
+
+    run = await run_workflow(builds, agents={"a": answer(agent_a)})
+    assert run.value == "built"
+    (agent,) = seen[0]["agents"]
+    assert agent["tools"] == ["build"] and agent["in_turn"] is True, agent
+    tally = Tally()
+    tally.add(Event(100.0, "turn-started", "a", "turn 1 started", {"n": 1}))
+    console = Console(width=160, record=True)
+    console.print(render(tally, seen[0], "run x", 101.0))
+    assert "tool build runs" in console.export_text()
