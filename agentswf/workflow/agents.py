@@ -487,9 +487,11 @@ class Agents:
         durable: Durable | None = None,
         sessions: Mapping[str, str] | None = None,
         run_stopped: Sequence[str] = (),
+        run_interrupted: Sequence[str] = (),
     ) -> None:
         self.durable = durable  # this attempt's records: id'd turns, sessions to resume
         self._run_stopped = run_stopped  # `awf stop`'s reason, once a person stopped the run (the run's list)
+        self._run_interrupted = run_interrupted  # once the run's caller cancelled it (Ctrl-C): the run's list
         self._sessions = dict(sessions or {})  # without a record: the native session each agent starts from
         self._run = run
         self.ledger = ledger or Ledger()  # the run's spend, by agent
@@ -515,6 +517,8 @@ class Agents:
         cancelled the workflow (`stopped by NAME: reason`), or else the workflow's own giving up."""
         if self._run_stopped:
             return f"the run was {self._run_stopped[0]}"
+        if self._run_interrupted:
+            return f"the run was {self._run_interrupted[0]}"
         return f"the workflow cancelled the {what}"
 
     def _counted(self, turn: Turn[Any]) -> None:

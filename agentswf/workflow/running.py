@@ -278,6 +278,7 @@ async def run(
     worktrees = RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory)
     worktree_ends: list[WorktreeEnd] = []
     stopped: list[str] = []  # `awf stop`'s reason, once asked
+    interrupted: list[str] = []  # once the caller cancelled the run (Ctrl-C)
 
     def stop(reason: str) -> bool:
         """`awf stop`: the workflow is cancelled as on Ctrl-C, and the run ends `stopped`."""
@@ -314,7 +315,7 @@ async def run(
                 durable.recording(actors.recorder)
                 agents = Agents(
                     actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable,
-                    run_stopped=stopped,
+                    run_stopped=stopped, run_interrupted=interrupted,
                 )
                 wf = Workflow(
                     name=definition.name,
@@ -329,12 +330,13 @@ async def run(
                     durable=durable,
                     worktrees=worktrees,
                 )
-                end = _Ending("cancelled", None, "the run was cancelled")
+                end = _Ending("cancelled", None, "the run was cancelled")  # the workflow's own scope
                 with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
                     with work:
                         end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
                     if work.cancelled_caught:
-                        end = _Ending(*(("stopped", None, stopped[0]) if stopped else ("cancelled", None, "the run was cancelled")))
+                        cancelled = f"the run was {interrupted[0]}" if interrupted else "the run was cancelled"
+                        end = _Ending(*(("stopped", None, stopped[0]) if stopped else ("cancelled", None, cancelled)))
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
                 worktree_ends.extend(await anyio.to_thread.run_sync(worktrees.finish))  # its agents are stopped
@@ -364,7 +366,7 @@ async def run(
 
     try:
         async with anyio.create_task_group() as watch:
-            watch.start_soon(_pass_on_cancellation, work, cleanup)
+            watch.start_soon(_pass_on_cancellation, work, cleanup, interrupted, ending)
             watch.start_soon(shielded)
     finally:
         if lookahead:
@@ -406,12 +408,21 @@ def _incomplete(gap: str, outcome: RunOutcome, reason: str | None) -> str:
 CANCEL_CLEANUP_SECONDS = 10.0  # after the caller cancels, to stop the agents and record the ending
 
 
-async def _pass_on_cancellation(work: anyio.CancelScope, cleanup: anyio.CancelScope) -> None:
+INTERRUPTED = "interrupted (Ctrl-C, or its caller cancelled it)"
+
+
+async def _pass_on_cancellation(
+    work: anyio.CancelScope, cleanup: anyio.CancelScope, interrupted: list[str], ending: list[_Ending]
+) -> None:
     """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own
-    scope, and bound the time the workflow and its agents take to stop."""
+    scope, and bound the time the workflow and its agents take to stop. A cancellation while
+    the workflow works is the caller's (a person's Ctrl-C, for `awf run`): said in `interrupted`,
+    so a turn it cancels says so, not that the workflow gave it up."""
     try:
         await anyio.sleep_forever()
     finally:
+        if not work.cancel_called and not ending:  # not stopped, nor ended: the caller's
+            interrupted.append(INTERRUPTED)
         work.cancel()
         cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
 

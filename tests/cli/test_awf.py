@@ -149,6 +149,9 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
     assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
     [turn] = [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
     assert turn["outcome"]["kind"] == "cancelled"  # the turn Ctrl-C cut off is on the record
+    said = "the run was interrupted (Ctrl-C, or its caller cancelled it)"
+    assert turn["outcome"]["reason"] == said  # a person's Ctrl-C, not the workflow giving the turn up
+    assert json.loads((run_dir / "output.json").read_text())["reason"] == said
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
