@@ -36,21 +36,10 @@ from agentswf.testing.models.script import SHELL_ARGUMENTS
 from ..clis import TAUGHT
 from ..harnesses.kit import N, run_wf, shell_agent
 from ..panes.kit import alive, needs, needs_tmux, pane_runtime, processes_with
+from .test_pane_attacks import APPROVER
 
 pytestmark = [pytest.mark.anyio, needs_tmux, needs("pi")]
 
-APPROVER = """
-import json, socket, sys
-control, call_id, out = sys.argv[1:4]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(control)
-s.sendall(json.dumps({"command": "approve", "call_id": call_id, "reason": "ok", "by": "alice"}).encode() + b"\\n")
-s.shutdown(socket.SHUT_WR)
-data = b""
-while chunk := s.recv(65536):
-    data += chunk
-open(out, "wb").write(data)
-"""
 
 # The agent's `tmux`: in the client's place, once the agent has asked for it, it runs the
 # approver (as a fake server would make the client exec it), then carries on as tmux.
