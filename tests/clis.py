@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from agentswf.testing.models import CLI_DIR_VARIABLE, find_cli
+from agentswf.testing.models import CLI_DIR_VARIABLE, SHELL_ARGUMENTS, Conversation, find_cli
 
 CLIS = ("claude", "codex", "pi")
 CI_CLI_DIR = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
@@ -25,3 +26,18 @@ needs_clis = pytest.mark.skipif(
 )
 
 TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")  # the launcher and call id a turn's prompt teaches
+
+
+def compacting(conv: Conversation) -> bool:
+    """A compaction's summary request, not a turn's: it teaches no `wfa result`, or it offers no
+    shell (pi 1.x's carries the conversation, the taught command in it, as text, with no tools)."""
+    return TAUGHT.search(conv.prompt) is None or not any(name in SHELL_ARGUMENTS for name in conv.tools)
+
+
+def pi_before_1() -> bool:
+    """The pi found is a 0.x: it drops a compaction's focus from a split turn's summary request (pi 1.x sends it)."""
+    found = find_cli("pi")
+    if found is None:
+        return False
+    said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
+    return (said.stdout + said.stderr).strip().startswith("0.")  # 0.x says it on standard error

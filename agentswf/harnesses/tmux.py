@@ -47,6 +47,7 @@ class TmuxServer:
         self.socket = socket
         self.keeper: Process | None = None
         self.mark = ""
+        self.path = os.defpath  # the agent's PATH: tmux gives a new pane its client's PATH, not the server's
 
     @property
     def running(self) -> bool:
@@ -55,6 +56,7 @@ class TmuxServer:
     async def start(self, env: Mapping[str, str], cwd: Path) -> int:
         """Start the server under a new keeper; the keeper's pid, once the server listens."""
         self.mark = attempt_mark(env)
+        self.path = env.get("PATH", os.defpath)
         with anyio.CancelScope(shield=True):  # as in run_in_group: never lose a half-started keeper
             keeper = self.keeper = await anyio.open_process(
                 keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, [self.tmux, *self._server_args(), "-D"]),
@@ -83,7 +85,7 @@ class TmuxServer:
         """Run one tmux command against the server; its standard output. HarnessError if it fails."""
         with anyio.fail_after(COMMAND_TIMEOUT_SECONDS):
             done = await anyio.run_process(
-                [self.tmux, *self._server_args(), *args], check=False, env={"PATH": os.defpath}
+                [self.tmux, *self._server_args(), *args], check=False, env={"PATH": self.path}
             )
         if done.returncode != 0:
             raise HarnessError(f"tmux {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
