@@ -14,6 +14,7 @@ from ..errors import HarnessError
 from .base import Attempt, AttemptEnding, Operation, OperationResult
 from .cli import STDERR_LINES_IN_REASON, CliHarness, OutputReader
 from .usage import Usage, add_usage, sound
+from .versions import install_command
 
 SESSION_FILE_SUFFIX = ".jsonl"  # how a session named by its file is told from one named by id
 MAX_RPC_LINES = 10_000  # lines read waiting for an rpc answer: a pi that writes more without one is given up on
@@ -66,7 +67,7 @@ class PiReader(OutputReader):
 class PiHarness(CliHarness):
     name = "pi"
     executable_name = "pi"
-    install = "npm install -g @earendil-works/pi-coding-agent@1.6.0"
+    install = install_command("pi")
     login_hint = "Run `pi`, then /login, or set the provider's API key in the runtime's env."
 
     def argv(self, attempt: Attempt) -> list[str]:
