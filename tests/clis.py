@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentswf.harnesses.versions import Version, parse_version
 from agentswf.testing.models import CLI_DIR_VARIABLE, SHELL_ARGUMENTS, Conversation, find_cli
 
 CLIS = ("claude", "codex", "pi")
@@ -34,10 +35,19 @@ def compacting(conv: Conversation) -> bool:
     return TAUGHT.search(conv.prompt) is None or not any(name in SHELL_ARGUMENTS for name in conv.tools)
 
 
-def pi_before_1() -> bool:
-    """The pi found is a 0.x: it drops a compaction's focus from a split turn's summary request (pi 1.x sends it)."""
+PI_KEEPS_FOCUS = (1, 4, 0)  # before it, pi drops a compaction's focus from a split turn's summary request
+PI_REPORTS_COMPACTION_USAGE = (0, 81, 0)  # from it, pi's rpc answer to `compact` has the summary's usage
+
+
+def pi_version() -> Version | None:
+    """The version of the pi the tests run, for what they must check by version (each says why)."""
     found = find_cli("pi")
     if found is None:
-        return False
+        return None
     said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
-    return (said.stdout + said.stderr).strip().startswith("0.")  # 0.x says it on standard error
+    return parse_version(said.stdout + said.stderr)  # 0.x says it on standard error
+
+
+def pi_keeps_focus() -> bool:
+    version = pi_version()
+    return version is not None and version >= PI_KEEPS_FOCUS

@@ -68,6 +68,8 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
     out.write(f"run {info['run_id']} of {info['workflow']}, started {_clock(info.get('started_at'))} in {info['cwd']}\n")
     if info.get("replay_of"):
         out.write(f"  a replay of {info['replay_of']}: its tool calls were answered from that record\n")
+    for cli in info.get("clis") or ():  # the agent CLIs it used, each with its version (run.json's `clis`)
+        out.write(f"  {cli.get('cli')} {cli.get('version') or '(version unknown)'}: {cli.get('path')}\n")
     if output is None:
         out.write("  still running, or interrupted before it could record its ending\n")
     else:

@@ -50,7 +50,7 @@ from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
-from . import temporal, worktrees
+from . import doctor, temporal, worktrees
 from .actors import print_actors
 from .attach import AttachFailure, find_kept
 from .attach import add_parser as add_attach_parser
@@ -613,6 +613,7 @@ def _parser() -> argparse.ArgumentParser:
     logs_parser.set_defaults(handler=command_logs)
     worktrees.add_parser(commands)
     temporal.add_parser(commands)
+    doctor.add_parser(commands)
     add_commands(commands)
     add_attach_parser(commands)
     return parser

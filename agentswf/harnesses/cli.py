@@ -117,6 +117,9 @@ class CliHarness(Harness):
     def settings(self) -> tuple[str | None, str | None]:
         return self.model, self.effort
 
+    def cli_executable(self) -> tuple[str, str] | None:
+        return self.name, self.executable
+
     def with_settings(self, model: str | None, effort: str | None) -> CliHarness:
         """A copy running with `model` and `effort`, sharing what each session has reported so far."""
         switched = copy.copy(self)

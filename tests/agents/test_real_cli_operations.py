@@ -26,7 +26,7 @@ from agentswf.testing.models import (
     pi_env,
 )
 
-from ..clis import TAUGHT, compacting, needs_clis, pi_before_1
+from ..clis import PI_REPORTS_COMPACTION_USAGE, TAUGHT, compacting, needs_clis, pi_keeps_focus, pi_version
 from ..harnesses.kit import alive
 
 pytestmark = [pytest.mark.anyio, needs_clis]
@@ -119,12 +119,13 @@ async def test_a_compaction_sends_the_focus_and_the_next_turn_runs_on_the_summar
     assert SUMMARY in summary  # pi 1.x puts what it kept of a turn it cut after its summary's
     calls = [r.conversation for r in model.requests if r.conversation is not None]
     compactions = [c for c in calls if compacting(c)]
-    focused = cli != "pi" or not pi_before_1()  # pi 0.x drops the focus from a split turn's request
+    focused = cli != "pi" or pi_keeps_focus()  # an older pi drops the focus from a split turn's request
     assert compactions and (not focused or all("FOCUS-MARK" in texts(c.history) + c.prompt for c in compactions))
     later = [c for c in calls if "PARENT-TWO" in c.prompt]
     assert later and all(SUMMARY in texts(c.history) for c in later)  # the context is the summary now
-    if cli == "codex" or (cli == "pi" and focused):  # claude's result line after /compact counts none of its
-        assert usage["input_tokens"] == 100 * len(compactions)  # tokens; pi 0.x's rpc answer has none (1.x's has)
+    pi_counts = cli == "pi" and (pi_version() or (0,)) >= PI_REPORTS_COMPACTION_USAGE  # an older pi's answer has none
+    if cli == "codex" or pi_counts:  # claude's result line after /compact counts none of its tokens
+        assert usage["input_tokens"] == 100 * len(compactions)
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "pi"])

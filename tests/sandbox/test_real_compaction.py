@@ -17,7 +17,7 @@ import agentswf
 from agentswf import Runtime, workflow
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
 
-from ..clis import CLIS, TAUGHT, compacting, needs_clis, pi_before_1
+from ..clis import CLIS, TAUGHT, compacting, needs_clis, pi_keeps_focus
 from .kit import needs_bwrap
 
 pytestmark = [pytest.mark.anyio, needs_bwrap, needs_clis]
@@ -74,7 +74,7 @@ async def test_each_cli_compacts_in_its_sandbox_and_its_next_turn_runs_on_the_su
     for name in CLIS:
         kind, summary, answered = result.value[name]
         assert (kind, answered) == ("answered", True) and SUMMARY in summary, name  # pi 1.x adds to it
-        mark = "" if name == "pi" and pi_before_1() else f"FOCUS-MARK {name}"  # pi 0.x drops a split turn's focus
+        mark = "" if name == "pi" and not pi_keeps_focus() else f"FOCUS-MARK {name}"  # an older pi drops it (split turn)
         compactions = [c for c in calls if compacting(c) and mark in texts(c.history) + c.prompt]
         assert compactions, name
         later = [c for c in calls if f"PARENT-TWO {name}" in c.prompt]
