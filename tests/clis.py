@@ -39,13 +39,17 @@ PI_KEEPS_FOCUS = (1, 4, 0)  # before it, pi drops a compaction's focus from a sp
 PI_REPORTS_COMPACTION_USAGE = (0, 81, 0)  # from it, pi's rpc answer to `compact` has the summary's usage
 
 
-def pi_version() -> Version | None:
-    """The version of the pi the tests run, for what they must check by version (each says why)."""
-    found = find_cli("pi")
+def version_of(cli: str) -> Version | None:
+    """The version of the CLI the tests run, for what they must check by version (each says why)."""
+    found = find_cli(cli)
     if found is None:
         return None
     said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
-    return parse_version(said.stdout + said.stderr)  # 0.x says it on standard error
+    return parse_version(said.stdout + said.stderr)  # pi 0.x says it on standard error
+
+
+def pi_version() -> Version | None:
+    return version_of("pi")
 
 
 def pi_keeps_focus() -> bool:

@@ -70,6 +70,16 @@ async def _unrecorded(found: CliVersion, agent: str) -> None:
     return None
 
 
+def known_version(path: str) -> str | None:
+    """The version `path --version` said, if it was read in this process (a failing turn's reason names it)."""
+    real = os.path.realpath(path)
+    try:
+        found = _read.get((real, os.stat(real).st_mtime_ns))
+    except OSError:
+        return None
+    return found.text if found is not None else None
+
+
 class CliChecks:
     """A run's checks of the CLIs its agents open on: each executable read and judged once a run.
 

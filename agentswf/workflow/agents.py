@@ -28,6 +28,7 @@ from ..harnesses.cli_version import CliChecks, CliVersion
 from ..harnesses.pane import in_a_pane
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
+from ..harnesses.versions import TESTED
 from ..sandbox.runner import Sandbox, SandboxedHarness
 from ..sandbox.spec import SandboxSpec
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
@@ -575,6 +576,8 @@ class Agents:
         cli, version = unconfined.cli_executable(), None
         if cli is not None:  # raises DefinitionError for a CLI older than agentswf works with
             version = (await self.clis.check(key, *cli, {**self._env, **resolved.env}, directory)).text
+            if cli[0] in TESTED:  # each tested version reports its spend: a turn that doesn't is told of
+                self.budgets.measured[key] = f"{cli[0]} {version or '(version unknown)'}"
         harness = await self.sandboxes.confine(key, unconfined, sandbox, directory)
         resumed = (
             await self.durable.opened(key, resolved.harness, harness, version)
@@ -645,6 +648,8 @@ class Agents:
             if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
                 harness = await self.sandboxes.confine(key, harness, parent.sandbox, directory)
             harness.seed(record.session, parent._harness.totals(record.session))
+            if parent.key in self.budgets.measured:
+                self.budgets.measured[key] = self.budgets.measured[parent.key]
             return await self._start(key, spec, harness, dict(checked), record.session, parent.key)
         except BaseException:
             if key not in self._open:

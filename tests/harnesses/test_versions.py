@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentswf.harnesses.cli import refused_flag
 from agentswf.harnesses.runtime import CLI_HARNESSES
 from agentswf.harnesses.versions import TESTED, install_command, parse_version, standing, verdict
 
@@ -77,3 +78,19 @@ def test_the_install_hints_name_the_newest_tested():
     for name, harness in CLI_HARNESSES.items():
         if name in TESTED:
             assert harness.install == install_command(name)
+
+
+@pytest.mark.parametrize(
+    "status,stderr,reported,flag",
+    [
+        (1, "error: unknown option '--verbose'\n", False, "--verbose"),  # claude (commander)
+        (2, "error: unexpected argument '--bogus' found\n\n  tip: ...\nUsage: codex exec", False, "--bogus"),  # codex
+        (1, "Error: Unknown option: --bogus\nWarning: No models available. Use /login to log in", False, "--bogus"),  # pi
+        (2, "error: something else\n", False, ""),  # the usage status, from a CLI that reported nothing
+        (2, "error: something else\n", True, None),  # ... but one that reported its turn exited 2 for another reason
+        (1, "API error 500\n", False, None),
+        (0, "error: unknown option '--verbose'\n", True, None),
+    ],
+)
+def test_a_command_line_the_cli_refused_and_the_flag_it_names(status, stderr, reported, flag):
+    assert refused_flag(status, stderr, reported) == flag
