@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from agentswf.testing.models import CLI_DIR_VARIABLE
+from agentswf.harnesses.versions import Version, parse_version
+from agentswf.testing.models import CLI_DIR_VARIABLE, SHELL_ARGUMENTS, Conversation, find_cli
 
 CLIS = ("claude", "codex", "pi")
 CI_CLI_DIR = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
@@ -20,3 +22,31 @@ if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
 needs_clis = pytest.mark.needs(*CLIS)
 
 TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")  # the launcher and call id a turn's prompt teaches
+
+
+def compacting(conv: Conversation) -> bool:
+    """A compaction's summary request, not a turn's: it teaches no `wfa result`, or it offers no
+    shell (pi 1.x's carries the conversation, the taught command in it, as text, with no tools)."""
+    return TAUGHT.search(conv.prompt) is None or not any(name in SHELL_ARGUMENTS for name in conv.tools)
+
+
+PI_KEEPS_FOCUS = (1, 4, 0)  # before it, pi drops a compaction's focus from a split turn's summary request
+PI_REPORTS_COMPACTION_USAGE = (0, 81, 0)  # from it, pi's rpc answer to `compact` has the summary's usage
+
+
+def version_of(cli: str) -> Version | None:
+    """The version of the CLI the tests run, for what they must check by version (each says why)."""
+    found = find_cli(cli)
+    if found is None:
+        return None
+    said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
+    return parse_version(said.stdout + said.stderr)  # pi 0.x says it on standard error
+
+
+def pi_version() -> Version | None:
+    return version_of("pi")
+
+
+def pi_keeps_focus() -> bool:
+    version = pi_version()
+    return version is not None and version >= PI_KEEPS_FOCUS

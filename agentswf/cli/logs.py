@@ -107,6 +107,11 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
     out.write(f"run {_name(info['run_id'])} of {_name(info['workflow'])}, started {started} in {_name(info['cwd'])}\n")
     if info.get("replay_of"):
         out.write(f"  a replay of {_name(info['replay_of'])}: its tool calls were answered from that record\n")
+    clis = info.get("clis")
+    for cli in clis if isinstance(clis, list) else ():  # the agent CLIs it used, each with its version (run.json's)
+        if isinstance(cli, dict):
+            version = cli.get("version") or "(version unknown)"
+            out.write(f"  {_name(cli.get('cli'))} {_name(version)}: {_name(cli.get('path'))}\n")
     if output is None and is_live(run_dir):
         out.write("  live: what it has recorded so far (awf status, awf tail follow it)\n")
     elif output is None:

@@ -44,7 +44,7 @@ from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import CANCEL_CLEANUP_SECONDS, RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
-from . import temporal, worktrees
+from . import doctor, temporal, worktrees
 from .actors import print_actors
 from .attach import AttachFailure, find_kept
 from .attach import add_parser as add_attach_parser
@@ -722,6 +722,7 @@ def _parser() -> argparse.ArgumentParser:
     worktrees.add_parser(commands)
     add_check_parser(commands)
     temporal.add_parser(commands)
+    doctor.add_parser(commands)
     add_commands(commands)
     add_attach_parser(commands)
     return parser

@@ -144,6 +144,16 @@ class SessionOpened(msgspec.Struct, frozen=True, omit_defaults=True):
     at: float
     resumed: str | None = None  # the native session it resumes (a continued attempt)
     fresh: str | None = None  # or why it starts afresh
+    version: str | None = None  # its CLI's version, as `--version` said it at the agent's open
+
+
+class CliUsed(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An agent CLI's executable, told at the run's first use of it: run.json's `clis` lists it."""
+
+    cli: str
+    path: str
+    agent: str  # the agent that opened on it first
+    version: str | None = None  # None: `--version` said none (harnesses/cli_version.py)
 
 
 class RecordGaps(msgspec.Struct, frozen=True):
@@ -272,6 +282,7 @@ class Recorder(Actor):
         self._logs = {str(run_dir / f"{name}.jsonl"): LineLog(run_dir / f"{name}.jsonl") for name in _RUN_LOGS}
         self._turns, self._log, self._tools, self._approvals, self._messages, self._refusals = self._logs
         self._sessions = str(run_dir / SESSIONS_FILE)
+        self._run_json: dict[str, Any] | None = None  # as written, to write again naming a CLI more
         self._calls = str(run_dir / "calls")
         self._batch: dict[str, list[bytes]] = {}  # file -> its lines (each ending in a newline) waiting for the batch's write
         self._batch_replies: dict[str, list[tuple[Reply, bool]]] = {}  # file -> (ask, answered True/False)
@@ -580,7 +591,17 @@ class Recorder(Actor):
                 write_private(gitignore, b"*\n")
             except OSError as error:
                 self._failed(gitignore, error)
-        await self._write(self.run_dir / "run.json", msgspec.structs.asdict(msg))
+        self._run_json = msgspec.structs.asdict(msg)
+        await self._write(self.run_dir / "run.json", self._run_json)
+        self._done()
+
+    @handler
+    async def cli_used(self, msg: CliUsed) -> None:
+        """run.json again, its `clis` naming one more executable: once for each the run uses, a few a run."""
+        if self._run_json is None:
+            return  # a run that recorded no start (a look-ahead's scratch record)
+        self._run_json["clis"] = [*self._run_json.get("clis", []), msgspec.structs.asdict(msg)]
+        await self._write(self.run_dir / "run.json", self._run_json)
         self._done()
 
     @handler

@@ -151,6 +151,11 @@ class Harness(ABC):
         """What its CLI last reported as `session`'s running totals, if it reports any."""
         return None
 
+    def cli_executable(self) -> tuple[str, str] | None:
+        """The agent CLI its attempts run, as (its name, the executable's path): the agent's open
+        checks its version (harnesses/cli_version.py). None: it runs no agent CLI."""
+        return None
+
     async def close(self) -> None:
         """The agent is closing: stop what the harness keeps between attempts (a pane). Most keep nothing."""
         return None

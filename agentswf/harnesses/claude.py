@@ -9,6 +9,7 @@ from typing import Any
 from .base import Attempt, AttemptEnding, Operation, OperationResult
 from .cli import CliHarness, OutputReader
 from .usage import Usage
+from .versions import install_command
 
 RETRYABLE_STATUSES = (408, 429, 500, 502, 503, 504, 529)
 CALLING_SESSION_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
@@ -76,7 +77,7 @@ def summary_of(content: str) -> str:
 class ClaudeHarness(CliHarness):
     name = "claude"
     executable_name = "claude"
-    install = "npm install -g @anthropic-ai/claude-code@2.1.332"
+    install = install_command("claude")
     login_hint = "Run `claude` and log in with /login, or set ANTHROPIC_API_KEY in the runtime's env."
     session_totals = frozenset({"cost_usd"})  # on --resume, total_cost_usd is the session's; its tokens are the run's own
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 from abc import abstractmethod
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from ..errors import HarnessError
 from ..wire.nesting import too_deep
 from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, is_session_id
 from .capabilities import refusal
+from .cli_version import known_version
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Channel, Exited, open_in_group, run_in_group
 from .usage import Usage, UsageField, since, sound
@@ -77,6 +79,28 @@ class OutputReader:
         """One JSON event of the CLI's output."""
 
 
+USAGE_EXIT_STATUS = 2  # what a CLI exits with on a command line it can't parse (clap's, codex's)
+# Its words for a flag it doesn't know: commander's (claude) "error: unknown option '--x'", clap's (codex)
+# "error: unexpected argument '--x' found", pi's "Error: Unknown option: --x".
+_REFUSED_FLAG = re.compile(
+    r"\b(?:unknown option|unexpected argument|unrecognized option|unknown argument)\b[\s:]*['\"`]?(-{1,2}[A-Za-z0-9][\w-]*)",
+    re.IGNORECASE,
+)
+
+
+def refused_flag(exit_code: int, stderr: str, reported: bool) -> str | None:
+    """The flag a CLI refused its command line for, "" when it said none, or None when it didn't refuse it.
+
+    A CLI's words for an unknown flag, or the usage status from one that reported nothing of a
+    turn: a CLI changed under agentswf, which no retry mends."""
+    if exit_code == 0:
+        return None
+    found = _REFUSED_FLAG.search(stderr)
+    if found is not None:
+        return found.group(1)
+    return "" if exit_code == USAGE_EXIT_STATUS and not reported else None
+
+
 LOGIN_MARKERS = ("401", "unauthorized", "invalid api key", "invalid x-api-key", "not logged in", "/login", "authentication")
 
 
@@ -116,6 +140,9 @@ class CliHarness(Harness):
 
     def settings(self) -> tuple[str | None, str | None]:
         return self.model, self.effort
+
+    def cli_executable(self) -> tuple[str, str] | None:
+        return self.name, self.executable
 
     def with_settings(self, model: str | None, effort: str | None) -> CliHarness:
         """A copy running with `model` and `effort`, sharing what each session has reported so far."""
@@ -208,6 +235,15 @@ class CliHarness(Harness):
     def ending(self, exited: Exited, reader: OutputReader) -> AttemptEnding:
         """How the attempt ended, from the exit status and what the CLI reported; fail closed."""
         stderr = exited.stderr_lines(STDERR_LINES_IN_REASON)
+        flag = refused_flag(exited.exit_code, exited.stderr, reader.session is not None or reader.finished)
+        if flag is not None:  # before the login check: pi's usage error goes on to say "Use /login"
+            version = known_version(self.executable) or "(version unknown)"
+            what = f"the flag {flag}" if flag else f"its command line (status {exited.exit_code})"
+            return AttemptEnding(
+                "failed", exit_code=exited.exit_code, retryable=False,
+                reason=f"{self.name} {version} refused {what}: this version of it isn't one agentswf works with "
+                       f"(`awf doctor` says which are):\n{stderr}",
+            )
         problem = reader.error or (stderr if exited.exit_code != 0 else None)
         if problem is not None and (reader.login or looks_like_login(problem)):
             run = reader.login or self.login_hint

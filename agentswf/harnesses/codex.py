@@ -15,6 +15,7 @@ from .base import Attempt, AttemptEnding, Operation, OperationResult, is_session
 from .cli import CliHarness, OutputReader
 from .codex_app import AppServer, AppServerError, read_tail, summary_in
 from .usage import Usage, add_usage, since
+from .versions import install_command
 
 COMPACTION_FOCUS = "Your context is about to be compacted. For its summary: {focus}"  # as a user message before it
 
@@ -48,7 +49,7 @@ class CodexReader(OutputReader):
 class CodexHarness(CliHarness):
     name = "codex"
     executable_name = "codex"
-    install = "npm install -g @openai/codex@0.171.0"
+    install = install_command("codex")
     login_hint = "Run `codex login`, or configure a model provider with its API key in the runtime's env."
     # `codex exec resume` reports the whole thread's tokens in its turn.completed
     session_totals = frozenset({"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"})

@@ -274,6 +274,9 @@ class PaneHarness(Harness):
             raise HarnessError(why)
         return cls(cli, TUIS[cli.name], tmux_path(env), keep_pane, check_ins)
 
+    def cli_executable(self) -> tuple[str, str] | None:
+        return self.cli.cli_executable()
+
     @property
     def check_ins(self) -> Mapping[str, float]:
         return self.chosen_check_ins

@@ -1,4 +1,4 @@
-"""pi's TUI in a pane, as measured against pi 0.73.1 (docs/guide/panes.md).
+"""pi's TUI in a pane, as measured against pi 1.6.0 and 0.73.1 (docs/guide/panes.md).
 
 pi shows no startup screen and asks no permission; its footer (the context gauge, `…%/…`
 or `?/…`) is drawn once it takes input, and "Working..." while a turn runs. Without a key

@@ -14,9 +14,24 @@ from ..errors import HarnessError
 from .base import Attempt, AttemptEnding, Operation, OperationResult
 from .cli import STDERR_LINES_IN_REASON, CliHarness, OutputReader
 from .usage import Usage, add_usage, sound
+from .versions import install_command
 
 SESSION_FILE_SUFFIX = ".jsonl"  # how a session named by its file is told from one named by id
 MAX_RPC_LINES = 10_000  # lines read waiting for an rpc answer: a pi that writes more without one is given up on
+
+
+def pi_usage(usage: object) -> Usage | None:
+    """pi's `usage` object (a message's, or a compaction's from 1.x on) as a Usage; None if it isn't one."""
+    if not isinstance(usage, dict):
+        return None
+    cost = usage.get("cost")
+    return Usage(
+        input_tokens=usage.get("input"),
+        output_tokens=usage.get("output"),
+        cache_read_tokens=usage.get("cacheRead"),
+        cache_write_tokens=usage.get("cacheWrite"),
+        cost_usd=cost.get("total") if isinstance(cost, dict) else None,
+    )
 
 
 class PiReader(OutputReader):
@@ -36,19 +51,8 @@ class PiReader(OutputReader):
             self.session = self.file or event.get("id") or self.session
         elif kind == "message_end":
             message = event.get("message") or {}
-            usage = message.get("usage")
-            if isinstance(usage, dict):
-                cost = usage.get("cost")
-                self.usage = add_usage(
-                    self.usage,
-                    sound(Usage(  # each message's own: a forged negative one takes nothing off the others
-                        input_tokens=usage.get("input"),
-                        output_tokens=usage.get("output"),
-                        cache_read_tokens=usage.get("cacheRead"),
-                        cache_write_tokens=usage.get("cacheWrite"),
-                        cost_usd=cost.get("total") if isinstance(cost, dict) else None,
-                    )),
-                )
+            # each message's own, made sound: a forged negative one takes nothing off the others
+            self.usage = add_usage(self.usage, sound(pi_usage(message.get("usage"))))
             if message.get("role") == "assistant":
                 self.model = message.get("model") or self.model
                 if message.get("stopReason") == "error":
@@ -63,7 +67,7 @@ class PiReader(OutputReader):
 class PiHarness(CliHarness):
     name = "pi"
     executable_name = "pi"
-    install = "npm install -g @mariozechner/pi-coding-agent@0.73.1"
+    install = install_command("pi")
     login_hint = "Run `pi`, then /login, or set the provider's API key in the runtime's env."
 
     def argv(self, attempt: Attempt) -> list[str]:
@@ -127,11 +131,16 @@ class PiHarness(CliHarness):
         if reader.summary is None:
             said = reader.error or f"no answer in {MAX_RPC_LINES} lines"
             return OperationResult(AttemptEnding("failed", reason=f"pi did not compact: {said}"), session=operation.session)
-        return OperationResult(AttemptEnding("exited"), session=operation.session, summary=reader.summary)
+        usage = self.operation_usage(reader.usage, None)
+        return OperationResult(AttemptEnding("exited"), session=operation.session, summary=reader.summary, usage=usage)
 
 
 class PiCompactionReader(OutputReader):
-    """`--mode rpc`: the answer to `compact`, with the summary, or the error pi gave."""
+    """`--mode rpc`: the answer to `compact`, with the summary and (1.x) its usage, or the error pi gave.
+
+    pi 1.x compacts only what is older than its last `compaction.keepRecentTokens` (20000 by
+    default): a smaller session is answered "Nothing to compact (session too small)", a failure.
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -141,9 +150,11 @@ class PiCompactionReader(OutputReader):
         if event.get("type") != "response" or event.get("command") != "compact":
             return
         self.finished = True
-        summary = (event.get("data") or {}).get("summary") if event.get("success") is True else None
+        data = (event.get("data") or {}) if event.get("success") is True else {}
+        summary = data.get("summary")
         if isinstance(summary, str):
             self.summary = summary
+            self.usage = pi_usage(data.get("usage"))  # from 1.x on; 0.7x's answer has none
         else:
             error = event.get("error")
             self.error = error if isinstance(error, str) else "pi answered compact without a summary"

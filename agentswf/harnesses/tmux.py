@@ -71,6 +71,7 @@ class TmuxServer:
         self.holds = holds
         self.keeper: Process | None = None
         self.mark = ""
+        self.path = os.defpath  # the agent's PATH: tmux gives a new pane its client's PATH, not the server's
         self.server: tuple[int, int] | None = None  # the server's pid and start time, as the kernel said
         self.tui: int | None = None  # the pane's own program, the TUI
         self.tui_tree: dict[int, int] = {}  # the TUI and what it ran as it started: what a sweep leaves
@@ -91,6 +92,7 @@ class TmuxServer:
     async def start(self, env: Mapping[str, str], cwd: Path) -> int:
         """Start the server under a new keeper; the keeper's pid, once the server listens."""
         self.mark = attempt_mark(env)
+        self.path = env.get("PATH", os.defpath)
         with anyio.CancelScope(shield=True):  # as in run_in_group: never lose a half-started keeper
             keeper = self.keeper = await anyio.open_process(
                 keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, [self.tmux, *self._server_args(), "-D"]),
@@ -162,7 +164,7 @@ class TmuxServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env={"PATH": os.defpath, MARK_VARIABLE: self.mark},
+                env={"PATH": self.path, MARK_VARIABLE: self.mark},
                 start_new_session=True,
                 pass_fds=(lifeline(),),
             )

@@ -316,6 +316,9 @@ class SandboxedHarness(Harness):
     def settings(self) -> tuple[str | None, str | None]:
         return self.inner.settings()
 
+    def cli_executable(self) -> tuple[str, str] | None:
+        return self.inner.cli_executable()
+
     def with_settings(self, model: str | None, effort: str | None) -> Harness:
         switched = SandboxedHarness(self.sandbox, self.agent, self.inner.with_settings(model, effort))
         switched.endpoints = self.endpoints

@@ -24,9 +24,11 @@ from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.capabilities import EFFORT_LEVELS, TABLE, refusal
+from ..harnesses.cli_version import CliChecks, CliVersion
 from ..harnesses.pane import in_a_pane
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
+from ..harnesses.versions import TESTED
 from ..sandbox.runner import Sandbox, SandboxedHarness
 from ..sandbox.spec import SandboxSpec
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
@@ -506,11 +508,16 @@ class Agents:
         self._closed: set[str] = set()
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
         self.budgets = Budgets()  # the run's budgets and what its turns spent
+        self.clis = CliChecks(self._cli_used)  # each CLI executable's version, read and checked at its first use
         self._stopped: dict[str, str] = {}
         self._forks: dict[str, ForkSpec] = {}
         self.ledger.watch(self._counted)
         if durable is not None:
             durable.carry(self.budgets)  # a continued run's: from what its earlier attempts spent
+
+    async def _cli_used(self, found: CliVersion, agent: str) -> None:
+        if self.durable is not None:
+            await self.durable.cli_used(found.cli, found.path, agent, found.text)
 
     def cancelled_because(self, what: str) -> str:
         """Why a turn (or operation) the workflow gave up on was cancelled: the person's stop that
@@ -569,9 +576,16 @@ class Agents:
             return existing
         if not directory.is_dir():
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
-        harness = await self.sandboxes.confine(key, self._resolve(key, resolved), sandbox, directory)
+        unconfined = self._resolve(key, resolved)
+        cli, version = unconfined.cli_executable(), None
+        if cli is not None:  # raises DefinitionError for a CLI older than agentswf works with
+            version = (await self.clis.check(key, *cli, {**self._env, **resolved.env}, directory)).text
+            if cli[0] in TESTED:  # each tested version reports its spend: a turn that doesn't is told of
+                self.budgets.measured[key] = f"{cli[0]} {version or '(version unknown)'}"
+        harness = await self.sandboxes.confine(key, unconfined, sandbox, directory)
         resumed = (
-            await self.durable.opened(key, resolved.harness, harness) if self.durable is not None else self._sessions.get(key)
+            await self.durable.opened(key, resolved.harness, harness, version)
+            if self.durable is not None else self._sessions.get(key)
         )
         return await self._start(key, spec, harness, checked or {}, resumed)
 
@@ -638,6 +652,8 @@ class Agents:
             if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
                 harness = await self.sandboxes.confine(key, harness, parent.sandbox, directory)
             harness.seed(record.session, parent._harness.totals(record.session))
+            if parent.key in self.budgets.measured:
+                self.budgets.measured[key] = self.budgets.measured[parent.key]
             return await self._start(key, spec, harness, dict(checked), record.session, parent.key)
         except BaseException:
             if key not in self._open:

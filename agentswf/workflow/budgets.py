@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -43,23 +43,33 @@ from .durations import Duration, to_seconds
 _TOKEN_MULTIPLIERS = {"": 1, "k": 1_000, "m": 1_000_000}
 _BUDGET_PART = re.compile(
     r"^(?:\$(?P<dollars>\d+(?:\.\d+)?)|(?P<usd>\d+(?:\.\d+)?)usd"
-    r"|(?P<tokens>\d+(?:\.\d+)?)(?P<scale>[km]?)tokens?|(?P<turns>\d+)turns?)$"
+    r"|(?P<tokens>\d+(?:\.\d+)?)(?P<scale>[km]?)tokens?|(?P<turns>\d+)turns?|unknown=(?P<unknown>count|fail))$"
 )
 
 
-class Budget(msgspec.Struct, frozen=True, kw_only=True):
+Unknown = Literal["count", "fail"]
+UNKNOWN_CHOICES: tuple[Unknown, ...] = ("count", "fail")
+
+
+class Budget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Caps on spend: dollars, tokens (input and output), turns, wall time (`"2h"` or seconds).
 
     A cap left None is no cap. The run's wall time counts from its start, a stage's from the
-    stage's, a key group's from `wf.budget`.
+    stage's, a key group's from `wf.budget`. `unknown` is what a turn of unknown spend does to a
+    dollar or token cap: a turn of an agent CLI that reports its spend, run to its end, that
+    reported none. "fail": the cap can't be checked, and the next turn doesn't start, saying so;
+    "count": it counts as nothing spent.
     """
 
     cost_usd: float | None = None
     tokens: int | None = None
     turns: int | None = None
     wall: Duration | None = None
+    unknown: Unknown = "fail"
 
     def __post_init__(self) -> None:
+        if self.unknown not in UNKNOWN_CHOICES:
+            raise DefinitionError(f"a budget's unknown must be 'count' or 'fail', not {self.unknown!r}")
         for name in ("cost_usd", "tokens", "turns"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
@@ -68,7 +78,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
             to_seconds(self.wall, what="a budget's wall")
 
 
-_LIMIT_NAMES = {"cost_usd": "dollars", "tokens": "tokens", "turns": "turns", "wall": "a wall time"}
+_LIMIT_NAMES = {"cost_usd": "dollars", "tokens": "tokens", "turns": "turns", "wall": "a wall time", "unknown": "unknown"}
 
 
 def group_budget(group: str, budget: Budget | None, limits: dict[str, Any]) -> Budget:
@@ -85,6 +95,7 @@ def group_budget(group: str, budget: Budget | None, limits: dict[str, Any]) -> B
 def parse_budget(text: str) -> Budget:
     """`'5usd,2h,200turns,1.5mtokens'` (any of them, in any order) as a Budget; `$5` is 5usd."""
     limits: dict[str, Any] = {}
+    value: Any
     for part in (word.strip().lower() for word in text.split(",")):
         match = _BUDGET_PART.match(part)
         name = "wall"
@@ -94,12 +105,15 @@ def parse_budget(text: str) -> Budget:
             name, value = "tokens", round(float(match["tokens"]) * _TOKEN_MULTIPLIERS[match["scale"]])
         elif match and match["turns"]:
             name, value = "turns", int(match["turns"])
+        elif match and match["unknown"]:
+            name, value = "unknown", match["unknown"]
         else:
             seconds = parse_duration(part)
             if seconds is None:
                 raise DefinitionError(
                     f"{part!r} is not part of a budget: give dollars (5usd), tokens (200ktokens), "
-                    f"turns (200turns) or a wall time (2h), separated by commas"
+                    f"turns (200turns) or a wall time (2h), separated by commas (and unknown=count to count "
+                    f"a turn that reported no spend as none)"
                 )
             value = seconds
         if name in limits:
@@ -115,6 +129,8 @@ class Spent(msgspec.Struct, kw_only=True):
     tokens: int = 0
     cost_usd: float = 0.0
     seconds: float = 0.0
+    unknown_tokens: int = 0  # turns that ran to their end on a CLI that reports its spend, and reported no tokens
+    unknown_cost: int = 0  # … no cost
 
 
 class Spending(msgspec.Struct, frozen=True, kw_only=True):
@@ -142,7 +158,16 @@ def _reached(budget: Budget, spent: Spent, seconds: float) -> list[tuple[str, st
         found.append(("cost_usd", f"${spent.cost_usd:.4f} of ${budget.cost_usd:.4f} spent"))
     if budget.wall is not None and seconds >= (wall := to_seconds(budget.wall)):
         found.append(("wall", f"{seconds:.1f}s of its {wall:g}s wall time passed"))
+    if budget.unknown == "fail":  # a cap that can't be checked: "unknown", which raising no cap mends
+        for cap, count, what in ((budget.tokens, spent.unknown_tokens, "tokens"), (budget.cost_usd, spent.unknown_cost, "cost")):
+            if cap is not None and count:
+                found.append(("unknown", f"{_turns(count)} reported no {what}, so its {what} cap can't be checked "
+                                         "(Budget(unknown='count') counts such a turn as spending none)"))
     return found
+
+
+def _turns(count: int) -> str:
+    return "1 turn" if count == 1 else f"{count} turns"
 
 
 def over_budget(budget: Budget, spent: Spent, seconds: float) -> str | None:
@@ -157,8 +182,8 @@ RAISE_FACTOR = 2  # a budget raised to go on: this many times the larger of its 
 def raised(budget: Budget, spent: Spent) -> Budget | None:
     """The budget a run that has spent `spent` (its `seconds` its wall time) needs to go on: each cap
     it reached raised to RAISE_FACTOR times the larger of the cap and the spend (dollars up to the
-    cent, a wall time up to the minute, at least one of each), the others as they were; None when
-    it reached none."""
+    cent, a wall time up to the minute, at least one of each), the others as they were, and a cap
+    a turn of unknown spend left unchecked counting it (`unknown="count"`); None when it reached none."""
     reached = [name for name, _ in _reached(budget, spent, spent.seconds)]
     if not reached:
         return None
@@ -171,6 +196,8 @@ def raised(budget: Budget, spent: Spent) -> Budget | None:
         more["cost_usd"] = max(0.01, math.ceil(RAISE_FACTOR * max(budget.cost_usd, spent.cost_usd) * 100) / 100)
     if "wall" in reached and budget.wall is not None:
         more["wall"] = max(60, math.ceil(RAISE_FACTOR * max(to_seconds(budget.wall), spent.seconds) / 60) * 60)
+    if "unknown" in reached:  # no cap raised mends one that can't be checked: counting what went unreported does
+        more["unknown"] = "count"
     return msgspec.structs.replace(budget, **more)
 
 
@@ -185,6 +212,8 @@ def budget_flag(budget: Budget) -> str:
         parts.append(f"{math.ceil(budget.turns)}turns")
     if budget.wall is not None:
         parts.append(_duration_flag(to_seconds(budget.wall)))
+    if budget.unknown != "fail":
+        parts.append(f"unknown={budget.unknown}")
     return ",".join(parts)
 
 
@@ -198,6 +227,21 @@ def _duration_flag(seconds: float) -> str:
 
 def _tokens(usage: Usage | None) -> int:
     return 0 if usage is None else (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+RAN_TO_ITS_END = ("answered", "unanswered")  # a turn whose CLI exited as it does: it reported its spend, if it reports any
+
+
+def unreported(turn: Turn[Any]) -> tuple[bool, bool]:
+    """Whether a turn of an agent CLI that reports its spend left its tokens, and its cost, unknown:
+    a turn (not an operation) that ran to its end. One cut short (timed out, failed, cancelled)
+    may not have got to reporting, and is counted as what it reported."""
+    if turn.kind != "turn" or turn.outcome.kind not in RAN_TO_ITS_END:
+        return False, False
+    usage = turn.usage
+    if usage is None:
+        return True, True
+    return usage.input_tokens is None and usage.output_tokens is None, usage.cost_usd is None
 
 
 def ran_seconds(attempts: Iterable[AttemptRecord], spent: RunUsage | None) -> float:
@@ -272,6 +316,8 @@ class Budgets:
     agents: dict[str, _Scope] = field(default_factory=dict)
     stage: str | None = None  # the stage open now
     clock: Callable[[], float] = time.monotonic
+    measured: dict[str, str] = field(default_factory=dict)  # agents on a CLI that reports its spend: key -> "claude 2.1.332"
+    unmeasured_told: bool = False  # a turn of one that reported no usage was warned of (once a run)
 
     def __post_init__(self) -> None:
         self.run.began = self.clock()
@@ -365,19 +411,24 @@ class Budgets:
         self.spend(turn.agent, self.stage, turn)
 
     def spend(self, key: str, stage: str | None, turn: Turn[Any]) -> None:
-        """A turn of `key` ended: its tokens and cost count toward its scopes."""
+        """A turn of `key` ended: its tokens and cost count toward its scopes, and what it left unknown."""
         tokens = _tokens(turn.usage)
         cost = turn.usage.cost_usd if turn.usage is not None else None
+        no_tokens, no_cost = unreported(turn) if key in self.measured else (False, False)
         for scope in self._scopes(key, stage):
             scope.spent.tokens += tokens
             scope.spent.cost_usd += cost or 0.0
+            scope.spent.unknown_tokens += no_tokens
+            scope.spent.unknown_cost += no_cost
+        if no_tokens and not self.unmeasured_told:
+            self.unmeasured_told = True
+            self.log(f"{self.measured[key]} gave no usage for this turn; cost and tokens unknown", agent=key, turn=turn.n)
 
     def spending(self) -> Spending:
         now = self.clock()
 
         def view(scope: _Scope) -> Spent:
-            spent = scope.spent
-            return Spent(turns=spent.turns, tokens=spent.tokens, cost_usd=spent.cost_usd, seconds=now - scope.began)
+            return msgspec.structs.replace(scope.spent, seconds=now - scope.began)
 
         return Spending(
             run=view(self.run),

@@ -111,6 +111,7 @@ class Workflow:
         self.stop_reason: str | None = None
         self._budgets = agents.budgets
         self._budgets.log = self.log
+        agents.clis.warn = self.log  # a CLI outside the versions agentswf was tested with: once a run
         self._budgets.run.budget = budget
 
     async def parallel(

@@ -49,7 +49,7 @@ from ..engine.attempts import (
     write_stage,
 )
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
-from ..engine.recorder import SessionOpened
+from ..engine.recorder import CliUsed, SessionOpened
 from ..engine.records import RECORD_VERSION, read_json, write_whole
 from ..engine.tell import tell
 from ..errors import DefinitionError, StopRequested, WorkflowError
@@ -388,7 +388,12 @@ class Durable:
         """The run's Recorder, once it has started: it appends the attempt's sessions lines."""
         self._recorder = recorder
 
-    async def opened(self, key: str, harness_name: str, harness: Harness) -> str | None:
+    async def cli_used(self, cli: str, path: str, agent: str, version: str | None) -> None:
+        """A CLI executable the run uses for the first time: told to the Recorder for run.json's `clis`."""
+        if self.writes and self._recorder is not None:
+            await tell(self._recorder, CliUsed(cli, path, agent, version))
+
+    async def opened(self, key: str, harness_name: str, harness: Harness, version: str | None = None) -> str | None:
         """The native session agent `key` resumes (its recorded one, where its harness can), or None.
 
         Its sessions line is told to the Recorder, not waited for: nothing waits on disk as an
@@ -405,7 +410,7 @@ class Durable:
                 progress("agentswf.run", "agent resumes its session", agent=key, session=resumed)
         if self.writes:
             assert self._recorder is not None, "an agent opens in a run whose actors have started"
-            await tell(self._recorder, SessionOpened(self.attempt.n, key, harness_name, time.time(), resumed, fresh))
+            await tell(self._recorder, SessionOpened(self.attempt.n, key, harness_name, time.time(), resumed, fresh, version))
         return resumed
 
     # The attempt's ending -------------------------------------------------------------

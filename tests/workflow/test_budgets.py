@@ -22,7 +22,7 @@ from agentswf import Budget, Failed, Usage, workflow
 from agentswf.errors import DefinitionError
 from agentswf.harnesses.base import Attempt, AttemptResult
 from agentswf.testing.scripted import ScriptBook, ScriptedHarness, answer, hang
-from agentswf.workflow.budgets import Spent, budget_flag, over_budget, parse_budget, raised
+from agentswf.workflow.budgets import Spent, budget_flag, over_budget, parse_budget, raised, unreported
 
 PER_ATTEMPT = Usage(input_tokens=100, output_tokens=50, cost_usd=0.25)
 
@@ -284,3 +284,34 @@ def test_a_spent_budget_is_raised_to_twice_the_larger_of_its_cap_and_the_spend()
     assert budget_flag(more) == "1.5usd,8turns,1h"
     assert raised(Budget(wall="1h"), Spent(seconds=3601.5)) == Budget(wall=7260)  # up to the minute
     assert raised(budget, Spent(turns=2, cost_usd=0.1)) is None
+
+
+def test_a_cap_a_turn_of_unknown_spend_leaves_unchecked_stops_the_next_turn_unless_it_counts() -> None:
+    unknown = Spent(turns=1, unknown_tokens=1, unknown_cost=1)
+    assert over_budget(Budget(tokens=1000), unknown, 0) == (
+        "1 turn reported no tokens, so its tokens cap can't be checked "
+        "(Budget(unknown='count') counts such a turn as spending none)"
+    )
+    assert "2 turns reported no cost" in (over_budget(Budget(cost_usd=5), Spent(unknown_cost=2), 0) or "")
+    assert over_budget(Budget(tokens=1000, unknown="count"), unknown, 0) is None
+    assert over_budget(Budget(turns=5, wall=60), unknown, 0) is None  # no cap on spend: nothing to check
+    assert over_budget(Budget(cost_usd=5), Spent(unknown_tokens=1), 0) is None  # its cost was known
+    assert raised(Budget(tokens=1000), unknown) == Budget(tokens=1000, unknown="count")  # to go on: count them
+    assert parse_budget("5usd,unknown=count") == Budget(cost_usd=5.0, unknown="count")
+    assert budget_flag(Budget(cost_usd=5.0, unknown="count")) == "5.0usd,unknown=count"
+    assert parse_budget(budget_flag(Budget(tokens=9, unknown="count"))) == Budget(tokens=9, unknown="count")
+    with pytest.raises(DefinitionError):
+        Budget(tokens=10, unknown="ignore")  # type: ignore[arg-type]
+
+
+def test_which_turns_leave_their_spend_unknown() -> None:
+    def turn(outcome: Any, usage: Usage | None, kind: str = "turn") -> Any:
+        return agentswf.Turn(outcome=outcome, agent="a", call_id="c", n=1, started_at=0.0, ended_at=1.0, usage=usage, kind=kind)
+
+    answered = agentswf.Answered(value="ok")
+    assert unreported(turn(answered, None)) == (True, True)
+    assert unreported(turn(answered, Usage(input_tokens=10, output_tokens=2))) == (False, True)  # priced nowhere
+    assert unreported(turn(answered, Usage(model="m"))) == (True, True)  # the fields renamed away
+    assert unreported(turn(answered, Usage(input_tokens=1, output_tokens=1, cost_usd=0.01))) == (False, False)
+    assert unreported(turn(Failed(reason="deadline"), None)) == (False, False)  # cut short: may not have got to it
+    assert unreported(turn(answered, None, kind="compaction")) == (False, False)  # an operation

@@ -2,7 +2,7 @@
 
 Each helper writes the CLI's config under `home` and returns the variables to set on top
 of the parent environment (`Runtime(harness="codex", env=codex_env(model, tmp_path))`).
-With the pinned versions (claude 2.1.332, codex 0.171.0, pi 0.73.1) they were measured to
+With the pinned versions (claude 2.1.332, codex 0.171.0, pi 1.6.0 and 0.73.1) they were measured to
 make no DNS lookup and to connect only to 127.0.0.1. The parent environment must not carry
 variables that re-route a CLI, such as CLAUDE_CODE_USE_BEDROCK or OPENAI_BASE_URL.
 """
@@ -108,7 +108,9 @@ def pi_env(
     """pi: models.json with provider "fake" (model "fake-model") speaking `api`, retries off.
 
     Run it with `--provider fake --model fake-model`. The Anthropic SDK appends
-    /v1/messages itself, so that base URL has no /v1.
+    /v1/messages itself, so that base URL has no /v1. `compaction.keepRecentTokens` is 0:
+    pi 1.x compacts only what is older than that many recent tokens (20000 by default), so a
+    scripted session, a few hundred tokens long, compacts as it does on 0.7x.
     """
     agent_dir = Path(home) / ".pi" / "agent"
     agent_dir.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,8 @@ def pi_env(
     entry = {"id": MODEL_ID, "reasoning": False, "input": ["text"], "contextWindow": 128000, "maxTokens": 16384,
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}  # fmt: skip
     models = {"providers": {PROVIDER: {"baseUrl": base_url, "api": api, "apiKey": API_KEY_VARIABLE, "models": [entry]}}}
-    settings = {"retry": {"enabled": False, "provider": {"maxRetries": 0}}, "enableInstallTelemetry": False}
+    settings = {"retry": {"enabled": False, "provider": {"maxRetries": 0}}, "enableInstallTelemetry": False,
+                "compaction": {"keepRecentTokens": 0}}
     (agent_dir / "models.json").write_text(json.dumps(models, indent=2))
     (agent_dir / "settings.json").write_text(json.dumps(settings, indent=2))
     return {"HOME": str(home), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", API_KEY_VARIABLE: API_KEY}

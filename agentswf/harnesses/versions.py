@@ -1,0 +1,97 @@
+"""The versions of each agent CLI agentswf is tested with, declared in this one place.
+
+Per CLI: its npm package and the ranges of versions its real-CLI tests passed on, oldest first.
+The first range's start is the minimum that works (an agent on an older one is refused at its
+open); the last range's end is the newest tested (a newer one is warned of, once a run, and
+used). A version between two ranges was never tested: it is warned of too. The install hints,
+`awf doctor`, the check at an agent's first use (harnesses/cli_version.py) and
+docs/guide/agents.md read this table. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Version = tuple[int, ...]
+Standing = Literal["below", "tested", "untested", "newer"]
+
+_VERSION = re.compile(r"(?<![\d.])(\d+)\.(\d+)(?:\.(\d+))?")  # the first x.y[.z] a `--version` prints
+
+
+@dataclass(frozen=True, slots=True)
+class Tested:
+    """One CLI's npm package and the version ranges (first, last; both included) it was tested on."""
+
+    package: str
+    ranges: tuple[tuple[Version, Version], ...]
+
+    @property
+    def minimum(self) -> Version:
+        return self.ranges[0][0]
+
+    @property
+    def newest(self) -> Version:
+        return self.ranges[-1][1]
+
+
+TESTED: dict[str, Tested] = {
+    "claude": Tested("@anthropic-ai/claude-code", (((2, 1, 312), (2, 1, 332)),)),
+    "codex": Tested("@openai/codex", (((0, 165, 0), (0, 171, 0)),)),
+    # pi 0.7x was published as @mariozechner/pi-coding-agent (it ends at 0.73.1); below 0.70.1 it
+    # ignores retry.provider.maxRetries. pi 1.x is @earendil-works/pi-coding-agent, on Node.js 22.19+.
+    "pi": Tested("@earendil-works/pi-coding-agent", (((0, 70, 1), (0, 73, 1)), ((1, 0, 3), (1, 6, 0)))),
+}
+
+
+def parse_version(text: str) -> Version | None:
+    """The version in what a CLI's `--version` printed ("2.1.332 (Claude Code)", "codex-cli 0.171.0")."""
+    found = _VERSION.search(text)
+    if found is None:
+        return None
+    return tuple(int(part) for part in found.groups() if part is not None)
+
+
+def shown(version: Version) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def install_command(cli: str) -> str:
+    """The command that installs the newest tested version of `cli`."""
+    tested = TESTED[cli]
+    return f"npm install -g {tested.package}@{shown(tested.newest)}"
+
+
+def standing(cli: str, version: Version) -> Standing:
+    """Where `version` of `cli` stands against what was tested: below the minimum, in a tested
+    range, between two ranges (untested), or newer than the newest tested."""
+    tested = TESTED[cli]
+    if version < tested.minimum:
+        return "below"
+    if version > tested.newest:
+        return "newer"
+    if any(first <= version <= last for first, last in tested.ranges):
+        return "tested"
+    return "untested"
+
+
+def tested_ranges(cli: str) -> str:
+    """The ranges tested, as a person reads them: "0.70.1–0.73.1, 1.0.0–1.6.0"."""
+    return ", ".join(f"{shown(first)}–{shown(last)}" for first, last in TESTED[cli].ranges)
+
+
+def verdict(cli: str, version: Version) -> str | None:
+    """What to tell a person of `version` of `cli`, or None when it was tested."""
+    tested = TESTED[cli]
+    match standing(cli, version):
+        case "below":
+            return (f"{cli} {shown(version)} is older than the oldest version agentswf works with, "
+                    f"{shown(tested.minimum)}: install a newer one with `{install_command(cli)}`")
+        case "newer":
+            return (f"{cli} {shown(version)} is newer than the newest version agentswf was tested with, "
+                    f"{shown(tested.newest)}; the run goes on with it")
+        case "untested":
+            return (f"{cli} {shown(version)} was not tested with agentswf (tested: {tested_ranges(cli)}); "
+                    "the run goes on with it")
+    return None
