@@ -24,11 +24,13 @@ from ..workflow.worktrees import (
     Worktree,
     WorktreeEnd,
     decide,
+    drop_if_empty,
     end_of,
     hold_lock,
     inspect,
     load_manifest,
     run_is_live,
+    run_worktrees,
     write_manifest,
 )
 from .shown import shown
@@ -136,6 +138,7 @@ def _one(run_dir: Path, manifest: Manifest, clean: bool, out: TextIO) -> int:
         print(_line(run_dir, worktree, *status), file=out)
         return 1
     end = end_of(worktree, cleaning=True)
+    drop_if_empty(run_worktrees(run_dir))
     try:
         write_manifest(run_dir / WORKTREES_DIR, Manifest(worktree, "ended", end))
     except OSError as error:

@@ -228,7 +228,17 @@ def _put_back(path: Path, was: bytes | None) -> str:
 def _index_git(git_dir: Path, top: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """git `args` on the repository's index, reading none of its config (`worktrees.pinned_git`):
     its common directory may be the agent's until put back."""
-    return pinned_git(git_dir, *args, cwd=top, check=False, worktree=(git_dir, top))
+    return pinned_git(_common_of(git_dir), *args, cwd=top, check=False, worktree=(git_dir, top))
+
+
+def _common_of(git_dir: Path) -> Path:
+    """Where the objects and refs of `git_dir` are: itself, or the directory its `commondir` names
+    (a linked worktree's). Only data is taken from there (`pinned_git`), never a command."""
+    pointer = _read_pointer(git_dir / "commondir")
+    if pointer is None or pointer in (NOT_A_FILE, OVERSIZED) or b"\0" in pointer:
+        return git_dir
+    common = Path(os.path.realpath(git_dir / os.fsdecode(pointer.strip())))
+    return common if (common / "objects").is_dir() else git_dir
 
 
 def _gitlinks(git_dir: Path, top: Path) -> frozenset[str]:

@@ -27,12 +27,14 @@ from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Har
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
+from ..workflow.worktrees import Worktree, worktrees_home
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
+from .gitbox import GitBox, carry_back, open_box
 from .gitsweep import linked_worktrees, module_directories
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
-from .spec import ResolvedSpec
+from .spec import ResolvedSpec, SandboxSpec
 
 BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
@@ -121,12 +123,14 @@ def check_reach(spec: ResolvedSpec, record: Path | None = None) -> None:
 
 def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[Path]:
     """What covers the records in the paths a sandbox is given: each one's `.awf`, and the run's own
-    record (its run root, whatever its name) where it lies inside one of them."""
+    record (its run root, whatever its name) and worktrees (beside it) where they lie inside one of
+    them. An agent's own worktree among them is shown again (`bwrap_argv`)."""
     given = (spec.cwd, Path(os.path.realpath(cwd)), *spec.read, *spec.write)  # real paths, as the record's is
     hidden = [path / RECORD_DIR for path in given if (path / RECORD_DIR).is_dir()]
-    covered = any(record == path or path in record.parents for path in hidden) if record is not None else True
-    if record is not None and not covered and any(path in record.parents for path in given):
-        hidden.append(record)
+    for kept in (record, worktrees_home(record)) if record is not None else ():
+        covered = any(kept == path or path in kept.parents for path in hidden)
+        if not covered and kept.is_dir() and any(path in kept.parents for path in given):
+            hidden.append(kept)
     return hidden
 
 
@@ -273,18 +277,21 @@ class Sandbox:
         spec: what it reads, writes and reaches, every path absolute.
     """
 
-    def __init__(self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None) -> None:
+    def __init__(
+        self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None, given: SandboxSpec | None = None
+    ) -> None:
         self.key = key
         self.spec = spec
+        self.given = given  # the spec as given, its paths relative: the run's sandbox resolves it at each agent's cwd
         self.bwrap = bwrap
         self.log = log
         self.record = record  # the run root, covered wherever a given path holds it
         self.agents: list[str] = []
 
-    def confine(self, agent: str, harness: Harness) -> Harness:
-        """`harness`, its every attempt run in this sandbox."""
+    def confine(self, agent: str, harness: Harness, worktree: Worktree | None = None) -> Harness:
+        """`harness`, its every attempt run in this sandbox (on `worktree`, a worktree of its run, with a git of its own)."""
         self.agents.append(agent)
-        return SandboxedHarness(self, agent, harness)
+        return SandboxedHarness(self, agent, harness, worktree)
 
     def __repr__(self) -> str:
         return f"<Sandbox {self.key} agents={len(self.agents)}>"
@@ -295,10 +302,11 @@ class SandboxedHarness(Harness):
 
     name = "sandboxed"
 
-    def __init__(self, sandbox: Sandbox, agent: str, inner: Harness) -> None:
+    def __init__(self, sandbox: Sandbox, agent: str, inner: Harness, worktree: Worktree | None = None) -> None:
         self.sandbox = sandbox
         self.agent = agent
         self.inner = inner
+        self.worktree = worktree  # a worktree of the run the agent works in: its git is a directory of its own (gitbox)
         self.endpoints: frozenset[Endpoint] | None = None  # read at the first attempt, with the home made
 
     @property
@@ -317,7 +325,7 @@ class SandboxedHarness(Harness):
         return self.inner.settings()
 
     def with_settings(self, model: str | None, effort: str | None) -> Harness:
-        switched = SandboxedHarness(self.sandbox, self.agent, self.inner.with_settings(model, effort))
+        switched = SandboxedHarness(self.sandbox, self.agent, self.inner.with_settings(model, effort), self.worktree)
         switched.endpoints = self.endpoints
         return switched
 
@@ -349,19 +357,44 @@ class SandboxedHarness(Harness):
         if not self.inner.spawns:
             return await self.inner.run(attempt)
         async with (
-            self._swept(attempt.cwd) as submodules,
-            self._within(attempt.launcher.parent, attempt.env, submodules) as confine,
+            self._swept(attempt.cwd, boxed=self.worktree is not None) as submodules,
+            self._boxed(attempt.launcher.parent, attempt.cwd) as box,
+            self._within(attempt.launcher.parent, attempt.env, submodules, box) as confine,
         ):
             return await self.inner.run(replace(attempt, confine=confine))
 
     @asynccontextmanager
-    async def _swept(self, cwd: Path) -> AsyncIterator[tuple[Path, ...]]:
-        """What the attempt left in a repository it may write that your git would obey, undone
-        once its every process is gone and no other attempt is in that repository (`gitsweep.Sweeps`),
-        and logged in the run's record (by the agent whose attempt ended last); meanwhile, the
-        git directories of the repositories' submodules, to hold. SandboxRefused: not begun."""
+    async def _boxed(self, agent_dir: Path, cwd: Path) -> AsyncIterator[GitBox | None]:
+        """The attempt's own git directory on the agent's worktree (`gitbox`), and what it did
+        there carried back into the repository once its every process is gone, logged in the
+        run's record. SandboxRefused: not begun."""
+        worktree = self.worktree
+        if worktree is None:
+            yield None
+            return
+        writable = _inside(Path(os.path.realpath(cwd)), self.sandbox.spec.write)
+        box = await anyio.to_thread.run_sync(lambda: open_box(worktree, agent_dir, writable=writable))
+        try:
+            yield box
+        finally:
+            with anyio.CancelScope(shield=True):  # begun, it is carried back: else its commits are lost
+                for line in await anyio.to_thread.run_sync(carry_back, box):
+                    self.sandbox.log(
+                        f"sandbox {self.sandbox.key}: agent {self.agent}: {line}",
+                        sandbox=self.sandbox.key, agent=self.agent, carried=line,
+                    )  # fmt: skip
+
+    @asynccontextmanager
+    async def _swept(self, cwd: Path, *, boxed: bool = False) -> AsyncIterator[tuple[Path, ...]]:
+        """What the attempt left in a repository it may write that your git would obey (`boxed`:
+        and in its worktree, whose index what it did is carried back into), undone once its every
+        process is gone and no other attempt is in that repository (`gitsweep.Sweeps`), and logged
+        in the run's record (by the agent whose attempt ended last); meanwhile, the git directories
+        of the repositories' submodules, to hold. SandboxRefused: not begun."""
         found = await anyio.to_thread.run_sync(git_directories, self.sandbox.spec, cwd)
         repositories = [(git, top) for top, git in found]
+        if boxed and self.worktree is not None:
+            repositories.append((self.worktree.git_dir, Path(os.path.realpath(self.worktree.path))))
         with anyio.CancelScope(shield=True):  # begun, it is ended: else the repository is never swept again
             states = await anyio.to_thread.run_sync(gitsweep.SWEEPS.begin, repositories)
         try:
@@ -375,15 +408,17 @@ class SandboxedHarness(Harness):
                     )  # fmt: skip
 
     @asynccontextmanager
-    async def _within(self, agent_dir: Path, env: Mapping[str, str], submodules: Sequence[Path]) -> AsyncIterator[Confine]:
-        """What confines a command of the agent's CLI (`submodules`' git controls held too), with the
-        proxy to its model served meanwhile; its home made at the first."""
+    async def _within(
+        self, agent_dir: Path, env: Mapping[str, str], submodules: Sequence[Path], box: GitBox | None = None
+    ) -> AsyncIterator[Confine]:
+        """What confines a command of the agent's CLI (`submodules`' git controls held too, `box` its
+        git on its worktree), with the proxy to its model served meanwhile; its home made at the first."""
         home = agent_dir / HOME_NAME
         if self.endpoints is None:
             await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, env)
             self.endpoints = model_endpoints(self.inner.name, env)
         allow = Allowlist(self.endpoints, self.sandbox.spec.network)
-        confine = self._confine(agent_dir, home, allow, submodules)
+        confine = self._confine(agent_dir, home, allow, submodules, box)
         if not allow:
             yield confine
             return
@@ -391,7 +426,9 @@ class SandboxedHarness(Harness):
         async with serving(agent_dir / PROXY_SOCKET_NAME, proxy):
             yield confine
 
-    def _confine(self, agent_dir: Path, home: Path, allow: Allowlist, submodules: Sequence[Path]) -> Confine:
+    def _confine(
+        self, agent_dir: Path, home: Path, allow: Allowlist, submodules: Sequence[Path], box: GitBox | None
+    ) -> Confine:
         tunnels = sorted(str(endpoint) for endpoint in allow.endpoints if endpoint.loopback)
         runtime = runtime_paths(self.inner)
         system = system_view()
@@ -408,7 +445,7 @@ class SandboxedHarness(Harness):
             controls = git_controls(spec, cwd, submodules)
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
-                controls=controls, bwrap=self.sandbox.bwrap,
+                controls=controls, gitbox=box.paths() if box is not None else None, bwrap=self.sandbox.bwrap,
             )  # fmt: skip
             problem = too_long(inside)
             if problem is not None:

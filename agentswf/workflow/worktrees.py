@@ -1,13 +1,17 @@
-"""A git worktree per agent (`cwd=wf.worktree(name)`): made on a branch of its own under the
-run, removed at the run's end when nothing changed, kept when something did, and never
+"""A git worktree per agent (`cwd=wf.worktree(name)`): made on a branch of its own beside the
+run's record, removed at the run's end when nothing changed, kept when something did, and never
 removed while it holds uncommitted changes.
 
-Under the run's record (0700, like the rest of it):
+In the run's record (0700, like the rest of it), what the run knows of its worktrees:
 
     <run dir>/worktrees/
       .live              locked (flock) by the run while it lives: a run killed with -9 lets go
       <name>.json        the worktree's manifest: repository, branch, base, and how it ended
-      <name>/            the worktree, on branch awf/<run id>/<name>, locked in git while the run lives
+
+and the worktrees themselves beside the runs' record (`worktree_path`), not in it, so that a
+sandbox can be given one to write while no sandbox is given any record:
+
+    <run root>/../worktrees/<run id>/<name>/   on branch awf/<run id>/<name>, locked in git while the run lives
 
 The user's own working tree and index are never touched. Git runs as `git -C <repository>` to
 add, lock, unlock and remove worktrees and to read and delete the run's branches, and with an
@@ -46,11 +50,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import IO, Any, Literal, get_args
 
 import msgspec
 
-from ..engine.records import make_private_dirs, write_whole
+from ..engine.records import make_private_dirs, write_private, write_whole
 from ..errors import DefinitionError
 from ..harnesses.regular import read_regular
 
@@ -61,7 +65,7 @@ Place = Literal["here", "deleted", "moved", "replaced", "gone"]
 (`deleted`); moved by `git worktree move` (`moved`); something else at its path (`replaced`);
 neither directory nor git's entry (`gone`)."""
 
-WORKTREES_DIR = "worktrees"
+WORKTREES_DIR = "worktrees"  # in a run's record: its manifests; beside the run root: the worktrees
 LIVE_LOCK_NAME = ".live"
 BRANCH_PREFIX = "awf"
 MAX_NAME_CHARS = 64
@@ -92,14 +96,15 @@ class Worktree:
 
     Attributes:
         name: its name in the run.
-        path: its directory, the agent's `cwd`.
+        path: its directory, the agent's `cwd` (`worktree_path`: beside the runs' record).
         branch: the branch it is on, `awf/<run id>/<name>`.
         base: the commit it started from (what `base` resolved to).
         keep: what happens to it at the run's end: `"on-change"`, `"always"` or `"never"`.
         repository: the top of the working tree it was made from.
         git_dir: its own git directory (`.git/worktrees/<id>` of the repository).
-        common_dir: the repository's git directory; a commit writes its objects and refs
-            there, so a sandbox that lets an agent commit must let it write there too.
+        common_dir: the repository's git directory, where its objects and branches are. A
+            sandboxed agent never writes it: it commits in a git directory of its own, carried
+            back at its attempt's end (agentswf.sandbox.gitbox).
         given_base: `base` as it was given.
         run_id: the run that made it.
     """
@@ -170,6 +175,29 @@ class Manifest(msgspec.Struct, frozen=True):
     ended: WorktreeEnd | None = None
 
 
+def worktrees_home(run_root: Path) -> Path:
+    """Where the worktrees of the runs recorded under `run_root` are: beside it, not in it."""
+    return run_root.parent / WORKTREES_DIR
+
+
+def run_worktrees(run_dir: Path) -> Path:
+    """Where the worktrees of the run recorded in `run_dir` (`<run root>/<workflow>/<run id>`) are."""
+    return worktrees_home(run_dir.parent.parent) / run_dir.name
+
+
+def worktree_path(run_dir: Path, name: str) -> Path:
+    """The worktree `name` of the run recorded in `run_dir`."""
+    return run_worktrees(run_dir) / name
+
+
+def drop_if_empty(directory: Path) -> None:
+    """A run's directory of worktrees removed once none is left in it (an empty one says nothing)."""
+    try:
+        os.rmdir(directory)
+    except OSError:
+        pass  # a worktree is kept there, or it is gone already
+
+
 def check_name(name: object) -> str:
     """`name` if it can name a worktree (a directory and the last part of a branch); else DefinitionError."""
     if (
@@ -237,10 +265,15 @@ def git_environment() -> dict[str, str]:
 
 
 def git(
-    *args: str | Path, cwd: Path | None = None, check: bool = True, env: Mapping[str, str] | None = None
+    *args: str | Path,
+    cwd: Path | None = None,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run git (from PATH) with `args`, running no command the repository names (`NO_COMMANDS`),
-    with `env` added to its environment; GitFailed if it can't run, or (`check`) exits non-zero."""
+    with `env` added to its environment and `stdin` (a file) its input; GitFailed if it can't
+    run, or (`check`) exits non-zero."""
     executable = shutil.which("git")
     if executable is None:
         raise GitFailed("git is not installed (no git on PATH)")
@@ -251,7 +284,7 @@ def git(
             [executable, *NO_COMMANDS, *map(str, args)],
             cwd=cwd,
             env=environment,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             capture_output=True,
             text=True,
             errors="surrogateescape",
@@ -277,22 +310,33 @@ def pinned_git_dir(common: Path) -> Iterator[Path]:
     and it has no attributes and no hooks. A worktree read, checked out or removed with it is as
     in `common`, but through no filter the repository's config defines (`git worktree remove`
     checks the worktree is clean with a `git status` of its own, which inherits it)."""
-    said = git("config", "--file", common / "config", "--get", "extensions.objectformat", check=False)
-    object_format = said.stdout.strip() if said.returncode == 0 else ""
-    if not re.fullmatch(r"[a-z0-9]*", object_format):
-        raise GitFailed(f"the repository's extensions.objectformat is {object_format!r}")
     with tempfile.TemporaryDirectory(prefix="awf-git-") as made:
         pinned = Path(made)
         for name in SHARED_DATA:
             (pinned / name).symlink_to(common / name)
-        version = f"\trepositoryformatversion = {1 if object_format else 0}\n"
-        extensions = f"[extensions]\n\tobjectformat = {object_format}\n" if object_format else ""
-        (pinned / "config").write_text(f"[core]\n{version}{extensions}")
+        (pinned / "config").write_text(format_config(common))
         yield pinned
 
 
+def format_config(common: Path) -> str:
+    """A config of nothing but the repository format of the repository whose git directory is
+    `common` (its object format: sha1 or sha256); GitFailed if it names one git can't."""
+    said = git("config", "--file", common / "config", "--get", "extensions.objectformat", check=False)
+    object_format = said.stdout.strip() if said.returncode == 0 else ""
+    if not re.fullmatch(r"[a-z0-9]*", object_format):
+        raise GitFailed(f"the repository's extensions.objectformat is {object_format!r}")
+    version = f"\trepositoryformatversion = {1 if object_format else 0}\n"
+    extensions = f"[extensions]\n\tobjectformat = {object_format}\n" if object_format else ""
+    return f"[core]\n{version}{extensions}"
+
+
 def pinned_git(
-    common: Path, *args: str | Path, cwd: Path, check: bool = True, worktree: tuple[Path, Path] | None = None
+    common: Path,
+    *args: str | Path,
+    cwd: Path,
+    check: bool = True,
+    worktree: tuple[Path, Path] | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """git `args` in `common`'s repository, from `cwd` (or on `worktree`, its git directory and
     its path), reading none of its config, attributes or hooks (`pinned_git_dir`)."""
@@ -300,7 +344,7 @@ def pinned_git(
         place = {"GIT_COMMON_DIR": str(pinned)}
         if worktree is not None:
             place.update(GIT_DIR=str(worktree[0]), GIT_WORK_TREE=str(worktree[1]))
-        return git(*args, cwd=cwd, check=check, env=place)
+        return git(*args, cwd=cwd, check=check, env=place, stdin=stdin)
 
 
 def git_message(done: subprocess.CompletedProcess[str]) -> str:
@@ -321,12 +365,12 @@ def check_git() -> None:
         raise DefinitionError(f"wf.worktree needs git {'.'.join(map(str, MIN_GIT_VERSION))} or newer, not {said!r}")
 
 
-def _commit(repository: Path, name: str) -> str | None:
+def commit_of(repository: Path, name: str) -> str | None:
     done = git("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", cwd=repository, check=False)
     return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
-def _read_link(path: Path) -> str | None:
+def read_link(path: Path) -> str | None:
     """A `gitdir: X` or plain-path file's target, if it is a regular file of at most MAX_LINK_BYTES
     (not a symlink, a FIFO, nor anything larger) and names a path (an agent's NUL in it names none).
     What is checked is what is read: one descriptor (`read_regular`), so a file swapped in between is neither."""
@@ -338,14 +382,14 @@ def _read_link(path: Path) -> str | None:
     return target if target and "\0" not in target else None
 
 
-def _same(a: str | Path, b: str | Path) -> bool:
+def same_path(a: str | Path, b: str | Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
 def inspect(worktree: Worktree) -> Seen:
     """Where the worktree is and what changed in it, read without discovery from its path."""
-    registered = _read_link(worktree.git_dir / "gitdir")  # git's record of where its .git file is
-    tip = _commit(worktree.repository, f"refs/heads/{worktree.branch}")
+    registered = read_link(worktree.git_dir / "gitdir")  # git's record of where its .git file is
+    tip = commit_of(worktree.repository, f"refs/heads/{worktree.branch}")
     commits = 0
     if tip is not None and tip != worktree.base:
         counted = git("rev-list", "--count", f"{worktree.base}..{tip}", cwd=worktree.repository, check=False)
@@ -355,15 +399,15 @@ def inspect(worktree: Worktree) -> Seen:
         said = git(f"--git-dir={worktree.git_dir}", "rev-parse", "--verify", "--quiet", "HEAD", check=False)
         head = (said.stdout.strip() or None) if said.returncode == 0 else None
     here = os.path.lexists(worktree.path)
-    if registered is not None and not _same(registered, worktree.path / ".git"):
+    if registered is not None and not same_path(registered, worktree.path / ".git"):
         moved = Path(registered).parent
         if not here and moved.exists():
             return Seen("moved", head=head, tip=tip, commits=commits, elsewhere=moved)
         return Seen("replaced" if here else "deleted", head=head, tip=tip, commits=commits)
     if not here:
         return Seen("deleted" if registered is not None else "gone", head=head, tip=tip, commits=commits)
-    link = _read_link(worktree.path / ".git")
-    if worktree.path.is_symlink() or registered is None or link is None or not _same(link, worktree.git_dir):
+    link = read_link(worktree.path / ".git")
+    if worktree.path.is_symlink() or registered is None or link is None or not same_path(link, worktree.git_dir):
         return Seen("replaced", head=head, tip=tip, commits=commits)
     status = pinned_git(
         worktree.common_dir,
@@ -452,9 +496,10 @@ def load_manifest(path: Path) -> Manifest | str:
         manifest = msgspec.json.decode(data, type=Manifest, dec_hook=_decode_path)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         return f"not a manifest ({error})"
-    worktree, run_id = manifest.worktree, path.parent.parent.name
-    expected = (path.stem, run_id, f"{BRANCH_PREFIX}/{run_id}/{path.stem}")
-    if (worktree.name, worktree.run_id, worktree.branch) != expected or not _same(worktree.path, path.with_suffix("")):
+    worktree, run_dir = manifest.worktree, path.parent.parent
+    expected = (path.stem, run_dir.name, f"{BRANCH_PREFIX}/{run_dir.name}/{path.stem}")
+    places = (worktree_path(run_dir, path.stem), path.with_suffix(""))  # beside the record; in it, where earlier versions made them
+    if (worktree.name, worktree.run_id, worktree.branch) != expected or not any(same_path(worktree.path, place) for place in places):
         return "it names another worktree, run, branch or path than its own place"
     try:
         check_name(worktree.name)
@@ -501,6 +546,7 @@ class RunWorktrees:
 
     def __init__(self, *, run_id: str, run_dir: Path, cwd: Path) -> None:
         self._run_id = run_id
+        self._run_dir = run_dir
         self._directory = run_dir / WORKTREES_DIR
         self._cwd = cwd
         self._made: dict[str, Worktree] = {}
@@ -535,15 +581,15 @@ class RunWorktrees:
         if not self._tried:
             check_git()
         repository, common = self._repository()
-        sha = _commit(repository, base)
+        sha = commit_of(repository, base)
         if sha is None:
-            if _commit(repository, "HEAD") is None:
+            if commit_of(repository, "HEAD") is None:
                 raise DefinitionError(f"worktree {name}: the repository {repository} has no commits yet; commit first")
             raise DefinitionError(f"worktree {name}: base {base!r} is not a commit of the repository {repository}")
         branch = f"{BRANCH_PREFIX}/{self._run_id}/{name}"
         if git("check-ref-format", f"refs/heads/{branch}", check=False).returncode != 0:
             raise DefinitionError(f"worktree {name}: {branch} can't be a branch's name")
-        path = self._directory / name
+        path = worktree_path(self._run_dir, name)
         earlier = self._kept_earlier(name, base, branch, path)
         if earlier is None and git(
             "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repository, check=False
@@ -563,10 +609,14 @@ class RunWorktrees:
             return worktree
         worktree = Worktree(name, path, branch, sha, keep, repository, common / "worktrees" / name, common, base, self._run_id)
         write_manifest(self._directory, Manifest(worktree, "making"))
+        make_private_dirs(path.parent)
+        ignore = worktrees_home(self._run_dir.parent.parent) / ".gitignore"
+        if not ignore.exists():
+            write_private(ignore, b"*\n")  # as the run root's: the worktrees stay out of the repository's status
         self._tried.append(worktree)
         # Checked out by the run's own git, through no filter the repository's config defines
         added = git("worktree", "add", "--quiet", "--no-checkout", "-b", branch, path, sha, cwd=repository, check=False)
-        git_dir = _read_link(path / ".git")
+        git_dir = read_link(path / ".git")
         if git_dir is not None:  # git names its entry after the directory, with a number if that is taken
             worktree = replace(worktree, git_dir=Path(git_dir) if Path(git_dir).is_absolute() else path / git_dir)
             self._tried[-1] = worktree
@@ -590,7 +640,10 @@ class RunWorktrees:
         if manifest is None or manifest.ended is None or manifest.ended.state != "kept":
             return None
         earlier = manifest.worktree
-        if (earlier.run_id, earlier.branch, earlier.given_base) != (self._run_id, branch, base) or not _same(earlier.path, path):
+        places = (path, self._directory / name)  # beside the record; in it, where earlier versions made it
+        if (earlier.run_id, earlier.branch, earlier.given_base) != (self._run_id, branch, base) or not any(
+            same_path(earlier.path, place) for place in places
+        ):
             raise DefinitionError(
                 f"worktree {name}: an earlier attempt of this run kept it with base={earlier.given_base!r}; "
                 "give the same base to go on in it"
@@ -613,6 +666,15 @@ class RunWorktrees:
         top, common = said  # the common directory relative to where git ran, unless absolute
         return Path(top), (self._cwd / common).resolve()
 
+    def containing(self, path: Path) -> Worktree | None:
+        """The worktree this run made that `path` (a real path: an agent's cwd) is in, or None."""
+        with self._lock:
+            for worktree in self._made.values():
+                top = Path(os.path.realpath(worktree.path))
+                if top == path or top in path.parents:
+                    return worktree
+        return None
+
     def finish(self) -> list[WorktreeEnd]:
         """Deal with every worktree the run tried to make (its agents are stopped), and let go of the run's lock."""
         with self._lock:
@@ -626,6 +688,8 @@ class RunWorktrees:
                     pass  # the worktree's fate is in git and in the run's log; the manifest is a convenience
                 if worktree.name in self._made or end.kept:  # a failed one that left nothing: its error said it
                     ends.append(end)
+            if self._tried:
+                drop_if_empty(run_worktrees(self._run_dir))
             if self._live is not None:
                 os.close(self._live)
                 self._live = None

@@ -116,7 +116,7 @@ def test_awf_run_lists_the_worktrees_it_kept(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("awf: worktree")]
     run_dir = next((repo / ".awf" / "runs" / "kept").iterdir())
-    path = run_dir / "worktrees" / "c"
+    path = repo / ".awf" / "worktrees" / run_dir.name / "c"  # beside the record
     assert line == f"awf: worktree c kept (1 commit on its branch): {path}  branch awf/{run_dir.name}/c"
     ends = {end["name"]: end for end in json.loads(done.stdout)["worktrees"]}
     assert (ends["c"]["state"], ends["c"]["path"], ends["c"]["commits"]) == ("kept", str(path), 1)

@@ -220,4 +220,4 @@ def test_a_git_file_swapped_after_it_was_checked_is_not_read(
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", swap_then_open)
-    assert worktrees._read_link(link) is None
+    assert worktrees.read_link(link) is None

@@ -1,0 +1,109 @@
+"""A sandboxed agent on a worktree of its own (issue 31): `cwd=wf.worktree(name)` with a sandbox
+that writes `.` (one of `wf.sandboxes`, an agent's own, or the run's, `awf run --sandbox`) runs
+in its worktree, runs git there (status, diff, add, commit, log, rebase onto a branch of the
+repository) in a git directory of its own, and its commits reach its branch at the turn's end;
+the user's HEAD, index, working tree, status, stash, branches, config and hooks are byte for
+byte as they were. Real git, real bubblewrap, real shell agents."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import agentswf
+from agentswf import Workflow, workflow
+from agentswf.engine.records import read_lines
+
+from ..sandbox.kit import needs_bwrap
+from .kit import branches, everything, git, run_fixer, sh, user_repo
+
+pytestmark = [pytest.mark.anyio, needs_bwrap]
+
+FIXER = """\
+exec >/tmp/report 2>&1
+git status --porcelain | wc -l | tr -d ' '
+echo more >> README && echo fixed > fix.py
+git add README fix.py && git diff --cached --name-only | tr '\\n' ' ' && echo
+git commit -qm 'A fix.' && git log --format=%s | tr '\\n' ' ' && echo
+git rebase -q main && git log --format=%s | tr '\\n' ' ' && echo
+git status --porcelain | wc -l | tr -d ' '
+"""
+
+
+@pytest.mark.parametrize("how", ["opened", "private", "run"])
+async def test_a_sandboxed_agent_on_its_worktree_commits_and_rebases_and_the_users_repository_is_as_it_was(
+    tmp_path: Path, how: str
+) -> None:
+    repo = user_repo(tmp_path)
+    before = everything(repo)
+    result = await run_fixer(repo, how, sh(FIXER))
+    assert result.outcome == "completed", result.reason
+    status_before, staged, committed, rebased, status_after = result.value.splitlines()
+    assert (status_before, staged, status_after) == ("0", "README fix.py ", "0")  # its worktree, its own index
+    assert committed == "A fix. first "  # on its branch, from the first commit
+    assert rebased == "A fix. second first "  # onto the repository's main
+    [end] = result.worktrees
+    assert (end.state, end.reason) == ("kept", "2 commits on its branch"), end.reason
+    assert git(repo, "log", "--format=%s", end.branch).split("\n")[:3] == ["A fix.", "second", "first"]
+    assert git(repo, "show", f"{end.branch}:fix.py") == "fixed\n"
+    assert git(end.path, "status", "--porcelain") == ""  # the worktree's index is its branch's: nothing uncommitted
+    assert everything(repo) == before  # HEAD, index, files, status, stash, refs, config, hooks: untouched
+    assert sorted(branches(repo)) == sorted(["main", end.branch])
+    assert end.path.parent.parent == repo / ".awf" / "worktrees"  # beside the record, not in it
+    logged = [line["fields"] for line in read_lines(result.run_dir / "log.jsonl")]
+    carried = [fields["carried"] for fields in logged if "carried" in fields]
+    assert carried == [f"worktree fix: 2 commit(s) carried back onto {end.branch} ({git(repo, 'rev-parse', end.branch)[:12]})"]
+
+
+async def test_what_it_staged_and_did_not_commit_is_its_worktrees_at_the_end(tmp_path: Path) -> None:
+    """The index is carried back too (made by git from a tree of the agent's index): the worktree
+    is kept for its uncommitted changes, which are staged there as the agent left them."""
+    repo = user_repo(tmp_path)
+    before = everything(repo)
+    body = "exec >/tmp/report 2>&1\necho new > new.txt && git add new.txt && echo more >> README && git status --porcelain | tr '\\n' ' '"
+    result = await run_fixer(repo, "opened", sh(body))
+    assert result.value == " M README A  new.txt ", result.value
+    [end] = result.worktrees
+    assert (end.state, end.reason) == ("kept", "uncommitted changes")
+    assert git(end.path, "status", "--porcelain") == " M README\nA  new.txt\n"
+    assert git(end.path, "diff", "--cached", "--name-only") == "new.txt\n"
+    assert everything(repo) == before
+
+
+async def test_a_reader_on_its_worktree_runs_git_and_commits_nothing(tmp_path: Path) -> None:
+    """A reader sandbox (the run's cwd, which holds the hidden `.awf`) with the agent's cwd its
+    worktree: it sees its worktree and its git, reads the log, and can't commit."""
+    repo = user_repo(tmp_path)
+    before = everything(repo)
+    body = (
+        "exec >/tmp/report 2>&1\ngit log --format=%s | tr '\\n' ' '; echo; ls -A .. | wc -l | tr -d ' '\n"
+        "{ echo x > fix.py; } 2>/dev/null || echo read-only; git commit -q --allow-empty -m sneaky 2>/dev/null || echo refused"
+    )
+
+    async def read(wf: Workflow) -> str:
+        tree = wf.worktree("look")
+        box = await wf.sandboxes.open("reader")
+        reader = await wf.agents.open("reader", runtime=sh(body), cwd=tree, sandbox=box)
+        turn = await reader.run("Look.", timeout=60)
+        return turn.value if turn.answered else turn.outcome.reason
+
+    definition = workflow(name="look", description="A reader on a worktree.")(read)
+    result = await agentswf.run(definition, cwd=repo)
+    assert result.value == "second first \n1\nread-only\nrefused", result.value  # no other worktree beside its own
+    [end] = result.worktrees
+    assert (end.state, end.reason) == ("removed", "nothing changed")
+    assert everything(repo) == before
+
+
+async def test_the_users_identity_commits_inside_and_a_runtimes_env_wins(tmp_path: Path) -> None:
+    """The sandbox's home is fresh: the name and email the repository's git commits with (here
+    the repository's own config) are the agent's; a runtime's GIT_AUTHOR_* win over them."""
+    repo = user_repo(tmp_path)
+    body = "exec >/tmp/report 2>&1\ngit commit -q --allow-empty -m mine && git log -1 --format='%an <%ae>'"
+    result = await run_fixer(repo, "opened", sh(body))
+    assert result.value == "A Person <a@example.com>", result.value
+    named = sh(body, GIT_AUTHOR_NAME="Bot", GIT_AUTHOR_EMAIL="bot@example.com")
+    result = await run_fixer(repo, "opened", named, env={**os.environ, "HOME": str(tmp_path)})
+    assert result.value == "Bot <bot@example.com>", result.value
