@@ -20,18 +20,19 @@ directory's HEAD, config and alternates and removes what would make git read els
 (`commondir`, grafts, a shallow list; replace refs are not read), and anything in its objects
 that is neither a regular file nor a directory (a symbolic link to a repository of yours). Then:
 
-1. The commit the agent's branch names, and a tree of its index (`write-tree`), are packed with
-   the objects they reach that the repository lacks (`pack-objects --local`, stopping at what
-   the repository's refs named when the attempt began).
+1. The objects the agent wrote (its commits', and a tree of its index: `write-tree`) are
+   packed by their names in its objects directory (`pack-objects --local`: none the repository
+   has), so that this costs what the agent wrote, not the repository's refs or history.
 2. The pack goes into the repository through `index-pack --strict`: every object is checked (a
-   malformed tree, a path named `.git`), and so is every object they name.
-3. The worktree's branch is moved to that commit, only from where it was when the attempt
-   began (`update-ref` with the old value); a branch moved meanwhile is left, and said so.
+   malformed tree, a path named `.git`), and that every object they name is there or in it.
+3. The worktree's branch is moved to the commit the agent's branch names, only from where it was
+   when the attempt began (`update-ref` with the old value); a branch moved meanwhile is left,
+   and said so.
 4. The worktree's index is made from the tree (`read-tree`), so every byte of it is git's; a
    submodule added to it is then taken out again (`gitsweep`).
 
 Nothing else reaches the repository: other branches, tags, a stash and a rebase stopped half-way
-stay behind (their objects may be carried too, unreferenced).
+stay behind (their objects are carried too, unreferenced: `git gc` prunes them in time).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pathlib import Path
 
 from ..errors import SandboxRefused
 from ..workflow.worktrees import (
+    GIT_MESSAGE_CHARS,
     GIT_TIMEOUT_SECONDS,
     NO_COMMANDS,
     GitFailed,
@@ -56,7 +58,7 @@ from ..workflow.worktrees import (
     git,
     git_environment,
     git_message,
-    pinned_git,
+    pinned_git_dir,
     read_link,
     same_path,
 )
@@ -67,8 +69,15 @@ BOX_NAME = "git"  # in the agent's directory: its git directory
 LINK_NAME = "git.link"  # in the agent's directory: the `.git` file naming it
 PACK_NAME = "carried.pack"  # in the agent's directory: what is carried back, for a moment
 PACK_HEADER_BYTES = 12  # a pack's "PACK", its version and its number of objects
+IDX_V2_HEADER = b"\xfftOc\x00\x00\x00\x02"  # a version 2 pack index's magic and version
+IDX_FANOUT_END = 8 + 256 * 4  # its header, then how many names start with each byte (cumulative)
+IDX_TRAILER_PER_OBJECT = 8  # after the names: a CRC32 and an offset of 4 bytes each per object
+MAX_INDEX_BYTES = 1 << 30  # of one pack index read: some 35 million objects' names
 MAX_ALTERNATES_BYTES = 64 * 1024  # of the repository's objects/info/alternates: the stores it borrows objects from
+HASH_BYTES = (32, 20)  # sha256's, sha1's: in this order, as a sha256 index never reads as a sha1 one
 OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+LOOSE_DIRECTORY = re.compile(r"[0-9a-f]{2}")  # `objects/<xx>`: loose objects, each named by the rest of its name
+LOOSE_REST = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
 ON_THE_BOX = {"GIT_NO_REPLACE_OBJECTS": "1"}  # refs/replace in the agent's directory would choose what an object reads as
 ELSEWHERE = ("commondir", "config.worktree", "info", "shallow", "objects/info")  # what makes git read another place
 
@@ -82,7 +91,6 @@ class GitBox:
         directory: its git directory.
         link: the `.git` file naming it, bound over the worktree's inside the sandbox.
         tip: the commit of the worktree's branch when the attempt began.
-        known: every commit the repository's refs named then (what is never carried back).
         writable: whether the agent may write it (and what it did is carried back).
     """
 
@@ -90,7 +98,6 @@ class GitBox:
     directory: Path
     link: Path
     tip: str
-    known: tuple[str, ...]
     writable: bool
 
     def paths(self) -> GitBoxPaths:
@@ -133,10 +140,12 @@ def identity(worktree: Worktree) -> dict[str, str]:
     return found
 
 
-def open_box(worktree: Worktree, agent_dir: Path, *, writable: bool) -> GitBox:
-    """The attempt's git directory for an agent on `worktree`, made in `agent_dir`; SandboxRefused
-    where the worktree is no longer the one the run made (its `.git` file names another git
-    directory, its branch is gone): nothing would be bound over a `.git` that isn't its file."""
+def open_box(worktree: Worktree, agent_dir: Path, identity: Mapping[str, str], *, writable: bool) -> GitBox:
+    """The attempt's git directory for an agent on `worktree`, made in `agent_dir`, committing as
+    `identity`; SandboxRefused where the worktree is no longer the one the run made (its `.git`
+    file names another git directory, its branch is gone): nothing would be bound over a `.git`
+    that isn't its file. The repository's refs are copied as they are (its `packed-refs` file
+    and its loose refs), in time that grows with the loose ones only."""
     named = read_link(worktree.path / ".git")
     if worktree.path.is_symlink() or named is None or not same_path(named, worktree.git_dir):
         raise SandboxRefused(
@@ -146,23 +155,23 @@ def open_box(worktree: Worktree, agent_dir: Path, *, writable: bool) -> GitBox:
     tip = commit_of(worktree.repository, f"refs/heads/{worktree.branch}")
     if tip is None:
         raise SandboxRefused(f"worktree {worktree.name}: its branch {worktree.branch} is gone from {worktree.repository}")
-    refs = git("for-each-ref", "--format=%(objectname) %(refname)", cwd=worktree.repository).stdout
     directory = agent_dir / BOX_NAME
     remove(directory)
-    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
-        (directory / sub).mkdir(parents=True, mode=0o700)
     common = Path(os.path.realpath(worktree.common_dir))
+    shutil.copytree(common / "refs", directory / "refs", symlinks=True)
+    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (directory / sub).mkdir(parents=True, mode=0o700, exist_ok=True)
+    if (common / "packed-refs").is_file():
+        shutil.copyfile(common / "packed-refs", directory / "packed-refs")
     (directory / "HEAD").write_text(f"ref: refs/heads/{worktree.branch}\n")
-    (directory / "packed-refs").write_text(refs)
     (directory / "objects" / "info" / "alternates").write_text(f"{common / 'objects'}\n")
-    (directory / "config").write_text(config_text(common, identity(worktree)))
+    (directory / "config").write_text(config_text(common, identity))
     if (worktree.git_dir / "index").is_file():
         shutil.copyfile(worktree.git_dir / "index", directory / "index")
     link = agent_dir / LINK_NAME
     remove(link)
     link.write_text(f"gitdir: {directory}\n")
-    known = {line.split(" ", 1)[0] for line in refs.splitlines()} | {tip}
-    return GitBox(worktree, directory, link, tip, tuple(sorted(known)), writable)
+    return GitBox(worktree, directory, link, tip, writable)
 
 
 def carry_back(box: GitBox) -> list[str]:
@@ -187,58 +196,102 @@ def _carry(box: GitBox, pack: Path) -> list[str]:
     on_box = {"GIT_DIR": str(box.directory), **ON_THE_BOX}
     said = git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", cwd=box.directory, check=False, env=on_box)
     tip = said.stdout.strip() if said.returncode == 0 and OBJECT_NAME.fullmatch(said.stdout.strip()) else None
-    tree, why = None, "its index is not a file"
+    tree, why = None, ""  # a tree of its index to carry back, or why it isn't carried back ("": nothing to)
     index = box.directory / "index"
-    if stat.S_ISREG(os.lstat(index).st_mode if os.path.lexists(index) else 0):
+    if not stat.S_ISREG(os.lstat(index).st_mode if os.path.lexists(index) else 0):
+        why = "its index is not a file"
+    elif not _same_bytes(index, worktree.git_dir / "index"):  # the same bytes: git never wrote it, nothing to carry
         written = git("write-tree", cwd=box.directory, check=False, env={**on_box, "GIT_INDEX_FILE": str(index)})
         tree = written.stdout.strip() if written.returncode == 0 and OBJECT_NAME.fullmatch(written.stdout.strip()) else None
-        why = f"git write-tree: {git_message(written)}"
+        why = "" if tree is not None else f"git write-tree: {git_message(written)}"
     lines = []
-    wants = [sha for sha in (tip if tip != box.tip else None, tree) if sha is not None]
-    if wants and _pack(box.directory, wants, box.known, pack):
-        with open(pack, "rb") as objects:
-            pinned_git(
-                common, "index-pack", "--stdin", "--strict", cwd=repository, worktree=(worktree.git_dir, worktree.path),
-                stdin=objects,
-            )  # fmt: skip
-    if tip is None:
-        lines.append(f"worktree {name}: {branch} names no commit in the agent's git directory; the branch is left where it was")
-    elif tip != box.tip:
-        moved = git("update-ref", "-m", "agentswf: carried back from a sandbox", f"refs/heads/{branch}", tip, box.tip,
-                    cwd=repository, check=False)  # fmt: skip
-        if moved.returncode != 0:
-            lines.append(f"worktree {name}: {branch} moved meanwhile, so the agent's {tip} was not put on it ({git_message(moved)})")
-        else:
-            counted = git("rev-list", "--count", f"{box.tip}..{tip}", cwd=repository, check=False).stdout.strip()
-            lines.append(f"worktree {name}: {counted or 'its'} commit(s) carried back onto {branch} ({tip[:12]})")
-    if tree is None:
-        lines.append(f"worktree {name}: the agent's index was not carried back ({why}); the worktree's is as it was")
-    else:
-        place = (worktree.git_dir, worktree.path)
-        pinned_git(common, "read-tree", tree, cwd=worktree.path, worktree=place)
-        pinned_git(common, "update-index", "-q", "--refresh", cwd=worktree.path, worktree=place, check=False)
+    with pinned_git_dir(common) as pinned:  # the repository's objects and refs, none of its config
+        on_worktree = {"GIT_COMMON_DIR": str(pinned), "GIT_DIR": str(worktree.git_dir), "GIT_WORK_TREE": str(worktree.path)}
+        if _pack(box.directory, written_objects(box.directory / "objects"), pack):
+            with open(pack, "rb") as objects:
+                git("index-pack", "--stdin", "--strict", cwd=repository, env=on_worktree, stdin=objects)
+        if tip is None:
+            lines.append(f"worktree {name}: {branch} names no commit in the agent's git directory; the branch is left where it was")
+        elif tip != box.tip:
+            moved = git("update-ref", "-m", "agentswf: carried back from a sandbox", f"refs/heads/{branch}", tip, box.tip,
+                        cwd=repository, check=False)  # fmt: skip
+            if moved.returncode != 0:
+                lines.append(f"worktree {name}: {branch} moved meanwhile, so the agent's {tip} was not put on it ({git_message(moved)})")
+            else:
+                counted = git("rev-list", "--count", f"{box.tip}..{tip}", cwd=repository, check=False).stdout.strip()
+                lines.append(f"worktree {name}: {counted or 'its'} commit(s) carried back onto {branch} ({tip[:12]})")
+        if why:
+            lines.append(f"worktree {name}: the agent's index was not carried back ({why}); the worktree's is as it was")
+        if tree is not None:
+            git("read-tree", tree, cwd=worktree.path, env=on_worktree)
+            git("update-index", "-q", "--refresh", cwd=worktree.path, env=on_worktree, check=False)
     return lines
 
 
-def _pack(directory: Path, wants: list[str], known: tuple[str, ...], pack: Path) -> bool:
-    """`wants` and what they reach in the agent's git directory but not in the repository, packed
-    into `pack`; whether it holds any object. GitFailed if git can't (an object missing)."""
+def _same_bytes(mine: Path, theirs: Path) -> bool:
+    """Whether the regular files `mine` and `theirs` hold the same bytes (a symbolic link: no)."""
+    try:
+        if not (stat.S_ISREG(os.lstat(mine).st_mode) and stat.S_ISREG(os.lstat(theirs).st_mode)):
+            return False
+        if os.path.getsize(mine) != os.path.getsize(theirs):
+            return False
+        return mine.read_bytes() == theirs.read_bytes()
+    except OSError:
+        return False
+
+
+def written_objects(objects: Path) -> list[str]:
+    """The names of the objects in the objects directory `objects`: loose (`xx/yyyy…`), and in
+    its packs, as their indexes list them (`pack_names`). Never through a symbolic link (`disarm`
+    removed them)."""
+    names = []
+    with os.scandir(objects) as entries:
+        for entry in entries:
+            if LOOSE_DIRECTORY.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False):
+                with os.scandir(entry.path) as loose:
+                    names += [entry.name + rest.name for rest in loose if LOOSE_REST.fullmatch(rest.name)]
+    packs = objects / "pack"
+    for index in sorted(packs.glob("*.idx")) if packs.is_dir() else ():
+        with open(index, "rb") as listed:
+            names += pack_names(listed.read(MAX_INDEX_BYTES))
+    return names
+
+
+def pack_names(data: bytes) -> list[str]:
+    """The object names a version 2 pack index lists (after its fan-out table: the names, then a
+    CRC32 and an offset each, large offsets, and the pack's and its own hash); none from one that
+    isn't one. Pure."""
+    if len(data) < IDX_FANOUT_END or data[:8] != IDX_V2_HEADER:
+        return []
+    count = int.from_bytes(data[IDX_FANOUT_END - 4 : IDX_FANOUT_END], "big")
+    rest = len(data) - IDX_FANOUT_END
+    for size in HASH_BYTES:
+        large = rest - count * (size + IDX_TRAILER_PER_OBJECT) - 2 * size  # 8 bytes per offset past 2 GiB
+        if 0 <= large <= 8 * count and large % 8 == 0:
+            return [data[IDX_FANOUT_END + i * size : IDX_FANOUT_END + (i + 1) * size].hex() for i in range(count)]
+    return []
+
+
+def _pack(directory: Path, names: list[str], pack: Path) -> bool:
+    """The objects `names` of the agent's git directory that the repository lacks, packed into
+    `pack`; whether it holds any. GitFailed if git can't (one isn't there, or isn't an object)."""
+    if not names:
+        return False
     executable = shutil.which("git")
     if executable is None:
         raise GitFailed("git is not installed (no git on PATH)")
-    revisions = "".join(f"{sha}\n" for sha in wants) + "".join(f"^{sha}\n" for sha in known)
     environment = {**git_environment(), "GIT_DIR": str(directory), **ON_THE_BOX}
     with open(pack, "wb") as out:
         try:
             done = subprocess.run(
-                [executable, *NO_COMMANDS, "pack-objects", "--revs", "--local", "--stdout", "-q"],
-                input=revisions.encode(), stdout=out, stderr=subprocess.PIPE, env=environment, cwd=directory,
-                timeout=GIT_TIMEOUT_SECONDS, check=False,
+                [executable, *NO_COMMANDS, "pack-objects", "--local", "--stdout", "-q"],
+                input="".join(f"{name}\n" for name in names).encode(), stdout=out, stderr=subprocess.PIPE,
+                env=environment, cwd=directory, timeout=GIT_TIMEOUT_SECONDS, check=False,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise GitFailed(f"git pack-objects took over {GIT_TIMEOUT_SECONDS:g}s") from None
     if done.returncode != 0:
-        raise GitFailed(f"git pack-objects: {' '.join(done.stderr.decode(errors='replace').split())[:400]}")
+        raise GitFailed(f"git pack-objects: {' '.join(done.stderr.decode(errors='replace').split())[:GIT_MESSAGE_CHARS]}")
     with open(pack, "rb") as written:
         header = written.read(PACK_HEADER_BYTES)
     return len(header) == PACK_HEADER_BYTES and int.from_bytes(header[8:12], "big") > 0

@@ -5,14 +5,15 @@ A repository's `.git/config` and `.git/hooks` are held read-only in the sandbox 
 and so are every `config` and `hooks` under its `.git/modules` (`module_directories`: every
 directory there, whether or not it has a `HEAD`: an agent can remove one) and those of a
 submodule's `.git` directory in its checkout; and the `config.worktree` (read where
-`extensions.worktreeConfig` is on) of each of those git directories and of their linked
-worktrees (`linked_worktrees`), made empty first where missing. But git reads commands from
-other places the agent can write, and a mount can't hold a file that isn't there yet:
+`extensions.worktreeConfig` is on) of each of those git directories, made empty first where
+missing, and their linked worktrees' directory (`worktrees`), whole, one mount however many
+worktrees it holds. But git reads commands from other places the agent can write, and a mount
+can't hold a file that isn't there yet:
 
-- a `commondir` file (`.git/commondir`, a linked worktree's `.git/worktrees/<name>/commondir`,
-  one in any directory under `.git/modules`, or in a submodule's `.git` directory) names the
-  directory git takes config and hooks from: one the agent made, with a `core.fsmonitor` of
-  its own, runs it in your next `git status`;
+- a `commondir` file (`.git/commondir`, a linked worktree's `.git/worktrees/<name>/commondir`
+  where there was no `worktrees` to hold, one in any directory under `.git/modules`, or in a
+  submodule's `.git` directory) names the directory git takes config and hooks from: one the
+  agent made, with a `core.fsmonitor` of its own, runs it in your next `git status`;
 - a submodule (a gitlink in the index, a submodule's index too) whose checkout holds a
   repository: `git status` runs a `git status` in it, with that repository's config, and in its
   submodules. The agent can make one (`git init sub`, `git add sub`), make a repository in the
@@ -74,6 +75,7 @@ class GitState:
 
     pointers: Mapping[Path, bytes | None]
     gitlinks: Mapping[Repository, frozenset[str]]
+    held: frozenset[Path] = frozenset()  # linked worktrees' directories there as it was read: read-only inside, never read
 
     @property
     def submodules(self) -> list[Path]:
@@ -161,11 +163,26 @@ def linked_worktrees(git: Path) -> list[Path]:
         return []  # no linked worktrees
 
 
-def _commondir_paths(git_dir: Path, modules: Sequence[Path]) -> list[Path]:
+def _held_worktrees(git_dir: Path, modules: Sequence[Path]) -> set[Path]:
+    """The linked worktrees' directories (`worktrees`) of the repository and of the directories
+    under its `modules/`, where there is one: the sandbox holds each read-only, whole
+    (`runner.git_controls`), so nothing in them changes while an attempt runs."""
+    found = set()
+    for directory in (git_dir, *modules):
+        linked = directory / "worktrees"
+        if linked.is_dir() and not linked.is_symlink():
+            found.add(linked)
+    return found
+
+
+def _commondir_paths(git_dir: Path, modules: Sequence[Path], held: frozenset[Path] = frozenset()) -> list[Path]:
     """Every `commondir` git could read for the repository: its own, its linked worktrees', and
     those of the directories under its `modules/` (each may be a submodule's git directory, or
-    one of its worktrees')."""
-    return [directory / "commondir" for directory in (git_dir, *linked_worktrees(git_dir), *modules)]
+    one of its worktrees'); but none in `held` (read-only in the sandbox: a linked worktree's, of
+    which there may be thousands, costs nothing)."""
+    linked = linked_worktrees(git_dir) if git_dir / "worktrees" not in held else []
+    directories = (git_dir, *linked, *modules)
+    return [directory / "commondir" for directory in directories if held.isdisjoint(directory.parents)]
 
 
 def _read_pointer(path: Path) -> bytes | None:
@@ -276,6 +293,7 @@ def read_state(git_dir: Path, top: Path) -> GitState:
     MAX_SUBMODULES, or one's `modules/` has more than MAX_MODULE_DIRECTORIES."""
     pointers: dict[Path, bytes | None] = {}
     gitlinks: dict[Repository, frozenset[str]] = {}
+    held: set[Path] = set()
     queue: list[Repository] = [(git_dir, top)]
     while queue:
         git, tree = queue.pop(0)
@@ -287,14 +305,16 @@ def read_state(git_dir: Path, top: Path) -> GitState:
                 "what in each could run a command in your git status, and won't start an attempt without"
             )
         gitlinks[git, tree] = links = _gitlinks(git, tree)
-        for path in _commondir_paths(git, module_directories(git)):
+        modules = module_directories(git)
+        held |= _held_worktrees(git, modules)
+        for path in _commondir_paths(git, modules, frozenset(held)):
             pointers[path] = _read_pointer(path)
         for link in _checkout_links(tree, links):
             pointers[link] = _read_pointer(link)
             inner = _submodule_git_dir(link, pointers[link])
             if inner is not None:
                 queue.append((inner, link.parent))
-    return GitState(pointers, gitlinks)
+    return GitState(pointers, gitlinks, frozenset(held))
 
 
 def sweep(before: GitState) -> list[str]:
@@ -304,7 +324,7 @@ def sweep(before: GitState) -> list[str]:
     paths = set(before.pointers)
     for git, _tree in before.gitlinks:
         modules, more = _walk_modules(git)
-        paths.update(_commondir_paths(git, modules))
+        paths.update(_commondir_paths(git, modules, before.held))
         if more:
             done.append(f"{_too_many_modules(git)}; the commondir files past them were not checked: don't run git there")
     now = GitState({path: _read_pointer(path) for path in paths}, before.gitlinks)
@@ -319,7 +339,7 @@ def sweep(before: GitState) -> list[str]:
         how = f"over {MAX_POINTER_BYTES} bytes, no git's," if before.pointers.get(path) == OVERSIZED else (
             "made" if was is None else "changed")  # fmt: skip
         done.append(f"{path} was {how} in the sandbox: {what}")
-    after = GitState(before.pointers, {repository: _gitlinks(*repository) for repository in before.gitlinks})
+    after = GitState(before.pointers, {repository: _gitlinks(*repository) for repository in before.gitlinks}, before.held)
     for (git, tree), links in repairs(before, after).gitlinks.items():
         for link in links:
             done.append(_take_out(git, tree, link))

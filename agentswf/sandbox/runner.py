@@ -30,8 +30,8 @@ from ..launcher.place import sockets_root
 from ..workflow.worktrees import Worktree, worktrees_home
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
-from .gitbox import GitBox, carry_back, open_box
-from .gitsweep import linked_worktrees, module_directories
+from .gitbox import GitBox, carry_back, identity, open_box
+from .gitsweep import module_directories
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
 from .spec import ResolvedSpec, SandboxSpec
@@ -135,7 +135,12 @@ def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[P
 
 
 WORKTREE_CONFIG = "config.worktree"  # a git directory's own config, read where extensions.worktreeConfig is on
-GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG)  # of a git directory: commands git runs (core.fsmonitor, filters, hooks)
+LINKED_WORKTREES = "worktrees"  # of a git directory: its linked worktrees' git directories, each with a config.worktree and a commondir
+GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG, LINKED_WORKTREES)
+"""Of a git directory, what names commands git runs (core.fsmonitor, filters, hooks): read-only in
+a sandbox. Its linked worktrees' entries are held as one directory, whatever their number: each
+holds a `config.worktree` and a `commondir` git reads in that worktree, and their index and HEAD
+are the other worktrees' (yours), not the agent's."""
 MAX_LINK_HOPS = 40  # symbolic links followed to a git control, as the kernel follows (ELOOP)
 
 
@@ -144,10 +149,11 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
     cwd's too), or its `.git` file (a worktree's: the git directory it names), of every directory
     under its `.git/modules` (`module_directories`: a submodule's git directory may have lost its
     HEAD), and of `submodules` (the git directories of its submodules with a checkout, a `.git`
-    directory in one too) and under theirs; and the `config.worktree` of each of these and of
-    their linked worktrees (`.git/worktrees/<name>`): read-only inside, or the agent would choose
-    what your next `git status` runs. SandboxRefused where there are too many to hold, and where
-    one is reached through a symbolic link that lies in a path the sandbox may write, or names
+    directory in one too) and under theirs; and the `config.worktree` of each of these, and their
+    linked worktrees' entries (`.git/worktrees`, one directory however many there are):
+    read-only inside, or the agent would choose what your next `git status` runs. SandboxRefused
+    where there are too many to hold, and where one is reached through a symbolic link that lies
+    in a path the sandbox may write, or names
     something missing there (`_unholdable`): a mount holds neither the link nor what isn't there.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
     a git directory's missing hooks directory and `config.worktree` are made (empty), so that
@@ -164,7 +170,11 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
         if git.is_dir():
             git_dirs.append(git)
     for git in git_dirs:
-        for directory in (git, *linked_worktrees(git), *module_directories(git)):
+        directories = [git, *module_directories(git)]
+        linked = {directory / LINKED_WORKTREES for directory in directories}
+        for directory in directories:
+            if not linked.isdisjoint(directory.parents):
+                continue  # a linked worktree's entry, in a directory held whole
             if directory == git or _is_git_directory(directory):
                 _make_holdable(directory)
             resolved = os.path.realpath(directory) == str(directory)
@@ -307,6 +317,7 @@ class SandboxedHarness(Harness):
         self.agent = agent
         self.inner = inner
         self.worktree = worktree  # a worktree of the run the agent works in: its git is a directory of its own (gitbox)
+        self.identity: dict[str, str] | None = None  # what its git commits with there, read at its first attempt
         self.endpoints: frozenset[Endpoint] | None = None  # read at the first attempt, with the home made
 
     @property
@@ -373,7 +384,10 @@ class SandboxedHarness(Harness):
             yield None
             return
         writable = _inside(Path(os.path.realpath(cwd)), self.sandbox.spec.write)
-        box = await anyio.to_thread.run_sync(lambda: open_box(worktree, agent_dir, writable=writable))
+        if self.identity is None:  # read once: the name and email the repository's git commits with
+            self.identity = await anyio.to_thread.run_sync(identity, worktree)
+        named = self.identity
+        box = await anyio.to_thread.run_sync(lambda: open_box(worktree, agent_dir, named, writable=writable))
         try:
             yield box
         finally:

@@ -320,14 +320,30 @@ def pinned_git_dir(common: Path) -> Iterator[Path]:
 
 def format_config(common: Path) -> str:
     """A config of nothing but the repository format of the repository whose git directory is
-    `common` (its object format: sha1 or sha256); GitFailed if it names one git can't."""
-    said = git("config", "--file", common / "config", "--get", "extensions.objectformat", check=False)
-    object_format = said.stdout.strip() if said.returncode == 0 else ""
-    if not re.fullmatch(r"[a-z0-9]*", object_format):
-        raise GitFailed(f"the repository's extensions.objectformat is {object_format!r}")
+    `common` (its object format: sha1 or sha256); GitFailed if it names one git can't. Read by
+    git once for each state of its config file (a git command saved on every later one)."""
+    try:
+        seen = os.stat(common / "config")
+        state: tuple[int, ...] = (seen.st_ino, seen.st_size, seen.st_mtime_ns)
+    except OSError:
+        state = ()
+    key = (str(common), state)
+    if key not in _formats:
+        said = git("config", "--file", common / "config", "--get", "extensions.objectformat", check=False)
+        object_format = said.stdout.strip() if said.returncode == 0 else ""
+        if not re.fullmatch(r"[a-z0-9]*", object_format):
+            raise GitFailed(f"the repository's extensions.objectformat is {object_format!r}")
+        if len(_formats) >= MAX_FORMATS_KEPT:
+            _formats.clear()
+        _formats[key] = object_format
+    object_format = _formats[key]
     version = f"\trepositoryformatversion = {1 if object_format else 0}\n"
     extensions = f"[extensions]\n\tobjectformat = {object_format}\n" if object_format else ""
     return f"[core]\n{version}{extensions}"
+
+
+MAX_FORMATS_KEPT = 1024  # repositories whose object format `format_config` remembers
+_formats: dict[tuple[str, tuple[int, ...]], str] = {}
 
 
 def pinned_git(

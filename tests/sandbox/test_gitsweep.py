@@ -156,10 +156,11 @@ def test_git_controls_hold_every_modules_directory_and_a_submodules_own_git_dire
 
 
 def test_git_controls_hold_a_per_worktree_config_made_empty_where_there_is_none(tmp_path: Path) -> None:
-    """`config.worktree` (read where extensions.worktreeConfig is on): the repository's, each of
-    its linked worktrees', a submodule's and its worktrees', a submodule's own `.git`'s; one there
-    is held as it is, never written; none is made where git sees no git directory (a directory of
-    refs with a HEAD: it would be a broken ref)."""
+    """`config.worktree` (read where extensions.worktreeConfig is on): the repository's, a
+    submodule's, a submodule's own `.git`'s; one there is held as it is, never written; none is
+    made where git sees no git directory (a directory of refs with a HEAD: it would be a broken
+    ref). The linked worktrees' (the repository's and the submodule's) are held with their whole
+    `worktrees` directory, one mount however many there are, and nothing is made in them."""
     repo = tmp_path / "repo"
     git = repo / ".git"
     module, own = git / "modules" / "sub", repo / "own" / ".git"
@@ -177,9 +178,12 @@ def test_git_controls_hold_a_per_worktree_config_made_empty_where_there_is_none(
         (directory / "HEAD").write_text("ref: refs/heads/main\n")
     (git / "config.worktree").write_text("[core]\n\tsparseCheckout = true\n")
     held = git_controls(ResolvedSpec(repo, (), (repo,), ()), repo, [own])
-    for directory in (git, module, own, *linked):
+    for directory in (git, module, own):
         assert directory / "config.worktree" in held, directory
+    assert git / "worktrees" in held and module / "worktrees" in held
+    assert not any(directory in path.parents for directory in linked for path in held), held
     assert (git / "config.worktree").read_text() == "[core]\n\tsparseCheckout = true\n"
-    assert (linked[0] / "config.worktree").read_bytes() == b"" and (own / "config.worktree").read_bytes() == b""
+    assert (own / "config.worktree").read_bytes() == b""
+    assert sorted(path.name for path in linked[0].iterdir()) == ["HEAD", "commondir"]  # nothing made in them
     assert [path.name for path in (module / "refs" / "remotes" / "origin").iterdir()] == ["HEAD"]
     assert [path.name for path in (module / "refs" / "heads").iterdir()] == ["config"]

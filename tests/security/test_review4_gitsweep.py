@@ -19,6 +19,8 @@ import agentswf
 from agentswf import workflow
 from agentswf.sandbox.bwrap import BWRAP_MAX_ARGS, MAX_ARGV_BYTES
 from agentswf.sandbox.gitsweep import MAX_MODULE_DIRECTORIES, GitState, read_state, repairs, sweep
+from agentswf.sandbox.runner import git_controls
+from agentswf.sandbox.spec import ResolvedSpec
 
 from ..sandbox.kit import ANSWER, agent, needs_bwrap
 
@@ -45,21 +47,39 @@ def _repo(tmp_path: Path) -> Path:
 def test_a_commondir_made_is_removed_and_one_changed_put_back(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     git_dir = repo / ".git"
-    (git_dir / "worktrees" / "w").mkdir(parents=True)
-    (git_dir / "worktrees" / "w" / "commondir").write_bytes(b"../..\n")
-    before = read_state(git_dir, repo)
+    module = git_dir / "modules" / "m"
+    module.mkdir(parents=True)
+    (module / "commondir").write_bytes(b"../..\n")
+    before = read_state(git_dir, repo)  # no linked worktree yet: any the agent makes is its own, read after
     stash = tmp_path / "stash"
     shutil.copytree(git_dir, stash)
     (stash / "config").write_text(f"[core]\n\tfsmonitor = touch {tmp_path}/OWNED; false\n")
     (git_dir / "commondir").write_text(f"{stash}\n")
-    (git_dir / "worktrees" / "w" / "commondir").unlink()
+    (module / "commondir").write_text(f"{stash}\n")
+    (git_dir / "worktrees" / "w").mkdir(parents=True)
     (git_dir / "worktrees" / "w" / "commondir").symlink_to(tmp_path / "elsewhere")  # written through, it would make one
     lines = sweep(before)
-    assert len(lines) == 2 and all("put back as it was" in line for line in lines), lines
+    assert len(lines) == 3 and all("put back as it was" in line for line in lines), lines
     assert not (git_dir / "commondir").exists() and not (tmp_path / "elsewhere").exists()
-    assert (git_dir / "worktrees" / "w" / "commondir").read_bytes() == b"../..\n"
+    assert not os.path.lexists(git_dir / "worktrees" / "w" / "commondir")
+    assert (module / "commondir").read_bytes() == b"../..\n"
     _git(repo, "status")
     assert not (tmp_path / "OWNED").exists()
+
+
+def test_the_linked_worktrees_there_when_read_are_held_whole_and_not_read_one_by_one(tmp_path: Path) -> None:
+    """`.git/worktrees` is read-only in the sandbox (one mount, `git_controls`): its entries, a
+    thousand or none, can't change, so none is read before or after an attempt."""
+    repo = _repo(tmp_path)
+    git_dir = repo / ".git"
+    for name in ("a", "b"):
+        (git_dir / "worktrees" / name).mkdir(parents=True)
+        (git_dir / "worktrees" / name / "commondir").write_bytes(b"../..\n")
+    before = read_state(git_dir, repo)
+    assert before.held == {git_dir / "worktrees"}
+    assert list(before.pointers) == [git_dir / "commondir"]
+    assert git_dir / "worktrees" in git_controls(ResolvedSpec(repo, (), (repo,), ()), repo)
+    assert sweep(before) == []
 
 
 def test_a_submodule_added_is_taken_out_of_the_index_and_left_on_disk(tmp_path: Path) -> None:

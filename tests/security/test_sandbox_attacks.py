@@ -376,3 +376,36 @@ git ls-files --stage sub | cut -c1-6
     assert not owned.exists()
     logged = [line["fields"].get("undone") for line in read_lines(result.run_dir / "log.jsonl")]
     assert any(line and "submodule 'sub' was added" in line and "taken out of the index" in line for line in logged), logged
+
+
+@needs_bwrap
+async def test_an_agent_writing_the_repository_cant_touch_its_other_worktrees_entries(tmp_path):
+    """A sandbox writing the repository holds its `.git/worktrees` read-only, whole: the other
+    worktrees' index, HEAD, `commondir` and `config.worktree` (which your git reads there) are
+    theirs, and it is one mount however many worktrees there are."""
+    from ..worktrees.kit import git, user_repo
+
+    repo = user_repo(tmp_path)
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "theirs", str(other))
+    (other / "wip.txt").write_text("their work\n")
+    entry = repo / ".git" / "worktrees" / "other"
+    before = {path.name: path.read_bytes() for path in entry.iterdir() if path.is_file()}, git(other, "status", "--porcelain")
+    token = secrets.token_hex(4)
+    body = f"""\
+        for f in index HEAD commondir config.worktree; do
+            {{ echo x > .git/worktrees/other/$f; }} 2>/dev/null && say "$f WRITTEN"
+        done
+        rm -rf .git/worktrees 2>/dev/null; mv .git/worktrees .git/w 2>/dev/null && say MOVED
+        git -c user.name=a -c user.email=b commit -q --allow-empty -m mine && say committed
+        {ANSWER}
+    """
+
+    async def fn(wf):
+        a = await wf.agents.open("a", runtime=agent(repo, "a", body, token), sandbox={"write": ["."]})
+        return (await a.run("Work.", timeout=30)).value
+
+    result = await _run_in(fn, repo, tmp_path / "runs")
+    assert result.value == "committed", result.value
+    after = {path.name: path.read_bytes() for path in entry.iterdir() if path.is_file()}, git(other, "status", "--porcelain")
+    assert after == before

@@ -57,6 +57,18 @@ async def test_a_sandboxed_agent_on_its_worktree_commits_and_rebases_and_the_use
     assert carried == [f"worktree fix: 2 commit(s) carried back onto {end.branch} ({git(repo, 'rev-parse', end.branch)[:12]})"]
 
 
+async def test_what_it_committed_and_packed_in_its_git_directory_is_carried_back(tmp_path: Path) -> None:
+    """`git gc` in the agent's git directory packs its objects: they are carried back by the
+    names its pack's index lists."""
+    repo = user_repo(tmp_path)
+    body = "exec >/tmp/report 2>&1\necho fixed > fix.py && git add fix.py && git commit -qm 'A fix.' && git gc -q && ls $(git rev-parse --git-dir)/objects/pack | grep -c pack$"
+    result = await run_fixer(repo, "opened", sh(body))
+    assert result.value == "1", result.value
+    [end] = result.worktrees
+    assert git(repo, "show", f"{end.branch}:fix.py") == "fixed\n"
+    assert git(end.path, "status", "--porcelain") == ""
+
+
 async def test_what_it_staged_and_did_not_commit_is_its_worktrees_at_the_end(tmp_path: Path) -> None:
     """The index is carried back too (made by git from a tree of the agent's index): the worktree
     is kept for its uncommitted changes, which are staged there as the agent left them."""
