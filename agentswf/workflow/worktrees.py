@@ -73,6 +73,11 @@ MIN_GIT_VERSION = (2, 17)  # `git worktree remove`
 GIT_TIMEOUT_SECONDS = 120.0  # one git command; `worktree add` checks a whole tree out
 GIT_MESSAGE_CHARS = 400  # of git's standard error, in an error or a record
 MAX_LINK_BYTES = 4096  # of a `.git` file or git's `gitdir` (a path): a larger one, an agent's, is none
+OWNER_FILE = "agentswf"  # in a worktree's entry in git (`.git/worktrees/<id>/`): the run and name that made it
+SUBMODULES_KEEP = (
+    "nothing changed, but its submodules are checked out, and git won't remove a worktree with submodules: "
+    "`git submodule deinit --all` in it, then `awf worktrees --clean`, or remove it yourself"
+)
 MAX_MANIFEST_BYTES = 1 << 20  # of a worktree's manifest (some paths and a reason: a few KiB): a larger one, an agent's, is none
 LOCAL_GIT_VARIABLES = frozenset(
     # `git rev-parse --local-env-vars` (of git 2.17 to 2.47: GIT_NO_LAZY_FETCH is 2.45's): what makes git
@@ -155,6 +160,7 @@ class Seen:
     commits: int = 0  # on its branch since the base
     elsewhere: Path | None = None  # where it was moved to
     problem: str | None = None  # what git said when it couldn't be read
+    submodules: bool = False  # some are checked out in it: `git worktree remove` won't remove it
 
 
 @dataclass(frozen=True)
@@ -235,7 +241,7 @@ def decide(keep: Keep, seen: Seen, base: str, *, cleaning: bool = False) -> Plan
     committed = seen.tip not in (None, base) or (seen.head is not None and seen.head != base)
     if committed:
         head_on_branch = seen.head is not None and seen.head in (base, seen.tip)
-        if seen.place == "deleted" or (keep == "never" and seen.place == "here"):
+        if seen.place == "deleted" or (keep == "never" and seen.place == "here" and not seen.submodules):
             if not head_on_branch:
                 return Plan(False, False, "kept", f"its HEAD ({seen.head or 'unread'}) holds commits its branch doesn't")
             why = "its directory was deleted" if seen.place == "deleted" else "keep='never'"
@@ -247,6 +253,8 @@ def decide(keep: Keep, seen: Seen, base: str, *, cleaning: bool = False) -> Plan
         return Plan(False, False, "kept", "keep='always'")
     if seen.place == "here" and seen.head is None:
         return Plan(False, False, "kept", f"its HEAD couldn't be read ({seen.problem}); left as it is")
+    if seen.place == "here" and seen.submodules:
+        return Plan(False, False, "kept", SUBMODULES_KEEP)
     reason = {"here": "nothing changed", "deleted": "its directory was deleted; nothing was committed"}
     return Plan(seen.place in ("here", "deleted"), seen.tip == base, "removed", reason.get(seen.place, "nothing was left"))
 
@@ -402,9 +410,25 @@ def same_path(a: str | Path, b: str | Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def owner_mark(worktree: Worktree) -> bytes:
+    """What the run writes in its worktree's entry in git (OWNER_FILE): git names an entry after
+    the worktree's directory alone, and gives a later run's worktree of the same name the entry a
+    removed one had; this says whose it is."""
+    return f"{worktree.run_id}/{worktree.name}\n".encode()
+
+
+def is_owned(worktree: Worktree) -> bool:
+    """Whether git's entry at `worktree.git_dir` is this worktree's: its mark says so (or it has
+    none, as a worktree of an earlier version has none)."""
+    mark = read_regular(worktree.git_dir / OWNER_FILE, MAX_LINK_BYTES + 1, follow=False)
+    return mark == owner_mark(worktree) or (mark is None and not os.path.lexists(worktree.git_dir / OWNER_FILE))
+
+
 def inspect(worktree: Worktree) -> Seen:
-    """Where the worktree is and what changed in it, read without discovery from its path."""
-    registered = read_link(worktree.git_dir / "gitdir")  # git's record of where its .git file is
+    """Where the worktree is and what changed in it, read without discovery from its path. Git's
+    entry for it is its own only if it is marked so (`is_owned`): a later run's of the same name,
+    at the same place in git, is not it."""
+    registered = read_link(worktree.git_dir / "gitdir") if is_owned(worktree) else None  # where its .git file is
     tip = commit_of(worktree.repository, f"refs/heads/{worktree.branch}")
     commits = 0
     if tip is not None and tip != worktree.base:
@@ -438,7 +462,21 @@ def inspect(worktree: Worktree) -> Seen:
     )
     if status.returncode != 0:
         return Seen("here", None, head, tip, commits, problem=git_message(status))
-    return Seen("here", bool(status.stdout), head, tip, commits, problem=None if head else "no HEAD")
+    populated = _has_submodules(worktree)
+    return Seen("here", bool(status.stdout), head, tip, commits, problem=None if head else "no HEAD", submodules=populated)
+
+
+def _has_submodules(worktree: Worktree) -> bool:
+    """Whether submodules are checked out in the worktree, as `git worktree remove` finds them
+    (and then won't remove it): a `modules` in its git directory, or a submodule of its index
+    whose directory holds a `.git`."""
+    if (worktree.git_dir / "modules").is_dir():
+        return True
+    listed = pinned_git(
+        worktree.common_dir, "ls-files", "--stage", "-z", cwd=worktree.path, check=False, worktree=(worktree.git_dir, worktree.path)
+    )  # fmt: skip
+    links = [entry.split("\t", 1)[1] for entry in listed.stdout.split("\0") if entry.startswith("160000 ") and "\t" in entry]
+    return any(os.path.lexists(worktree.path / link / ".git") for link in links)
 
 
 def carry_out(worktree: Worktree, seen: Seen, plan: Plan) -> WorktreeEnd:
@@ -636,6 +674,8 @@ class RunWorktrees:
         if git_dir is not None:  # git names its entry after the directory, with a number if that is taken
             worktree = replace(worktree, git_dir=Path(git_dir) if Path(git_dir).is_absolute() else path / git_dir)
             self._tried[-1] = worktree
+            if added.returncode == 0:
+                write_private(worktree.git_dir / OWNER_FILE, owner_mark(worktree))  # whose entry this is (`is_owned`)
         if added.returncode == 0:
             added = pinned_git(
                 common, "read-tree", "--reset", "-u", sha, cwd=path, check=False, worktree=(worktree.git_dir, path)
