@@ -8,6 +8,10 @@ byte as they were. Real git, real bubblewrap, real shell agents."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,9 +21,10 @@ from agentswf import Workflow, workflow
 from agentswf.engine.records import read_lines
 
 from ..sandbox.kit import needs_bwrap
-from .kit import branches, everything, git, run_fixer, sh, user_repo
+from .kit import branches, everything, git, make_repo, run_fixer, sh, user_repo
 
-pytestmark = [pytest.mark.anyio, needs_bwrap]
+pytestmark = needs_bwrap
+READY_SECONDS = 30.0
 
 FIXER = """\
 exec >/tmp/report 2>&1
@@ -119,3 +124,88 @@ async def test_the_users_identity_commits_inside_and_a_runtimes_env_wins(tmp_pat
     named = sh(body, GIT_AUTHOR_NAME="Bot", GIT_AUTHOR_EMAIL="bot@example.com")
     result = await run_fixer(repo, "opened", named, env={**os.environ, "HOME": str(tmp_path)})
     assert result.value == "Bot <bot@example.com>", result.value
+
+
+def with_many_worktrees_and_a_submodule(tmp_path: Path, worktrees: int) -> Path:
+    """`user_repo`, with a submodule checked out in it and `worktrees` linked worktrees' entries
+    in `.git/worktrees` (as `git worktree add` leaves them, but for their checkouts)."""
+    library = make_repo(tmp_path, "library")
+    git(library, "stash", "-u", "-q")
+    repo = user_repo(tmp_path)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    git(repo, "commit", "-qm", "a submodule")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    for number in range(worktrees):
+        entry = repo / ".git" / "worktrees" / f"old-{number}"
+        entry.mkdir(parents=True)
+        (entry / "HEAD").write_text(f"{head}\n")
+        (entry / "commondir").write_text("../..\n")
+        (entry / "gitdir").write_text(f"{tmp_path / 'gone' / str(number)}/.git\n")
+    return repo
+
+
+async def test_two_fixers_each_in_a_sandbox_on_its_worktree_commit_and_the_repository_is_as_it_was(tmp_path: Path) -> None:
+    """Issue 31, done: two fixers, each on its own worktree and in a sandbox writing only it, commit
+    on their own branches of a repository with a submodule, 300 linked worktrees and the user's
+    uncommitted work and stash, which is byte for byte as it was but for the two branches."""
+    repo = with_many_worktrees_and_a_submodule(tmp_path, 300)
+    before = everything(repo), sorted(path.name for path in (repo / ".git" / "worktrees").iterdir())
+
+    async def two(wf: Workflow) -> list[str]:
+        async def fix(key: str) -> str:
+            body = f"exec >/tmp/report 2>&1\necho {key} > {key}.txt && git add {key}.txt && git commit -qm 'Fix {key}.' && git log -1 --format=%s"
+            fixer = await wf.agents.open(key, runtime=sh(body), cwd=wf.worktree(key), sandbox={"write": ["."]})
+            turn = await fixer.run("Fix it.", timeout=120)
+            return turn.value if turn.answered else turn.outcome.reason
+
+        return await wf.parallel(["one", "two"], fix)
+
+    definition = workflow(name="two", description="Two sandboxed fixers.")(two)
+    result = await agentswf.run(definition, cwd=repo)
+    assert result.value == ["Fix one.", "Fix two."], result.reason
+    ends = {end.name: end for end in result.worktrees}
+    for key in ("one", "two"):
+        assert (ends[key].state, ends[key].reason) == ("kept", "1 commit on its branch")
+        assert git(repo, "show", f"{ends[key].branch}:{key}.txt") == f"{key}\n"
+    after = everything(repo), sorted(path.name for path in (repo / ".git" / "worktrees").iterdir() if path.name not in ("one", "two"))
+    assert after == before
+    assert sorted(branches(repo)) == sorted(["main", ends["one"].branch, ends["two"].branch])
+
+
+KILLED = """\
+from agentswf import Runtime, workflow
+
+@workflow(name="killed", description="A sandboxed fixer, killed mid-turn.")
+async def killed(wf):
+    body = "git commit -q --allow-empty -m lost && touch started && sleep 1000"
+    fixer = await wf.agents.open("fixer", runtime=Runtime(harness="shell", command=("/bin/sh", "-c", body)),
+                                 cwd=wf.worktree("fix"), sandbox={"write": ["."]})
+    await fixer.run("Fix it.", timeout="1h")
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_run_killed_mid_turn_leaves_the_users_repository_as_it_was(tmp_path: Path, backend: str) -> None:
+    """`kill -9` of `awf run` while its sandboxed agent is in its turn: the agent is killed with it,
+    nothing it did in git is carried back (its commit is lost), its worktree is listed, and the
+    user's repository is byte for byte as it was."""
+    repo = user_repo(tmp_path)
+    before = everything(repo)
+    flows = tmp_path / "killed.py"
+    flows.write_text(KILLED)
+    run = subprocess.Popen([sys.executable, "-m", "agentswf", "run", str(flows), "--backend", backend], cwd=repo,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + READY_SECONDS
+        while not list((repo / ".awf" / "worktrees").glob("*/fix/started")):
+            assert time.monotonic() < deadline and run.poll() is None, "the agent never started"
+            time.sleep(0.05)
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    [started] = list((repo / ".awf" / "worktrees").glob("*/fix/started"))
+    branch = f"awf/{started.parent.parent.name}/fix"
+    assert git(repo, "rev-parse", branch) == git(repo, "rev-parse", "main")  # its commit never reached the branch
+    done = subprocess.run([sys.executable, "-m", "agentswf", "worktrees"], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert "fix  changed: uncommitted changes" in done.stdout, done.stdout + done.stderr
+    assert everything(repo) == before
