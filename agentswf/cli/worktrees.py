@@ -18,17 +18,20 @@ from typing import Any, TextIO
 
 from ..engine.records import DEFAULT_RUN_ROOT, find_run
 from ..workflow.worktrees import (
+    SUBMODULES_KEEP,
     WORKTREES_DIR,
     GitFailed,
     Manifest,
     Worktree,
     WorktreeEnd,
     decide,
+    drop_if_empty,
     end_of,
     hold_lock,
     inspect,
     load_manifest,
     run_is_live,
+    run_worktrees,
     write_manifest,
 )
 from .shown import shown
@@ -80,7 +83,7 @@ def _status(worktree: Worktree) -> tuple[str, str] | None:
         return "clean", f"{plan.reason} (--clean removes it)"
     if plan.state == "branch-kept":
         return "changed", f"{plan.reason} (--clean removes the directory; the branch stays)"
-    return "changed", plan.reason
+    return ("kept" if plan.reason == SUBMODULES_KEEP else "changed"), plan.reason
 
 
 def _line(run_dir: Path, worktree: Worktree, status: str, detail: str) -> str:
@@ -119,6 +122,8 @@ def command_worktrees(options: argparse.Namespace, out: TextIO = sys.stdout) -> 
 
 
 def _one(run_dir: Path, manifest: Manifest, clean: bool, out: TextIO) -> int:
+    if manifest.ended is not None and manifest.ended.state == "removed":
+        return 0  # removed, with its branch: what stands at its path or in its place in git now is another's
     worktree = manifest.worktree
     try:
         status = _status(worktree)
@@ -130,6 +135,7 @@ def _one(run_dir: Path, manifest: Manifest, clean: bool, out: TextIO) -> int:
         print(_line(run_dir, worktree, *status), file=out)
         return 1
     end = end_of(worktree, cleaning=True)
+    drop_if_empty(run_worktrees(run_dir))
     try:
         write_manifest(run_dir / WORKTREES_DIR, Manifest(worktree, "ended", end))
     except OSError as error:

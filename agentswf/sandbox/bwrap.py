@@ -51,6 +51,22 @@ class SystemEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class GitBoxPaths:
+    """An agent on a worktree of its run gets a git directory of its own (`gitbox`): where it is
+    (`directory`), writable if the agent may commit; the `.git` file naming it (`link`), bound
+    read-only over the worktree's own (`dot_git`); the worktree's top (`tree`), read-only where
+    the sandbox isn't given it; and the repository's objects and their alternates (`objects`),
+    read-only where the sandbox isn't given them."""
+
+    directory: Path
+    link: Path
+    dot_git: Path
+    tree: Path
+    objects: tuple[Path, ...]
+    writable: bool
+
+
+@dataclass(frozen=True, slots=True)
 class AgentPaths:
     """Where one agent works: its cwd, and its directory (launcher, sockets, harness home)."""
 
@@ -73,6 +89,10 @@ def anchors(held: Sequence[Path], write: Sequence[Path]) -> list[Path]:
     return _depth_order(list(found))
 
 
+def _under(path: Path, paths: Sequence[Path]) -> bool:
+    return any(given == path or given in path.parents for given in paths)
+
+
 def bwrap_argv(
     spec: ResolvedSpec,
     agent: AgentPaths,
@@ -83,12 +103,15 @@ def bwrap_argv(
     runtime: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
     controls: Sequence[Path] = (),
+    gitbox: GitBoxPaths | None = None,
     bwrap: str = "bwrap",
 ) -> list[str]:
     """The argv that runs `command` in the sandbox `spec` as agent `agent`, its home `home`;
-    `hidden` (a run's record in a directory it is given) is covered by an empty directory, and
-    `controls` (what says which commands run outside: a repository's git config and hooks) stay
-    read-only in a directory it may write, every directory above them in it pinned (`anchors`)."""
+    `hidden` (a run's record in a directory it is given, the run's worktrees) is covered by an
+    empty directory, but for the agent's own cwd (its worktree) in it; `controls` (what says
+    which commands run outside: a repository's git config and hooks) stay read-only in a
+    directory it may write, every directory above them in it pinned (`anchors`); `gitbox` is
+    the agent's own git directory on its worktree."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for entry in system:
         if entry.link is not None:
@@ -96,7 +119,8 @@ def bwrap_argv(
         else:
             argv += ["--ro-bind", entry.path, entry.path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    for path in _depth_order([p for p in (spec.cwd, agent.cwd, *spec.read) if p not in spec.write]):
+    box_reads = (gitbox.tree, *gitbox.objects) if gitbox is not None else ()  # the worktree's top, the repository's objects
+    for path in _depth_order([p for p in (spec.cwd, agent.cwd, *spec.read, *box_reads) if p not in spec.write]):
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(spec.write):
         argv += ["--bind", str(path), str(path)]
@@ -110,7 +134,19 @@ def bwrap_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for path in _depth_order(hidden):
         argv += ["--size", str(HIDDEN_BYTES), "--tmpfs", str(path)]
+    top = gitbox.tree if gitbox is not None and gitbox.tree in agent.cwd.parents else agent.cwd
+    if _under(top, hidden):  # its own worktree, among the run's that no sandbox sees: shown again, as it was
+        argv += ["--bind" if _under(top, spec.write) else "--ro-bind", str(top), str(top)]
+        if top != agent.cwd and _under(agent.cwd, spec.write) and not _under(top, spec.write):
+            argv += ["--bind", str(agent.cwd), str(agent.cwd)]
+        for path in _depth_order([p for p in (*runtime, *controls) if top in p.parents]):
+            argv += ["--ro-bind", str(path), str(path)]
+        for path in _depth_order([p for p in hidden if top in p.parents]):
+            argv += ["--size", str(HIDDEN_BYTES), "--tmpfs", str(path)]
     argv += ["--ro-bind", str(agent.agent_dir), str(agent.agent_dir), "--bind", str(home), str(home)]
+    if gitbox is not None:
+        argv += ["--bind" if gitbox.writable else "--ro-bind", str(gitbox.directory), str(gitbox.directory)]
+        argv += ["--ro-bind", str(gitbox.link), str(gitbox.dot_git)]
     argv += ["--chdir", str(agent.cwd), "--", *command]
     return argv
 

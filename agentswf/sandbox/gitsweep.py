@@ -3,16 +3,18 @@ obey, undone as the last of the attempts in it ends.
 
 A repository's `.git/config` and `.git/hooks` are held read-only in the sandbox (`runner.git_controls`),
 and so are every `config` and `hooks` under its `.git/modules` (`module_directories`: every
-directory there, whether or not it has a `HEAD`: an agent can remove one) and those of a
+directory there that is or could be a git directory, whether or not it has a `HEAD`: an agent can
+remove one, and those between them; not their refs and logs) and those of a
 submodule's `.git` directory in its checkout; and the `config.worktree` (read where
-`extensions.worktreeConfig` is on) of each of those git directories and of their linked
-worktrees (`linked_worktrees`), made empty first where missing. But git reads commands from
-other places the agent can write, and a mount can't hold a file that isn't there yet:
+`extensions.worktreeConfig` is on) of each of those git directories, made empty first where
+missing, and their linked worktrees' directory (`worktrees`), whole, one mount however many
+worktrees it holds. But git reads commands from other places the agent can write, and a mount
+can't hold a file that isn't there yet:
 
-- a `commondir` file (`.git/commondir`, a linked worktree's `.git/worktrees/<name>/commondir`,
-  one in any directory under `.git/modules`, or in a submodule's `.git` directory) names the
-  directory git takes config and hooks from: one the agent made, with a `core.fsmonitor` of
-  its own, runs it in your next `git status`;
+- a `commondir` file (`.git/commondir`, a linked worktree's `.git/worktrees/<name>/commondir`
+  where there was no `worktrees` to hold, one in any directory under `.git/modules`, or in a
+  submodule's `.git` directory) names the directory git takes config and hooks from: one the
+  agent made, with a `core.fsmonitor` of its own, runs it in your next `git status`;
 - a submodule (a gitlink in the index, a submodule's index too) whose checkout holds a
   repository: `git status` runs a `git status` in it, with that repository's config, and in its
   submodules. The agent can make one (`git init sub`, `git add sub`), make a repository in the
@@ -26,8 +28,9 @@ its attempt), each of those files made or changed is put back as it was (a direc
 moved aside, to a name no one could take in advance), and a submodule added is taken out of its
 index (`update-index --force-remove`: its directory and its commits stay where they are, shown
 as untracked), each logged in the run's record (`repairs`, a pure decision). A repository with
-more than MAX_SUBMODULES submodules, or a `.git/modules` of more than MAX_MODULE_DIRECTORIES
-directories, is refused (`SandboxRefused`: the attempt fails, saying so), never held in part.
+more than MAX_SUBMODULES submodules, or a `.git/modules` of more than MAX_MODULE_GIT_DIRECTORIES
+git directories (or MAX_MODULE_DIRECTORIES directories walked to find them), is refused
+(`SandboxRefused`: the attempt fails, saying so), never held in part.
 
 Attempts that overlap in one repository (agents sharing a sandbox, or two sandboxes writing the
 same repository) share one state, read before the first began (`Sweeps`): while any of them
@@ -53,7 +56,8 @@ from ..errors import SandboxRefused
 from ..workflow.worktrees import GitFailed, pinned_git
 
 GITLINK_MODE = "160000"  # an index entry's mode for a submodule
-MAX_MODULE_DIRECTORIES = 2048  # directories under one git directory's `modules/`, each one's config and hooks held
+MAX_MODULE_GIT_DIRECTORIES = 512  # git directories under one git directory's `modules/`, each one's config and hooks held
+MAX_MODULE_DIRECTORIES = 16384  # directories walked there to find them: names' parts, never a git directory's data
 MAX_SUBMODULES = 256  # repositories: a repository's submodules with a checkout, theirs included, read and swept
 MAX_POINTER_BYTES = 8192  # of a `commondir` or `.git` file (a path, `gitdir: ` before it): no git writes a larger one
 NOT_A_FILE = b"\0"  # a pointer's bytes where something else is there (a FIFO, a directory, unreadable)
@@ -74,6 +78,7 @@ class GitState:
 
     pointers: Mapping[Path, bytes | None]
     gitlinks: Mapping[Repository, frozenset[str]]
+    held: frozenset[Path] = frozenset()  # linked worktrees' directories there as it was read: read-only inside, never read
 
     @property
     def submodules(self) -> list[Path]:
@@ -112,42 +117,64 @@ def _is_loose_objects(directory: Path) -> bool:
     return directory.parent.name == "objects" and LOOSE_OBJECTS.fullmatch(directory.name) is not None
 
 
-def _walk_modules(git: Path) -> tuple[list[Path], bool]:
-    """Every directory under `git`'s `modules/` (not through a symbolic link) but loose objects,
-    at most MAX_MODULE_DIRECTORIES; and whether there were more."""
+def _looks_like_git_directory(directory: Path) -> bool:
+    """Whether git could take `directory` for a git directory: it has a `HEAD` or a `config` (an
+    agent can remove the one, not the other: it is held). Its data (objects, refs and their
+    logs, by the thousand in a submodule with many branches) is not walked; its `modules/` is."""
+    return (directory / "HEAD").is_file() or (directory / "config").is_file()
+
+
+def _subdirectories(directory: Path) -> list[Path]:
+    """The directories in `directory` (not through a symbolic link), but loose objects'."""
+    try:
+        with os.scandir(directory) as entries:
+            return [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)
+                    and not _is_loose_objects(Path(entry.path))]  # fmt: skip
+    except OSError:
+        return []
+
+
+def _walk_modules(git: Path) -> tuple[list[Path], str | None]:
+    """Every directory under `git`'s `modules/` that is, or could be, a git directory, and those
+    between them (the parts of a submodule's name, a `modules/` of a submodule's own), not through
+    a symbolic link; and why the walk stopped short, if it did: past MAX_MODULE_GIT_DIRECTORIES git
+    directories, or MAX_MODULE_DIRECTORIES directories in all."""
     found: list[Path] = []
-    stack = [git / "modules"]
+    gits = 0
+    stack = _subdirectories(git / "modules")
     while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    directory = Path(entry.path)
-                    if not entry.is_dir(follow_symlinks=False) or _is_loose_objects(directory):
-                        continue
-                    if len(found) == MAX_MODULE_DIRECTORIES:
-                        return sorted(found), True
-                    found.append(directory)
-                    stack.append(directory)
-        except OSError:
+        directory = stack.pop()
+        if len(found) == MAX_MODULE_DIRECTORIES:
+            return sorted(found), _too_many_modules(git, f"{MAX_MODULE_DIRECTORIES} directories that are no git directory's data")
+        found.append(directory)
+        if not _looks_like_git_directory(directory):
+            stack += _subdirectories(directory)
             continue
-    return sorted(found), False
+        gits += 1
+        if gits > MAX_MODULE_GIT_DIRECTORIES:
+            return sorted(found), _too_many_modules(git, f"{MAX_MODULE_GIT_DIRECTORIES} git directories (submodules', theirs included)")
+        nested = directory / "modules"
+        if nested.is_dir() and not nested.is_symlink():
+            stack.append(nested)
+    return sorted(found), None
 
 
-def _too_many_modules(git: Path) -> str:
+def _too_many_modules(git: Path, counted: str) -> str:
     return (
-        f"{git / 'modules'} holds more than {MAX_MODULE_DIRECTORIES} directories: the sandbox holds the config and "
-        "hooks of every one read-only and won't start an attempt without; see what is there (an agent may have "
-        "made them) and remove what isn't your submodules'"
+        f"{git / 'modules'} holds more than {counted}: the sandbox holds the config and hooks of each read-only, "
+        "a mount each, and won't start an attempt with some not held. Give the sandbox a worktree of the "
+        "repository to write instead (cwd=wf.worktree(name), write=['.']), which holds none of them"
     )
 
 
 def module_directories(git: Path) -> list[Path]:
-    """Every directory under the git directory `git`'s `modules/` (a submodule's git directory is
-    `modules/<name>`, a name may have slashes, its own submodules' in its `modules/`): any may be
-    one, with or without a `HEAD`; SandboxRefused beyond MAX_MODULE_DIRECTORIES."""
-    found, more = _walk_modules(git)
-    if more:
-        raise SandboxRefused(_too_many_modules(git))
+    """The directories under the git directory `git`'s `modules/` that are or could be git
+    directories (a submodule's is `modules/<name>`, a name may have slashes, its own submodules'
+    in its `modules/`), with or without a `HEAD`, and those between them (`_walk_modules`);
+    SandboxRefused past MAX_MODULE_GIT_DIRECTORIES of them, or MAX_MODULE_DIRECTORIES in all."""
+    found, problem = _walk_modules(git)
+    if problem is not None:
+        raise SandboxRefused(problem)
     return found
 
 
@@ -161,11 +188,29 @@ def linked_worktrees(git: Path) -> list[Path]:
         return []  # no linked worktrees
 
 
-def _commondir_paths(git_dir: Path, modules: Sequence[Path]) -> list[Path]:
+def _held_worktrees(git_dir: Path, modules: Sequence[Path]) -> set[Path]:
+    """The linked worktrees' directories (`worktrees`) of the repository and of the directories
+    under its `modules/`, where there is one: the sandbox holds each read-only, whole
+    (`runner.git_controls`), so nothing in them changes while an attempt runs."""
+    found = set()
+    for directory in (git_dir, *modules):
+        linked = directory / "worktrees"
+        if linked.is_dir() and not linked.is_symlink():
+            found.add(linked)
+    return found
+
+
+def _commondir_paths(git_dir: Path, modules: Sequence[Path], held: frozenset[Path] = frozenset()) -> list[Path]:
     """Every `commondir` git could read for the repository: its own, its linked worktrees', and
-    those of the directories under its `modules/` (each may be a submodule's git directory, or
-    one of its worktrees')."""
-    return [directory / "commondir" for directory in (git_dir, *linked_worktrees(git_dir), *modules)]
+    those of the directories under its `modules/` (each may be a submodule's git directory) and of
+    their linked worktrees; but none in `held` (read-only in the sandbox, whole: a linked
+    worktree's, of which there may be thousands, costs nothing)."""
+    directories = []
+    for directory in (git_dir, *modules):
+        directories.append(directory)
+        if directory / "worktrees" not in held:
+            directories += linked_worktrees(directory)
+    return [directory / "commondir" for directory in directories]
 
 
 def _read_pointer(path: Path) -> bytes | None:
@@ -228,7 +273,17 @@ def _put_back(path: Path, was: bytes | None) -> str:
 def _index_git(git_dir: Path, top: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """git `args` on the repository's index, reading none of its config (`worktrees.pinned_git`):
     its common directory may be the agent's until put back."""
-    return pinned_git(git_dir, *args, cwd=top, check=False, worktree=(git_dir, top))
+    return pinned_git(_common_of(git_dir), *args, cwd=top, check=False, worktree=(git_dir, top))
+
+
+def _common_of(git_dir: Path) -> Path:
+    """Where the objects and refs of `git_dir` are: itself, or the directory its `commondir` names
+    (a linked worktree's). Only data is taken from there (`pinned_git`), never a command."""
+    pointer = _read_pointer(git_dir / "commondir")
+    if pointer is None or pointer in (NOT_A_FILE, OVERSIZED) or b"\0" in pointer:
+        return git_dir
+    common = Path(os.path.realpath(git_dir / os.fsdecode(pointer.strip())))
+    return common if (common / "objects").is_dir() else git_dir
 
 
 def _gitlinks(git_dir: Path, top: Path) -> frozenset[str]:
@@ -263,9 +318,10 @@ def _submodule_git_dir(link: Path, pointer: bytes | None) -> Path | None:
 def read_state(git_dir: Path, top: Path) -> GitState:
     """The repository at `top`, its git directory `git_dir`, and each of its submodules with a
     checkout, theirs too, as `repairs` compares them; SandboxRefused if there are more than
-    MAX_SUBMODULES, or one's `modules/` has more than MAX_MODULE_DIRECTORIES."""
+    MAX_SUBMODULES, or one's `modules/` more than it holds (`module_directories`)."""
     pointers: dict[Path, bytes | None] = {}
     gitlinks: dict[Repository, frozenset[str]] = {}
+    held: set[Path] = set()
     queue: list[Repository] = [(git_dir, top)]
     while queue:
         git, tree = queue.pop(0)
@@ -277,14 +333,16 @@ def read_state(git_dir: Path, top: Path) -> GitState:
                 "what in each could run a command in your git status, and won't start an attempt without"
             )
         gitlinks[git, tree] = links = _gitlinks(git, tree)
-        for path in _commondir_paths(git, module_directories(git)):
+        modules = module_directories(git)
+        held |= _held_worktrees(git, modules)
+        for path in _commondir_paths(git, modules, frozenset(held)):
             pointers[path] = _read_pointer(path)
         for link in _checkout_links(tree, links):
             pointers[link] = _read_pointer(link)
             inner = _submodule_git_dir(link, pointers[link])
             if inner is not None:
                 queue.append((inner, link.parent))
-    return GitState(pointers, gitlinks)
+    return GitState(pointers, gitlinks, frozenset(held))
 
 
 def sweep(before: GitState) -> list[str]:
@@ -293,10 +351,10 @@ def sweep(before: GitState) -> list[str]:
     done = []
     paths = set(before.pointers)
     for git, _tree in before.gitlinks:
-        modules, more = _walk_modules(git)
-        paths.update(_commondir_paths(git, modules))
-        if more:
-            done.append(f"{_too_many_modules(git)}; the commondir files past them were not checked: don't run git there")
+        modules, problem = _walk_modules(git)
+        paths.update(_commondir_paths(git, modules, before.held))
+        if problem is not None:
+            done.append(f"{problem}; the commondir files past them were not checked: don't run git there")
     now = GitState({path: _read_pointer(path) for path in paths}, before.gitlinks)
     for path, was in repairs(before, now).pointers.items():
         try:
@@ -309,7 +367,7 @@ def sweep(before: GitState) -> list[str]:
         how = f"over {MAX_POINTER_BYTES} bytes, no git's," if before.pointers.get(path) == OVERSIZED else (
             "made" if was is None else "changed")  # fmt: skip
         done.append(f"{path} was {how} in the sandbox: {what}")
-    after = GitState(before.pointers, {repository: _gitlinks(*repository) for repository in before.gitlinks})
+    after = GitState(before.pointers, {repository: _gitlinks(*repository) for repository in before.gitlinks}, before.held)
     for (git, tree), links in repairs(before, after).gitlinks.items():
         for link in links:
             done.append(_take_out(git, tree, link))

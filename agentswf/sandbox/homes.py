@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..workflow.worktrees import GitFailed, git
 from .proxy import Endpoint
 
 HOME_MODE = 0o700
+IDENTITY = ("user.name", "user.email")  # of the user's git config, what a commit is made with
+GLOBAL_GIT_CONFIG = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL")  # where git finds the user's own config
 MAX_CONFIG_BYTES = 1024 * 1024  # of a credential or config file copied in, or read for its endpoints
 
 # What each CLI keeps in its home: (the variable naming its directory, the default under $HOME,
@@ -88,12 +91,47 @@ def harness_dir(harness: str, home: Path) -> Path | None:
     return home / HOME_FILES[harness][1] if harness in HOME_FILES else None
 
 
+def git_identity(env: Mapping[str, str]) -> dict[str, str]:
+    """The name and email of the user's own git config (`git config --global`, where the agent's
+    environment puts it: its HOME, XDG_CONFIG_HOME, GIT_CONFIG_GLOBAL), for a sandboxed `git commit`."""
+    place = {name: env[name] for name in GLOBAL_GIT_CONFIG if name in env}
+    if "HOME" not in place:
+        return {}
+    found = {}
+    for key in IDENTITY:
+        try:
+            said = git("config", "--global", "--get", key, check=False, env=place)
+        except GitFailed:  # no git: nothing to commit with either
+            return {}
+        value = said.stdout.removesuffix("\n")
+        if said.returncode == 0 and value and "\0" not in value:
+            found[key] = value
+    return found
+
+
+def identity_config(identity: Mapping[str, str]) -> str:
+    """`identity` (`user.name`, `user.email`) as git config text."""
+    if not identity:
+        return ""
+    return "[user]\n" + "".join(f"\t{key.split('.')[1]} = {quoted(value)}\n" for key, value in identity.items())
+
+
+def quoted(value: str) -> str:
+    """`value` as a git config value: in quotes, its backslashes, quotes, tabs and new lines escaped."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
 def prepare_home(home: Path, harness: str, env: Mapping[str, str]) -> None:
-    """Make `home` (new, 0700) with only the CLI's credential, config and first-run answers."""
+    """Make `home` (new, 0700) with only the CLI's credential, config and first-run answers, and
+    the user's git identity (`.gitconfig`)."""
     os.mkdir(home, HOME_MODE)
     os.chmod(home, HOME_MODE)
     for sub in (".config", ".cache", ".local/share", ".local/state"):
         (home / sub).mkdir(parents=True, mode=HOME_MODE)
+    identity = git_identity(env)
+    if identity:
+        (home / ".gitconfig").write_text(identity_config(identity))
     target = harness_dir(harness, home)
     source = _source_dir(harness, env)
     if target is None:

@@ -27,12 +27,14 @@ from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Har
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
+from ..workflow.worktrees import Worktree, worktrees_home
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
-from .gitsweep import linked_worktrees, module_directories
+from .gitbox import GitBox, carry_back, identity, open_box
+from .gitsweep import module_directories
 from .homes import model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
-from .spec import ResolvedSpec
+from .spec import ResolvedSpec, SandboxSpec
 
 BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
@@ -121,17 +123,24 @@ def check_reach(spec: ResolvedSpec, record: Path | None = None) -> None:
 
 def hidden_records(spec: ResolvedSpec, cwd: Path, record: Path | None) -> list[Path]:
     """What covers the records in the paths a sandbox is given: each one's `.awf`, and the run's own
-    record (its run root, whatever its name) where it lies inside one of them."""
+    record (its run root, whatever its name) and worktrees (beside it) where they lie inside one of
+    them. An agent's own worktree among them is shown again (`bwrap_argv`)."""
     given = (spec.cwd, Path(os.path.realpath(cwd)), *spec.read, *spec.write)  # real paths, as the record's is
     hidden = [path / RECORD_DIR for path in given if (path / RECORD_DIR).is_dir()]
-    covered = any(record == path or path in record.parents for path in hidden) if record is not None else True
-    if record is not None and not covered and any(path in record.parents for path in given):
-        hidden.append(record)
+    for kept in (record, worktrees_home(record)) if record is not None else ():
+        covered = any(kept == path or path in kept.parents for path in hidden)
+        if not covered and kept.is_dir() and any(path in kept.parents for path in given):
+            hidden.append(kept)
     return hidden
 
 
 WORKTREE_CONFIG = "config.worktree"  # a git directory's own config, read where extensions.worktreeConfig is on
-GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG)  # of a git directory: commands git runs (core.fsmonitor, filters, hooks)
+LINKED_WORKTREES = "worktrees"  # of a git directory: its linked worktrees' git directories, each with a config.worktree and a commondir
+GIT_CONTROLS = ("config", "hooks", WORKTREE_CONFIG, LINKED_WORKTREES)
+"""Of a git directory, what names commands git runs (core.fsmonitor, filters, hooks): read-only in
+a sandbox. Its linked worktrees' entries are held as one directory, whatever their number: each
+holds a `config.worktree` and a `commondir` git reads in that worktree, and their index and HEAD
+are the other worktrees' (yours), not the agent's."""
 MAX_LINK_HOPS = 40  # symbolic links followed to a git control, as the kernel follows (ELOOP)
 
 
@@ -140,10 +149,11 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
     cwd's too), or its `.git` file (a worktree's: the git directory it names), of every directory
     under its `.git/modules` (`module_directories`: a submodule's git directory may have lost its
     HEAD), and of `submodules` (the git directories of its submodules with a checkout, a `.git`
-    directory in one too) and under theirs; and the `config.worktree` of each of these and of
-    their linked worktrees (`.git/worktrees/<name>`): read-only inside, or the agent would choose
-    what your next `git status` runs. SandboxRefused where there are too many to hold, and where
-    one is reached through a symbolic link that lies in a path the sandbox may write, or names
+    directory in one too) and under theirs; and the `config.worktree` of each of these, and their
+    linked worktrees' entries (`.git/worktrees`, one directory however many there are):
+    read-only inside, or the agent would choose what your next `git status` runs. SandboxRefused
+    where there are too many to hold, and where one is reached through a symbolic link that lies
+    in a path the sandbox may write, or names
     something missing there (`_unholdable`): a mount holds neither the link nor what isn't there.
     Each by its real path (a hooks directory may be a symlink), where the sandbox could write it;
     a git directory's missing hooks directory and `config.worktree` are made (empty), so that
@@ -160,7 +170,11 @@ def git_controls(spec: ResolvedSpec, cwd: Path, submodules: Sequence[Path] = ())
         if git.is_dir():
             git_dirs.append(git)
     for git in git_dirs:
-        for directory in (git, *linked_worktrees(git), *module_directories(git)):
+        directories = [git, *module_directories(git)]
+        linked = {directory / LINKED_WORKTREES for directory in directories}
+        for directory in directories:
+            if not linked.isdisjoint(directory.parents):
+                continue  # a linked worktree's entry, in a directory held whole
             if directory == git or _is_git_directory(directory):
                 _make_holdable(directory)
             resolved = os.path.realpath(directory) == str(directory)
@@ -273,18 +287,21 @@ class Sandbox:
         spec: what it reads, writes and reaches, every path absolute.
     """
 
-    def __init__(self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None) -> None:
+    def __init__(
+        self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None, given: SandboxSpec | None = None
+    ) -> None:
         self.key = key
         self.spec = spec
+        self.given = given  # the spec as given, its paths relative: the run's sandbox resolves it at each agent's cwd
         self.bwrap = bwrap
         self.log = log
         self.record = record  # the run root, covered wherever a given path holds it
         self.agents: list[str] = []
 
-    def confine(self, agent: str, harness: Harness) -> Harness:
-        """`harness`, its every attempt run in this sandbox."""
+    def confine(self, agent: str, harness: Harness, worktree: Worktree | None = None) -> Harness:
+        """`harness`, its every attempt run in this sandbox (on `worktree`, a worktree of its run, with a git of its own)."""
         self.agents.append(agent)
-        return SandboxedHarness(self, agent, harness)
+        return SandboxedHarness(self, agent, harness, worktree)
 
     def __repr__(self) -> str:
         return f"<Sandbox {self.key} agents={len(self.agents)}>"
@@ -295,10 +312,12 @@ class SandboxedHarness(Harness):
 
     name = "sandboxed"
 
-    def __init__(self, sandbox: Sandbox, agent: str, inner: Harness) -> None:
+    def __init__(self, sandbox: Sandbox, agent: str, inner: Harness, worktree: Worktree | None = None) -> None:
         self.sandbox = sandbox
         self.agent = agent
         self.inner = inner
+        self.worktree = worktree  # a worktree of the run the agent works in: its git is a directory of its own (gitbox)
+        self.identity: dict[str, str] | None = None  # what its git commits with there, read at its first attempt
         self.endpoints: frozenset[Endpoint] | None = None  # read at the first attempt, with the home made
 
     @property
@@ -320,7 +339,7 @@ class SandboxedHarness(Harness):
         return self.inner.cli_executable()
 
     def with_settings(self, model: str | None, effort: str | None) -> Harness:
-        switched = SandboxedHarness(self.sandbox, self.agent, self.inner.with_settings(model, effort))
+        switched = SandboxedHarness(self.sandbox, self.agent, self.inner.with_settings(model, effort), self.worktree)
         switched.endpoints = self.endpoints
         return switched
 
@@ -352,19 +371,47 @@ class SandboxedHarness(Harness):
         if not self.inner.spawns:
             return await self.inner.run(attempt)
         async with (
-            self._swept(attempt.cwd) as submodules,
-            self._within(attempt.launcher.parent, attempt.env, submodules) as confine,
+            self._swept(attempt.cwd, boxed=self.worktree is not None) as submodules,
+            self._boxed(attempt.launcher.parent, attempt.cwd) as box,
+            self._within(attempt.launcher.parent, attempt.env, submodules, box) as confine,
         ):
             return await self.inner.run(replace(attempt, confine=confine))
 
     @asynccontextmanager
-    async def _swept(self, cwd: Path) -> AsyncIterator[tuple[Path, ...]]:
-        """What the attempt left in a repository it may write that your git would obey, undone
-        once its every process is gone and no other attempt is in that repository (`gitsweep.Sweeps`),
-        and logged in the run's record (by the agent whose attempt ended last); meanwhile, the
-        git directories of the repositories' submodules, to hold. SandboxRefused: not begun."""
+    async def _boxed(self, agent_dir: Path, cwd: Path) -> AsyncIterator[GitBox | None]:
+        """The attempt's own git directory on the agent's worktree (`gitbox`), and what it did
+        there carried back into the repository once its every process is gone, logged in the
+        run's record. SandboxRefused: not begun."""
+        worktree = self.worktree
+        if worktree is None:
+            yield None
+            return
+        writable = _inside(Path(os.path.realpath(cwd)), self.sandbox.spec.write)
+        if self.identity is None:  # read once: the name and email the repository's git commits with
+            self.identity = await anyio.to_thread.run_sync(identity, worktree)
+        named = self.identity
+        box = await anyio.to_thread.run_sync(lambda: open_box(worktree, agent_dir, named, writable=writable))
+        try:
+            yield box
+        finally:
+            with anyio.CancelScope(shield=True):  # begun, it is carried back: else its commits are lost
+                for line in await anyio.to_thread.run_sync(carry_back, box):
+                    self.sandbox.log(
+                        f"sandbox {self.sandbox.key}: agent {self.agent}: {line}",
+                        sandbox=self.sandbox.key, agent=self.agent, carried=line,
+                    )  # fmt: skip
+
+    @asynccontextmanager
+    async def _swept(self, cwd: Path, *, boxed: bool = False) -> AsyncIterator[tuple[Path, ...]]:
+        """What the attempt left in a repository it may write that your git would obey (`boxed`:
+        and in its worktree, whose index what it did is carried back into), undone once its every
+        process is gone and no other attempt is in that repository (`gitsweep.Sweeps`), and logged
+        in the run's record (by the agent whose attempt ended last); meanwhile, the git directories
+        of the repositories' submodules, to hold. SandboxRefused: not begun."""
         found = await anyio.to_thread.run_sync(git_directories, self.sandbox.spec, cwd)
         repositories = [(git, top) for top, git in found]
+        if boxed and self.worktree is not None:
+            repositories.append((self.worktree.git_dir, Path(os.path.realpath(self.worktree.path))))
         with anyio.CancelScope(shield=True):  # begun, it is ended: else the repository is never swept again
             states = await anyio.to_thread.run_sync(gitsweep.SWEEPS.begin, repositories)
         try:
@@ -378,15 +425,17 @@ class SandboxedHarness(Harness):
                     )  # fmt: skip
 
     @asynccontextmanager
-    async def _within(self, agent_dir: Path, env: Mapping[str, str], submodules: Sequence[Path]) -> AsyncIterator[Confine]:
-        """What confines a command of the agent's CLI (`submodules`' git controls held too), with the
-        proxy to its model served meanwhile; its home made at the first."""
+    async def _within(
+        self, agent_dir: Path, env: Mapping[str, str], submodules: Sequence[Path], box: GitBox | None = None
+    ) -> AsyncIterator[Confine]:
+        """What confines a command of the agent's CLI (`submodules`' git controls held too, `box` its
+        git on its worktree), with the proxy to its model served meanwhile; its home made at the first."""
         home = agent_dir / HOME_NAME
         if self.endpoints is None:
             await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, env)
             self.endpoints = model_endpoints(self.inner.name, env)
         allow = Allowlist(self.endpoints, self.sandbox.spec.network)
-        confine = self._confine(agent_dir, home, allow, submodules)
+        confine = self._confine(agent_dir, home, allow, submodules, box)
         if not allow:
             yield confine
             return
@@ -394,7 +443,9 @@ class SandboxedHarness(Harness):
         async with serving(agent_dir / PROXY_SOCKET_NAME, proxy):
             yield confine
 
-    def _confine(self, agent_dir: Path, home: Path, allow: Allowlist, submodules: Sequence[Path]) -> Confine:
+    def _confine(
+        self, agent_dir: Path, home: Path, allow: Allowlist, submodules: Sequence[Path], box: GitBox | None
+    ) -> Confine:
         tunnels = sorted(str(endpoint) for endpoint in allow.endpoints if endpoint.loopback)
         runtime = runtime_paths(self.inner)
         system = system_view()
@@ -411,7 +462,7 @@ class SandboxedHarness(Harness):
             controls = git_controls(spec, cwd, submodules)
             inside = bwrap_argv(
                 spec, AgentPaths(cwd, agent_dir), home, command, system=system, runtime=runtime, hidden=records,
-                controls=controls, bwrap=self.sandbox.bwrap,
+                controls=controls, gitbox=box.paths() if box is not None else None, bwrap=self.sandbox.bwrap,
             )  # fmt: skip
             problem = too_long(inside)
             if problem is not None:

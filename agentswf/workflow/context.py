@@ -105,7 +105,7 @@ class Workflow:
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
-        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log, record=run_dir.parent.parent)
+        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log, record=run_dir.parent.parent, worktrees=worktrees)
         self._log_lines = log_lines
         self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
         self.stop_reason: str | None = None
@@ -258,7 +258,7 @@ class Workflow:
     def worktree(self, name: str, *, base: str = "HEAD", keep: Keep = "on-change") -> Path:
         """A git worktree of the run's repository on a new branch, for an agent's `cwd`: its path.
 
-        Made now (git checks `base` out) under the run's record, on the branch
+        Made now (git checks `base` out) beside the runs' record, on the branch
         `awf/<run id>/<name>`; the same name and arguments give the same worktree. At the
         run's end it is removed with its branch when nothing changed, and kept (and listed)
         when it has commits or uncommitted changes; with uncommitted changes it is never

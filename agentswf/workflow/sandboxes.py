@@ -22,6 +22,7 @@ from ..harnesses.base import Harness
 from ..harnesses.pane import PaneHarness
 from ..harnesses.runtime import Runtime
 from ..sandbox.runner import Sandbox, SandboxedHarness, check_reach, find_bwrap, probe
+from .worktrees import RunWorktrees
 
 __all__ = ["Sandbox", "SandboxSpec", "Sandboxes", "open_sandbox", "read_run_sandbox", "run_sandbox"]
 from ..sandbox.spec import RunSandboxFile, SandboxSpec, check_spec, resolve_spec
@@ -33,11 +34,13 @@ PRIVATE_PREFIX = "agent:"  # the key of an agent's own sandbox, from an inline s
 class Sandboxes:
     """The run's sandboxes by key (`wf.sandboxes`): `await wf.sandboxes.open(key, write=["."])`."""
 
-    def __init__(self, cwd: Path, log: Log, *, record: Path | None = None) -> None:
+    def __init__(self, cwd: Path, log: Log, *, record: Path | None = None, worktrees: RunWorktrees | None = None) -> None:
         self._cwd = cwd
         self._log = log
         self._record = Path(os.path.realpath(record)) if record is not None else None  # the run root
+        self._worktrees = worktrees  # the run's (wf.worktree): an agent on one gets a git of its own
         self._open: dict[str, tuple[SandboxSpec, Sandbox]] = {}
+        self._run_at: dict[Path, Sandbox] = {}  # the run's sandbox (awf run --sandbox), at each agent's cwd
 
     async def open(
         self,
@@ -68,13 +71,14 @@ class Sandboxes:
         )
         return await self._open_spec(key, spec)
 
-    async def _open_spec(self, key: str, spec: SandboxSpec) -> Sandbox:
+    async def _open_spec(self, key: str, spec: SandboxSpec, base: Path | None = None) -> Sandbox:
+        """The sandbox `spec` under `key`, its relative paths from `base` (the run's cwd unless given)."""
         existing = self._open.get(key)
         if existing is not None:
             if existing[0] != spec:
                 raise DefinitionError(f"sandbox {key} is already open with a different spec")
             return existing[1]
-        sandbox = await open_sandbox(key, spec, self._cwd, self._log, record=self._record)
+        sandbox = await open_sandbox(key, spec, base or self._cwd, self._log, record=self._record)
         self._open[key] = (spec, sandbox)
         self._opened(sandbox)
         return sandbox
@@ -94,16 +98,18 @@ class Sandboxes:
             isinstance(harness, SandboxedHarness) and isinstance(harness.inner, PaneHarness)
         ):
             raise DefinitionError(f"agent {agent}: an agent in a pane can't be sandboxed yet; run it headless to sandbox it")
+        real = Path(os.path.realpath(cwd))
+        worktree = self._worktrees.containing(real) if self._worktrees is not None else None
         if isinstance(harness, SandboxedHarness):  # the run's sandbox (awf run --sandbox) has it already
             if sandbox is not None:
                 raise DefinitionError(
                     f"agent {agent}: this run puts every agent in the sandbox given with awf run --sandbox, "
                     "so sandbox= can't be given"
                 )
-            check_reach(replace(harness.sandbox.spec, cwd=Path(os.path.realpath(cwd))), self._record)
-            if harness.sandbox.log is not self._log:  # its first agent: from now on, it records in this run
-                harness.sandbox.log, harness.sandbox.record = self._log, self._record
-                self._opened(harness.sandbox)
+            at = await self._run_sandbox(harness.sandbox, real)
+            if at is not harness.sandbox:
+                return at.confine(agent, harness.inner, worktree)
+            harness.worktree = worktree
             return harness
         if sandbox is None:
             return harness
@@ -113,11 +119,26 @@ class Sandboxes:
                     f"agent {agent}: sandbox= takes a Sandbox from wf.sandboxes.open, or a spec of its own "
                     f"(a SandboxSpec or a dict of read, write, network), not {type(sandbox).__name__}"
                 )
-            sandbox = await self._open_spec(PRIVATE_PREFIX + agent, check_spec(sandbox))
+            spec = check_spec(sandbox)  # an agent's own: its paths from its cwd, unless the spec names a cwd
+            sandbox = await self._open_spec(PRIVATE_PREFIX + agent, spec, real if spec.cwd is None else None)
         elif all(sandbox is not opened for _, opened in self._open.values()):
             raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
-        check_reach(replace(sandbox.spec, cwd=Path(os.path.realpath(cwd))), self._record)  # the agent's cwd is in its sandbox too
-        return sandbox.confine(agent, harness)
+        check_reach(replace(sandbox.spec, cwd=real), self._record)  # the agent's cwd is in its sandbox too
+        return sandbox.confine(agent, harness, worktree)
+
+    async def _run_sandbox(self, sandbox: Sandbox, cwd: Path) -> Sandbox:
+        """The run's sandbox at the agent's cwd `cwd`: its relative paths (`write=["."]`) from there,
+        so an agent on a worktree writes that worktree; one per cwd, recorded as it opens."""
+        if sandbox.given is None or cwd == sandbox.spec.cwd:
+            check_reach(sandbox.spec, self._record)
+            if sandbox.log is not self._log:  # its first agent: from now on, it records in this run
+                sandbox.log, sandbox.record = self._log, self._record
+                self._opened(sandbox)
+            return sandbox
+        if cwd not in self._run_at:
+            self._run_at[cwd] = await open_sandbox(sandbox.key, sandbox.given, cwd, self._log, record=self._record)
+            self._opened(self._run_at[cwd])
+        return self._run_at[cwd]
 
 
 def sandbox_cwd(sandbox: Any, run_cwd: Path) -> Path:
@@ -135,7 +156,7 @@ async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log, *, rec
     check_reach(resolved, record)
     bwrap = find_bwrap()
     await probe(bwrap)
-    return Sandbox(key, resolved, bwrap=bwrap, log=log, record=record)
+    return Sandbox(key, resolved, bwrap=bwrap, log=log, record=record, given=spec)
 
 
 def read_run_sandbox(file: str | Path) -> RunSandboxFile:

@@ -1,13 +1,17 @@
-"""A git worktree per agent (`cwd=wf.worktree(name)`): made on a branch of its own under the
-run, removed at the run's end when nothing changed, kept when something did, and never
+"""A git worktree per agent (`cwd=wf.worktree(name)`): made on a branch of its own beside the
+run's record, removed at the run's end when nothing changed, kept when something did, and never
 removed while it holds uncommitted changes.
 
-Under the run's record (0700, like the rest of it):
+In the run's record (0700, like the rest of it), what the run knows of its worktrees:
 
     <run dir>/worktrees/
       .live              locked (flock) by the run while it lives: a run killed with -9 lets go
       <name>.json        the worktree's manifest: repository, branch, base, and how it ended
-      <name>/            the worktree, on branch awf/<run id>/<name>, locked in git while the run lives
+
+and the worktrees themselves beside the runs' record (`worktree_path`), not in it, so that a
+sandbox can be given one to write while no sandbox is given any record:
+
+    <run root>/../worktrees/<run id>/<name>/   on branch awf/<run id>/<name>, locked in git while the run lives
 
 The user's own working tree and index are never touched. Git runs as `git -C <repository>` to
 add, lock, unlock and remove worktrees and to read and delete the run's branches, and with an
@@ -46,11 +50,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import IO, Any, Literal, get_args
 
 import msgspec
 
-from ..engine.records import make_private_dirs, write_whole
+from ..engine.records import make_private_dirs, write_private, write_whole
 from ..errors import DefinitionError
 from ..harnesses.regular import read_regular
 
@@ -61,7 +65,7 @@ Place = Literal["here", "deleted", "moved", "replaced", "gone"]
 (`deleted`); moved by `git worktree move` (`moved`); something else at its path (`replaced`);
 neither directory nor git's entry (`gone`)."""
 
-WORKTREES_DIR = "worktrees"
+WORKTREES_DIR = "worktrees"  # in a run's record: its manifests; beside the run root: the worktrees
 LIVE_LOCK_NAME = ".live"
 BRANCH_PREFIX = "awf"
 MAX_NAME_CHARS = 64
@@ -69,6 +73,11 @@ MIN_GIT_VERSION = (2, 17)  # `git worktree remove`
 GIT_TIMEOUT_SECONDS = 120.0  # one git command; `worktree add` checks a whole tree out
 GIT_MESSAGE_CHARS = 400  # of git's standard error, in an error or a record
 MAX_LINK_BYTES = 4096  # of a `.git` file or git's `gitdir` (a path): a larger one, an agent's, is none
+OWNER_FILE = "agentswf"  # in a worktree's entry in git (`.git/worktrees/<id>/`): the run and name that made it
+SUBMODULES_KEEP = (
+    "nothing changed, but its submodules are checked out, and git won't remove a worktree with submodules: "
+    "`git submodule deinit --all` in it, then `awf worktrees --clean`, or remove it yourself"
+)
 MAX_MANIFEST_BYTES = 1 << 20  # of a worktree's manifest (some paths and a reason: a few KiB): a larger one, an agent's, is none
 LOCAL_GIT_VARIABLES = frozenset(
     # `git rev-parse --local-env-vars` (of git 2.17 to 2.47: GIT_NO_LAZY_FETCH is 2.45's): what makes git
@@ -92,14 +101,15 @@ class Worktree:
 
     Attributes:
         name: its name in the run.
-        path: its directory, the agent's `cwd`.
+        path: its directory, the agent's `cwd` (`worktree_path`: beside the runs' record).
         branch: the branch it is on, `awf/<run id>/<name>`.
         base: the commit it started from (what `base` resolved to).
         keep: what happens to it at the run's end: `"on-change"`, `"always"` or `"never"`.
         repository: the top of the working tree it was made from.
         git_dir: its own git directory (`.git/worktrees/<id>` of the repository).
-        common_dir: the repository's git directory; a commit writes its objects and refs
-            there, so a sandbox that lets an agent commit must let it write there too.
+        common_dir: the repository's git directory, where its objects and branches are. A
+            sandboxed agent never writes it: it commits in a git directory of its own, carried
+            back at its attempt's end (agentswf.sandbox.gitbox).
         given_base: `base` as it was given.
         run_id: the run that made it.
     """
@@ -150,6 +160,7 @@ class Seen:
     commits: int = 0  # on its branch since the base
     elsewhere: Path | None = None  # where it was moved to
     problem: str | None = None  # what git said when it couldn't be read
+    submodules: bool = False  # some are checked out in it: `git worktree remove` won't remove it
 
 
 @dataclass(frozen=True)
@@ -168,6 +179,29 @@ class Manifest(msgspec.Struct, frozen=True):
     worktree: Worktree
     state: Literal["making", "made", "failed", "ended"]
     ended: WorktreeEnd | None = None
+
+
+def worktrees_home(run_root: Path) -> Path:
+    """Where the worktrees of the runs recorded under `run_root` are: beside it, not in it."""
+    return run_root.parent / WORKTREES_DIR
+
+
+def run_worktrees(run_dir: Path) -> Path:
+    """Where the worktrees of the run recorded in `run_dir` (`<run root>/<workflow>/<run id>`) are."""
+    return worktrees_home(run_dir.parent.parent) / run_dir.name
+
+
+def worktree_path(run_dir: Path, name: str) -> Path:
+    """The worktree `name` of the run recorded in `run_dir`."""
+    return run_worktrees(run_dir) / name
+
+
+def drop_if_empty(directory: Path) -> None:
+    """A run's directory of worktrees removed once none is left in it (an empty one says nothing)."""
+    try:
+        os.rmdir(directory)
+    except OSError:
+        pass  # a worktree is kept there, or it is gone already
 
 
 def check_name(name: object) -> str:
@@ -207,7 +241,7 @@ def decide(keep: Keep, seen: Seen, base: str, *, cleaning: bool = False) -> Plan
     committed = seen.tip not in (None, base) or (seen.head is not None and seen.head != base)
     if committed:
         head_on_branch = seen.head is not None and seen.head in (base, seen.tip)
-        if seen.place == "deleted" or (keep == "never" and seen.place == "here"):
+        if seen.place == "deleted" or (keep == "never" and seen.place == "here" and not seen.submodules):
             if not head_on_branch:
                 return Plan(False, False, "kept", f"its HEAD ({seen.head or 'unread'}) holds commits its branch doesn't")
             why = "its directory was deleted" if seen.place == "deleted" else "keep='never'"
@@ -219,6 +253,8 @@ def decide(keep: Keep, seen: Seen, base: str, *, cleaning: bool = False) -> Plan
         return Plan(False, False, "kept", "keep='always'")
     if seen.place == "here" and seen.head is None:
         return Plan(False, False, "kept", f"its HEAD couldn't be read ({seen.problem}); left as it is")
+    if seen.place == "here" and seen.submodules:
+        return Plan(False, False, "kept", SUBMODULES_KEEP)
     reason = {"here": "nothing changed", "deleted": "its directory was deleted; nothing was committed"}
     return Plan(seen.place in ("here", "deleted"), seen.tip == base, "removed", reason.get(seen.place, "nothing was left"))
 
@@ -237,10 +273,15 @@ def git_environment() -> dict[str, str]:
 
 
 def git(
-    *args: str | Path, cwd: Path | None = None, check: bool = True, env: Mapping[str, str] | None = None
+    *args: str | Path,
+    cwd: Path | None = None,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run git (from PATH) with `args`, running no command the repository names (`NO_COMMANDS`),
-    with `env` added to its environment; GitFailed if it can't run, or (`check`) exits non-zero."""
+    with `env` added to its environment and `stdin` (a file) its input; GitFailed if it can't
+    run, or (`check`) exits non-zero."""
     executable = shutil.which("git")
     if executable is None:
         raise GitFailed("git is not installed (no git on PATH)")
@@ -251,7 +292,7 @@ def git(
             [executable, *NO_COMMANDS, *map(str, args)],
             cwd=cwd,
             env=environment,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             capture_output=True,
             text=True,
             errors="surrogateescape",
@@ -277,22 +318,49 @@ def pinned_git_dir(common: Path) -> Iterator[Path]:
     and it has no attributes and no hooks. A worktree read, checked out or removed with it is as
     in `common`, but through no filter the repository's config defines (`git worktree remove`
     checks the worktree is clean with a `git status` of its own, which inherits it)."""
-    said = git("config", "--file", common / "config", "--get", "extensions.objectformat", check=False)
-    object_format = said.stdout.strip() if said.returncode == 0 else ""
-    if not re.fullmatch(r"[a-z0-9]*", object_format):
-        raise GitFailed(f"the repository's extensions.objectformat is {object_format!r}")
     with tempfile.TemporaryDirectory(prefix="awf-git-") as made:
         pinned = Path(made)
         for name in SHARED_DATA:
             (pinned / name).symlink_to(common / name)
-        version = f"\trepositoryformatversion = {1 if object_format else 0}\n"
-        extensions = f"[extensions]\n\tobjectformat = {object_format}\n" if object_format else ""
-        (pinned / "config").write_text(f"[core]\n{version}{extensions}")
+        (pinned / "config").write_text(format_config(common))
         yield pinned
 
 
+def format_config(common: Path) -> str:
+    """A config of nothing but the repository format of the repository whose git directory is
+    `common` (its object format: sha1 or sha256); GitFailed if it names one git can't. Read by
+    git once for each state of its config file (a git command saved on every later one)."""
+    try:
+        seen = os.stat(common / "config")
+        state: tuple[int, ...] = (seen.st_ino, seen.st_size, seen.st_mtime_ns)
+    except OSError:
+        state = ()
+    key = (str(common), state)
+    if key not in _formats:
+        said = git("config", "--file", common / "config", "--get", "extensions.objectformat", check=False)
+        object_format = said.stdout.strip() if said.returncode == 0 else ""
+        if not re.fullmatch(r"[a-z0-9]*", object_format):
+            raise GitFailed(f"the repository's extensions.objectformat is {object_format!r}")
+        if len(_formats) >= MAX_FORMATS_KEPT:
+            _formats.clear()
+        _formats[key] = object_format
+    object_format = _formats[key]
+    version = f"\trepositoryformatversion = {1 if object_format else 0}\n"
+    extensions = f"[extensions]\n\tobjectformat = {object_format}\n" if object_format else ""
+    return f"[core]\n{version}{extensions}"
+
+
+MAX_FORMATS_KEPT = 1024  # repositories whose object format `format_config` remembers
+_formats: dict[tuple[str, tuple[int, ...]], str] = {}
+
+
 def pinned_git(
-    common: Path, *args: str | Path, cwd: Path, check: bool = True, worktree: tuple[Path, Path] | None = None
+    common: Path,
+    *args: str | Path,
+    cwd: Path,
+    check: bool = True,
+    worktree: tuple[Path, Path] | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """git `args` in `common`'s repository, from `cwd` (or on `worktree`, its git directory and
     its path), reading none of its config, attributes or hooks (`pinned_git_dir`)."""
@@ -300,7 +368,7 @@ def pinned_git(
         place = {"GIT_COMMON_DIR": str(pinned)}
         if worktree is not None:
             place.update(GIT_DIR=str(worktree[0]), GIT_WORK_TREE=str(worktree[1]))
-        return git(*args, cwd=cwd, check=check, env=place)
+        return git(*args, cwd=cwd, check=check, env=place, stdin=stdin)
 
 
 def git_message(done: subprocess.CompletedProcess[str]) -> str:
@@ -321,12 +389,12 @@ def check_git() -> None:
         raise DefinitionError(f"wf.worktree needs git {'.'.join(map(str, MIN_GIT_VERSION))} or newer, not {said!r}")
 
 
-def _commit(repository: Path, name: str) -> str | None:
+def commit_of(repository: Path, name: str) -> str | None:
     done = git("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", cwd=repository, check=False)
     return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
-def _read_link(path: Path) -> str | None:
+def read_link(path: Path) -> str | None:
     """A `gitdir: X` or plain-path file's target, if it is a regular file of at most MAX_LINK_BYTES
     (not a symlink, a FIFO, nor anything larger) and names a path (an agent's NUL in it names none).
     What is checked is what is read: one descriptor (`read_regular`), so a file swapped in between is neither."""
@@ -338,14 +406,30 @@ def _read_link(path: Path) -> str | None:
     return target if target and "\0" not in target else None
 
 
-def _same(a: str | Path, b: str | Path) -> bool:
+def same_path(a: str | Path, b: str | Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def owner_mark(worktree: Worktree) -> bytes:
+    """What the run writes in its worktree's entry in git (OWNER_FILE): git names an entry after
+    the worktree's directory alone, and gives a later run's worktree of the same name the entry a
+    removed one had; this says whose it is."""
+    return f"{worktree.run_id}/{worktree.name}\n".encode()
+
+
+def is_owned(worktree: Worktree) -> bool:
+    """Whether git's entry at `worktree.git_dir` is this worktree's: its mark says so (or it has
+    none, as a worktree of an earlier version has none)."""
+    mark = read_regular(worktree.git_dir / OWNER_FILE, MAX_LINK_BYTES + 1, follow=False)
+    return mark == owner_mark(worktree) or (mark is None and not os.path.lexists(worktree.git_dir / OWNER_FILE))
+
+
 def inspect(worktree: Worktree) -> Seen:
-    """Where the worktree is and what changed in it, read without discovery from its path."""
-    registered = _read_link(worktree.git_dir / "gitdir")  # git's record of where its .git file is
-    tip = _commit(worktree.repository, f"refs/heads/{worktree.branch}")
+    """Where the worktree is and what changed in it, read without discovery from its path. Git's
+    entry for it is its own only if it is marked so (`is_owned`): a later run's of the same name,
+    at the same place in git, is not it."""
+    registered = read_link(worktree.git_dir / "gitdir") if is_owned(worktree) else None  # where its .git file is
+    tip = commit_of(worktree.repository, f"refs/heads/{worktree.branch}")
     commits = 0
     if tip is not None and tip != worktree.base:
         counted = git("rev-list", "--count", f"{worktree.base}..{tip}", cwd=worktree.repository, check=False)
@@ -355,15 +439,15 @@ def inspect(worktree: Worktree) -> Seen:
         said = git(f"--git-dir={worktree.git_dir}", "rev-parse", "--verify", "--quiet", "HEAD", check=False)
         head = (said.stdout.strip() or None) if said.returncode == 0 else None
     here = os.path.lexists(worktree.path)
-    if registered is not None and not _same(registered, worktree.path / ".git"):
+    if registered is not None and not same_path(registered, worktree.path / ".git"):
         moved = Path(registered).parent
         if not here and moved.exists():
             return Seen("moved", head=head, tip=tip, commits=commits, elsewhere=moved)
         return Seen("replaced" if here else "deleted", head=head, tip=tip, commits=commits)
     if not here:
         return Seen("deleted" if registered is not None else "gone", head=head, tip=tip, commits=commits)
-    link = _read_link(worktree.path / ".git")
-    if worktree.path.is_symlink() or registered is None or link is None or not _same(link, worktree.git_dir):
+    link = read_link(worktree.path / ".git")
+    if worktree.path.is_symlink() or registered is None or link is None or not same_path(link, worktree.git_dir):
         return Seen("replaced", head=head, tip=tip, commits=commits)
     status = pinned_git(
         worktree.common_dir,
@@ -378,7 +462,21 @@ def inspect(worktree: Worktree) -> Seen:
     )
     if status.returncode != 0:
         return Seen("here", None, head, tip, commits, problem=git_message(status))
-    return Seen("here", bool(status.stdout), head, tip, commits, problem=None if head else "no HEAD")
+    populated = _has_submodules(worktree)
+    return Seen("here", bool(status.stdout), head, tip, commits, problem=None if head else "no HEAD", submodules=populated)
+
+
+def _has_submodules(worktree: Worktree) -> bool:
+    """Whether submodules are checked out in the worktree, as `git worktree remove` finds them
+    (and then won't remove it): a `modules` in its git directory, or a submodule of its index
+    whose directory holds a `.git`."""
+    if (worktree.git_dir / "modules").is_dir():
+        return True
+    listed = pinned_git(
+        worktree.common_dir, "ls-files", "--stage", "-z", cwd=worktree.path, check=False, worktree=(worktree.git_dir, worktree.path)
+    )  # fmt: skip
+    links = [entry.split("\t", 1)[1] for entry in listed.stdout.split("\0") if entry.startswith("160000 ") and "\t" in entry]
+    return any(os.path.lexists(worktree.path / link / ".git") for link in links)
 
 
 def carry_out(worktree: Worktree, seen: Seen, plan: Plan) -> WorktreeEnd:
@@ -452,9 +550,10 @@ def load_manifest(path: Path) -> Manifest | str:
         manifest = msgspec.json.decode(data, type=Manifest, dec_hook=_decode_path)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         return f"not a manifest ({error})"
-    worktree, run_id = manifest.worktree, path.parent.parent.name
-    expected = (path.stem, run_id, f"{BRANCH_PREFIX}/{run_id}/{path.stem}")
-    if (worktree.name, worktree.run_id, worktree.branch) != expected or not _same(worktree.path, path.with_suffix("")):
+    worktree, run_dir = manifest.worktree, path.parent.parent
+    expected = (path.stem, run_dir.name, f"{BRANCH_PREFIX}/{run_dir.name}/{path.stem}")
+    places = (worktree_path(run_dir, path.stem), path.with_suffix(""))  # beside the record; in it, where earlier versions made them
+    if (worktree.name, worktree.run_id, worktree.branch) != expected or not any(same_path(worktree.path, place) for place in places):
         return "it names another worktree, run, branch or path than its own place"
     try:
         check_name(worktree.name)
@@ -501,6 +600,7 @@ class RunWorktrees:
 
     def __init__(self, *, run_id: str, run_dir: Path, cwd: Path) -> None:
         self._run_id = run_id
+        self._run_dir = run_dir
         self._directory = run_dir / WORKTREES_DIR
         self._cwd = cwd
         self._made: dict[str, Worktree] = {}
@@ -535,15 +635,15 @@ class RunWorktrees:
         if not self._tried:
             check_git()
         repository, common = self._repository()
-        sha = _commit(repository, base)
+        sha = commit_of(repository, base)
         if sha is None:
-            if _commit(repository, "HEAD") is None:
+            if commit_of(repository, "HEAD") is None:
                 raise DefinitionError(f"worktree {name}: the repository {repository} has no commits yet; commit first")
             raise DefinitionError(f"worktree {name}: base {base!r} is not a commit of the repository {repository}")
         branch = f"{BRANCH_PREFIX}/{self._run_id}/{name}"
         if git("check-ref-format", f"refs/heads/{branch}", check=False).returncode != 0:
             raise DefinitionError(f"worktree {name}: {branch} can't be a branch's name")
-        path = self._directory / name
+        path = worktree_path(self._run_dir, name)
         earlier = self._kept_earlier(name, base, branch, path)
         if earlier is None and git(
             "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repository, check=False
@@ -563,13 +663,19 @@ class RunWorktrees:
             return worktree
         worktree = Worktree(name, path, branch, sha, keep, repository, common / "worktrees" / name, common, base, self._run_id)
         write_manifest(self._directory, Manifest(worktree, "making"))
+        make_private_dirs(path.parent)
+        ignore = worktrees_home(self._run_dir.parent.parent) / ".gitignore"
+        if not ignore.exists():
+            write_private(ignore, b"*\n")  # as the run root's: the worktrees stay out of the repository's status
         self._tried.append(worktree)
         # Checked out by the run's own git, through no filter the repository's config defines
         added = git("worktree", "add", "--quiet", "--no-checkout", "-b", branch, path, sha, cwd=repository, check=False)
-        git_dir = _read_link(path / ".git")
+        git_dir = read_link(path / ".git")
         if git_dir is not None:  # git names its entry after the directory, with a number if that is taken
             worktree = replace(worktree, git_dir=Path(git_dir) if Path(git_dir).is_absolute() else path / git_dir)
             self._tried[-1] = worktree
+            if added.returncode == 0:
+                write_private(worktree.git_dir / OWNER_FILE, owner_mark(worktree))  # whose entry this is (`is_owned`)
         if added.returncode == 0:
             added = pinned_git(
                 common, "read-tree", "--reset", "-u", sha, cwd=path, check=False, worktree=(worktree.git_dir, path)
@@ -590,7 +696,10 @@ class RunWorktrees:
         if manifest is None or manifest.ended is None or manifest.ended.state != "kept":
             return None
         earlier = manifest.worktree
-        if (earlier.run_id, earlier.branch, earlier.given_base) != (self._run_id, branch, base) or not _same(earlier.path, path):
+        places = (path, self._directory / name)  # beside the record; in it, where earlier versions made it
+        if (earlier.run_id, earlier.branch, earlier.given_base) != (self._run_id, branch, base) or not any(
+            same_path(earlier.path, place) for place in places
+        ):
             raise DefinitionError(
                 f"worktree {name}: an earlier attempt of this run kept it with base={earlier.given_base!r}; "
                 "give the same base to go on in it"
@@ -613,6 +722,15 @@ class RunWorktrees:
         top, common = said  # the common directory relative to where git ran, unless absolute
         return Path(top), (self._cwd / common).resolve()
 
+    def containing(self, path: Path) -> Worktree | None:
+        """The worktree this run made that `path` (a real path: an agent's cwd) is in, or None."""
+        with self._lock:
+            for worktree in self._made.values():
+                top = Path(os.path.realpath(worktree.path))
+                if top == path or top in path.parents:
+                    return worktree
+        return None
+
     def finish(self) -> list[WorktreeEnd]:
         """Deal with every worktree the run tried to make (its agents are stopped), and let go of the run's lock."""
         with self._lock:
@@ -626,6 +744,8 @@ class RunWorktrees:
                     pass  # the worktree's fate is in git and in the run's log; the manifest is a convenience
                 if worktree.name in self._made or end.kept:  # a failed one that left nothing: its error said it
                     ends.append(end)
+            if self._tried:
+                drop_if_empty(run_worktrees(self._run_dir))
             if self._live is not None:
                 os.close(self._live)
                 self._live = None

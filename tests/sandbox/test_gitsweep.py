@@ -13,7 +13,7 @@ import pytest
 from agentswf.errors import HarnessError, SandboxRefused
 from agentswf.sandbox import gitsweep
 from agentswf.sandbox.gitsweep import (
-    MAX_MODULE_DIRECTORIES,
+    MAX_MODULE_GIT_DIRECTORIES,
     MAX_POINTER_BYTES,
     NOT_A_FILE,
     OVERSIZED,
@@ -57,10 +57,11 @@ def test_attempts_that_overlap_share_the_first_ones_state_and_the_last_sweeps(tm
 @needs_git
 def test_an_attempt_refused_in_one_repository_is_in_none(tmp_path: Path) -> None:
     ours, full = _repo(tmp_path / "ours"), _repo(tmp_path / "full")
-    for number in range(MAX_MODULE_DIRECTORIES + 1):
+    for number in range(MAX_MODULE_GIT_DIRECTORIES + 1):
         (full / ".git" / "modules" / f"d{number}").mkdir(parents=True)
+        (full / ".git" / "modules" / f"d{number}" / "HEAD").write_text("ref: refs/heads/main\n")
     sweeps = Sweeps()
-    with pytest.raises(SandboxRefused, match=f"more than {MAX_MODULE_DIRECTORIES} directories"):
+    with pytest.raises(SandboxRefused, match=f"more than {MAX_MODULE_GIT_DIRECTORIES} git directories"):
         sweeps.begin([(ours / ".git", ours), (full / ".git", full)])
     sweeps.begin([(ours / ".git", ours)])
     (ours / ".git" / "commondir").write_text("/elsewhere\n")
@@ -102,17 +103,37 @@ def test_moving_aside_takes_no_name_that_is_there(tmp_path: Path, monkeypatch: p
     assert not (tmp_path / ".git").exists() and not (tmp_path / "elsewhere").exists()
 
 
-def test_module_directories_are_refused_past_the_cap_loose_objects_uncounted(tmp_path: Path) -> None:
+def test_module_directories_count_git_directories_not_their_refs_and_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submodule's git directory with thousands of branches (`dependabot/pip/<name>/<version>`)
+    and their reflogs is one git directory: its data isn't walked. Past MAX_MODULE_GIT_DIRECTORIES
+    git directories, or MAX_MODULE_DIRECTORIES directories in all, it is refused, saying what it
+    counted and never to remove a submodule's data."""
     git = tmp_path / ".git"
-    for number in range(MAX_MODULE_DIRECTORIES - 1):
-        (git / "modules" / f"d{number}").mkdir(parents=True)
-    for fanout in ("00", "ab", "ff"):  # a git directory's loose objects: not walked
-        (git / "modules" / "d0" / "objects" / fanout).mkdir(parents=True)
-    assert len(module_directories(git)) == MAX_MODULE_DIRECTORIES  # d0/objects the last
+    busy = git / "modules" / "busy"
+    for where in ("refs/remotes/origin", "logs/refs/remotes/origin"):
+        for number in range(3000):
+            (busy / where / "dependabot" / "pip" / f"package-{number}").mkdir(parents=True)
+    (busy / "objects" / "ab").mkdir(parents=True)
+    (busy / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "modules" / "lib" / "inner" / "modules" / "deeper").mkdir(parents=True)  # a name with a slash, nested
+    for module in ("lib/inner", "lib/inner/modules/deeper"):
+        (git / "modules" / module / "config").write_text("")
+    found = sorted(path.relative_to(git / "modules").as_posix() for path in module_directories(git))
+    assert found == ["busy", "lib", "lib/inner", "lib/inner/modules", "lib/inner/modules/deeper"]
+    for number in range(MAX_MODULE_GIT_DIRECTORIES - 3):  # with busy, lib/inner and deeper: all it holds
+        (git / "modules" / f"m{number}").mkdir()
+        (git / "modules" / f"m{number}" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert len(module_directories(git)) == MAX_MODULE_GIT_DIRECTORIES + 2  # and lib, lib/inner/modules
     (git / "modules" / "one-more").mkdir()
+    (git / "modules" / "one-more" / "config").write_text("")
     with pytest.raises(SandboxRefused) as refused:
         module_directories(git)
-    assert isinstance(refused.value, HarnessError) and str(git / "modules") in str(refused.value)
+    message = str(refused.value)
+    assert isinstance(refused.value, HarnessError) and str(git / "modules") in message
+    assert f"more than {MAX_MODULE_GIT_DIRECTORIES} git directories" in message and "remove" not in message
+    monkeypatch.setattr(gitsweep, "MAX_MODULE_DIRECTORIES", 10)
+    with pytest.raises(SandboxRefused, match="more than 10 directories that are no git directory's data"):
+        module_directories(git)
 
 
 @needs_git
@@ -156,10 +177,11 @@ def test_git_controls_hold_every_modules_directory_and_a_submodules_own_git_dire
 
 
 def test_git_controls_hold_a_per_worktree_config_made_empty_where_there_is_none(tmp_path: Path) -> None:
-    """`config.worktree` (read where extensions.worktreeConfig is on): the repository's, each of
-    its linked worktrees', a submodule's and its worktrees', a submodule's own `.git`'s; one there
-    is held as it is, never written; none is made where git sees no git directory (a directory of
-    refs with a HEAD: it would be a broken ref)."""
+    """`config.worktree` (read where extensions.worktreeConfig is on): the repository's, a
+    submodule's, a submodule's own `.git`'s; one there is held as it is, never written; none is
+    made where git sees no git directory (a directory of refs with a HEAD: it would be a broken
+    ref). The linked worktrees' (the repository's and the submodule's) are held with their whole
+    `worktrees` directory, one mount however many there are, and nothing is made in them."""
     repo = tmp_path / "repo"
     git = repo / ".git"
     module, own = git / "modules" / "sub", repo / "own" / ".git"
@@ -177,9 +199,12 @@ def test_git_controls_hold_a_per_worktree_config_made_empty_where_there_is_none(
         (directory / "HEAD").write_text("ref: refs/heads/main\n")
     (git / "config.worktree").write_text("[core]\n\tsparseCheckout = true\n")
     held = git_controls(ResolvedSpec(repo, (), (repo,), ()), repo, [own])
-    for directory in (git, module, own, *linked):
+    for directory in (git, module, own):
         assert directory / "config.worktree" in held, directory
+    assert git / "worktrees" in held and module / "worktrees" in held
+    assert not any(directory in path.parents for directory in linked for path in held), held
     assert (git / "config.worktree").read_text() == "[core]\n\tsparseCheckout = true\n"
-    assert (linked[0] / "config.worktree").read_bytes() == b"" and (own / "config.worktree").read_bytes() == b""
+    assert (own / "config.worktree").read_bytes() == b""
+    assert sorted(path.name for path in linked[0].iterdir()) == ["HEAD", "commondir"]  # nothing made in them
     assert [path.name for path in (module / "refs" / "remotes" / "origin").iterdir()] == ["HEAD"]
     assert [path.name for path in (module / "refs" / "heads").iterdir()] == ["config"]

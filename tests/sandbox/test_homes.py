@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import subprocess
 from pathlib import Path
 
 import pytest
 
+import agentswf
+from agentswf import workflow
 from agentswf.errors import DefinitionError
 from agentswf.sandbox import runner
 from agentswf.sandbox.homes import model_endpoints, prepare_home, sandbox_env
 from agentswf.sandbox.proxy import Endpoint
+
+from .kit import ANSWER, agent, needs_bwrap
 
 pytestmark = pytest.mark.anyio
 
@@ -77,3 +84,38 @@ async def test_a_machine_whose_kernel_refuses_namespaces_is_told_so_at_open(tmp_
     fake.chmod(0o755)
     with pytest.raises(DefinitionError, match="can't make a sandbox here .bwrap: No permissions.*user namespaces"):
         await runner.probe(str(fake))
+
+
+def test_the_users_git_identity_is_in_the_home_and_nothing_else_of_their_git_config(tmp_path):
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / ".gitconfig").write_text('[user]\n\tname = "A \\"Quoted\\" Person"\n\temail = a@example.com\n[core]\n\tfsmonitor = /evil\n')
+    home = tmp_path / "home"
+    prepare_home(home, "shell", {"HOME": str(user)})
+    assert files(home) == {".gitconfig"}
+    said = subprocess.run(["git", "config", "--file", str(home / ".gitconfig"), "--list"], capture_output=True, text=True, check=True)
+    assert said.stdout == 'user.name=A "Quoted" Person\nuser.email=a@example.com\n'
+    prepare_home(tmp_path / "h2", "shell", {"HOME": str(tmp_path / "nobody")})  # no identity: no .gitconfig
+    assert files(tmp_path / "h2") == set()
+
+
+@needs_bwrap
+async def test_a_sandboxed_git_commit_is_made_with_the_users_identity(place):
+    """The sandbox's home is fresh, so git in it knew no name: `git commit` failed "Author identity
+    unknown". The user's own name and email (their global config) are there now."""
+    repo = place / "ws"
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "first"]):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=X", "-c", "user.email=x@x", *args], check=True)
+    (place / "home" / ".gitconfig").write_text("[user]\n\tname = A Person\n\temail = a@example.com\n")
+    body = f"git commit -q --allow-empty -m mine && say \"$(git log -1 --format='%an <%ae>')\"\n{ANSWER}"
+    token = secrets.token_hex(4)
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws", write=["."])
+        a = await wf.agents.open("a", runtime=agent(repo, "a", body, token), sandbox=box)
+        return (await a.run("Commit.", timeout=30)).value
+
+    definition = workflow(name="sbx", description="A sandboxed commit.")(fn)
+    env = {**os.environ, "HOME": str(place / "home")}
+    result = await agentswf.run(definition, run_root=place / "runs", cwd=place, env=env)
+    assert result.value == "A Person <a@example.com>", result.reason

@@ -18,7 +18,16 @@ import pytest
 import agentswf
 from agentswf import workflow
 from agentswf.sandbox.bwrap import BWRAP_MAX_ARGS, MAX_ARGV_BYTES
-from agentswf.sandbox.gitsweep import MAX_MODULE_DIRECTORIES, GitState, read_state, repairs, sweep
+from agentswf.sandbox.gitsweep import (
+    MAX_MODULE_DIRECTORIES,
+    MAX_MODULE_GIT_DIRECTORIES,
+    GitState,
+    read_state,
+    repairs,
+    sweep,
+)
+from agentswf.sandbox.runner import git_controls
+from agentswf.sandbox.spec import ResolvedSpec
 
 from ..sandbox.kit import ANSWER, agent, needs_bwrap
 
@@ -45,21 +54,39 @@ def _repo(tmp_path: Path) -> Path:
 def test_a_commondir_made_is_removed_and_one_changed_put_back(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     git_dir = repo / ".git"
-    (git_dir / "worktrees" / "w").mkdir(parents=True)
-    (git_dir / "worktrees" / "w" / "commondir").write_bytes(b"../..\n")
-    before = read_state(git_dir, repo)
+    module = git_dir / "modules" / "m"
+    module.mkdir(parents=True)
+    (module / "commondir").write_bytes(b"../..\n")
+    before = read_state(git_dir, repo)  # no linked worktree yet: any the agent makes is its own, read after
     stash = tmp_path / "stash"
     shutil.copytree(git_dir, stash)
     (stash / "config").write_text(f"[core]\n\tfsmonitor = touch {tmp_path}/OWNED; false\n")
     (git_dir / "commondir").write_text(f"{stash}\n")
-    (git_dir / "worktrees" / "w" / "commondir").unlink()
+    (module / "commondir").write_text(f"{stash}\n")
+    (git_dir / "worktrees" / "w").mkdir(parents=True)
     (git_dir / "worktrees" / "w" / "commondir").symlink_to(tmp_path / "elsewhere")  # written through, it would make one
     lines = sweep(before)
-    assert len(lines) == 2 and all("put back as it was" in line for line in lines), lines
+    assert len(lines) == 3 and all("put back as it was" in line for line in lines), lines
     assert not (git_dir / "commondir").exists() and not (tmp_path / "elsewhere").exists()
-    assert (git_dir / "worktrees" / "w" / "commondir").read_bytes() == b"../..\n"
+    assert not os.path.lexists(git_dir / "worktrees" / "w" / "commondir")
+    assert (module / "commondir").read_bytes() == b"../..\n"
     _git(repo, "status")
     assert not (tmp_path / "OWNED").exists()
+
+
+def test_the_linked_worktrees_there_when_read_are_held_whole_and_not_read_one_by_one(tmp_path: Path) -> None:
+    """`.git/worktrees` is read-only in the sandbox (one mount, `git_controls`): its entries, a
+    thousand or none, can't change, so none is read before or after an attempt."""
+    repo = _repo(tmp_path)
+    git_dir = repo / ".git"
+    for name in ("a", "b"):
+        (git_dir / "worktrees" / name).mkdir(parents=True)
+        (git_dir / "worktrees" / name / "commondir").write_bytes(b"../..\n")
+    before = read_state(git_dir, repo)
+    assert before.held == {git_dir / "worktrees"}
+    assert list(before.pointers) == [git_dir / "commondir"]
+    assert git_dir / "worktrees" in git_controls(ResolvedSpec(repo, (), (repo,), ()), repo)
+    assert sweep(before) == []
 
 
 def test_a_submodule_added_is_taken_out_of_the_index_and_left_on_disk(tmp_path: Path) -> None:
@@ -373,10 +400,11 @@ async def test_a_modules_directory_too_full_to_hold_refuses_the_attempt(tmp_path
     """More directories in `.git/modules` than the sandbox holds (decoys an agent made): the
     attempt is refused, the turn failed saying why, never begun with some of them not held."""
     repo = _workspace(tmp_path, _with_submodule)
-    for number in range(MAX_MODULE_DIRECTORIES):
+    for number in range(MAX_MODULE_GIT_DIRECTORIES):  # and the submodule's own: one more
         (repo / ".git" / "modules" / f"decoy{number}").mkdir()
+        (repo / ".git" / "modules" / f"decoy{number}" / "config").write_text("")
     kind, reason = await _refused(tmp_path, repo, timeout=20)
-    assert kind == "failed" and f"more than {MAX_MODULE_DIRECTORIES} directories" in reason, reason
+    assert kind == "failed" and f"more than {MAX_MODULE_GIT_DIRECTORIES} git directories" in reason, reason
 
 
 OWN_GIT_DIRECTORY = """\
@@ -441,11 +469,12 @@ async def test_a_per_worktree_config_is_held_read_only(tmp_path: Path, place: st
 
 
 def _decoys(modules: Path, shape: str) -> None:
-    """Directories an agent made in `.git/modules`, fewer than MAX_MODULE_DIRECTORIES, each with a
-    config and hooks to hold: so many that their mounts are more arguments than bubblewrap takes,
-    or so deep that their paths are more bytes than the sandbox starts."""
+    """Directories an agent made in `.git/modules`, no more git directories than it holds, each
+    with a config and hooks to hold: so many, and so deep, that their mounts are more arguments
+    than bubblewrap takes, or their paths more bytes than the sandbox starts."""
     if shape == "many":
-        count, levels = BWRAP_MAX_ARGS // 9 + 1, 1  # three mounts each (config, hooks, itself), of three arguments
+        count, levels = MAX_MODULE_GIT_DIRECTORIES - 1, 4  # and the submodule's; config, hooks, an anchor a level
+        assert count * (levels + 2) * 3 > BWRAP_MAX_ARGS
     else:
         count, levels = 64, 16  # a path of 16 names of 200 bytes, mounted at each level: 64 × 17 × 2 × 3 KiB
         assert count * (levels + 2) * 2 * levels * 200 > MAX_ARGV_BYTES
@@ -512,3 +541,37 @@ async def test_a_git_control_through_a_symbolic_link_refuses_the_attempt(tmp_pat
     assert not owned.exists(), f"the agent's hook or fsmonitor ran in your git (its turn: {result.value})"
     assert kind == "failed" and f"{link} can't be held read-only" in reason, result.value
     assert not (repo / "RAN").exists()
+
+
+SUBMODULE_CONFIGS = """\
+    git -c user.name=a -c user.email=b commit -q --allow-empty -m mine && say committed
+    for module in sub copy7; do
+        { echo x >> .git/modules/$module/config; } 2>/dev/null && say "$module: CONFIG WRITTEN"
+    done
+"""
+
+
+@pytest.mark.anyio
+@needs_bwrap
+async def test_a_submodule_with_thousands_of_branches_among_two_hundred_is_held_and_works(tmp_path: Path) -> None:
+    """`.git/modules` counts git directories, not what is in them: a submodule of 3,000 remote
+    branches (`dependabot/pip/<package>/<version>`) and their reflogs, among 200 submodules' git
+    directories, is held and a sandboxed turn writing the superproject works, their configs read-only."""
+    repo = _workspace(tmp_path, _with_submodule)
+    module = repo / ".git" / "modules" / "sub"
+    for number in range(199):
+        shutil.copytree(module, repo / ".git" / "modules" / f"copy{number}")
+    head = _git(module, "rev-parse", "HEAD").strip()
+    branches = "".join(f"create refs/remotes/origin/dependabot/pip/package-{i}/1.0 {head}\n" for i in range(3000))
+    subprocess.run(["git", "--git-dir", str(module), "update-ref", "--stdin"], input=branches, text=True, check=True)
+    assert sum(1 for _ in (module / "logs" / "refs" / "remotes").rglob("*")) > 3000  # their reflogs too
+    token = secrets.token_hex(4)
+
+    async def fn(wf):
+        box = await wf.sandboxes.open("box", cwd="ws/repo", write=["."])
+        a = await wf.agents.open("a", runtime=agent(repo, "a", SUBMODULE_CONFIGS + ANSWER, token), sandbox=box)
+        turn = await a.run("Work.", timeout=120)
+        return turn.value if turn.answered else turn.outcome.reason
+
+    result = await _run(tmp_path, fn)
+    assert result.value == "committed", result.value

@@ -13,6 +13,7 @@ import pytest
 
 import agentswf
 from agentswf import workflow
+from agentswf.engine.records import read_lines
 from agentswf.sandbox import proxy as proxy_module
 from agentswf.sandbox.proxy import Allowlist, Proxy, is_own_address, is_public, parse_head, serving
 
@@ -267,3 +268,144 @@ def test_the_git_controls_of_a_repository_or_a_git_directory_given_to_write(tmp_
         git_controls(ResolvedSpec(repo, (), (repo,), ()), repo / "sub")
     reader = ResolvedSpec(repo, (), (), ())
     assert git_controls(reader, repo) == []  # nothing it can write: nothing to hold
+
+
+# A sandboxed agent on a worktree of its own (issue 31). The way the docs gave to commit from a
+# sandbox was to let the agent write the repository's `.git` (`common_dir`): the agent then
+# deleted the user's index and stash and moved their branch. Now it writes `.` only, commits in
+# a git directory of its own, and the run carries its branch back at the turn's end.
+
+ATTACK = """\
+exec >/tmp/report 2>&1
+R={repo}/.git
+{{
+  rm -f $R/index; git --git-dir=$R update-ref -d refs/stash; git --git-dir=$R update-ref refs/heads/main HEAD
+  echo 'touch {owned}' > $R/hooks/pre-commit; git --git-dir=$R config core.fsmonitor 'touch {owned}'
+  rm -rf $R/worktrees/* {other}/*
+  git update-ref -d refs/stash; git update-ref refs/heads/main HEAD; git branch -D theirs
+}} >/dev/null 2>&1
+echo fixed > fix.py && git add fix.py && git commit -qm 'A fix.' && echo committed
+ls $R | tr '\\n' ' '
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("how", ["opened", "private", "run"])
+async def test_an_agent_on_its_worktree_commits_and_cant_touch_the_users_index_stash_branches_or_worktrees(tmp_path, how):
+    from ..worktrees.kit import everything, git, run_fixer, sh, user_repo
+
+    repo = user_repo(tmp_path)
+    other = tmp_path / "other"  # a linked worktree of the user's own
+    git(repo, "worktree", "add", "-q", "-b", "theirs", str(other))
+    (other / "wip.txt").write_text("their work\n")
+    before = everything(repo), git(other, "status", "--porcelain"), (repo / ".git" / "worktrees" / "other" / "index").read_bytes()
+    owned = tmp_path / "OWNED"
+    result = await run_fixer(repo, how, sh(ATTACK.format(repo=repo, owned=owned, other=other)))
+    assert result.outcome == "completed", result.reason
+    assert result.value == "committed\nobjects ", result.value  # of the user's .git it sees the objects, read-only
+    [end] = result.worktrees
+    assert git(repo, "log", "-1", "--format=%s", end.branch) == "A fix.\n"
+    assert git(repo, "show", f"{end.branch}:fix.py") == "fixed\n"
+    after = everything(repo), git(other, "status", "--porcelain"), (repo / ".git" / "worktrees" / "other" / "index").read_bytes()
+    assert after == before  # the user's index, stash, main, config, hooks, their worktree: as they were
+    git(end.path, "status")
+    git(repo, "status")
+    assert not owned.exists()
+
+
+SMUGGLE = """\
+exec >/tmp/report 2>&1
+G=$(git rev-parse --git-dir)
+echo {secret}/.git/objects > $G/objects/info/alternates
+mkdir -p $G/objects/{head} && ln -s {secret}/.git/objects/{head}/{tail} $G/objects/{head}/{tail}
+mkdir -p $(dirname $G/refs/heads/{branch}) && echo {commit} > $G/refs/heads/{branch}
+git log -1 --format=%H 2>/dev/null || echo unreadable
+"""
+
+
+@needs_bwrap
+async def test_what_an_agent_leaves_in_its_git_directory_brings_nothing_of_another_repository_in(tmp_path):
+    """The agent's git directory is its own to write: it points its alternates at a repository of
+    the user's that it can't see, links a loose object of it in, and puts that commit on its branch.
+    The run reads none of it: the branch stays, the object is never in the user's repository."""
+    from ..worktrees.kit import everything, git, run_fixer, sh, user_repo
+
+    repo = user_repo(tmp_path)
+    secret = tmp_path / "secret"
+    git(tmp_path, "init", "-q", str(secret))
+    (secret / "key").write_text("SECRET\n")
+    git(secret, "add", "key")
+    git(secret, "-c", "user.name=S", "-c", "user.email=s@s", "commit", "-qm", "secret")
+    blob = git(secret, "rev-parse", "HEAD:key").strip()
+    commit = git(secret, "rev-parse", "HEAD").strip()
+    before = everything(repo)
+    branch_of = "awf/$(basename $(dirname $(pwd)))/fix"  # the run's id is its worktree's directory's
+    body = SMUGGLE.format(secret=secret, head=blob[:2], tail=blob[2:], commit=commit, branch=branch_of)
+    result = await run_fixer(repo, "opened", sh(body))
+    assert result.outcome == "completed", result.reason
+    assert result.value == "unreadable", result.value  # inside, the secret repository isn't there
+    [end] = result.worktrees
+    assert (end.state, end.reason) == ("removed", "nothing changed")
+    for sha in (blob, commit):
+        assert git(repo, "cat-file", "-t", sha, check=False) == ""
+    assert everything(repo) == before
+    logged = [line["fields"].get("carried") for line in read_lines(result.run_dir / "log.jsonl")]
+    assert f"worktree fix: {end.branch} names no commit in the agent's git directory; the branch is left where it was" in logged
+
+
+@needs_bwrap
+async def test_a_submodule_an_agent_adds_on_its_worktree_is_taken_out_of_the_index_carried_back(tmp_path):
+    """The agent's index is carried back into its worktree's: a submodule it added there, a
+    repository of its own with a `core.fsmonitor`, would have your `git status` in the worktree
+    run that command. It is taken out of the index as the turn ends, its directory left untracked."""
+    from ..worktrees.kit import git, run_fixer, sh, user_repo
+
+    repo = user_repo(tmp_path)
+    owned = tmp_path / "OWNED"
+    body = f"""\
+exec >/tmp/report 2>&1
+{{ git init -q sub && git -C sub config core.fsmonitor 'touch {owned}'
+   git -C sub -c user.name=x -c user.email=y commit -q --allow-empty -m s && git add sub; }} >/dev/null 2>&1
+git ls-files --stage sub | cut -c1-6
+"""
+    result = await run_fixer(repo, "opened", sh(body))
+    assert result.value == "160000", result.value  # a submodule, in its own index
+    [end] = result.worktrees
+    assert git(end.path, "ls-files", "--stage", "sub") == ""  # not in the worktree's
+    assert git(end.path, "status", "--porcelain") == "?? sub/\n"
+    assert not owned.exists()
+    logged = [line["fields"].get("undone") for line in read_lines(result.run_dir / "log.jsonl")]
+    assert any(line and "submodule 'sub' was added" in line and "taken out of the index" in line for line in logged), logged
+
+
+@needs_bwrap
+async def test_an_agent_writing_the_repository_cant_touch_its_other_worktrees_entries(tmp_path):
+    """A sandbox writing the repository holds its `.git/worktrees` read-only, whole: the other
+    worktrees' index, HEAD, `commondir` and `config.worktree` (which your git reads there) are
+    theirs, and it is one mount however many worktrees there are."""
+    from ..worktrees.kit import git, user_repo
+
+    repo = user_repo(tmp_path)
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "theirs", str(other))
+    (other / "wip.txt").write_text("their work\n")
+    entry = repo / ".git" / "worktrees" / "other"
+    before = {path.name: path.read_bytes() for path in entry.iterdir() if path.is_file()}, git(other, "status", "--porcelain")
+    token = secrets.token_hex(4)
+    body = f"""\
+        for f in index HEAD commondir config.worktree; do
+            {{ echo x > .git/worktrees/other/$f; }} 2>/dev/null && say "$f WRITTEN"
+        done
+        rm -rf .git/worktrees 2>/dev/null; mv .git/worktrees .git/w 2>/dev/null && say MOVED
+        git -c user.name=a -c user.email=b commit -q --allow-empty -m mine && say committed
+        {ANSWER}
+    """
+
+    async def fn(wf):
+        a = await wf.agents.open("a", runtime=agent(repo, "a", body, token), sandbox={"write": ["."]})
+        return (await a.run("Work.", timeout=30)).value
+
+    result = await _run_in(fn, repo, tmp_path / "runs")
+    assert result.value == "committed", result.value
+    after = {path.name: path.read_bytes() for path in entry.iterdir() if path.is_file()}, git(other, "status", "--porcelain")
+    assert after == before

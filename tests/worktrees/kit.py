@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import agentswf
-from agentswf import workflow
+from agentswf import Runtime, Workflow, workflow
+from agentswf.sandbox.spec import RunSandboxFile
 
 from ..harnesses.kit import shell_agent
 
@@ -91,6 +92,53 @@ async def run_in(repo: Path, fn: Callable[..., Awaitable[Any]], **kwargs: Any) -
     """Run `fn` as a workflow in `repo`, its records where they go by default (.awf/runs inside it)."""
     definition = workflow(name="wt", description="A worktree test.")(fn)
     return await agentswf.run(definition, cwd=repo, **kwargs)
+
+
+REPORT = '"$WFA" result "$WFA_CALL_ID" "$(cat /tmp/report)"'  # a sandboxed agent's answer: what it wrote in its /tmp/report
+
+
+def sh(body: str, **env: str) -> Runtime:
+    """A shell agent running `body` (no file of its own: the sandbox sees only what it is given)."""
+    return Runtime(harness="shell", command=("/bin/sh", "-c", f"{body}\n{REPORT}"), env=env)
+
+
+def user_repo(tmp_path: Path) -> Path:
+    """`make_repo`'s (a modified file, a staged one, an untracked one), with a stash as well."""
+    repo = make_repo(tmp_path)
+    (repo / "src.py").write_text("x = 'stashed'\n")
+    git(repo, "stash", "push", "-q", "-m", "mine", "--", "src.py")
+    return repo
+
+
+def everything(repo: Path) -> dict[str, Any]:
+    """The user's side of `repo`, byte for byte: `snapshot`, the stash, every ref but the run's
+    branches, the config, the hooks."""
+    refs = [line for line in git(repo, "for-each-ref", "--format=%(objectname) %(refname)").splitlines() if " refs/heads/awf/" not in line]
+    hooks = sorted(path.name for path in (repo / ".git" / "hooks").iterdir())
+    stash_log = (repo / ".git" / "logs" / "refs" / "stash").read_bytes()
+    return {**snapshot(repo), "stash": git(repo, "stash", "list"), "stash_log": stash_log, "refs": refs,
+            "config": (repo / ".git" / "config").read_bytes(), "hooks": hooks}  # fmt: skip
+
+
+async def run_fixer(repo: Path, how: str, runtime: Runtime, **kwargs: Any) -> agentswf.RunResult:
+    """One fixer on worktree `fix` (from the first commit, so it can rebase onto main), in a
+    sandbox writing `.` given `how`: one of wf.sandboxes, its own, or the run's."""
+
+    async def fix(wf: Workflow) -> str:
+        tree = wf.worktree("fix", base="main~1")
+        if how == "opened":
+            box = await wf.sandboxes.open("box", cwd=tree, write=["."])
+            fixer = await wf.agents.open("fixer", runtime=runtime, cwd=tree, sandbox=box)
+        elif how == "private":
+            fixer = await wf.agents.open("fixer", runtime=runtime, cwd=tree, sandbox={"write": ["."]})
+        else:
+            fixer = await wf.agents.open("fixer", runtime=runtime, cwd=tree)
+        turn = await fixer.run("Fix it and commit.", timeout=60)
+        return turn.value if turn.answered else f"{turn.outcome.kind}: {turn.outcome.reason}"
+
+    sandbox = RunSandboxFile(write=(".",)) if how == "run" else None
+    definition = workflow(name="fix", description="A sandboxed fixer on a worktree.")(fix)
+    return await agentswf.run(definition, cwd=repo, sandbox=sandbox, **kwargs)
 
 
 RUN_ID = "20261201-090020-fc66"

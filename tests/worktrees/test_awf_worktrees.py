@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentswf import Workflow
+from agentswf.workflow.worktrees import SUBMODULES_KEEP
 
 from .kit import agent, branches, git, make_repo, registered, run_in, snapshot
 
@@ -116,7 +118,7 @@ def test_awf_run_lists_the_worktrees_it_kept(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("awf: worktree")]
     run_dir = next((repo / ".awf" / "runs" / "kept").iterdir())
-    path = run_dir / "worktrees" / "c"
+    path = repo / ".awf" / "worktrees" / run_dir.name / "c"  # beside the record
     assert line == f"awf: worktree c kept (1 commit on its branch): {path}  branch awf/{run_dir.name}/c"
     ends = {end["name"]: end for end in json.loads(done.stdout)["worktrees"]}
     assert (ends["c"]["state"], ends["c"]["path"], ends["c"]["commits"]) == ("kept", str(path), 1)
@@ -146,3 +148,70 @@ async def test_a_worktree_whose_repository_went_away_is_listed_and_left(tmp_path
         assert done.returncode == 0, done.stderr
         assert f"w  {'kept' if clean else 'changed'}: it couldn't be checked ({repo} is not there)" in done.stdout
     assert (result.worktrees[0].path / "mine.txt").read_text() == "mine\n"
+
+
+def lines_of(repo: Path, *args: str) -> list[tuple[str, str, str]]:
+    """`awf worktrees`' lines: run, name, status and detail (a name may be two runs')."""
+    done = awf(repo, "worktrees", *args)
+    assert done.returncode == 0, done.stderr
+    return [tuple(line.split("  ", 2)) for line in done.stdout.splitlines() if not line.startswith(" ")]  # type: ignore[misc]
+
+
+async def one_look(repo: Path, tmp_path: Path, body: str) -> Any:
+    """A run whose one agent works in worktree `look`: its end."""
+
+    async def look(wf: Workflow) -> str:
+        opened = await wf.agents.open("a", runtime=agent(tmp_path, f"a{len(list(tmp_path.glob('a*.sh')))}", body), cwd=wf.worktree("look"))
+        return (await opened.run("Work.")).outcome.kind
+
+    result = await run_in(repo, look)
+    assert result.value == "answered", result.reason
+    [end] = result.worktrees
+    return end, result.run_dir
+
+
+COMMITS = "echo new > new.txt && git add new.txt && git commit -qm new"
+
+
+@pytest.mark.anyio
+async def test_a_name_a_later_run_reuses_is_that_runs_and_the_earlier_removed_one_stays_removed(tmp_path: Path) -> None:
+    """Git names a worktree's entry after its directory, so a later run's `look` takes the entry
+    an earlier run's removed `look` had: the earlier one was listed as moved to the later one's
+    place, and `--clean` rewrote its record from removed to kept."""
+    repo = make_repo(tmp_path)
+    first, first_run = await one_look(repo, tmp_path, "true")
+    assert first.state == "removed"
+    second, second_run = await one_look(repo, tmp_path, COMMITS)
+    assert second.state == "kept" and second.path != first.path
+    expected = [(second_run.name, "look", "changed: 1 commit on its branch")]
+    assert lines_of(repo) == expected
+    assert lines_of(repo, "--clean") == [(second_run.name, "look", "kept: 1 commit on its branch")]
+    manifest = json.loads((first_run / "worktrees" / "look.json").read_text())
+    assert manifest["state"] == "ended" and manifest["ended"]["state"] == "removed"  # still removed
+    assert lines_of(repo) == expected
+
+
+@pytest.mark.anyio
+async def test_a_kept_worktree_you_removed_is_not_the_later_one_in_its_place(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    first, _ = await one_look(repo, tmp_path, COMMITS)
+    git(repo, "worktree", "remove", str(first.path))  # merged, say, then removed as the docs say
+    git(repo, "branch", "-D", first.branch)
+    _, second_run = await one_look(repo, tmp_path, COMMITS)
+    assert lines_of(repo) == [(second_run.name, "look", "changed: 1 commit on its branch")]
+
+
+@pytest.mark.anyio
+async def test_a_worktree_with_submodules_checked_out_is_listed_as_kept_saying_why_not_as_clean(tmp_path: Path) -> None:
+    """`git worktree remove` won't remove one: it was listed `clean … (--clean removes it)` before
+    and after every `--clean`, which couldn't."""
+    library = make_repo(tmp_path, "library")
+    git(library, "stash", "-u", "-q")
+    repo = make_repo(tmp_path)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    git(repo, "commit", "-qm", "a submodule")
+    end, run_dir = await one_look(repo, tmp_path, "git -c protocol.file.allow=always submodule update --init -q")
+    assert (end.state, end.reason) == ("kept", SUBMODULES_KEEP)
+    for args in ((), ("--clean",), ()):
+        assert lines_of(repo, *args) == [(run_dir.name, "look", f"kept: {SUBMODULES_KEEP}")]
+    assert (end.path / "lib" / "README").exists()

@@ -136,7 +136,7 @@ async def test_from_a_subdirectory_with_the_record_outside_the_repository(tmp_pa
         top = wf.worktree("w")
         made = wf.worktrees["w"]
         assert made.repository == repo and wf.cwd == repo / "service"
-        assert top.parent == tmp_path / "records" / "wt" / wf.run_id / "worktrees"  # where the record is
+        assert top.parent == tmp_path / "worktrees" / wf.run_id  # beside the record, not in it
         here = top / wf.cwd.relative_to(made.repository)  # the run's directory, in the worktree
         opened = await wf.agents.open("a", runtime=agent(tmp_path, "a", "echo more >> app.py"), cwd=here)
         return (await opened.run("Work.")).outcome.kind
