@@ -104,7 +104,7 @@ async def test_a_panes_processes_are_refused_as_a_person_between_its_turns_and_d
     deploys: list[str] = []
 
     async with ScriptedModel(script_for(out)) as model:
-        runtime = pane_runtime("pi", model, tmp_path / "home", env={"PATH": f"{bin_dir}:{os.defpath}"})
+        runtime = pane_runtime("pi", model, tmp_path / "home", env={"PATH": f"{bin_dir}:{os.environ.get('PATH', os.defpath)}"})
         body = '"$WFA" tool deploy >"$OUT/deploy.out" 2>&1; "$WFA" result "$WFA_CALL_ID" --n 1'
 
         async def fn(wf):
