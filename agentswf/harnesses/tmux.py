@@ -79,7 +79,7 @@ class TmuxServer:
         self.client_runner: int | None = None
         self.answers: BufferedByteReceiveStream | None = None
         self.lock = anyio.Lock()
-        self.releases: list[Callable[[], None]] = []
+        self.releases: dict[int, Callable[[], None]] = {}  # by keeper pid: released once it is reaped
 
     @property
     def running(self) -> bool:
@@ -87,7 +87,13 @@ class TmuxServer:
 
     def _hold(self, pid: int) -> None:
         if self.holds is not None:
-            self.releases.append(self.holds(pid))
+            self.releases[pid] = self.holds(pid)
+
+    def _release(self, pid: int) -> None:
+        """`pid` is reaped: nobody's now (it may be given to another process, a person's `awf`)."""
+        release = self.releases.pop(pid, None)
+        if release is not None:
+            release()
 
     async def start(self, env: Mapping[str, str], cwd: Path) -> int:
         """Start the server under a new keeper; the keeper's pid, once the server listens."""
@@ -173,11 +179,12 @@ class TmuxServer:
         self.answers = BufferedByteReceiveStream(client.stdout)
 
     async def _stop_client(self) -> None:
-        client, self.client, self.answers = self.client, None, None
+        client, self.client, self.answers, self.client_runner = self.client, None, None, None
         if client is not None:
             with anyio.CancelScope(shield=True):
                 await stop_group(client)
                 await client.aclose()
+            self._release(client.pid)
 
     async def open_window(self, argv: Sequence[str], cwd: Path) -> None:
         """The agent's window, running `argv`; it stays on screen if `argv` exits (remain-on-exit)."""
@@ -247,18 +254,14 @@ class TmuxServer:
     async def stop(self) -> None:
         """The server and everything in its panes gone: the keeper stops them all."""
         await self._stop_client()
-        self.client_runner = None
         keeper, self.keeper = self.keeper, None
-        if keeper is not None:
-            with anyio.CancelScope(shield=True):
-                await stop_group(keeper)
-                await keeper.aclose()
-                await anyio.to_thread.run_sync(kill_marked, self.mark)
-        releases, self.releases = self.releases, []
-        for release in releases:  # nothing of the pane is left: its pids are nobody's now
-            release()
         if keeper is None:
             return
+        with anyio.CancelScope(shield=True):
+            await stop_group(keeper)
+            await keeper.aclose()
+            await anyio.to_thread.run_sync(kill_marked, self.mark)
+        self._release(keeper.pid)
         try:
             self.socket.unlink()
         except OSError:
