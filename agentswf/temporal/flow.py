@@ -423,8 +423,10 @@ def _rebuildable(schema: dict[str, Any], what: str) -> None:
         raise DefinitionError(f"{what} can't be sent to a Temporal worker: {error}") from None
 
 
-def _sandbox_spec(key: str, sandbox: Any, run_cwd: Path) -> SandboxSpec | None:
-    """An agent's sandbox= as the spec its worker opens (checked here as locally), its cwd absolute."""
+def _sandbox_spec(key: str, sandbox: Any, run_cwd: Path, agent_cwd: Path) -> SandboxSpec | None:
+    """An agent's sandbox= as the spec its worker opens (checked here as locally), its cwd absolute:
+    as locally, a spec that names no cwd has its paths from the agent's cwd (`write=["."]` on a
+    worktree writes the worktree), one that names one from the run's."""
     if sandbox is None:
         return None
     if not isinstance(sandbox, (SandboxSpec, Mapping)):
@@ -436,7 +438,7 @@ def _sandbox_spec(key: str, sandbox: Any, run_cwd: Path) -> SandboxSpec | None:
         spec = check_spec(sandbox)
     except DefinitionError as error:
         raise DefinitionError(f"agent {key}: {error}") from None
-    return msgspec.structs.replace(spec, cwd=str(run_cwd / spec.cwd) if spec.cwd is not None else str(run_cwd))
+    return msgspec.structs.replace(spec, cwd=str(run_cwd / spec.cwd) if spec.cwd is not None else str(agent_cwd))
 
 
 def _spec(name: str, tool: Tool) -> ToolSpec:
@@ -626,9 +628,10 @@ class TemporalAgents:
     ) -> TemporalAgent:
         """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns, and
         `sandbox` a spec of its own (a SandboxSpec or a dict of cwd, read, write, network), which its
-        turns' worker opens with bubblewrap; relative paths are from the run's cwd, there."""
+        turns' worker opens with bubblewrap; relative paths are from the agent's cwd there (the run's,
+        for a spec that names a cwd), as locally."""
         check_key(key)
-        box = _sandbox_spec(key, sandbox, self.cwd)
+        box = _sandbox_spec(key, sandbox, self.cwd, self.cwd / cwd if cwd is not None else self.cwd)
         if key in self._closed:
             raise DefinitionError(f"agent {key} was closed; its key is not opened again")
         checked = check_tools(key, tools) if tools is not None else None

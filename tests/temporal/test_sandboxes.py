@@ -73,3 +73,13 @@ async def test_a_sandbox_on_temporal_is_a_spec_of_the_agents_own(temporal_addres
     bad_host, not_a_spec = result.value
     assert bad_host.startswith("agent a0: sandbox network: "), bad_host
     assert "takes a spec of its own" in not_a_spec and "wf.sandboxes is not on it yet" in not_a_spec, not_a_spec
+
+
+def test_a_sandbox_specs_paths_are_from_the_agents_cwd_as_locally_unless_it_names_one() -> None:
+    from agentswf.temporal.flow import _sandbox_spec
+
+    run, agent = Path("/work/repo"), Path("/work/repo/.awf/worktrees/r1/fix")
+    own = _sandbox_spec("a", {"write": ["."]}, run, agent)
+    assert own is not None and own.cwd == str(agent)  # write=["."] on a worktree writes the worktree
+    named = _sandbox_spec("a", {"cwd": "src", "write": ["."]}, run, agent)
+    assert named is not None and named.cwd == str(run / "src")
