@@ -22,10 +22,12 @@ _VERSION = re.compile(r"(?<![\d.])(\d+)\.(\d+)(?:\.(\d+))?")  # the first x.y[.z
 
 @dataclass(frozen=True, slots=True)
 class Tested:
-    """One CLI's npm package and the version ranges (first, last; both included) it was tested on."""
+    """One CLI's npm package and the version ranges (first, last; both included) it was tested on;
+    `formerly`, the package it was published as up to a version, where it moved."""
 
     package: str
     ranges: tuple[tuple[Version, Version], ...]
+    formerly: tuple[str, Version] | None = None
 
     @property
     def minimum(self) -> Version:
@@ -39,9 +41,11 @@ class Tested:
 TESTED: dict[str, Tested] = {
     "claude": Tested("@anthropic-ai/claude-code", (((2, 1, 312), (2, 1, 332)),)),
     "codex": Tested("@openai/codex", (((0, 165, 0), (0, 171, 0)),)),
-    # pi 0.7x was published as @mariozechner/pi-coding-agent (it ends at 0.73.1); below 0.70.1 it
-    # ignores retry.provider.maxRetries. pi 1.x is @earendil-works/pi-coding-agent, on Node.js 22.19+.
-    "pi": Tested("@earendil-works/pi-coding-agent", (((0, 70, 1), (0, 73, 1)), ((1, 0, 3), (1, 6, 0)))),
+    # pi 0.70.0 ignores retry.provider.maxRetries (0.70.1 was never published); 1.x runs on Node.js 22.19+.
+    "pi": Tested(
+        "@earendil-works/pi-coding-agent", (((0, 70, 2), (0, 73, 1)), ((1, 0, 3), (1, 6, 0))),
+        formerly=("@mariozechner/pi-coding-agent", (0, 73, 1)),
+    ),
 }
 
 
@@ -63,6 +67,14 @@ def install_command(cli: str) -> str:
     return f"npm install -g {tested.package}@{shown(tested.newest)}"
 
 
+def package_of(cli: str, version: Version) -> str:
+    """The npm package `version` of `cli` was published as (pi up to 0.73.1 under its old name)."""
+    tested = TESTED[cli]
+    if tested.formerly is not None and version <= tested.formerly[1]:
+        return tested.formerly[0]
+    return tested.package
+
+
 def standing(cli: str, version: Version) -> Standing:
     """Where `version` of `cli` stands against what was tested: below the minimum, in a tested
     range, between two ranges (untested), or newer than the newest tested."""
@@ -77,7 +89,7 @@ def standing(cli: str, version: Version) -> Standing:
 
 
 def tested_ranges(cli: str) -> str:
-    """The ranges tested, as a person reads them: "0.70.1–0.73.1, 1.0.0–1.6.0"."""
+    """The ranges tested, as a person reads them: "0.70.2–0.73.1, 1.0.3–1.6.0"."""
     return ", ".join(f"{shown(first)}–{shown(last)}" for first, last in TESTED[cli].ranges)
 
 

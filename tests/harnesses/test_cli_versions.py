@@ -23,9 +23,10 @@ from agentswf.engine.records import read_json, read_lines
 from agentswf.errors import DefinitionError
 from agentswf.harnesses import cli_version
 from agentswf.harnesses.cli_version import read_version
+from agentswf.harnesses.versions import shown
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, find_cli
 
-from ..clis import TAUGHT, needs_clis
+from ..clis import TAUGHT, needs_clis, version_of
 
 pytestmark = pytest.mark.anyio
 
@@ -92,16 +93,17 @@ async def test_a_newer_cli_is_warned_of_once_and_used_and_each_version_is_record
     assert [line for line in warned if "newer" in line] == [
         f"claude 2.1.999 is newer than the newest version agentswf was tested with, 2.1.332; the run goes on with it ({newer})"
     ]  # once, for two agents on it; none for the real one
+    real = shown(version_of("claude") or ())  # the real one's, whichever the tests run
     clis = read_json(result.run_dir / "run.json")["clis"]
     assert clis == [
-        {"cli": "claude", "path": REAL, "agent": "real", "version": "2.1.332"},
+        {"cli": "claude", "path": REAL, "agent": "real", "version": real},
         {"cli": "claude", "path": newer, "agent": "ahead", "version": "2.1.999"},
     ]
     versions = {line["agent"]: line.get("version") for line in read_lines(result.run_dir / "sessions.jsonl")}
-    assert versions == {"real": "2.1.332", "ahead": "2.1.999", "ahead-too": "2.1.999"}
-    shown = io.StringIO()
-    print_run(result.run_dir, shown)
-    assert f"  claude 2.1.332: {REAL}\n" in shown.getvalue() and f"  claude 2.1.999: {newer}\n" in shown.getvalue()
+    assert versions == {"real": real, "ahead": "2.1.999", "ahead-too": "2.1.999"}
+    logs = io.StringIO()
+    print_run(result.run_dir, logs)
+    assert f"  claude {real}: {REAL}\n" in logs.getvalue() and f"  claude 2.1.999: {newer}\n" in logs.getvalue()
 
 
 async def test_a_version_is_read_once_per_executable_and_modification_time(tmp_path):

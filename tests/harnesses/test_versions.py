@@ -6,7 +6,7 @@ import pytest
 
 from agentswf.harnesses.cli import refused_flag
 from agentswf.harnesses.runtime import CLI_HARNESSES
-from agentswf.harnesses.versions import TESTED, install_command, parse_version, standing, verdict
+from agentswf.harnesses.versions import TESTED, install_command, package_of, parse_version, standing, verdict
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ def test_the_declared_ranges():
     assert {cli: (t.minimum, t.newest) for cli, t in TESTED.items()} == {
         "claude": ((2, 1, 312), (2, 1, 332)),
         "codex": ((0, 165, 0), (0, 171, 0)),
-        "pi": ((0, 70, 1), (1, 6, 0)),
+        "pi": ((0, 70, 2), (1, 6, 0)),
     }
     for tested in TESTED.values():  # ranges in order, none empty, none overlapping
         flat = [bound for pair in tested.ranges for bound in pair]
@@ -50,7 +50,7 @@ def test_the_declared_ranges():
         ("codex", (0, 164, 9), "below"),
         ("codex", (0, 171, 0), "tested"),
         ("pi", (0, 70, 0), "below"),
-        ("pi", (0, 70, 1), "tested"),
+        ("pi", (0, 70, 2), "tested"),
         ("pi", (0, 73, 1), "tested"),
         ("pi", (0, 80, 2), "untested"),  # the new package's 0.7x-0.9x, between the ranges
         ("pi", (1, 6, 0), "tested"),
@@ -70,11 +70,13 @@ def test_what_a_person_is_told():
     newer = verdict("pi", (1, 7, 0))
     assert newer is not None and "1.7.0" in newer and "1.6.0" in newer and "goes on" in newer
     untested = verdict("pi", (0, 90, 0))
-    assert untested is not None and "0.70.1–0.73.1, 1.0.3–1.6.0" in untested
+    assert untested is not None and "0.70.2–0.73.1, 1.0.3–1.6.0" in untested
 
 
 def test_the_install_hints_name_the_newest_tested():
     assert install_command("pi") == "npm install -g @earendil-works/pi-coding-agent@1.6.0"
+    assert package_of("pi", (0, 70, 2)) == "@mariozechner/pi-coding-agent" and package_of("pi", (0, 74, 0)) == TESTED["pi"].package
+    assert package_of("claude", (2, 1, 312)) == "@anthropic-ai/claude-code"
     for name, harness in CLI_HARNESSES.items():
         if name in TESTED:
             assert harness.install == install_command(name)

@@ -132,7 +132,8 @@ async def test_a_nudge_answered_with_prose_only_is_unanswered(cli, tmp_path):
 async def test_a_deadline_ends_the_turn_with_the_panes_processes_gone(cli, tmp_path):
     result, _ = await run_pane(cli, tmp_path, "hang", timeout=HANG_SECONDS)
     assert result.value[0]["outcome"]["kind"] == "timed-out", result.value
-    assert not alive(int((tmp_path / "shell.pid").read_text()))
+    shell = tmp_path / "shell.pid"  # on a loaded machine the deadline may come before the shell started
+    assert not shell.exists() or not alive(int(shell.read_text()))
     nothing_left(tmp_path)
 
 
