@@ -255,6 +255,7 @@ class TmuxServer:
         """The server and everything in its panes gone: the keeper stops them all."""
         await self._stop_client()
         keeper, self.keeper = self.keeper, None
+        self.server, self.tui, self.tui_tree = None, None, {}  # a start after this finds its own
         if keeper is None:
             return
         with anyio.CancelScope(shield=True):
