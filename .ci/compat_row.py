@@ -40,7 +40,7 @@ def table(rows: list[dict[str, object]]) -> str:
         "",
         f"Written by `.ci/compat` on {datetime.date.today()}: each CLI at its declared minimum and at",
         "@latest (agentswf/harnesses/versions.py), the other two at .ci/run's pins, against the",
-        "real-CLI tests (every test file that finds a CLI or is skipped without one, `-n 2`, on a machine",
+        "real-CLI tests (the end-to-end tests of every test file that runs a CLI, `-n 2`, on a machine",
         "shared with other work); each run's output is left in .ci/compat-node/.",
         "",
         "| CLI | version | passed | failed |",
