@@ -86,7 +86,8 @@ def parent_of(pid: int) -> int | None:
         return None
 
 
-def _children(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
+    """`pid`'s children, from the kernel's list of them (Linux 3.5 and later); none where it can't be read."""
     try:
         return [int(child) for child in _proc(pid, f"task/{pid}/children").split()]
     except ValueError:
@@ -120,7 +121,7 @@ def live_pane_server(path: str) -> str | None:
     # the keeper's command line: `… keep <fd> <grace> <the server's>`
     if not started_for(server, path) or kept_by[-len(words) - 3 :][:1] != [b"keep"] or kept_by[-len(words) :] != words:
         return f"process {server} listening on {path} is not a tmux server the run started there"
-    started = {child: started_at(child) for child in _children(keeper or 0)}
+    started = {child: started_at(child) for child in children_of(keeper or 0)}
     first = min((when, child) for child, when in started.items() if when is not None)[1] if started else None
     if first != server:
         return f"process {server} listening on {path} was started after the pane's server, under its keeper"

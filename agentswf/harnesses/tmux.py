@@ -34,7 +34,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..errors import HarnessError
 from .keeper import KILL_PATIENCE_SECONDS, MARK_VARIABLE, PASS_PAUSE_SECONDS, keep_command, kill_marked
-from .pane_kept_check import listener, parent_of, started_at
+from .pane_kept_check import children_of, listener, parent_of, started_at
 from .process import KILL_GRACE_SECONDS, attempt_mark, lifeline, stop_group
 
 TMUX_INSTALL = "apt-get install -y tmux"
@@ -231,7 +231,7 @@ class TmuxServer:
             started = started_at(pid)
             if started is not None:
                 self.tui_tree[pid] = started
-                todo.extend(_children(pid))
+                todo.extend(children_of(pid))
 
     async def sweep(self) -> int:
         """Kill what the agent left running in its pane beyond the TUI itself (a `&`, a `nohup`, a
@@ -247,7 +247,7 @@ class TmuxServer:
         if self.client is None or self.client.returncode is not None:
             return None
         if self.client_runner is None:
-            found = _children(self.client.pid)
+            found = children_of(self.client.pid)
             self.client_runner = found[0] if len(found) == 1 else None
         return self.client_runner
 
@@ -269,15 +269,6 @@ class TmuxServer:
             pass
 
 
-def _children(pid: int) -> list[int]:
-    """`pid`'s children, from the kernel's list of them (Linux 3.5 and later); none where it can't be read."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as listed:
-            return [int(child) for child in listed.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
 def _live(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
@@ -288,7 +279,7 @@ def _live(pid: int) -> bool:
 
 def _listening_child(keeper: int, socket: Path) -> tuple[int, int] | None:
     """The server, once it listens: the keeper's child the kernel says listens on `socket`, with its start time."""
-    children = _children(keeper)
+    children = children_of(keeper)
     if len(children) != 1:
         return None
     listening = listener(str(socket), timeout=0.0)
@@ -306,7 +297,7 @@ def sweep_beside(keepers: list[int], kept: set[int]) -> int:
         found = []
         todo = list(keepers)
         while todo:
-            for child in _children(todo.pop()):
+            for child in children_of(todo.pop()):
                 if child in kept:
                     todo.append(child)
                 elif _live(child):  # a zombie is dead already, its parent's to reap
