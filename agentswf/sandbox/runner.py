@@ -27,7 +27,7 @@ from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Har
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
-from ..workflow.worktrees import Worktree, worktrees_home
+from ..workflow.worktrees import Worktree, read_link, worktrees_home
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
 from .gitbox import GitBox, carry_back, identity, open_box
@@ -275,6 +275,33 @@ def git_directories(spec: ResolvedSpec, cwd: Path) -> list[tuple[Path, Path]]:
     return [(top, git) for top, git in _repositories(spec, cwd) if git.is_dir() and _inside(git, spec.write)]
 
 
+def unseen_git(spec: ResolvedSpec, cwd: Path) -> str | None:
+    """Why git can't run in `cwd` inside the sandbox, None where it can (or `cwd` is in no
+    repository): the git directory its `.git` names (a linked worktree's, made by `git worktree
+    add` outside the run) or the repository's common one lies outside what the sandbox shows, so
+    every git command there fails `not a git repository` with nothing to say why."""
+    cwd = Path(os.path.realpath(cwd))
+    top = next((path for path in (cwd, *cwd.parents) if os.path.lexists(path / ".git")), None)
+    if top is None:
+        return None
+    named = str(top / ".git") if (top / ".git").is_dir() else read_link(top / ".git")
+    if named is None:
+        return None
+    git_dir = Path(os.path.realpath(top / named))
+    common = read_link(git_dir / "commondir")
+    directories = (git_dir, Path(os.path.realpath(git_dir / common)) if common is not None else git_dir)
+    shown = (spec.cwd, cwd, *spec.read, *spec.write)
+    unseen = [directory for directory in dict.fromkeys(directories) if not _inside(directory, shown)]
+    if not unseen:
+        return None
+    return (
+        f"git can't run in {cwd} in this sandbox: its git directory {unseen[0]} is not in what the sandbox "
+        f"reads or writes, so git says 'not a git repository'. To have the agent commit, open it on a "
+        f"worktree of the run (cwd=wf.worktree(name)): it gets a git directory of its own; to let it read "
+        f"history only, add {unseen[-1]} to the sandbox's read"
+    )
+
+
 def _inside(path: Path, paths: tuple[Path, ...]) -> bool:
     return any(given == path or given in path.parents for given in paths)
 
@@ -359,7 +386,7 @@ class SandboxedHarness(Harness):
             return OperationResult(ending)
         async with (
             self._swept(operation.cwd) as submodules,
-            self._within(agent_dir, operation.env, submodules) as confine,
+            self._within(agent_dir, operation.env, operation.cwd, submodules) as confine,
         ):
             return await self.inner.compact(replace(operation, confine=confine))
 
@@ -373,7 +400,7 @@ class SandboxedHarness(Harness):
         async with (
             self._swept(attempt.cwd, boxed=self.worktree is not None) as submodules,
             self._boxed(attempt.launcher.parent, attempt.cwd) as box,
-            self._within(attempt.launcher.parent, attempt.env, submodules, box) as confine,
+            self._within(attempt.launcher.parent, attempt.env, attempt.cwd, submodules, box) as confine,
         ):
             return await self.inner.run(replace(attempt, confine=confine))
 
@@ -426,7 +453,7 @@ class SandboxedHarness(Harness):
 
     @asynccontextmanager
     async def _within(
-        self, agent_dir: Path, env: Mapping[str, str], submodules: Sequence[Path], box: GitBox | None = None
+        self, agent_dir: Path, env: Mapping[str, str], cwd: Path, submodules: Sequence[Path], box: GitBox | None = None
     ) -> AsyncIterator[Confine]:
         """What confines a command of the agent's CLI (`submodules`' git controls held too, `box` its
         git on its worktree), with the proxy to its model served meanwhile; its home made at the first."""
@@ -434,6 +461,9 @@ class SandboxedHarness(Harness):
         if self.endpoints is None:
             await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, env)
             self.endpoints = model_endpoints(self.inner.name, env)
+            unseen = None if self.worktree is not None else unseen_git(self.sandbox.spec, cwd)
+            if unseen is not None:  # once an agent: its git fails with nothing to say why
+                self.sandbox.log(f"sandbox {self.sandbox.key}: agent {self.agent}: {unseen}", sandbox=self.sandbox.key, agent=self.agent)
         allow = Allowlist(self.endpoints, self.sandbox.spec.network)
         confine = self._confine(agent_dir, home, allow, submodules, box)
         if not allow:

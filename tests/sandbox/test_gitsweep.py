@@ -23,7 +23,7 @@ from agentswf.sandbox.gitsweep import (
     read_state,
     repairs,
 )
-from agentswf.sandbox.runner import git_controls
+from agentswf.sandbox.runner import git_controls, unseen_git
 from agentswf.sandbox.spec import ResolvedSpec
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git isn't installed")
@@ -208,3 +208,27 @@ def test_git_controls_hold_a_per_worktree_config_made_empty_where_there_is_none(
     assert sorted(path.name for path in linked[0].iterdir()) == ["HEAD", "commondir"]  # nothing made in them
     assert [path.name for path in (module / "refs" / "remotes" / "origin").iterdir()] == ["HEAD"]
     assert [path.name for path in (module / "refs" / "heads").iterdir()] == ["config"]
+
+
+def test_why_git_cant_run_in_a_sandbox_is_found_where_it_can_not(tmp_path: Path) -> None:
+    """`unseen_git`: a linked worktree's git directory, or a repository's top above the sandbox's
+    cwd, outside what the sandbox reads or writes, is named; where git would run, nothing is."""
+    repo, linked, plain = tmp_path / "repo", tmp_path / "linked", tmp_path / "plain"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "-b", "w", str(linked)], check=True)
+    (repo / "sub").mkdir()
+    plain.mkdir()
+    common = (repo / ".git").resolve()
+
+    def spec(cwd: Path, read: tuple[Path, ...] = ()) -> ResolvedSpec:
+        return ResolvedSpec(cwd.resolve(), tuple(path.resolve() for path in read), (cwd.resolve(),), ())
+
+    said = unseen_git(spec(linked), linked)
+    assert said is not None and f"its git directory {common / 'worktrees' / 'linked'} is not" in said
+    assert f"add {common} to the sandbox's read" in said
+    assert unseen_git(spec(linked, (repo / ".git",)), linked) is None  # both its git directory and the common one shown
+    assert unseen_git(spec(repo), repo) is None  # a repository's own .git is in its top
+    said = unseen_git(spec(repo / "sub"), repo / "sub")
+    assert said is not None and f"its git directory {common} is not" in said
+    assert unseen_git(spec(plain), plain) is None  # in no repository: nothing to say

@@ -209,3 +209,26 @@ def test_a_run_killed_mid_turn_leaves_the_users_repository_as_it_was(tmp_path: P
     done = subprocess.run([sys.executable, "-m", "agentswf", "worktrees"], cwd=repo, capture_output=True, text=True, timeout=60)
     assert "fix  changed: uncommitted changes" in done.stdout, done.stdout + done.stderr
     assert everything(repo) == before
+
+
+async def test_an_agent_in_a_linked_worktree_the_run_did_not_make_is_told_why_git_fails(tmp_path: Path) -> None:
+    """Issue 31, item 3: a sandbox writing a worktree the user made (`git worktree add`) shows
+    the agent neither the worktree's git directory nor the repository's, so its git says `not a
+    git repository`; the run's record says why, once, and what to do instead."""
+    repo = make_repo(tmp_path)
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "mine", str(linked))
+    body = "exec >/tmp/report 2>&1\ngit status --porcelain >/dev/null 2>&1 && echo ran || echo failed"
+
+    async def fix(wf: Workflow) -> str:
+        agent = await wf.agents.open("fixer", runtime=sh(body), cwd=linked, sandbox={"write": ["."]})
+        first, second = await agent.run("Fix.", timeout=60), await agent.run("Again.", timeout=60)
+        return f"{first.value} {second.value}"
+
+    definition = workflow(name="linked", description="An agent in the user's linked worktree.")(fix)
+    result = await agentswf.run(definition, cwd=repo)
+    assert result.value == "failed failed", result.value
+    logged = [line["message"] for line in read_lines(result.run_dir / "log.jsonl") if "git can't run" in line["message"]]
+    assert len(logged) == 1, logged  # once an agent
+    assert f"its git directory {repo / '.git' / 'worktrees' / 'linked'} is not in what the sandbox" in logged[0]
+    assert "cwd=wf.worktree(name)" in logged[0]
