@@ -36,7 +36,7 @@ from .tell import tell
 from .toolcall import ToolCall
 
 if TYPE_CHECKING:
-    from ..workflow.tools import Tool
+    from .tool import Tool
 
 
 

@@ -17,10 +17,10 @@ from ..wire import Request
 from .turn import StartOp, StartTurn
 
 if TYPE_CHECKING:
-    from ..workflow.tools import Tool
     from .broker import ToolCalls
     from .recorder import Appends
     from .switchboard import Presence, StandingSlot
+    from .tool import Tool
 
 __all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CancelTurn", "SetTools", "StartOp", "StartTurn", "StopAgent", "WfaCall"]
 

@@ -78,7 +78,7 @@ from .toolrules import (
 )
 
 if TYPE_CHECKING:
-    from ..workflow.tools import Tool
+    from .tool import Tool
 
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
-from ..wire import Code
 from .policy import REDACTED, redact_value
 from .recorder import ToolCalled
+from .toolrules import OutcomeCode, ToolOutcomeKind
 
 if TYPE_CHECKING:
     from .approvals import ApprovalDecision
-
-ToolOutcomeKind = Literal["result", "failed", "timed-out", "refused"]
-OutcomeCode = Code | Literal["", "raised", "abandoned"]
-"""A refusal's wire code; or, recorded only, `raised` (a retry may follow) and `abandoned` (a handler left running)."""
-
 
 class ToolCall:
     """The call a handler is given: who called, and whether its time is up.

@@ -18,15 +18,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from ..wire import Response, accepted, is_code, refused
+from ..wire import Code, Response, accepted, is_code, refused
 from ..wire.prompts import usage_line
 from ..wire.teaching import ReadError, Taught
 from .policy import Verdict
-from .toolcall import OutcomeCode, ToolOutcomeKind
 
 if TYPE_CHECKING:
     from .approvals import ApprovalDecision
@@ -37,6 +36,10 @@ UNRECORDED_CALL = (
     "the run couldn't record this call, so its answer isn't given. It may have run: check before calling again."
 )
 _encoder = msgspec.json.Encoder()
+
+ToolOutcomeKind = Literal["result", "failed", "timed-out", "refused"]
+OutcomeCode = Code | Literal["", "raised", "abandoned"]
+"""A refusal's wire code; or, recorded only, `raised` (a retry may follow) and `abandoned` (a handler left running)."""
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):

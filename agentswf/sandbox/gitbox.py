@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SandboxRefused
-from ..workflow.worktrees import (
+from ..git import (
     GIT_MESSAGE_CHARS,
     GIT_TIMEOUT_SECONDS,
     NO_COMMANDS,

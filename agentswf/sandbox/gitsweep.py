@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SandboxRefused
-from ..workflow.worktrees import GitFailed, pinned_git
+from ..git import GitFailed, pinned_git
 
 GITLINK_MODE = "160000"  # an index entry's mode for a submodule
 MAX_MODULE_GIT_DIRECTORIES = 512  # git directories under one git directory's `modules/`, each one's config and hooks held
@@ -271,7 +271,7 @@ def _put_back(path: Path, was: bytes | None) -> str:
 
 
 def _index_git(git_dir: Path, top: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """git `args` on the repository's index, reading none of its config (`worktrees.pinned_git`):
+    """git `args` on the repository's index, reading none of its config (`agentswf.git.pinned_git`):
     its common directory may be the agent's until put back."""
     return pinned_git(_common_of(git_dir), *args, cwd=top, check=False, worktree=(git_dir, top))
 

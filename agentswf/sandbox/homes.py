@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..workflow.worktrees import GitFailed, git
+from ..git import GitFailed, git
 from .proxy import Endpoint
 
 HOME_MODE = 0o700

@@ -23,11 +23,11 @@ from pathlib import Path
 import anyio
 
 from ..errors import DefinitionError, SandboxRefused
+from ..git import Worktree, read_link, worktrees_home
 from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Harness, Operation, OperationResult
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
-from ..workflow.worktrees import Worktree, read_link, worktrees_home
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
 from .gitbox import GitBox, carry_back, identity, open_box

@@ -30,11 +30,10 @@ from typing import Any, Literal
 import msgspec
 
 from ..errors import RunKeyError
+from ..harnesses.environment import KEY_FILE_VARIABLE, KEY_VARIABLE
+from ..harnesses.environment import KEY_VARIABLES as KEY_VARIABLES  # what an agent never gets: `scrubbed`
 from .messages import Sealed
 
-KEY_VARIABLE = "AGENTSWF_TEMPORAL_KEY"
-KEY_FILE_VARIABLE = "AGENTSWF_TEMPORAL_KEY_FILE"
-KEY_VARIABLES = (KEY_VARIABLE, KEY_FILE_VARIABLE)  # never in an agent's environment
 MIN_KEY_CHARS = 32  # a key shorter than this is refused: a guessable one protects nothing
 NEW_KEY_BYTES = 32
 MAX_KEY_FILE_BYTES = 4096  # read of a key file: a key is a line
@@ -127,11 +126,6 @@ def _create(path: Path) -> RunKey:
     with os.fdopen(descriptor, "w") as file:
         file.write(secret + "\n")
     return RunKey(secret)
-
-
-def scrubbed(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` without the key's variables: what an agent's processes may start with."""
-    return {name: value for name, value in env.items() if name not in KEY_VARIABLES}
 
 
 def held(key: RunKey) -> RunKey:

@@ -35,11 +35,12 @@ from ..engine.run import run_actors
 from ..engine.toolcall import ToolCall
 from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
 from ..harnesses.base import AttemptEnding, Harness, Operation, OperationResult
+from ..harnesses.environment import scrubbed
 from ..harnesses.runtime import Runtime, harness_for
 from ..workflow.agents import Agents
 from ..workflow.sandboxes import Sandboxes
 from ..workflow.tools import Tool
-from .keys import RunKey, SealBroken, scrubbed, seal, unseal
+from .keys import RunKey, SealBroken, seal, unseal
 from .messages import (
     FORK_ACTIVITY,
     TOOL_UPDATE,

@@ -28,10 +28,10 @@ from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.run import run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
+from ..harnesses.environment import scrubbed
 from ..harnesses.runtime import harness_for
 from ..progress import run_recorded, run_started
 from ..sandbox.spec import RunSandboxFile
-from ..temporal.keys import scrubbed
 from .agents import Agents, HarnessResolver
 from .budgets import Budget
 from .context import Approvals, Workflow

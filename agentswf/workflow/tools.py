@@ -12,76 +12,19 @@ import inspect
 import math
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
 
+from ..engine.tool import DEFAULT_TOOL_TIMEOUT_SECONDS, NO_INPUT, Tool
 from ..engine.toolcall import ToolCall
 from ..errors import DefinitionError
 from ..wire.common import MAX_TOOL_NAME_CHARS, is_tool_name
-from ..wire.teaching import Taught
 from .durations import Duration, to_seconds
 
 MAX_TOOLS_PER_AGENT = 16
 MAX_DESCRIPTION_BYTES = 1024
 MAX_INPUT_SCHEMA_BYTES = 8192
-DEFAULT_TOOL_TIMEOUT_SECONDS = 30.0
-
-
-class _NoInput(msgspec.Struct, forbid_unknown_fields=True):
-    """A tool without input is called by its name alone."""
-
-
-@dataclass(frozen=True, eq=False)
-class Tool:
-    """A tool: its handler, what the agent reads about it, and how the broker treats its calls."""
-
-    handler: Callable[..., Any]
-    description: str
-    input: type
-    output: Any = None
-    timeout: float | None = DEFAULT_TOOL_TIMEOUT_SECONDS  # None: only the turn's deadline
-    allowed_agents: frozenset[str] | None = None
-    sensitive_fields: frozenset[str] = frozenset()
-    max_attempts: int = 1
-    backoff: float = 0.0
-    requires_approval: bool = False
-    keyword_call: bool = False  # the input was derived from the handler's parameters
-    call_param: str | None = None  # the parameter that receives the ToolCall
-    taught: Taught = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "taught", Taught(self.input))
-
-    @property
-    def takes_input(self) -> bool:
-        return self.input is not _NoInput
-
-    @property
-    def is_async(self) -> bool:
-        """An `async def` handler (or a callable whose `__call__` is one): it runs on the run's loop.
-
-        Any other handler runs in a worker thread, so a blocking one freezes nothing else.
-        """
-        return inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(type(self.handler).__call__)
-
-    def invoke(self, value: Any, call: ToolCall) -> Any:
-        """Call the handler with `value` as its signature asks; may return an awaitable."""
-        if self.keyword_call:
-            kwargs = {name: getattr(value, name) for name in value.__struct_fields__}
-            if self.call_param:
-                kwargs[self.call_param] = call
-            return self.handler(**kwargs)
-        if self.call_param and self.takes_input:
-            return self.handler(value, call)
-        if self.call_param:
-            return self.handler(call)
-        return self.handler(value) if self.takes_input else self.handler()
-
-    def same_as(self, other: Tool) -> bool:
-        """The same tool as the agent sees it: description and input schema."""
-        return self.description == other.description and self.taught.schema == other.taught.schema
 
 
 def _docstring_params(doc: str) -> dict[str, str]:
@@ -208,12 +151,12 @@ def _make_tool(
         if call_param is None and len(params) == 0:
             raise DefinitionError(f"tool {label}: a tool with input needs a handler that takes it")
     elif not params:
-        input_type, keyword, call_param = _NoInput, False, None
+        input_type, keyword, call_param = NO_INPUT, False, None
     else:
         input_type, call_param = _derive_input(handler, label)
         keyword = True
         if not input_type.__struct_fields__:
-            input_type, keyword = _NoInput, False
+            input_type, keyword = NO_INPUT, False
     _check_takes(handler, label, input_type, keyword, call_param)
     try:
         return Tool(
@@ -241,7 +184,7 @@ def _check_takes(handler: Callable[..., Any], label: str, input_type: type, keyw
         signature = inspect.signature(handler, eval_str=True)  # shown as written, not as strings
     except Exception:  # an annotation that doesn't resolve
         signature = inspect.signature(handler)
-    takes_input = input_type is not _NoInput
+    takes_input = input_type is not NO_INPUT
     try:
         if keyword:
             fields: tuple[str, ...] = getattr(input_type, "__struct_fields__", ())

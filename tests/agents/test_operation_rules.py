@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentswf.engine import turn as t
-from agentswf.engine.clock import Instant
+from agentswf.engine.instant import Instant
 from agentswf.engine.outcomes import Answered, Cancelled, Failed, TimedOut
 from agentswf.engine.switchboard import StandingView
 from agentswf.harnesses.base import AttemptEnding, AttemptResult, OperationResult
