@@ -58,7 +58,7 @@ from ..errors import AgentClosed, DefinitionError, RunKeyError, StopRequested, W
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
-from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
+from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key, check_turn
 from ..workflow.budgets import Budget, Budgets, Spending, group_budget
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
@@ -340,7 +340,7 @@ class TemporalAgent:
         return record
 
     async def fork(
-        self, key: str, *, tools: Mapping[str, Tool] | None = _INHERIT, instructions: str | None = None,
+        self, key: str, *, tools: Mapping[str, Tool] | None = None, instructions: str | None = None,
         effort: str | None = None, cwd: str | Path | None = None,
     ) -> TemporalAgent:
         """As the local `Agent.fork`: a new agent on a copy of this one's session, copied on a worker
@@ -390,7 +390,7 @@ class TemporalAgent:
             raise WorkflowError(f"agent {self.key} could not be forked into {key}: {raw['reason']}")
         runtime = self.spec.runtime if effort is None else msgspec.structs.replace(self.spec.runtime, effort=effort)
         directory = str(self._agents.cwd / cwd) if cwd is not None else self.spec.cwd
-        child = await self._agents.open(key, runtime=runtime, tools=self.tools if tools is _INHERIT else (tools or {}),
+        child = await self._agents.open(key, runtime=runtime, tools=self.tools if tools is None else tools,
                                         instructions=instructions, cwd=directory)
         child._session = raw["session"]
         return child
