@@ -38,7 +38,7 @@ from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.ids import ID_BYTES
-from ..engine.mailrules import MAX_ROUTE_MESSAGES, MESSAGE_TURN_SECONDS
+from ..engine.mailrules import MESSAGE_TURN_SECONDS
 from ..engine.operator import (
     MAX_INBOX_WAIT_SECONDS,
     NOT_A_PARTICIPANT,
@@ -52,7 +52,7 @@ from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
 from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
-from ..engine.switchboard import WORKFLOW_KEY, Mail
+from ..engine.switchboard import WORKFLOW_KEY, Mail, Posted
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
 from ..errors import AgentClosed, DefinitionError, RunKeyError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
@@ -60,9 +60,10 @@ from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
 from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key, check_turn
 from ..workflow.budgets import Budget, Budgets, Spending, group_budget
+from ..workflow.context import Approvals
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
-from ..workflow.messaging import MessageRefused, end_key
+from ..workflow.messaging import Participant, Participants, Route, open_route
 from ..workflow.running import _failure, decode_args
 from ..workflow.tools import Tool, check_tools
 from .board import WorkflowBoard
@@ -680,8 +681,41 @@ class TemporalAgents:
         return key in self._open
 
 
-class TemporalApprovals:
-    """`wf.approvals` on Temporal: tool calls waiting for a decision, decided from workflow code."""
+class TemporalMail:
+    """The mail port over the run's WorkflowBoard: workflow state, changed only in workflow code."""
+
+    def __init__(self, board: WorkflowBoard) -> None:
+        self._board = board
+
+    async def register(self, key: str) -> None:
+        self._board.register(key, "participant", can_await=False)
+
+    async def open_route(
+        self, sender: str, receiver: str, purpose: str, both_ways: bool, max_messages: int
+    ) -> str | Refusal:
+        return self._board.open_route(sender, receiver, purpose, both_ways, max_messages)
+
+    async def close_route(self, route_id: str) -> None:
+        self._board.close_route(route_id)
+
+    async def post(self, sender: str, peer: str, text: str, *, reply: bool) -> Posted | Refusal:
+        return self._board.post(
+            sender=sender, peer=peer, text=text, reply=reply, question=False, until=math.inf, in_turn=True
+        )
+
+    async def inbox(self, key: str) -> list[Mail]:
+        return self._board.take(key)
+
+    async def receive(self, key: str) -> Mail:
+        while True:
+            await workflow.wait_condition(lambda: self._board.unread(key) > 0)
+            taken = self._board.take(key, 1)
+            if taken:  # another receiver may have taken it first
+                return taken[0]
+
+
+class TemporalDesk:
+    """The approvals port over the workflow's pending tool calls."""
 
     def __init__(self, agents: TemporalAgents) -> None:
         self._agents = agents
@@ -689,86 +723,8 @@ class TemporalApprovals:
     async def pending(self) -> list[ApprovalRequest]:
         return sorted(self._agents.pending.values(), key=lambda request: request.asked_at)
 
-    async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
-        return self._agents.decide(DecideRequest(call_id, True, reason, by))
-
-    async def reject(self, call_id: str, *, reason: str, by: str = "workflow") -> bool:
-        return self._agents.decide(DecideRequest(call_id, False, reason, by))
-
-
-class TemporalRoute:
-    """An open route between two ends of a Temporal run; `close()` ends it."""
-
-    def __init__(self, board: WorkflowBoard, route_id: str, sender: str, receiver: str, purpose: str) -> None:
-        self._board = board
-        self.id = route_id
-        self.sender = sender
-        self.receiver = receiver
-        self.purpose = purpose
-        self.closed = False
-
-    async def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._board.close_route(self.id)
-
-    def __repr__(self) -> str:
-        return f"<Route {self.sender}→{self.receiver} {self.purpose!r}{' closed' if self.closed else ''}>"
-
-
-class TemporalParticipant:
-    """Someone outside the run (or the workflow itself): reads and answers in workflow code, or
-    through `awf inbox` / `awf reply`, which reach the workflow as an update."""
-
-    def __init__(self, board: WorkflowBoard, key: str) -> None:
-        self._board = board
-        self.key = key
-
-    async def inbox(self) -> list[Mail]:
-        """Unread messages, now (marks them read)."""
-        return self._board.take(self.key)
-
-    async def receive(self) -> Mail:
-        """The next unread message, waiting for one."""
-        while True:
-            await workflow.wait_condition(lambda: self._board.unread(self.key) > 0)
-            taken = self._board.take(self.key, 1)
-            if taken:  # another receiver may have taken it first
-                return taken[0]
-
-    async def send(self, peer: str, text: str) -> str:
-        """Send `peer` a message; returns when it reads it. Raises MessageRefused."""
-        return self._post(peer, text, reply=False)
-
-    async def reply(self, peer: str, text: str) -> str:
-        """Answer the question `peer` asked. Raises MessageRefused."""
-        return self._post(peer, text, reply=True)
-
-    def _post(self, peer: str, text: str, *, reply: bool) -> str:
-        answer = self._board.post(
-            sender=self.key, peer=peer, text=text, reply=reply, question=False, until=math.inf, in_turn=True
-        )
-        if isinstance(answer, Refusal):
-            raise MessageRefused(answer.code, answer.message)
-        return answer.read
-
-
-class TemporalParticipants:
-    """`wf.participants.open(key)` on Temporal."""
-
-    def __init__(self, agents: TemporalAgents) -> None:
-        self._agents = agents
-        self._open: dict[str, TemporalParticipant] = {}
-
-    async def open(self, key: str) -> TemporalParticipant:
-        if key in self._open:
-            return self._open[key]
-        if key in self._agents.keys or key == WORKFLOW_KEY:
-            raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
-        self._agents.keys.add(key)
-        self._agents.board.register(key, "participant", can_await=False)
-        participant = self._open[key] = TemporalParticipant(self._agents.board, key)
-        return participant
+    async def decide(self, call_id: str, decision: ApprovalDecision) -> bool:
+        return self._agents.decide(DecideRequest(call_id, decision.approved, decision.reason, decision.by))
 
 
 class TemporalWorkflow:
@@ -782,28 +738,22 @@ class TemporalWorkflow:
         self.cwd = cwd
         self.run_dir = run_dir  # the record's directory on the run's host, written when the run ends
         self.agents = agents
-        self.approvals = TemporalApprovals(agents)
+        self.approvals = Approvals(TemporalDesk(agents))
         agents.log = agents.budgets.log = self.log
         self.stop_reason: str | None = None
         self._stage: str | None = None
         self._stages_seen: set[str] = set()
-        self._stage_routes: list[TemporalRoute] = []
-        self.participants = TemporalParticipants(agents)
+        self._stage_routes: list[Route] = []
+        self._mail = TemporalMail(agents.board)
+        self.participants = Participants(self._mail, agents.keys)
         agents.board.register(WORKFLOW_KEY, "participant", can_await=False)
-        self._itself = TemporalParticipant(agents.board, WORKFLOW_KEY)
+        self._itself = Participant(self._mail, WORKFLOW_KEY)
 
     async def route(
         self, sender: Any, receiver: Any, *, purpose: str, both_ways: bool = False, max_messages: int | None = None,
-    ) -> TemporalRoute:
+    ) -> Route:
         """As the local `wf.route`: `sender` can send to `receiver`, which can reply (either, `both_ways`)."""
-        limit = MAX_ROUTE_MESSAGES if max_messages is None else max_messages
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROUTE_MESSAGES:
-            raise DefinitionError(f"max_messages can only lower the limit of {MAX_ROUTE_MESSAGES}; got {max_messages!r}")
-        a, b = end_key(sender), end_key(receiver)
-        route_id = self.agents.board.open_route(a, b, purpose, both_ways, limit)
-        if isinstance(route_id, Refusal):
-            raise DefinitionError(f"route {a} → {b}: {route_id.message}")
-        route = TemporalRoute(self.agents.board, route_id, a, b, purpose)
+        route = await open_route(self._mail, sender, receiver, purpose=purpose, both_ways=both_ways, max_messages=max_messages)
         if self._stage is not None:
             self._stage_routes.append(route)
         return route

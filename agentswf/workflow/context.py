@@ -14,15 +14,17 @@ import anyio.from_thread
 import msgspec
 
 from ..actors import ActorRef, backend
-from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
+from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.recorder import Logged, LogLines
-from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
+from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..errors import DefinitionError, StopRequested, leaf_errors
 from ..progress import progress
 from .agents import Agents
 from .budgets import Budget, Spending, group_budget
 from .durable import Durable
+from .local import LocalDesk, LocalMail
 from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
+from .port import ApprovalPort
 from .sandboxes import Sandboxes
 from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
 from .worktrees import Keep, RunWorktrees, Worktree
@@ -34,20 +36,20 @@ R = TypeVar("R")
 class Approvals:
     """Tool calls waiting for a person's decision, decided from code (`wf.approvals`)."""
 
-    def __init__(self, desk: ActorRef) -> None:
-        self._desk = desk
+    def __init__(self, port: ApprovalPort | ActorRef) -> None:
+        self._port = LocalDesk(port) if isinstance(port, ActorRef) else port  # a local run's desk actor
 
     async def pending(self) -> list[ApprovalRequest]:
         """The calls waiting now, oldest first."""
-        return await self._desk.ask(ListPending())
+        return await self._port.pending()
 
     async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
         """Let the call run; False if no call by that id is waiting."""
-        return await self._desk.ask(Decide(call_id, ApprovalDecision(True, reason, by)))
+        return await self._port.decide(call_id, ApprovalDecision(True, reason, by))
 
     async def reject(self, call_id: str, *, reason: str, by: str = "workflow") -> bool:
         """Refuse the call; the agent is told `reason`. False if no call by that id is waiting."""
-        return await self._desk.ask(Decide(call_id, ApprovalDecision(False, reason, by)))
+        return await self._port.decide(call_id, ApprovalDecision(False, reason, by))
 
 
 class Workflow:
@@ -96,8 +98,8 @@ class Workflow:
         self._worktrees = worktrees
         self._durable = durable  # this attempt's stage plan and records
         self.approvals = approvals
-        self._board = board
-        self.participants = Participants(board, agents.keys)
+        self._mail = LocalMail(board)
+        self.participants = Participants(self._mail, agents.keys)
         self._stage: str | None = None
         self._stages_seen: set[str] = set()
         self._stage_routes: list[Route] = []
@@ -181,7 +183,7 @@ class Workflow:
         when the stage ends.
         """
         route = await open_route(
-            self._board, sender, receiver, purpose=purpose, both_ways=both_ways, max_messages=max_messages
+            self._mail, sender, receiver, purpose=purpose, both_ways=both_ways, max_messages=max_messages
         )
         if self._stage is not None:
             self._stage_routes.append(route)
@@ -190,15 +192,15 @@ class Workflow:
     async def receive(self) -> Mail:
         """The next message addressed to the workflow itself (a route's end `wf`), waiting for one."""
         not_in_handler("wf.receive")
-        return await self._board.ask(Receive(WORKFLOW_KEY))
+        return await self._mail.receive(WORKFLOW_KEY)
 
     async def reply(self, peer: str, text: str) -> str:
         """Answer a question `peer` asked the workflow. Raises MessageRefused."""
-        return await Participant(self._board, WORKFLOW_KEY).reply(peer, text)
+        return await Participant(self._mail, WORKFLOW_KEY).reply(peer, text)
 
     async def send(self, peer: str, text: str) -> str:
         """Send `peer` a message from the workflow. Raises MessageRefused."""
-        return await Participant(self._board, WORKFLOW_KEY).send(peer, text)
+        return await Participant(self._mail, WORKFLOW_KEY).send(peer, text)
 
     async def race(self, *awaitables: Awaitable[Any]) -> Any:
         """The value of whichever awaitable finishes first; the others are cancelled."""
