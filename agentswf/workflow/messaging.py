@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any
-
-import anyio
 
 from ..engine.mailrules import MAX_ROUTE_MESSAGES
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..engine.toolcall import CURRENT_TOOL_CALL
-from ..errors import DefinitionError, WorkflowError, leaf_errors
+from ..errors import DefinitionError, WorkflowError
 from .port import MailPort
 
 
@@ -127,38 +124,3 @@ async def open_route(
         raise DefinitionError(f"route {a} → {b}: {route_id.message}")
     return Route(mail, route_id, a, b, purpose)
 
-
-async def race(*awaitables: Awaitable[Any]) -> Any:
-    """The value of whichever awaitable finishes first; the rest are cancelled."""
-    not_in_handler("wf.race")
-    _, value = await _first(dict(enumerate(awaitables)))
-    return value
-
-
-async def select(**awaitables: Awaitable[Any]) -> tuple[str, Any]:
-    """`(name, value)` of whichever named awaitable finishes first; the rest are cancelled."""
-    not_in_handler("wf.select")
-    return await _first(awaitables)
-
-
-async def _first(awaitables: dict[Any, Awaitable[Any]]) -> tuple[Any, Any]:
-    if not awaitables:
-        raise DefinitionError("race and select need at least one awaitable")
-    winner: list[tuple[Any, Any]] = []
-
-    async def one(name: Any, awaitable: Awaitable[Any], group: anyio.abc.TaskGroup) -> None:
-        value = await awaitable
-        if not winner:
-            winner.append((name, value))
-            group.cancel_scope.cancel()
-
-    try:
-        async with anyio.create_task_group() as group:
-            for name, awaitable in awaitables.items():
-                group.start_soon(one, name, awaitable, group)
-    except BaseExceptionGroup as group_error:  # the first error, as itself, as wf.parallel raises it
-        errors = [leaf for leaf in leaf_errors(group_error) if isinstance(leaf, Exception)]
-        if errors:
-            raise errors[0] from None
-        raise
-    return winner[0]
