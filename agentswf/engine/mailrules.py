@@ -246,3 +246,17 @@ def awaiting(questions: Iterable[QuestionView], key: str) -> QuestionView | None
 def owed(questions: Iterable[QuestionView], askee: str, asker: str) -> QuestionView | None:
     """The open question `askee` owes `asker` a reply to."""
     return next((q for q in questions if q.open and q.askee == askee and q.asker == asker), None)
+
+
+def how_read(kind: Literal["agent", "participant"], state: str, *, reply: bool) -> str:
+    """When a message's sender is told its peer reads it, from the peer's kind and state (and
+    whether the message is the reply it owes): the same words on every engine."""
+    if kind == "participant":
+        return "when they read their inbox"
+    if reply and state in ("awaiting-reply", "idle", "not-started"):
+        return "now: your reply starts its next turn"
+    if state == "working":
+        return "when its current turn ends"
+    if state == "awaiting-reply":
+        return "with the reply it awaits"
+    return "now, in a turn of its own"

@@ -402,7 +402,7 @@ class Switchboard(Actor):
             question=question_id,
             at=time.time(),
         )
-        read = self._how_read(peer, reply=owed is not None)
+        read = mailrules.how_read(peer.kind, peer.state, reply=owed is not None)
         # On the record before anything changes: a message that can't be recorded isn't sent.
         if not await self.append(MessageSent(mail, route.id, read)):
             return Refusal("internal-error", UNRECORDED_MESSAGE)
@@ -422,17 +422,6 @@ class Switchboard(Actor):
                 self.start_soon(self._expire_at, question_id, msg.until)
         await self._deliver(peer, mail, reply=owed is not None)
         return Posted(message_id, read)
-
-    def _how_read(self, peer: _Endpoint, *, reply: bool) -> str:
-        if peer.kind == "participant":
-            return "when they read their inbox"
-        if reply and peer.state in ("awaiting-reply", "idle", "not-started"):
-            return "now: your reply starts its next turn"
-        if peer.state == "working":
-            return "when its current turn ends"
-        if peer.state == "awaiting-reply":
-            return "with the reply it awaits"
-        return "now, in a turn of its own"
 
     async def _deliver(self, peer: _Endpoint, mail: Mail, *, reply: bool) -> None:
         peer.inbox.append(mail)

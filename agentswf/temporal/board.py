@@ -151,7 +151,7 @@ class WorkflowBoard:
             id=message_id, sender=sender, to=peer, text=text, kind=kind, purpose=route.purpose, question=question_id,
             at=self._now(),
         )
-        read = _how_read(receiving, reply=owed is not None)
+        read = mailrules.how_read(receiving.kind, receiving.state, reply=owed is not None)
         self.lines.append({"event": "sent", "mail": msgspec.to_builtins(mail), "route": route.id, "read": read})
         spent = self.views[route.id]
         self.views[route.id] = replace(spent, used=spent.used + cost)
@@ -261,15 +261,3 @@ class WorkflowBoard:
             if question.read_and_open and question.askee == key:  # one still unread goes to its next turn
                 self._end_question(question, why or f"{key} ended its turn without replying")
 
-
-def _how_read(peer: _Endpoint, *, reply: bool) -> str:
-    """What the sender is told of when its peer reads the message, as the local Switchboard tells it."""
-    if peer.kind == "participant":
-        return "when they read their inbox"
-    if reply and peer.state in ("awaiting-reply", "idle", "not-started"):
-        return "now: your reply starts its next turn"
-    if peer.state == "working":
-        return "when its current turn ends"
-    if peer.state == "awaiting-reply":
-        return "with the reply it awaits"
-    return "now, in a turn of its own"

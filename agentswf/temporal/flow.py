@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 from temporalio import workflow
@@ -38,7 +38,7 @@ from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.ids import ID_BYTES
-from ..engine.mailrules import MAX_ROUTE_MESSAGES, MESSAGE_TURN_SECONDS
+from ..engine.mailrules import MESSAGE_TURN_SECONDS
 from ..engine.operator import (
     MAX_INBOX_WAIT_SECONDS,
     NOT_A_PARTICIPANT,
@@ -52,19 +52,22 @@ from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
 from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
-from ..engine.switchboard import WORKFLOW_KEY, Mail
+from ..engine.switchboard import WORKFLOW_KEY, Mail, Posted
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
 from ..errors import AgentClosed, DefinitionError, RunKeyError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
-from ..workflow.agents import _INHERIT, AgentSpec, _capable, _taught, check_effort, check_key, check_turn
-from ..workflow.budgets import Budget, Budgets, Spending, group_budget
+from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key, check_turn
+from ..workflow.budgets import Budget, Budgets
+from ..workflow.context import Approvals, Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
-from ..workflow.messaging import MessageRefused, end_key
+from ..workflow.port import plain, refused
 from ..workflow.running import _failure, decode_args
+from ..workflow.sandboxes import Sandboxes
 from ..workflow.tools import Tool, check_tools
+from ..workflow.worktrees import RunWorktrees
 from .board import WorkflowBoard
 from .keys import RunKey, SealBroken, seal, unseal
 from .messages import (
@@ -340,7 +343,7 @@ class TemporalAgent:
         return record
 
     async def fork(
-        self, key: str, *, tools: Mapping[str, Tool] | None = _INHERIT, instructions: str | None = None,
+        self, key: str, *, tools: Mapping[str, Tool] | None = None, instructions: str | None = None,
         effort: str | None = None, cwd: str | Path | None = None,
     ) -> TemporalAgent:
         """As the local `Agent.fork`: a new agent on a copy of this one's session, copied on a worker
@@ -390,7 +393,7 @@ class TemporalAgent:
             raise WorkflowError(f"agent {self.key} could not be forked into {key}: {raw['reason']}")
         runtime = self.spec.runtime if effort is None else msgspec.structs.replace(self.spec.runtime, effort=effort)
         directory = str(self._agents.cwd / cwd) if cwd is not None else self.spec.cwd
-        child = await self._agents.open(key, runtime=runtime, tools=self.tools if tools is _INHERIT else (tools or {}),
+        child = await self._agents.open(key, runtime=runtime, tools=self.tools if tools is None else tools,
                                         instructions=instructions, cwd=directory)
         child._session = raw["session"]
         return child
@@ -680,8 +683,41 @@ class TemporalAgents:
         return key in self._open
 
 
-class TemporalApprovals:
-    """`wf.approvals` on Temporal: tool calls waiting for a decision, decided from workflow code."""
+class TemporalMail:
+    """The mail port over the run's WorkflowBoard: workflow state, changed only in workflow code."""
+
+    def __init__(self, board: WorkflowBoard) -> None:
+        self._board = board
+
+    async def register(self, key: str) -> None:
+        self._board.register(key, "participant", can_await=False)
+
+    async def open_route(
+        self, sender: str, receiver: str, purpose: str, both_ways: bool, max_messages: int
+    ) -> str | Refusal:
+        return self._board.open_route(sender, receiver, purpose, both_ways, max_messages)
+
+    async def close_route(self, route_id: str) -> None:
+        self._board.close_route(route_id)
+
+    async def post(self, sender: str, peer: str, text: str, *, reply: bool) -> Posted | Refusal:
+        return self._board.post(
+            sender=sender, peer=peer, text=text, reply=reply, question=False, until=math.inf, in_turn=True
+        )
+
+    async def inbox(self, key: str) -> list[Mail]:
+        return self._board.take(key)
+
+    async def receive(self, key: str) -> Mail:
+        while True:
+            await workflow.wait_condition(lambda: self._board.unread(key) > 0)
+            taken = self._board.take(key, 1)
+            if taken:  # another receiver may have taken it first
+                return taken[0]
+
+
+class TemporalDesk:
+    """The approvals port over the workflow's pending tool calls."""
 
     def __init__(self, agents: TemporalAgents) -> None:
         self._agents = agents
@@ -689,211 +725,69 @@ class TemporalApprovals:
     async def pending(self) -> list[ApprovalRequest]:
         return sorted(self._agents.pending.values(), key=lambda request: request.asked_at)
 
-    async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
-        return self._agents.decide(DecideRequest(call_id, True, reason, by))
-
-    async def reject(self, call_id: str, *, reason: str, by: str = "workflow") -> bool:
-        return self._agents.decide(DecideRequest(call_id, False, reason, by))
+    async def decide(self, call_id: str, decision: ApprovalDecision) -> bool:
+        return self._agents.decide(DecideRequest(call_id, decision.approved, decision.reason, decision.by))
 
 
-class TemporalRoute:
-    """An open route between two ends of a Temporal run; `close()` ends it."""
+class TemporalPort:
+    """The engine port of a run on Temporal: its WorkflowBoard, its log as workflow state, asyncio
+    tasks (never anyio's, which deadlock around Temporal's operations, as measured). Temporal's history
+    makes a stage durable, so no stage record is kept; wf.sandboxes and worktrees it refuses."""
 
-    def __init__(self, board: WorkflowBoard, route_id: str, sender: str, receiver: str, purpose: str) -> None:
-        self._board = board
-        self.id = route_id
-        self.sender = sender
-        self.receiver = receiver
-        self.purpose = purpose
-        self.closed = False
+    name = "Temporal"
 
-    async def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._board.close_route(self.id)
+    def __init__(self, workflow_name: str, agents: TemporalAgents) -> None:
+        self.mail = TemporalMail(agents.board)
+        self._workflow = workflow_name
+        self._lines = agents.lines
 
-    def __repr__(self) -> str:
-        return f"<Route {self.sender}→{self.receiver} {self.purpose!r}{' closed' if self.closed else ''}>"
+    def log(self, message: str, fields: Mapping[str, Any]) -> None:
+        """A line of the run's log (the query `agentswf.log`), shown as progress when not replaying."""
+        kept = plain(fields)
+        self._lines.log.append({"at": workflow.now().timestamp(), "message": message, "fields": kept})
+        if not workflow.unsafe.is_replaying():
+            progress("agentswf.workflow", message, workflow=self._workflow, **kept)
 
-
-class TemporalParticipant:
-    """Someone outside the run (or the workflow itself): reads and answers in workflow code, or
-    through `awf inbox` / `awf reply`, which reach the workflow as an update."""
-
-    def __init__(self, board: WorkflowBoard, key: str) -> None:
-        self._board = board
-        self.key = key
-
-    async def inbox(self) -> list[Mail]:
-        """Unread messages, now (marks them read)."""
-        return self._board.take(self.key)
-
-    async def receive(self) -> Mail:
-        """The next unread message, waiting for one."""
-        while True:
-            await workflow.wait_condition(lambda: self._board.unread(self.key) > 0)
-            taken = self._board.take(self.key, 1)
-            if taken:  # another receiver may have taken it first
-                return taken[0]
-
-    async def send(self, peer: str, text: str) -> str:
-        """Send `peer` a message; returns when it reads it. Raises MessageRefused."""
-        return self._post(peer, text, reply=False)
-
-    async def reply(self, peer: str, text: str) -> str:
-        """Answer the question `peer` asked. Raises MessageRefused."""
-        return self._post(peer, text, reply=True)
-
-    def _post(self, peer: str, text: str, *, reply: bool) -> str:
-        answer = self._board.post(
-            sender=self.key, peer=peer, text=text, reply=reply, question=False, until=math.inf, in_turn=True
-        )
-        if isinstance(answer, Refusal):
-            raise MessageRefused(answer.code, answer.message)
-        return answer.read
-
-
-class TemporalParticipants:
-    """`wf.participants.open(key)` on Temporal."""
-
-    def __init__(self, agents: TemporalAgents) -> None:
-        self._agents = agents
-        self._open: dict[str, TemporalParticipant] = {}
-
-    async def open(self, key: str) -> TemporalParticipant:
-        if key in self._open:
-            return self._open[key]
-        if key in self._agents.keys or key == WORKFLOW_KEY:
-            raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
-        self._agents.keys.add(key)
-        self._agents.board.register(key, "participant", can_await=False)
-        participant = self._open[key] = TemporalParticipant(self._agents.board, key)
-        return participant
-
-
-class TemporalWorkflow:
-    """The `wf` of a run on Temporal. Created by the engine; don't construct one yourself."""
-
-    is_workflow = True  # as a route's end, the workflow is the participant "workflow"
-
-    def __init__(self, *, name: str, run_id: str, cwd: Path, run_dir: Path, agents: TemporalAgents) -> None:
-        self.name = name
-        self.run_id = run_id
-        self.cwd = cwd
-        self.run_dir = run_dir  # the record's directory on the run's host, written when the run ends
-        self.agents = agents
-        self.approvals = TemporalApprovals(agents)
-        agents.log = agents.budgets.log = self.log
-        self.stop_reason: str | None = None
-        self._stage: str | None = None
-        self._stages_seen: set[str] = set()
-        self._stage_routes: list[TemporalRoute] = []
-        self.participants = TemporalParticipants(agents)
-        agents.board.register(WORKFLOW_KEY, "participant", can_await=False)
-        self._itself = TemporalParticipant(agents.board, WORKFLOW_KEY)
-
-    async def route(
-        self, sender: Any, receiver: Any, *, purpose: str, both_ways: bool = False, max_messages: int | None = None,
-    ) -> TemporalRoute:
-        """As the local `wf.route`: `sender` can send to `receiver`, which can reply (either, `both_ways`)."""
-        limit = MAX_ROUTE_MESSAGES if max_messages is None else max_messages
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROUTE_MESSAGES:
-            raise DefinitionError(f"max_messages can only lower the limit of {MAX_ROUTE_MESSAGES}; got {max_messages!r}")
-        a, b = end_key(sender), end_key(receiver)
-        route_id = self.agents.board.open_route(a, b, purpose, both_ways, limit)
-        if isinstance(route_id, Refusal):
-            raise DefinitionError(f"route {a} → {b}: {route_id.message}")
-        route = TemporalRoute(self.agents.board, route_id, a, b, purpose)
-        if self._stage is not None:
-            self._stage_routes.append(route)
-        return route
-
-    async def receive(self) -> Mail:
-        """The next message addressed to the workflow itself (a route's end `wf`), waiting for one."""
-        return await self._itself.receive()
-
-    async def reply(self, peer: str, text: str) -> str:
-        return await self._itself.reply(peer, text)
-
-    async def send(self, peer: str, text: str) -> str:
-        return await self._itself.send(peer, text)
-
-    async def parallel(
-        self, items: Iterable[T], fn: Callable[[T], Awaitable[R]], *, concurrency: int | None = None,
-        label: str | None = None,
-    ) -> list[R]:
-        """`fn(item)` for every item at once (at most `concurrency` at a time), results in order; fail-fast."""
-        work = list(items)
-        if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
-            raise DefinitionError(f"parallel's concurrency must be a whole number of at least 1, not {concurrency!r}")
+    async def parallel(self, work: list[Callable[[], Awaitable[T]]], concurrency: int | None) -> list[T]:
         limiter = asyncio.Semaphore(concurrency or max(1, len(work)))
 
-        async def one(item: T) -> R:
+        async def one(call: Callable[[], Awaitable[T]]) -> T:
             async with limiter:
-                return await fn(item)
+                return await call()
 
-        tasks = [asyncio.ensure_future(one(item)) for item in work]
+        tasks = [asyncio.ensure_future(one(call)) for call in work]
         try:
-            results = await asyncio.gather(*tasks)
+            return list(await asyncio.gather(*tasks))
         except BaseException:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        if label:
-            self.log(f"{label}: {len(work)} done")
-        return list(results)
 
-    async def stage(self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Any = None) -> R:
-        """Run `work()` as the stage `name` (Temporal's history makes it durable: no stage record is kept)."""
-        if budget is not None and not isinstance(budget, Budget):
-            raise DefinitionError(f"stage {name}'s budget is a Budget, not {budget!r}")
-        if self._stage is not None:
-            raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
-        if name in self._stages_seen:
-            raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
-        self._stages_seen.add(name)
-        self._stage = name
-        self.agents.budgets.enter_stage(name, budget)
-        try:
-            value = await work()
-        finally:
-            self._stage = None
-            self.agents.budgets.leave_stage()
-            routes, self._stage_routes = self._stage_routes, []
-            for route in routes:  # a route opened in a stage closes when the stage ends
-                await route.close()
-        if result is not None:
-            try:
-                value = msgspec.convert(value, result, from_attributes=True)
-            except msgspec.ValidationError as error:
-                raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
-        return value
+    async def first(self, awaitables: dict[Any, Awaitable[Any]]) -> tuple[Any, Any]:
+        for awaitable in awaitables.values():  # never awaited: closed, so nothing warns of it
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()
+        refused("wf.race and wf.select", self.name)
 
-    def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
-        """As the local `wf.budget`: cap what the agents of key group `group` may spend from now."""
-        self.agents.budgets.limit_group(group, group_budget(group, budget, limits))
+    async def shielded(self, work: Callable[[], Awaitable[None]]) -> None:
+        await work()  # the board's changes are workflow state: closing a route never waits
 
-    def spent(self) -> Spending:
-        """What the run, each stage, each key group and each agent spent so far (see `Budget`)."""
-        return self.agents.budgets.spending()
+    async def stage_entered(self, name: str, result: Any) -> tuple[bool, Any]:
+        return False, None
 
-    def stop(self, reason: str) -> NoReturn:
-        """End the run `stopped` with `reason`."""
-        self.stop_reason = reason
-        raise StopRequested(reason)
+    async def stage_completed(self, name: str, value: Any) -> None:
+        pass
 
-    def log(self, message: str, **fields: Any) -> None:
-        """A line of the run's log (the query `agentswf.log`), shown as progress when not replaying."""
-        plain = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in fields.items()}
-        self.agents.lines.log.append({"at": workflow.now().timestamp(), "message": str(message), "fields": plain})
-        if not workflow.unsafe.is_replaying():
-            progress("agentswf.workflow", message, workflow=self.name, **plain)
+    def stage_left(self) -> None:
+        pass
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("sandboxes", "worktree"):  # an agent's own sandbox= is on it
-            raise WorkflowError(f"wf.{name} is not yet on the Temporal engine (docs/guide/temporal.md says what is)")
-        raise AttributeError(name)
+    def sandboxes(self) -> Sandboxes:
+        refused("wf.sandboxes", self.name)  # an agent's own sandbox= is on it
+
+    def worktrees(self) -> RunWorktrees:
+        refused("wf.worktree", self.name)
 
 
 async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply:
@@ -1023,7 +917,8 @@ class AgentswfWorkflow:
     replay, so they decide nothing the handler needs)."""
 
     def __init__(self) -> None:
-        self.wf: TemporalWorkflow | None = None
+        self.wf: Workflow | None = None
+        self.agents: TemporalAgents | None = None  # the wf's agents, and the run's state on Temporal
         self.main: asyncio.Task[Any] | None = None  # the workflow function, running: `awf stop` cancels it
         self.nonces: set[str] = set()  # of the updates taken: a seal is good once
 
@@ -1049,8 +944,8 @@ class AgentswfWorkflow:
             return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
         ending = await run_definition(self, definition, request)
         await workflow.wait_condition(workflow.all_handlers_finished)  # tool calls still answering: in the record
-        if self.wf is not None:
-            ending = msgspec.structs.replace(ending, lines=self.wf.agents.lines)
+        if self.agents is not None:
+            ending = msgspec.structs.replace(ending, lines=self.agents.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
 
     def _check(self, name: str, raw: Any, body_type: Any, signer: Callable[[Any], str]) -> Any:
@@ -1081,24 +976,24 @@ class AgentswfWorkflow:
     @workflow.update(name=TOOL_UPDATE)
     async def tool(self, raw: dict[str, Any]) -> dict[str, Any]:
         request = self._once(raw, ToolRequest)
-        await workflow.wait_condition(lambda: self.wf is not None)
-        assert self.wf is not None
-        reply = await answer_tool(self.wf.agents, request)
+        await workflow.wait_condition(lambda: self.agents is not None)
+        assert self.agents is not None
+        reply = await answer_tool(self.agents, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
 
     @tool.validator
     def _check_tool(self, raw: dict[str, Any]) -> None:
         request = self._check(TOOL_UPDATE, raw, ToolRequest, lambda body: f"worker:{body.agent}")
-        if self.wf is None or self.wf.agents.running.get(request.agent) != request.activity:
+        if self.agents is None or self.agents.running.get(request.agent) != request.activity:
             raise ApplicationError(f"no turn of agent {request.agent} is running as {request.activity!r}: refused",
                                    type="Refused", non_retryable=True)
 
     @workflow.update(name=MAIL_UPDATE)
     async def mail(self, raw: dict[str, Any]) -> dict[str, Any]:
         request = self._once(raw, MailRequest)
-        await workflow.wait_condition(lambda: self.wf is not None)
-        assert self.wf is not None
-        reply = await answer_mail(self.wf.agents, request)
+        await workflow.wait_condition(lambda: self.agents is not None)
+        assert self.agents is not None
+        reply = await answer_mail(self.agents, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
 
     @mail.validator
@@ -1109,11 +1004,11 @@ class AgentswfWorkflow:
     async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
         """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant; `awf stop`: a person."""
         request = self._once(raw, PostAs | ReadInbox | Stop)
-        await workflow.wait_condition(lambda: self.wf is not None)
-        assert self.wf is not None
+        await workflow.wait_condition(lambda: self.agents is not None)
+        assert self.agents is not None
         if isinstance(request, Stop):
             return msgspec.to_builtins(self._stop(request))  # type: ignore[no-any-return]
-        return msgspec.to_builtins(await answer_person(self.wf.agents.board, request))  # type: ignore[no-any-return]
+        return msgspec.to_builtins(await answer_person(self.agents.board, request))  # type: ignore[no-any-return]
 
     @operator.validator
     def _check_operator(self, raw: dict[str, Any]) -> None:
@@ -1123,11 +1018,11 @@ class AgentswfWorkflow:
     def _stop(self, request: Stop) -> OperatorResponse:
         """As the local operator socket's stop: the workflow function is cancelled, its turns' activities
         with it, and the run ends `stopped` with the person's name and reason."""
-        assert self.wf is not None
-        if self.wf.agents.stopped is not None or self.main is None or self.main.done():
+        assert self.wf is not None and self.agents is not None
+        if self.agents.stopped is not None or self.main is None or self.main.done():
             return OperatorResponse(True, "the run is already stopping")
         reason = f"stopped by {request.by}" + (f": {request.reason}" if request.reason else "")
-        self.wf.agents.stopped = reason
+        self.agents.stopped = reason
         self.main.cancel()
         self.wf.log("run stopped by a person", reason=reason)
         return OperatorResponse(True, f"stopping the run ({reason}); its agents are being stopped")
@@ -1135,7 +1030,7 @@ class AgentswfWorkflow:
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:
         request = self._once(raw, DecideRequest)
-        return self.wf is not None and self.wf.agents.decide(request)
+        return self.agents is not None and self.agents.decide(request)
 
     @decide.validator
     def _check_decide(self, raw: dict[str, Any]) -> None:
@@ -1143,20 +1038,20 @@ class AgentswfWorkflow:
 
     @workflow.query(name=PENDING_QUERY)
     def pending(self) -> list[dict[str, Any]]:
-        return [] if self.wf is None else msgspec.to_builtins(list(self.wf.agents.pending.values()))  # type: ignore[no-any-return]
+        return [] if self.agents is None else msgspec.to_builtins(list(self.agents.pending.values()))  # type: ignore[no-any-return]
 
     @workflow.query(name=LOG_QUERY)
     def log(self) -> list[dict[str, Any]]:
-        return [] if self.wf is None else self.wf.agents.lines.log
+        return [] if self.agents is None else self.agents.lines.log
 
     @workflow.query(name=LINES_QUERY)
     def lines(self, offsets: dict[str, int]) -> dict[str, list[Any]]:
         """The record's lines (turns, tools, messages, log) past `offsets`, as the run's files will hold them,
         and the turns given (`calls`: each as a local run's call.json has it, with when it was sent)."""
-        if self.wf is None:
+        if self.agents is None:
             return {}
-        kept = self.wf.agents.lines
-        found = {"calls": self.wf.agents.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
+        kept = self.agents.lines
+        found = {"calls": self.agents.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
                  "log": kept.log}
         return {name: lines[max(0, int(offsets.get(name, 0))):] for name, lines in found.items()}
 
@@ -1173,9 +1068,13 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
         workflow=definition.name, run_id=request.run_id, cwd=Path(request.cwd), turn_queue=request.turn_queue,
         run_deadline=now + request.timeout,
     )
-    wf = host.wf = TemporalWorkflow(
-        name=definition.name, run_id=request.run_id, cwd=Path(request.cwd), run_dir=Path(request.run_dir), agents=agents
-    )
+    host.agents = agents
+    agents.board.register(WORKFLOW_KEY, "participant", can_await=False)
+    wf = host.wf = Workflow.over(
+        TemporalPort(definition.name, agents), name=definition.name, run_id=request.run_id, cwd=Path(request.cwd),
+        run_dir=Path(request.run_dir), agents=agents, approvals=Approvals(TemporalDesk(agents)),
+    )  # the run's record directory is on the run's host, written when the run ends
+    agents.log = wf.log
     if request.budget is not None:
         agents.budgets.run.budget = msgspec.convert(request.budget, Budget)
     main = host.main = asyncio.ensure_future(definition.fn(wf, args) if definition.takes_args else definition.fn(wf))

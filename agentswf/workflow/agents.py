@@ -108,9 +108,6 @@ class ForkSpec(msgspec.Struct, frozen=True):
     cwd: str | None
 
 
-_INHERIT: Any = object()  # `fork(tools=...)` not given: the parent's tools
-
-
 def _capable(harness: str, name: str) -> str | None:
     """Why `harness` can't do `name` (a harness outside the table, e.g. a test's, can)."""
     return refusal(harness, name) if harness in TABLE else None
@@ -439,7 +436,7 @@ class Agent:
         self,
         key: str,
         *,
-        tools: Mapping[str, Tool] | None = _INHERIT,
+        tools: Mapping[str, Tool] | None = None,
         instructions: str | None = None,
         effort: str | None = None,
         cwd: str | Path | None = None,
@@ -447,8 +444,8 @@ class Agent:
         """A new agent on a copy of this one's session, copied after the operations queued before it.
 
         It inherits the runtime, model, effort (as `set` left them), cwd and tools unless
-        given (`tools={}` gives none), and has its own socket, launcher and call ids. The
-        same key with the same parent and spec returns the same agent.
+        given (`tools=None` inherits too; `tools={}` gives none), and has its own socket,
+        launcher and call ids. The same key with the same parent and spec returns the same agent.
         """
         self._check_usable("fork")
         return await self._agents._fork(self, key, tools, instructions, effort, cwd)
@@ -613,11 +610,10 @@ class Agents:
         effort: str | None, cwd: str | Path | None,
     ) -> Agent:
         check_key(key)
-        inherit = tools is _INHERIT
-        checked = parent.tools if inherit else check_tools(key, tools or {})
+        checked = parent.tools if tools is None else check_tools(key, tools)
         directory = (self._cwd / cwd).resolve() if cwd is not None else Path(parent.spec.cwd)
         asked = ForkSpec(
-            parent.key, None if inherit else tuple((name, tool.description) for name, tool in sorted(checked.items())),
+            parent.key, None if tools is None else tuple((name, tool.description) for name, tool in sorted(checked.items())),
             instructions, effort, str(directory),
         )
         earlier = self._forks.get(key)

@@ -1,28 +1,26 @@
-"""`Workflow`, the `wf` a workflow function is given: agents, parallel work, stages, routes
-and participants, stop and log."""
+"""`Workflow`, the `wf` a workflow function is given on either engine: agents, parallel work,
+stages, routes and participants, stop and log, written over the engine port (port.py)."""
 
 from __future__ import annotations
 
-import threading
-import time
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-import anyio
-import anyio.from_thread
 import msgspec
 
-from ..actors import ActorRef, backend
-from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
-from ..engine.recorder import Logged, LogLines
-from ..engine.switchboard import WORKFLOW_KEY, Mail, Receive
-from ..errors import DefinitionError, StopRequested, leaf_errors
-from ..progress import progress
+from ..actors import ActorRef
+from ..engine.approvals import ApprovalDecision, ApprovalRequest
+from ..engine.recorder import LogLines
+from ..engine.switchboard import WORKFLOW_KEY, Mail
+from ..errors import DefinitionError, StopRequested
 from .agents import Agents
 from .budgets import Budget, Spending, group_budget
 from .durable import Durable
-from .messaging import Participant, Participants, Route, not_in_handler, open_route, race, select
+from .local import LocalDesk, LocalEngine
+from .messaging import Participant, Participants, Route, not_in_handler, open_route
+from .port import ApprovalPort, EnginePort
 from .sandboxes import Sandboxes
 from .stages import MAX_STAGE_NAME_CHARS, is_stage_name
 from .worktrees import Keep, RunWorktrees, Worktree
@@ -34,24 +32,25 @@ R = TypeVar("R")
 class Approvals:
     """Tool calls waiting for a person's decision, decided from code (`wf.approvals`)."""
 
-    def __init__(self, desk: ActorRef) -> None:
-        self._desk = desk
+    def __init__(self, port: ApprovalPort | ActorRef) -> None:
+        self._port = LocalDesk(port) if isinstance(port, ActorRef) else port  # a local run's desk actor
 
     async def pending(self) -> list[ApprovalRequest]:
         """The calls waiting now, oldest first."""
-        return await self._desk.ask(ListPending())
+        return await self._port.pending()
 
     async def approve(self, call_id: str, *, reason: str = "", by: str = "workflow") -> bool:
         """Let the call run; False if no call by that id is waiting."""
-        return await self._desk.ask(Decide(call_id, ApprovalDecision(True, reason, by)))
+        return await self._port.decide(call_id, ApprovalDecision(True, reason, by))
 
     async def reject(self, call_id: str, *, reason: str, by: str = "workflow") -> bool:
         """Refuse the call; the agent is told `reason`. False if no call by that id is waiting."""
-        return await self._desk.ask(Decide(call_id, ApprovalDecision(False, reason, by)))
+        return await self._port.decide(call_id, ApprovalDecision(False, reason, by))
 
 
 class Workflow:
-    """What a workflow works with. Created by the run; don't construct one yourself.
+    """What a workflow works with, on whichever engine runs it. Created by the run; don't construct
+    one yourself.
 
     Attributes:
         agents: the run's agents (`Agents`): `await wf.agents.open(key, runtime=...)`.
@@ -70,7 +69,6 @@ class Workflow:
     agents: Agents
     participants: Participants
     approvals: Approvals
-    sandboxes: Sandboxes
     name: str
     run_id: str
     run_dir: Path
@@ -92,27 +90,48 @@ class Workflow:
         budget: Budget | None = None,
         durable: Durable | None = None,
     ) -> None:
+        """A local run's `wf`, over its actors (the local engine port); `over` makes one for any engine."""
+        sandboxes = agents.sandboxes = Sandboxes(cwd, self.log, record=run_dir.parent.parent, worktrees=worktrees)
+        engine = LocalEngine(
+            workflow=name, board=board, log_lines=log_lines, worktrees=worktrees, sandboxes=sandboxes, durable=durable
+        )
+        self._bind(engine, name=name, run_id=run_id, run_dir=run_dir, cwd=cwd, agents=agents, approvals=approvals)
+        agents.clis.warn = self.log  # a CLI outside the versions agentswf was tested with: once a run
+        self._budgets.run.budget = budget
+
+    @classmethod
+    def over(
+        cls, engine: EnginePort, *, name: str, run_id: str, run_dir: Path, cwd: Path, agents: Any, approvals: Approvals
+    ) -> Workflow:
+        """The `wf` of a run on `engine`."""
+        wf = cls.__new__(cls)
+        wf._bind(engine, name=name, run_id=run_id, run_dir=run_dir, cwd=cwd, agents=agents, approvals=approvals)
+        return wf
+
+    def _bind(
+        self, engine: EnginePort, *, name: str, run_id: str, run_dir: Path, cwd: Path, agents: Agents,
+        approvals: Approvals,
+    ) -> None:
+        self._engine = engine
         self.name = name
-        self._worktrees = worktrees
-        self._durable = durable  # this attempt's stage plan and records
-        self.approvals = approvals
-        self._board = board
-        self.participants = Participants(board, agents.keys)
-        self._stage: str | None = None
-        self._stages_seen: set[str] = set()
-        self._stage_routes: list[Route] = []
         self.run_id = run_id
         self.run_dir = run_dir
         self.cwd = cwd
         self.agents = agents
-        self.sandboxes = agents.sandboxes = Sandboxes(cwd, self.log, record=run_dir.parent.parent, worktrees=worktrees)
-        self._log_lines = log_lines
-        self._loop_thread = threading.get_ident()  # a sync tool handler calls log() from a worker thread
-        self.stop_reason: str | None = None
+        self.approvals = approvals
+        self.participants = Participants(engine.mail, agents.keys)
+        self._itself = Participant(engine.mail, WORKFLOW_KEY)
+        self._stage: str | None = None
+        self._stages_seen: set[str] = set()
+        self._stage_routes: list[Route] = []
+        self.stop_reason = None
         self._budgets = agents.budgets
         self._budgets.log = self.log
-        agents.clis.warn = self.log  # a CLI outside the versions agentswf was tested with: once a run
-        self._budgets.run.budget = budget
+
+    @property
+    def sandboxes(self) -> Sandboxes:
+        """Sandboxes to put agents in: `await wf.sandboxes.open(key, write=["."])`."""
+        return self._engine.sandboxes()
 
     async def parallel(
         self,
@@ -130,34 +149,7 @@ class Workflow:
         work = list(items)
         if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
             raise DefinitionError(f"parallel's concurrency must be a whole number of at least 1, not {concurrency!r}")
-        results: list[Any] = [None] * len(work)
-        # a limiter only where it limits: one with a token for every item costs each a schedule point for nothing
-        limiter = anyio.CapacityLimiter(concurrency) if concurrency is not None and concurrency < len(work) else None
-        first: list[BaseException] = []
-
-        async def run(index: int, item: T) -> None:
-            try:
-                results[index] = await fn(item)
-            except Exception as error:
-                first.append(error)
-                raise
-
-        async def one(index: int, item: T) -> None:
-            if limiter is None:
-                await run(index, item)
-                return
-            async with limiter:
-                await run(index, item)
-
-        try:
-            async with backend.task_group() as group:
-                for index, item in enumerate(work):
-                    group.start_soon(one, index, item)
-        except BaseExceptionGroup as group:
-            errors = [leaf for leaf in leaf_errors(group) if isinstance(leaf, Exception)]
-            if errors:
-                raise (first[0] if first else errors[0]) from None
-            raise
+        results = await self._engine.parallel([functools.partial(fn, item) for item in work], concurrency)
         if label:
             self.log(f"{label}: {len(work)} done")
         return results
@@ -181,7 +173,7 @@ class Workflow:
         when the stage ends.
         """
         route = await open_route(
-            self._board, sender, receiver, purpose=purpose, both_ways=both_ways, max_messages=max_messages
+            self._engine.mail, sender, receiver, purpose=purpose, both_ways=both_ways, max_messages=max_messages
         )
         if self._stage is not None:
             self._stage_routes.append(route)
@@ -190,23 +182,31 @@ class Workflow:
     async def receive(self) -> Mail:
         """The next message addressed to the workflow itself (a route's end `wf`), waiting for one."""
         not_in_handler("wf.receive")
-        return await self._board.ask(Receive(WORKFLOW_KEY))
+        return await self._itself.receive()
 
     async def reply(self, peer: str, text: str) -> str:
         """Answer a question `peer` asked the workflow. Raises MessageRefused."""
-        return await Participant(self._board, WORKFLOW_KEY).reply(peer, text)
+        return await self._itself.reply(peer, text)
 
     async def send(self, peer: str, text: str) -> str:
         """Send `peer` a message from the workflow. Raises MessageRefused."""
-        return await Participant(self._board, WORKFLOW_KEY).send(peer, text)
+        return await self._itself.send(peer, text)
 
     async def race(self, *awaitables: Awaitable[Any]) -> Any:
         """The value of whichever awaitable finishes first; the others are cancelled."""
-        return await race(*awaitables)
+        not_in_handler("wf.race")
+        _, value = await self._first(dict(enumerate(awaitables)))
+        return value
 
     async def select(self, **awaitables: Awaitable[Any]) -> tuple[str, Any]:
         """`(name, value)` of whichever named awaitable finishes first; the others are cancelled."""
-        return await select(**awaitables)
+        not_in_handler("wf.select")
+        return await self._first(awaitables)  # type: ignore[no-any-return]
+
+    async def _first(self, awaitables: dict[Any, Awaitable[Any]]) -> tuple[Any, Any]:
+        if not awaitables:
+            raise DefinitionError("race and select need at least one awaitable")
+        return await self._engine.first(awaitables)
 
     async def stage(
         self, name: str, work: Callable[[], Awaitable[R]], result: Any = None, *, budget: Budget | None = None
@@ -224,15 +224,16 @@ class Workflow:
                 f"{name!r} is not a stage's name: lowercase letters, digits and '-', starting with a letter, "
                 f"at most {MAX_STAGE_NAME_CHARS} characters"
             )
+        if budget is not None and not isinstance(budget, Budget):
+            raise DefinitionError(f"stage {name}'s budget is a Budget, not {budget!r}")
         if self._stage is not None:
             raise DefinitionError(f"stage {name} was entered while stage {self._stage} is open")
         if name in self._stages_seen:
             raise DefinitionError(f"stage {name} was entered twice; a loop goes inside one stage")
         self._stages_seen.add(name)
-        if self._durable is not None:
-            done, recorded = await self._durable.enter(name, result)
-            if done:  # reused from the record, given by --values, or a look-ahead's stand-in
-                return recorded  # type: ignore[no-any-return]
+        done, recorded = await self._engine.stage_entered(name, result)
+        if done:  # reused from the record, given by --values, or a look-ahead's stand-in
+            return recorded  # type: ignore[no-any-return]
         self._stage = name
         self._budgets.enter_stage(name, budget)
         try:
@@ -242,18 +243,14 @@ class Workflow:
                     value = msgspec.convert(value, result, from_attributes=True)
                 except msgspec.ValidationError as error:
                     raise DefinitionError(f"stage {name}'s value does not fit its result: {error}") from None
-            if self._durable is not None:
-                await self._durable.completed(name, value)
+            await self._engine.stage_completed(name, value)
             return value
         finally:
             self._stage = None
             self._budgets.leave_stage()
-            if self._durable is not None:
-                self._durable.left()
+            self._engine.stage_left()
             routes, self._stage_routes = self._stage_routes, []
-            with anyio.CancelScope(shield=True):
-                for route in routes:
-                    await route.close()
+            await self._engine.shielded(functools.partial(_close_all, routes))
 
     def worktree(self, name: str, *, base: str = "HEAD", keep: Keep = "on-change") -> Path:
         """A git worktree of the run's repository on a new branch, for an agent's `cwd`: its path.
@@ -266,8 +263,9 @@ class Workflow:
         `keep="never"` removes a clean one even with commits, which stay on its branch.
         Raises DefinitionError when it can't be made (no repository, no such base, ...).
         """
-        new = name not in self._worktrees.made
-        made = self._worktrees.make(name, base=base, keep=keep)
+        worktrees = self._engine.worktrees()
+        new = name not in worktrees.made
+        made = worktrees.make(name, base=base, keep=keep)
         if new:
             self.log("worktree made", worktree=name, path=str(made.path), branch=made.branch, base=made.base)
         return made.path
@@ -275,7 +273,8 @@ class Workflow:
     @property
     def worktrees(self) -> Mapping[str, Worktree]:
         """The worktrees `wf.worktree` made in this run, by name."""
-        return self._worktrees.made
+        return self._engine.worktrees().made
+
     def budget(self, group: str, budget: Budget | None = None, **limits: Any) -> None:
         """Cap what the agents of key group `group` (keys `group` and `group:…`) may spend from
         now: a `Budget`, or its fields (`wf.budget("review", turns=6)`)."""
@@ -292,10 +291,9 @@ class Workflow:
 
     def log(self, message: str, **fields: Any) -> None:
         """A line in the run's record (log.jsonl) and in `awf run`'s progress."""
-        progress("agentswf.workflow", message, workflow=self.name, **fields)
-        plain = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in fields.items()}
-        line = Logged(time.time(), str(message), plain)
-        if threading.get_ident() == self._loop_thread:
-            self._log_lines.put(line)  # never waits, never overflows
-        else:  # from a sync handler's worker thread: the lines belong to the run's loop
-            anyio.from_thread.run_sync(self._log_lines.put, line)
+        self._engine.log(str(message), fields)
+
+
+async def _close_all(routes: list[Route]) -> None:
+    for route in routes:
+        await route.close()

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any
 
-import anyio
-
-from ..actors import ActorRef
 from ..engine.mailrules import MAX_ROUTE_MESSAGES
 from ..engine.rules import Refusal
-from ..engine.switchboard import (
-    WORKFLOW_KEY,
-    CloseRouteRequest,
-    Inbox,
-    Mail,
-    OpenRouteRequest,
-    Post,
-    Receive,
-    Register,
-)
+from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..engine.toolcall import CURRENT_TOOL_CALL
-from ..errors import DefinitionError, WorkflowError, leaf_errors
+from ..errors import DefinitionError, WorkflowError
+from .port import MailPort
 
 
 def not_in_handler(what: str) -> None:
@@ -44,8 +32,8 @@ class MessageRefused(WorkflowError):
 class Route:
     """An open route between two ends; `close()` ends it (later sends are refused `closed`)."""
 
-    def __init__(self, board: ActorRef, route_id: str, sender: str, receiver: str, purpose: str) -> None:
-        self._board = board
+    def __init__(self, mail: MailPort, route_id: str, sender: str, receiver: str, purpose: str) -> None:
+        self._mail = mail
         self.id = route_id
         self.sender = sender
         self.receiver = receiver
@@ -55,27 +43,28 @@ class Route:
     async def close(self) -> None:
         if not self.closed:
             self.closed = True
-            await self._board.ask(CloseRouteRequest(self.id))
+            await self._mail.close_route(self.id)
 
     def __repr__(self) -> str:
         return f"<Route {self.sender}→{self.receiver} {self.purpose!r}{' closed' if self.closed else ''}>"
 
 
 class Participant:
-    """Someone outside the run: reads and answers through `awf inbox` / `awf reply`, or these calls."""
+    """Someone outside the run (or the workflow itself): reads and answers through `awf inbox` /
+    `awf reply`, or these calls."""
 
-    def __init__(self, board: ActorRef, key: str) -> None:
-        self._board = board
+    def __init__(self, mail: MailPort, key: str) -> None:
+        self._mail = mail
         self.key = key
 
     async def inbox(self) -> list[Mail]:
         """Unread messages, now (marks them read)."""
-        return await self._board.ask(Inbox(self.key))
+        return await self._mail.inbox(self.key)
 
     async def receive(self) -> Mail:
         """The next unread message, waiting for one."""
         not_in_handler("receive")
-        return await self._board.ask(Receive(self.key))
+        return await self._mail.receive(self.key)
 
     async def send(self, peer: str, text: str) -> str:
         """Send `peer` a message; returns when it reads it. Raises MessageRefused."""
@@ -86,7 +75,7 @@ class Participant:
         return await self._post(peer, text, reply=True)
 
     async def _post(self, peer: str, text: str, *, reply: bool) -> str:
-        answer = await self._board.ask(Post(sender=self.key, peer=peer, text=text, reply=reply, question=False, until=float("inf"), in_turn=True))
+        answer = await self._mail.post(self.key, peer, text, reply=reply)
         if isinstance(answer, Refusal):
             raise MessageRefused(answer.code, answer.message)
         return answer.read
@@ -95,8 +84,8 @@ class Participant:
 class Participants:
     """`wf.participants.open(key)`: people and programs outside the run."""
 
-    def __init__(self, board: ActorRef, keys: set[str]) -> None:
-        self._board = board
+    def __init__(self, mail: MailPort, keys: set[str]) -> None:
+        self._mail = mail
         self._keys = keys  # shared with the agents: one key namespace
         self._open: dict[str, Participant] = {}
 
@@ -106,8 +95,8 @@ class Participants:
         if key in self._keys or key == WORKFLOW_KEY:
             raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
         self._keys.add(key)
-        await self._board.ask(Register(key=key, kind="participant", can_await=False))
-        participant = self._open[key] = Participant(self._board, key)
+        await self._mail.register(key)
+        participant = self._open[key] = Participant(self._mail, key)
         return participant
 
 
@@ -124,49 +113,14 @@ def end_key(end: Any) -> str:
 
 
 async def open_route(
-    board: ActorRef, sender: Any, receiver: Any, *, purpose: str, both_ways: bool, max_messages: int | None
+    mail: MailPort, sender: Any, receiver: Any, *, purpose: str, both_ways: bool, max_messages: int | None
 ) -> Route:
     limit = MAX_ROUTE_MESSAGES if max_messages is None else max_messages
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROUTE_MESSAGES:
         raise DefinitionError(f"max_messages can only lower the limit of {MAX_ROUTE_MESSAGES}; got {max_messages!r}")
     a, b = end_key(sender), end_key(receiver)
-    route_id = await board.ask(OpenRouteRequest(sender=a, receiver=b, purpose=purpose, both_ways=both_ways, max_messages=limit))
+    route_id = await mail.open_route(a, b, purpose, both_ways, limit)
     if isinstance(route_id, Refusal):
         raise DefinitionError(f"route {a} → {b}: {route_id.message}")
-    return Route(board, route_id, a, b, purpose)
+    return Route(mail, route_id, a, b, purpose)
 
-
-async def race(*awaitables: Awaitable[Any]) -> Any:
-    """The value of whichever awaitable finishes first; the rest are cancelled."""
-    not_in_handler("wf.race")
-    _, value = await _first(dict(enumerate(awaitables)))
-    return value
-
-
-async def select(**awaitables: Awaitable[Any]) -> tuple[str, Any]:
-    """`(name, value)` of whichever named awaitable finishes first; the rest are cancelled."""
-    not_in_handler("wf.select")
-    return await _first(awaitables)
-
-
-async def _first(awaitables: dict[Any, Awaitable[Any]]) -> tuple[Any, Any]:
-    if not awaitables:
-        raise DefinitionError("race and select need at least one awaitable")
-    winner: list[tuple[Any, Any]] = []
-
-    async def one(name: Any, awaitable: Awaitable[Any], group: anyio.abc.TaskGroup) -> None:
-        value = await awaitable
-        if not winner:
-            winner.append((name, value))
-            group.cancel_scope.cancel()
-
-    try:
-        async with anyio.create_task_group() as group:
-            for name, awaitable in awaitables.items():
-                group.start_soon(one, name, awaitable, group)
-    except BaseExceptionGroup as group_error:  # the first error, as itself, as wf.parallel raises it
-        errors = [leaf for leaf in leaf_errors(group_error) if isinstance(leaf, Exception)]
-        if errors:
-            raise errors[0] from None
-        raise
-    return winner[0]

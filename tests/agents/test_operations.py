@@ -127,15 +127,17 @@ async def test_fork_inherits_and_has_its_own_script_socket_and_key(tmp_path):
         b = await a.fork("b")
         same = await a.fork("b")
         none = await a.fork("c", tools={})
+        given_none = await a.fork("d", tools=None)  # as leaving it out: the parent's tools
         with pytest.raises(DefinitionError, match="already open, not as this fork of a"):
             await a.fork("b", instructions="other")
         turn = await b.run("go")
-        return [same is b, sorted(b.tools), none.tools, b.effort, b.launcher != a.launcher, turn.value]
+        return [same is b, sorted(b.tools), none.tools, sorted(given_none.tools), b.effort, b.launcher != a.launcher,
+                turn.value]
 
     run = await run_workflow(
-        ops, agents={"a": answer("x"), "b": answer(fork_script), "c": []}, run_root=tmp_path
+        ops, agents={"a": answer("x"), "b": answer(fork_script), "c": [], "d": []}, run_root=tmp_path
     )
-    assert run.value == [True, ["count"], {}, "max", True, "from fork"]
+    assert run.value == [True, ["count"], {}, ["count"], "max", True, "from fork"]
     [fork] = [line for line in run.turns_of("a", "fork") if line["outcome"]["value"] == "b"]
     [turn] = run.turns_of("b")
     assert turn["forked_from"] == "a" and turn["effort"] == "max" and turn["session"] == fork["session"]
