@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from agentswf.engine import turn as t
 from agentswf.engine.clock import Instant
+from agentswf.engine.mail import StandingView
 from agentswf.engine.outcomes import Answered, Cancelled, Failed, TimedOut
-from agentswf.engine.switchboard import StandingView
 from agentswf.harnesses.base import AttemptEnding, AttemptResult, OperationResult
 from agentswf.wire.teaching import Taught
 

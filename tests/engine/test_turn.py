@@ -19,8 +19,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from agentswf.engine import turn as t
 from agentswf.engine.clock import Instant
+from agentswf.engine.mail import DropAwait, GiveUp, Mail, Posted, StandingView
+from agentswf.engine.mailrules import MESSAGE_TURN_SECONDS
 from agentswf.engine.outcomes import Answered, Cancelled, TimedOut
-from agentswf.engine.switchboard import Mail, Posted, StandingView
 from agentswf.harnesses.base import AttemptEnding, AttemptResult
 from agentswf.wire import ReplyRequest, ResultRequest, SendRequest, ToolRequest, WaitingRequest, accepted
 from agentswf.wire.teaching import Taught
@@ -575,7 +576,7 @@ def test_a_clean_exit_reads_mail_first_then_awaits_then_reminds_once():
     assert isinstance(attempt.prompt, t.Remind) and attempt.prompt.then == "nudge c1"
     reminded, _ = t.step(reminded, t.AttemptEnded("c1", exited(), at(2)))
     _, effects = t.step(reminded, t.MailTaken((), OWES, at(2)))
-    assert effects[0] == t.TellBoard(t.GiveUp(KEY))  # after its one reminder, its askers are told
+    assert effects[0] == t.TellBoard(GiveUp(KEY))  # after its one reminder, its askers are told
     assert of(effects, t.StartAttempt)[0].prompt == "nudge c1"
 
 
@@ -637,11 +638,11 @@ def test_settling_tells_the_askers_and_drops_the_wait_then_reads_mail():
     state = begun()
     state, _ = t.step(state, t.CancelAsked("c1", Cancelled("stop"), at(1)))
     state, effects = t.step(state, t.Settled("c1", StandingView(owes=("b",), awaits="c"), at(2)))
-    assert t.TellBoard(t.GiveUp(KEY, "a's turn ended cancelled without replying")) in effects
-    assert t.TellBoard(t.DropAwait(KEY)) in effects
+    assert t.TellBoard(GiveUp(KEY, "a's turn ended cancelled without replying")) in effects
+    assert t.TellBoard(DropAwait(KEY)) in effects
     assert effects[0] == t.Unlisten() and effects[-1] == t.TakeMail() and state.turn is None
     state, effects = t.step(state, t.MailTaken(MAIL, NOBODY, at(2)))
-    assert effects == [t.OpenMessageTurn(MAIL, 2 + t.MESSAGE_TURN_SECONDS)]
+    assert effects == [t.OpenMessageTurn(MAIL, 2 + MESSAGE_TURN_SECONDS)]
 
 
 def test_a_message_turn_lasts_as_long_as_an_asker_waits_within_the_run():

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentswf.engine import turn as t
+from agentswf.engine.outcomes import Unanswered
 from agentswf.wire import ResultRequest, WaitingRequest
 
 from ..engine.test_turn import GOOD, NOBODY, WALL, at, exited, of, response, start
@@ -62,13 +63,13 @@ def test_the_response_window_starts_at_receipt_and_ends_the_turn_unanswered():
     assert effects == [t.ArmTimer("c1", t.Timer.RESPONSE, 170.0)]
     assert t.step(state, t.DeliveryReceived("c1", at(60)))[1] == []  # once
     state, effects = t.step(state, t.TimerFired("c1", t.Timer.RESPONSE, at(170)))
-    assert of(effects, t.StopTurn) and state.turn.outcome == t.Unanswered(t.CHECK_IN_UNANSWERED)
+    assert of(effects, t.StopTurn) and state.turn.outcome == Unanswered(t.CHECK_IN_UNANSWERED)
 
 
 def test_a_check_in_the_tui_finishes_without_a_result_or_a_wait_is_unanswered():
     state, _ = checked_in(checked(), 5)
     state, effects = idle(state, 40)
-    assert of(effects, t.StopTurn) and state.turn.outcome == t.Unanswered(t.CHECK_IN_UNANSWERED)
+    assert of(effects, t.StopTurn) and state.turn.outcome == Unanswered(t.CHECK_IN_UNANSWERED)
 
 
 def waiting(state: t.AgentState, when: float, timeout_ms: int | None = None) -> tuple[t.AgentState, list[t.Effect]]:
