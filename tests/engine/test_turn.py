@@ -54,6 +54,20 @@ def start(call_id: str = "c1", deadline: float = math.inf, *, nudge: bool = True
     )
 
 
+def checked_step(state: t.AgentState, event: t.Event) -> tuple[t.AgentState, list[t.Effect]]:
+    """`t.step`, checked against the table: the pair is in it (else TurnProtocolError), an event
+    the table ignores changes nothing, any other changes something (never silently ignored), and
+    the agent ends where the move says it may."""
+    entry = t.decide(state, event)
+    after, effects = t.step(state, event)
+    if isinstance(entry, t.Ignored):
+        assert (after, effects) == (state, []), (event, entry)
+    else:
+        assert (after, effects) != (state, []), f"{event} was silently ignored in {t.row_of(state, event)}"
+        assert t.stand(after) in (entry.to or {t.stand(state)}), (event, t.stand(state), t.stand(after))
+    return after, effects
+
+
 def of(effects: list[t.Effect], kind: type) -> list:
     return [effect for effect in effects if isinstance(effect, kind)]
 
@@ -123,7 +137,7 @@ class TurnMachine(RuleBasedStateMachine):
     # Playing the actor ------------------------------------------------------------------
 
     def step(self, event: t.Event) -> list[t.Effect]:
-        self.state, effects = t.step(self.state, event)
+        self.state, effects = checked_step(self.state, event)
         for effect in effects:
             assert getattr(effect, "call_id", None) not in self.settled, effect  # nothing after settled
             if isinstance(effect, t.ArmTimer):
