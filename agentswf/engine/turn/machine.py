@@ -12,6 +12,7 @@ not in the table can't happen: `step` raises `TurnProtocolError`, as h11 does.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from . import checkins, operations, requests, turns
@@ -226,9 +227,14 @@ TRANSITIONS: Mapping[Row, Mapping[EventKind, Entry]] = {
 }
 """The turn's transitions: `TRANSITIONS[row][event kind]`. Nothing else decides one."""
 
-_ADDRESSED: frozenset[type] = frozenset(
-    {QueuedExpired, AttemptEnded, AttemptNotStarted, TimerFired, CancelAsked, Settled, DeliveryReceived, OpEnded}
-)
+# The call an event names, for each kind of event that names one.
+_CALL_OF: dict[type, Callable[[Any], str]] = {
+    **dict.fromkeys(
+        (QueuedExpired, AttemptEnded, AttemptNotStarted, TimerFired, CancelAsked, Settled, DeliveryReceived, OpEnded),
+        attrgetter("call_id"),
+    ),
+    AnswerRecorded: attrgetter("request.call_id"),
+}
 
 
 def stand(state: AgentState) -> Row:
@@ -242,16 +248,8 @@ def stand(state: AgentState) -> Row:
     return IDLE if state.stopped is None else STOPPED
 
 
-def row_of(state: AgentState, event: Event) -> Row:
-    """The row `event` is looked up in: where the agent stands, or, for an event that names a
-    call, where that call stands."""
-    kind = type(event)
-    if kind is AnswerRecorded:
-        call_id = event.request.call_id  # type: ignore[union-attr]
-    elif kind in _ADDRESSED:
-        call_id = event.call_id  # type: ignore[union-attr]
-    else:
-        return stand(state)
+def _stand_of(state: AgentState, call_id: str) -> Row:
+    """Where the call `call_id` stands: the agent's turn's phase or its operation's, queued, or gone."""
     turn = state.turn
     if turn is not None and turn.call_id == call_id:
         return turn.phase
@@ -263,8 +261,15 @@ def row_of(state: AgentState, event: Event) -> Row:
     return GONE
 
 
+def row_of(state: AgentState, event: Event) -> Row:
+    """The row `event` is looked up in: where the agent stands, or, for an event that names a
+    call, where that call stands."""
+    call_of = _CALL_OF.get(type(event))
+    return stand(state) if call_of is None else _stand_of(state, call_of(event))
+
+
 def kind_of(event: Event) -> EventKind:
-    return event.timer if type(event) is TimerFired else type(event)  # type: ignore[union-attr]
+    return event.timer if isinstance(event, TimerFired) else type(event)
 
 
 def decide(state: AgentState, event: Event) -> Move | Ignored:
@@ -274,17 +279,40 @@ def decide(state: AgentState, event: Event) -> Move | Ignored:
     entry = TRANSITIONS[row].get(kind)
     if entry is None:
         raise TurnProtocolError(row, kind)
-    if type(entry) is When:
+    if isinstance(entry, When):
         return entry.then if entry.test(state, event) else entry.otherwise
-    return entry  # type: ignore[return-value]
+    return entry
+
+
+def _unchanged(state: AgentState, event: object) -> Step:
+    return state, []
+
+
+def _run(entry: Entry) -> Handler:
+    """The entry as `step` runs it: one call (an ignored event's changes nothing)."""
+    if isinstance(entry, Move):
+        return entry.handle
+    if isinstance(entry, Ignored):
+        return _unchanged
+    test, then, otherwise = entry.test, entry.then.handle, _run(entry.otherwise)
+    return lambda state, event: (then if test(state, event) else otherwise)(state, event)
+
+
+_RUN: Mapping[Row, Mapping[EventKind, Handler]] = {
+    row: {kind: _run(entry) for kind, entry in entries.items()} for row, entries in TRANSITIONS.items()
+}
 
 
 def step(state: AgentState, event: Event) -> Step:
-    """The agent's next state, and what to do to get there, after `event`."""
-    entry = decide(state, event)
-    if type(entry) is Ignored:
-        return state, []
-    return entry.handle(state, event)  # type: ignore[union-attr]
+    """The agent's next state, and what to do to get there, after `event`: as `decide` says,
+    with its lookup written out, as it runs on every event."""
+    call_of = _CALL_OF.get(type(event))
+    row = stand(state) if call_of is None else _stand_of(state, call_of(event))
+    kind = event.timer if isinstance(event, TimerFired) else type(event)
+    handle = _RUN[row].get(kind)
+    if handle is None:
+        raise TurnProtocolError(row, kind)
+    return handle(state, event)
 
 
 # The table as the docs show it ----------------------------------------------------------

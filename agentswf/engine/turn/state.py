@@ -39,6 +39,8 @@ class Phase(enum.Enum):
     QUIET = "quiet"  # the TUI went idle without an answer: a check-in follows the quiet interval
     ENDING = "ending"  # its outcome is decided; it settles once its CLI is gone
 
+    __hash__ = object.__hash__  # a member is a singleton: hashed by identity, in C (the table is keyed by them)
+
 
 class Stand(enum.Enum):
     """The transition table's rows besides a turn's phases: the agent with no turn, or what an
@@ -51,6 +53,8 @@ class Stand(enum.Enum):
     QUEUED = "queued"  # the event names a turn or operation still in the queue
     GONE = "gone"  # the event names a call that is no longer (or never was) the agent's
 
+    __hash__ = object.__hash__  # a member is a singleton: hashed by identity, in C (the table is keyed by them)
+
 
 Row = Phase | Stand
 
@@ -61,6 +65,8 @@ class Timer(enum.Enum):
     WAIT = "wait"
     QUIET = "quiet"  # the quiet interval is over: check in
     RESPONSE = "response"  # a received check-in's response window is over
+
+    __hash__ = object.__hash__  # a member is a singleton: hashed by identity, in C (the table is keyed by them)
 
 
 class StartTurn(msgspec.Struct, frozen=True, kw_only=True):
