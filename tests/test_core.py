@@ -34,10 +34,9 @@ CORE = (
     "agentswf.engine.toolrules",  # a tool call's phases
     "agentswf.engine.accounting",  # what a run spent
     "agentswf.engine.notice",  # what an agent owes or awaits, at the head of its answers
+    "agentswf.engine.mail",  # what the switchboard and a turn tell each other
     "agentswf.engine.turn",  # the turn machine
 )
-# Pure once h-turn's branch moves the switchboard's vocabulary out of its actor module.
-NOT_YET = {"agentswf.engine.notice": "h-turn", "agentswf.engine.turn": "h-turn"}
 ALLOWED_OUTSIDE = frozenset({"msgspec"})
 IO_MODULES = frozenset({"anyio", "trio", "asyncio", "socket", "threading", "sniffio"})
 LOADED_TIMEOUT_SECONDS = 60.0
@@ -51,13 +50,6 @@ sys.modules["agentswf"] = package
 importlib.import_module(sys.argv[2])
 print(json.dumps(sorted(sys.modules)))
 """
-
-
-def _cases() -> list[object]:
-    return [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[name])) if name in NOT_YET else name
-        for name in CORE
-    ]
 
 
 def _in_core(name: str) -> bool:
@@ -112,7 +104,7 @@ def _outside_the_core(name: str) -> bool:
     return not module
 
 
-@pytest.mark.parametrize("module", _cases())
+@pytest.mark.parametrize("module", CORE)
 def test_a_core_module_imports_only_the_standard_library_msgspec_and_the_core(module: str) -> None:
     found = [
         f"{path.relative_to(PACKAGE.parent)}: {name}"
@@ -123,7 +115,7 @@ def test_a_core_module_imports_only_the_standard_library_msgspec_and_the_core(mo
     assert not found, "the core imports outside it:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("module", _cases())
+@pytest.mark.parametrize("module", CORE)
 def test_importing_a_core_module_loads_no_io_and_no_actor(module: str) -> None:
     done = subprocess.run(
         [sys.executable, "-I", "-c", _LOADED, str(PACKAGE), module],

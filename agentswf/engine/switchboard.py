@@ -21,6 +21,7 @@ from ..actors import Actor, ActorRef, Reply, Supervisor, handler
 from . import mailrules
 from .clock import wall_ms
 from .ids import new_id
+from .mail import DropAwait, GiveUp, Mail, MailKind, Post, Posted, StandingView, StateChanged
 from .mailrules import QuestionView, RouteView
 from .recorder import MessageRead, MessageSent
 from .route import CloseRoute, RouteActor, Spend
@@ -29,25 +30,6 @@ from .rules import Refusal
 ROUTE_MAILBOX_CAPACITY = 64
 WORKFLOW_KEY = "workflow"  # the workflow itself, as a participant: wf.receive()
 UNRECORDED_MESSAGE = "the run couldn't record your message, so it wasn't sent; nothing changed."
-
-MailKind = Literal["message", "question", "reply", "notice"]
-
-
-class Mail(msgspec.Struct, frozen=True, kw_only=True):
-    """One message as its reader gets it."""
-
-    id: str
-    sender: str
-    to: str
-    text: str
-    kind: MailKind
-    purpose: str = ""
-    question: str = ""  # the question's id, for a question or its reply
-    at: float = 0.0
-
-    @property
-    def is_question(self) -> bool:
-        return self.kind == "question"
 
 
 # Asks and tells -----------------------------------------------------------------------
@@ -63,16 +45,6 @@ class Presence:
 
     state: str = "not-started"  # PeerState
     reason: str = ""
-
-
-class StandingView(msgspec.Struct, frozen=True):
-    """Whom an agent owes a reply, whose reply it awaits."""
-
-    owes: tuple[str, ...] = ()
-    awaits: str | None = None
-    awaits_until: float | None = None  # when the wait for that reply ends (`awf status` shows it)
-    latest_asker_until: float | None = None  # lengthens a message turn
-    owed_text: str = ""  # the first question it owes, for a refusal that names it
 
 
 _NO_STANDING = StandingView()
@@ -105,14 +77,6 @@ class Register(msgspec.Struct, frozen=True, kw_only=True):
     standing: StandingSlot | None = None  # an agent's, which the switchboard sets
 
 
-class StateChanged(msgspec.Struct, frozen=True):
-    """Told (and waited for) when an agent stops: the questions it owes or asked end."""
-
-    key: str
-    state: str  # "stopped"
-    reason: str = ""
-
-
 class OpenRouteRequest(msgspec.Struct, frozen=True, kw_only=True):
     sender: str
     receiver: str
@@ -125,25 +89,6 @@ class CloseRouteRequest(msgspec.Struct, frozen=True):
     route: str
 
 
-class Post(msgspec.Struct, frozen=True, kw_only=True):
-    """`wfa send` (reply=False) or `wfa reply` (reply=True) from `sender`."""
-
-    sender: str
-    peer: str
-    text: str
-    reply: bool
-    question: bool
-    until: float  # when a question's wait ends, on the loop's clock
-    in_turn: bool
-
-
-class Posted(msgspec.Struct, frozen=True):
-    """The acknowledgement: when the peer reads it."""
-
-    message_id: str
-    read: str
-
-
 class TakeMail(msgspec.Struct, frozen=True):
     key: str
 
@@ -152,19 +97,6 @@ class Standing(msgspec.Struct, frozen=True):
     """Asked (by a test or a tool): whom `key` owes a reply, whose reply it awaits."""
 
     key: str
-
-
-class DropAwait(msgspec.Struct, frozen=True):
-    """The asker finished its turn with `wfa result`: its wait is dropped."""
-
-    key: str
-
-
-class GiveUp(msgspec.Struct, frozen=True):
-    """The askee's turn ended owing (after its reminder, or failed, timed out…): its askers get no answer."""
-
-    key: str
-    why: str = ""
 
 
 class PeersOf(msgspec.Struct, frozen=True):

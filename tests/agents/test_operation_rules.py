@@ -15,10 +15,12 @@ from hypothesis import strategies as st
 
 from agentswf.engine import turn as t
 from agentswf.engine.instant import Instant
+from agentswf.engine.mail import StandingView
 from agentswf.engine.outcomes import Answered, Cancelled, Failed, TimedOut
-from agentswf.engine.switchboard import StandingView
 from agentswf.harnesses.base import AttemptEnding, AttemptResult, OperationResult
 from agentswf.wire.teaching import Taught
+
+from ..engine.test_turn import checked_step
 
 KEY = "a"
 NOBODY = StandingView()
@@ -48,7 +50,7 @@ class Driver:
         self.effects: list[t.Effect] = []
 
     def step(self, event: t.Event) -> list[t.Effect]:
-        self.state, effects = t.step(self.state, event)
+        self.state, effects = checked_step(self.state, event)
         self.effects += effects
         for effect in effects:
             if isinstance(effect, t.TakeMail):

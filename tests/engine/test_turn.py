@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from agentswf.engine import turn as t
-from agentswf.engine.clock import Instant
+from agentswf.engine.instant import Instant
+from agentswf.engine.mail import DropAwait, GiveUp, Mail, Posted, StandingView
+from agentswf.engine.mailrules import MESSAGE_TURN_SECONDS
 from agentswf.engine.outcomes import Answered, Cancelled, TimedOut
-from agentswf.engine.switchboard import Mail, Posted, StandingView
 from agentswf.harnesses.base import AttemptEnding, AttemptResult
 from agentswf.wire import ReplyRequest, ResultRequest, SendRequest, ToolRequest, WaitingRequest, accepted
 from agentswf.wire.teaching import Taught
@@ -51,6 +52,20 @@ def start(call_id: str = "c1", deadline: float = math.inf, *, nudge: bool = True
         call_id=call_id, n=1, prompt=f"prompt {call_id}", nudge_prompt=f"nudge {call_id}", taught=TAUGHT,
         deadline=deadline, nudge=nudge,
     )
+
+
+def checked_step(state: t.AgentState, event: t.Event) -> tuple[t.AgentState, list[t.Effect]]:
+    """`t.step`, checked against the table: the pair is in it (else TurnProtocolError), an event
+    the table ignores changes nothing, any other changes something (never silently ignored), and
+    the agent ends where the move says it may."""
+    entry = t.decide(state, event)
+    after, effects = t.step(state, event)
+    if isinstance(entry, t.Ignored):
+        assert (after, effects) == (state, []), (event, entry)
+    else:
+        assert (after, effects) != (state, []), f"{event} was silently ignored in {t.row_of(state, event)}"
+        assert t.stand(after) in (entry.to or {t.stand(state)}), (event, t.stand(state), t.stand(after))
+    return after, effects
 
 
 def of(effects: list[t.Effect], kind: type) -> list:
@@ -122,7 +137,7 @@ class TurnMachine(RuleBasedStateMachine):
     # Playing the actor ------------------------------------------------------------------
 
     def step(self, event: t.Event) -> list[t.Effect]:
-        self.state, effects = t.step(self.state, event)
+        self.state, effects = checked_step(self.state, event)
         for effect in effects:
             assert getattr(effect, "call_id", None) not in self.settled, effect  # nothing after settled
             if isinstance(effect, t.ArmTimer):
@@ -575,7 +590,7 @@ def test_a_clean_exit_reads_mail_first_then_awaits_then_reminds_once():
     assert isinstance(attempt.prompt, t.Remind) and attempt.prompt.then == "nudge c1"
     reminded, _ = t.step(reminded, t.AttemptEnded("c1", exited(), at(2)))
     _, effects = t.step(reminded, t.MailTaken((), OWES, at(2)))
-    assert effects[0] == t.TellBoard(t.GiveUp(KEY))  # after its one reminder, its askers are told
+    assert effects[0] == t.TellBoard(GiveUp(KEY))  # after its one reminder, its askers are told
     assert of(effects, t.StartAttempt)[0].prompt == "nudge c1"
 
 
@@ -637,11 +652,11 @@ def test_settling_tells_the_askers_and_drops_the_wait_then_reads_mail():
     state = begun()
     state, _ = t.step(state, t.CancelAsked("c1", Cancelled("stop"), at(1)))
     state, effects = t.step(state, t.Settled("c1", StandingView(owes=("b",), awaits="c"), at(2)))
-    assert t.TellBoard(t.GiveUp(KEY, "a's turn ended cancelled without replying")) in effects
-    assert t.TellBoard(t.DropAwait(KEY)) in effects
+    assert t.TellBoard(GiveUp(KEY, "a's turn ended cancelled without replying")) in effects
+    assert t.TellBoard(DropAwait(KEY)) in effects
     assert effects[0] == t.Unlisten() and effects[-1] == t.TakeMail() and state.turn is None
     state, effects = t.step(state, t.MailTaken(MAIL, NOBODY, at(2)))
-    assert effects == [t.OpenMessageTurn(MAIL, 2 + t.MESSAGE_TURN_SECONDS)]
+    assert effects == [t.OpenMessageTurn(MAIL, 2 + MESSAGE_TURN_SECONDS)]
 
 
 def test_a_message_turn_lasts_as_long_as_an_asker_waits_within_the_run():

@@ -172,7 +172,7 @@ async def test_without_a_wait_the_silent_turn_is_nudged(tmp_path):
 async def test_the_nudge_comes_once_a_shorter_wait_ends(tmp_path, monkeypatch):
     from agentswf import workflow
 
-    monkeypatch.setattr("agentswf.engine.turn.MIN_WAITING_SECONDS", 0.0)
+    monkeypatch.setattr("agentswf.engine.turn.requests.MIN_WAITING_SECONDS", 0.0)
     seen = {}
 
     class ShortWait(Script):
