@@ -17,6 +17,7 @@ from ..errors import DefinitionError
 from ..workflow.checking import check_file
 from ..workflow.loading import load_workflow
 from ..workflow.running import decode_args
+from .run import parse_args  # the args as `awf run` reads them
 from .runs import UsageFailure
 from .shown import shown
 
@@ -35,8 +36,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def command_check(options: argparse.Namespace) -> int:
-    from .main import parse_args  # the args as `awf run` reads them
-
     path = Path(options.file)
     if not path.is_file():
         raise UsageFailure(f"no such file: {options.file}")

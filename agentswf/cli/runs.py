@@ -21,6 +21,7 @@ from ..temporal.messages import RECORD_FILE as TEMPORAL_RECORD
 from .shown import shown
 
 EXIT_REFUSED = 1  # the run refused what was asked, or answered what isn't an answer
+LIVE_RUN_HELP = "the run's id or directory (default: the one live run)"  # a command's RUN, of a live run
 T = TypeVar("T")
 
 

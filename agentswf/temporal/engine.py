@@ -54,7 +54,8 @@ from ..progress import run_started
 from ..workflow.budgets import Budget
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
-from ..workflow.running import DEFAULT_RUN_TIMEOUT_SECONDS, RunResult
+from ..workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS
+from ..workflow.running import RunResult
 from .flow import AgentswfWorkflow, KeyHolder, register
 from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest

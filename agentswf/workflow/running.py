@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
@@ -25,7 +25,7 @@ from ..engine.actor_trace import RunTrace, write_trace
 from ..engine.broker import Replay
 from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
-from ..engine.run import run_actors
+from ..engine.run import RunActors, run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
 from ..harnesses.environment import scrubbed
@@ -35,14 +35,14 @@ from ..sandbox.spec import RunSandboxFile
 from .agents import Agents, HarnessResolver
 from .budgets import Budget
 from .context import Approvals, Workflow
-from .continuing import check_stage_options, continued_run
+from .continuing import continued_run
 from .definition import NO_ARGS, WorkflowDefinition
 from .durable import Durable
-from .durations import Duration, to_seconds
+from .durations import Duration
+from .run_options import Engine, RunOptions
 from .sandboxes import run_sandbox
 from .worktrees import RunWorktrees, WorktreeEnd
 
-DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 MAX_REASON_CHARS = 4000
 MAX_TRACEBACK_CHARS = 64_000
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
@@ -167,19 +167,6 @@ def _replay_of(definition: WorkflowDefinition, record: Path) -> Replay:
     return Replay.from_record(record)
 
 
-_FLAGS = {"budget": "--budget", "sandbox": "--sandbox", "trace": "--trace", "from_stage": "--from-stage",
-          "values": "--values", "replay": "--replay", "rerun": "--rerun"}  # awf's flags for run()'s options
-
-
-class Engine(Protocol):
-    """What runs a workflow elsewhere than this process's actors (`agentswf.temporal.TemporalEngine`)."""
-
-    async def run(
-        self, definition: WorkflowDefinition, *, args: Any, run_root: str | Path | None, cwd: str | Path | None,
-        timeout: Duration | None, budget: Budget | None,
-    ) -> RunResult: ...
-
-
 async def run(
     definition: WorkflowDefinition,
     *,
@@ -223,162 +210,200 @@ async def run(
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
-    if engine is not None:
-        local = {"env": env, "harnesses": harnesses, "replay": replay, "continue_from": continue_from, "rerun": rerun,
-                 "from_stage": from_stage, "values": values, "trace": trace or None,
-                 "sandbox": sandbox}
-        given = [name for name, value in local.items() if value is not None]
-        if given:
-            named = ", ".join(f"{name} ({_FLAGS[name]})" if name in _FLAGS else name for name in given)
-            raise DefinitionError(f"not on {type(engine).__name__} yet: {named}; run locally for them")
-        return await engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout, budget=budget)
-    directory = Path(cwd or os.getcwd()).resolve()
-    root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
-    root = root if root.is_absolute() else directory / root
-    continued = None
-    if continue_from is not None:
-        continued = continued_run(definition, root, continue_from, args, cwd)
-        args, directory = continued.args, continued.cwd
-        sandbox = sandbox if sandbox is not None else continued.sandbox
-        budget = budget if budget is not None else continued.budget
-    check_stage_options(continue_from, rerun, from_stage, values)
-    checked_args = decode_args(definition, args)
-    seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
-    run_env = scrubbed(env if env is not None else os.environ)  # a Temporal run key never reaches an agent
-    resolve = harnesses or (lambda key, runtime: harness_for(runtime, run_env))
-    if sandbox is not None:  # before anything is recorded: a sandbox that can't open refuses the run
-        resolve = await run_sandbox(sandbox, directory, resolve)
-    replayed = _replay_of(definition, Path(replay)) if replay is not None else None
-    lookahead = from_stage is not None and values is None
-    if continued is not None:
-        run_id, record_dir = continued.run_dir.name, continued.run_dir
-    else:
-        # a lookahead writes nothing under the run root: its record is a scratch one, removed after
-        workflow_dir = (Path(tempfile.mkdtemp(prefix="awf-lookahead-")) if lookahead else root) / definition.name
-        try:
-            run_id, record_dir = make_run_record_dir(workflow_dir)
-        except OSError as error:
-            raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
-    durable = Durable.begin(
-        record_dir, definition, continuing=continued is not None, from_stage=from_stage, rerun=rerun, values=values,
-        sandbox=msgspec.to_builtins(sandbox) if sandbox is not None else None,
-        budget={name: cap for name, cap in msgspec.to_builtins(budget).items() if cap is not None} if budget else None,
-    )
-    started = durable.attempt.started_at  # this attempt's, as its record has it
-    run_deadline = anyio.current_time() + seconds
+    options = RunOptions(
+        args=args, run_root=run_root, cwd=cwd, timeout=timeout, env=env, harnesses=harnesses, replay=replay,
+        continue_from=continue_from, rerun=rerun, from_stage=from_stage, values=values, trace=trace, budget=budget,
+        sandbox=sandbox, engine=engine,
+    )  # fmt: skip
+    if options.engine is not None:
+        return await options.engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout, budget=budget)
+    return await (await LocalRun.start(definition, options)).execute()
+
+
+@dataclass
+class LocalRun:
+    """One run on this process's actors, in three steps: `start` does what comes before anything
+    runs (a continued run's record read, its sandbox opened, its record begun), `execute` runs the
+    workflow under the run's actors to its end, and `record_end` writes how it ended. The steps
+    share what they learn as this object's fields, not as lists passed in to be filled."""
+
+    definition: WorkflowDefinition
+    options: RunOptions
+    args: Any  # as given, or as the continued run recorded them
+    checked_args: Any  # decoded as the workflow's args type
+    directory: Path  # the run's cwd
+    env: dict[str, str]  # its agents', without a Temporal run key
+    resolve: HarnessResolver
+    replayed: Replay | None
+    replay_of: str | None  # the replayed record's directory, resolved
+    budget: Budget | None  # given, or the continued run's
+    run_id: str
+    record_dir: Path
+    durable: Durable
+    first_started: float  # when the run's first attempt started (this one, in a new run)
+    worktrees: RunWorktrees
+    trace: RunTrace | None
     # The run's actors outlive a cancellation from the caller long enough to record how
     # the run ended: they run shielded, in a task of their own, since no shield stops
     # asyncio's native cancellation (task.cancel(), wait_for) in the task it is aimed
     # at. The caller's cancellation reaches only the watcher, which passes it on to the
-    # workflow alone, with a bounded time to clean up.
-    cleanup = anyio.CancelScope()
-    work = anyio.CancelScope()
-    ending: list[_Ending] = []
-    spent: list[RunUsage] = []
-    worktrees = RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory)
-    worktree_ends: list[WorktreeEnd] = []
-    stopped: list[str] = []  # `awf stop`'s reason, once asked
-    interrupted: list[str] = []  # once the caller cancelled the run (Ctrl-C)
+    # workflow alone (`work`), with a bounded time to clean up (`cleanup`).
+    work: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    cleanup: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    stopped: list[str] = field(default_factory=list)  # `awf stop`'s reason, once asked (Agents reads it)
+    interrupted: list[str] = field(default_factory=list)  # once the caller cancelled the run, Ctrl-C (Agents reads it)
+    ending: _Ending | None = None  # once recorded
+    usage: RunUsage = field(default_factory=RunUsage)  # what it spent, once recorded
+    worktree_ends: tuple[WorktreeEnd, ...] = ()
 
-    def stop(reason: str) -> bool:
+    @classmethod
+    async def start(cls, definition: WorkflowDefinition, options: RunOptions) -> LocalRun:
+        """Everything before the run's actors start: the continued run's record read, the args
+        decoded, the sandbox opened and the replayed record read, each refusing the run
+        (DefinitionError) before anything is recorded; then the run's record begun."""
+        directory = Path(options.cwd or os.getcwd()).resolve()
+        root = Path(options.run_root) if options.run_root is not None else DEFAULT_RUN_ROOT
+        root = root if root.is_absolute() else directory / root
+        args, sandbox, budget, continued = options.args, options.sandbox, options.budget, None
+        if options.continue_from is not None:
+            continued = continued_run(definition, root, options.continue_from, args, options.cwd)
+            args, directory = continued.args, continued.cwd
+            sandbox = sandbox if sandbox is not None else continued.sandbox
+            budget = budget if budget is not None else continued.budget
+        checked_args = decode_args(definition, args)
+        run_env = scrubbed(options.env if options.env is not None else os.environ)  # a Temporal run key never reaches an agent
+        resolve = options.harnesses or (lambda key, runtime: harness_for(runtime, run_env))
+        if sandbox is not None:  # before anything is recorded: a sandbox that can't open refuses the run
+            resolve = await run_sandbox(sandbox, directory, resolve)
+        replayed = _replay_of(definition, Path(options.replay)) if options.replay is not None else None
+        if continued is not None:
+            run_id, record_dir = continued.run_dir.name, continued.run_dir
+        else:
+            # a lookahead writes nothing under the run root: its record is a scratch one, removed after
+            scratch = Path(tempfile.mkdtemp(prefix="awf-lookahead-")) if options.looks_ahead else root
+            try:
+                run_id, record_dir = make_run_record_dir(scratch / definition.name)
+            except OSError as error:
+                raise DefinitionError(f"the run's record can't be written under {root}: {error.strerror or error}") from None
+        durable = Durable.begin(
+            record_dir, definition, continuing=continued is not None, from_stage=options.from_stage,
+            rerun=options.rerun, values=options.values,
+            sandbox=msgspec.to_builtins(sandbox) if sandbox is not None else None,
+            budget={name: cap for name, cap in msgspec.to_builtins(budget).items() if cap is not None} if budget else None,
+        )  # fmt: skip
+        started = durable.attempt.started_at  # this attempt's, as its record has it
+        return cls(
+            definition, options, args, checked_args, directory, run_env, resolve, replayed,
+            str(Path(options.replay).resolve()) if options.replay is not None else None, budget, run_id, record_dir,
+            durable, started if continued is None or continued.started_at is None else continued.started_at,
+            RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory), RunTrace() if options.trace else None,
+        )  # fmt: skip
+
+    async def execute(self) -> RunResult:
+        """Run the workflow to its end, record how it ended, and return that; the caller's
+        cancellation cancels the workflow, then goes on to the caller once the ending is recorded."""
+        try:
+            async with anyio.create_task_group() as watch:
+                watch.start_soon(self._pass_on_cancellation)
+                watch.start_soon(self._shielded, watch.cancel_scope)
+        finally:
+            if self.options.looks_ahead:
+                shutil.rmtree(self.record_dir.parent.parent, ignore_errors=True)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
+        end = self.ending
+        assert end is not None  # _shielded records it, or raises
+        return RunResult(
+            end.outcome, end.value, end.reason, self.run_id, self.record_dir, end.where, end.traceback, self.usage,
+            self.durable.attempt.n, dict(self.durable.needs) if self.options.looks_ahead else None, self.worktree_ends,
+        )
+
+    def stop(self, reason: str) -> bool:
         """`awf stop`: the workflow is cancelled as on Ctrl-C, and the run ends `stopped`."""
-        if stopped or work.cancel_called:
+        if self.stopped or self.work.cancel_called:
             return False
-        stopped.append(reason)
-        work.cancel()
-        cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
+        self.stopped.append(reason)
+        self.work.cancel()
+        self.cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
         return True
 
-    run_trace = RunTrace() if trace else None
-    tracer = run_trace.tracer() if run_trace is not None else None
-
-    async def shielded() -> None:
+    async def _shielded(self, watch: anyio.CancelScope) -> None:
+        """The run's actors, from its start to its recorded end, shielded from the caller's cancellation."""
+        tracer = self.trace.tracer() if self.trace is not None else None
+        run_deadline = anyio.current_time() + self.options.seconds
         with anyio.CancelScope(shield=True), tracer or nullcontext():
             async with run_actors(
-                record_dir, deadline=run_deadline, policies=definition.policies, replay=replayed, stop=stop, tracer=tracer,
-                ledger=durable.ledger,
+                self.record_dir, deadline=run_deadline, policies=self.definition.policies, replay=self.replayed,
+                stop=self.stop, tracer=tracer, ledger=self.durable.ledger,
             ) as actors:
                 await actors.recorder.ask(
                     RunStarted(
-                        run_id,
-                        definition.name,
-                        args,
-                        str(directory),
-                        started if continued is None or continued.started_at is None else continued.started_at,
-                        str(actors.control),
-                        str(Path(replay).resolve()) if replay is not None else None,
+                        self.run_id, self.definition.name, self.args, str(self.directory), self.first_started,
+                        str(actors.control), self.replay_of,
                     )
                 )
-                replaying = {} if replay is None else {"replay_of": str(Path(replay).resolve())}
-                run_started(run_id, record_dir, **replaying)
+                run_started(self.run_id, self.record_dir, **({} if self.replay_of is None else {"replay_of": self.replay_of}))
                 await actors.board.ask(Register(key=WORKFLOW_KEY, kind="participant", can_await=False))
-                durable.recording(actors.recorder)
+                self.durable.recording(actors.recorder)
                 agents = Agents(
-                    actors.run, actors.board, directory, run_env, resolve, ledger=actors.ledger, durable=durable,
-                    run_stopped=stopped, run_interrupted=interrupted,
+                    actors.run, actors.board, self.directory, self.env, self.resolve, ledger=actors.ledger,
+                    durable=self.durable, run_stopped=self.stopped, run_interrupted=self.interrupted,
                 )
                 wf = Workflow(
-                    name=definition.name,
-                    run_id=run_id,
-                    run_dir=record_dir,
-                    cwd=directory,
-                    agents=agents,
-                    log_lines=actors.log_lines,
-                    approvals=Approvals(actors.desk),
-                    board=actors.board,
-                    budget=budget,
-                    durable=durable,
-                    worktrees=worktrees,
+                    name=self.definition.name, run_id=self.run_id, run_dir=self.record_dir, cwd=self.directory,
+                    agents=agents, log_lines=actors.log_lines, approvals=Approvals(actors.desk), board=actors.board,
+                    budget=self.budget, durable=self.durable, worktrees=self.worktrees,
                 )
                 end = _Ending("cancelled", None, "the run was cancelled")  # the workflow's own scope
-                with cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
-                    with work:
-                        end = await _run_workflow(definition, wf, checked_args, run_deadline, seconds)
-                    if work.cancelled_caught:
-                        cancelled = f"the run was {interrupted[0]}" if interrupted else "the run was cancelled"
-                        end = _Ending(*(("stopped", None, stopped[0]) if stopped else ("cancelled", None, cancelled)))
+                with self.cleanup:  # after a cancellation, the workflow and its agents have a bounded time to stop
+                    with self.work:
+                        end = await _run_workflow(self.definition, wf, self.checked_args, run_deadline, self.options.seconds)
+                    if self.work.cancelled_caught:
+                        cancelled = f"the run was {self.interrupted[0]}" if self.interrupted else "the run was cancelled"
+                        end = _Ending(*(("stopped", None, self.stopped[0]) if self.stopped else ("cancelled", None, cancelled)))
                     await actors.board.ask(CloseAll())  # the workflow is finishing: every route closes
                     await agents.close_all()
-                worktree_ends.extend(await anyio.to_thread.run_sync(worktrees.finish))  # its agents are stopped
-                for gone in worktree_ends:
+                self.worktree_ends = tuple(await anyio.to_thread.run_sync(self.worktrees.finish))  # its agents are stopped
+                for gone in self.worktree_ends:
                     wf.log(f"worktree {gone.state}", worktree=gone.name, path=str(gone.path), branch=gone.branch, reason=gone.reason)
                 # The Recorder outlives that bound: the ending is recorded even when the time ran out.
-                ended = end
-                gap = await actors.recorder.ask(RecordGaps())
-                if gap is not None:  # a run whose record is incomplete has failed, whatever it did
-                    end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
-                if not await actors.recorder.ask(
-                    RunEnded(end.outcome, end.reason, end.value, started, time.time(), end.where, end.traceback)
-                ):
-                    gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
-                    end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
-                spent.append(actors.ledger.snapshot())
-                try:
-                    await durable.end(end.outcome, end.reason)
-                except WorkflowError as error:  # its attempt's record: the run's record is incomplete
-                    reason = f"{end.reason}; and {error}" if end.outcome == "failed" else _incomplete(str(error), end.outcome, end.reason)
-                    end = _Ending("failed", None, reason, end.where, end.traceback)
-                ending.append(end)
-                run_recorded(run_id, end.outcome)  # what follows is teardown: a handler that shields itself holds it
-            if run_trace is not None:  # once the actors have stopped: their last dead letters are in it
-                await _record_trace(record_dir, run_trace)
-        watch.cancel_scope.cancel()
+                self.ending = await self.record_end(actors, end)
+                run_recorded(self.run_id, self.ending.outcome)  # what follows is teardown: a handler that shields itself holds it
+            if self.trace is not None:  # once the actors have stopped: their last dead letters are in it
+                await _record_trace(self.record_dir, self.trace)
+        watch.cancel()
 
-    try:
-        async with anyio.create_task_group() as watch:
-            watch.start_soon(_pass_on_cancellation, work, cleanup, interrupted, ending)
-            watch.start_soon(shielded)
-    finally:
-        if lookahead:
-            shutil.rmtree(record_dir.parent.parent, ignore_errors=True)
-    await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation goes on to the caller
-    [end] = ending
-    needs = dict(durable.needs) if lookahead else None
-    n = durable.attempt.n
-    return RunResult(
-        end.outcome, end.value, end.reason, run_id, record_dir, end.where, end.traceback, spent[0], n, needs,
-        tuple(worktree_ends),
-    )
+    async def record_end(self, actors: RunActors, end: _Ending) -> _Ending:
+        """Record how the run ended, and what it spent; the ending as recorded: a run whose record
+        is incomplete has failed, whatever its workflow did."""
+        ended = end
+        gap = await actors.recorder.ask(RecordGaps())
+        if gap is not None:
+            end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
+        if not await actors.recorder.ask(
+            RunEnded(end.outcome, end.reason, end.value, self.durable.attempt.started_at, time.time(), end.where, end.traceback)
+        ):
+            gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
+            end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
+        self.usage = actors.ledger.snapshot()
+        try:
+            await self.durable.end(end.outcome, end.reason)
+        except WorkflowError as error:  # its attempt's record: the run's record is incomplete
+            reason = f"{end.reason}; and {error}" if end.outcome == "failed" else _incomplete(str(error), end.outcome, end.reason)
+            end = _Ending("failed", None, reason, end.where, end.traceback)
+        return end
+
+    async def _pass_on_cancellation(self) -> None:
+        """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own
+        scope, and bound the time the workflow and its agents take to stop. A cancellation while
+        the workflow works is the caller's (a person's Ctrl-C, for `awf run`): said in `interrupted`,
+        so a turn it cancels says so, not that the workflow gave it up."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not self.work.cancel_called and self.ending is None:  # not stopped, nor ended: the caller's
+                self.interrupted.append(INTERRUPTED)
+            self.work.cancel()
+            self.cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
 
 
 async def _record_trace(record_dir: Path, run_trace: RunTrace) -> None:
@@ -409,22 +434,6 @@ CANCEL_CLEANUP_SECONDS = 10.0  # after the caller cancels, to stop the agents an
 
 
 INTERRUPTED = "interrupted (Ctrl-C, or its caller cancelled it)"
-
-
-async def _pass_on_cancellation(
-    work: anyio.CancelScope, cleanup: anyio.CancelScope, interrupted: list[str], ending: list[_Ending]
-) -> None:
-    """Wait; once cancelled (by the caller, or at the run's end), cancel the workflow's own
-    scope, and bound the time the workflow and its agents take to stop. A cancellation while
-    the workflow works is the caller's (a person's Ctrl-C, for `awf run`): said in `interrupted`,
-    so a turn it cancels says so, not that the workflow gave it up."""
-    try:
-        await anyio.sleep_forever()
-    finally:
-        if not work.cancel_called and not ending:  # not stopped, nor ended: the caller's
-            interrupted.append(INTERRUPTED)
-        work.cancel()
-        cleanup.deadline = anyio.current_time() + CANCEL_CLEANUP_SECONDS
 
 
 async def _run_workflow(

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentswf.cli.main import _parser, _post_words
+from agentswf.cli.mail import _post_words
+from agentswf.cli.main import _parser
 
 AWF = [sys.executable, "-m", "agentswf"]
 

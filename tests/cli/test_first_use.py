@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agentswf.cli.main import _ended
+from agentswf.cli.run import _ended
 from agentswf.harnesses.pane_keep import close_kept, kept_panes
 from agentswf.testing.models import CLI_DIR_VARIABLE, find_cli
 from agentswf.workflow.running import RunResult

@@ -1,0 +1,50 @@
+"""`awf logs` and `awf trace`: a run's record read back, its turns and answers, or who sent what to
+whom (`--actors`: each actor's mailbox figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import msgspec
+
+from ..engine.records import DEFAULT_RUN_ROOT
+from . import temporal
+from .actors import print_actors
+from .logs import print_run, print_trace
+from .runs import UsageFailure, run_dir_of
+
+
+def command_logs(options: argparse.Namespace) -> int:
+    temporal.settle_record(options)  # a Temporal run whose host died: its record, from Temporal
+    run_dir = run_dir_of(options, options.run)
+    try:
+        print_run(run_dir, sys.stdout)
+    except BrokenPipeError:
+        raise  # the reader went away (`awf logs | head`): not the record's fault
+    except (OSError, msgspec.DecodeError) as error:  # a record file torn, or not a file (a FIFO an agent put there)
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    return 0
+
+
+def command_trace(options: argparse.Namespace) -> int:
+    run_dir = run_dir_of(options, options.run)
+    if options.actors:
+        print_actors(run_dir, sys.stdout)
+    else:
+        print_trace(run_dir, sys.stdout)
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    trace_parser = commands.add_parser("trace", help="who sent what to whom, when it was read, how long it waited")
+    trace_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    trace_parser.add_argument("--actors", action="store_true", help="each actor's mailbox figures, of a run traced with --trace")
+    trace_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    trace_parser.set_defaults(handler=command_trace)
+
+    logs_parser = commands.add_parser("logs", help="print a run's turns and answers")
+    logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
+    logs_parser.set_defaults(handler=command_logs)
