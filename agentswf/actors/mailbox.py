@@ -9,7 +9,6 @@ restart and the counters cover the child's whole life.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import time
 from collections import deque
@@ -17,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from sniffio import thread_local as _running
 
 from agentswf.errors import ActorStopped, MailboxFull
 
@@ -220,7 +220,7 @@ class Mailbox:
         """
         queue = self._queue
         if (queue and self._burst >= GET_BURST) or (
-            not queue and asyncio._get_running_loop() is not None
+            not queue and _running.name != "trio"  # asyncio (see `backend`)
         ):
             self._burst = 0
             await checkpoint()
