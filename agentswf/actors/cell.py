@@ -23,7 +23,7 @@ import structlog
 
 from agentswf.errors import ActorCrashed, ActorStopped
 
-from . import backend, tracing
+from . import backend
 from .mailbox import Envelope, Mailbox
 from .ref import ActorRef
 from .reply import NO_REPLY, Reply
@@ -159,7 +159,8 @@ class Cell:
             message, reply, _ = envelope
             fn, is_async = handlers[type(message)]
             self._current = envelope
-            tracing_on = tracing.enabled
+            tracer = mailbox.tracer
+            tracing_on = tracer is not None and tracer.open
             if tracing_on:
                 started = time.perf_counter()
             try:
@@ -210,8 +211,9 @@ class Cell:
         self._deferred.clear()
 
     def _trace(self, event: str, message: Any, started: float) -> None:
-        fields = {**self.mailbox._fields(message), "handling_s": time.perf_counter() - started}
-        tracing.emit(event, fields, self.mailbox.tracer)
+        tracer = self.mailbox.tracer
+        if tracer is not None:
+            tracer.sink(event, {**self.mailbox._fields(message), "handling_s": time.perf_counter() - started})
 
     # Called from inside the actor ----------------------------------------------------
 
