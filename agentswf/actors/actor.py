@@ -20,10 +20,11 @@ if TYPE_CHECKING:
     from .cell import Cell
     from .ref import ActorRef
 
-Handler = tuple[Callable[..., Any], bool]
-"""(function taking (actor, message), whether it is async)."""
+Handler = tuple[Callable[..., Any], bool, bool]
+"""(function taking (actor, message), whether it is async, whether it is write-through)."""
 
 _HANDLES = "__agentswf_handles__"
+_WRITE_THROUGH = "__agentswf_write_through__"
 
 
 def handler(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -33,6 +34,20 @@ def handler(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         raise TypeError(f"handler {fn.__qualname__} must take (self, message), got {params}")
     setattr(fn, _HANDLES, params[1])
     return fn
+
+
+def write_through(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Mark a synchronous handler that `ActorRef.ask_inline` may run in the asker's task even
+    while another handler of the actor awaits, nothing being queued ahead of it.
+
+    Only for a handler that touches nothing another handler holds across an await (the
+    Recorder's line writes: its whole-file handlers await only their fsyncs). The message is
+    still handled one at a time and in mailbox order, and traced as any other.
+    """
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError(f"write-through handler {fn.__qualname__} must be synchronous: it runs in its asker's task")
+    setattr(fn, _WRITE_THROUGH, True)
+    return handler(fn)
 
 
 class Actor:
@@ -59,7 +74,7 @@ class Actor:
             message_type = _message_type(cls, fn)
             if message_type in table:
                 raise TypeError(f"{cls.__qualname__} has two handlers for {message_type.__name__}")
-            table[message_type] = (fn, inspect.iscoroutinefunction(fn))
+            table[message_type] = (fn, inspect.iscoroutinefunction(fn), getattr(fn, _WRITE_THROUGH, False))
         cls._handlers = table
 
     @property
@@ -90,7 +105,8 @@ class Actor:
         is what the actor would have done (nothing is queued ahead of it, no handler is
         mid-way, and it can't be interrupted). A way to skip a mailbox round trip where the
         answer is decided at once; anything that awaits goes through the mailbox. Not traced
-        nor counted as a message."""
+        nor counted as a message: `ActorRef.ask_inline` is the traced way to do the same
+        with a message and its handler."""
         return self._cell.idle(self)
 
     def stop(self) -> None:

@@ -76,6 +76,7 @@ class Cell:
         self._exit = False  # leave the loop after the current message
         self._current: Envelope | None = None
         self._instance: Actor | None = None  # the instance running now
+        self._looping = False  # its `on_start` is over and it handles messages
         self._deferred: set[Reply] = set()
         self._tasks: backend.Tasks | None = None
         self.ref = ActorRef(self)
@@ -143,6 +144,7 @@ class Cell:
         finally:
             self._tasks = None
             self._instance = None
+            self._looping = False
             self._settle(error)
             with backend.move_on_after(self._stop_grace, shield=True):
                 await actor.on_stop()
@@ -152,12 +154,13 @@ class Cell:
         get = self.mailbox.get
         mailbox = self.mailbox
         handlers = actor._handlers
+        self._looping = True
         while not self._exit:
             envelope = await get()
             if envelope is None:
                 continue
             message, reply, _ = envelope
-            fn, is_async = handlers[type(message)]
+            fn, is_async, _ = handlers[type(message)]
             self._current = envelope
             tracer = mailbox.tracer
             tracing_on = tracer is not None and tracer.open
@@ -182,6 +185,51 @@ class Cell:
                 reply.set(result)
             if tracing_on:
                 self._trace("mailbox.handled", message, started)
+
+    # Inline steps: a message handled in its asker's task (`ActorRef.ask_inline`) -------
+
+    def steps_now(self, write_through: bool) -> bool:
+        """A message may be handled now, in its sender's task: the instance handles messages,
+        none is queued (so none is passed), and either the actor is idle (parked in its mailbox,
+        no handler mid-way) or the handler is write-through (`actor.write_through`)."""
+        mailbox = self.mailbox
+        if not self._looping or self._exit or mailbox._queue or mailbox._closed:
+            return False
+        return write_through or (self._current is None and mailbox._receiver is not None)
+
+    def step_inline(self, fn: Callable[..., Any], message: Any) -> Reply:
+        """Handle `message` with the synchronous `fn` in the calling task, as the loop would
+        (one at a time, counted, traced with `inline: True`, a raise failing only this ask);
+        its reply, answered unless the handler deferred it. Call only when `steps_now`."""
+        mailbox = self.mailbox
+        reply = Reply()
+        outer = self._current  # a write-through step while a handler awaits: restored after
+        self._current = (message, reply, 0.0)
+        tracer = mailbox.tracer
+        tracing_on = tracer is not None and tracer.open
+        if tracing_on:
+            assert tracer is not None
+            fields = {"actor": mailbox.name, "message_type": type(message).__name__, "inline": True}
+            tracer.sink("mailbox.enqueue", {**fields, "depth": 1})
+            tracer.sink("mailbox.dequeue", {**fields, "depth": 0, "queued_s": 0.0})
+            started = time.perf_counter()
+        try:
+            result = fn(self._instance, message)
+        except Exception as exc:
+            self._current = outer
+            mailbox.failed += 1
+            if tracing_on:
+                tracer.sink("mailbox.failed", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
+            self._fail(reply, message, exc)
+            return reply
+        finally:
+            self._current = outer
+        mailbox.handled += 1
+        if reply._owner is None:
+            reply.set(result)
+        if tracing_on:
+            tracer.sink("mailbox.handled", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
+        return reply
 
     def _fail(self, reply: Reply, message: Any, exc: Exception) -> None:
         """A handler raised answering an ask: the ask fails with it, and the actor goes on."""

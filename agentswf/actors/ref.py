@@ -92,6 +92,36 @@ class ActorRef:
             raise
         return reply._result()
 
+    async def ask_inline(self, message: Any) -> Any:
+        """``ask``, handled in this task at once where the actor would do nothing else first.
+
+        The kernel's one way past a mailbox's round trip, named so a trace shows it: when the
+        message's handler is synchronous, nothing is queued ahead of it, and the actor is
+        idle (an *inline step of an idle actor*) or the handler is write-through (a
+        *write-through ask*, `actor.write_through`: it may run while another handler
+        awaits), the handler runs here, now, as the actor's own loop would run it: one
+        message at a time, in mailbox order, counted, and traced (enqueue, dequeue and
+        handled, each with ``inline: True``). An answer given at once returns with no
+        schedule point; a deferred one is waited for as an ask's. Anything else is ``ask``.
+        Raises as ``ask`` does.
+        """
+        entry = self._handlers.get(type(message))
+        if entry is None:
+            raise self._unhandled(message)
+        fn, is_async, through = entry
+        cell = self._cell
+        if is_async or not cell.steps_now(through):
+            return await self.ask(message)
+        reply = cell.step_inline(fn, message)
+        if reply._open:
+            try:
+                await reply.wait()
+            except BaseException:
+                if reply._open:  # the asker gave up: a later answer is dropped
+                    reply._abandon()
+                raise
+        return reply._result()
+
     async def _ask_within(self, message: Any, timeout: float) -> Any:
         with move_on_after(timeout):
             return await self.ask(message)
