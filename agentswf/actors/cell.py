@@ -206,20 +206,19 @@ class Cell:
         outer = self._current  # a write-through step while a handler awaits: restored after
         self._current = (message, reply, 0.0)
         tracer = mailbox.tracer
-        tracing_on = tracer is not None and tracer.open
-        if tracing_on:
-            assert tracer is not None
+        sink = tracer.sink if tracer is not None and tracer.open else None
+        if sink is not None:
             fields = {"actor": mailbox.name, "message_type": type(message).__name__, "inline": True}
-            tracer.sink("mailbox.enqueue", {**fields, "depth": 1})
-            tracer.sink("mailbox.dequeue", {**fields, "depth": 0, "queued_s": 0.0})
+            sink("mailbox.enqueue", {**fields, "depth": 1})
+            sink("mailbox.dequeue", {**fields, "depth": 0, "queued_s": 0.0})
             started = time.perf_counter()
         try:
             result = fn(self._instance, message)
         except Exception as exc:
             self._current = outer
             mailbox.failed += 1
-            if tracing_on:
-                tracer.sink("mailbox.failed", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
+            if sink is not None:
+                sink("mailbox.failed", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
             self._fail(reply, message, exc)
             return reply
         finally:
@@ -227,8 +226,8 @@ class Cell:
         mailbox.handled += 1
         if reply._owner is None:
             reply.set(result)
-        if tracing_on:
-            tracer.sink("mailbox.handled", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
+        if sink is not None:
+            sink("mailbox.handled", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
         return reply
 
     def _fail(self, reply: Reply, message: Any, exc: Exception) -> None:
