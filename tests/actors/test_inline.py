@@ -100,21 +100,21 @@ async def test_behind_a_queued_message_or_a_busy_actor_it_is_an_ordinary_ask_in_
         release, entered = anyio.Event(), anyio.Event()
         await ref.tell(Hold(release, entered))
         await entered.wait()
-        answers: list[int] = []
+        answers: dict[str, int] = {}
+
+        async def ask(text: str) -> None:
+            answers[text] = await ref.ask_inline(Note(text))
+
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: _append(answers, ref.ask_inline(Note("a"))))  # a handler awaits: the mailbox
+            tg.start_soon(ask, "a")  # a handler awaits: through the mailbox
             await anyio.wait_all_tasks_blocked()
-            assert answers == [] and ref.statistics().depth == 1
+            assert answers == {} and ref.statistics().depth == 1
             ref.tell_nowait(Note("b"))
-            tg.start_soon(lambda: _append(answers, ref.ask_inline(Note("c"))))  # queued behind b
+            tg.start_soon(ask, "c")  # queued behind b
             await anyio.wait_all_tasks_blocked()
             release.set()
-        assert answers == [1, 3]
+        assert answers == {"a": 1, "c": 3}  # the count of notes when each was handled: in mailbox order
         assert ref.statistics().handled == 4
-
-
-async def _append(answers: list[int], ask: object) -> None:
-    answers.append(await ask)  # type: ignore[misc]
 
 
 async def test_a_write_through_handler_runs_at_once_while_another_handler_awaits() -> None:
