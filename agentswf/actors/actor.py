@@ -8,6 +8,7 @@ handle is refused when it is sent, not when it is dequeued.
 from __future__ import annotations
 
 import inspect
+import types as types_
 import typing
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,7 +29,8 @@ _WRITE_THROUGH = "__agentswf_write_through__"
 
 
 def handler(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """Mark a method as the handler of the message type annotated on its one parameter."""
+    """Mark a method as the handler of the message type annotated on its one parameter (of each
+    type, for a union of them)."""
     params = list(inspect.signature(fn).parameters)
     if len(params) != 2:
         raise TypeError(f"handler {fn.__qualname__} must take (self, message), got {params}")
@@ -71,10 +73,10 @@ class Actor:
                     del by_name[attr]  # overridden by something that is not a handler
         table: dict[type, Handler] = {}
         for fn in by_name.values():
-            message_type = _message_type(cls, fn)
-            if message_type in table:
-                raise TypeError(f"{cls.__qualname__} has two handlers for {message_type.__name__}")
-            table[message_type] = (fn, inspect.iscoroutinefunction(fn), getattr(fn, _WRITE_THROUGH, False))
+            for message_type in _message_types(cls, fn):
+                if message_type in table:
+                    raise TypeError(f"{cls.__qualname__} has two handlers for {message_type.__name__}")
+                table[message_type] = (fn, inspect.iscoroutinefunction(fn), getattr(fn, _WRITE_THROUGH, False))
         cls._handlers = table
 
     @property
@@ -99,6 +101,14 @@ class Actor:
         """
         return self._cell.defer()
 
+    def asked_alone(self) -> bool:
+        """The message being handled is an ask whose asker still waits, and no message is queued
+        behind it: an actor that batches its answers (the Recorder) answers now, as nothing
+        more would join the batch."""
+        cell = self._cell
+        current = cell._current
+        return current is not None and current[1] is not None and current[1]._open and not cell.mailbox._queue
+
     def idle(self) -> bool:
         """This instance waits for its next message, none queued, none being handled: what a
         handler would do with the next message, done now by another task *without awaiting*,
@@ -120,7 +130,8 @@ class Actor:
         """Runs in the actor's task when it stops, crashes or is cancelled, shielded, within the grace."""
 
 
-def _message_type(cls: type, fn: Callable[..., Any]) -> type:
+def _message_types(cls: type, fn: Callable[..., Any]) -> tuple[type, ...]:
+    """The message types a handler takes: its parameter's annotation, or each type of a union."""
     param = getattr(fn, _HANDLES)
     try:
         hints = typing.get_type_hints(fn, localns=dict(vars(cls)))
@@ -129,10 +140,12 @@ def _message_type(cls: type, fn: Callable[..., Any]) -> type:
             f"cannot resolve the message type of {cls.__qualname__}.{fn.__name__}: {exc}; "
             "define message types at module or class level"
         ) from None
-    message_type = hints.get(param)
-    if not (isinstance(message_type, type) and issubclass(message_type, msgspec.Struct)):
-        raise TypeError(
-            f"{cls.__qualname__}.{fn.__name__} must annotate its message parameter "
-            f"with a msgspec.Struct subclass, got {message_type!r}"
-        )
-    return message_type
+    annotated = hints.get(param)
+    types = typing.get_args(annotated) if isinstance(annotated, types_.UnionType) else (annotated,)
+    for message_type in types:
+        if not (isinstance(message_type, type) and issubclass(message_type, msgspec.Struct)):
+            raise TypeError(
+                f"{cls.__qualname__}.{fn.__name__} must annotate its message parameter "
+                f"with a msgspec.Struct subclass (or a union of them), got {annotated!r}"
+            )
+    return types

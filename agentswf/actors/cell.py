@@ -26,7 +26,7 @@ from agentswf.errors import ActorCrashed, ActorStopped
 from . import backend
 from .mailbox import Envelope, Mailbox
 from .ref import ActorRef
-from .reply import NO_REPLY, Reply
+from .reply import INLINE_ASK, NO_REPLY, Reply
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -188,46 +188,25 @@ class Cell:
 
     # Inline steps: a message handled in its asker's task (`ActorRef.ask_inline`) -------
 
-    def steps_now(self, write_through: bool) -> bool:
-        """A message may be handled now, in its sender's task: the instance handles messages,
-        none is queued (so none is passed), and either the actor is idle (parked in its mailbox,
-        no handler mid-way) or the handler is write-through (`actor.write_through`)."""
-        mailbox = self.mailbox
-        if not self._looping or self._exit or mailbox._queue or mailbox._closed:
-            return False
-        return write_through or (self._current is None and mailbox._receiver is not None)
+    def trace_inline(self, event: str, message: Any, started: float | None = None) -> float:
+        """Trace one event of an inline step (tracing is on); the time, to time its handling by."""
+        tracer = self.mailbox.tracer
+        assert tracer is not None
+        fields: dict[str, Any] = {"actor": self.name, "message_type": type(message).__name__, "inline": True}
+        if event == "mailbox.enqueue":
+            tracer.sink(event, {**fields, "depth": 1})
+            tracer.sink("mailbox.dequeue", {**fields, "depth": 0, "queued_s": 0.0})
+        else:
+            tracer.sink(event, {**fields, "depth": 0, "handling_s": time.perf_counter() - (started or 0.0)})
+        return time.perf_counter()
 
-    def step_inline(self, fn: Callable[..., Any], message: Any) -> Reply:
-        """Handle `message` with the synchronous `fn` in the calling task, as the loop would
-        (one at a time, counted, traced with `inline: True`, a raise failing only this ask);
-        its reply, answered unless the handler deferred it. Call only when `steps_now`."""
-        mailbox = self.mailbox
-        reply = Reply()
-        outer = self._current  # a write-through step while a handler awaits: restored after
-        self._current = (message, reply, 0.0)
-        tracer = mailbox.tracer
-        sink = tracer.sink if tracer is not None and tracer.open else None
-        if sink is not None:
-            fields = {"actor": mailbox.name, "message_type": type(message).__name__, "inline": True}
-            sink("mailbox.enqueue", {**fields, "depth": 1})
-            sink("mailbox.dequeue", {**fields, "depth": 0, "queued_s": 0.0})
-            started = time.perf_counter()
-        try:
-            result = fn(self._instance, message)
-        except Exception as exc:
-            self._current = outer
-            mailbox.failed += 1
-            if sink is not None:
-                sink("mailbox.failed", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
-            self._fail(reply, message, exc)
-            return reply
-        finally:
-            self._current = outer
-        mailbox.handled += 1
-        if reply._owner is None:
-            reply.set(result)
-        if sink is not None:
-            sink("mailbox.handled", {**fields, "depth": 0, "handling_s": time.perf_counter() - started})
+    def inline_failed(self, message: Any, reply: Reply, exc: Exception) -> Reply:
+        """An inline step's handler raised: its ask fails as the loop's would; raised here if
+        no reply was made for it yet, else that reply failed and returned."""
+        self.mailbox.failed += 1
+        if reply is INLINE_ASK:
+            raise _raised(self.name, message, exc) from exc
+        self._fail(reply, message, exc)
         return reply
 
     def _fail(self, reply: Reply, message: Any, exc: Exception) -> None:
@@ -269,6 +248,9 @@ class Cell:
         if current is None or current[1] is None:
             return NO_REPLY
         reply = current[1]
+        if reply is INLINE_ASK:  # an inline step's first deferral: its reply is made now
+            reply = Reply()
+            self._current = (current[0], reply, 0.0)
         if reply._open and reply._owner is None:
             reply._owner = self._deferred
             self._deferred.add(reply)

@@ -12,7 +12,7 @@ from agentswf.errors import AskTimeout, UnhandledMessage
 
 from .backend import move_on_after
 from .mailbox import MailboxStatistics
-from .reply import Reply
+from .reply import INLINE_ASK, Reply
 from .wakeup import checkpoint
 
 if TYPE_CHECKING:
@@ -109,10 +109,39 @@ class ActorRef:
         if entry is None:
             raise self._unhandled(message)
         fn, is_async, through = entry
-        cell = self._cell
-        if is_async or not cell.steps_now(through):
+        cell, mailbox = self._cell, self._mailbox
+        if (
+            is_async
+            or not cell._looping
+            or cell._exit
+            or mailbox._queue  # (a closed mailbox's actor has exited or is not looping)
+            or not (through or (cell._current is None and mailbox._receiver is not None))
+        ):
             return await self.ask(message)
-        reply = cell.step_inline(fn, message)
+        # The step, as the actor's loop takes one (`Cell._loop`), here. No reply is made unless
+        # the handler defers: the envelope holds `INLINE_ASK` until then.
+        outer = cell._current  # a write-through step while a handler awaits: restored after
+        cell._current = (message, INLINE_ASK, 0.0)
+        tracer = mailbox.tracer
+        traced = tracer is not None and tracer.open
+        started = cell.trace_inline("mailbox.enqueue", message) if traced else 0.0
+        try:
+            value = fn(cell._instance, message)
+            reply = cell._current[1]
+        except Exception as exc:
+            reply = cell._current[1]
+            cell._current = outer
+            if traced:
+                cell.trace_inline("mailbox.failed", message, started)
+            reply = cell.inline_failed(message, reply, exc)
+        else:
+            mailbox.handled += 1
+            if traced:
+                cell.trace_inline("mailbox.handled", message, started)
+            if reply is INLINE_ASK:
+                return value
+        finally:
+            cell._current = outer
         if reply._open:
             try:
                 await reply.wait()
