@@ -156,6 +156,7 @@ class Cell:
         handlers = actor._handlers
         self._looping = True
         while not self._exit:
+            envelope = message = reply = result = None  # nothing of the last message is kept while it waits
             envelope = await get()
             if envelope is None:
                 continue
