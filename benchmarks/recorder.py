@@ -7,8 +7,9 @@ hurts both alike. Prints ``name: ours=… baseline=… ratio=…`` with events p
 
 - ``ask_*``: ``AGENTS`` tasks each asking ``ToolCalled`` ``EVENTS / AGENTS`` times, as
   agents' tool calls do (each waits until its line is written);
-- ``appends_*``: the same asks through the Recorder's ``Appends`` (no mailbox message and no
-  schedule point: each asker writes its own line, one write, before it is answered);
+- ``appends_*``: the same asks through the Recorder's ``Appends`` (write-through asks: each a
+  message handled in its asker's task with nothing queued, so no schedule point: one write
+  before it is answered);
 - ``tell_*``: one task telling ``Logged`` ``EVENTS`` times, as the broker logs;
 - ``wflog_*``: ``EVENTS`` lines put on the Recorder's ``LogLines``, as ``wf.log`` does.
 

@@ -4,16 +4,16 @@ It knows nothing of agents. Messages are msgspec Structs dispatched by type; ask
 answered through a one-shot slot, and a handler raising fails only that ask; crashes
 (a tell's handler or a background task raising) follow structured concurrency unless a
 child opts into a restart policy; messages no handler will see become dead letters; every
-mailbox event can be traced through structlog.
+mailbox event of an actor system can be traced, per supervisor (`tracing`).
 """
 
-from .actor import Actor, handler
+from .actor import Actor, handler, write_through
 from .cell import Restart
 from .mailbox import DeadLetter, Mailbox, MailboxStatistics, Overflow
 from .ref import ActorRef
 from .reply import Reply
 from .supervisor import DEAD_LETTERS_KEPT, Supervisor, SupervisorStatistics
-from .tracing import Tracer, add_trace_sink, capture_trace, enable_tracing
+from .tracing import Tracer, capture_trace
 
 __all__ = [
     "DEAD_LETTERS_KEPT",
@@ -28,8 +28,7 @@ __all__ = [
     "Supervisor",
     "SupervisorStatistics",
     "Tracer",
-    "add_trace_sink",
     "capture_trace",
-    "enable_tracing",
     "handler",
+    "write_through",
 ]

@@ -8,6 +8,7 @@ handle is refused when it is sent, not when it is dequeued.
 from __future__ import annotations
 
 import inspect
+import types as types_
 import typing
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,19 +21,35 @@ if TYPE_CHECKING:
     from .cell import Cell
     from .ref import ActorRef
 
-Handler = tuple[Callable[..., Any], bool]
-"""(function taking (actor, message), whether it is async)."""
+Handler = tuple[Callable[..., Any], bool, bool]
+"""(function taking (actor, message), whether it is async, whether it is write-through)."""
 
 _HANDLES = "__agentswf_handles__"
+_WRITE_THROUGH = "__agentswf_write_through__"
 
 
 def handler(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """Mark a method as the handler of the message type annotated on its one parameter."""
+    """Mark a method as the handler of the message type annotated on its one parameter (of each
+    type, for a union of them)."""
     params = list(inspect.signature(fn).parameters)
     if len(params) != 2:
         raise TypeError(f"handler {fn.__qualname__} must take (self, message), got {params}")
     setattr(fn, _HANDLES, params[1])
     return fn
+
+
+def write_through(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Mark a synchronous handler that `ActorRef.ask_inline` may run in the asker's task even
+    while another handler of the actor awaits, nothing being queued ahead of it.
+
+    Only for a handler that touches nothing another handler holds across an await (the
+    Recorder's line writes: its whole-file handlers await only their fsyncs). The message is
+    still handled one at a time and in mailbox order, and traced as any other.
+    """
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError(f"write-through handler {fn.__qualname__} must be synchronous: it runs in its asker's task")
+    setattr(fn, _WRITE_THROUGH, True)
+    return handler(fn)
 
 
 class Actor:
@@ -56,10 +73,10 @@ class Actor:
                     del by_name[attr]  # overridden by something that is not a handler
         table: dict[type, Handler] = {}
         for fn in by_name.values():
-            message_type = _message_type(cls, fn)
-            if message_type in table:
-                raise TypeError(f"{cls.__qualname__} has two handlers for {message_type.__name__}")
-            table[message_type] = (fn, inspect.iscoroutinefunction(fn))
+            for message_type in _message_types(cls, fn):
+                if message_type in table:
+                    raise TypeError(f"{cls.__qualname__} has two handlers for {message_type.__name__}")
+                table[message_type] = (fn, inspect.iscoroutinefunction(fn), getattr(fn, _WRITE_THROUGH, False))
         cls._handlers = table
 
     @property
@@ -84,13 +101,22 @@ class Actor:
         """
         return self._cell.defer()
 
+    def asked_alone(self) -> bool:
+        """The message being handled is an ask whose asker still waits, and no message is queued
+        behind it: an actor that batches its answers (the Recorder) answers now, as nothing
+        more would join the batch."""
+        cell = self._cell
+        current = cell._current
+        return current is not None and current[1] is not None and current[1]._open and not cell.mailbox._queue
+
     def idle(self) -> bool:
         """This instance waits for its next message, none queued, none being handled: what a
         handler would do with the next message, done now by another task *without awaiting*,
         is what the actor would have done (nothing is queued ahead of it, no handler is
         mid-way, and it can't be interrupted). A way to skip a mailbox round trip where the
         answer is decided at once; anything that awaits goes through the mailbox. Not traced
-        nor counted as a message."""
+        nor counted as a message: `ActorRef.ask_inline` is the traced way to do the same
+        with a message and its handler."""
         return self._cell.idle(self)
 
     def stop(self) -> None:
@@ -104,7 +130,8 @@ class Actor:
         """Runs in the actor's task when it stops, crashes or is cancelled, shielded, within the grace."""
 
 
-def _message_type(cls: type, fn: Callable[..., Any]) -> type:
+def _message_types(cls: type, fn: Callable[..., Any]) -> tuple[type, ...]:
+    """The message types a handler takes: its parameter's annotation, or each type of a union."""
     param = getattr(fn, _HANDLES)
     try:
         hints = typing.get_type_hints(fn, localns=dict(vars(cls)))
@@ -113,10 +140,12 @@ def _message_type(cls: type, fn: Callable[..., Any]) -> type:
             f"cannot resolve the message type of {cls.__qualname__}.{fn.__name__}: {exc}; "
             "define message types at module or class level"
         ) from None
-    message_type = hints.get(param)
-    if not (isinstance(message_type, type) and issubclass(message_type, msgspec.Struct)):
-        raise TypeError(
-            f"{cls.__qualname__}.{fn.__name__} must annotate its message parameter "
-            f"with a msgspec.Struct subclass, got {message_type!r}"
-        )
-    return message_type
+    annotated = hints.get(param)
+    types = typing.get_args(annotated) if isinstance(annotated, types_.UnionType) else (annotated,)
+    for message_type in types:
+        if not (isinstance(message_type, type) and issubclass(message_type, msgspec.Struct)):
+            raise TypeError(
+                f"{cls.__qualname__}.{fn.__name__} must annotate its message parameter "
+                f"with a msgspec.Struct subclass (or a union of them), got {annotated!r}"
+            )
+    return types

@@ -23,10 +23,10 @@ import structlog
 
 from agentswf.errors import ActorCrashed, ActorStopped
 
-from . import backend, tracing
+from . import backend
 from .mailbox import Envelope, Mailbox
 from .ref import ActorRef
-from .reply import NO_REPLY, Reply
+from .reply import INLINE_ASK, NO_REPLY, Reply
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -76,6 +76,7 @@ class Cell:
         self._exit = False  # leave the loop after the current message
         self._current: Envelope | None = None
         self._instance: Actor | None = None  # the instance running now
+        self._looping = False  # its `on_start` is over and it handles messages
         self._deferred: set[Reply] = set()
         self._tasks: backend.Tasks | None = None
         self.ref = ActorRef(self)
@@ -143,6 +144,7 @@ class Cell:
         finally:
             self._tasks = None
             self._instance = None
+            self._looping = False
             self._settle(error)
             with backend.move_on_after(self._stop_grace, shield=True):
                 await actor.on_stop()
@@ -152,14 +154,17 @@ class Cell:
         get = self.mailbox.get
         mailbox = self.mailbox
         handlers = actor._handlers
+        self._looping = True
         while not self._exit:
+            envelope = message = reply = result = None  # nothing of the last message is kept while it waits
             envelope = await get()
             if envelope is None:
                 continue
             message, reply, _ = envelope
-            fn, is_async = handlers[type(message)]
+            fn, is_async, _ = handlers[type(message)]
             self._current = envelope
-            tracing_on = tracing.enabled
+            tracer = mailbox.tracer
+            tracing_on = tracer is not None and tracer.open
             if tracing_on:
                 started = time.perf_counter()
             try:
@@ -181,6 +186,29 @@ class Cell:
                 reply.set(result)
             if tracing_on:
                 self._trace("mailbox.handled", message, started)
+
+    # Inline steps: a message handled in its asker's task (`ActorRef.ask_inline`) -------
+
+    def trace_inline(self, event: str, message: Any, started: float | None = None) -> float:
+        """Trace one event of an inline step (tracing is on); the time, to time its handling by."""
+        tracer = self.mailbox.tracer
+        assert tracer is not None
+        fields: dict[str, Any] = {"actor": self.name, "message_type": type(message).__name__, "inline": True}
+        if event == "mailbox.enqueue":
+            tracer.sink(event, {**fields, "depth": 1})
+            tracer.sink("mailbox.dequeue", {**fields, "depth": 0, "queued_s": 0.0})
+        else:
+            tracer.sink(event, {**fields, "depth": 0, "handling_s": time.perf_counter() - (started or 0.0)})
+        return time.perf_counter()
+
+    def inline_failed(self, message: Any, reply: Reply, exc: Exception) -> Reply:
+        """An inline step's handler raised: its ask fails as the loop's would; raised here if
+        no reply was made for it yet, else that reply failed and returned."""
+        self.mailbox.failed += 1
+        if reply is INLINE_ASK:
+            raise _raised(self.name, message, exc) from exc
+        self._fail(reply, message, exc)
+        return reply
 
     def _fail(self, reply: Reply, message: Any, exc: Exception) -> None:
         """A handler raised answering an ask: the ask fails with it, and the actor goes on."""
@@ -210,8 +238,9 @@ class Cell:
         self._deferred.clear()
 
     def _trace(self, event: str, message: Any, started: float) -> None:
-        fields = {**self.mailbox._fields(message), "handling_s": time.perf_counter() - started}
-        tracing.emit(event, fields, self.mailbox.tracer)
+        tracer = self.mailbox.tracer
+        if tracer is not None:
+            tracer.sink(event, {**self.mailbox._fields(message), "handling_s": time.perf_counter() - started})
 
     # Called from inside the actor ----------------------------------------------------
 
@@ -220,6 +249,9 @@ class Cell:
         if current is None or current[1] is None:
             return NO_REPLY
         reply = current[1]
+        if reply is INLINE_ASK:  # an inline step's first deferral: its reply is made now
+            reply = Reply()
+            self._current = (current[0], reply, 0.0)
         if reply._open and reply._owner is None:
             reply._owner = self._deferred
             self._deferred.add(reply)

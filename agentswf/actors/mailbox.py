@@ -9,7 +9,6 @@ restart and the counters cover the child's whole life.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import time
 from collections import deque
@@ -17,11 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from sniffio import thread_local as _running
 
 from agentswf.errors import ActorStopped, MailboxFull
 
-from . import tracing
 from .reply import Reply
+from .tracing import Tracer
 from .wakeup import Wakeup, checkpoint
 
 GET_BURST = 32
@@ -92,7 +92,7 @@ class Mailbox:
         capacity: int,
         overflow: Overflow = Overflow.BLOCK,
         on_dead_letter: Callable[[DeadLetter], None] | None = None,
-        tracer: tracing.Tracer | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"mailbox capacity must be at least 1, got {capacity}")
@@ -111,7 +111,7 @@ class Mailbox:
         self._closed = False
         self._burst = 0  # messages taken since the last checkpoint
         self._on_dead_letter = on_dead_letter
-        self.tracer = tracer  # its actor system's trace, if it has one
+        self.tracer = tracer  # its actor system's trace, if it has one: its events go there while it is open
 
     @property
     def closed(self) -> bool:
@@ -152,10 +152,10 @@ class Mailbox:
                 f"mailbox of actor {self.name!r} is full ({self.capacity} messages); "
                 f"{type(message).__name__} was not sent"
             )
-        if tracing.enabled:
-            at = time.perf_counter()
-            queue.append((message, reply, at))
-            tracing.emit("mailbox.enqueue", self._fields(message), self.tracer)
+        tracer = self.tracer
+        if tracer is not None and tracer.open:
+            queue.append((message, reply, time.perf_counter()))
+            tracer.sink("mailbox.enqueue", self._fields(message))
         else:
             queue.append((message, reply, 0.0))
         receiver = self._receiver
@@ -220,7 +220,7 @@ class Mailbox:
         """
         queue = self._queue
         if (queue and self._burst >= GET_BURST) or (
-            not queue and asyncio._get_running_loop() is not None
+            not queue and _running.name != "trio"  # asyncio (see `backend`)
         ):
             self._burst = 0
             await checkpoint()
@@ -241,8 +241,9 @@ class Mailbox:
         envelope = queue.popleft()
         if self._senders:
             self._senders.popleft().set()
-        if tracing.enabled:
-            self._trace_dequeue(envelope)
+        tracer = self.tracer
+        if tracer is not None and tracer.open:
+            self._trace_dequeue(envelope, tracer)
         return envelope
 
     def wake(self) -> None:
@@ -290,15 +291,16 @@ class Mailbox:
         self.dead_lettered += 1
         if self._on_dead_letter is not None:
             self._on_dead_letter(DeadLetter(self.name, message, reason, time.time()))
-        if tracing.enabled:
-            tracing.emit("mailbox.dead_letter", {**self._fields(message), "reason": reason}, self.tracer)
+        tracer = self.tracer
+        if tracer is not None and tracer.open:
+            tracer.sink("mailbox.dead_letter", {**self._fields(message), "reason": reason})
 
     # Tracing -------------------------------------------------------------------------
 
     def _fields(self, message: Any) -> dict[str, Any]:
         return {"actor": self.name, "message_type": type(message).__name__, "depth": len(self._queue)}
 
-    def _trace_dequeue(self, envelope: Envelope) -> None:
+    def _trace_dequeue(self, envelope: Envelope, tracer: Tracer) -> None:
         message, _, at = envelope
         queued_s = time.perf_counter() - at if at else None
-        tracing.emit("mailbox.dequeue", {**self._fields(message), "queued_s": queued_s}, self.tracer)
+        tracer.sink("mailbox.dequeue", {**self._fields(message), "queued_s": queued_s})

@@ -12,7 +12,7 @@ from agentswf.errors import AskTimeout, UnhandledMessage
 
 from .backend import move_on_after
 from .mailbox import MailboxStatistics
-from .reply import Reply
+from .reply import INLINE_ASK, Reply
 from .wakeup import checkpoint
 
 if TYPE_CHECKING:
@@ -90,6 +90,65 @@ class ActorRef:
                 reply._abandon()
                 mailbox.withdraw(reply)
             raise
+        return reply._result()
+
+    async def ask_inline(self, message: Any) -> Any:
+        """``ask``, handled in this task at once where the actor would do nothing else first.
+
+        The kernel's one way past a mailbox's round trip, named so a trace shows it: when the
+        message's handler is synchronous, nothing is queued ahead of it, and the actor is
+        idle (an *inline step of an idle actor*) or the handler is write-through (a
+        *write-through ask*, `actor.write_through`: it may run while another handler
+        awaits), the handler runs here, now, as the actor's own loop would run it: one
+        message at a time, in mailbox order, counted, and traced (enqueue, dequeue and
+        handled, each with ``inline: True``). An answer given at once returns with no
+        schedule point; a deferred one is waited for as an ask's. Anything else is ``ask``.
+        Raises as ``ask`` does.
+        """
+        entry = self._handlers.get(type(message))
+        if entry is None:
+            raise self._unhandled(message)
+        fn, is_async, through = entry
+        cell, mailbox = self._cell, self._mailbox
+        if (
+            is_async
+            or not cell._looping
+            or cell._exit
+            or mailbox._queue  # (a closed mailbox's actor has exited or is not looping)
+            or not (through or (cell._current is None and mailbox._receiver is not None))
+        ):
+            return await self.ask(message)
+        # The step, as the actor's loop takes one (`Cell._loop`), here. No reply is made unless
+        # the handler defers: the envelope holds `INLINE_ASK` until then.
+        outer = cell._current  # a write-through step while a handler awaits: restored after
+        cell._current = (message, INLINE_ASK, 0.0)
+        tracer = mailbox.tracer
+        traced = tracer is not None and tracer.open
+        started = cell.trace_inline("mailbox.enqueue", message) if traced else 0.0
+        try:
+            value = fn(cell._instance, message)
+            reply = cell._current[1]
+        except Exception as exc:
+            reply = cell._current[1]
+            cell._current = outer
+            if traced:
+                cell.trace_inline("mailbox.failed", message, started)
+            reply = cell.inline_failed(message, reply, exc)
+        else:
+            mailbox.handled += 1
+            if traced:
+                cell.trace_inline("mailbox.handled", message, started)
+            if reply is INLINE_ASK:
+                return value
+        finally:
+            cell._current = outer
+        if reply._open:
+            try:
+                await reply.wait()
+            except BaseException:
+                if reply._open:  # the asker gave up: a later answer is dropped
+                    reply._abandon()
+                raise
         return reply._result()
 
     async def _ask_within(self, message: Any, timeout: float) -> Any:

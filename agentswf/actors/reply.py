@@ -71,3 +71,7 @@ class Reply(Waitable):
 
 NO_REPLY = Reply(open=False)
 """What ``defer()`` returns while handling a tell: answering it does nothing."""
+
+INLINE_ASK = Reply()
+"""Where an inline step's reply would be (`ActorRef.ask_inline`): an open ask, made a reply of its
+own only if its handler defers it. Never set, never waited on."""

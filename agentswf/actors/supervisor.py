@@ -17,7 +17,7 @@ from .actor import Actor
 from .cell import Cell, Restart
 from .mailbox import DeadLetter, Mailbox, Overflow
 from .ref import ActorRef
-from .tracing import Tracer
+from .tracing import Tracer, tracer_for
 
 DEAD_LETTERS_KEPT = 1000
 """Most recent dead letters a supervisor keeps (messages); older ones are only counted."""
@@ -40,7 +40,7 @@ class Supervisor:
     def __init__(self, name: str, stop_grace: float = DEFAULT_STOP_GRACE_S, tracer: Tracer | None = None) -> None:
         self.name = name
         self.stop_grace = stop_grace
-        self.tracer = tracer  # its children's mailbox events go to it (see `tracing`)
+        self.tracer = tracer_for(tracer)  # its children's mailbox events go to it (see `tracing`)
         self._children: dict[Cell, None] = {}  # in start order
         self._dead_letters: deque[DeadLetter] = deque(maxlen=DEAD_LETTERS_KEPT)
         self._dead_letter_count = 0

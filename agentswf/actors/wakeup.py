@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Generator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from sniffio import thread_local as _running
+
 from .backend import cancel_scope as cancel_scope
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ def _asyncio_checkpoint() -> Generator[None, None, None]:
 
 def checkpoint() -> Awaitable[None]:
     """A schedule point and a cancel point: what `anyio.lowlevel.checkpoint()` does on either backend."""
-    if asyncio._get_running_loop() is not None:
+    if _running.name != "trio":  # which backend runs: see `backend`
         return _asyncio_checkpoint()
     trio = _trio if _trio is not None else _trio_lowlevel()
     return trio.checkpoint()  # type: ignore[no-any-return]
@@ -81,9 +83,8 @@ class Waitable:
         if self._set:
             await checkpoint()
             return
-        loop = asyncio._get_running_loop()
-        if loop is not None:
-            self._future = future = loop.create_future()
+        if _running.name != "trio":
+            self._future = future = asyncio.get_running_loop().create_future()
             await future
             return
         trio = _trio if _trio is not None else _trio_lowlevel()

@@ -7,12 +7,15 @@ marked safe to retry; then the result must be JSON, at most 64 KiB, and fit the 
 `output`. Each call is recorded, its input redacted, before the agent is told how it
 ended, with exactly what `wfa tool` prints and exits with; a call that can't be recorded
 is `internal-error`. Every decision on the way is a pure rule of toolrules.py; `ToolCalls`
-carries them out, each call in the task that asked for it (`ToolCalls.call`, awaited by the
-agent's connection task: no mailbox hop, no task of its own; its handler runs in it under a
-cancel scope without a deadline), and one watchdog task keeps every running call's time. The
-`ToolBroker` actor is its shell in the run's supervisor: the watchdog runs in its cell, and
-its stop records what still runs. The agent's actor decides whether a call may start
-(tool-busy and the rest) and cancels it when the turn ends.
+carries them out. The agent's actor decides whether a call may start (tool-busy and the
+rest) and cancels it when the turn ends; its connection then asks the `ToolBroker` actor
+(`ToolCalls.call`, a `RunTool` message: an inline step when the broker is idle, as it nearly
+always is, so a mailbox event in the run's trace without a round trip through the broker's
+task), whose handler hands the call to one of the broker's call tasks (`_CallTasks`: an idle
+one, else a new one, at most MAX_TOOL_CALL_TASKS; past that the call waits its turn in the
+broker). The call runs there, its handler under a cancel scope without a deadline, and its
+answer is the ask's. One watchdog task keeps every running call's time. All of these tasks
+run in the broker's cell, so its stop ends them, and records what still runs.
 
 Where a handler runs: an `async def` handler on the run's own loop (it may run another
 agent); any other in a worker thread, SYNC_HANDLER_THREADS at most at once, so one that
@@ -21,8 +24,8 @@ anything, `SystemExit` and `KeyboardInterrupt` included, fails its call, not the
 When the call's time is up (or its turn ends) its signal fires and an async handler is
 cancelled; one still running TOOL_SETTLE_GRACE_SECONDS later is abandoned: the call ends
 `timed-out`, recorded with code `abandoned`, and the agent's actor is told (`ToolDone`: its
-turn may call again); the caller of an async handler that shields itself is answered when
-its handler gives the task back, since the call runs in that caller's task. The run's end doesn't wait for a handler: a
+turn may call again); the connection that asked for an async handler that shields itself is
+answered when its handler gives the call's task back. The run's end doesn't wait for a handler: a
 call whose handler still runs is recorded abandoned too. A worker thread can't be
 killed, so an abandoned sync handler runs on until it returns (`awf run` exits without
 waiting for it). An async handler that shields itself from cancellation can't be
@@ -38,7 +41,8 @@ import heapq
 import inspect
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,8 +51,8 @@ import anyio
 import msgspec
 import structlog
 
-from ..actors import Actor, ActorRef
-from ..actors.wakeup import cancel_scope
+from ..actors import Actor, ActorRef, Reply, handler
+from ..actors.wakeup import Wakeup, cancel_scope
 from ..errors import AskTimeout
 from ..progress import progress
 from ..wire import Response
@@ -82,14 +86,19 @@ if TYPE_CHECKING:
 
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
+MAX_TOOL_CALL_TASKS = 1024
+"""Tasks the ToolBroker runs calls in at once (calls); past it a call waits in the broker for
+one to be free. An agent has one call at a time and each holds its connection open, so the
+run's connection budget is the real bound of calls in flight."""
+IDLE_TOOL_CALL_TASKS = 64  # call tasks kept waiting for the next call (tasks); the rest end with their call
 WATCHDOG_SLACK = 64  # entries of finished calls the watchdog's heap may hold beyond twice the running ones
 _encoder = msgspec.json.Encoder()
 _log = structlog.get_logger("agentswf.tools")
 
 
 class RunTool(msgspec.Struct, frozen=True, kw_only=True):
-    """What an agent's actor hands its connection to run (`ToolCalls.call`): the call, whose
-    input the broker reads and checks."""
+    """What an agent's actor hands its connection to ask the ToolBroker to run (`ToolCalls.call`):
+    the call, whose input the broker reads and checks."""
 
     call: ToolCall
     tool: Tool
@@ -186,13 +195,15 @@ class _Concluded(Exception):
 
 
 class ToolCalls:
-    """A run's tool calls through their phases (toolrules.py): each decision carried out in the
-    caller's task; `start_soon` (the ToolBroker's) runs the watchdog."""
+    """A run's tool calls through their phases (toolrules.py): `call` asks the ToolBroker, whose
+    call tasks `run` each; `start_soon` (the ToolBroker's) runs those tasks and the watchdog."""
 
     def __init__(
         self, recorder: ActorRef, appends: Appends, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None
     ) -> None:
         self.start_soon: Callable[..., None] = _not_started
+        self._broker: ActorRef | None = None  # the ToolBroker's, once it has started
+        self._opened = anyio.Event()
         self.recorder = recorder
         self.appends = appends  # a call's line, asked without a mailbox message (recorder.py)
         self.desk = desk
@@ -245,9 +256,27 @@ class ToolCalls:
             sensitive_fields=msg.tool.sensitive_fields,
         )
 
-    async def call(self, msg: RunTool) -> Response:
-        """One call through its phases (read, policy, approval, run), recorded: what its caller is
-        answered. Cancel it with `msg.call.cancel()` (its turn ended)."""
+    def call(self, msg: RunTool) -> Awaitable[Response]:
+        """Ask the ToolBroker to run the call: what `wfa tool` is answered, once recorded (to
+        await). Cancel the call with `msg.call.cancel()` (its turn ended)."""
+        broker = self._broker
+        if broker is None:
+            return self._call_once_opened(msg)
+        return broker.ask_inline(msg)  # type: ignore[no-any-return]
+
+    async def _call_once_opened(self, msg: RunTool) -> Response:
+        await self._opened.wait()  # the ToolBroker hasn't started yet
+        assert self._broker is not None
+        return await self._broker.ask_inline(msg)  # type: ignore[no-any-return]
+
+    def open(self, broker: ActorRef) -> None:
+        """The ToolBroker has started: calls are asked of `broker`."""
+        self._broker = broker
+        self._opened.set()
+
+    async def run(self, msg: RunTool) -> Response:
+        """One call through its phases (read, policy, approval, run), recorded, in one of the
+        ToolBroker's call tasks: what its asker is answered."""
         call = msg.call
         started = time.time()
         read = read_input(msg.tool.taught, call.tool, msg.args, msg.input, msg.launcher)
@@ -395,7 +424,7 @@ class ToolCalls:
                 return final(outcome)
 
     async def _run_handler(self, running: _Handling) -> ToolOutcome:
-        """One run of the handler, in the call's own task, until it returns, raises, or is
+        """One run of the handler, in the call's task, until it returns, raises, or is
         abandoned after its grace. No task and no deadline of its own: the watchdog fires the
         call's signal at its deadline (its turn's end fires it too) and abandons it after the
         grace; an async handler that outlasts that is answered by the watchdog (`_Concluded`)."""
@@ -407,8 +436,8 @@ class ToolCalls:
         if not math.isinf(msg.deadline):
             self._arm(msg.deadline, call.id, grace_over=False)
         ending: HandlerEnding | None = None
-        # The call's, in its caller's task while its handler runs (a worker thread runs in a copy
-        # of this context); reset after, so nothing of the caller's is taken for the call.
+        # The call's, in its task while its handler runs (a worker thread runs in a copy of this
+        # context); reset after, so the task's next call starts without it.
         token = CURRENT_TOOL_CALL.set(call)
         try:
             with running.scope:
@@ -443,7 +472,16 @@ class ToolCalls:
             self._woken.set()
 
     async def watch(self) -> None:
-        """The watchdog, run by the ToolBroker for as long as it runs."""
+        """The watchdog, run by the ToolBroker for as long as it runs. Cancelled as the broker
+        stops, it records the calls still running as abandoned then, before the broker waits
+        for its call tasks (one whose handler shields itself is waited for as long as it runs)."""
+        try:
+            await self._watch()
+        finally:
+            with cancel_scope(shield=True):
+                await self.abandon_all()
+
+    async def _watch(self) -> None:
         while True:
             now = anyio.current_time()
             while self._due and self._due[0][0] <= now:
@@ -502,20 +540,72 @@ class ToolCalls:
         await running.msg.agent_ref.tell(ToolDone(running.msg.call.id, answer))
 
 
+class _CallTasks:
+    """The ToolBroker's tasks that run calls, one call at a time each: a call goes to an idle one
+    (a wakeup), else to a new one (at most MAX_TOOL_CALL_TASKS), else waits for the first that
+    is free. A task with nothing queued waits for the next call, IDLE_TOOL_CALL_TASKS at most;
+    the rest end. Starting a task costs several times a wakeup (anyio 4.16 gives each a handle,
+    a cancel scope and an event on asyncio), and agents call in turn, so the tasks are kept."""
+
+    def __init__(self, calls: ToolCalls) -> None:
+        self._calls = calls
+        self._queue: deque[tuple[RunTool, Reply]] = deque()
+        self._idle: list[Wakeup] = []
+        self._tasks = 0
+
+    def hand(self, msg: RunTool, reply: Reply) -> None:
+        self._queue.append((msg, reply))
+        if self._idle:
+            self._idle.pop().set()
+        elif self._tasks < MAX_TOOL_CALL_TASKS:
+            self._tasks += 1
+            self._calls.start_soon(self._run)
+
+    async def _run(self) -> None:
+        queue = self._queue
+        try:
+            while True:
+                while queue:
+                    await self._run_one(*queue.popleft())
+                if len(self._idle) >= IDLE_TOOL_CALL_TASKS:
+                    return
+                woken = Wakeup()
+                self._idle.append(woken)
+                try:
+                    await woken.wait()
+                finally:
+                    if not woken.is_set():
+                        self._idle.remove(woken)
+        finally:
+            self._tasks -= 1
+
+    async def _run_one(self, msg: RunTool, reply: Reply) -> None:
+        """One call, its answer the ask's (a frame of its own: nothing of it is kept after)."""
+        try:
+            reply.set(await self._calls.run(msg))
+        except Exception as error:  # not the tool's (that is an outcome): the record's, at the run's end
+            reply.fail(error)
+
+
 class ToolBroker(Actor):
-    """The run's `ToolCalls` in its supervisor: their watchdog runs in this actor's cell, and a
-    call still running when the run ends is recorded abandoned as it stops."""
+    """Runs the run's tool calls (`ToolCalls`): each a `RunTool` ask, handed to one of its call
+    tasks; its watchdog runs beside them in this actor's cell, and records a call still running
+    when the run ends abandoned as the broker stops."""
 
     def __init__(self, calls: ToolCalls) -> None:
         super().__init__()
         self.calls = calls
+        self.tasks = _CallTasks(calls)
         calls.start_soon = self.start_soon
 
     async def on_start(self) -> None:
         self.start_soon(self.calls.watch)
+        self.calls.open(self.ref)
 
-    async def on_stop(self) -> None:
-        await self.calls.abandon_all()
+    @handler
+    def run_tool(self, msg: RunTool) -> None:
+        """Answered, once the call is recorded, with what `wfa tool` prints and exits with."""
+        self.tasks.hand(msg, self.defer())
 
 
 def _not_started(fn: Callable[..., Any], *args: Any) -> None:

@@ -1,9 +1,11 @@
 """The Recorder: the one actor that writes a run's directory.
 
-Everything that happens in a run reaches disk through its mailbox or its `Appends`, so
-the record has one writer and a single order. Lines queued in its mailbox are appended in
-batches, one write per file for whatever was queued, and each ask is answered when its batch
-is written; a line asked through `Appends` is written by its asker at once; call.json and
+Everything that happens in a run reaches disk as a message to it, so the record has one
+writer and a single order, and a run's mailbox trace shows every line. Lines queued in its
+mailbox are appended in batches, one write per file for whatever was queued, and each ask is
+answered when its batch is written; a line asked through `Appends` (a write-through ask,
+`ActorRef.ask_inline`) with nothing queued ahead of it is handled in its asker's task, at
+once, one write, with no schedule point; call.json and
 usage.json are written whole on the loop's thread as the lines are, unsynced; fsyncs (run.json,
 result.json and output.json, and the group commit of the lines, call.json and usage.json) run in
 the Recorder's own threads beside the batches, so neither the event loop nor another agent's
@@ -13,8 +15,9 @@ See records.py for the policy.
 
 from __future__ import annotations
 
+import typing
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +25,9 @@ import anyio
 import msgspec
 import structlog
 
-from ..actors import Actor, Reply, handler
+from ..actors import Actor, ActorRef, Reply, handler, write_through
 from ..actors.backend import current_time
 from ..actors.mailbox import Mailbox
-from ..errors import ActorStopped
 from ..progress import progress
 from .accounting import Ledger
 from .attempts import SESSIONS_FILE
@@ -191,43 +193,42 @@ class LogLines:
 
 
 class Appends:
-    """Asked lines written at once by their askers, without a mailbox message or a schedule point.
+    """The Recorder's write-through asks: `await appends.ask(ToolCalled(...))` is
+    `recorder.ask_inline` of the same line, so it answers as the Recorder's ask does (True
+    once the line is written, False when it couldn't be; None for a turn's or a candidate's
+    line) and is a mailbox event in the run's trace.
 
-    `await appends.ask(ToolCalled(...))` answers as `recorder.ask` of the same message does
-    (True once the line is written, False when it couldn't be; None for a turn or an
-    answer's line), for a fraction of the cost: the ask runs the Recorder's own write of
-    its line (`_append_now`, synchronous: one write, on the loop's own thread, after any
-    lines the Recorder's batch holds, so the record still has one writer and one order)
-    and returns. Nothing parks, nothing is rescheduled, and the Recorder's own task isn't
-    involved at all: a line costs its asker its write(2), where a schedule point alone
-    cost more than the plain loop's encode and write together (issue 10). One asker's lines
-    keep the order it asked them in. Before the Recorder has started an ask waits for it;
-    once it has stopped (its last batch written), an ask is `ActorStopped`, as the
-    Recorder's is. A message whose record isn't one appended line is a TypeError; a record
-    that can't be encoded raises what the Recorder's ask raises.
+    With nothing queued in the Recorder's mailbox the line is handled in the asker's task,
+    at once, even while a whole-file handler of the Recorder awaits its fsync (its line
+    handlers are write-through): one write(2), after whatever lines the Recorder's batch
+    holds, and no schedule point, where a schedule point alone cost more than the plain
+    loop's encode and write together (issue 10). Behind queued messages it waits its turn in
+    the mailbox, so the record keeps the mailbox's one order. Before the Recorder has started
+    an ask waits for it; once it has stopped, an ask is `ActorStopped`. A message whose record
+    isn't one appended line is a TypeError.
     """
 
     def __init__(self) -> None:
-        self._write: Callable[[Any], bool | None] | None = None  # the Recorder's, while it runs
+        self._ref: ActorRef | None = None  # the Recorder's, once it has started
         self._opened = anyio.Event()
 
-    async def ask(self, message: Any) -> bool | None:
-        write = self._write
-        if write is None and not self._opened.is_set():
-            await self._opened.wait()  # the Recorder hasn't started yet
-            write = self._write
-        if write is None:
-            raise ActorStopped(f"the Recorder has stopped; {type(message).__name__} was not written")
-        return write(message)
+    def ask(self, message: Any) -> Awaitable[bool | None]:
+        """`recorder.ask_inline(message)`, to await (the awaitable itself: no frame of its own)."""
+        if type(message) not in _LINES:
+            raise TypeError(f"{type(message).__name__} is not a line the Recorder appends")
+        ref = self._ref
+        if ref is None:
+            return self._ask_once_opened(message)
+        return ref.ask_inline(message)
 
-    def open(self, write: Callable[[Any], bool | None]) -> None:
-        """The Recorder has started: `write` writes an asked message's line and answers it."""
-        self._write = write
-        self._opened.set()
+    async def _ask_once_opened(self, message: Any) -> bool | None:
+        await self._opened.wait()  # the Recorder hasn't started yet
+        assert self._ref is not None
+        return await self._ref.ask_inline(message)  # type: ignore[no-any-return]
 
-    def close(self) -> None:
-        """The Recorder has stopped: no more asks."""
-        self._write = None
+    def open(self, ref: ActorRef) -> None:
+        """The Recorder has started: asks go to `ref`."""
+        self._ref = ref
         self._opened.set()
 
 
@@ -251,6 +252,11 @@ class RunEnded(msgspec.Struct, frozen=True):
     traceback: str | None = None  # a failed run's whole traceback
 
 
+Line = ToolCalled | MessageSent | MessageRead | ApprovalDecided | CandidateSeen | TurnEnded | Logged | ConnectionRefused
+"""The messages whose record is one appended line (`Recorder._line`), handled write-through (`Recorder.line`)."""
+_LINES: frozenset[type] = frozenset(typing.get_args(Line))
+
+
 class Recorder(Actor):
     """Writes the record; a disk that fails it (full, gone read-only) is logged, never a crash of the run.
 
@@ -259,9 +265,10 @@ class Recorder(Actor):
     True once on disk: an accepted answer, a tool call, a message sent or read. So
     nothing is acknowledged that isn't on disk (see records.py for the policy).
 
-    Handlers that append only queue their line (and their ask's reply) in the batch; the
-    batch is written when the mailbox is empty or the batch is full, or first thing by an
-    `Appends` asker. The run's own logs
+    A line's handler (write-through: see `Appends`) writes it at once when it is asked and
+    nothing else waits to be written; otherwise it queues the line (and its ask's reply) in
+    the batch, written when the mailbox is empty or the batch is full, or first thing by the
+    next line asked. The run's own logs
     stay open for the run (six fds at most); a call's candidates.jsonl is opened for its
     batch and closed after it, so no fd stays with an agent.
     """
@@ -305,7 +312,7 @@ class Recorder(Actor):
         self.start_soon(self._watch_log_lines)
         self.start_soon(self._group_commits)
         self.start_soon(self._held_batches)
-        self.appends.open(self._append_now)
+        self.appends.open(self.ref)
 
     async def _watch_log_lines(self) -> None:
         while True:
@@ -347,10 +354,25 @@ class Recorder(Actor):
             return self._refusals, msg, False
         raise TypeError(f"{kind.__name__} is not a line the Recorder appends")
 
-    def _add(self, msg: Any) -> None:
-        """Queue the line of the message being handled; its ask is answered when the line is written."""
-        self._queue_line(msg, self.defer())
-        self._done()
+    @write_through
+    def line(self, msg: Line) -> bool | None:
+        """A message whose record is one appended line: written now if it is asked and nothing
+        is queued for the batch nor in the mailbox (what `_done` would do, at once); else queued
+        in the batch, its ask answered when the batch is written. Answered True once written
+        (False if it couldn't be) for a tool call, a message sent or read and an approval;
+        None for the rest. Write-through (`Appends`): it touches only the batch and the logs,
+        which no handler holds across an await."""
+        if type(msg) is Logged:
+            self._take_log_lines()  # wf.log's earlier lines first
+        if self._batch or not self.asked_alone():
+            self._queue_line(msg, self.defer())
+            self._done()
+            return None
+        path, record, answer = self._line(msg)
+        written = self._write_lines(path, encode(record) + b"\n")
+        if self._batch_ends_turn:
+            self._turn_written()
+        return written if answer else None
 
     def _queue_line(self, msg: Any, reply: Reply | None) -> str:
         path, record, answer = self._line(msg)
@@ -411,20 +433,6 @@ class Recorder(Actor):
         if self._batch_ends_turn:
             self._turn_written()
         return failed
-
-    def _append_now(self, msg: Any) -> bool | None:
-        """An `Appends` ask's line, written at once: after the batch's lines when some wait (a file's
-        lines keep their order), else on its own."""
-        path, record, answer = self._line(msg)
-        data = encode(record) + b"\n"  # what can't be encoded raises to its asker, as the Recorder's ask does
-        if self._batch:
-            self._queue_data(path, data)
-            written = path not in self._write_batch()
-        else:
-            written = self._write_lines(path, data)
-            if self._batch_ends_turn:
-                self._turn_written()
-        return written if answer else None
 
     def _turn_written(self) -> None:
         """A turn's line is written: the group commit fsyncs it (and all before it) at once."""
@@ -521,7 +529,6 @@ class Recorder(Actor):
     async def on_stop(self) -> None:
         self._take_log_lines()
         self._write_batch()
-        self.appends.close()
         for log in self._logs.values():
             try:
                 log.close()
@@ -614,18 +621,10 @@ class Recorder(Actor):
         return written
 
     @handler
-    def candidate_seen(self, msg: CandidateSeen) -> None:
-        self._add(msg)
-
-    @handler
     def result_accepted(self, msg: ResultAccepted) -> None:
         """Answered True once the accepted answer is on disk."""
         self._write_beside(self._call_dir(msg.call_id) / "result.json", {"value": msg.value}, exclusive=True)
         self._done()
-
-    @handler
-    def turn_ended(self, msg: TurnEnded) -> None:
-        self._add(msg)
 
     def _account(self, turn: Turn[Any]) -> None:
         """The turn in the ledger (however its line was asked); the next group commit rewrites usage.json."""
@@ -633,36 +632,9 @@ class Recorder(Actor):
         self._usage_stale = True
 
     @handler
-    def logged(self, msg: Logged) -> None:
-        self._take_log_lines()  # wf.log's earlier lines first
-        self._add(msg)
-
-    @handler
     def logs_waiting(self, msg: _LogsWaiting) -> None:
         self._take_log_lines()
         self._done()
-
-    @handler
-    def tool_called(self, msg: ToolCalled) -> None:
-        """Answered True once the call's line is written."""
-        self._add(msg)
-
-    @handler
-    def approval_decided(self, msg: ApprovalDecided) -> None:
-        self._add(msg)
-
-    @handler
-    def message_sent(self, msg: MessageSent) -> None:
-        """Answered True once the message's "sent" line is written."""
-        self._add(msg)
-
-    @handler
-    def message_read(self, msg: MessageRead) -> None:
-        self._add(msg)
-
-    @handler
-    def connection_refused(self, msg: ConnectionRefused) -> None:
-        self._add(msg)
 
     @handler
     def session_opened(self, msg: SessionOpened) -> None:

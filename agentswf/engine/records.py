@@ -49,7 +49,9 @@ waits longer than the batch it is in); a batch is written when an ask waits on i
 more is queued, once it holds `BATCH_MAX_BYTES`, and otherwise (told lines no acknowledgement
 depends on, such as wf.log's) within `recorder.BATCH_WAIT_SECONDS`. A line asked through the
 Recorder's `Appends` (as the broker asks a tool call's, and an agent its candidates' and turns')
-is written by its asker at once, one write(2), synchronously, after whatever the batch holds.
+with nothing queued in the Recorder's mailbox is handled in its asker's task (a write-through
+ask, still a message in the mailbox trace): one write(2), synchronously, after whatever the
+batch holds.
 A file's lines keep the order they were sent in. A failed write is cut back off whole and
 fails every ask with a line in it.
 
@@ -75,8 +77,8 @@ above before its own ask is answered: two thread hops for many agents' files, no
 A worker thread makes only the fsync calls (`fsync_each`); a file's other syscalls are made on
 the loop's thread, where they cost what they cost, without a hand-off of the GIL each.
 A failed append leaves a log whole lines; a failed whole write leaves no temp file. Logs are read back skipping a torn last line (from a
-run killed mid-write). Only the Recorder writes here: its actor, and its write run by an
-`Appends` asker, on the event loop's one thread, so the record has one writer and one order.
+run killed mid-write). Only the Recorder writes here: its actor, whose write-through handlers an
+`Appends` asker may run, on the event loop's one thread, so the record has one writer and one order.
 """
 
 from __future__ import annotations

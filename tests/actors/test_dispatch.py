@@ -28,6 +28,22 @@ def test_subclasses_inherit_and_override_handlers() -> None:
     assert Doubler._handlers[Get][0] is Counter.get
 
 
+def test_a_handler_annotated_with_a_union_handles_each_of_its_types() -> None:
+    class Either(Actor):
+        @handler
+        def either(self, msg: Add | Get) -> None: ...
+
+    assert Either._handlers[Add][0] is Either._handlers[Get][0] is Either.either
+    with pytest.raises(TypeError, match="two handlers"):
+
+        class Overlap(Actor):
+            @handler
+            def either(self, msg: Add | Get) -> None: ...
+
+            @handler
+            def get(self, msg: Get) -> None: ...
+
+
 def test_bad_handlers_are_refused_where_they_are_defined() -> None:
     with pytest.raises(TypeError, match="msgspec.Struct"):
 

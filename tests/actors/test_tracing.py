@@ -1,11 +1,12 @@
-"""Mailbox tracing through structlog and sinks, off by default."""
+"""Mailbox tracing, per actor system: a supervisor's own tracer, or a `capture_trace` block
+around where it started; off by default, and nothing process-wide."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import structlog
 
-from agentswf.actors import Supervisor, Tracer, add_trace_sink, capture_trace, enable_tracing, tracing
+from agentswf.actors import Supervisor, Tracer, capture_trace
 from agentswf.errors import ActorCrashed
 
 from .kit import Add, Boom, Counter, Get
@@ -14,13 +15,12 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_capture_trace_records_each_mailbox_event_with_its_fields() -> None:
-    async with Supervisor("t") as sup:
-        ref = sup.spawn(Counter, name="c", capacity=4)
-        with capture_trace() as events:
+    with capture_trace() as events:
+        async with Supervisor("t") as sup:
+            ref = sup.spawn(Counter, name="c", capacity=4)
             await ref.ask(Add(1))
             with pytest.raises(ActorCrashed):
                 await ref.ask(Boom())
-        assert not tracing.enabled
     names = [e["event"] for e in events]
     assert names[:3] == ["mailbox.enqueue", "mailbox.dequeue", "mailbox.handled"]
     assert names[3:6] == ["mailbox.enqueue", "mailbox.dequeue", "mailbox.failed"]
@@ -32,10 +32,11 @@ async def test_capture_trace_records_each_mailbox_event_with_its_fields() -> Non
 
 
 async def test_dead_letters_are_traced() -> None:
-    async with Supervisor("t") as sup:
-        ref = sup.spawn(Counter, name="c", capacity=4)
-        await ref.stop()
-        with capture_trace() as events:
+    with capture_trace() as events:
+        async with Supervisor("t") as sup:
+            ref = sup.spawn(Counter, name="c", capacity=4)
+            await ref.stop()
+            del events[:]  # the stop's own
             await ref.tell(Add(1))
     assert events == [
         {
@@ -48,26 +49,32 @@ async def test_dead_letters_are_traced() -> None:
     ]
 
 
-async def test_tracing_is_off_by_default_and_goes_through_structlog_when_on() -> None:
-    seen: list[str] = []
-    remove = add_trace_sink(lambda event, fields: seen.append(event))
-    try:
-        async with Supervisor("t") as sup:
-            ref = sup.spawn(Counter, capacity=4)
-            await ref.ask(Get())
-            assert seen == []
-            with structlog.testing.capture_logs() as logs:
-                enable_tracing(True)
-                try:
-                    await ref.ask(Get())
-                finally:
-                    enable_tracing(False)
-            assert [log["event"] for log in logs] == ["mailbox.enqueue", "mailbox.dequeue", "mailbox.handled"]
-            assert logs[0]["log_level"] == "debug"
-            assert seen == ["mailbox.enqueue", "mailbox.dequeue", "mailbox.handled"]
-    finally:
-        remove()
-    remove()  # removing twice is harmless
+async def test_capture_trace_hears_only_what_started_inside_it_in_its_context_and_only_while_it_lasts() -> None:
+    started = anyio.Event()
+    elsewhere: list[Supervisor] = []
+
+    async def other_task() -> None:  # started before the block: its context has no capture
+        async with Supervisor("elsewhere") as sup:
+            elsewhere.append(sup)
+            started.set()
+            await anyio.sleep_forever()
+
+    async with anyio.create_task_group() as tg, Supervisor("before") as before:
+        tg.start_soon(other_task)
+        await started.wait()
+        with capture_trace() as events:
+            async with Supervisor("inside") as inside:
+                ref = inside.spawn(Counter, name="in", capacity=4)
+                await ref.ask(Get())
+                await before.spawn(Counter, name="before", capacity=4).ask(Get())
+                await elsewhere[0].spawn(Counter, name="elsewhere", capacity=4).ask(Get())
+                captured = len(events)
+            assert events and {event["actor"] for event in events} == {"in"}
+        async with Supervisor("after") as after:
+            await after.spawn(Counter, name="after", capacity=4).ask(Get())
+        tg.cancel_scope.cancel()
+    assert captured == 3 and len(events) == 3  # the block is over: nothing more
+    assert elsewhere[0].tracer is None and before.tracer is None and after.tracer is None
 
 
 # A supervisor's own tracer ---------------------------------------------------------------------
@@ -78,27 +85,19 @@ def _collector() -> tuple[Tracer, list[tuple[str, str]]]:
     return Tracer(lambda event, fields: events.append((event, fields["actor"]))), events
 
 
-async def test_two_supervisors_trace_apart_and_process_sinks_see_neither() -> None:
+async def test_two_supervisors_trace_apart_and_one_without_a_tracer_is_not_traced() -> None:
     first, first_events = _collector()
     second, second_events = _collector()
-    process_wide: list[str] = []
-    remove = add_trace_sink(lambda event, fields: process_wide.append(event))
-    try:
-        with first, second:
-            assert tracing.enabled
-            async with Supervisor("a", tracer=first) as a, Supervisor("b", tracer=second) as b, Supervisor("c") as c:
-                await a.spawn(Counter, name="in-a", capacity=4).ask(Add(1))
-                await b.spawn(Counter, name="in-b", capacity=4).ask(Get())
-                await c.spawn(Counter, name="in-c", capacity=4).ask(Get())  # no tracer: nowhere
-        assert not tracing.enabled
-    finally:
-        remove()
+    with first, second:
+        async with Supervisor("a", tracer=first) as a, Supervisor("b", tracer=second) as b, Supervisor("c") as c:
+            await a.spawn(Counter, name="in-a", capacity=4).ask(Add(1))
+            await b.spawn(Counter, name="in-b", capacity=4).ask(Get())
+            await c.spawn(Counter, name="in-c", capacity=4).ask(Get())  # no tracer: nowhere
     assert first_events == [("mailbox.enqueue", "in-a"), ("mailbox.dequeue", "in-a"), ("mailbox.handled", "in-a")]
     assert [actor for _, actor in second_events] == ["in-b"] * 3
-    assert process_wide == []
 
 
-async def test_a_closed_tracer_hears_nothing_and_tracing_is_off_again() -> None:
+async def test_a_closed_tracer_hears_nothing() -> None:
     tracer, events = _collector()
     async with Supervisor("t", tracer=tracer) as sup:
         ref = sup.spawn(Counter, capacity=4)
@@ -106,14 +105,15 @@ async def test_a_closed_tracer_hears_nothing_and_tracing_is_off_again() -> None:
         with tracer:
             await ref.ask(Get())
         await ref.ask(Get())
-    assert len(events) == 3 and not tracing.enabled
+    assert len(events) == 3
 
 
-async def test_the_process_switch_and_a_tracer_both_hear_a_traced_supervisor() -> None:
+async def test_a_supervisors_own_tracer_and_a_capture_around_it_both_hear_it() -> None:
     tracer, events = _collector()
-    async with Supervisor("t", tracer=tracer) as sup:
-        ref = sup.spawn(Counter, name="c", capacity=4)
-        with tracer, capture_trace() as captured:
-            await ref.ask(Get())
-        assert not tracing.enabled
-    assert len(events) == len(captured) == 3
+    with capture_trace() as captured:
+        async with Supervisor("t", tracer=tracer) as sup:
+            ref = sup.spawn(Counter, name="c", capacity=4)
+            await ref.ask(Get())  # its own tracer isn't open: only the capture hears it
+            with tracer:
+                await ref.ask(Get())
+    assert len(events) == 3 and len(captured) == 6

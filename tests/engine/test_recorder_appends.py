@@ -1,5 +1,6 @@
-"""The Recorder's `Appends`: an ask writes its own line at once (the Recorder's write, on the
-loop's thread) and returns, with no schedule point and no message to the Recorder.
+"""The Recorder's `Appends`: a write-through ask (`ActorRef.ask_inline`), so with nothing queued
+in the Recorder's mailbox its line is handled in the asker's task at once (the Recorder's write,
+on the loop's thread) and returns with no schedule point, and is a mailbox event all the same.
 
 What holds for any mix of askers, through `Appends` and through the Recorder's mailbox
 (hypothesis, both backends): every answered line is on disk when its asker is told, each once,
@@ -21,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentswf.actors import Supervisor
+from agentswf.actors import Supervisor, capture_trace
 from agentswf.engine import recorder, records
 from agentswf.engine.approvals import ApprovalDecision
 from agentswf.engine.recorder import (
@@ -122,6 +123,20 @@ async def test_an_ask_is_written_and_answered_without_a_schedule_point(tmp_path)
             assert returned.value.value is True
             assert f"0-{i}" in {key_of(r) for r in read_lines(tmp_path / "tools.jsonl")}
         assert await ref.ask(RecordGaps()) is None
+
+
+@pytest.mark.anyio
+async def test_an_asked_line_is_a_mailbox_event_of_the_recorder(tmp_path):
+    appends = Appends()
+    with capture_trace() as events:
+        async with Supervisor("t") as sup:
+            ref = sup.spawn(Recorder, tmp_path, None, appends, name="recorder", capacity=64)
+            assert await appends.ask(line("tools", 0, 0)) is True
+            assert await appends.ask(line("tools", 0, 1)) is True
+            assert await ref.ask(RecordGaps()) is None
+    handled = [e for e in events if e["event"] == "mailbox.handled" and e["message_type"] == "ToolCalled"]
+    assert len(handled) == 2 and all(e["actor"] == "recorder" for e in handled)
+    assert handled[1].get("inline") is True  # the Recorder was started and idle: handled in the asker's task
 
 
 @pytest.mark.anyio
