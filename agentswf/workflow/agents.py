@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import functools
-import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-import anyio
 import msgspec
 
 from ..actors import ActorRef
 from ..engine.accounting import Ledger
-from ..engine.agent_messages import CancelTurn, SetTools, StartOp, StartTurn, StopAgent
+from ..engine.agent_messages import StopAgent
 from ..engine.ids import new_id
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
-from ..engine.switchboard import WORKFLOW_KEY, PeersOf
+from ..engine.switchboard import WORKFLOW_KEY
 from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
@@ -31,12 +28,13 @@ from ..harnesses.usage import Usage
 from ..harnesses.versions import TESTED
 from ..sandbox.runner import Sandbox, SandboxedHarness
 from ..sandbox.spec import SandboxSpec
-from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
 from .budgets import Budgets
 from .durable import Durable
-from .durations import Duration, to_seconds
+from .durations import Duration
 from .loading import type_text
+from .local import LocalDriver
+from .port import AgentDriver
 from .sandboxes import Sandboxes, sandbox_cwd
 from .tools import Tool, check_tools
 from .worktrees import LOCAL_GIT_VARIABLES
@@ -133,66 +131,43 @@ def _not_from_own_handler(key: str, what: str) -> None:
         )
 
 
-class _InOrder:
-    """`Agent._in_order`'s block: it waits for the one asked before (no schedule point when that
-    one is queued already), and says its own is queued as it ends."""
-
-    __slots__ = ("before", "mine")
-
-    def __init__(self, before: anyio.Event, mine: anyio.Event) -> None:
-        self.before, self.mine = before, mine
-
-    async def __aenter__(self) -> None:
-        if not self.before.is_set():
-            try:
-                await self.before.wait()
-            except BaseException:
-                self.mine.set()
-                raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.mine.set()  # the caller sends at once, before anything else runs
-
-
 class Agent:
     """One agent of the run, from `wf.agents.open`. Its turns run one at a time, in the order given.
+
+    What it is given is checked here, on either engine; its engine's driver (port.AgentDriver) runs it.
 
     Attributes:
         key: the agent's key in the run (a route's end, a peer's name).
         tools: the tools it can call, by name.
-        launcher: the path of its `wfa` launcher, as its prompts teach it.
+        launcher: the path of its `wfa` launcher, as its prompts teach it (None on Temporal: a
+            launcher is made on each turn's worker).
         closed: whether it was closed; a closed agent takes no more turns.
         sandbox: the sandbox its turns run in, or None.
     """
 
     def __init__(
-        self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool], harness: Harness
+        self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: Any, driver: AgentDriver, *,
+        settings: tuple[str | None, str | None], launcher: Path | None = None, sandbox: Any = None,
     ) -> None:
         self.key = key
         self.spec = spec
         self.tools = tools
-        self._can_await = harness.can_await
-        self._supports_waiting = harness.supports_waiting
-        self._ref = opened.ref
-        self._standing = opened.standing
-        self._agents = agents
-        self.launcher: Path = opened.launcher
-        self.sandbox: Sandbox | None = None
-        self._harness = harness
+        self._agents = agents  # the run's Agents: its budgets, ledger, durable records and forks
+        self._driver = driver
+        self.launcher = launcher
+        self.sandbox = sandbox
         self._turns = 0
-        self._ops = 0
+        self._ops = 0  # compactions, sets and forks, numbered apart from turns
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self._compactions: dict[str, tuple[str, Turn[Any]]] = {}
         self.closed = False
         self.stopped: str | None = None  # why `wf.agents.stop` stopped it
-        self.model, self.effort = harness.settings()  # as `set` left them
-        self._last_queued = anyio.Event()  # set once the latest turn or operation asked for is in the agent's queue
-        self._last_queued.set()
+        self.model, self.effort = settings  # as `set` left them
 
     @property
     def usage(self) -> Usage | None:
         """What this agent's ended turns spent, every turn a message started too; None while unknown."""
-        return self._agents.ledger.agent(self.key)
+        return self._agents.ledger.agent(self.key)  # type: ignore[no-any-return]
 
     @overload
     async def run(
@@ -256,100 +231,38 @@ class Agent:
             if earlier != identity:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
-        durable = self._agents.durable
+        driver = self._driver
+        driver.check_schema(self.key, taught)
+        durable: Durable | None = self._agents.durable
         if durable is not None:  # an id'd turn answered in an earlier attempt is given back, not run
             recorded = durable.given(self.key, id, prompt, taught.schema, taught.type)
             if recorded is not None:
                 if id is not None:
                     self._by_id[id] = (identity, recorded)
                 return recorded
-        own_deadline = self._deadline(timeout, deadline)
-        wall_left, wall_scope = self._agents.budgets.wall_left(self.key)
-        turn_deadline = min(own_deadline, anyio.current_time() + wall_left)  # a wall budget stops it in flight
+        own_deadline = driver.deadline(timeout, deadline)
+        budgets: Budgets = self._agents.budgets
+        wall_left, wall_scope = budgets.wall_left(self.key)
+        turn_deadline = min(own_deadline, driver.clock() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
-        call_id = new_id()
-        budgets, stage = self._agents.budgets, self._agents.budgets.stage
+        stage = budgets.stage
         refusal = budgets.refusal(self.key)
         if refusal is not None:  # past a budget: the turn doesn't start
-            return budgets.refused_turn(self.key, n, call_id, refusal)
+            now = driver.wall()
+            refused = budgets.refused_turn(self.key, n, driver.new_id(), refusal)
+            return msgspec.structs.replace(refused, started_at=now, ended_at=now)
         budgets.begin(self.key, stage)
-        async with self._in_order():
-            start = await self._start_turn(call_id, n, prompt, taught, turn_deadline, nudge)
-        try:
-            turn: Turn[Any] = await self._ref.ask(start)
-        except anyio.get_cancelled_exc_class():
-            # Cancelled from outside: at the deadline the turn timed out; otherwise the
-            # workflow (a parallel branch, a stage, the run) gave up on it.
-            timed_out = anyio.current_time() >= turn_deadline
-            reason = "the deadline passed" if timed_out else self._agents.cancelled_because("turn")
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._ref.ask(CancelTurn(call_id=call_id, reason=reason, timed_out=timed_out))
-                except ActorStopped:
-                    pass
-            raise
-        except ActorStopped:
-            raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
+        turn = await driver.turn(self, n, prompt, taught, turn_deadline, nudge)
         budgets.spend(self.key, stage, turn)
         if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
             turn = budgets.stopped_turn(turn, wall_scope)
+        driver.ended(turn, n)
         if durable is not None:
             await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
         if id is not None:
             self._by_id[id] = (identity, turn)
         return turn
-
-    async def _start_turn(
-        self, call_id: str, n: int, prompt: str, taught: Taught, turn_deadline: float, nudge: bool
-    ) -> StartTurn:
-        # no route of the agent's was ever open: no peers to ask the switchboard for (`StandingSlot.routed`)
-        rows = (await self._agents._board.ask(PeersOf(self.key)))["peers"] if self._standing.routed else []
-        peers = peers_block(self.launcher, rows, can_await=self._can_await)
-        return StartTurn(
-            call_id=call_id,
-            n=n,
-            prompt=turn_prompt(
-                prompt,
-                launcher=self.launcher,
-                call_id=call_id,
-                taught=taught,
-                instructions=self.spec.instructions if n == 1 else None,
-                tools=self.tools,
-                peers=peers,
-            ),
-            nudge_prompt=nudge_prompt(
-                launcher=self.launcher,
-                call_id=call_id,
-                taught=taught,
-                tools=self.tools,
-                peers=peers,
-                waiting=self._supports_waiting,
-            ),
-            taught=taught,
-            deadline=turn_deadline,
-            nudge=nudge,
-        )
-
-    @staticmethod
-    def _deadline(timeout: Duration | None, deadline: datetime | float | None) -> float:
-        """The turn's one deadline on the loop's clock, fixed now, before it is queued."""
-        now = anyio.current_time()
-        limit = anyio.current_effective_deadline()
-        if timeout is not None:
-            limit = min(limit, now + to_seconds(timeout, what="timeout"))
-        if deadline is not None:
-            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
-            if not math.isfinite(unix):
-                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
-            limit = min(limit, now + (unix - time.time()))
-        return limit
-
-    def _in_order(self) -> _InOrder:
-        """Turns and operations reach the agent's queue in the order they were asked for, though
-        a turn asks for its peers first: each waits until the one asked before it is queued."""
-        before, self._last_queued = self._last_queued, anyio.Event()
-        return _InOrder(before, self._last_queued)
 
     def _check_usable(self, what: str) -> None:
         _not_from_own_handler(self.key, what)
@@ -357,25 +270,6 @@ class Agent:
             raise AgentClosed(f"agent {self.key} was stopped ({self.stopped}); its key is not opened again")
         if self.closed:
             raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
-
-    async def _operate(self, op: StartOp) -> Turn[Any]:
-        """Queue the operation with the agent's turns and wait for its record, as `run` waits for a turn."""
-        async with self._in_order():
-            pass
-        try:
-            record: Turn[Any] = await self._ref.ask(op)
-        except anyio.get_cancelled_exc_class():
-            timed_out = anyio.current_time() >= op.deadline
-            reason = "the deadline passed" if timed_out else self._agents.cancelled_because(op.kind)
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._ref.ask(CancelTurn(call_id=op.call_id, reason=reason, timed_out=timed_out))
-                except ActorStopped:
-                    pass
-            raise
-        except ActorStopped:
-            raise AgentClosed(f"agent {self.key} was closed while its {op.kind} {op.n} was queued or ran") from None
-        return record
 
     async def compact(
         self, focus: str, *, timeout: Duration | None = None, deadline: datetime | float | None = None,
@@ -397,12 +291,10 @@ class Agent:
             if earlier != focus:
                 raise DefinitionError(f"agent {self.key}: compaction id {id!r} was reused with a different focus")
             return given
+        limit = self._driver.deadline(timeout, deadline)
         self._ops += 1
-        op = StartOp(
-            call_id=new_id(), n=self._ops, kind="compaction", deadline=self._deadline(timeout, deadline),
-            focus=focus, refusal=_capable(self.spec.runtime.harness, "compact"),
-        )
-        record = await self._operate(op)
+        why = _capable(self.spec.runtime.harness, "compact")
+        record = await self._driver.compact(self, self._ops, focus, limit, why)
         if id is not None:
             self._compactions[id] = (focus, record)
         return record
@@ -426,8 +318,7 @@ class Agent:
             raise DefinitionError(f"agent {self.key}: {model!r} is not a model name")
         check_effort(self.key, harness, effort)
         self._ops += 1
-        op = StartOp(call_id=new_id(), n=self._ops, kind="set", deadline=math.inf, model=model, effort=effort)
-        record = await self._operate(op)
+        record = await self._driver.set(self, self._ops, model, effort)
         if record.answered:
             self.model, self.effort = record.model, record.effort
         return record
@@ -448,7 +339,7 @@ class Agent:
         launcher and call ids. The same key with the same parent and spec returns the same agent.
         """
         self._check_usable("fork")
-        return await self._agents._fork(self, key, tools, instructions, effort, cwd)
+        return await self._agents._fork(self, key, tools, instructions, effort, cwd)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         """Stop the agent: a turn still running ends, and its key is not opened again."""
@@ -462,7 +353,7 @@ class Agent:
                 "descriptions and schemas"
             )
         self.tools = tools
-        await self._ref.tell(SetTools(tools))
+        await self._driver.set_tools(tools)
 
     def __repr__(self) -> str:
         return f"<Agent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
@@ -593,8 +484,11 @@ class Agents:
         env = {**self._env, **spec.runtime.env} if spec.runtime.env else self._env  # read-only from here on
         directory = Path(spec.cwd)
         opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, tools, session, forked_from))
-        agent = Agent(key, spec, opened, self, tools, harness)
-        agent.sandbox = harness.sandbox if isinstance(harness, SandboxedHarness) else None
+        agent = Agent(
+            key, spec, tools, self, LocalDriver(opened, harness, self._board, self.cancelled_because),
+            settings=harness.settings(), launcher=opened.launcher,
+            sandbox=harness.sandbox if isinstance(harness, SandboxedHarness) else None,
+        )
         self.keys.add(key)
         self._open[key] = agent
         return agent
@@ -636,8 +530,7 @@ class Agents:
         self._forks[key] = asked  # taken now: a second fork of the key while this one copies is the same or refused
         try:
             parent._ops += 1
-            op = StartOp(call_id=new_id(), n=parent._ops, kind="fork", deadline=math.inf, fork=key)
-            record = await parent._operate(op)
+            record = await parent._driver.fork(parent, parent._ops, key)
             if not record.answered or record.session is None:
                 raise WorkflowError(f"agent {parent.key} could not be forked into {key}: {record.outcome.reason}")
             runtime = msgspec.structs.replace(
@@ -647,7 +540,8 @@ class Agents:
             harness = self._resolve(key, runtime)
             if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
                 harness = await self.sandboxes.confine(key, harness, parent.sandbox, directory)
-            harness.seed(record.session, parent._harness.totals(record.session))
+            assert isinstance(parent._driver, LocalDriver)  # a local run's agents are
+            harness.seed(record.session, parent._driver.harness.totals(record.session))
             if parent.key in self.budgets.measured:
                 self.budgets.measured[key] = self.budgets.measured[parent.key]
             return await self._start(key, spec, harness, dict(checked), record.session, parent.key)
@@ -670,7 +564,8 @@ class Agents:
         del self._open[key]
         agent.closed = True
         try:
-            await agent._ref.ask(StopAgent(new_id(), reason or ""))
+            assert isinstance(agent._driver, LocalDriver)
+            await agent._driver.ref.ask(StopAgent(new_id(), reason or ""))
         except ActorStopped:
             pass  # it was going down already
         await self._run.ask(CloseAgent((key,)))
