@@ -47,7 +47,7 @@ from ..engine.operator import (
     PostAs,
     ReadInbox,
     Stop,
-    for_a_person,
+    posted,
 )
 from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
@@ -55,12 +55,12 @@ from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Posted
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
-from ..errors import DefinitionError, RunKeyError, StopRequested, WorkflowError, leaf_errors
-from ..harnesses.runtime import Runtime, resolve_runtime
+from ..errors import DefinitionError, RunKeyError, StopRequested, leaf_errors
+from ..harnesses.runtime import Runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
 from ..wire.teaching import Taught
-from ..workflow.agents import Agent, AgentSpec, _capable, _taught, check_effort, check_key
+from ..workflow.agents import Agent, Agents, AgentSpec, Opened, _taught
 from ..workflow.budgets import Budget, Budgets
 from ..workflow.context import Approvals, Workflow
 from ..workflow.definition import WorkflowDefinition
@@ -68,7 +68,7 @@ from ..workflow.durations import Duration, to_seconds
 from ..workflow.port import plain, refused
 from ..workflow.running import _failure, decode_args
 from ..workflow.sandboxes import Sandboxes
-from ..workflow.tools import Tool, check_tools
+from ..workflow.tools import Tool
 from ..workflow.worktrees import RunWorktrees
 from .board import WorkflowBoard
 from .keys import RunKey, SealBroken, seal, unseal
@@ -114,8 +114,8 @@ class TemporalDriver:
     task queue, one at a time in the order given; the agent's session kept here between them; its
     mail, when nothing of it runs, starts a turn of its own."""
 
-    def __init__(self, agents: TemporalAgents) -> None:
-        self._agents = agents
+    def __init__(self, run: TemporalRun) -> None:
+        self._run = run
         self.session: str | None = None
         self._queue = asyncio.Lock()  # turns run one at a time, in the order given
         self._taught = False  # its instructions went with an activity that ran
@@ -134,7 +134,7 @@ class TemporalDriver:
 
     def deadline(self, timeout: Duration | None, deadline: object) -> float:
         """Unix seconds in workflow time; the run's timeout bounds it too."""
-        limit = self._agents.run_deadline
+        limit = self._run.run_deadline
         if timeout is not None:
             limit = min(limit, workflow.now().timestamp() + to_seconds(timeout, what="timeout"))
         if deadline is not None:
@@ -148,7 +148,7 @@ class TemporalDriver:
         _rebuildable(taught.schema, f"agent {key}: the turn's schema")
 
     async def turn(self, agent: Agent, n: int, prompt: str, taught: Taught, deadline: float, nudge: bool) -> Turn[Any]:
-        agents = self._agents
+        agents = self._run
         started = workflow.now().timestamp()
         async with self._queue:
             request = TurnRequest(
@@ -171,7 +171,7 @@ class TemporalDriver:
         return turn
 
     def ended(self, turn: Turn[Any], n: int) -> None:
-        self._agents.ended(turn, n)
+        self._run.ended(turn, n)
 
     def _instructions(self, agent: Agent) -> str | None:
         return None if self._taught else agent.spec.instructions
@@ -179,14 +179,14 @@ class TemporalDriver:
     def mail_came(self, agent: Agent) -> None:
         """Mail was delivered to the agent: with no activity of its own running (whose worker
         hears of it), the mail starts a turn of its own, once the agent's earlier work is done."""
-        if agent.closed or self.pump is not None or agent.key in self._agents.running:
+        if agent.closed or self.pump is not None or agent.key in self._run.running:
             return
         self.pump = asyncio.ensure_future(self._read_mail(agent))
 
     async def _read_mail(self, agent: Agent) -> None:
         try:
             async with self._queue:
-                while not agent.closed and self._agents.board.unread(agent.key):
+                while not agent.closed and self._run.board.unread(agent.key):
                     if not await self._message_turn(agent):
                         return  # its mail stays unread: the agent's next turn takes it
         finally:
@@ -195,7 +195,7 @@ class TemporalDriver:
     async def _message_turn(self, agent: Agent) -> bool:
         """An activity whose agent's mail starts its turn on the worker (a turn that takes no result),
         its deadline as the local rule sets it: MESSAGE_TURN_SECONDS, longer for an asker waiting longer."""
-        agents = self._agents
+        agents = self._run
         now = workflow.now().timestamp()
         deadline = now + MESSAGE_TURN_SECONDS
         asker_until = agents.board.standing(agent.key).latest_asker_until
@@ -218,7 +218,7 @@ class TemporalDriver:
     async def _execute(
         self, agent: Agent, request: TurnRequest, answer_type: Any, *, activity_id: str | None = None
     ) -> Turn[Any]:
-        agents, key = self._agents, agent.key
+        agents, key = self._run, agent.key
         left = max(0.0, request.deadline - workflow.now().timestamp())
         started = workflow.now().timestamp()
         agents.in_turn.add((key, request.n))
@@ -288,15 +288,15 @@ class TemporalDriver:
         else:
             async with self._queue:
                 request = TurnRequest(
-                    workflow=self._agents.workflow, run_id=self._agents.run_id, agent=agent.key, n=n,
+                    workflow=self._run.workflow, run_id=self._run.run_id, agent=agent.key, n=n,
                     runtime=agent.spec.runtime, cwd=agent.spec.cwd, instructions=None, prompt=focus,
                     schema=_taught(str).schema, deadline=deadline, session=self.session, kind="compaction",
-                    can_message=self._agents.board_has(agent.key), sandbox=agent.sandbox,
+                    can_message=self._run.board_has(agent.key), sandbox=agent.sandbox,
                 )
                 record = await self._execute(agent, request, str, activity_id=f"{agent.key}-compaction-{n}")
                 if record.session is not None:
                     self.session = record.session
-        self._agents.operated(record)
+        self._run.operated(record)
         return record
 
     async def set(self, agent: Agent, n: int, model: str | None, effort: str | None) -> Turn[None]:
@@ -311,7 +311,7 @@ class TemporalDriver:
             outcome=Answered(None), agent=agent.key, call_id="", n=n, started_at=now, ended_at=now,
             session=self.session, kind="set", model=runtime.model, effort=runtime.effort,
         )
-        self._agents.operated(record)
+        self._run.operated(record)
         return record
 
     async def fork(self, agent: Agent, n: int, key: str) -> Turn[Any]:
@@ -325,7 +325,7 @@ class TemporalDriver:
             try:
                 sealed = await workflow.execute_activity(
                     FORK_ACTIVITY, seal_activity(FORK_ACTIVITY, activity_id, request),
-                    task_queue=self._agents.queue_of(agent.spec.runtime),
+                    task_queue=self._run.queue_of(agent.spec.runtime),
                     start_to_close_timeout=timedelta(seconds=FORK_SECONDS),
                     heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
                     retry_policy=RetryPolicy(maximum_attempts=TURN_ATTEMPTS,
@@ -343,7 +343,7 @@ class TemporalDriver:
                 outcome=outcome, agent=agent.key, call_id="", n=n, started_at=started, ended_at=workflow.now().timestamp(),
                 session=raw["session"], kind="fork", model=agent.spec.runtime.model, effort=agent.spec.runtime.effort,
             )
-            self._agents.operated(record)
+            self._run.operated(record)
         return record
 
     async def set_tools(self, tools: dict[str, Tool]) -> None:
@@ -442,18 +442,16 @@ def _workflow_id() -> str:
     return workflow.uuid4().hex[: 2 * ID_BYTES]
 
 
-class TemporalAgents:
-    """`wf.agents` on Temporal: `open`, `close`, `key in wf.agents`."""
+class TemporalRun:
+    """A run's state on Temporal, changed only in workflow code: its board, record lines, approvals,
+    budgets and the activities that run; and the agents port of its `wf.agents` (port.AgentsPort)."""
 
     def __init__(self, *, workflow: str, run_id: str, cwd: Path, turn_queue: str, run_deadline: float) -> None:
         self.workflow = workflow
         self.run_id = run_id
         self.run_deadline = run_deadline
-        self.keys: set[str] = set()
         self.cwd = cwd
         self._turn_queue = turn_queue
-        self._open: dict[str, Agent] = {}
-        self._closed: set[str] = set()
         self.log: Callable[..., None] = lambda message, **fields: None  # the run's wf.log
         self.lines = RunLines()
         self.pending: dict[str, ApprovalRequest] = {}  # tool calls waiting for a decision, by call id
@@ -464,7 +462,6 @@ class TemporalAgents:
         self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
         self.budgets = Budgets(clock=_workflow_time)  # the run's budgets and what its turns spent
         self.ledger = Ledger()  # what the turns spent, by agent (`agent.usage`)
-        self.durable = None  # Temporal's history is the run's durable record: no attempt records of agentswf's
         self.stopped: str | None = None  # `awf stop`'s reason, once a person stopped the run
         self.started: list[dict[str, Any]] = []  # each turn given, as it is sent: its call.json for `awf tail`
         self.board = WorkflowBoard(
@@ -473,9 +470,10 @@ class TemporalAgents:
         )
         self.lines.messages = self.board.lines
         self._timers: set[asyncio.Task[None]] = set()
+        self.agents = Agents.over(self, budgets=self.budgets, ledger=self.ledger)  # `wf.agents`
 
     def _mail_for(self, key: str) -> None:
-        agent = self._open.get(key)
+        agent = self.agents._open.get(key)
         if agent is not None:
             _driver(agent).mail_came(agent)
 
@@ -564,97 +562,63 @@ class TemporalAgents:
     def queue_of(self, runtime: Runtime) -> str:
         return runtime.task_queue or self._turn_queue
 
-    async def open(
-        self,
-        key: str,
-        *,
-        runtime: str | Runtime,
-        tools: Mapping[str, Tool] | None = None,
-        instructions: str | None = None,
-        cwd: str | Path | None = None,
-        sandbox: Any = None,
-    ) -> Agent:
-        """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns, and
-        `sandbox` a spec of its own (a SandboxSpec or a dict of cwd, read, write, network), which its
-        turns' worker opens with bubblewrap; relative paths are from the agent's cwd there (the run's,
-        for a spec that names a cwd), as locally."""
-        check_key(key)
+    def place(
+        self, key: str, runtime: Runtime, instructions: str | None, cwd: str | Path | None, sandbox: Any,
+        tools: dict[str, Tool] | None,
+    ) -> tuple[AgentSpec, SandboxSpec | None]:
+        """`cwd` is a path on the worker that runs the agent's turns, and `sandbox` a spec of its own (a
+        SandboxSpec or a dict of cwd, read, write, network), which its turns' worker opens with bubblewrap;
+        relative paths are from the agent's cwd there (the run's, for a spec that names a cwd), as locally."""
         box = _sandbox_spec(key, sandbox, self.cwd, self.cwd / cwd if cwd is not None else self.cwd)
-        if key in self._closed:
-            raise DefinitionError(f"agent {key} was closed; its key is not opened again")
-        checked = check_tools(key, tools) if tools is not None else None
-        for name, given in (checked or {}).items():
+        for name, given in (tools or {}).items():
             _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
         directory = str(self.cwd / cwd) if cwd is not None else (box.cwd if box is not None else str(self.cwd))
-        spec = AgentSpec(resolve_runtime(runtime), instructions, str(directory))
-        existing = self._open.get(key)
-        if existing is not None:
-            if existing.spec != spec or existing.sandbox != box:
-                raise DefinitionError(f"agent {key} is already open with a different runtime, instructions, cwd or sandbox")
-            if checked is not None:
-                existing.tools = checked
-            return existing
-        if key in self.keys:
-            raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
-        agent = Agent(key, spec, checked or {}, self, TemporalDriver(self),
-                      settings=(spec.runtime.model, spec.runtime.effort), sandbox=box)
-        self._open[key] = agent
-        self.keys.add(key)
-        self.board.register(key, "agent")
-        return agent
+        return AgentSpec(runtime, instructions, str(directory)), box
 
-    async def _fork(
-        self, parent: Agent, key: str, tools: Mapping[str, Tool] | None, instructions: str | None,
-        effort: str | None, cwd: str | Path | None,
-    ) -> Agent:
-        """As the local fork: the session copied on a worker (the activity `agentswf.fork`) after the
-        work queued before it, and a new agent opened on it."""
-        check_key(key)
-        if key in self.keys or key == WORKFLOW_KEY:
-            raise DefinitionError(f"agent {key} is already open, not as this fork of {parent.key}")
-        harness = parent.spec.runtime.harness
-        why = _capable(harness, "fork")
-        if why is not None:
-            raise DefinitionError(f"agent {parent.key} can't be forked: {why}")
+    def same_sandbox(self, existing: Any, given: Any, placed: Any) -> bool:
+        return bool(existing == placed)
+
+    async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
+        return self._opened(key, spec, placed, None)
+
+    def _opened(self, key: str, spec: AgentSpec, box: SandboxSpec | None, session: str | None) -> Opened:
+        self.board.register(key, "agent")
+        driver = TemporalDriver(self)
+        driver.session = session
+        return Opened(driver, (spec.runtime.model, spec.runtime.effort), None, box)
+
+    def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:
+        return str(self.cwd / cwd) if cwd is not None else parent.spec.cwd
+
+    def check_fork(self, parent: Agent) -> None:
         if parent.sandbox is not None:  # the fork activity would run the harness outside it
             raise DefinitionError(f"agent {parent.key} is sandboxed: a sandboxed agent isn't forked on the Temporal engine yet")
-        check_effort(key, harness, effort)
-        parent._ops += 1
-        record = await _driver(parent).fork(parent, parent._ops, key)
-        if record.session is None:
-            raise WorkflowError(f"agent {parent.key} could not be forked into {key}: {record.outcome.reason}")
-        runtime = parent.spec.runtime if effort is None else msgspec.structs.replace(parent.spec.runtime, effort=effort)
-        directory = str(self.cwd / cwd) if cwd is not None else parent.spec.cwd
-        child = await self.open(key, runtime=runtime, tools=parent.tools if tools is None else tools,
-                                instructions=instructions, cwd=directory)
-        _driver(child).session = record.session
-        return child
+
+    async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
+        """The fork's turns resume the copy, on whichever worker takes them."""
+        for name, given in tools.items():
+            _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
+        return self._opened(key, spec, None, session)
+
+    def stopper(self) -> Callable[[Agent, str], Awaitable[None]]:
+        refused("wf.agents.stop", TemporalPort.name)
+
+    async def close_agents(self, agents: dict[str, Agent]) -> None:
+        """Later turns are refused (a worker keeps nothing of an agent between turns); its mail pump stops."""
+        for key, agent in agents.items():
+            self.board.stopped(key, "its agent was closed")
+            pump = _driver(agent).pump
+            if pump is not None:
+                pump.cancel()
 
     def tool(self, agent: str, name: str) -> Tool | None:
-        found = self._open.get(agent)
+        found = self.agents._open.get(agent)
         return None if found is None else found.tools.get(name)
 
-    async def close(self, key: str) -> bool:
-        agent = self._open.pop(key, None)
-        if agent is None:
-            return False
-        agent.closed = True
-        self._closed.add(key)
-        self.board.stopped(key, "its agent was closed")
-        pump = _driver(agent).pump
-        if pump is not None:
-            pump.cancel()
-        return True
-
-    async def close_all(self) -> None:
-        self.board.close_all()
-        for key in list(self._open):
-            await self.close(key)
+    def ended_run(self) -> None:
+        """The run is over: its questions' timers stop."""
         for task in list(self._timers):
             task.cancel()
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._open
 
 
 class TemporalMail:
@@ -693,7 +657,7 @@ class TemporalMail:
 class TemporalDesk:
     """The approvals port over the workflow's pending tool calls."""
 
-    def __init__(self, agents: TemporalAgents) -> None:
+    def __init__(self, agents: TemporalRun) -> None:
         self._agents = agents
 
     async def pending(self) -> list[ApprovalRequest]:
@@ -710,7 +674,7 @@ class TemporalPort:
 
     name = "Temporal"
 
-    def __init__(self, workflow_name: str, agents: TemporalAgents) -> None:
+    def __init__(self, workflow_name: str, agents: TemporalRun) -> None:
         self.mail = TemporalMail(agents.board)
         self._workflow = workflow_name
         self._lines = agents.lines
@@ -764,7 +728,7 @@ class TemporalPort:
         refused("wf.worktree", self.name)
 
 
-async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply:
+async def answer_tool(agents: TemporalRun, request: ToolRequest) -> ToolReply:
     """A tool call from a worker, answered by the tool's handler in the workflow, and recorded."""
     found = agents.tool(request.agent, request.tool)
     if found is None:
@@ -803,7 +767,7 @@ async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply
     return reply
 
 
-async def answer_mail(agents: TemporalAgents, request: MailRequest) -> MailReply:
+async def answer_mail(agents: TemporalRun, request: MailRequest) -> MailReply:
     """An agent's request of the run's board, from its turn's worker; only while that turn's activity runs."""
     board, key = agents.board, request.agent
     current = agents.running.get(key) == request.activity
@@ -863,11 +827,7 @@ async def answer_person(board: WorkflowBoard, request: PostAs | ReadInbox) -> Op
         sender=request.key, peer=request.peer, text=request.text, reply=request.reply, question=False, until=math.inf,
         in_turn=True,
     )
-    if isinstance(answer, Refusal):
-        told = for_a_person(answer.message, request.key)
-        return OperatorResponse(False, f"refused ({answer.code}): {told}", {"code": answer.code})
-    verb = "replied to" if request.reply else "sent to"
-    return OperatorResponse(True, f"{verb} {request.peer}; it reads it {answer.read}")
+    return posted(request, answer)
 
 
 DEFINITIONS: dict[str, WorkflowDefinition] = {}
@@ -892,7 +852,7 @@ class AgentswfWorkflow:
 
     def __init__(self) -> None:
         self.wf: Workflow | None = None
-        self.agents: TemporalAgents | None = None  # the wf's agents, and the run's state on Temporal
+        self.state: TemporalRun | None = None  # the run's state on Temporal, its wf.agents among it
         self.main: asyncio.Task[Any] | None = None  # the workflow function, running: `awf stop` cancels it
         self.nonces: set[str] = set()  # of the updates taken: a seal is good once
 
@@ -918,8 +878,8 @@ class AgentswfWorkflow:
             return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
         ending = await run_definition(self, definition, request)
         await workflow.wait_condition(workflow.all_handlers_finished)  # tool calls still answering: in the record
-        if self.agents is not None:
-            ending = msgspec.structs.replace(ending, lines=self.agents.lines)
+        if self.state is not None:
+            ending = msgspec.structs.replace(ending, lines=self.state.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
 
     def _check(self, name: str, raw: Any, body_type: Any, signer: Callable[[Any], str]) -> Any:
@@ -950,24 +910,24 @@ class AgentswfWorkflow:
     @workflow.update(name=TOOL_UPDATE)
     async def tool(self, raw: dict[str, Any]) -> dict[str, Any]:
         request = self._once(raw, ToolRequest)
-        await workflow.wait_condition(lambda: self.agents is not None)
-        assert self.agents is not None
-        reply = await answer_tool(self.agents, request)
+        await workflow.wait_condition(lambda: self.state is not None)
+        assert self.state is not None
+        reply = await answer_tool(self.state, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
 
     @tool.validator
     def _check_tool(self, raw: dict[str, Any]) -> None:
         request = self._check(TOOL_UPDATE, raw, ToolRequest, lambda body: f"worker:{body.agent}")
-        if self.agents is None or self.agents.running.get(request.agent) != request.activity:
+        if self.state is None or self.state.running.get(request.agent) != request.activity:
             raise ApplicationError(f"no turn of agent {request.agent} is running as {request.activity!r}: refused",
                                    type="Refused", non_retryable=True)
 
     @workflow.update(name=MAIL_UPDATE)
     async def mail(self, raw: dict[str, Any]) -> dict[str, Any]:
         request = self._once(raw, MailRequest)
-        await workflow.wait_condition(lambda: self.agents is not None)
-        assert self.agents is not None
-        reply = await answer_mail(self.agents, request)
+        await workflow.wait_condition(lambda: self.state is not None)
+        assert self.state is not None
+        reply = await answer_mail(self.state, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
 
     @mail.validator
@@ -978,11 +938,11 @@ class AgentswfWorkflow:
     async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
         """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant; `awf stop`: a person."""
         request = self._once(raw, PostAs | ReadInbox | Stop)
-        await workflow.wait_condition(lambda: self.agents is not None)
-        assert self.agents is not None
+        await workflow.wait_condition(lambda: self.state is not None)
+        assert self.state is not None
         if isinstance(request, Stop):
             return msgspec.to_builtins(self._stop(request))  # type: ignore[no-any-return]
-        return msgspec.to_builtins(await answer_person(self.agents.board, request))  # type: ignore[no-any-return]
+        return msgspec.to_builtins(await answer_person(self.state.board, request))  # type: ignore[no-any-return]
 
     @operator.validator
     def _check_operator(self, raw: dict[str, Any]) -> None:
@@ -992,11 +952,11 @@ class AgentswfWorkflow:
     def _stop(self, request: Stop) -> OperatorResponse:
         """As the local operator socket's stop: the workflow function is cancelled, its turns' activities
         with it, and the run ends `stopped` with the person's name and reason."""
-        assert self.wf is not None and self.agents is not None
-        if self.agents.stopped is not None or self.main is None or self.main.done():
+        assert self.wf is not None and self.state is not None
+        if self.state.stopped is not None or self.main is None or self.main.done():
             return OperatorResponse(True, "the run is already stopping")
         reason = f"stopped by {request.by}" + (f": {request.reason}" if request.reason else "")
-        self.agents.stopped = reason
+        self.state.stopped = reason
         self.main.cancel()
         self.wf.log("run stopped by a person", reason=reason)
         return OperatorResponse(True, f"stopping the run ({reason}); its agents are being stopped")
@@ -1004,7 +964,7 @@ class AgentswfWorkflow:
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:
         request = self._once(raw, DecideRequest)
-        return self.agents is not None and self.agents.decide(request)
+        return self.state is not None and self.state.decide(request)
 
     @decide.validator
     def _check_decide(self, raw: dict[str, Any]) -> None:
@@ -1012,20 +972,20 @@ class AgentswfWorkflow:
 
     @workflow.query(name=PENDING_QUERY)
     def pending(self) -> list[dict[str, Any]]:
-        return [] if self.agents is None else msgspec.to_builtins(list(self.agents.pending.values()))  # type: ignore[no-any-return]
+        return [] if self.state is None else msgspec.to_builtins(list(self.state.pending.values()))  # type: ignore[no-any-return]
 
     @workflow.query(name=LOG_QUERY)
     def log(self) -> list[dict[str, Any]]:
-        return [] if self.agents is None else self.agents.lines.log
+        return [] if self.state is None else self.state.lines.log
 
     @workflow.query(name=LINES_QUERY)
     def lines(self, offsets: dict[str, int]) -> dict[str, list[Any]]:
         """The record's lines (turns, tools, messages, log) past `offsets`, as the run's files will hold them,
         and the turns given (`calls`: each as a local run's call.json has it, with when it was sent)."""
-        if self.agents is None:
+        if self.state is None:
             return {}
-        kept = self.agents.lines
-        found = {"calls": self.agents.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
+        kept = self.state.lines
+        found = {"calls": self.state.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
                  "log": kept.log}
         return {name: lines[max(0, int(offsets.get(name, 0))):] for name, lines in found.items()}
 
@@ -1038,19 +998,18 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     except DefinitionError as error:
         return RunEnding(outcome="failed", reason=f"DefinitionError: {error}")
     now = workflow.now().timestamp()
-    agents = TemporalAgents(
+    state = host.state = TemporalRun(
         workflow=definition.name, run_id=request.run_id, cwd=Path(request.cwd), turn_queue=request.turn_queue,
         run_deadline=now + request.timeout,
     )
-    host.agents = agents
-    agents.board.register(WORKFLOW_KEY, "participant", can_await=False)
+    state.board.register(WORKFLOW_KEY, "participant", can_await=False)
     wf = host.wf = Workflow.over(
-        TemporalPort(definition.name, agents), name=definition.name, run_id=request.run_id, cwd=Path(request.cwd),
-        run_dir=Path(request.run_dir), agents=agents, approvals=Approvals(TemporalDesk(agents)),
+        TemporalPort(definition.name, state), name=definition.name, run_id=request.run_id, cwd=Path(request.cwd),
+        run_dir=Path(request.run_dir), agents=state.agents, approvals=Approvals(TemporalDesk(state)),
     )  # the run's record directory is on the run's host, written when the run ends
-    agents.log = wf.log
+    state.log = wf.log
     if request.budget is not None:
-        agents.budgets.run.budget = msgspec.convert(request.budget, Budget)
+        state.budgets.run.budget = msgspec.convert(request.budget, Budget)
     main = host.main = asyncio.ensure_future(definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
     limit = asyncio.timeout(request.timeout)  # a durable timer
     try:
@@ -1059,8 +1018,8 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     except StopRequested as stop:
         return RunEnding(outcome="stopped", reason=stop.reason)
     except asyncio.CancelledError:  # a person's `awf stop`, or the workflow was cancelled (awf run's Ctrl-C)
-        if agents.stopped is not None:
-            return RunEnding(outcome="stopped", reason=agents.stopped)
+        if state.stopped is not None:
+            return RunEnding(outcome="stopped", reason=state.stopped)
         return RunEnding(outcome="cancelled", reason="the run was cancelled")
     except workflow.NondeterminismError:
         raise
@@ -1073,7 +1032,9 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
         failed = _failure(error, home)
         return RunEnding(outcome="failed", reason=failed.reason, where=failed.where, traceback=failed.traceback)
     finally:
-        await agents.close_all()
+        state.board.close_all()
+        await state.agents.close_all()
+        state.ended_run()
     if wf.stop_reason is not None:
         return RunEnding(outcome="failed", reason=f"stop was caught: {wf.stop_reason}")
     try:

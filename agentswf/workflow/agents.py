@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -34,7 +34,7 @@ from .durable import Durable
 from .durations import Duration
 from .loading import type_text
 from .local import LocalDriver
-from .port import AgentDriver
+from .port import AgentDriver, AgentsPort
 from .sandboxes import Sandboxes, sandbox_cwd
 from .tools import Tool, check_tools
 from .worktrees import LOCAL_GIT_VARIABLES
@@ -146,7 +146,7 @@ class Agent:
     """
 
     def __init__(
-        self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: Any, driver: AgentDriver, *,
+        self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: Agents, driver: AgentDriver, *,
         settings: tuple[str | None, str | None], launcher: Path | None = None, sandbox: Any = None,
     ) -> None:
         self.key = key
@@ -167,7 +167,7 @@ class Agent:
     @property
     def usage(self) -> Usage | None:
         """What this agent's ended turns spent, every turn a message started too; None while unknown."""
-        return self._agents.ledger.agent(self.key)  # type: ignore[no-any-return]
+        return self._agents.ledger.agent(self.key)
 
     @overload
     async def run(
@@ -233,7 +233,7 @@ class Agent:
             return given
         driver = self._driver
         driver.check_schema(self.key, taught)
-        durable: Durable | None = self._agents.durable
+        durable = self._agents.durable
         if durable is not None:  # an id'd turn answered in an earlier attempt is given back, not run
             recorded = durable.given(self.key, id, prompt, taught.schema, taught.type)
             if recorded is not None:
@@ -241,7 +241,7 @@ class Agent:
                     self._by_id[id] = (identity, recorded)
                 return recorded
         own_deadline = driver.deadline(timeout, deadline)
-        budgets: Budgets = self._agents.budgets
+        budgets = self._agents.budgets
         wall_left, wall_scope = budgets.wall_left(self.key)
         turn_deadline = min(own_deadline, driver.clock() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
@@ -339,7 +339,7 @@ class Agent:
         launcher and call ids. The same key with the same parent and spec returns the same agent.
         """
         self._check_usable("fork")
-        return await self._agents._fork(self, key, tools, instructions, effort, cwd)  # type: ignore[no-any-return]
+        return await self._agents._fork(self, key, tools, instructions, effort, cwd)
 
     async def close(self) -> None:
         """Stop the agent: a turn still running ends, and its key is not opened again."""
@@ -359,8 +359,20 @@ class Agent:
         return f"<Agent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
 
 
+class Opened(msgspec.Struct, frozen=True):
+    """What an engine opened an agent as: the driver below it and what it starts with."""
+
+    driver: AgentDriver
+    settings: tuple[str | None, str | None]  # its model and effort
+    launcher: Path | None = None
+    sandbox: Any = None
+
+
 class Agents:
     """The run's agents by key (`wf.agents`): `await wf.agents.open(key, runtime=...)`, and `key in wf.agents`.
+
+    The keys, what reopening and forking may do, and closing are decided here, on either engine;
+    its port (port.AgentsPort) places, opens, forks and stops an agent there.
 
     Attributes:
         keys: every key taken in the run, agents' and participants' (one namespace).
@@ -379,42 +391,36 @@ class Agents:
         run_stopped: Sequence[str] = (),
         run_interrupted: Sequence[str] = (),
     ) -> None:
-        self.durable = durable  # this attempt's records: id'd turns, sessions to resume
-        self._run_stopped = run_stopped  # `awf stop`'s reason, once a person stopped the run (the run's list)
-        self._run_interrupted = run_interrupted  # once the run's caller cancelled it (Ctrl-C): the run's list
-        self._sessions = dict(sessions or {})  # without a record: the native session each agent starts from
-        self._run = run
-        self.ledger = ledger or Ledger()  # the run's spend, by agent
-        self._board = board
-        self.keys: set[str] = set()  # agents' and participants' keys: one namespace
-        self._cwd = cwd
-        # The run's GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE… would point the agent's git at another
-        # repository than its cwd's (a worktree's): not inherited; a runtime's own env may still set them.
-        self._env = {name: value for name, value in env.items() if name not in LOCAL_GIT_VARIABLES}
-        self._resolve = resolve
-        self._open: dict[str, Agent] = {}
-        self._closed: set[str] = set()
+        """A local run's agents, on its actors; `over` makes them for any engine."""
+        self._bind(LocalAgents(self, run, board, cwd, env, resolve, sessions, run_stopped, run_interrupted),
+                   Budgets(), ledger or Ledger(), durable)
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
-        self.budgets = Budgets()  # the run's budgets and what its turns spent
         self.clis = CliChecks(self._cli_used)  # each CLI executable's version, read and checked at its first use
-        self._stopped: dict[str, str] = {}
-        self._forks: dict[str, ForkSpec] = {}
         self.ledger.watch(self._counted)
         if durable is not None:
             durable.carry(self.budgets)  # a continued run's: from what its earlier attempts spent
 
+    @classmethod
+    def over(cls, port: AgentsPort, *, budgets: Budgets, ledger: Ledger) -> Agents:
+        """The agents of a run on `port`'s engine."""
+        agents = cls.__new__(cls)
+        agents._bind(port, budgets, ledger, None)
+        return agents
+
+    def _bind(self, port: AgentsPort, budgets: Budgets, ledger: Ledger, durable: Durable | None) -> None:
+        self._port = port
+        self.budgets = budgets  # the run's budgets and what its turns spent
+        self.ledger = ledger  # the run's spend, by agent
+        self.durable = durable  # this attempt's records: id'd turns, sessions to resume
+        self.keys: set[str] = set()  # agents' and participants' keys: one namespace
+        self._open: dict[str, Agent] = {}
+        self._closed: set[str] = set()
+        self._stopped: dict[str, str] = {}
+        self._forks: dict[str, ForkSpec] = {}
+
     async def _cli_used(self, found: CliVersion, agent: str) -> None:
         if self.durable is not None:
             await self.durable.cli_used(found.cli, found.path, agent, found.text)
-
-    def cancelled_because(self, what: str) -> str:
-        """Why a turn (or operation) the workflow gave up on was cancelled: the person's stop that
-        cancelled the workflow (`stopped by NAME: reason`), or else the workflow's own giving up."""
-        if self._run_stopped:
-            return f"the run was {self._run_stopped[0]}"
-        if self._run_interrupted:
-            return f"the run was {self._run_interrupted[0]}"
-        return f"the workflow cancelled the {what}"
 
     def _counted(self, turn: Turn[Any]) -> None:
         """A turn the ledger was given: one the workflow didn't give (mail's, an operation) counts
@@ -444,9 +450,7 @@ class Agents:
         """
         check_key(key)
         checked = check_tools(key, tools) if tools is not None else None
-        resolved = resolve_runtime(runtime)
-        directory = (self._cwd / cwd).resolve() if cwd is not None else sandbox_cwd(sandbox, self._cwd)
-        spec = AgentSpec(resolved, instructions, str(directory))
+        spec, box = self._port.place(key, resolve_runtime(runtime), instructions, cwd, sandbox, checked)
         self._check_reusable(key)
         if key in self._forks:
             raise DefinitionError(f"agent {key} is already open, not by open but as a fork of {self._forks[key].parent}")
@@ -457,38 +461,17 @@ class Agents:
             for field in ("runtime", "instructions", "cwd"):
                 if getattr(existing.spec, field) != getattr(spec, field):
                     raise DefinitionError(f"agent {key} is already open with a different {field}")
-            if sandbox is not None and sandbox is not existing.sandbox and not isinstance(sandbox, (SandboxSpec, Mapping)):
+            if not self._port.same_sandbox(existing.sandbox, sandbox, box):
                 raise DefinitionError(f"agent {key} is already open in a different sandbox")
             if checked is not None:
                 await existing._replace_tools(checked)
             return existing
-        if not directory.is_dir():
-            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
-        unconfined = self._resolve(key, resolved)
-        cli, version = unconfined.cli_executable(), None
-        if cli is not None:  # raises DefinitionError for a CLI older than agentswf works with
-            version = (await self.clis.check(key, *cli, {**self._env, **resolved.env}, directory)).text
-            if cli[0] in TESTED:  # each tested version reports its spend: a turn that doesn't is told of
-                self.budgets.measured[key] = f"{cli[0]} {version or '(version unknown)'}"
-        harness = await self.sandboxes.confine(key, unconfined, sandbox, directory)
-        resumed = (
-            await self.durable.opened(key, resolved.harness, harness, version)
-            if self.durable is not None else self._sessions.get(key)
-        )
-        return await self._start(key, spec, harness, checked or {}, resumed)
+        tools_of = checked or {}
+        return self._add(key, spec, tools_of, await self._port.open_agent(key, spec, tools_of, sandbox, box))
 
-    async def _start(
-        self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],
-        session: str | None = None, forked_from: str | None = None,
-    ) -> Agent:
-        env = {**self._env, **spec.runtime.env} if spec.runtime.env else self._env  # read-only from here on
-        directory = Path(spec.cwd)
-        opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, tools, session, forked_from))
-        agent = Agent(
-            key, spec, tools, self, LocalDriver(opened, harness, self._board, self.cancelled_because),
-            settings=harness.settings(), launcher=opened.launcher,
-            sandbox=harness.sandbox if isinstance(harness, SandboxedHarness) else None,
-        )
+    def _add(self, key: str, spec: AgentSpec, tools: dict[str, Tool], opened: Opened) -> Agent:
+        agent = Agent(key, spec, tools, self, opened.driver, settings=opened.settings, launcher=opened.launcher,
+                      sandbox=opened.sandbox)
         self.keys.add(key)
         self._open[key] = agent
         return agent
@@ -505,10 +488,10 @@ class Agents:
     ) -> Agent:
         check_key(key)
         checked = parent.tools if tools is None else check_tools(key, tools)
-        directory = (self._cwd / cwd).resolve() if cwd is not None else Path(parent.spec.cwd)
+        directory = self._port.fork_cwd(key, parent, cwd)
         asked = ForkSpec(
             parent.key, None if tools is None else tuple((name, tool.description) for name, tool in sorted(checked.items())),
-            instructions, effort, str(directory),
+            instructions, effort, directory,
         )
         earlier = self._forks.get(key)
         if earlier is not None and key in self._open:
@@ -518,15 +501,14 @@ class Agents:
         self._check_reusable(key)
         if key == WORKFLOW_KEY or key in self.keys:
             raise DefinitionError(f"agent {key} is already open, not as this fork of {parent.key}")
-        if parent._turns == 0:
-            raise DefinitionError(f"agent {parent.key}: an agent cannot be forked before its first turn")
         harness_name = parent.spec.runtime.harness
         why = _capable(harness_name, "fork")
         if why is not None:
             raise DefinitionError(f"agent {parent.key} can't be forked: {why}")
+        if parent._turns == 0:
+            raise DefinitionError(f"agent {parent.key}: an agent cannot be forked before its first turn")
+        self._port.check_fork(parent)
         check_effort(key, harness_name, effort)
-        if not directory.is_dir():
-            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         self._forks[key] = asked  # taken now: a second fork of the key while this one copies is the same or refused
         try:
             parent._ops += 1
@@ -536,15 +518,9 @@ class Agents:
             runtime = msgspec.structs.replace(
                 parent.spec.runtime, model=record.model, effort=effort if effort is not None else record.effort
             )
-            spec = AgentSpec(runtime, instructions, str(directory))
-            harness = self._resolve(key, runtime)
-            if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
-                harness = await self.sandboxes.confine(key, harness, parent.sandbox, directory)
-            assert isinstance(parent._driver, LocalDriver)  # a local run's agents are
-            harness.seed(record.session, parent._driver.harness.totals(record.session))
-            if parent.key in self.budgets.measured:
-                self.budgets.measured[key] = self.budgets.measured[parent.key]
-            return await self._start(key, spec, harness, dict(checked), record.session, parent.key)
+            spec = AgentSpec(runtime, instructions, directory)
+            tools_of = dict(checked)
+            return self._add(key, spec, tools_of, await self._port.open_fork(parent, key, spec, tools_of, record.session))
         except BaseException:
             if key not in self._open:
                 self._forks.pop(key, None)
@@ -558,17 +534,13 @@ class Agents:
         if agent is None:
             return False
         _not_from_own_handler(key, "stop")
+        stop = self._port.stopper()  # where the engine can't stop an agent, refused before anything changes
         why = reason or "no reason given"
         agent.stopped = why
         self._stopped[key] = why
         del self._open[key]
         agent.closed = True
-        try:
-            assert isinstance(agent._driver, LocalDriver)
-            await agent._driver.ref.ask(StopAgent(new_id(), reason or ""))
-        except ActorStopped:
-            pass  # it was going down already
-        await self._run.ask(CloseAgent((key,)))
+        await stop(agent, reason or "")
         return True
 
     async def close(self, key: str) -> bool:
@@ -584,10 +556,118 @@ class Agents:
             await self._close(tuple(self._open))
 
     async def _close(self, keys: tuple[str, ...]) -> None:
-        for key in keys:
-            self._open.pop(key).closed = True
+        closing = {key: self._open.pop(key) for key in keys}
+        for key, agent in closing.items():
+            agent.closed = True
             self._closed.add(key)
-        await self._run.ask(CloseAgent(keys))
+        await self._port.close_agents(closing)
 
     def __contains__(self, key: str) -> bool:
         return key in self._open
+
+
+class LocalAgents:
+    """The agents port of a local run (port.AgentsPort): each agent an actor the run actor opens, its
+    harness resolved, its CLI's version checked, confined to its sandbox, resumed from the record."""
+
+    def __init__(
+        self, agents: Agents, run: ActorRef, board: ActorRef, cwd: Path, env: Mapping[str, str],
+        resolve: HarnessResolver, sessions: Mapping[str, str] | None, run_stopped: Sequence[str],
+        run_interrupted: Sequence[str],
+    ) -> None:
+        self._agents = agents  # their sandboxes, CLI checks, budgets and durable records
+        self._run = run
+        self._board = board
+        self._cwd = cwd
+        # The run's GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE… would point the agent's git at another
+        # repository than its cwd's (a worktree's): not inherited; a runtime's own env may still set them.
+        self._env = {name: value for name, value in env.items() if name not in LOCAL_GIT_VARIABLES}
+        self._resolve = resolve
+        self._sessions = dict(sessions or {})  # without a record: the native session each agent starts from
+        self._run_stopped = run_stopped  # `awf stop`'s reason, once a person stopped the run (the run's list)
+        self._run_interrupted = run_interrupted  # once the run's caller cancelled it (Ctrl-C): the run's list
+
+    def cancelled_because(self, what: str) -> str:
+        """Why a turn (or operation) the workflow gave up on was cancelled: the person's stop that
+        cancelled the workflow (`stopped by NAME: reason`), or else the workflow's own giving up."""
+        if self._run_stopped:
+            return f"the run was {self._run_stopped[0]}"
+        if self._run_interrupted:
+            return f"the run was {self._run_interrupted[0]}"
+        return f"the workflow cancelled the {what}"
+
+    def place(
+        self, key: str, runtime: Runtime, instructions: str | None, cwd: str | Path | None, sandbox: Any,
+        tools: dict[str, Tool] | None,
+    ) -> tuple[AgentSpec, Any]:
+        directory = (self._cwd / cwd).resolve() if cwd is not None else sandbox_cwd(sandbox, self._cwd)
+        return AgentSpec(runtime, instructions, str(directory)), None
+
+    def same_sandbox(self, existing: Any, given: Any, placed: Any) -> bool:
+        """A spec is confined anew where the agent opens; a sandbox of `wf.sandboxes` must be its own."""
+        return given is None or given is existing or isinstance(given, (SandboxSpec, Mapping))
+
+    async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
+        directory = Path(spec.cwd)
+        if not directory.is_dir():
+            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
+        agents, resolved = self._agents, spec.runtime
+        unconfined = self._resolve(key, resolved)
+        cli, version = unconfined.cli_executable(), None
+        if cli is not None:  # raises DefinitionError for a CLI older than agentswf works with
+            version = (await agents.clis.check(key, *cli, {**self._env, **resolved.env}, directory)).text
+            if cli[0] in TESTED:  # each tested version reports its spend: a turn that doesn't is told of
+                agents.budgets.measured[key] = f"{cli[0]} {version or '(version unknown)'}"
+        harness = await agents.sandboxes.confine(key, unconfined, sandbox, directory)
+        resumed = (
+            await agents.durable.opened(key, resolved.harness, harness, version)
+            if agents.durable is not None else self._sessions.get(key)
+        )
+        return await self._start(key, spec, harness, tools, resumed)
+
+    async def _start(
+        self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool], session: str | None,
+        forked_from: str | None = None,
+    ) -> Opened:
+        env = {**self._env, **spec.runtime.env} if spec.runtime.env else self._env  # read-only from here on
+        opened: OpenedAgent = await self._run.ask(
+            OpenAgent(key, harness, Path(spec.cwd), env, tools, session, forked_from)
+        )
+        return Opened(
+            LocalDriver(opened, harness, self._board, self.cancelled_because), harness.settings(), opened.launcher,
+            harness.sandbox if isinstance(harness, SandboxedHarness) else None,
+        )
+
+    def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:
+        directory = (self._cwd / cwd).resolve() if cwd is not None else Path(parent.spec.cwd)
+        if not directory.is_dir():
+            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
+        return str(directory)
+
+    def check_fork(self, parent: Agent) -> None:
+        pass  # a fork of a sandboxed agent is confined to its sandbox too
+
+    async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
+        harness = self._resolve(key, spec.runtime)
+        if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
+            harness = await self._agents.sandboxes.confine(key, harness, parent.sandbox, Path(spec.cwd))
+        assert isinstance(parent._driver, LocalDriver)  # a local run's agents are
+        harness.seed(session, parent._driver.harness.totals(session))
+        measured = self._agents.budgets.measured
+        if parent.key in measured:
+            measured[key] = measured[parent.key]
+        return await self._start(key, spec, harness, tools, session, parent.key)
+
+    def stopper(self) -> Callable[[Agent, str], Awaitable[None]]:
+        return self._stop
+
+    async def _stop(self, agent: Agent, reason: str) -> None:
+        assert isinstance(agent._driver, LocalDriver)
+        try:
+            await agent._driver.ref.ask(StopAgent(new_id(), reason))
+        except ActorStopped:
+            pass  # it was going down already
+        await self._run.ask(CloseAgent((agent.key,)))
+
+    async def close_agents(self, agents: dict[str, Agent]) -> None:
+        await self._run.ask(CloseAgent(tuple(agents)))

@@ -19,8 +19,11 @@ from ..engine.switchboard import Mail, Posted
 from ..errors import WorkflowError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..harnesses.runtime import Runtime
     from ..wire.teaching import Taught
-    from .agents import Agent
+    from .agents import Agent, AgentSpec, Opened
     from .durations import Duration
     from .sandboxes import Sandboxes
     from .tools import Tool
@@ -102,6 +105,39 @@ class AgentDriver(Protocol):
     async def fork(self, agent: Agent, n: int, key: str) -> Turn[Any]:
         """The record of a copy of the agent's session for the fork `key` (its `session`), taken after
         the work asked of the agent before it."""
+
+
+class AgentsPort(Protocol):
+    """What the one `Agents` asks of its engine: where an agent is placed, and to open, fork, stop and
+    close one there; what the engine can't do it refuses (`refused`)."""
+
+    def place(
+        self, key: str, runtime: Runtime, instructions: str | None, cwd: str | Path | None, sandbox: Any,
+        tools: dict[str, Tool] | None,
+    ) -> tuple[AgentSpec, Any]:
+        """The agent's spec (its cwd as the engine places it) and its sandbox as the engine keeps it
+        (None where it is confined when it opens), refusing what the engine can't carry."""
+
+    def same_sandbox(self, existing: Any, given: Any, placed: Any) -> bool:
+        """Whether reopening an agent with `given` keeps the sandbox it has."""
+
+    async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
+        """The agent opened: its driver, settings, launcher and sandbox."""
+
+    def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:
+        """The fork's cwd: the parent's unless given."""
+
+    def check_fork(self, parent: Agent) -> None:
+        """Refuse a fork of `parent` the engine can't make."""
+
+    async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
+        """The fork opened on `session`, the copy its parent's driver made."""
+
+    def stopper(self) -> Callable[[Agent, str], Awaitable[None]]:
+        """How an agent is stopped, or `refused`: asked before the agent is marked stopped."""
+
+    async def close_agents(self, agents: dict[str, Agent]) -> None:
+        """The agents, by key, are closed (marked so already): their work ends, their keys are not opened again."""
 
 
 class EnginePort(Protocol):
