@@ -36,7 +36,7 @@ from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
 from .approvals import ApprovalDecision, Decide, ListPending
 from .rules import Refusal
-from .switchboard import Inbox, Participants, Post, Receive, Standing
+from .switchboard import Inbox, Participants, Post, Posted, Receive, Standing
 
 _log = structlog.get_logger("agentswf.operator")
 OPERATOR_SOCKET_NAME = "op.sock"
@@ -141,11 +141,7 @@ async def _handle(
                 in_turn=True,
             )
         )
-        if isinstance(answer, Refusal):
-            told = for_a_person(answer.message, request.key)
-            return OperatorResponse(False, f"refused ({answer.code}): {told}", {"code": answer.code})
-        verb = "replied to" if request.reply else "sent to"
-        return OperatorResponse(True, f"{verb} {request.peer}; it reads it {answer.read}")
+        return posted(request, answer)
     if isinstance(request, Pending):
         pending = await desk.ask(ListPending())
         return OperatorResponse(True, f"{len(pending)} call(s) waiting for approval", msgspec.to_builtins(pending))
@@ -201,6 +197,15 @@ async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
 
 
 NOT_A_PARTICIPANT = "not-a-participant"  # the code of a `--as KEY` that names no participant
+
+
+def posted(request: PostAs, answer: Posted | Refusal) -> OperatorResponse:
+    """What a person is told of their message as a participant (on either engine): where it went, or why not."""
+    if isinstance(answer, Refusal):
+        told = for_a_person(answer.message, request.key)
+        return OperatorResponse(False, f"refused ({answer.code}): {told}", {"code": answer.code})
+    verb = "replied to" if request.reply else "sent to"
+    return OperatorResponse(True, f"{verb} {request.peer}; it reads it {answer.read}")
 
 
 def _not_a_participant(key: str) -> OperatorResponse:

@@ -36,6 +36,7 @@ from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
+from ..engine.accounting import Ledger
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.ids import ID_BYTES
 from ..engine.mailrules import MESSAGE_TURN_SECONDS
@@ -46,7 +47,7 @@ from ..engine.operator import (
     PostAs,
     ReadInbox,
     Stop,
-    for_a_person,
+    posted,
 )
 from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
@@ -54,11 +55,12 @@ from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Posted
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
-from ..errors import AgentClosed, DefinitionError, RunKeyError, StopRequested, WorkflowError, leaf_errors
-from ..harnesses.runtime import Runtime, resolve_runtime
+from ..errors import DefinitionError, RunKeyError, StopRequested, leaf_errors
+from ..harnesses.runtime import Runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
-from ..workflow.agents import AgentSpec, _capable, _taught, check_effort, check_key, check_turn
+from ..wire.teaching import Taught
+from ..workflow.agents import Agent, Agents, AgentSpec, Opened, _taught
 from ..workflow.budgets import Budget, Budgets
 from ..workflow.context import Approvals, Workflow
 from ..workflow.definition import WorkflowDefinition
@@ -66,7 +68,7 @@ from ..workflow.durations import Duration, to_seconds
 from ..workflow.port import plain, refused
 from ..workflow.running import _failure, decode_args
 from ..workflow.sandboxes import Sandboxes
-from ..workflow.tools import Tool, check_tools
+from ..workflow.tools import Tool
 from ..workflow.worktrees import RunWorktrees
 from .board import WorkflowBoard
 from .keys import RunKey, SealBroken, seal, unseal
@@ -107,147 +109,133 @@ FORK_SECONDS = 120.0  # a fork's copy of a session, on its worker (no model call
 START_WINDOW_SECONDS = 600.0  # a run's sealed request starts a workflow this close to when it was sealed (clocks differ)
 
 
-class TemporalAgent:
-    """One agent of a Temporal run: `run` gives it a turn on a worker of its task queue."""
+class TemporalDriver:
+    """An agent's driver on Temporal (port.AgentDriver): each turn an activity on a worker of its
+    task queue, one at a time in the order given; the agent's session kept here between them; its
+    mail, when nothing of it runs, starts a turn of its own."""
 
-    def __init__(
-        self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: TemporalAgents, sandbox: SandboxSpec | None = None
-    ) -> None:
-        self.key = key
-        self.spec = spec
-        self.sandbox = sandbox  # every turn runs in it, on its worker (its cwd absolute: a path there)
-        self.tools = tools
-        self.closed = False
-        self._agents = agents
-        self._turns = 0
-        self._ops = 0  # compactions and sets, numbered apart from turns as on the local engine
-        self._session: str | None = None
-        self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
+    def __init__(self, run: TemporalRun) -> None:
+        self._run = run
+        self.session: str | None = None
         self._queue = asyncio.Lock()  # turns run one at a time, in the order given
         self._taught = False  # its instructions went with an activity that ran
         self._message_turns = 0
         self._mail_activities = 0
-        self._pump: asyncio.Task[None] | None = None  # turns its mail starts, when nothing else runs
+        self.pump: asyncio.Task[None] | None = None  # turns its mail starts, when nothing else runs
 
-    async def run(
-        self,
-        prompt: str,
-        *,
-        schema: Any = None,
-        timeout: Duration | None = None,
-        deadline: datetime | float | None = None,
-        id: str | None = None,
-        nudge: bool = True,
-    ) -> Turn[Any]:
-        """As the local `Agent.run`: the turn's Turn, never raising for its outcome."""
-        if self.closed:
-            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
-        taught = check_turn(self.key, prompt, schema, timeout, deadline)
-        identity = (prompt, msgspec.json.encode(taught.schema), timeout, deadline, nudge)
-        if id is not None and id in self._by_id:
-            earlier, given = self._by_id[id]
-            if earlier != identity:
-                raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
-            return given
-        _rebuildable(taught.schema, f"agent {self.key}: the turn's schema")
-        own_limit = self._limit(timeout, deadline)  # before the turn is scheduled
-        budgets = self._agents.budgets
-        wall_left, wall_scope = budgets.wall_left(self.key)
-        limit = min(own_limit, workflow.now().timestamp() + wall_left)  # a wall budget stops it in flight
-        self._turns += 1
-        n = self._turns
-        refusal, stage = budgets.refusal(self.key), budgets.stage
-        if refusal is not None:  # past a budget: the turn doesn't start, as locally
-            now = workflow.now().timestamp()
-            refused = budgets.refused_turn(self.key, n, _workflow_id(), refusal)
-            return msgspec.structs.replace(refused, started_at=now, ended_at=now)  # workflow time, not the host's
-        budgets.begin(self.key, stage)
+    def clock(self) -> float:
+        return workflow.now().timestamp()
+
+    def wall(self) -> float:
+        return workflow.now().timestamp()  # workflow time, not the host's
+
+    def new_id(self) -> str:
+        return _workflow_id()
+
+    def deadline(self, timeout: Duration | None, deadline: object) -> float:
+        """Unix seconds in workflow time; the run's timeout bounds it too."""
+        limit = self._run.run_deadline
+        if timeout is not None:
+            limit = min(limit, workflow.now().timestamp() + to_seconds(timeout, what="timeout"))
+        if deadline is not None:
+            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)  # type: ignore[arg-type]
+            if not math.isfinite(unix):
+                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
+            limit = min(limit, unix)
+        return limit
+
+    def check_schema(self, key: str, taught: Taught) -> None:
+        _rebuildable(taught.schema, f"agent {key}: the turn's schema")
+
+    async def turn(self, agent: Agent, n: int, prompt: str, taught: Taught, deadline: float, nudge: bool) -> Turn[Any]:
+        agents = self._run
         started = workflow.now().timestamp()
         async with self._queue:
             request = TurnRequest(
-                workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=n,
-                runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(),
-                prompt=prompt, schema=taught.schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
-                deadline=limit, nudge=nudge, session=self._session, can_message=self._agents.board_has(self.key),
-                sandbox=self.sandbox,
+                workflow=agents.workflow, run_id=agents.run_id, agent=agent.key, n=n,
+                runtime=agent.spec.runtime, cwd=agent.spec.cwd, instructions=self._instructions(agent),
+                prompt=prompt, schema=taught.schema, tools=_specs(agent.tools),
+                deadline=deadline, nudge=nudge, session=self.session, can_message=agents.board_has(agent.key),
+                sandbox=agent.sandbox,
             )
-            self._agents.started.append({"agent": self.key, "n": n, "prompt": prompt, "at": workflow.now().timestamp()})
+            agents.started.append({"agent": agent.key, "n": n, "prompt": prompt, "at": workflow.now().timestamp()})
             try:
-                turn = await self._execute(request, taught.type)
+                turn = await self._execute(agent, request, taught.type)
             except asyncio.CancelledError:  # in the record as locally: who gave up on it, and why
-                reason = Cancelled(self._agents.cancelled_because("turn"))
-                self._agents.ended(Turn(outcome=reason, agent=self.key, call_id="", n=n, started_at=started,
-                                        ended_at=workflow.now().timestamp()), n)
+                reason = Cancelled(agents.cancelled_because("turn"))
+                agents.ended(Turn(outcome=reason, agent=agent.key, call_id="", n=n, started_at=started,
+                                  ended_at=workflow.now().timestamp()), n)
                 raise
             if turn.session is not None:  # before the next turn, queued behind this one, is sent
-                self._session = turn.session
-        budgets.spend(self.key, stage, turn)  # from the usage its activity returned: workflow state
-        if turn.outcome.kind == "timed-out" and limit < own_limit:
-            turn = budgets.stopped_turn(turn, wall_scope)
-        self._agents.ended(turn, request.n)
-        if id is not None:
-            self._by_id[id] = (identity, turn)
+                self.session = turn.session
         return turn
 
-    def _instructions(self) -> str | None:
-        return None if self._taught else self.spec.instructions
+    def ended(self, turn: Turn[Any], n: int) -> None:
+        self._run.ended(turn, n)
 
-    def mail_came(self) -> None:
+    def _instructions(self, agent: Agent) -> str | None:
+        return None if self._taught else agent.spec.instructions
+
+    def mail_came(self, agent: Agent) -> None:
         """Mail was delivered to the agent: with no activity of its own running (whose worker
         hears of it), the mail starts a turn of its own, once the agent's earlier work is done."""
-        if self.closed or self._pump is not None or self.key in self._agents.running:
+        if agent.closed or self.pump is not None or agent.key in self._run.running:
             return
-        self._pump = asyncio.ensure_future(self._read_mail())
+        self.pump = asyncio.ensure_future(self._read_mail(agent))
 
-    async def _read_mail(self) -> None:
+    async def _read_mail(self, agent: Agent) -> None:
         try:
             async with self._queue:
-                while not self.closed and self._agents.board.unread(self.key):
-                    if not await self._message_turn():
+                while not agent.closed and self._run.board.unread(agent.key):
+                    if not await self._message_turn(agent):
                         return  # its mail stays unread: the agent's next turn takes it
         finally:
-            self._pump = None
+            self.pump = None
 
-    async def _message_turn(self) -> bool:
+    async def _message_turn(self, agent: Agent) -> bool:
         """An activity whose agent's mail starts its turn on the worker (a turn that takes no result),
         its deadline as the local rule sets it: MESSAGE_TURN_SECONDS, longer for an asker waiting longer."""
+        agents = self._run
         now = workflow.now().timestamp()
         deadline = now + MESSAGE_TURN_SECONDS
-        asker_until = self._agents.board.standing(self.key).latest_asker_until
+        asker_until = agents.board.standing(agent.key).latest_asker_until
         if asker_until is not None and not math.isinf(asker_until):
             deadline = max(deadline, asker_until)
         request = TurnRequest(
-            workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._message_turns + 1,
-            runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=self._instructions(), prompt="",
-            schema=_taught(str).schema, tools=tuple(_spec(name, tool) for name, tool in self.tools.items()),
-            deadline=min(deadline, self._agents.run_deadline), session=self._session, kind="message", can_message=True,
-            sandbox=self.sandbox,
+            workflow=agents.workflow, run_id=agents.run_id, agent=agent.key, n=self._message_turns + 1,
+            runtime=agent.spec.runtime, cwd=agent.spec.cwd, instructions=self._instructions(agent), prompt="",
+            schema=_taught(str).schema, tools=_specs(agent.tools),
+            deadline=min(deadline, agents.run_deadline), session=self.session, kind="message", can_message=True,
+            sandbox=agent.sandbox,
         )
         self._mail_activities += 1
-        turn = await self._execute(request, None, activity_id=f"{self.key}-mail-{self._mail_activities}")
+        turn = await self._execute(agent, request, None, activity_id=f"{agent.key}-mail-{self._mail_activities}")
         if isinstance(turn.outcome, Answered):
             return True
-        self._agents.log("a turn started by mail could not run", agent=self.key, reason=turn.outcome.reason or "")
+        agents.log("a turn started by mail could not run", agent=agent.key, reason=turn.outcome.reason or "")
         return False
 
-    async def _execute(self, request: TurnRequest, answer_type: Any, *, activity_id: str | None = None) -> Turn[Any]:
+    async def _execute(
+        self, agent: Agent, request: TurnRequest, answer_type: Any, *, activity_id: str | None = None
+    ) -> Turn[Any]:
+        agents, key = self._run, agent.key
         left = max(0.0, request.deadline - workflow.now().timestamp())
         started = workflow.now().timestamp()
-        self._agents.in_turn.add((self.key, request.n))
-        activity_id = activity_id or f"{self.key}-turn-{request.n}"
-        self._agents.began(self.key, activity_id)
+        agents.in_turn.add((key, request.n))
+        activity_id = activity_id or f"{key}-turn-{request.n}"
+        agents.began(key, activity_id)
         try:
             sealed = await workflow.execute_activity(
                 TURN_ACTIVITY,
                 seal_activity(TURN_ACTIVITY, activity_id, request),
-                task_queue=self._agents.queue_of(self.spec.runtime),
+                task_queue=agents.queue_of(agent.spec.runtime),
                 schedule_to_close_timeout=timedelta(seconds=left + TURN_GRACE_SECONDS),
                 heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
                 retry_policy=RetryPolicy(
                     maximum_attempts=TURN_ATTEMPTS, initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)
                 ),
                 activity_id=activity_id,
-                summary=f"{self.key} {request.kind} {request.n}",
+                summary=f"{key} {request.kind} {request.n}",
             )
         except ActivityError as error:
             if isinstance(error.cause, TemporalCancelled):  # the workflow (or its branch) was cancelled
@@ -259,30 +247,28 @@ class TemporalAgent:
                 outcome = Failed(f"the worker could not run the turn: {error.cause.message}")
             else:
                 outcome = Failed(f"the turn's activity failed on Temporal: {error.cause or error}", retryable=True)
-            return Turn(outcome=outcome, agent=self.key, call_id="", n=request.n, started_at=started, ended_at=ended)
+            return Turn(outcome=outcome, agent=key, call_id="", n=request.n, started_at=started, ended_at=ended)
         finally:
-            self._agents.turn_over(self.key, request.n)
-            self._agents.ended_activity(self.key)
-            if self._agents.board.unread(self.key):  # mail its worker didn't take: a turn of its own
-                self.mail_came()
+            agents.turn_over(key, request.n)
+            agents.ended_activity(key)
+            if agents.board.unread(key):  # mail its worker didn't take: a turn of its own
+                self.mail_came(agent)
         raw = opened_result(TURN_ACTIVITY, activity_id, sealed)
         if isinstance(raw, str):
             now = workflow.now().timestamp()
-            return Turn(outcome=Failed(raw), agent=self.key, call_id="", n=request.n, started_at=started, ended_at=now)
+            return Turn(outcome=Failed(raw), agent=key, call_id="", n=request.n, started_at=started, ended_at=now)
         self._taught = True
         for line in raw["others"]:  # the turns its mail started on the worker, numbered here
             self._message_turns += 1
             other = msgspec.structs.replace(msgspec.convert(line, Turn[Any]), n=self._message_turns)
-            self._session = other.session or self._session
-            self._agents.operated(other)
+            self.session = other.session or self.session
+            agents.operated(other)
         if raw["turn"] is None:  # a message turn's activity: its turns are the others
             now = workflow.now().timestamp()
-            return Turn(outcome=Answered(None), agent=self.key, call_id="", n=request.n, started_at=started, ended_at=now)
+            return Turn(outcome=Answered(None), agent=key, call_id="", n=request.n, started_at=started, ended_at=now)
         turn = msgspec.convert(raw["turn"], Turn[Any])
         if raw["attempt"] > 1:  # the attempts before were lost with their worker, or failed on it
-            self._agents.log(
-                "turn ran again", agent=self.key, turn=request.n, attempt=raw["attempt"], worker=raw["worker"]
-            )
+            agents.log("turn ran again", agent=key, turn=request.n, attempt=raw["attempt"], worker=raw["worker"])
         if isinstance(turn.outcome, Answered) and answer_type is not None:  # the worker checked the schema; the workflow's own type has the last word
             try:
                 value = msgspec.convert(turn.outcome.value, answer_type, from_attributes=True)
@@ -291,92 +277,60 @@ class TemporalAgent:
             turn = msgspec.structs.replace(turn, outcome=Answered(value))
         return turn
 
-    async def compact(self, focus: str, *, timeout: Duration | None = None, deadline: datetime | float | None = None) -> Turn[str]:
-        """As the local `Agent.compact`: an activity that resumes the agent's session and compacts it."""
-        if self.closed:
-            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
-        if not isinstance(focus, str):
-            raise DefinitionError(f"agent {self.key}: a compaction's focus is text")
-        if timeout is not None and deadline is not None:
-            raise DefinitionError("a compaction takes a timeout or a deadline, not both")
-        limit = self._limit(timeout, deadline)
-        self._ops += 1
-        async with self._queue:
-            request = TurnRequest(
-                workflow=self._agents.workflow, run_id=self._agents.run_id, agent=self.key, n=self._ops,
-                runtime=self.spec.runtime, cwd=self.spec.cwd, instructions=None, prompt=focus,
-                schema=_taught(str).schema, deadline=limit, session=self._session, kind="compaction",
-                can_message=self._agents.board_has(self.key), sandbox=self.sandbox,
+    async def compact(self, agent: Agent, n: int, focus: str, deadline: float, refusal: str | None) -> Turn[str]:
+        """An activity that resumes the agent's session and compacts it; where the harness can't, none."""
+        if refusal is not None:
+            now = workflow.now().timestamp()
+            record: Turn[str] = Turn(
+                outcome=Failed(refusal, False), agent=agent.key, call_id="", n=n, started_at=now, ended_at=now,
+                session=self.session, kind="compaction",
             )
-            record = await self._execute(request, str, activity_id=f"{self.key}-compaction-{request.n}")
-            if record.session is not None:
-                self._session = record.session
-        self._agents.operated(record)
+        else:
+            async with self._queue:
+                request = TurnRequest(
+                    workflow=self._run.workflow, run_id=self._run.run_id, agent=agent.key, n=n,
+                    runtime=agent.spec.runtime, cwd=agent.spec.cwd, instructions=None, prompt=focus,
+                    schema=_taught(str).schema, deadline=deadline, session=self.session, kind="compaction",
+                    can_message=self._run.board_has(agent.key), sandbox=agent.sandbox,
+                )
+                record = await self._execute(agent, request, str, activity_id=f"{agent.key}-compaction-{n}")
+                if record.session is not None:
+                    self.session = record.session
+        self._run.operated(record)
         return record
 
-    async def set(self, *, model: str | None = None, effort: str | None = None) -> Turn[None]:
-        """As the local `Agent.set`: later turns run with `model` and `effort`, the session kept.
-        Each turn's worker starts the CLI afresh from the runtime, so nothing is sent to a worker."""
-        if self.closed:
-            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
-        harness = self.spec.runtime.harness
-        why = _capable(harness, "set")
-        if why is not None:
-            raise DefinitionError(f"agent {self.key}: {harness} can't switch model or effort: {why}")
-        if model is None and effort is None:
-            raise DefinitionError(f"agent {self.key}: set needs a model or an effort")
-        if model is not None and (not isinstance(model, str) or not model.strip()):
-            raise DefinitionError(f"agent {self.key}: {model!r} is not a model name")
-        check_effort(self.key, harness, effort)
-        runtime = self.spec.runtime
+    async def set(self, agent: Agent, n: int, model: str | None, effort: str | None) -> Turn[None]:
+        """Each turn's worker starts the CLI afresh from the runtime, so nothing is sent to a worker."""
+        runtime = agent.spec.runtime
         runtime = msgspec.structs.replace(
             runtime, model=runtime.model if model is None else model, effort=runtime.effort if effort is None else effort
         )
-        self.spec = msgspec.structs.replace(self.spec, runtime=runtime)
-        self._ops += 1
+        agent.spec = msgspec.structs.replace(agent.spec, runtime=runtime)
         now = workflow.now().timestamp()
         record: Turn[None] = Turn(
-            outcome=Answered(None), agent=self.key, call_id="", n=self._ops, started_at=now, ended_at=now,
-            session=self._session, kind="set", model=runtime.model, effort=runtime.effort,
+            outcome=Answered(None), agent=agent.key, call_id="", n=n, started_at=now, ended_at=now,
+            session=self.session, kind="set", model=runtime.model, effort=runtime.effort,
         )
-        self._agents.operated(record)
+        self._run.operated(record)
         return record
 
-    async def fork(
-        self, key: str, *, tools: Mapping[str, Tool] | None = None, instructions: str | None = None,
-        effort: str | None = None, cwd: str | Path | None = None,
-    ) -> TemporalAgent:
-        """As the local `Agent.fork`: a new agent on a copy of this one's session, copied on a worker
-        (the activity `agentswf.fork`) after the work queued before it."""
-        if self.closed:
-            raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
-        check_key(key)
-        if key in self._agents.keys or key == WORKFLOW_KEY:
-            raise DefinitionError(f"agent {key} is already open, not as this fork of {self.key}")
-        harness = self.spec.runtime.harness
-        why = _capable(harness, "fork")
-        if why is not None:
-            raise DefinitionError(f"agent {self.key} can't be forked: {why}")
-        if self.sandbox is not None:  # the fork activity would run the harness outside it
-            raise DefinitionError(f"agent {self.key} is sandboxed: a sandboxed agent isn't forked on the Temporal engine yet")
-        check_effort(key, harness, effort)
-        self._ops += 1
-        n = self._ops
+    async def fork(self, agent: Agent, n: int, key: str) -> Turn[Any]:
+        """The activity `agentswf.fork`: the session copied on a worker, after the work queued before it."""
         async with self._queue:
-            if self._session is None:
-                raise DefinitionError(f"agent {self.key}: an agent cannot be forked before its first turn")
+            if self.session is None:
+                raise DefinitionError(f"agent {agent.key}: an agent cannot be forked before its first turn")
             started = workflow.now().timestamp()
-            request = ForkRequest(agent=self.key, runtime=self.spec.runtime, cwd=self.spec.cwd, session=self._session)
-            activity_id = f"{self.key}-fork-{n}"
+            request = ForkRequest(agent=agent.key, runtime=agent.spec.runtime, cwd=agent.spec.cwd, session=self.session)
+            activity_id = f"{agent.key}-fork-{n}"
             try:
                 sealed = await workflow.execute_activity(
                     FORK_ACTIVITY, seal_activity(FORK_ACTIVITY, activity_id, request),
-                    task_queue=self._agents.queue_of(self.spec.runtime),
+                    task_queue=self._run.queue_of(agent.spec.runtime),
                     start_to_close_timeout=timedelta(seconds=FORK_SECONDS),
                     heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS),
                     retry_policy=RetryPolicy(maximum_attempts=TURN_ATTEMPTS,
                                              initial_interval=timedelta(seconds=RETRY_INTERVAL_SECONDS)),
-                    activity_id=activity_id, summary=f"{self.key} fork {n} into {key}",
+                    activity_id=activity_id, summary=f"{agent.key} fork {n} into {key}",
                 )
                 opened = opened_result(FORK_ACTIVITY, activity_id, sealed)
                 raw = {"session": None, "reason": opened, "usage": None} if isinstance(opened, str) else opened
@@ -385,37 +339,15 @@ class TemporalAgent:
                     raise asyncio.CancelledError(str(error.cause)) from error
                 raw = {"session": None, "reason": str(error.cause or error), "usage": None}
             outcome: Any = Answered(key) if raw["session"] else Failed(raw["reason"] or "the fork gave no session", False)
-            self._agents.operated(Turn(
-                outcome=outcome, agent=self.key, call_id="", n=n, started_at=started, ended_at=workflow.now().timestamp(),
-                session=raw["session"], kind="fork", model=self.spec.runtime.model, effort=self.spec.runtime.effort,
-            ))
-        if raw["session"] is None:
-            raise WorkflowError(f"agent {self.key} could not be forked into {key}: {raw['reason']}")
-        runtime = self.spec.runtime if effort is None else msgspec.structs.replace(self.spec.runtime, effort=effort)
-        directory = str(self._agents.cwd / cwd) if cwd is not None else self.spec.cwd
-        child = await self._agents.open(key, runtime=runtime, tools=self.tools if tools is None else tools,
-                                        instructions=instructions, cwd=directory)
-        child._session = raw["session"]
-        return child
+            record: Turn[Any] = Turn(
+                outcome=outcome, agent=agent.key, call_id="", n=n, started_at=started, ended_at=workflow.now().timestamp(),
+                session=raw["session"], kind="fork", model=agent.spec.runtime.model, effort=agent.spec.runtime.effort,
+            )
+            self._run.operated(record)
+        return record
 
-    def _limit(self, timeout: Duration | None, deadline: datetime | float | None) -> float:
-        """The one deadline of a turn or operation, Unix seconds, fixed now in workflow time."""
-        limit = self._agents.run_deadline
-        if timeout is not None:
-            limit = min(limit, workflow.now().timestamp() + to_seconds(timeout, what="timeout"))
-        if deadline is not None:
-            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
-            if not math.isfinite(unix):
-                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
-            limit = min(limit, unix)
-        return limit
-
-    async def close(self) -> None:
-        """Close the agent: later turns are refused (a worker keeps nothing of it between turns)."""
-        await self._agents.close(self.key)
-
-    def __repr__(self) -> str:
-        return f"<TemporalAgent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
+    async def set_tools(self, tools: dict[str, Tool]) -> None:
+        pass  # each turn's activity carries the agent's tools as they are then
 
 
 def _rebuildable(schema: dict[str, Any], what: str) -> None:
@@ -444,9 +376,12 @@ def _sandbox_spec(key: str, sandbox: Any, run_cwd: Path, agent_cwd: Path) -> San
     return msgspec.structs.replace(spec, cwd=str(run_cwd / spec.cwd) if spec.cwd is not None else str(agent_cwd))
 
 
-def _spec(name: str, tool: Tool) -> ToolSpec:
-    """What the worker gets of a tool; one that waits for a person is bounded by the turn's deadline alone."""
-    return ToolSpec(name, tool.description, tool.taught.schema, None if tool.requires_approval else tool.timeout)
+def _specs(tools: dict[str, Tool]) -> tuple[ToolSpec, ...]:
+    """What the worker gets of the tools; one that waits for a person is bounded by the turn's deadline alone."""
+    return tuple(
+        ToolSpec(name, tool.description, tool.taught.schema, None if tool.requires_approval else tool.timeout)
+        for name, tool in tools.items()
+    )
 
 
 KEY_EXTERN = "agentswf.run_key"  # the extern function that gives workflow code its worker's run key
@@ -492,6 +427,12 @@ def opened_result(activity_type: str, activity_id: str, raw: Any) -> Any:
     return sealed.body
 
 
+def _driver(agent: Agent) -> TemporalDriver:
+    """The driver of an agent of this run (every one is a TemporalDriver)."""
+    assert isinstance(agent._driver, TemporalDriver)
+    return agent._driver
+
+
 def _workflow_time() -> float:
     return workflow.now().timestamp()
 
@@ -501,18 +442,16 @@ def _workflow_id() -> str:
     return workflow.uuid4().hex[: 2 * ID_BYTES]
 
 
-class TemporalAgents:
-    """`wf.agents` on Temporal: `open`, `close`, `key in wf.agents`."""
+class TemporalRun:
+    """A run's state on Temporal, changed only in workflow code: its board, record lines, approvals,
+    budgets and the activities that run; and the agents port of its `wf.agents` (port.AgentsPort)."""
 
     def __init__(self, *, workflow: str, run_id: str, cwd: Path, turn_queue: str, run_deadline: float) -> None:
         self.workflow = workflow
         self.run_id = run_id
         self.run_deadline = run_deadline
-        self.keys: set[str] = set()
         self.cwd = cwd
         self._turn_queue = turn_queue
-        self._open: dict[str, TemporalAgent] = {}
-        self._closed: set[str] = set()
         self.log: Callable[..., None] = lambda message, **fields: None  # the run's wf.log
         self.lines = RunLines()
         self.pending: dict[str, ApprovalRequest] = {}  # tool calls waiting for a decision, by call id
@@ -522,6 +461,7 @@ class TemporalAgents:
         self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
         self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
         self.budgets = Budgets(clock=_workflow_time)  # the run's budgets and what its turns spent
+        self.ledger = Ledger()  # what the turns spent, by agent (`agent.usage`)
         self.stopped: str | None = None  # `awf stop`'s reason, once a person stopped the run
         self.started: list[dict[str, Any]] = []  # each turn given, as it is sent: its call.json for `awf tail`
         self.board = WorkflowBoard(
@@ -530,11 +470,12 @@ class TemporalAgents:
         )
         self.lines.messages = self.board.lines
         self._timers: set[asyncio.Task[None]] = set()
+        self.agents = Agents.over(self, budgets=self.budgets, ledger=self.ledger)  # `wf.agents`
 
     def _mail_for(self, key: str) -> None:
-        agent = self._open.get(key)
+        agent = self.agents._open.get(key)
         if agent is not None:
-            agent.mail_came()
+            _driver(agent).mail_came(agent)
 
     def _expire_later(self, question_id: str, until: float) -> None:
         """A question's wait ends at `until`: a durable timer."""
@@ -567,11 +508,13 @@ class TemporalAgents:
         """A compaction's, a set's or a mail-started turn's record, in the record's turns as on the
         local engine; its spend counts toward the budgets, in the stage open now."""
         self.lines.turns.append(msgspec.to_builtins(record))
+        self.ledger.add(record)
         self.budgets.counted(record)
 
     def ended(self, turn: Turn[Any], n: int) -> None:
         """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""
         self.lines.turns.append(msgspec.to_builtins(turn))
+        self.ledger.add(turn)
         for index in self._tools_of.pop((turn.agent, n), []):
             self.lines.tools[index]["turn_call_id"] = turn.call_id
 
@@ -619,68 +562,63 @@ class TemporalAgents:
     def queue_of(self, runtime: Runtime) -> str:
         return runtime.task_queue or self._turn_queue
 
-    async def open(
-        self,
-        key: str,
-        *,
-        runtime: str | Runtime,
-        tools: Mapping[str, Tool] | None = None,
-        instructions: str | None = None,
-        cwd: str | Path | None = None,
-        sandbox: Any = None,
-    ) -> TemporalAgent:
-        """As the local `Agents.open`; `cwd` is a path on the worker that runs the agent's turns, and
-        `sandbox` a spec of its own (a SandboxSpec or a dict of cwd, read, write, network), which its
-        turns' worker opens with bubblewrap; relative paths are from the agent's cwd there (the run's,
-        for a spec that names a cwd), as locally."""
-        check_key(key)
+    def place(
+        self, key: str, runtime: Runtime, instructions: str | None, cwd: str | Path | None, sandbox: Any,
+        tools: dict[str, Tool] | None,
+    ) -> tuple[AgentSpec, SandboxSpec | None]:
+        """`cwd` is a path on the worker that runs the agent's turns, and `sandbox` a spec of its own (a
+        SandboxSpec or a dict of cwd, read, write, network), which its turns' worker opens with bubblewrap;
+        relative paths are from the agent's cwd there (the run's, for a spec that names a cwd), as locally."""
         box = _sandbox_spec(key, sandbox, self.cwd, self.cwd / cwd if cwd is not None else self.cwd)
-        if key in self._closed:
-            raise DefinitionError(f"agent {key} was closed; its key is not opened again")
-        checked = check_tools(key, tools) if tools is not None else None
-        for name, given in (checked or {}).items():
+        for name, given in (tools or {}).items():
             _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
         directory = str(self.cwd / cwd) if cwd is not None else (box.cwd if box is not None else str(self.cwd))
-        spec = AgentSpec(resolve_runtime(runtime), instructions, str(directory))
-        existing = self._open.get(key)
-        if existing is not None:
-            if existing.spec != spec or existing.sandbox != box:
-                raise DefinitionError(f"agent {key} is already open with a different runtime, instructions, cwd or sandbox")
-            if checked is not None:
-                existing.tools = checked
-            return existing
-        if key in self.keys:
-            raise DefinitionError(f"{key} is already an agent or participant of this run; keys are shared")
-        agent = TemporalAgent(key, spec, checked or {}, self, box)
-        self._open[key] = agent
-        self.keys.add(key)
+        return AgentSpec(runtime, instructions, str(directory)), box
+
+    def same_sandbox(self, existing: Any, given: Any, placed: Any) -> bool:
+        return bool(existing == placed)
+
+    async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
+        return self._opened(key, spec, placed, None)
+
+    def _opened(self, key: str, spec: AgentSpec, box: SandboxSpec | None, session: str | None) -> Opened:
         self.board.register(key, "agent")
-        return agent
+        driver = TemporalDriver(self)
+        driver.session = session
+        return Opened(driver, (spec.runtime.model, spec.runtime.effort), None, box)
+
+    def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:
+        return str(self.cwd / cwd) if cwd is not None else parent.spec.cwd
+
+    def check_fork(self, parent: Agent) -> None:
+        if parent.sandbox is not None:  # the fork activity would run the harness outside it
+            raise DefinitionError(f"agent {parent.key} is sandboxed: a sandboxed agent isn't forked on the Temporal engine yet")
+
+    async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
+        """The fork's turns resume the copy, on whichever worker takes them."""
+        for name, given in tools.items():
+            _rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
+        return self._opened(key, spec, None, session)
+
+    def stopper(self) -> Callable[[Agent, str], Awaitable[None]]:
+        refused("wf.agents.stop", TemporalPort.name)
+
+    async def close_agents(self, agents: dict[str, Agent]) -> None:
+        """Later turns are refused (a worker keeps nothing of an agent between turns); its mail pump stops."""
+        for key, agent in agents.items():
+            self.board.stopped(key, "its agent was closed")
+            pump = _driver(agent).pump
+            if pump is not None:
+                pump.cancel()
 
     def tool(self, agent: str, name: str) -> Tool | None:
-        found = self._open.get(agent)
+        found = self.agents._open.get(agent)
         return None if found is None else found.tools.get(name)
 
-    async def close(self, key: str) -> bool:
-        agent = self._open.pop(key, None)
-        if agent is None:
-            return False
-        agent.closed = True
-        self._closed.add(key)
-        self.board.stopped(key, "its agent was closed")
-        if agent._pump is not None:
-            agent._pump.cancel()
-        return True
-
-    async def close_all(self) -> None:
-        self.board.close_all()
-        for key in list(self._open):
-            await self.close(key)
+    def ended_run(self) -> None:
+        """The run is over: its questions' timers stop."""
         for task in list(self._timers):
             task.cancel()
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._open
 
 
 class TemporalMail:
@@ -719,7 +657,7 @@ class TemporalMail:
 class TemporalDesk:
     """The approvals port over the workflow's pending tool calls."""
 
-    def __init__(self, agents: TemporalAgents) -> None:
+    def __init__(self, agents: TemporalRun) -> None:
         self._agents = agents
 
     async def pending(self) -> list[ApprovalRequest]:
@@ -736,7 +674,7 @@ class TemporalPort:
 
     name = "Temporal"
 
-    def __init__(self, workflow_name: str, agents: TemporalAgents) -> None:
+    def __init__(self, workflow_name: str, agents: TemporalRun) -> None:
         self.mail = TemporalMail(agents.board)
         self._workflow = workflow_name
         self._lines = agents.lines
@@ -790,7 +728,7 @@ class TemporalPort:
         refused("wf.worktree", self.name)
 
 
-async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply:
+async def answer_tool(agents: TemporalRun, request: ToolRequest) -> ToolReply:
     """A tool call from a worker, answered by the tool's handler in the workflow, and recorded."""
     found = agents.tool(request.agent, request.tool)
     if found is None:
@@ -829,7 +767,7 @@ async def answer_tool(agents: TemporalAgents, request: ToolRequest) -> ToolReply
     return reply
 
 
-async def answer_mail(agents: TemporalAgents, request: MailRequest) -> MailReply:
+async def answer_mail(agents: TemporalRun, request: MailRequest) -> MailReply:
     """An agent's request of the run's board, from its turn's worker; only while that turn's activity runs."""
     board, key = agents.board, request.agent
     current = agents.running.get(key) == request.activity
@@ -889,11 +827,7 @@ async def answer_person(board: WorkflowBoard, request: PostAs | ReadInbox) -> Op
         sender=request.key, peer=request.peer, text=request.text, reply=request.reply, question=False, until=math.inf,
         in_turn=True,
     )
-    if isinstance(answer, Refusal):
-        told = for_a_person(answer.message, request.key)
-        return OperatorResponse(False, f"refused ({answer.code}): {told}", {"code": answer.code})
-    verb = "replied to" if request.reply else "sent to"
-    return OperatorResponse(True, f"{verb} {request.peer}; it reads it {answer.read}")
+    return posted(request, answer)
 
 
 DEFINITIONS: dict[str, WorkflowDefinition] = {}
@@ -918,7 +852,7 @@ class AgentswfWorkflow:
 
     def __init__(self) -> None:
         self.wf: Workflow | None = None
-        self.agents: TemporalAgents | None = None  # the wf's agents, and the run's state on Temporal
+        self.state: TemporalRun | None = None  # the run's state on Temporal, its wf.agents among it
         self.main: asyncio.Task[Any] | None = None  # the workflow function, running: `awf stop` cancels it
         self.nonces: set[str] = set()  # of the updates taken: a seal is good once
 
@@ -944,8 +878,8 @@ class AgentswfWorkflow:
             return msgspec.to_builtins(RunEnding(outcome="failed", reason=reason))  # type: ignore[no-any-return]
         ending = await run_definition(self, definition, request)
         await workflow.wait_condition(workflow.all_handlers_finished)  # tool calls still answering: in the record
-        if self.agents is not None:
-            ending = msgspec.structs.replace(ending, lines=self.agents.lines)
+        if self.state is not None:
+            ending = msgspec.structs.replace(ending, lines=self.state.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
 
     def _check(self, name: str, raw: Any, body_type: Any, signer: Callable[[Any], str]) -> Any:
@@ -976,24 +910,24 @@ class AgentswfWorkflow:
     @workflow.update(name=TOOL_UPDATE)
     async def tool(self, raw: dict[str, Any]) -> dict[str, Any]:
         request = self._once(raw, ToolRequest)
-        await workflow.wait_condition(lambda: self.agents is not None)
-        assert self.agents is not None
-        reply = await answer_tool(self.agents, request)
+        await workflow.wait_condition(lambda: self.state is not None)
+        assert self.state is not None
+        reply = await answer_tool(self.state, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
 
     @tool.validator
     def _check_tool(self, raw: dict[str, Any]) -> None:
         request = self._check(TOOL_UPDATE, raw, ToolRequest, lambda body: f"worker:{body.agent}")
-        if self.agents is None or self.agents.running.get(request.agent) != request.activity:
+        if self.state is None or self.state.running.get(request.agent) != request.activity:
             raise ApplicationError(f"no turn of agent {request.agent} is running as {request.activity!r}: refused",
                                    type="Refused", non_retryable=True)
 
     @workflow.update(name=MAIL_UPDATE)
     async def mail(self, raw: dict[str, Any]) -> dict[str, Any]:
         request = self._once(raw, MailRequest)
-        await workflow.wait_condition(lambda: self.agents is not None)
-        assert self.agents is not None
-        reply = await answer_mail(self.agents, request)
+        await workflow.wait_condition(lambda: self.state is not None)
+        assert self.state is not None
+        reply = await answer_mail(self.state, request)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
 
     @mail.validator
@@ -1004,11 +938,11 @@ class AgentswfWorkflow:
     async def operator(self, raw: dict[str, Any]) -> dict[str, Any]:
         """`awf inbox` and `awf send`/`awf reply --as KEY`: a person, as a participant; `awf stop`: a person."""
         request = self._once(raw, PostAs | ReadInbox | Stop)
-        await workflow.wait_condition(lambda: self.agents is not None)
-        assert self.agents is not None
+        await workflow.wait_condition(lambda: self.state is not None)
+        assert self.state is not None
         if isinstance(request, Stop):
             return msgspec.to_builtins(self._stop(request))  # type: ignore[no-any-return]
-        return msgspec.to_builtins(await answer_person(self.agents.board, request))  # type: ignore[no-any-return]
+        return msgspec.to_builtins(await answer_person(self.state.board, request))  # type: ignore[no-any-return]
 
     @operator.validator
     def _check_operator(self, raw: dict[str, Any]) -> None:
@@ -1018,11 +952,11 @@ class AgentswfWorkflow:
     def _stop(self, request: Stop) -> OperatorResponse:
         """As the local operator socket's stop: the workflow function is cancelled, its turns' activities
         with it, and the run ends `stopped` with the person's name and reason."""
-        assert self.wf is not None and self.agents is not None
-        if self.agents.stopped is not None or self.main is None or self.main.done():
+        assert self.wf is not None and self.state is not None
+        if self.state.stopped is not None or self.main is None or self.main.done():
             return OperatorResponse(True, "the run is already stopping")
         reason = f"stopped by {request.by}" + (f": {request.reason}" if request.reason else "")
-        self.agents.stopped = reason
+        self.state.stopped = reason
         self.main.cancel()
         self.wf.log("run stopped by a person", reason=reason)
         return OperatorResponse(True, f"stopping the run ({reason}); its agents are being stopped")
@@ -1030,7 +964,7 @@ class AgentswfWorkflow:
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, raw: dict[str, Any]) -> bool:
         request = self._once(raw, DecideRequest)
-        return self.agents is not None and self.agents.decide(request)
+        return self.state is not None and self.state.decide(request)
 
     @decide.validator
     def _check_decide(self, raw: dict[str, Any]) -> None:
@@ -1038,20 +972,20 @@ class AgentswfWorkflow:
 
     @workflow.query(name=PENDING_QUERY)
     def pending(self) -> list[dict[str, Any]]:
-        return [] if self.agents is None else msgspec.to_builtins(list(self.agents.pending.values()))  # type: ignore[no-any-return]
+        return [] if self.state is None else msgspec.to_builtins(list(self.state.pending.values()))  # type: ignore[no-any-return]
 
     @workflow.query(name=LOG_QUERY)
     def log(self) -> list[dict[str, Any]]:
-        return [] if self.agents is None else self.agents.lines.log
+        return [] if self.state is None else self.state.lines.log
 
     @workflow.query(name=LINES_QUERY)
     def lines(self, offsets: dict[str, int]) -> dict[str, list[Any]]:
         """The record's lines (turns, tools, messages, log) past `offsets`, as the run's files will hold them,
         and the turns given (`calls`: each as a local run's call.json has it, with when it was sent)."""
-        if self.agents is None:
+        if self.state is None:
             return {}
-        kept = self.agents.lines
-        found = {"calls": self.agents.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
+        kept = self.state.lines
+        found = {"calls": self.state.started, "turns": kept.turns, "tools": kept.tools, "messages": kept.messages,
                  "log": kept.log}
         return {name: lines[max(0, int(offsets.get(name, 0))):] for name, lines in found.items()}
 
@@ -1064,19 +998,18 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     except DefinitionError as error:
         return RunEnding(outcome="failed", reason=f"DefinitionError: {error}")
     now = workflow.now().timestamp()
-    agents = TemporalAgents(
+    state = host.state = TemporalRun(
         workflow=definition.name, run_id=request.run_id, cwd=Path(request.cwd), turn_queue=request.turn_queue,
         run_deadline=now + request.timeout,
     )
-    host.agents = agents
-    agents.board.register(WORKFLOW_KEY, "participant", can_await=False)
+    state.board.register(WORKFLOW_KEY, "participant", can_await=False)
     wf = host.wf = Workflow.over(
-        TemporalPort(definition.name, agents), name=definition.name, run_id=request.run_id, cwd=Path(request.cwd),
-        run_dir=Path(request.run_dir), agents=agents, approvals=Approvals(TemporalDesk(agents)),
+        TemporalPort(definition.name, state), name=definition.name, run_id=request.run_id, cwd=Path(request.cwd),
+        run_dir=Path(request.run_dir), agents=state.agents, approvals=Approvals(TemporalDesk(state)),
     )  # the run's record directory is on the run's host, written when the run ends
-    agents.log = wf.log
+    state.log = wf.log
     if request.budget is not None:
-        agents.budgets.run.budget = msgspec.convert(request.budget, Budget)
+        state.budgets.run.budget = msgspec.convert(request.budget, Budget)
     main = host.main = asyncio.ensure_future(definition.fn(wf, args) if definition.takes_args else definition.fn(wf))
     limit = asyncio.timeout(request.timeout)  # a durable timer
     try:
@@ -1085,8 +1018,8 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     except StopRequested as stop:
         return RunEnding(outcome="stopped", reason=stop.reason)
     except asyncio.CancelledError:  # a person's `awf stop`, or the workflow was cancelled (awf run's Ctrl-C)
-        if agents.stopped is not None:
-            return RunEnding(outcome="stopped", reason=agents.stopped)
+        if state.stopped is not None:
+            return RunEnding(outcome="stopped", reason=state.stopped)
         return RunEnding(outcome="cancelled", reason="the run was cancelled")
     except workflow.NondeterminismError:
         raise
@@ -1099,7 +1032,9 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
         failed = _failure(error, home)
         return RunEnding(outcome="failed", reason=failed.reason, where=failed.where, traceback=failed.traceback)
     finally:
-        await agents.close_all()
+        state.board.close_all()
+        await state.agents.close_all()
+        state.ended_run()
     if wf.stop_reason is not None:
         return RunEnding(outcome="failed", reason=f"stop was caught: {wf.stop_reason}")
     try:

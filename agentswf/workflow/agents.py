@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import functools
-import math
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-import anyio
 import msgspec
 
 from ..actors import ActorRef
 from ..engine.accounting import Ledger
-from ..engine.agent_messages import CancelTurn, SetTools, StartOp, StartTurn, StopAgent
+from ..engine.agent_messages import StopAgent
 from ..engine.ids import new_id
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
-from ..engine.switchboard import WORKFLOW_KEY, PeersOf
+from ..engine.switchboard import WORKFLOW_KEY
 from ..engine.toolcall import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
@@ -31,12 +28,13 @@ from ..harnesses.usage import Usage
 from ..harnesses.versions import TESTED
 from ..sandbox.runner import Sandbox, SandboxedHarness
 from ..sandbox.spec import SandboxSpec
-from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
 from ..wire.teaching import Taught
 from .budgets import Budgets
 from .durable import Durable
-from .durations import Duration, to_seconds
+from .durations import Duration
 from .loading import type_text
+from .local import LocalDriver
+from .port import AgentDriver, AgentsPort
 from .sandboxes import Sandboxes, sandbox_cwd
 from .tools import Tool, check_tools
 from .worktrees import LOCAL_GIT_VARIABLES
@@ -133,61 +131,38 @@ def _not_from_own_handler(key: str, what: str) -> None:
         )
 
 
-class _InOrder:
-    """`Agent._in_order`'s block: it waits for the one asked before (no schedule point when that
-    one is queued already), and says its own is queued as it ends."""
-
-    __slots__ = ("before", "mine")
-
-    def __init__(self, before: anyio.Event, mine: anyio.Event) -> None:
-        self.before, self.mine = before, mine
-
-    async def __aenter__(self) -> None:
-        if not self.before.is_set():
-            try:
-                await self.before.wait()
-            except BaseException:
-                self.mine.set()
-                raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.mine.set()  # the caller sends at once, before anything else runs
-
-
 class Agent:
     """One agent of the run, from `wf.agents.open`. Its turns run one at a time, in the order given.
+
+    What it is given is checked here, on either engine; its engine's driver (port.AgentDriver) runs it.
 
     Attributes:
         key: the agent's key in the run (a route's end, a peer's name).
         tools: the tools it can call, by name.
-        launcher: the path of its `wfa` launcher, as its prompts teach it.
+        launcher: the path of its `wfa` launcher, as its prompts teach it (None on Temporal: a
+            launcher is made on each turn's worker).
         closed: whether it was closed; a closed agent takes no more turns.
         sandbox: the sandbox its turns run in, or None.
     """
 
     def __init__(
-        self, key: str, spec: AgentSpec, opened: OpenedAgent, agents: Agents, tools: dict[str, Tool], harness: Harness
+        self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: Agents, driver: AgentDriver, *,
+        settings: tuple[str | None, str | None], launcher: Path | None = None, sandbox: Any = None,
     ) -> None:
         self.key = key
         self.spec = spec
         self.tools = tools
-        self._can_await = harness.can_await
-        self._supports_waiting = harness.supports_waiting
-        self._ref = opened.ref
-        self._standing = opened.standing
-        self._agents = agents
-        self.launcher: Path = opened.launcher
-        self.sandbox: Sandbox | None = None
-        self._harness = harness
+        self._agents = agents  # the run's Agents: its budgets, ledger, durable records and forks
+        self._driver = driver
+        self.launcher = launcher
+        self.sandbox = sandbox
         self._turns = 0
-        self._ops = 0
+        self._ops = 0  # compactions, sets and forks, numbered apart from turns
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self._compactions: dict[str, tuple[str, Turn[Any]]] = {}
         self.closed = False
         self.stopped: str | None = None  # why `wf.agents.stop` stopped it
-        self.model, self.effort = harness.settings()  # as `set` left them
-        self._last_queued = anyio.Event()  # set once the latest turn or operation asked for is in the agent's queue
-        self._last_queued.set()
+        self.model, self.effort = settings  # as `set` left them
 
     @property
     def usage(self) -> Usage | None:
@@ -256,6 +231,8 @@ class Agent:
             if earlier != identity:
                 raise DefinitionError(f"agent {self.key}: turn id {id!r} was used before for a different turn")
             return given
+        driver = self._driver
+        driver.check_schema(self.key, taught)
         durable = self._agents.durable
         if durable is not None:  # an id'd turn answered in an earlier attempt is given back, not run
             recorded = durable.given(self.key, id, prompt, taught.schema, taught.type)
@@ -263,93 +240,29 @@ class Agent:
                 if id is not None:
                     self._by_id[id] = (identity, recorded)
                 return recorded
-        own_deadline = self._deadline(timeout, deadline)
-        wall_left, wall_scope = self._agents.budgets.wall_left(self.key)
-        turn_deadline = min(own_deadline, anyio.current_time() + wall_left)  # a wall budget stops it in flight
+        own_deadline = driver.deadline(timeout, deadline)
+        budgets = self._agents.budgets
+        wall_left, wall_scope = budgets.wall_left(self.key)
+        turn_deadline = min(own_deadline, driver.clock() + wall_left)  # a wall budget stops it in flight
         self._turns += 1
         n = self._turns  # taken before any await: turns given at once each get their own number
-        call_id = new_id()
-        budgets, stage = self._agents.budgets, self._agents.budgets.stage
+        stage = budgets.stage
         refusal = budgets.refusal(self.key)
         if refusal is not None:  # past a budget: the turn doesn't start
-            return budgets.refused_turn(self.key, n, call_id, refusal)
+            now = driver.wall()
+            refused = budgets.refused_turn(self.key, n, driver.new_id(), refusal)
+            return msgspec.structs.replace(refused, started_at=now, ended_at=now)
         budgets.begin(self.key, stage)
-        async with self._in_order():
-            start = await self._start_turn(call_id, n, prompt, taught, turn_deadline, nudge)
-        try:
-            turn: Turn[Any] = await self._ref.ask(start)
-        except anyio.get_cancelled_exc_class():
-            # Cancelled from outside: at the deadline the turn timed out; otherwise the
-            # workflow (a parallel branch, a stage, the run) gave up on it.
-            timed_out = anyio.current_time() >= turn_deadline
-            reason = "the deadline passed" if timed_out else self._agents.cancelled_because("turn")
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._ref.ask(CancelTurn(call_id=call_id, reason=reason, timed_out=timed_out))
-                except ActorStopped:
-                    pass
-            raise
-        except ActorStopped:
-            raise AgentClosed(f"agent {self.key} was closed while its turn {start.n} ran") from None
+        turn = await driver.turn(self, n, prompt, taught, turn_deadline, nudge)
         budgets.spend(self.key, stage, turn)
         if turn.outcome.kind == "timed-out" and turn_deadline < own_deadline:
             turn = budgets.stopped_turn(turn, wall_scope)
+        driver.ended(turn, n)
         if durable is not None:
             await durable.ended(self.key, self.spec.runtime.harness, id, prompt, taught.schema, turn)
         if id is not None:
             self._by_id[id] = (identity, turn)
         return turn
-
-    async def _start_turn(
-        self, call_id: str, n: int, prompt: str, taught: Taught, turn_deadline: float, nudge: bool
-    ) -> StartTurn:
-        # no route of the agent's was ever open: no peers to ask the switchboard for (`StandingSlot.routed`)
-        rows = (await self._agents._board.ask(PeersOf(self.key)))["peers"] if self._standing.routed else []
-        peers = peers_block(self.launcher, rows, can_await=self._can_await)
-        return StartTurn(
-            call_id=call_id,
-            n=n,
-            prompt=turn_prompt(
-                prompt,
-                launcher=self.launcher,
-                call_id=call_id,
-                taught=taught,
-                instructions=self.spec.instructions if n == 1 else None,
-                tools=self.tools,
-                peers=peers,
-            ),
-            nudge_prompt=nudge_prompt(
-                launcher=self.launcher,
-                call_id=call_id,
-                taught=taught,
-                tools=self.tools,
-                peers=peers,
-                waiting=self._supports_waiting,
-            ),
-            taught=taught,
-            deadline=turn_deadline,
-            nudge=nudge,
-        )
-
-    @staticmethod
-    def _deadline(timeout: Duration | None, deadline: datetime | float | None) -> float:
-        """The turn's one deadline on the loop's clock, fixed now, before it is queued."""
-        now = anyio.current_time()
-        limit = anyio.current_effective_deadline()
-        if timeout is not None:
-            limit = min(limit, now + to_seconds(timeout, what="timeout"))
-        if deadline is not None:
-            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)
-            if not math.isfinite(unix):
-                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
-            limit = min(limit, now + (unix - time.time()))
-        return limit
-
-    def _in_order(self) -> _InOrder:
-        """Turns and operations reach the agent's queue in the order they were asked for, though
-        a turn asks for its peers first: each waits until the one asked before it is queued."""
-        before, self._last_queued = self._last_queued, anyio.Event()
-        return _InOrder(before, self._last_queued)
 
     def _check_usable(self, what: str) -> None:
         _not_from_own_handler(self.key, what)
@@ -357,25 +270,6 @@ class Agent:
             raise AgentClosed(f"agent {self.key} was stopped ({self.stopped}); its key is not opened again")
         if self.closed:
             raise AgentClosed(f"agent {self.key} is closed; open another key to give it work")
-
-    async def _operate(self, op: StartOp) -> Turn[Any]:
-        """Queue the operation with the agent's turns and wait for its record, as `run` waits for a turn."""
-        async with self._in_order():
-            pass
-        try:
-            record: Turn[Any] = await self._ref.ask(op)
-        except anyio.get_cancelled_exc_class():
-            timed_out = anyio.current_time() >= op.deadline
-            reason = "the deadline passed" if timed_out else self._agents.cancelled_because(op.kind)
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._ref.ask(CancelTurn(call_id=op.call_id, reason=reason, timed_out=timed_out))
-                except ActorStopped:
-                    pass
-            raise
-        except ActorStopped:
-            raise AgentClosed(f"agent {self.key} was closed while its {op.kind} {op.n} was queued or ran") from None
-        return record
 
     async def compact(
         self, focus: str, *, timeout: Duration | None = None, deadline: datetime | float | None = None,
@@ -397,12 +291,10 @@ class Agent:
             if earlier != focus:
                 raise DefinitionError(f"agent {self.key}: compaction id {id!r} was reused with a different focus")
             return given
+        limit = self._driver.deadline(timeout, deadline)
         self._ops += 1
-        op = StartOp(
-            call_id=new_id(), n=self._ops, kind="compaction", deadline=self._deadline(timeout, deadline),
-            focus=focus, refusal=_capable(self.spec.runtime.harness, "compact"),
-        )
-        record = await self._operate(op)
+        why = _capable(self.spec.runtime.harness, "compact")
+        record = await self._driver.compact(self, self._ops, focus, limit, why)
         if id is not None:
             self._compactions[id] = (focus, record)
         return record
@@ -426,8 +318,7 @@ class Agent:
             raise DefinitionError(f"agent {self.key}: {model!r} is not a model name")
         check_effort(self.key, harness, effort)
         self._ops += 1
-        op = StartOp(call_id=new_id(), n=self._ops, kind="set", deadline=math.inf, model=model, effort=effort)
-        record = await self._operate(op)
+        record = await self._driver.set(self, self._ops, model, effort)
         if record.answered:
             self.model, self.effort = record.model, record.effort
         return record
@@ -462,14 +353,26 @@ class Agent:
                 "descriptions and schemas"
             )
         self.tools = tools
-        await self._ref.tell(SetTools(tools))
+        await self._driver.set_tools(tools)
 
     def __repr__(self) -> str:
         return f"<Agent {self.key} turns={self._turns}{' closed' if self.closed else ''}>"
 
 
+class Opened(msgspec.Struct, frozen=True):
+    """What an engine opened an agent as: the driver below it and what it starts with."""
+
+    driver: AgentDriver
+    settings: tuple[str | None, str | None]  # its model and effort
+    launcher: Path | None = None
+    sandbox: Any = None
+
+
 class Agents:
     """The run's agents by key (`wf.agents`): `await wf.agents.open(key, runtime=...)`, and `key in wf.agents`.
+
+    The keys, what reopening and forking may do, and closing are decided here, on either engine;
+    its port (port.AgentsPort) places, opens, forks and stops an agent there.
 
     Attributes:
         keys: every key taken in the run, agents' and participants' (one namespace).
@@ -488,42 +391,36 @@ class Agents:
         run_stopped: Sequence[str] = (),
         run_interrupted: Sequence[str] = (),
     ) -> None:
-        self.durable = durable  # this attempt's records: id'd turns, sessions to resume
-        self._run_stopped = run_stopped  # `awf stop`'s reason, once a person stopped the run (the run's list)
-        self._run_interrupted = run_interrupted  # once the run's caller cancelled it (Ctrl-C): the run's list
-        self._sessions = dict(sessions or {})  # without a record: the native session each agent starts from
-        self._run = run
-        self.ledger = ledger or Ledger()  # the run's spend, by agent
-        self._board = board
-        self.keys: set[str] = set()  # agents' and participants' keys: one namespace
-        self._cwd = cwd
-        # The run's GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE… would point the agent's git at another
-        # repository than its cwd's (a worktree's): not inherited; a runtime's own env may still set them.
-        self._env = {name: value for name, value in env.items() if name not in LOCAL_GIT_VARIABLES}
-        self._resolve = resolve
-        self._open: dict[str, Agent] = {}
-        self._closed: set[str] = set()
+        """A local run's agents, on its actors; `over` makes them for any engine."""
+        self._bind(LocalAgents(self, run, board, cwd, env, resolve, sessions, run_stopped, run_interrupted),
+                   Budgets(), ledger or Ledger(), durable)
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
-        self.budgets = Budgets()  # the run's budgets and what its turns spent
         self.clis = CliChecks(self._cli_used)  # each CLI executable's version, read and checked at its first use
-        self._stopped: dict[str, str] = {}
-        self._forks: dict[str, ForkSpec] = {}
         self.ledger.watch(self._counted)
         if durable is not None:
             durable.carry(self.budgets)  # a continued run's: from what its earlier attempts spent
 
+    @classmethod
+    def over(cls, port: AgentsPort, *, budgets: Budgets, ledger: Ledger) -> Agents:
+        """The agents of a run on `port`'s engine."""
+        agents = cls.__new__(cls)
+        agents._bind(port, budgets, ledger, None)
+        return agents
+
+    def _bind(self, port: AgentsPort, budgets: Budgets, ledger: Ledger, durable: Durable | None) -> None:
+        self._port = port
+        self.budgets = budgets  # the run's budgets and what its turns spent
+        self.ledger = ledger  # the run's spend, by agent
+        self.durable = durable  # this attempt's records: id'd turns, sessions to resume
+        self.keys: set[str] = set()  # agents' and participants' keys: one namespace
+        self._open: dict[str, Agent] = {}
+        self._closed: set[str] = set()
+        self._stopped: dict[str, str] = {}
+        self._forks: dict[str, ForkSpec] = {}
+
     async def _cli_used(self, found: CliVersion, agent: str) -> None:
         if self.durable is not None:
             await self.durable.cli_used(found.cli, found.path, agent, found.text)
-
-    def cancelled_because(self, what: str) -> str:
-        """Why a turn (or operation) the workflow gave up on was cancelled: the person's stop that
-        cancelled the workflow (`stopped by NAME: reason`), or else the workflow's own giving up."""
-        if self._run_stopped:
-            return f"the run was {self._run_stopped[0]}"
-        if self._run_interrupted:
-            return f"the run was {self._run_interrupted[0]}"
-        return f"the workflow cancelled the {what}"
 
     def _counted(self, turn: Turn[Any]) -> None:
         """A turn the ledger was given: one the workflow didn't give (mail's, an operation) counts
@@ -553,9 +450,7 @@ class Agents:
         """
         check_key(key)
         checked = check_tools(key, tools) if tools is not None else None
-        resolved = resolve_runtime(runtime)
-        directory = (self._cwd / cwd).resolve() if cwd is not None else sandbox_cwd(sandbox, self._cwd)
-        spec = AgentSpec(resolved, instructions, str(directory))
+        spec, box = self._port.place(key, resolve_runtime(runtime), instructions, cwd, sandbox, checked)
         self._check_reusable(key)
         if key in self._forks:
             raise DefinitionError(f"agent {key} is already open, not by open but as a fork of {self._forks[key].parent}")
@@ -566,35 +461,17 @@ class Agents:
             for field in ("runtime", "instructions", "cwd"):
                 if getattr(existing.spec, field) != getattr(spec, field):
                     raise DefinitionError(f"agent {key} is already open with a different {field}")
-            if sandbox is not None and sandbox is not existing.sandbox and not isinstance(sandbox, (SandboxSpec, Mapping)):
+            if not self._port.same_sandbox(existing.sandbox, sandbox, box):
                 raise DefinitionError(f"agent {key} is already open in a different sandbox")
             if checked is not None:
                 await existing._replace_tools(checked)
             return existing
-        if not directory.is_dir():
-            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
-        unconfined = self._resolve(key, resolved)
-        cli, version = unconfined.cli_executable(), None
-        if cli is not None:  # raises DefinitionError for a CLI older than agentswf works with
-            version = (await self.clis.check(key, *cli, {**self._env, **resolved.env}, directory)).text
-            if cli[0] in TESTED:  # each tested version reports its spend: a turn that doesn't is told of
-                self.budgets.measured[key] = f"{cli[0]} {version or '(version unknown)'}"
-        harness = await self.sandboxes.confine(key, unconfined, sandbox, directory)
-        resumed = (
-            await self.durable.opened(key, resolved.harness, harness, version)
-            if self.durable is not None else self._sessions.get(key)
-        )
-        return await self._start(key, spec, harness, checked or {}, resumed)
+        tools_of = checked or {}
+        return self._add(key, spec, tools_of, await self._port.open_agent(key, spec, tools_of, sandbox, box))
 
-    async def _start(
-        self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool],
-        session: str | None = None, forked_from: str | None = None,
-    ) -> Agent:
-        env = {**self._env, **spec.runtime.env} if spec.runtime.env else self._env  # read-only from here on
-        directory = Path(spec.cwd)
-        opened: OpenedAgent = await self._run.ask(OpenAgent(key, harness, directory, env, tools, session, forked_from))
-        agent = Agent(key, spec, opened, self, tools, harness)
-        agent.sandbox = harness.sandbox if isinstance(harness, SandboxedHarness) else None
+    def _add(self, key: str, spec: AgentSpec, tools: dict[str, Tool], opened: Opened) -> Agent:
+        agent = Agent(key, spec, tools, self, opened.driver, settings=opened.settings, launcher=opened.launcher,
+                      sandbox=opened.sandbox)
         self.keys.add(key)
         self._open[key] = agent
         return agent
@@ -611,10 +488,10 @@ class Agents:
     ) -> Agent:
         check_key(key)
         checked = parent.tools if tools is None else check_tools(key, tools)
-        directory = (self._cwd / cwd).resolve() if cwd is not None else Path(parent.spec.cwd)
+        directory = self._port.fork_cwd(key, parent, cwd)
         asked = ForkSpec(
             parent.key, None if tools is None else tuple((name, tool.description) for name, tool in sorted(checked.items())),
-            instructions, effort, str(directory),
+            instructions, effort, directory,
         )
         earlier = self._forks.get(key)
         if earlier is not None and key in self._open:
@@ -624,33 +501,26 @@ class Agents:
         self._check_reusable(key)
         if key == WORKFLOW_KEY or key in self.keys:
             raise DefinitionError(f"agent {key} is already open, not as this fork of {parent.key}")
-        if parent._turns == 0:
-            raise DefinitionError(f"agent {parent.key}: an agent cannot be forked before its first turn")
         harness_name = parent.spec.runtime.harness
         why = _capable(harness_name, "fork")
         if why is not None:
             raise DefinitionError(f"agent {parent.key} can't be forked: {why}")
+        if parent._turns == 0:
+            raise DefinitionError(f"agent {parent.key}: an agent cannot be forked before its first turn")
+        self._port.check_fork(parent)
         check_effort(key, harness_name, effort)
-        if not directory.is_dir():
-            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         self._forks[key] = asked  # taken now: a second fork of the key while this one copies is the same or refused
         try:
             parent._ops += 1
-            op = StartOp(call_id=new_id(), n=parent._ops, kind="fork", deadline=math.inf, fork=key)
-            record = await parent._operate(op)
+            record = await parent._driver.fork(parent, parent._ops, key)
             if not record.answered or record.session is None:
                 raise WorkflowError(f"agent {parent.key} could not be forked into {key}: {record.outcome.reason}")
             runtime = msgspec.structs.replace(
                 parent.spec.runtime, model=record.model, effort=effort if effort is not None else record.effort
             )
-            spec = AgentSpec(runtime, instructions, str(directory))
-            harness = self._resolve(key, runtime)
-            if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
-                harness = await self.sandboxes.confine(key, harness, parent.sandbox, directory)
-            harness.seed(record.session, parent._harness.totals(record.session))
-            if parent.key in self.budgets.measured:
-                self.budgets.measured[key] = self.budgets.measured[parent.key]
-            return await self._start(key, spec, harness, dict(checked), record.session, parent.key)
+            spec = AgentSpec(runtime, instructions, directory)
+            tools_of = dict(checked)
+            return self._add(key, spec, tools_of, await self._port.open_fork(parent, key, spec, tools_of, record.session))
         except BaseException:
             if key not in self._open:
                 self._forks.pop(key, None)
@@ -664,16 +534,13 @@ class Agents:
         if agent is None:
             return False
         _not_from_own_handler(key, "stop")
+        stop = self._port.stopper()  # where the engine can't stop an agent, refused before anything changes
         why = reason or "no reason given"
         agent.stopped = why
         self._stopped[key] = why
         del self._open[key]
         agent.closed = True
-        try:
-            await agent._ref.ask(StopAgent(new_id(), reason or ""))
-        except ActorStopped:
-            pass  # it was going down already
-        await self._run.ask(CloseAgent((key,)))
+        await stop(agent, reason or "")
         return True
 
     async def close(self, key: str) -> bool:
@@ -689,10 +556,118 @@ class Agents:
             await self._close(tuple(self._open))
 
     async def _close(self, keys: tuple[str, ...]) -> None:
-        for key in keys:
-            self._open.pop(key).closed = True
+        closing = {key: self._open.pop(key) for key in keys}
+        for key, agent in closing.items():
+            agent.closed = True
             self._closed.add(key)
-        await self._run.ask(CloseAgent(keys))
+        await self._port.close_agents(closing)
 
     def __contains__(self, key: str) -> bool:
         return key in self._open
+
+
+class LocalAgents:
+    """The agents port of a local run (port.AgentsPort): each agent an actor the run actor opens, its
+    harness resolved, its CLI's version checked, confined to its sandbox, resumed from the record."""
+
+    def __init__(
+        self, agents: Agents, run: ActorRef, board: ActorRef, cwd: Path, env: Mapping[str, str],
+        resolve: HarnessResolver, sessions: Mapping[str, str] | None, run_stopped: Sequence[str],
+        run_interrupted: Sequence[str],
+    ) -> None:
+        self._agents = agents  # their sandboxes, CLI checks, budgets and durable records
+        self._run = run
+        self._board = board
+        self._cwd = cwd
+        # The run's GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE… would point the agent's git at another
+        # repository than its cwd's (a worktree's): not inherited; a runtime's own env may still set them.
+        self._env = {name: value for name, value in env.items() if name not in LOCAL_GIT_VARIABLES}
+        self._resolve = resolve
+        self._sessions = dict(sessions or {})  # without a record: the native session each agent starts from
+        self._run_stopped = run_stopped  # `awf stop`'s reason, once a person stopped the run (the run's list)
+        self._run_interrupted = run_interrupted  # once the run's caller cancelled it (Ctrl-C): the run's list
+
+    def cancelled_because(self, what: str) -> str:
+        """Why a turn (or operation) the workflow gave up on was cancelled: the person's stop that
+        cancelled the workflow (`stopped by NAME: reason`), or else the workflow's own giving up."""
+        if self._run_stopped:
+            return f"the run was {self._run_stopped[0]}"
+        if self._run_interrupted:
+            return f"the run was {self._run_interrupted[0]}"
+        return f"the workflow cancelled the {what}"
+
+    def place(
+        self, key: str, runtime: Runtime, instructions: str | None, cwd: str | Path | None, sandbox: Any,
+        tools: dict[str, Tool] | None,
+    ) -> tuple[AgentSpec, Any]:
+        directory = (self._cwd / cwd).resolve() if cwd is not None else sandbox_cwd(sandbox, self._cwd)
+        return AgentSpec(runtime, instructions, str(directory)), None
+
+    def same_sandbox(self, existing: Any, given: Any, placed: Any) -> bool:
+        """A spec is confined anew where the agent opens; a sandbox of `wf.sandboxes` must be its own."""
+        return given is None or given is existing or isinstance(given, (SandboxSpec, Mapping))
+
+    async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
+        directory = Path(spec.cwd)
+        if not directory.is_dir():
+            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
+        agents, resolved = self._agents, spec.runtime
+        unconfined = self._resolve(key, resolved)
+        cli, version = unconfined.cli_executable(), None
+        if cli is not None:  # raises DefinitionError for a CLI older than agentswf works with
+            version = (await agents.clis.check(key, *cli, {**self._env, **resolved.env}, directory)).text
+            if cli[0] in TESTED:  # each tested version reports its spend: a turn that doesn't is told of
+                agents.budgets.measured[key] = f"{cli[0]} {version or '(version unknown)'}"
+        harness = await agents.sandboxes.confine(key, unconfined, sandbox, directory)
+        resumed = (
+            await agents.durable.opened(key, resolved.harness, harness, version)
+            if agents.durable is not None else self._sessions.get(key)
+        )
+        return await self._start(key, spec, harness, tools, resumed)
+
+    async def _start(
+        self, key: str, spec: AgentSpec, harness: Harness, tools: dict[str, Tool], session: str | None,
+        forked_from: str | None = None,
+    ) -> Opened:
+        env = {**self._env, **spec.runtime.env} if spec.runtime.env else self._env  # read-only from here on
+        opened: OpenedAgent = await self._run.ask(
+            OpenAgent(key, harness, Path(spec.cwd), env, tools, session, forked_from)
+        )
+        return Opened(
+            LocalDriver(opened, harness, self._board, self.cancelled_because), harness.settings(), opened.launcher,
+            harness.sandbox if isinstance(harness, SandboxedHarness) else None,
+        )
+
+    def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:
+        directory = (self._cwd / cwd).resolve() if cwd is not None else Path(parent.spec.cwd)
+        if not directory.is_dir():
+            raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
+        return str(directory)
+
+    def check_fork(self, parent: Agent) -> None:
+        pass  # a fork of a sandboxed agent is confined to its sandbox too
+
+    async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
+        harness = self._resolve(key, spec.runtime)
+        if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
+            harness = await self._agents.sandboxes.confine(key, harness, parent.sandbox, Path(spec.cwd))
+        assert isinstance(parent._driver, LocalDriver)  # a local run's agents are
+        harness.seed(session, parent._driver.harness.totals(session))
+        measured = self._agents.budgets.measured
+        if parent.key in measured:
+            measured[key] = measured[parent.key]
+        return await self._start(key, spec, harness, tools, session, parent.key)
+
+    def stopper(self) -> Callable[[Agent, str], Awaitable[None]]:
+        return self._stop
+
+    async def _stop(self, agent: Agent, reason: str) -> None:
+        assert isinstance(agent._driver, LocalDriver)
+        try:
+            await agent._driver.ref.ask(StopAgent(new_id(), reason))
+        except ActorStopped:
+            pass  # it was going down already
+        await self._run.ask(CloseAgent((agent.key,)))
+
+    async def close_agents(self, agents: dict[str, Agent]) -> None:
+        await self._run.ask(CloseAgent(tuple(agents)))

@@ -101,7 +101,7 @@ class Workflow:
 
     @classmethod
     def over(
-        cls, engine: EnginePort, *, name: str, run_id: str, run_dir: Path, cwd: Path, agents: Any, approvals: Approvals
+        cls, engine: EnginePort, *, name: str, run_id: str, run_dir: Path, cwd: Path, agents: Agents, approvals: Approvals
     ) -> Workflow:
         """The `wf` of a run on `engine`."""
         wf = cls.__new__(cls)

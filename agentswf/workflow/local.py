@@ -6,13 +6,17 @@ import math
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.from_thread
 
 from ..actors import ActorRef, backend
+from ..engine.agent_messages import CancelTurn, SetTools, StartOp, StartTurn
 from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
+from ..engine.ids import new_id
+from ..engine.outcomes import Turn
 from ..engine.recorder import Logged, LogLines
 from ..engine.rules import Refusal
 from ..engine.switchboard import (
@@ -20,17 +24,27 @@ from ..engine.switchboard import (
     Inbox,
     Mail,
     OpenRouteRequest,
+    PeersOf,
     Post,
     Posted,
     Receive,
     Register,
 )
-from ..errors import leaf_errors
+from ..errors import ActorStopped, AgentClosed, DefinitionError, leaf_errors
+from ..harnesses.base import Harness
 from ..progress import progress
+from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
+from ..wire.teaching import Taught
 from .durable import Durable
+from .durations import Duration, to_seconds
 from .port import plain
 from .sandboxes import Sandboxes
 from .worktrees import RunWorktrees
+
+if TYPE_CHECKING:
+    from ..engine.run import OpenedAgent
+    from .agents import Agent
+    from .tools import Tool
 
 T = TypeVar("T")
 
@@ -178,3 +192,158 @@ class LocalEngine:
 
     def worktrees(self) -> RunWorktrees:
         return self._worktrees
+
+
+class _InOrder:
+    """`LocalDriver._in_order`'s block: it waits for the one asked before (no schedule point when that
+    one is queued already), and says its own is queued as it ends."""
+
+    __slots__ = ("before", "mine")
+
+    def __init__(self, before: anyio.Event, mine: anyio.Event) -> None:
+        self.before, self.mine = before, mine
+
+    async def __aenter__(self) -> None:
+        if not self.before.is_set():
+            try:
+                await self.before.wait()
+            except BaseException:
+                self.mine.set()
+                raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.mine.set()  # the caller sends at once, before anything else runs
+
+
+class LocalDriver:
+    """An agent's driver on the local engine (port.AgentDriver): its actor, asked for each turn and
+    operation in the order they were asked for; a turn the workflow gives up on is cancelled there."""
+
+    def __init__(
+        self, opened: OpenedAgent, harness: Harness, board: ActorRef, cancelled_because: Callable[[str], str]
+    ) -> None:
+        self.ref = opened.ref
+        self.harness = harness
+        self._standing = opened.standing
+        self._board = board
+        self._cancelled_because = cancelled_because  # the run's: who gave up on a turn, and why
+        self._last_queued = anyio.Event()  # set once the latest turn or operation asked for is in the agent's queue
+        self._last_queued.set()
+
+    def clock(self) -> float:
+        return anyio.current_time()
+
+    def wall(self) -> float:
+        return time.time()
+
+    def new_id(self) -> str:
+        return new_id()
+
+    def deadline(self, timeout: Duration | None, deadline: object) -> float:
+        """The loop's clock: the caller's cancel scope bounds it too."""
+        now = anyio.current_time()
+        limit = anyio.current_effective_deadline()
+        if timeout is not None:
+            limit = min(limit, now + to_seconds(timeout, what="timeout"))
+        if deadline is not None:
+            unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)  # type: ignore[arg-type]
+            if not math.isfinite(unix):
+                raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
+            limit = min(limit, now + (unix - time.time()))
+        return limit
+
+    def check_schema(self, key: str, taught: Taught) -> None:
+        pass  # the agent's actor checks the answer against the Taught itself
+
+    async def turn(self, agent: Agent, n: int, prompt: str, taught: Taught, deadline: float, nudge: bool) -> Turn[Any]:
+        async with self._in_order():
+            start = await self._start_turn(agent, new_id(), n, prompt, taught, deadline, nudge)
+        try:
+            turn: Turn[Any] = await self.ref.ask(start)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside: at the deadline the turn timed out; otherwise the
+            # workflow (a parallel branch, a stage, the run) gave up on it.
+            await self._cancel(start.call_id, "turn", deadline)
+            raise
+        except ActorStopped:
+            raise AgentClosed(f"agent {agent.key} was closed while its turn {start.n} ran") from None
+        return turn
+
+    def ended(self, turn: Turn[Any], n: int) -> None:
+        pass  # the agent's actor recorded it as it settled
+
+    async def _start_turn(
+        self, agent: Agent, call_id: str, n: int, prompt: str, taught: Taught, turn_deadline: float, nudge: bool
+    ) -> StartTurn:
+        # no route of the agent's was ever open: no peers to ask the switchboard for (`StandingSlot.routed`)
+        rows = (await self._board.ask(PeersOf(agent.key)))["peers"] if self._standing.routed else []
+        launcher = agent.launcher
+        assert launcher is not None  # every local agent has one
+        peers = peers_block(launcher, rows, can_await=self.harness.can_await)
+        return StartTurn(
+            call_id=call_id,
+            n=n,
+            prompt=turn_prompt(
+                prompt,
+                launcher=launcher,
+                call_id=call_id,
+                taught=taught,
+                instructions=agent.spec.instructions if n == 1 else None,
+                tools=agent.tools,
+                peers=peers,
+            ),
+            nudge_prompt=nudge_prompt(
+                launcher=launcher,
+                call_id=call_id,
+                taught=taught,
+                tools=agent.tools,
+                peers=peers,
+                waiting=self.harness.supports_waiting,
+            ),
+            taught=taught,
+            deadline=turn_deadline,
+            nudge=nudge,
+        )
+
+    def _in_order(self) -> _InOrder:
+        """Turns and operations reach the agent's queue in the order they were asked for, though
+        a turn asks for its peers first: each waits until the one asked before it is queued."""
+        before, self._last_queued = self._last_queued, anyio.Event()
+        return _InOrder(before, self._last_queued)
+
+    async def _cancel(self, call_id: str, what: str, deadline: float) -> None:
+        timed_out = anyio.current_time() >= deadline
+        reason = "the deadline passed" if timed_out else self._cancelled_because(what)
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.ref.ask(CancelTurn(call_id=call_id, reason=reason, timed_out=timed_out))
+            except ActorStopped:
+                pass
+
+    async def operate(self, agent: Agent, op: StartOp) -> Turn[Any]:
+        """Queue the operation with the agent's turns and wait for its record, as a turn is waited for."""
+        async with self._in_order():
+            pass
+        try:
+            record: Turn[Any] = await self.ref.ask(op)
+        except anyio.get_cancelled_exc_class():
+            await self._cancel(op.call_id, op.kind, op.deadline)
+            raise
+        except ActorStopped:
+            raise AgentClosed(f"agent {agent.key} was closed while its {op.kind} {op.n} was queued or ran") from None
+        return record
+
+    async def compact(self, agent: Agent, n: int, focus: str, deadline: float, refusal: str | None) -> Turn[str]:
+        op = StartOp(call_id=new_id(), n=n, kind="compaction", deadline=deadline, focus=focus, refusal=refusal)
+        return await self.operate(agent, op)
+
+    async def set(self, agent: Agent, n: int, model: str | None, effort: str | None) -> Turn[None]:
+        return await self.operate(
+            agent, StartOp(call_id=new_id(), n=n, kind="set", deadline=math.inf, model=model, effort=effort)
+        )
+
+    async def fork(self, agent: Agent, n: int, key: str) -> Turn[Any]:
+        return await self.operate(agent, StartOp(call_id=new_id(), n=n, kind="fork", deadline=math.inf, fork=key))
+
+    async def set_tools(self, tools: dict[str, Tool]) -> None:
+        await self.ref.tell(SetTools(tools))

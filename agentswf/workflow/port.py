@@ -1,6 +1,6 @@
 """The engine port: what the one author surface asks of the engine that runs it.
 
-`Workflow`, `Route`, `Participants` and `Approvals` are written once, in workflow/, over
+`Workflow`, `Agent`, `Route`, `Participants` and `Approvals` are written once, in workflow/, over
 this port; the local engine (its actors, on anyio: workflow/local.py) and Temporal (workflow
 state, in Temporal's deterministic asyncio: temporal/flow.py) each implement it. A feature an
 engine doesn't have is refused here, by `refused`, naming the feature and the engine, so the
@@ -13,12 +13,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from ..engine.approvals import ApprovalDecision, ApprovalRequest
+from ..engine.outcomes import Turn
 from ..engine.rules import Refusal
 from ..engine.switchboard import Mail, Posted
 from ..errors import WorkflowError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..harnesses.runtime import Runtime
+    from ..wire.teaching import Taught
+    from .agents import Agent, AgentSpec, Opened
+    from .durations import Duration
     from .sandboxes import Sandboxes
+    from .tools import Tool
     from .worktrees import RunWorktrees
 
 T = TypeVar("T")
@@ -56,6 +64,80 @@ class ApprovalPort(Protocol):
 
     async def decide(self, call_id: str, decision: ApprovalDecision) -> bool:
         """False if no call by that id is waiting."""
+
+
+class AgentDriver(Protocol):
+    """One agent's engine, below the one `Agent` (workflow/agents.py) that checks what it is given,
+    keeps its ids, budgets and records: locally the agent's actor, asked in order; on Temporal the
+    activity each turn is, the agent's session between them and the turns its mail starts."""
+
+    def clock(self) -> float:
+        """Now, on the clock a turn's deadline is on (the loop's locally, Unix seconds on Temporal)."""
+
+    def wall(self) -> float:
+        """Now, in Unix seconds, as a record's `started_at` is."""
+
+    def new_id(self) -> str:
+        """A fresh call id."""
+
+    def deadline(self, timeout: Duration | None, deadline: object) -> float:
+        """The one deadline of a turn or operation on `clock`, fixed now, before it is queued."""
+
+    def check_schema(self, key: str, taught: Taught) -> None:
+        """Refuse, before anything is queued, a turn's schema this engine can't carry."""
+
+    async def turn(self, agent: Agent, n: int, prompt: str, taught: Taught, deadline: float, nudge: bool) -> Turn[Any]:
+        """Run the turn, after the work asked of the agent before it; its Turn, whatever its outcome."""
+
+    def ended(self, turn: Turn[Any], n: int) -> None:
+        """The workflow's turn `n` as it ends for the workflow (a budget may have stopped it), kept where
+        the engine keeps it."""
+
+    async def compact(self, agent: Agent, n: int, focus: str, deadline: float, refusal: str | None) -> Turn[str]:
+        """The compaction's record; `refusal` says why the harness can't, and it fails at once."""
+
+    async def set(self, agent: Agent, n: int, model: str | None, effort: str | None) -> Turn[None]:
+        """The switch's record: later turns run with `model` and `effort`."""
+
+    async def set_tools(self, tools: dict[str, Tool]) -> None:
+        """The agent's tools from its next call on (a reopening's handlers replace the old)."""
+
+    async def fork(self, agent: Agent, n: int, key: str) -> Turn[Any]:
+        """The record of a copy of the agent's session for the fork `key` (its `session`), taken after
+        the work asked of the agent before it."""
+
+
+class AgentsPort(Protocol):
+    """What the one `Agents` asks of its engine: where an agent is placed, and to open, fork, stop and
+    close one there; what the engine can't do it refuses (`refused`)."""
+
+    def place(
+        self, key: str, runtime: Runtime, instructions: str | None, cwd: str | Path | None, sandbox: Any,
+        tools: dict[str, Tool] | None,
+    ) -> tuple[AgentSpec, Any]:
+        """The agent's spec (its cwd as the engine places it) and its sandbox as the engine keeps it
+        (None where it is confined when it opens), refusing what the engine can't carry."""
+
+    def same_sandbox(self, existing: Any, given: Any, placed: Any) -> bool:
+        """Whether reopening an agent with `given` keeps the sandbox it has."""
+
+    async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
+        """The agent opened: its driver, settings, launcher and sandbox."""
+
+    def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:
+        """The fork's cwd: the parent's unless given."""
+
+    def check_fork(self, parent: Agent) -> None:
+        """Refuse a fork of `parent` the engine can't make."""
+
+    async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
+        """The fork opened on `session`, the copy its parent's driver made."""
+
+    def stopper(self) -> Callable[[Agent, str], Awaitable[None]]:
+        """How an agent is stopped, or `refused`: asked before the agent is marked stopped."""
+
+    async def close_agents(self, agents: dict[str, Agent]) -> None:
+        """The agents, by key, are closed (marked so already): their work ends, their keys are not opened again."""
 
 
 class EnginePort(Protocol):
