@@ -138,7 +138,7 @@ class Workflow:
         async def run(index: int, item: T) -> None:
             try:
                 results[index] = await fn(item)
-            except Exception as error:
+            except (Exception, StopRequested) as error:
                 first.append(error)
                 raise
 
@@ -154,7 +154,7 @@ class Workflow:
                 for index, item in enumerate(work):
                     group.start_soon(one, index, item)
         except BaseExceptionGroup as group:
-            errors = [leaf for leaf in leaf_errors(group) if isinstance(leaf, Exception)]
+            errors = [leaf for leaf in leaf_errors(group) if isinstance(leaf, (Exception, StopRequested))]
             if errors:
                 raise (first[0] if first else errors[0]) from None
             raise

@@ -21,7 +21,7 @@ from ..engine.switchboard import (
     Register,
 )
 from ..engine.toolcall import CURRENT_TOOL_CALL
-from ..errors import DefinitionError, WorkflowError, leaf_errors
+from ..errors import DefinitionError, MessageRefused, StopRequested, WorkflowError, leaf_errors
 
 
 def not_in_handler(what: str) -> None:
@@ -31,14 +31,6 @@ def not_in_handler(what: str) -> None:
             f"{what} can't be used inside a tool handler ({call.tool}): the agent that called it is waiting "
             "for the handler to return"
         )
-
-
-class MessageRefused(WorkflowError):
-    """A participant's send or reply was refused; `code` is the refusal code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
 
 
 class Route:
@@ -165,7 +157,7 @@ async def _first(awaitables: dict[Any, Awaitable[Any]]) -> tuple[Any, Any]:
             for name, awaitable in awaitables.items():
                 group.start_soon(one, name, awaitable, group)
     except BaseExceptionGroup as group_error:  # the first error, as itself, as wf.parallel raises it
-        errors = [leaf for leaf in leaf_errors(group_error) if isinstance(leaf, Exception)]
+        errors = [leaf for leaf in leaf_errors(group_error) if isinstance(leaf, (Exception, StopRequested))]
         if errors:
             raise errors[0] from None
         raise
