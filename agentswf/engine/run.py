@@ -40,7 +40,7 @@ import msgspec
 from ..actors import Actor, ActorRef, Supervisor, Tracer, handler
 from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
-from ..harnesses.pane_keep import keep_kept
+from ..harnesses.pane_keep import RUN_PANES, PanesToKeep
 from ..harnesses.process import watched
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
@@ -280,6 +280,8 @@ async def run_actors(
     sockets = make_run_dir()
     timers = RunTimers()
     started_with = RUN_TIMERS.set(timers)  # what the actors started here run inherits: their turns' timers
+    panes = PanesToKeep()
+    panes_set = RUN_PANES.set(panes)  # and the panes their agents keep
     try:
         async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
             log_lines, appends, ledger = LogLines(), Appends(), ledger or Ledger()
@@ -301,7 +303,8 @@ async def run_actors(
             )
     finally:
         RUN_TIMERS.reset(started_with)
+        RUN_PANES.reset(panes_set)
         remove_run_dir(sockets)
         with anyio.CancelScope(shield=True):
-            await keep_kept(sockets)  # its agents' kept panes, now nothing of the run is there to reach
+            await panes.keep_all()  # its agents' kept panes, now nothing of the run is there to reach
 
