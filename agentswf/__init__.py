@@ -44,7 +44,9 @@ from .errors import (
     DeadlineExceeded,
     DefinitionError,
     HarnessError,
+    MessageRefused,
     StopRequested,
+    TurnNotAnswered,
     WorkflowError,
 )
 from .harnesses.pane_liveness import CheckIns
@@ -56,7 +58,7 @@ from .workflow.budgets import Budget, Spending, Spent
 from .workflow.context import Approvals, Workflow
 from .workflow.definition import WorkflowDefinition, workflow
 from .workflow.loading import load_workflow
-from .workflow.messaging import MessageRefused, Participant, Participants, Route
+from .workflow.messaging import Participant, Participants, Route
 from .workflow.running import RunResult, run
 from .workflow.sandboxes import Sandbox, Sandboxes, SandboxSpec
 from .workflow.tools import Tool, tool
@@ -99,6 +101,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "Turn",
+    "TurnNotAnswered",
     "Unanswered",
     "Usage",
     "Workflow",

@@ -1,23 +1,30 @@
 """Every exception agentswf raises, in one hierarchy.
 
-Catch ``AgentswfError`` to catch them all. The tree::
+Catch ``AgentswfError`` to catch every error. ``StopRequested`` is not an error: like trio's
+``Cancelled`` it derives from ``BaseException``, so a workflow's ``except Exception`` or
+``except WorkflowError`` lets a stop through to end the run. The tree::
 
-    AgentswfError
-    ├── ActorError                  the actor kernel
-    │   ├── ActorStopped            the actor had stopped (or stopped before it answered)
-    │   ├── ActorCrashed            the handler raised answering (the actor goes on), or
-    │   │                           the actor crashed before it answered; the cause is chained
-    │   ├── MailboxFull             the mailbox was full and its policy is to fail
-    │   ├── AskTimeout              no answer within the ask's timeout (also a TimeoutError)
-    │   └── UnhandledMessage        the actor has no handler for that message type
-    ├── WorkflowError               a workflow used the API wrongly, or its run could not go on
-    │   ├── DefinitionError         a workflow, agent, tool or schema is not well formed
-    │   ├── AgentClosed             an operation on an agent that was closed
-    │   ├── StopRequested           raised by ``wf.stop``: ends the run ``stopped``
-    │   └── DeadlineExceeded        a wait outlived its deadline (also a TimeoutError)
-    ├── HarnessError                an agent CLI could not be found or started
-    │   └── SandboxRefused          a sandbox would not start an attempt: what it must hold, it can't
-    └── TestScriptError             a scripted test agent was missing, or left turns unused
+    Exception
+    └── AgentswfError
+        ├── ActorError                  the actor kernel
+        │   ├── ActorStopped            the actor had stopped (or stopped before it answered)
+        │   ├── ActorCrashed            the handler raised answering (the actor goes on), or
+        │   │                           the actor crashed before it answered; the cause is chained
+        │   ├── MailboxFull             the mailbox was full and its policy is to fail
+        │   ├── AskTimeout              no answer within the ask's timeout (also a TimeoutError)
+        │   └── UnhandledMessage        the actor has no handler for that message type (also a TypeError)
+        ├── WorkflowError               a workflow used the API wrongly, or its run could not go on
+        │   ├── DefinitionError         a workflow, agent, tool or schema is not well formed (also a ValueError)
+        │   ├── AgentClosed             an operation on an agent that was closed
+        │   ├── TurnNotAnswered         ``turn.value`` of a turn that was not answered (also a ValueError)
+        │   ├── MessageRefused          a participant's send or reply was refused; ``code`` says why
+        │   ├── DeadlineExceeded        a wait outlived its deadline (also a TimeoutError)
+        │   └── RunKeyError             a Temporal deployment's run key is missing, unfit, or not the run's
+        ├── HarnessError                an agent CLI could not be found or started
+        │   └── SandboxRefused          a sandbox would not start an attempt: what it must hold, it can't
+        └── TestScriptError             a scripted test agent was missing, or left turns unused (also an AssertionError)
+    BaseException
+    └── StopRequested                   raised by ``wf.stop``: ends the run ``stopped``; not an error
 
 Usage errors carry a message that says what to do next. Errors a turn can meet
 (an agent that never answers, a CLI that fails) are not exceptions: they are the
@@ -25,6 +32,8 @@ turn's outcome.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class AgentswfError(Exception):
@@ -74,12 +83,22 @@ class AgentClosed(WorkflowError):
     """An operation was given to an agent that is closed."""
 
 
-class StopRequested(WorkflowError):
-    """Raised by ``wf.stop(reason)``; the run ends ``stopped``. Don't catch it."""
+class TurnNotAnswered(WorkflowError, ValueError):
+    """``turn.value`` of a turn that was not answered; ``turn`` is that turn (its ``outcome``
+    says how it ended). Also a ValueError, which ``turn.value`` raised before it had its own."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def __init__(self, turn: Any) -> None:
+        super().__init__(f"turn {turn.n} of {turn.agent} ended {turn.outcome.kind}: {turn.outcome.reason}")
+        self.turn = turn
+
+
+class MessageRefused(WorkflowError):
+    """A participant's send or reply was refused; ``code`` is the refusal code (``none-owed``,
+    ``expired``, …)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
 
 
 class DeadlineExceeded(WorkflowError, TimeoutError):
@@ -108,8 +127,28 @@ class TestScriptError(AgentswfError, AssertionError):
     __test__ = False
 
 
+# A stop, which is not an error ----------------------------------------------------------
+
+
+class StopRequested(BaseException):
+    """Raised by ``wf.stop(reason)``; the run ends ``stopped``.
+
+    A ``BaseException``, not an ``AgentswfError``, as trio's ``Cancelled`` is: a workflow's
+    ``except Exception`` or ``except WorkflowError`` around a call that stops lets the stop go
+    on to end the run. Don't catch it; a workflow that does ends ``failed`` ("stop was caught")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def leaf_errors(error: BaseException) -> list[BaseException]:
     """The errors inside `error`, however deep its exception groups nest."""
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in leaf_errors(inner)]
     return [error]
+
+
+def stop_among(error: BaseException) -> StopRequested | None:
+    """The stop `error` is or holds, however deep its exception groups nest."""
+    return next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)

@@ -7,7 +7,7 @@ was taken (`peer.identify`): a decision stands only if its pid still names that 
 after it was made (`peer.is_connector`), so nothing a pid given out again says is taken for
 the connector's. Where a process's parent can't be read (no /proc: macOS), no check is made
 and the run says so once: the sockets are then held by their owner-only modes and the
-unlisted run directory alone.
+unlisted run directory alone. Nothing here outlives a run: each run says it for itself.
 """
 
 from __future__ import annotations
@@ -27,16 +27,6 @@ from .recorder import ConnectionRefused
 
 _log = structlog.get_logger("agentswf.admission")
 SPAWN_ADMIT_WAIT_SECONDS = 5.0  # at most, for a starting attempt's keeper pid before refusing
-_warned: list[bool] = []
-
-
-def _checkable() -> bool:
-    if parents_readable():
-        return True
-    if not _warned:
-        _warned.append(True)
-        _log.warning("processes' parents can't be read here (no /proc): the run can't check who connects")
-    return False
 
 
 async def _record(recorder: ActorRef, socket: str, peer: Peer, reason: str) -> None:
@@ -58,8 +48,9 @@ def agent_admit(agent: str, attempts: LiveAttempts, recorder: ActorRef) -> Admit
     attempts. A connection while `agent` is starting waits for its keeper's pid (up to
     SPAWN_ADMIT_WAIT_SECONDS). Whatever admits it, the pid must name, after the decision, the
     process that connected (`is_connector`): a connector gone, its pid given to one of
-    `agent`'s processes (its keeper, say), is not `agent`'s."""
-    if not _checkable():
+    `agent`'s processes (its keeper, say), is not `agent`'s. None where no check can be made
+    (the run's `operator_admit` said so)."""
+    if not parents_readable():
         return None
     run_pid = os.getpid()
 
@@ -85,8 +76,10 @@ def agent_admit(agent: str, attempts: LiveAttempts, recorder: ActorRef) -> Admit
 def operator_admit(attempts: LiveAttempts, recorder: ActorRef, run_mark: str) -> Admit | None:
     """Admit on the operator socket any process but those of the run's live attempts, those
     under a keeper an agent holds (its pane's), and those carrying `run_mark`; and only while
-    its pid names the process that connected."""
-    if not _checkable():
+    its pid names the process that connected. None where no check can be made, which it says:
+    once a run, as each run has one operator socket."""
+    if not parents_readable():
+        _log.warning("processes' parents can't be read here (no /proc): the run can't check who connects")
         return None
 
     def mark_of(pid: int) -> str | None:

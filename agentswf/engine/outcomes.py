@@ -14,6 +14,7 @@ from typing import ClassVar, Generic, TypeVar
 
 import msgspec
 
+from ..errors import TurnNotAnswered
 from ..harnesses.usage import Usage
 from ..harnesses.usage import add_usage as add_usage  # the engine sums usage from here
 
@@ -95,7 +96,7 @@ class Turn(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
 
     @property
     def value(self) -> T:
-        """The answer; raises if the turn was not answered, saying how it ended."""
+        """The answer; raises TurnNotAnswered if the turn was not answered, saying how it ended."""
         if isinstance(self.outcome, Answered):
             return self.outcome.value
-        raise ValueError(f"turn {self.n} of {self.agent} ended {self.outcome.kind}: {self.outcome.reason}")
+        raise TurnNotAnswered(self)

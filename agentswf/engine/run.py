@@ -9,28 +9,27 @@ every agent and every call id of the run, which is what `wrong-agent` needs. The
 directory of sockets has a watchdog (`process.watched`) for as long as the run lives, so
 that a run killed with `kill -9` leaves no process carrying its mark and no directory.
 
-While a run lives, the cyclic garbage collector's youngest generation waits for
-RUN_GC_YOUNG_THRESHOLD allocations instead of Python's 700 (`gc_paced_for_runs`): a run of
-many agents keeps hundreds of thousands of live objects (actors, mailboxes, tasks, cancel
-scopes, turn states), and at 1,000 agents × 10 calls the default pace spent about a fifth
-of the run's CPU in collections (eight full ones of ~150 ms each, a thousand young ones)
-that found little: what a call leaves is freed by reference counting. At 100,000 rather than
-10,000 the young and middle collections of 1,000 agents' turns took 0.14 ms an agent, not 0.2:
-what a turn holds for a while is more often gone before a collection looks at it (a young
-collection then takes ~40 ms). A full collection (every object of the process, ~0.1–0.2 s at
-1,000 agents open) waits for RUN_GC_OLDEST_THRESHOLD middle ones instead of Python's 10: at 10
-the count the imports left brought one into almost every 1,000-agent run on trio (0.1–0.23 ms
-of its ~1.9 ms an agent); at 20, with a middle one every 2 M allocations, one comes every
-20–40 M allocations (tens of thousands of agents' turns), so its cost over the agents opened
-meanwhile stays small. Garbage in cycles is still collected, only later; the thresholds are
-put back as the last run of the process ends.
+A run leaves the process's cyclic garbage collector as it found it: the process is its
+program's, not the library's. A program running many agents does well to pace it
+(`pace_collector`, which `awf` calls as it starts): a run of many agents keeps hundreds of
+thousands of live objects (actors, mailboxes, tasks, cancel scopes, turn states), and at
+1,000 agents × 10 calls Python's pace spent about a fifth of the run's CPU in collections
+(eight full ones of ~150 ms each, a thousand young ones) that found little: what a call
+leaves is freed by reference counting. Left at Python's pace, `benchmarks/scale.py --sizes
+1000` spent 30-70 % more CPU a tool call and 20-40 % more an agent (benchmarks/RESULTS.md).
+At a young threshold of 100,000 rather than 10,000 the young and middle collections of 1,000
+agents' turns took 0.14 ms an agent, not 0.2: what a turn holds for a while is more often gone
+before a collection looks at it. A full collection (every object of the process, ~0.1-0.2 s
+at 1,000 agents open) waits for 20 middle ones instead of Python's 10: at 10 one fell into
+almost every 1,000-agent run on trio; at 20 one comes every 20-40 M allocations. Paced as
+`awf` paces it, as its process starts, the same measure spent what it did while runs paced it.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ import msgspec
 from ..actors import Actor, ActorRef, Supervisor, Tracer, handler
 from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
-from ..harnesses.pane_keep import keep_kept
+from ..harnesses.pane_keep import RUN_PANES, PanesToKeep
 from ..harnesses.process import watched
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
@@ -61,6 +60,13 @@ from .recorder import Appends, LogLines, Recorder
 from .switchboard import Presence, Register, StandingSlot, Switchboard
 from .tell import tell
 
+RUN_GC_YOUNG_THRESHOLD = 100_000
+"""Allocations (less deallocations) between two collections of the youngest generation, paced (Python's: 700)."""
+RUN_GC_OLDER_THRESHOLD = 20
+"""Young collections between two of the middle generation, paced (Python's: 10)."""
+RUN_GC_OLDEST_THRESHOLD = 20
+"""Middle collections between two full ones, paced (Python's: 10); Python's own rule (a full
+one only once the objects promoted since the last one are a quarter of those it kept) holds as well."""
 RUN_MAILBOX_CAPACITY = 256
 RECORDER_MAILBOX_CAPACITY = 1024
 STOP_GRACE_SECONDS = 5.0
@@ -68,15 +74,6 @@ CONNECTIONS_PER_AGENT = 4
 """Each open agent's share of the run's connection budget (never below MAX_OPEN_CONNECTIONS):
 a fixed budget for the whole run refuses well-behaved agents once enough of them call at once.
 Never more than the share of file descriptors `connection_limit` allows."""
-RUN_GC_YOUNG_THRESHOLD = 100_000
-"""Allocations (less deallocations) between two collections of the youngest generation while a run lives."""
-RUN_GC_OLDER_THRESHOLD = 20
-"""Young collections between two of the middle generation, while a run lives (Python's: 10)."""
-RUN_GC_OLDEST_THRESHOLD = 20
-"""Middle collections between two full ones, while a run lives (Python's: 10); Python's own
-rule (a full one only once the objects promoted since the last one are a quarter of those it
-kept) holds as well."""
-_paced: list[tuple[int, int, int]] = []  # one entry a live run: the thresholds the first of them found
 
 
 class OpenAgent(msgspec.Struct, frozen=True):
@@ -251,21 +248,14 @@ class RunActors:
     ledger: Ledger  # what the run spent, kept by the Recorder as turns end
 
 
-@contextmanager
-def gc_paced_for_runs() -> Iterator[None]:
-    """The collector at a run's pace while the block lasts (see the module's docstring); the
-    process's own thresholds back once no run is left."""
-    _paced.append(_paced[0] if _paced else gc.get_threshold())
-    young, older, oldest = _paced[0]
+def pace_collector() -> None:
+    """Pace the process's cyclic collector for runs of many agents (see the module's
+    docstring), each threshold kept where the process has it higher. For the program that
+    owns the process, once, as it starts (`awf` does); no run calls it."""
+    young, older, oldest = gc.get_threshold()
     gc.set_threshold(
         max(young, RUN_GC_YOUNG_THRESHOLD), max(older, RUN_GC_OLDER_THRESHOLD), max(oldest, RUN_GC_OLDEST_THRESHOLD)
     )
-    try:
-        yield
-    finally:
-        _paced.pop()
-        if not _paced:
-            gc.set_threshold(young, older, oldest)
 
 
 @asynccontextmanager
@@ -290,29 +280,31 @@ async def run_actors(
     sockets = make_run_dir()
     timers = RunTimers()
     started_with = RUN_TIMERS.set(timers)  # what the actors started here run inherits: their turns' timers
+    panes = PanesToKeep()
+    panes_set = RUN_PANES.set(panes)  # and the panes their agents keep
     try:
-        with gc_paced_for_runs():
-            async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
-                log_lines, appends, ledger = LogLines(), Appends(), ledger or Ledger()
-                recorder = supervisor.spawn(
-                    Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
-                )
-                desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
-                calls = ToolCalls(recorder, appends, desk, policies, replay)
-                broker = supervisor.spawn(ToolBroker, calls, name="tools", capacity=RUN_MAILBOX_CAPACITY)
-                factory, args = board or (Switchboard, (supervisor, appends.ask))
-                switchboard = supervisor.spawn(factory, *args, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
-                services = RunServices(calls, desk, switchboard, deadline, stop, slots_kept=board is None)
-                run = supervisor.spawn(
-                    RunActor, supervisor, recorder, appends, services, sockets, timers, name="run",
-                    capacity=RUN_MAILBOX_CAPACITY,
-                )
-                yield RunActors(
-                    run, recorder, desk, broker, switchboard, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger
-                )
+        async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
+            log_lines, appends, ledger = LogLines(), Appends(), ledger or Ledger()
+            recorder = supervisor.spawn(
+                Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+            )
+            desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
+            calls = ToolCalls(recorder, appends, desk, policies, replay)
+            broker = supervisor.spawn(ToolBroker, calls, name="tools", capacity=RUN_MAILBOX_CAPACITY)
+            factory, args = board or (Switchboard, (supervisor, appends.ask))
+            switchboard = supervisor.spawn(factory, *args, name="switchboard", capacity=RUN_MAILBOX_CAPACITY)
+            services = RunServices(calls, desk, switchboard, deadline, stop, slots_kept=board is None)
+            run = supervisor.spawn(
+                RunActor, supervisor, recorder, appends, services, sockets, timers, name="run",
+                capacity=RUN_MAILBOX_CAPACITY,
+            )
+            yield RunActors(
+                run, recorder, desk, broker, switchboard, supervisor, sockets / OPERATOR_SOCKET_NAME, log_lines, ledger
+            )
     finally:
         RUN_TIMERS.reset(started_with)
+        RUN_PANES.reset(panes_set)
         remove_run_dir(sockets)
         with anyio.CancelScope(shield=True):
-            await keep_kept(sockets)  # its agents' kept panes, now nothing of the run is there to reach
+            await panes.keep_all()  # its agents' kept panes, now nothing of the run is there to reach
 

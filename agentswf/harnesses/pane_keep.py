@@ -22,6 +22,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
@@ -82,22 +83,36 @@ def released_env(env: Mapping[str, str]) -> dict[str, str]:
     }  # fmt: skip
 
 
-_to_keep: dict[str, list[tuple[str, KeptPane, tuple[str, ...], dict[str, str]]]] = {}  # by run_sockets
+class PanesToKeep:
+    """The panes one run's agents keep, started once the run has ended (`keep_all`). One a run:
+    engine/run.py's `run_actors` sets it in RUN_PANES, so the run's tasks (its agents' among them)
+    find their own run's, and nothing of one run's panes is in another's or outlives it."""
+
+    def __init__(self) -> None:
+        self.panes: list[tuple[str, KeptPane, tuple[str, ...], dict[str, str]]] = []
+
+    async def keep_all(self) -> None:
+        """The run has ended: start the panes its agents keep."""
+        panes, self.panes = self.panes, []
+        for tmux, pane, argv, env in panes:
+            try:
+                await keep(tmux, pane, argv, env)
+            except (HarnessError, OSError, TimeoutError) as error:
+                log.warning("the pane could not be kept", agent=pane.agent, error=str(error))
+
+
+RUN_PANES: ContextVar[PanesToKeep | None] = ContextVar("agentswf_run_panes", default=None)
 
 
 def keep_when_run_ends(tmux: str, pane: KeptPane, argv: Sequence[str], env: Mapping[str, str]) -> None:
-    """Keep `pane` once its run has ended (`keep_kept`), not before: a pane started beside a live
-    run, under no keeper and no mark, would reach its operator socket as a person."""
-    _to_keep.setdefault(pane.run_sockets, []).append((tmux, pane, tuple(argv), dict(env)))
-
-
-async def keep_kept(run_sockets: Path) -> None:
-    """The run whose sockets were in `run_sockets` has ended: start the panes its agents keep."""
-    for tmux, pane, argv, env in _to_keep.pop(str(run_sockets), []):
-        try:
-            await keep(tmux, pane, argv, env)
-        except (HarnessError, OSError, TimeoutError) as error:
-            log.warning("the pane could not be kept", agent=pane.agent, error=str(error))
+    """Keep `pane` once its run has ended (`PanesToKeep.keep_all`), not before: a pane started
+    beside a live run, under no keeper and no mark, would reach its operator socket as a person.
+    Outside a run there is no end to wait for, and nothing is kept."""
+    panes = RUN_PANES.get()
+    if panes is None:
+        log.warning("the pane could not be kept: its agent closed outside a run", agent=pane.agent)
+        return
+    panes.panes.append((tmux, pane, tuple(argv), dict(env)))
 
 
 async def keep(tmux: str, pane: KeptPane, argv: Sequence[str], env: Mapping[str, str]) -> None:

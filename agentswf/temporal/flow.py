@@ -55,7 +55,7 @@ from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Posted
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
-from ..errors import DefinitionError, RunKeyError, StopRequested, leaf_errors
+from ..errors import DefinitionError, RunKeyError, StopRequested, stop_among
 from ..harnesses.runtime import Runtime
 from ..progress import progress
 from ..sandbox.spec import SandboxSpec, check_spec
@@ -757,7 +757,7 @@ async def answer_tool(agents: TemporalRun, request: ToolRequest) -> ToolReply:
         if found.output is not None:
             result = msgspec.convert(result, found.output, from_attributes=True)
         reply = ToolReply("result", msgspec.to_builtins(result))
-    except Exception as error:  # the handler's failure is the call's, told to the agent, never the run's
+    except (Exception, StopRequested) as error:  # the handler's failure is the call's, told to the agent, never the run's
         reply = ToolReply("failed", error=str(error) or type(error).__name__)
     agents.called(request, tool_record(
         call_id=request.call_id, turn_call_id="", agent=request.agent, tool=request.tool, input=request.input,
@@ -1026,11 +1026,12 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     except Exception as error:
         if isinstance(error, TimeoutError) and limit.expired():
             return RunEnding(outcome="timed-out", reason=f"the run's timeout of {request.timeout:g}s passed")
-        inner = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
-        if inner is not None:
-            return RunEnding(outcome="stopped", reason=inner.reason)
         failed = _failure(error, home)
         return RunEnding(outcome="failed", reason=failed.reason, where=failed.where, traceback=failed.traceback)
+    except BaseExceptionGroup as group:
+        if (stopped := stop_among(group)) is None:  # wf.stop inside the workflow's own task group
+            raise
+        return RunEnding(outcome="stopped", reason=stopped.reason)
     finally:
         state.board.close_all()
         await state.agents.close_all()

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import TestScriptError
+from ..errors import StopRequested, TestScriptError
 from ..workflow.context import Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration
@@ -162,7 +162,7 @@ def _with_participants(
 
     @functools.wraps(inner)  # the run names the line a failure came from in the workflow's own file
     async def with_participants(wf: Workflow, *args: Any) -> Any:
-        failure: Exception | None = None
+        failure: Exception | StopRequested | None = None
         try:
             async with anyio.create_task_group() as group:
                 for key, script in scripts.items():
@@ -171,7 +171,7 @@ def _with_participants(
                     group.start_soon(play_approvals, approvals, wf.run_dir, errors)
                 try:
                     value = await inner(wf, *args)
-                except Exception as error:  # raised below as itself, not inside the group's ExceptionGroup
+                except (Exception, StopRequested) as error:  # raised below as itself, not inside the group's ExceptionGroup
                     failure = error
                 group.cancel_scope.cancel()
         finally:  # a timed-out run too: a misspelt key would otherwise only have waited

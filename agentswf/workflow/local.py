@@ -30,7 +30,7 @@ from ..engine.switchboard import (
     Receive,
     Register,
 )
-from ..errors import ActorStopped, AgentClosed, DefinitionError, leaf_errors
+from ..errors import ActorStopped, AgentClosed, DefinitionError, StopRequested, leaf_errors
 from ..harnesses.base import Harness
 from ..progress import progress
 from ..wire.prompts import nudge_prompt, peers_block, turn_prompt
@@ -128,7 +128,7 @@ class LocalEngine:
         async def run(index: int, call: Callable[[], Awaitable[T]]) -> None:
             try:
                 results[index] = await call()
-            except Exception as error:
+            except (Exception, StopRequested) as error:
                 first.append(error)
                 raise
 
@@ -144,7 +144,7 @@ class LocalEngine:
                 for index, call in enumerate(work):
                     group.start_soon(one, index, call)
         except BaseExceptionGroup as group:
-            errors = [leaf for leaf in leaf_errors(group) if isinstance(leaf, Exception)]
+            errors = [leaf for leaf in leaf_errors(group) if isinstance(leaf, (Exception, StopRequested))]
             if errors:
                 raise (first[0] if first else errors[0]) from None
             raise
@@ -164,7 +164,7 @@ class LocalEngine:
                 for name, awaitable in awaitables.items():
                     group.start_soon(one, name, awaitable, group)
         except BaseExceptionGroup as group_error:  # the first error, as itself, as wf.parallel raises it
-            errors = [leaf for leaf in leaf_errors(group_error) if isinstance(leaf, Exception)]
+            errors = [leaf for leaf in leaf_errors(group_error) if isinstance(leaf, (Exception, StopRequested))]
             if errors:
                 raise errors[0] from None
             raise

@@ -8,7 +8,7 @@ from ..engine.mailrules import MAX_ROUTE_MESSAGES
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..engine.toolcall import CURRENT_TOOL_CALL
-from ..errors import DefinitionError, WorkflowError
+from ..errors import DefinitionError, MessageRefused, WorkflowError
 from .port import MailPort
 
 
@@ -19,14 +19,6 @@ def not_in_handler(what: str) -> None:
             f"{what} can't be used inside a tool handler ({call.tool}): the agent that called it is waiting "
             "for the handler to return"
         )
-
-
-class MessageRefused(WorkflowError):
-    """A participant's send or reply was refused; `code` is the refusal code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
 
 
 class Route:

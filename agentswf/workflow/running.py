@@ -27,7 +27,7 @@ from ..engine.recorder import RecordGaps, RunEnded, RunStarted
 from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.run import RunActors, run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
-from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors
+from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors, stop_among
 from ..harnesses.environment import scrubbed
 from ..harnesses.runtime import harness_for
 from ..progress import run_recorded, run_started
@@ -447,11 +447,10 @@ async def _run_workflow(
     except StopRequested as stop:
         return _Ending("stopped", None, stop.reason)
     except Exception as error:
-        inner = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, StopRequested)), None)
-        if inner is not None:  # wf.stop inside the workflow's own task group
-            return _Ending("stopped", None, inner.reason)
         return _failure(error, home)
     except BaseExceptionGroup as group:
+        if (stopped := stop_among(group)) is not None:  # wf.stop inside the workflow's own task group
+            return _Ending("stopped", None, stopped.reason)
         if any(not isinstance(leaf, anyio.get_cancelled_exc_class()) for leaf in leaf_errors(group)):
             return _failure(group, home)
         raise

@@ -11,9 +11,8 @@ import pytest
 from agentswf import ToolCall, tool, workflow
 from agentswf.engine.mailrules import MAX_ROUTE_MESSAGES, MAX_UNREAD_MESSAGES
 from agentswf.engine.operator import for_a_person
-from agentswf.errors import DefinitionError, WorkflowError
+from agentswf.errors import DefinitionError, MessageRefused, WorkflowError
 from agentswf.testing import answer, run_workflow
-from agentswf.workflow.messaging import MessageRefused
 
 from .kit import agent, run_wf, sent_mail
 

@@ -16,7 +16,7 @@ PUBLIC_MODULES = {"agentswf", "agentswf.policy", "agentswf.testing", "agentswf.t
 def test_the_types_a_workflow_meets_are_exported():
     for name in [
         "Agent", "Agents", "Approvals", "ApprovalRequest", "Mail", "MessageRefused", "Participant",
-        "Participants", "Route", "Turn", "Answered", "Outcome", "RunResult", "Workflow", "load_workflow",
+        "Participants", "Route", "Turn", "TurnNotAnswered", "Answered", "Outcome", "RunResult", "Workflow", "load_workflow",
     ]:  # fmt: skip
         assert name in agentswf.__all__ and hasattr(agentswf, name), name
     for name in ["TestScriptError", "Response", "Record", "RunRecord", "ParticipantScript", "respond", "read_record"]:

@@ -177,12 +177,42 @@ async def test_a_caught_stop_fails_the_run(tmp_path):
     async def fn(wf):
         try:
             wf.stop("please")
-        except Exception:
+        except agentswf.StopRequested:
             pass
         return "carried on"
 
     result = await run_wf(fn, tmp_path)
     assert result.outcome == "failed" and result.reason == "stop was caught: please" and result.value is None
+
+
+@pytest.mark.parametrize("caught", [agentswf.WorkflowError, agentswf.AgentswfError, Exception])
+async def test_a_stop_is_not_caught_as_an_error(tmp_path, caught):
+    """Like trio's Cancelled, a stop is a BaseException: `except WorkflowError` (or any error)
+    around a call that stops lets it through, and the run ends stopped."""
+
+    async def fn(wf):
+        try:
+            wf.stop("enough")
+        except caught:
+            return "swallowed"
+
+    result = await run_wf(fn, tmp_path)
+    assert (result.outcome, result.reason, result.value) == ("stopped", "enough", None)
+
+
+async def test_a_stop_inside_race_and_select_stops_the_run(tmp_path):
+    async def stops(wf):
+        wf.stop("found it")
+
+    async def fn(wf):
+        await wf.race(stops(wf), anyio.sleep(1))
+
+    async def selects(wf):
+        await wf.select(first=stops(wf), second=anyio.sleep(1))
+
+    for body in (fn, selects):
+        result = await run_wf(body, tmp_path)
+        assert (result.outcome, result.reason) == ("stopped", "found it")
 
 
 async def test_stop_inside_parallel_stops_the_run(tmp_path):
