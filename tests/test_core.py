@@ -22,6 +22,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "agentswf"
 
 CORE = (
+    "agentswf.errors",  # the exception tree
     "agentswf.wire",  # the wfa protocol: requests, responses, codes, limits, teaching (the package whole)
     "agentswf.harnesses.base",  # an attempt and how it ended, as the turn reads it
     "agentswf.harnesses.usage",  # what an attempt spent
