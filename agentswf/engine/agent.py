@@ -28,8 +28,8 @@ from .agent_text import peers_response
 from .broker import RunTool, ToolDone
 from .clock import now
 from .ids import new_id
+from .lines import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .outcomes import Cancelled, TimedOut
-from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
 from .switchboard import MailWaiting, PeersOf, TakeMail
 from .tell import tell

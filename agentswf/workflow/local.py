@@ -12,8 +12,9 @@ import anyio
 import anyio.from_thread
 
 from ..actors import ActorRef, backend
-from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
-from ..engine.recorder import Logged, LogLines
+from ..engine.approvals import Decide, ListPending
+from ..engine.lines import ApprovalDecision, ApprovalRequest, Logged
+from ..engine.recorder import LogLines
 from ..engine.rules import Refusal
 from ..engine.switchboard import (
     CloseRouteRequest,
