@@ -24,7 +24,7 @@ Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test he
 
 from .__about__ import __version__
 from .engine.accounting import RunUsage
-from .engine.approvals import ApprovalRequest
+from .engine.lines import ApprovalRequest
 from .engine.outcomes import (
     Answered,
     Blocked,

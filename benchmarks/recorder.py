@@ -36,7 +36,8 @@ import anyio
 
 from agentswf.actors import Actor, Supervisor, handler
 from agentswf.actors.wakeup import checkpoint
-from agentswf.engine.recorder import Appends, Logged, LogLines, Recorder, RecordGaps, ToolCalled
+from agentswf.engine.lines import Logged, ToolCalled
+from agentswf.engine.recorder import Appends, LogLines, Recorder, RecordGaps
 from agentswf.engine.records import encode
 
 EVENTS = 50_000

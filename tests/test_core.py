@@ -36,6 +36,7 @@ CORE = (
     "agentswf.engine.accounting",  # what a run spent
     "agentswf.engine.notice",  # what an agent owes or awaits, at the head of its answers
     "agentswf.engine.mail",  # what the switchboard and a turn tell each other
+    "agentswf.engine.lines",  # the record's lines, and an approval's request and decision
     "agentswf.engine.turn",  # the turn machine
 )
 ALLOWED_OUTSIDE = frozenset({"msgspec"})

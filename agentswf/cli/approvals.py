@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..engine.approvals import ApprovalRequest
+from ..engine.lines import ApprovalRequest
 from ..engine.operator import Approve, Pending, Reject
 from ..engine.records import DEFAULT_RUN_ROOT
 from . import temporal

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import msgspec
 
-from ..engine.approvals import ApprovalRequest
+from ..engine.lines import ApprovalRequest
 from ..engine.operator import NOT_A_PARTICIPANT, OperatorRequest, OperatorResponse, ask_run
 from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
 from ..temporal.messages import RECORD_FILE as TEMPORAL_RECORD

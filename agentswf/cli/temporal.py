@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from ..engine.approvals import ApprovalRequest
+from ..engine.lines import ApprovalRequest
 from ..engine.records import read_json
 from ..errors import DefinitionError, RunKeyError
 from ..harnesses.keeper import MARK_VARIABLE

@@ -20,7 +20,7 @@ import msgspec
 
 from ..actors import Actor, Reply, backend, handler
 from ..errors import ActorError
-from ..wire import PeersRequest, ReplyRequest, Request, Response, ResultRequest, SendRequest, ToolRequest
+from ..wire import PeersRequest, Request, Response, ToolRequest
 from . import turn as t
 from .agent_messages import AgentSetup, CancelTurn, SetTools, StartOp, StartTurn, StopAgent, WfaCall
 from .agent_ops import AgentOps, AttemptReported, OpReported, Receipt, TimerDue, TurnStopped
@@ -28,8 +28,8 @@ from .agent_text import peers_response
 from .broker import RunTool, ToolDone
 from .clock import now
 from .ids import new_id
+from .lines import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .outcomes import Cancelled, TimedOut
-from .recorder import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .rules import CallView
 from .switchboard import MailWaiting, PeersOf, TakeMail
 from .tell import tell
@@ -148,15 +148,12 @@ class AgentActor(Actor):
             return peers_response(table, as_json=request.json, now_ms=int(now().wall * 1000))
         if isinstance(request, ToolRequest):
             return await self._step(self._tool_asked(request))
-        if isinstance(request, SendRequest | ReplyRequest):
-            return await self._step(t.PostAsked(request, now()))
-        foreign = None if request.call_id in self.state.calls else self._whose(request.call_id)
-        if isinstance(request, ResultRequest):
-            return await self._step(t.ResultAsked(request, self.standing.view, foreign, now()))
-        return await self._step(t.WaitingAsked(request, self.standing.view, foreign, now()))
+        return await self._step(t.asked(request, self.standing.view, self._whose(request), now(), ""))
 
-    def _whose(self, call_id: str) -> CallView | None:
-        owner = self.setup.calls.get(call_id)
+    def _whose(self, request: t.TurnRequest) -> CallView | None:
+        """The call `request` names as the run knows it, where it isn't this agent's."""
+        call_id = getattr(request, "call_id", None)
+        owner = None if call_id is None or call_id in self.state.calls else self.setup.calls.get(call_id)
         return None if owner is None else CallView(owner, "open")
 
     async def _handle(self, request: Request) -> Response:
@@ -182,8 +179,8 @@ class AgentActor(Actor):
             await tell(self.ref, done)
         return t.tool_answer(response, self.standing.view)
 
-    def _tool_asked(self, request: ToolRequest) -> t.ToolAsked:
-        return t.ToolAsked(request, self.standing.view, new_id(), now())
+    def _tool_asked(self, request: ToolRequest) -> t.Event:
+        return t.asked(request, self.standing.view, None, now(), new_id())
 
     def _step_now(self, event: t.Event) -> tuple[bool, Response | RunTool | None]:
         """Step the turn in the calling task while the actor is idle and every effect is one done

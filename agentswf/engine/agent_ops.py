@@ -30,7 +30,7 @@ from .attempt import AgentSocket, TurnTasks, fire_at, run_attempt, run_operation
 from .broker import RunTool
 from .clock import now
 from .ids import new_id
-from .recorder import ToolCalled
+from .lines import ToolCalled
 from .switchboard import Mail, PeersOf
 from .toolcall import ToolCall, tool_record
 

@@ -8,29 +8,11 @@ request and decision is recorded.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import msgspec
 
 from ..actors import Actor, ActorRef, Reply, handler
-from .recorder import ApprovalDecided
-
-
-class ApprovalRequest(msgspec.Struct, frozen=True):
-    """A tool call waiting for a decision. `input` is redacted."""
-
-    call_id: str
-    tool: str
-    agent: str
-    input: Any
-    reason: str = ""
-    asked_at: float = 0.0
-
-
-class ApprovalDecision(msgspec.Struct, frozen=True):
-    approved: bool
-    reason: str = ""
-    by: str = ""
+from .lines import ApprovalDecided, ApprovalDecision, ApprovalRequest
 
 
 class RequestApproval(msgspec.Struct, frozen=True):

@@ -56,9 +56,10 @@ from ..actors.wakeup import Wakeup, cancel_scope
 from ..errors import AskTimeout
 from ..progress import progress
 from ..wire import Response
-from .approvals import ApprovalDecision, ApprovalRequest, RequestApproval, WithdrawRequest
+from .approvals import RequestApproval, WithdrawRequest
+from .lines import ApprovalDecision, ApprovalRequest, Logged
 from .policy import Policy, PolicyCall, Verdict, decide, redact_value
-from .recorder import Appends, Logged
+from .recorder import Appends
 from .records import read_lines
 from .toolcall import CURRENT_TOOL_CALL, ToolCall, tool_record
 from .toolrules import (

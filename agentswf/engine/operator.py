@@ -34,7 +34,8 @@ from ..actors import ActorRef
 from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, identified, raw_socket, receive
 from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
-from .approvals import ApprovalDecision, Decide, ListPending
+from .approvals import Decide, ListPending
+from .lines import ApprovalDecision
 from .rules import Refusal
 from .switchboard import Inbox, Participants, Post, Posted, Receive, Standing
 

@@ -19,7 +19,7 @@ import typing
 from collections import deque
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import msgspec
@@ -31,6 +31,23 @@ from ..actors.mailbox import Mailbox
 from ..progress import progress
 from .accounting import Ledger
 from .attempts import SESSIONS_FILE
+from .lines import (
+    ApprovalDecided,
+    CallOpened,
+    CandidateSeen,
+    CliUsed,
+    ConnectionRefused,
+    Line,
+    Logged,
+    MessageRead,
+    MessageSent,
+    ResultAccepted,
+    RunEnded,
+    RunStarted,
+    SessionOpened,
+    ToolCalled,
+    TurnEnded,
+)
 from .outcomes import Turn
 from .records import (
     BATCH_MAX_BYTES,
@@ -46,116 +63,34 @@ from .records import (
     write_wholes_synced,
 )
 
-if TYPE_CHECKING:
-    from .approvals import ApprovalDecision
-    from .switchboard import Mail
-
 _log = structlog.get_logger("agentswf.recorder")
 BATCH_WAIT_SECONDS = 0.001  # the longest a batch no ask is waiting on is held for more lines
 RECORDER_THREADS = 4  # worker threads for whole-file writes and group commits (each fsyncs)
 _RUN_LOGS = ("turns", "log", "tools", "approvals", "messages", "refusals")
 
 
-class RunStarted(msgspec.Struct, frozen=True):
-    run_id: str
-    workflow: str
-    args: Any
-    cwd: str
-    started_at: float
-    control: str  # the run's operator socket, while it lives
-    replay_of: str | None = None
 
 
-class CallOpened(msgspec.Struct, frozen=True):
-    call_id: str
-    agent: str
-    n: int
-    prompt: str
-    schema: Any
-    deadline_at: float | None
 
 
-class CandidateSeen(msgspec.Struct, frozen=True):
-    call_id: str
-    at: float
-    args: list[str]
-    input: str | None
-    accepted: bool
-    error: str | None = None
 
 
-class ResultAccepted(msgspec.Struct, frozen=True):
-    call_id: str
-    value: Any
 
 
-class TurnEnded(msgspec.Struct, frozen=True):
-    turn: Turn[Any]
 
 
-class Logged(msgspec.Struct, frozen=True):
-    at: float
-    message: str
-    fields: dict[str, Any]
 
 
-class ToolCalled(msgspec.Struct, frozen=True, kw_only=True):
-    """One tool call, its input redacted, and how it ended."""
-
-    call_id: str
-    turn_call_id: str
-    agent: str
-    tool: str
-    input: Any
-    outcome: str
-    result: Any = None
-    error: str = ""
-    code: str = ""
-    attempts: int = 0
-    approval: ApprovalDecision | None = None
-    started_at: float
-    ended_at: float
 
 
-class ApprovalDecided(msgspec.Struct, frozen=True):
-    call_id: str
-    tool: str
-    agent: str
-    decision: ApprovalDecision
-    at: float
 
 
-class MessageSent(msgspec.Struct, frozen=True):
-    mail: Mail
-    route: str
-    read: str  # when the sender was told the peer reads it
 
 
-class MessageRead(msgspec.Struct, frozen=True):
-    message_id: str
-    by: str
-    at: float
 
 
-class SessionOpened(msgspec.Struct, frozen=True, omit_defaults=True):
-    """sessions.jsonl's line of an agent an attempt opens (engine/attempts.py), told as it opens."""
-
-    attempt: int
-    agent: str
-    harness: str
-    at: float
-    resumed: str | None = None  # the native session it resumes (a continued attempt)
-    fresh: str | None = None  # or why it starts afresh
-    version: str | None = None  # its CLI's version, as `--version` said it at the agent's open
 
 
-class CliUsed(msgspec.Struct, frozen=True, omit_defaults=True):
-    """An agent CLI's executable, told at the run's first use of it: run.json's `clis` lists it."""
-
-    cli: str
-    path: str
-    agent: str  # the agent that opened on it first
-    version: str | None = None  # None: `--version` said none (harnesses/cli_version.py)
 
 
 class RecordGaps(msgspec.Struct, frozen=True):
@@ -232,28 +167,10 @@ class Appends:
         self._opened.set()
 
 
-class ConnectionRefused(msgspec.Struct, frozen=True):
-    """A process refused on one of the run's sockets for who it is, and what it ran."""
-
-    at: float
-    socket: str  # "agent <key>" or "operator"
-    pid: int | None
-    command: list[str]
-    reason: str
 
 
-class RunEnded(msgspec.Struct, frozen=True):
-    outcome: str
-    reason: str | None
-    value: Any
-    started_at: float
-    ended_at: float
-    where: str | None = None  # a failed run's line: `file:line, in name`
-    traceback: str | None = None  # a failed run's whole traceback
 
 
-Line = ToolCalled | MessageSent | MessageRead | ApprovalDecided | CandidateSeen | TurnEnded | Logged | ConnectionRefused
-"""The messages whose record is one appended line (`Recorder._line`), handled write-through (`Recorder.line`)."""
 _LINES: frozenset[type] = frozenset(typing.get_args(Line))
 
 

@@ -21,9 +21,9 @@ from ..actors import Actor, ActorRef, Reply, Supervisor, handler
 from . import mailrules
 from .clock import wall_ms
 from .ids import new_id
+from .lines import MessageRead, MessageSent
 from .mail import DropAwait, GiveUp, Mail, MailKind, Post, Posted, StandingView, StateChanged
 from .mailrules import QuestionView, RouteView
-from .recorder import MessageRead, MessageSent
 from .route import CloseRoute, RouteActor, Spend
 from .rules import Refusal
 

@@ -28,7 +28,7 @@ from ..wire.teaching import ReadError, Taught
 from .policy import Verdict
 
 if TYPE_CHECKING:
-    from .approvals import ApprovalDecision
+    from .lines import ApprovalDecision
 
 MAX_TOOL_RESULT_BYTES = 64 * 1024
 MAX_TOOL_INPUT_BYTES = MAX_TOOL_RESULT_BYTES  # one call's input, as given: 64 KiB, as its result

@@ -33,19 +33,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from ..actors import ActorRef, Supervisor
 from ..engine.accounting import Ledger
+from ..engine.lines import Logged, MessageRead, MessageSent, RunEnded, RunStarted, ToolCalled, TurnEnded
 from ..engine.outcomes import Turn
-from ..engine.recorder import (
-    Appends,
-    Logged,
-    LogLines,
-    MessageRead,
-    MessageSent,
-    Recorder,
-    RunEnded,
-    RunStarted,
-    ToolCalled,
-    TurnEnded,
-)
+from ..engine.recorder import Appends, LogLines, Recorder
 from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..engine.switchboard import Mail

@@ -37,8 +37,8 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
 from ..engine.accounting import Ledger
-from ..engine.approvals import ApprovalDecision, ApprovalRequest
 from ..engine.ids import ID_BYTES
+from ..engine.lines import ApprovalDecision, ApprovalRequest, ToolCalled
 from ..engine.mailrules import MESSAGE_TURN_SECONDS
 from ..engine.operator import (
     MAX_INBOX_WAIT_SECONDS,
@@ -51,7 +51,6 @@ from ..engine.operator import (
 )
 from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..engine.policy import redact_value
-from ..engine.recorder import ToolCalled
 from ..engine.rules import Refusal
 from ..engine.switchboard import WORKFLOW_KEY, Mail, Posted
 from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from ..engine.approvals import ApprovalRequest
+from ..engine.lines import ApprovalRequest
 from ..engine.operator import Approve, Pending, Reject
 from ..engine.records import read_json
 from ..errors import TestScriptError

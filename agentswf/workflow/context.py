@@ -11,7 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import msgspec
 
 from ..actors import ActorRef
-from ..engine.approvals import ApprovalDecision, ApprovalRequest
+from ..engine.lines import ApprovalDecision, ApprovalRequest
 from ..engine.recorder import LogLines
 from ..engine.switchboard import WORKFLOW_KEY, Mail
 from ..errors import DefinitionError, StopRequested

@@ -48,8 +48,8 @@ from ..engine.attempts import (
     rewrite_attempt,
     write_stage,
 )
+from ..engine.lines import CliUsed, SessionOpened
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
-from ..engine.recorder import CliUsed, SessionOpened
 from ..engine.records import RECORD_VERSION, read_json, write_whole
 from ..engine.tell import tell
 from ..errors import DefinitionError, StopRequested, WorkflowError

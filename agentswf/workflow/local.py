@@ -14,10 +14,11 @@ import anyio.from_thread
 
 from ..actors import ActorRef, backend
 from ..engine.agent_messages import CancelTurn, SetTools, StartOp, StartTurn
-from ..engine.approvals import ApprovalDecision, ApprovalRequest, Decide, ListPending
+from ..engine.approvals import Decide, ListPending
 from ..engine.ids import new_id
+from ..engine.lines import ApprovalDecision, ApprovalRequest, Logged
 from ..engine.outcomes import Turn
-from ..engine.recorder import Logged, LogLines
+from ..engine.recorder import LogLines
 from ..engine.rules import Refusal
 from ..engine.switchboard import (
     CloseRouteRequest,

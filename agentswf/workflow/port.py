@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from ..engine.approvals import ApprovalDecision, ApprovalRequest
+from ..engine.lines import ApprovalDecision, ApprovalRequest
 from ..engine.outcomes import Turn
 from ..engine.rules import Refusal
 from ..engine.switchboard import Mail, Posted

@@ -23,7 +23,8 @@ import structlog
 from ..engine.accounting import RunUsage
 from ..engine.actor_trace import RunTrace, write_trace
 from ..engine.broker import Replay
-from ..engine.recorder import RecordGaps, RunEnded, RunStarted
+from ..engine.lines import RunEnded, RunStarted
+from ..engine.recorder import RecordGaps
 from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.run import RunActors, run_actors
 from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register

@@ -24,17 +24,8 @@ from hypothesis import strategies as st
 
 from agentswf.actors import Supervisor, capture_trace
 from agentswf.engine import recorder, records
-from agentswf.engine.approvals import ApprovalDecision
-from agentswf.engine.recorder import (
-    Appends,
-    ApprovalDecided,
-    Logged,
-    MessageRead,
-    Recorder,
-    RecordGaps,
-    RunStarted,
-    ToolCalled,
-)
+from agentswf.engine.lines import ApprovalDecided, ApprovalDecision, Logged, MessageRead, RunStarted, ToolCalled
+from agentswf.engine.recorder import Appends, Recorder, RecordGaps
 from agentswf.engine.records import read_lines
 
 KINDS = ("tools", "approvals", "messages")

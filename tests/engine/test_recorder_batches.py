@@ -20,16 +20,9 @@ from hypothesis import strategies as st
 
 from agentswf.actors import Supervisor
 from agentswf.engine import recorder, records
+from agentswf.engine.lines import CandidateSeen, Logged, ResultAccepted, ToolCalled
 from agentswf.engine.outcomes import Answered, Turn
-from agentswf.engine.recorder import (
-    Appends,
-    CandidateSeen,
-    Logged,
-    Recorder,
-    RecordGaps,
-    ResultAccepted,
-    ToolCalled,
-)
+from agentswf.engine.recorder import Appends, Recorder, RecordGaps
 from agentswf.engine.records import GroupCommit, read_lines
 from agentswf.errors import ActorCrashed
 

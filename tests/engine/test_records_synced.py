@@ -17,8 +17,9 @@ import pytest
 
 from agentswf.actors import Supervisor
 from agentswf.engine import records
+from agentswf.engine.lines import CallOpened, ResultAccepted, RunEnded, RunStarted, TurnEnded
 from agentswf.engine.outcomes import Answered, Turn
-from agentswf.engine.recorder import CallOpened, Recorder, RecordGaps, ResultAccepted, RunEnded, RunStarted, TurnEnded
+from agentswf.engine.recorder import Recorder, RecordGaps
 from agentswf.engine.records import SYNC_FDS_AT_ONCE, fsync_all, fsync_each, read_json, write_wholes_synced
 
 pytestmark = pytest.mark.anyio

@@ -154,3 +154,27 @@ def test_the_docs_show_the_table():
     found = BLOCK.search(DOC.read_text())
     assert found is not None, "how-it-works.md has lost the turn's transitions"
     assert found["diagram"] == t.diagram(), "regenerate it: python -c 'from agentswf.engine import turn; print(turn.diagram())'"
+
+
+def test_every_wfa_request_of_a_turn_becomes_its_event_in_the_turn_and_has_a_column():
+    """A `wfa` command is its request in the wire, its event (`turn.asked`) and its column in
+    `TRANSITIONS`: each request of `wire.Request` but `peers` (the switchboard's) becomes an event
+    the table steps, and the AgentActor names no request but those two."""
+    from agentswf.wire import PeersRequest, Request
+
+    columns = {kind for row in t.TRANSITIONS.values() for kind in row}
+    examples = {
+        ResultRequest: ResultRequest(1, "c1", ["x"]),
+        WaitingRequest: WaitingRequest(1, "c1", "a reason"),
+        ToolRequest: ToolRequest(1, "count", []),
+        SendRequest: SendRequest(1, "peer", "hello"),
+        ReplyRequest: ReplyRequest(1, "peer", "hello"),
+    }
+    assert set(examples) == set(Request.__args__) - {PeersRequest}  # type: ignore[attr-defined]
+    for request in examples.values():
+        event = t.asked(request, NOBODY, None, at(0), "new")
+        assert type(event) in columns, type(event)
+        assert event.request is request  # type: ignore[union-attr]
+    agent = (Path(t.__file__).parent.parent / "agent.py").read_text()
+    named = set(re.findall(r"\b(\w+Request)\b", agent))
+    assert named <= {"PeersRequest", "ToolRequest", "Request", "TurnRequest"}, named

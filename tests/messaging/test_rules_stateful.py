@@ -19,8 +19,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from agentswf.actors import Actor, Supervisor, handler
 from agentswf.engine import mailrules
+from agentswf.engine.lines import MessageRead, MessageSent
 from agentswf.engine.mailrules import QuestionView, RouteView
-from agentswf.engine.recorder import MessageRead, MessageSent
 from agentswf.engine.rules import Refusal
 from agentswf.engine.switchboard import (
     DropAwait,

@@ -8,7 +8,7 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentswf.engine.approvals import ApprovalDecision
+from agentswf.engine.lines import ApprovalDecision
 from agentswf.engine.policy import REDACTED, Verdict
 from agentswf.engine.toolcall import tool_record
 from agentswf.engine.toolrules import (

@@ -97,7 +97,7 @@ from .machine import (
     stand,
     step,
 )
-from .requests import tool_answer
+from .requests import TurnRequest, asked, tool_answer
 from .state import (
     CHECK_IN_UNANSWERED,
     DEFAULT_LIVENESS,
@@ -204,10 +204,12 @@ __all__ = [
     "TurnAsked",
     "TurnKind",
     "TurnProtocolError",
+    "TurnRequest",
     "TurnState",
     "Unlisten",
     "WaitingAsked",
     "When",
+    "asked",
     "attempt_reason",
     "decide",
     "diagram",

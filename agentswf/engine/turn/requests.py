@@ -10,11 +10,23 @@ import math
 
 from msgspec.structs import replace
 
-from ...wire import DEFAULT_WAITING_SECONDS, MIN_WAITING_SECONDS, ReplyRequest, Response, accepted, refused
+from ...wire import (
+    DEFAULT_WAITING_SECONDS,
+    MIN_WAITING_SECONDS,
+    ReplyRequest,
+    Response,
+    ResultRequest,
+    SendRequest,
+    ToolRequest,
+    WaitingRequest,
+    accepted,
+    refused,
+)
 from ...wire.prompts import usage_line
 from ...wire.teaching import ReadError
 from .. import rules
 from ..agent_time import told
+from ..instant import Instant
 from ..mail import DropAwait, Post, StandingView
 from ..notice import notice
 from ..outcomes import Answered
@@ -35,6 +47,7 @@ from .effects import (
 )
 from .events import (
     AnswerRecorded,
+    Event,
     PostAnswered,
     PostAsked,
     ResultAsked,
@@ -45,6 +58,23 @@ from .events import (
 )
 from .moves import finish, in_turn, live, then, with_call
 from .state import RELEASE_GRACE_SECONDS, AgentState, Phase, Timer, ToolRun
+
+TurnRequest = ResultRequest | WaitingRequest | ToolRequest | SendRequest | ReplyRequest
+"""The `wfa` requests a turn answers (`peers` is the switchboard's, answered beside it)."""
+
+
+def asked(request: TurnRequest, standing: StandingView, foreign: CallView | None, at: Instant, new_call_id: str) -> Event:
+    """The event of `request` on the agent's socket: the one place a request becomes the turn's,
+    so a new `wfa` command is its request in the wire, its event and handler here and its column
+    in `TRANSITIONS`. `foreign`: the call the request names as the run knows it, where it isn't
+    this agent's; `new_call_id`: the id a tool call gets if it runs."""
+    if isinstance(request, ToolRequest):
+        return ToolAsked(request, standing, new_call_id, at)
+    if isinstance(request, SendRequest | ReplyRequest):
+        return PostAsked(request, at)
+    if isinstance(request, ResultRequest):
+        return ResultAsked(request, standing, foreign, at)
+    return WaitingAsked(request, standing, foreign, at)
 
 
 def _view(state: AgentState, standing: StandingView) -> rules.AgentView:
