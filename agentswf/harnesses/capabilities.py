@@ -115,6 +115,56 @@ TABLE: dict[str, dict[str, Capability]] = {
     },
 }
 
+_ACP_PANE = Absent("an ACP agent is driven over its standard streams, one process per attempt: it has no pane")
+_ACP_COMPACT = Absent("ACP has no compaction request: an ACP agent compacts by its own rules, if at all")
+_ACP_FORK = Absent("not yet: agentswf doesn't send session/fork (opencode and claude-agent-acp offer it)")
+
+
+def _acp(usage: Capability, cost: Capability, resume: str) -> dict[str, Capability]:
+    """An ACP runtime's row: what the protocol gives every agent, and what this one reports."""
+    return {
+        "resume": Given(resume),
+        "effort": Absent("ACP has no effort: where an agent has one, it is a config option of its session"),
+        "await_reply": Given("the reply reopens the session in a new agent process"),
+        "waiting": _HEADLESS_WAITING,
+        "usage": usage,
+        "cost": cost,
+        "sandbox": Absent("not yet: an ACP agent's home and config aren't given a sandbox's run-local home"),
+        "fork": _ACP_FORK,
+        "compact": _ACP_COMPACT,
+        "set": Given("the model through the session's config option `model` (or session/set_model) on every later attempt"),
+        "pane": _ACP_PANE,
+    }
+
+
+TABLE |= {
+    "acp": _acp(
+        Given("the prompt response's usage, else qwen's per-call _meta.usage, else gemini's _meta.quota"),
+        Given("a usage_update's cost, taken as the session's running total"),
+        "session/resume where the agent advertises it, else session/load",
+    ),
+    "opencode": _acp(
+        Given("the prompt response's usage: opencode counts only the turn's last model call there"),
+        Given("usage_update's cost.amount, the session's running total, less the last turn's"),
+        "session/resume",
+    ),
+    "qwen": _acp(
+        Given("each model call's _meta.usage on an empty agent_message_chunk, summed"),
+        Absent("qwen reports no dollars over ACP; its tokens can be priced from its usage"),
+        "session/resume",
+    ),
+    "gemini": _acp(
+        Given("the prompt response's _meta.quota.token_count"),
+        Absent("gemini reports no dollars over ACP; its tokens can be priced from its usage"),
+        "session/load, its session file renamed first when it was written in the same minute",
+    ),
+    "copilot": _acp(
+        Given("the prompt response's usage"),
+        Absent("copilot reports no dollars over ACP; its tokens can be priced from its usage"),
+        "session/load (copilot has no session/resume)",
+    ),
+}
+
 EFFORT_LEVELS: dict[str, tuple[str, ...]] = {
     "claude": ("low", "medium", "high", "xhigh", "max"),
     "codex": ("minimal", "low", "medium", "high", "xhigh"),
