@@ -70,7 +70,7 @@ def gemini_before_load(session: str, env: Mapping[str, str]) -> None:
     for minute in minutes:
         pattern = os.path.join(glob.escape(home), ".gemini", "tmp", "*", "chats", f"session-{minute}-{session[:8]}.jsonl")
         for path in glob.glob(pattern):
-            os.replace(path, path.removesuffix(".jsonl") + "-before-load.jsonl")
+            os.rename(path, f"{path.removesuffix('.jsonl')}-{time.time_ns()}.jsonl")  # a name of its own: none replaced
 
 
 OPENCODE = AcpAgent(

@@ -22,7 +22,9 @@ from agentswf.testing.models import (
     ScriptedModel,
     Shell,
     Text,
+    copilot_env,
     find_cli,
+    gemini_env,
     opencode_env,
     qwen_env,
 )
@@ -65,7 +67,9 @@ def script_for(out: Path) -> Callable[[Conversation], Shell | Text]:
     return script
 
 
-ENVS: dict[str, Callable[[ScriptedModel, Path], dict[str, str]]] = {"opencode": opencode_env, "qwen": qwen_env}
+ENVS: dict[str, Callable[[ScriptedModel, Path], dict[str, str]]] = {
+    "opencode": opencode_env, "qwen": qwen_env, "gemini": gemini_env, "copilot": copilot_env,
+}
 CLIS = [pytest.param(name, marks=pytest.mark.needs(name)) for name in ENVS]
 
 

@@ -12,7 +12,7 @@ Chat Completions (pi, opencode, qwen) on 127.0.0.1, from a script that reads the
 state; `acp_envs` points the ACP CLIs at it.
 """
 
-from .acp_envs import opencode_env, qwen_env
+from .acp_envs import copilot_env, gemini_env, opencode_env, qwen_env
 from .envs import CLI_DIR_VARIABLE, PROVIDER, claude_env, codex_env, find_cli, pi_env
 from .script import SHELL_ARGUMENTS, Conversation, Dialect, Script, Shell, Step, Text, Tool, steps
 from .server import MODEL_ID, ModelRequest, ScriptedModel
@@ -35,7 +35,9 @@ __all__ = [
     "Usage",
     "claude_env",
     "codex_env",
+    "copilot_env",
     "find_cli",
+    "gemini_env",
     "opencode_env",
     "pi_env",
     "qwen_env",

@@ -64,3 +64,32 @@ def qwen_env(model: ScriptedModel, home: str | os.PathLike[str]) -> dict[str, st
     (config / "settings.json").write_text(json.dumps(settings, indent=2))
     return {"HOME": str(home), "OPENAI_BASE_URL": f"{model.base_url}/v1", "OPENAI_API_KEY": API_KEY,
             "OPENAI_MODEL": MODEL_ID, "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}  # fmt: skip
+
+
+def gemini_env(model: ScriptedModel, home: str | os.PathLike[str]) -> dict[str, str]:
+    """gemini: ~/.gemini/settings.json on an API key, model `gemini-2.5-flash` over the Gemini API at the
+    scripted model; folder trust (which stops a headless run in an untrusted directory), usage
+    statistics, telemetry and auto-update off."""
+    config = Path(home) / ".gemini"
+    config.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "model": {"name": GEMINI_MODEL},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+    }  # fmt: skip
+    (config / "settings.json").write_text(json.dumps(settings, indent=2))
+    return {"HOME": str(home), "GOOGLE_GEMINI_BASE_URL": model.base_url, "GEMINI_API_KEY": API_KEY}
+
+
+def copilot_env(model: ScriptedModel, home: str | os.PathLike[str]) -> dict[str, str]:
+    """copilot: its own provider (BYOK) on Chat Completions at the scripted model, model `fake-model`, with
+    no GitHub login: COPILOT_OFFLINE stops its GitHub calls. The parent's GitHub tokens must not be set."""
+    config = Path(home) / ".copilot"
+    config.mkdir(parents=True, exist_ok=True)
+    return {
+        "HOME": str(home), "COPILOT_HOME": str(config), "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
+        "COPILOT_PROVIDER_BASE_URL": f"{model.base_url}/v1", "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_API_KEY": API_KEY, "COPILOT_PROVIDER_WIRE_API": "completions", "COPILOT_MODEL": MODEL_ID,
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "128000", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS": "16384",
+    }  # fmt: skip

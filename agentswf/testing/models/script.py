@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ...errors import TestScriptError
 
-Dialect = Literal["anthropic", "responses", "chat"]
+Dialect = Literal["anthropic", "responses", "chat", "gemini"]
 
 #: Shell tools the CLIs offer, with the argument shape each takes; the first one offered wins.
 SHELL_ARGUMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
