@@ -74,7 +74,7 @@ class AcpAgent:
     `env` is set under the runtime's own (which wins). `native` maps the path found on PATH to
     the binary to run (an npm wrapper that doesn't pass signals on, or a placeholder). `usage`
     says where its tokens are reported, first found wins; `running_cost`, that its `usage_update`
-    cost is the session's running total. `before_load` mends its store before a `session/load`
+    cost is the session's running total (opencode's), not the process's (claude-agent-acp's). `before_load` mends its store before a `session/load`
     (gemini's). `version_cli` is its name in the table of tested versions, if it has one.
     """
 
@@ -85,7 +85,7 @@ class AcpAgent:
     install: str = ""
     native: Callable[[str], str] | None = None
     usage: tuple[UsageSource, ...] = ("response", "meta", "quota")
-    running_cost: bool = True
+    running_cost: bool = False
     before_load: Callable[[str, Mapping[str, str]], None] | None = None
     version_cli: str | None = None
 

@@ -80,19 +80,17 @@ OPENCODE = AcpAgent(
     install=install_command("opencode"),
     native=native_in("opencode-{platform}/bin/opencode", "opencode-{platform}-baseline/bin/opencode"),
     usage=("response",),  # the last model call's only: opencode reports no turn's tokens over ACP
-    version_cli="opencode",
+    running_cost=True, version_cli="opencode",
 )
-QWEN = AcpAgent(
-    "qwen", "qwen", ("--acp",), install=install_command("qwen"), usage=("meta",), running_cost=False, version_cli="qwen",
-)
+QWEN = AcpAgent("qwen", "qwen", ("--acp",), install=install_command("qwen"), usage=("meta",), version_cli="qwen")
 GEMINI = AcpAgent(
-    "gemini", "gemini", ("--acp",), install=install_command("gemini"), usage=("quota",), running_cost=False,
+    "gemini", "gemini", ("--acp",), install=install_command("gemini"), usage=("quota",),
     before_load=gemini_before_load, version_cli="gemini",
 )
 COPILOT = AcpAgent(
     "copilot", "copilot", ("--acp", "--disable-client-telemetry"), env={"COPILOT_AUTO_UPDATE": "false"},
     install=install_command("copilot"),
     native=native_in("@github/copilot-{platform}/copilot"),
-    usage=("response",), running_cost=False, version_cli="copilot",
+    usage=("response",), version_cli="copilot",
 )
 ACP_AGENTS: dict[str, AcpAgent] = {agent.name: agent for agent in (OPENCODE, QWEN, GEMINI, COPILOT)}

@@ -140,7 +140,7 @@ def _acp(usage: Capability, cost: Capability, resume: str) -> dict[str, Capabili
 TABLE |= {
     "acp": _acp(
         Given("the prompt response's usage, else qwen's per-call _meta.usage, else gemini's _meta.quota"),
-        Given("a usage_update's cost, taken as the session's running total"),
+        Given("a usage_update's cost, as the agent process's total (claude-agent-acp's)"),
         "session/resume where the agent advertises it, else session/load",
     ),
     "opencode": _acp(

@@ -122,6 +122,7 @@ def prompt(key: int, params: dict[str, Any]) -> None:
     session = params["sessionId"]
     history = json.loads(store(session).read_text())
     text = "".join(part.get("text", "") for part in params["prompt"] if part.get("type") == "text")
+    before = len(history)
     history.append({"role": "user", "text": text})
     turns = sum(entry["role"] == "user" for entry in history)
     sys.stdout.write("this line is not JSON-RPC\n")
@@ -156,7 +157,7 @@ def prompt(key: int, params: dict[str, Any]) -> None:
         history.append({"role": "tool", "text": output})
     update(session, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Finished."}})
     history.append({"role": "agent", "text": "Finished."})
-    total = sum(1 for entry in history if entry["role"] in ("tool", "agent")) * COST
+    total = sum(1 for entry in history[before:] if entry["role"] in ("tool", "agent")) * COST  # this process's
     update(session, {"sessionUpdate": "usage_update", "used": 1000, "size": 128000,
                      "cost": {"amount": round(total, 6), "currency": "USD"}})
     store(session).write_text(json.dumps(history))

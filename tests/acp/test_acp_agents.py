@@ -6,7 +6,12 @@ import os
 import time
 from pathlib import Path
 
-from agentswf.harnesses.acp_agents import GEMINI_MINUTE, _platform, gemini_before_load, native_in
+import pytest
+
+from agentswf.harnesses.acp import ANY_AGENT, AcpHarness
+from agentswf.harnesses.acp_agents import GEMINI_MINUTE, OPENCODE, _platform, gemini_before_load, native_in
+from agentswf.harnesses.acp_rpc import Permissions
+from agentswf.harnesses.acp_turn import Turn
 
 SESSION = "8ef847ca-549e-4c4d-90c6-47eadd57c43b"
 
@@ -57,3 +62,15 @@ def test_an_npm_wrapper_is_swapped_for_its_platform_binary(tmp_path):
     assert native(str(binary)) == str(binary)  # already native (npm 11 hard-links some)
     binary.unlink()
     assert native(str(bin_link)) == str(bin_link)  # none found: the wrapper, which the keeper still stops
+
+
+def test_opencodes_running_cost_is_taken_per_turn_and_a_process_total_as_it_is():
+    def spent(harness: AcpHarness, cost: float) -> float | None:
+        turn = Turn("/x/wfa", Permissions())
+        turn.cost = cost
+        usage = harness._usage("ses_1", {"stopReason": "end_turn"}, turn)
+        return usage.cost_usd if usage is not None else None
+
+    opencode, claude_adapter = AcpHarness(OPENCODE, ("opencode", "acp")), AcpHarness(ANY_AGENT, ("claude-agent-acp",))
+    assert [spent(opencode, cost) for cost in (0.00075, 0.001131)] == [0.00075, pytest.approx(0.000381)]
+    assert [spent(claude_adapter, cost) for cost in (0.02, 0.03)] == [0.02, 0.03]

@@ -124,7 +124,7 @@ async def test_the_next_turn_reopens_the_session_with_its_history(tmp_path, resu
     methods = [m.get("method") for m in received(home)]
     assert methods.count("session/new") == 1
     assert methods.count("session/resume" if resume else "session/load") == 1
-    assert second["usage"]["cost_usd"] == pytest.approx(0.02)  # the running total (0.04) less the first turn's
+    assert second["usage"]["cost_usd"] == pytest.approx(0.02)
 
 
 async def test_a_stop_mid_turn_cancels_the_session_and_leaves_nothing_running(tmp_path):

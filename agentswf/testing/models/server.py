@@ -151,7 +151,8 @@ class ScriptedModel:
             _log.warning("no such endpoint on the scripted model", method=request.method, path=request.path)
             log(404)
             return 404, _JSON, dumps({"error": {"message": f"no {request.method} {request.path} here"}}).encode()
-        dialect, speaker = ("gemini", gemini) if routed is not None else _DIALECTS[request.path]
+        gemini_route: tuple[Dialect, ModuleType] = ("gemini", gemini)
+        dialect, speaker = gemini_route if routed is not None else _DIALECTS[request.path]
         if unreadable:
             log(400, dialect)
             return 400, _JSON, dumps(speaker.error(400, unreadable)).encode()
