@@ -57,6 +57,10 @@ from .usage import Usage
 STDERR_LINES = 20  # of the agent's standard error, in the reason an attempt failed
 CANCEL_SEND_SECONDS = 1.0  # for `session/cancel` to be written to a stopped attempt's agent
 ENDED_STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal"})
+SANDBOX_REFUSAL = (
+    "an ACP agent can't run in a sandbox yet: its home and config aren't given the sandbox's run-local home; "
+    "open it without a sandbox"
+)
 
 
 class AcpError(HarnessError):
@@ -127,17 +131,14 @@ class AcpHarness(Harness):
         return (self.agent.version_cli, self.command[0]) if self.agent.version_cli else None
 
     async def run(self, attempt: Attempt) -> AttemptResult:
+        if attempt.confine is not None:
+            return AttemptResult(AttemptEnding("failed", reason=SANDBOX_REFUSAL, retryable=False))
         turn = Turn(str(attempt.launcher), self.permissions, attempt.received)
-        env = {**self.agent.env, **self.attempt_env(attempt)}
-        scratch = None
-        if attempt.confine is None:  # the CLIs leave files in TMPDIR: one of the attempt's own, removed after
-            scratch = tempfile.mkdtemp(prefix="awf-acp-")
-            env["TMPDIR"] = scratch
+        scratch = tempfile.mkdtemp(prefix="awf-acp-")  # the CLIs leave files in TMPDIR: the attempt's own, removed after
+        env = {**self.agent.env, **self.attempt_env(attempt), "TMPDIR": scratch}
         result: Any = None
         try:
-            async with open_in_group(
-                self.command, cwd=attempt.cwd, env=env, started=attempt.started, confine=attempt.confine
-            ) as channel:
+            async with open_in_group(self.command, cwd=attempt.cwd, env=env, started=attempt.started) as channel:
                 client = _Client(channel, turn, self.agent.name)
                 try:
                     result = await self._turn(client, attempt, turn, env)
@@ -146,9 +147,8 @@ class AcpHarness(Harness):
                 else:
                     ending = _ending(self.agent.name, result)
         finally:
-            if scratch is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(remove_tree, scratch)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(remove_tree, scratch)
         session = turn.session
         return AttemptResult(ending, session=session, usage=self._usage(session, result, turn), output=turn.record())
 

@@ -129,7 +129,8 @@ def _acp(usage: Capability, cost: Capability, resume: str) -> dict[str, Capabili
         "waiting": _HEADLESS_WAITING,
         "usage": usage,
         "cost": cost,
-        "sandbox": Absent("not yet: an ACP agent's home and config aren't given a sandbox's run-local home"),
+        "sandbox": Absent("not yet: an ACP agent's home and config aren't given a sandbox's run-local home; "
+                          "its turns fail at once in one"),
         "fork": _ACP_FORK,
         "compact": _ACP_COMPACT,
         "set": Given("the model through the session's config option `model` (or session/set_model) on every later attempt"),

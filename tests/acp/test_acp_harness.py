@@ -153,3 +153,14 @@ async def test_the_transcript_keeps_each_permission_its_answer_and_each_refusal(
     assert {"refused": "fs/read_text_file"} in entries
     assert any(e.get("update") == "agent_message_chunk" and e["text"] == "Finished." for e in entries)
     assert result.usage is not None and result.usage.input_tokens == 300
+
+
+async def test_a_turn_in_a_sandbox_fails_at_once_and_runs_nothing(tmp_path):
+    harness = harness_for(fake(tmp_path / "home"))
+    started: list[int] = []
+    attempt = Attempt(agent="fake", call_id="c1", turn=1, nudge=False, prompt="SCENARIO answer.", launcher=tmp_path / "wfa",
+                      cwd=tmp_path, env={}, started=started.append, confine=lambda argv, cwd, env: (list(argv), dict(env)))  # fmt: skip
+    result = await harness.run(attempt)
+    assert result.ending.kind == "failed" and not result.ending.retryable
+    assert "can't run in a sandbox yet" in result.ending.reason
+    assert started == [] and not (tmp_path / "home").exists()
