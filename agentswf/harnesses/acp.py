@@ -48,7 +48,7 @@ from .acp_rpc import (
     turn_tokens,
 )
 from .acp_turn import Turn
-from .base import Attempt, AttemptEnding, AttemptResult, Harness, is_session_id
+from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from .keeper import remove_tree
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Channel, open_in_group
@@ -57,6 +57,7 @@ from .usage import Usage
 STDERR_LINES = 20  # of the agent's standard error, in the reason an attempt failed
 CANCEL_SEND_SECONDS = 1.0  # for `session/cancel` to be written to a stopped attempt's agent
 ENDED_STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal"})
+FORK_PREFIX = "fork:"  # a fork's session until its first attempt copies it: the parent's id after it
 SANDBOX_REFUSAL = (
     "an ACP agent can't run in a sandbox yet: its home and config aren't given the sandbox's run-local home; "
     "open it without a sandbox"
@@ -152,11 +153,15 @@ class AcpHarness(Harness):
         session = turn.session
         return AttemptResult(ending, session=session, usage=self._usage(session, result, turn), output=turn.record())
 
+    async def fork(self, operation: Operation) -> OperationResult:
+        """A copy of the session, made by the copy's first attempt (`session/fork`, then its prompt, in one
+        process): claude-agent-acp keeps a copy in memory only until a prompt writes it. No model call."""
+        if operation.session is None:
+            return OperationResult(AttemptEnding("failed", reason="an agent cannot be forked before its first turn"))
+        return OperationResult(AttemptEnding("exited"), session=FORK_PREFIX + operation.session.removeprefix(FORK_PREFIX))
+
     async def _turn(self, client: _Client, attempt: Attempt, turn: Turn, env: Mapping[str, str]) -> Any:
-        started = await client.call("initialize", {
-            "protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO,
-            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
-        })  # fmt: skip
+        started = await client.call("initialize", _initialize())
         can = capabilities(started)
         where = {"cwd": str(attempt.cwd), "mcpServers": []}
         if attempt.session is None:
@@ -165,6 +170,15 @@ class AcpHarness(Harness):
             if not isinstance(named, str) or not is_session_id(named):
                 raise AcpError(f"{self.agent.name} answered session/new with no session id", retryable=True)
             session = named
+        elif attempt.session.startswith(FORK_PREFIX):
+            if not can.fork:
+                raise AcpError(f"{self.agent.name} offers no session/fork: the agent can't be forked")
+            parent = attempt.session.removeprefix(FORK_PREFIX)
+            forked = await client.call("session/fork", {"sessionId": parent, **where})
+            named = forked.get("sessionId") if isinstance(forked, dict) else None
+            if not isinstance(named, str) or not is_session_id(named) or named == parent:
+                raise AcpError(f"{self.agent.name} answered session/fork with no new session")
+            session, opened = named, forked
         else:
             session = attempt.session
             turn.session = session  # the replay of a load is the session's, though not the turn's
@@ -210,6 +224,14 @@ class AcpHarness(Harness):
             return None
         usage = msgspec.structs.replace(tokens or Usage(), cost_usd=cost, model=self.model)
         return estimate(usage, self.prices)
+
+
+def _initialize() -> dict[str, Any]:
+    """`initialize`'s parameters: no files, no terminals (the agents run their commands themselves)."""
+    return {
+        "protocolVersion": PROTOCOL_VERSION, "clientInfo": CLIENT_INFO,
+        "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+    }  # fmt: skip
 
 
 def _ending(name: str, result: Any) -> AttemptEnding:

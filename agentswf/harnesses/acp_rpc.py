@@ -222,7 +222,7 @@ def is_wfa_command(command: str, launcher: str) -> bool:
         words = shlex.split(command)
     except ValueError:
         return False
-    return bool(words) and words[0] == launcher
+    return bool(words) and bool(launcher) and words[0] == launcher
 
 
 def choose(options: Any, allow: bool) -> dict[str, Any]:

@@ -173,6 +173,8 @@ def main() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     threading.Thread(target=reader, daemon=True).start()
     session_caps = {"resume": {}} if RESUME else {}
+    if os.environ.get("FAKE_ACP_FORK") == "1":
+        session_caps["fork"] = {}
     while (message := inbox.get()) is not None:
         method, key, params = message.get("method"), message.get("id"), message.get("params") or {}
         if method == "initialize":
@@ -193,6 +195,10 @@ def main() -> None:
                     kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
                     update(session, {"sessionUpdate": kind, "content": {"type": "text", "text": entry["text"]}})
             send({"id": key, "result": {}})
+        elif method == "session/fork":
+            copy = f"fake-{uuid.uuid4().hex}"
+            store(copy).write_text(store(params["sessionId"]).read_text())
+            send({"id": key, "result": {"sessionId": copy}})
         elif method == "session/set_config_option":
             (HOME / "model").write_text(str(params.get("value")))
             send({"id": key, "result": {"configOptions": []}})

@@ -164,3 +164,37 @@ async def test_a_turn_in_a_sandbox_fails_at_once_and_runs_nothing(tmp_path):
     assert result.ending.kind == "failed" and not result.ending.retryable
     assert "can't run in a sandbox yet" in result.ending.reason
     assert started == [] and not (tmp_path / "home").exists()
+
+
+async def test_a_fork_copies_the_session_where_the_agent_offers_session_fork(tmp_path):
+    home = tmp_path / "home"
+
+    @workflow(name="acp-fork", description="A fake ACP agent forked after a turn.")
+    async def flow(wf):
+        parent = await wf.agents.open("parent", runtime=fake(home, env={"fork": "1"}))
+        first = await parent.run("SCENARIO recall. How many turns?", schema=Recall, timeout=60)
+        child = await parent.fork("child")
+        copied = await child.run("SCENARIO recall. And in the copy?", schema=Recall, timeout=60)
+        again = await parent.run("SCENARIO recall. And here?", schema=Recall, timeout=60)
+        return [msgspec.to_builtins(turn) for turn in (first, copied, again)]
+
+    result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    first, copied, again = result.value
+    assert [turn["outcome"]["value"] for turn in (first, copied, again)] == [{"turns": 1}, {"turns": 2}, {"turns": 2}]
+    assert copied["session"] != first["session"] == again["session"]
+    assert [m.get("method") for m in received(home)].count("session/fork") == 1
+
+
+async def test_a_fork_of_an_agent_that_offers_no_session_fork_fails_its_first_turn_saying_so(tmp_path):
+    @workflow(name="acp-no-fork", description="A fake ACP agent that can't fork.")
+    async def flow(wf):
+        parent = await wf.agents.open("parent", runtime=fake(tmp_path / "home"))
+        await parent.run("SCENARIO answer.", schema=Verdict, timeout=60)
+        child = await parent.fork("child")
+        return msgspec.to_builtins(await child.run("SCENARIO answer.", schema=Verdict, timeout=60))
+
+    result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert result.value["outcome"]["kind"] == "failed"
+    assert "offers no session/fork" in result.value["outcome"]["reason"]

@@ -173,3 +173,27 @@ async def test_a_stop_mid_turn_leaves_nothing_running(tmp_path, cli):
     turn = result.value
     assert turn["outcome"]["kind"] == "cancelled", turn
     assert not any(alive(int(pid)) for pid in (tmp_path / "hang.pids").read_text().split())
+
+
+FORKING = [param for param in CLIS if param.values[0] in ("opencode", "claude-agent-acp")]  # those with session/fork
+
+
+@pytest.mark.parametrize("cli", FORKING)
+async def test_a_fork_answers_with_its_parents_history(tmp_path, cli):
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        agent_runtime = runtime(cli, model, tmp_path / "home")
+
+        @workflow(name=f"acp-{cli}-fork", description="An ACP CLI forked after a turn.")
+        async def flow(wf):
+            parent = await wf.agents.open(cli, runtime=agent_runtime)
+            first = await parent.run("SCENARIO answer. FIRST-TURN.", schema=Verdict, timeout=TURN_SECONDS)
+            child = await parent.fork(f"{cli}-child")
+            copied = await child.run("SCENARIO answer. In the copy.", schema=Verdict, timeout=TURN_SECONDS)
+            return [msgspec.to_builtins(first), msgspec.to_builtins(copied)]
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    first, copied = result.value
+    assert copied["outcome"]["kind"] == "answered" and copied["session"] != first["session"], copied
+    last = [r for r in model.requests if r.conversation is not None and "In the copy" in r.conversation.prompt][-1]
+    assert "FIRST-TURN" in str(last.conversation.history)  # the copy carries the parent's turn
