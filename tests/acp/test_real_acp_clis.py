@@ -197,3 +197,41 @@ async def test_a_fork_answers_with_its_parents_history(tmp_path, cli):
     assert copied["outcome"]["kind"] == "answered" and copied["session"] != first["session"], copied
     last = [r for r in model.requests if r.conversation is not None and "In the copy" in r.conversation.prompt][-1]
     assert "FIRST-TURN" in str(last.conversation.history)  # the copy carries the parent's turn
+
+
+ALL = tuple(param.values[0] for param in CLIS)
+
+
+@pytest.mark.needs(*ENVS, *(cli for needed in NEEDS.values() for cli in needed))
+async def test_a_workflow_of_every_acp_agent_side_by_side(tmp_path):
+    """The issue's workflow: a reviewer on gemini, a fixer on opencode, second opinions on qwen and copilot,
+    and claude and codex through their adapters, side by side: each a tool call and a typed answer, then
+    a second turn resuming its session, each turn's usage recorded."""
+    counted: list[int] = []
+
+    def count(n: int) -> str:
+        """Count to n."""
+        counted.append(n)
+        return f"counted {n}"
+
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        runtimes = {cli: runtime(cli, model, tmp_path / "homes" / cli) for cli in ALL}
+
+        @workflow(name="acp-all", description="Every ACP agent, side by side.")
+        async def flow(wf):
+            async def one(cli: str) -> list[dict[str, Any]]:
+                agent = await wf.agents.open(cli, runtime=runtimes[cli], tools={"count": tool(count)})
+                first = await agent.run("SCENARIO tool. Review the change.", schema=Verdict, timeout=TURN_SECONDS)
+                second = await agent.run("SCENARIO answer. Review it again.", schema=Verdict, timeout=TURN_SECONDS)
+                return [msgspec.to_builtins(first), msgspec.to_builtins(second)]
+
+            return dict(zip(ALL, await wf.parallel(ALL, one)))
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert counted == [2] * len(ALL)
+    for cli, (first, second) in result.value.items():
+        for turn in (first, second):
+            assert turn["outcome"]["value"] == {"verdict": "approve"}, (cli, turn)
+            assert cli == "codex-acp" or turn["usage"]["input_tokens"] >= 100, (cli, turn["usage"])
+        assert first["session"] == second["session"], cli
