@@ -20,12 +20,21 @@ from .usage import Usage, add_usage, sound
 MAX_TRANSCRIPT_ENTRIES = 2000  # a turn's protocol entries kept; past it, only counted
 MAX_TEXT_CHARS = 16_000  # of the agent's messages, kept in the transcript
 MAX_SAID_CHARS = 500  # of a title or a command, kept in the transcript
+MAX_COMMAND_CHARS = 8192  # of a tool call's command kept to match a later permission against `wfa`; longer isn't `wfa`
 MAX_TOOL_CALLS = 1000  # tool calls tracked in a turn (their titles and inputs, for a permission asked later)
 WORKING_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
 
 
 def _said(value: Any) -> str:
     return value[:MAX_SAID_CHARS] if isinstance(value, str) else ""
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 class Turn:
@@ -69,7 +78,7 @@ class Turn:
             self._tool_call(kind, update)
         elif kind == "usage_update":
             self.cost = cost_of(update) if cost_of(update) is not None else self.cost
-            self._note({"update": kind, "used": update.get("used"), "size": update.get("size"), "cost": self.cost})
+            self._note({"update": kind, "used": _count(update.get("used")), "size": _count(update.get("size")), "cost": self.cost})
         elif not self.transcript or self.transcript[-1].get("update") != kind:
             self._note({"update": kind})  # one entry for a run of the same kind (thoughts, commands)
 
@@ -92,25 +101,38 @@ class Turn:
         key = update.get("toolCallId")
         if not isinstance(key, str):
             return
-        said: dict[str, Any] = {name: update[name] for name in ("title", "kind", "rawInput", "status") if name in update}
-        merged = {**self._calls.get(key, {}), **said}
+        said = {name: update[name] for name in ("title", "kind", "status") if isinstance(update.get(name), str)}
+        known = self._calls.get(key, {})
+        merged = {**known, **{name: value[:MAX_SAID_CHARS] for name, value in said.items()}}
+        if "rawInput" in update or "title" in said:  # what it runs, from this update's own (whole) words
+            found = command_of({"kind": known.get("kind"), **said, "rawInput": update.get("rawInput")})
+            if found is not None:
+                merged["command"] = found if len(found) <= MAX_COMMAND_CHARS else ""  # "": too long to be `wfa`
         if key in self._calls or len(self._calls) < MAX_TOOL_CALLS:
-            self._calls[key] = merged
-        entry = {"update": kind, "toolCallId": _said(key), "title": _said(merged.get("title")),
-                 "kind": _said(merged.get("kind")), "status": _said(merged.get("status"))}  # fmt: skip
+            self._calls[key] = merged  # bounded: its words cut, its input not kept
+        entry = {"update": kind, "toolCallId": _said(key), "title": merged.get("title"), "kind": merged.get("kind"),
+                 "status": merged.get("status")}  # fmt: skip
         self._note({name: value for name, value in entry.items() if value})
 
     def request(self, request: Request) -> bytes:
-        """The line answering the agent's `request`: a permission decided, anything else refused."""
+        """The line answering the agent's `request`: a permission decided, anything else refused.
+
+        The tool call is the request's own `toolCall` over what its updates said before; its kind and
+        title are matched whole. A permission is what an honest CLI asks before its model's tool runs:
+        a hostile agent's process runs what it likes, unasked (the keeper and the sandbox bound it)."""
         if request.method != "session/request_permission":
             self._note({"refused": _said(request.method)})
             return Rpc.refuse(request)
         asked = request.params.get("toolCall")
         asked = asked if isinstance(asked, dict) else {}
         key = asked.get("toolCallId")
-        call = {**self._calls.get(key, {}), **asked} if isinstance(key, str) else asked
-        kind, title = _said(call.get("kind")) or "other", _said(call.get("title"))
-        command = command_of(call)
+        known = self._calls.get(key, {}) if isinstance(key, str) else {}
+        kind: str = _text(asked.get("kind")) or _text(known.get("kind")) or "other"
+        title: str = _text(asked.get("title")) or _text(known.get("title")) or ""
+        # what it runs: the request's own input, else what its updates said, else its own title (gemini's)
+        raw = command_of({"rawInput": asked.get("rawInput")})
+        own = command_of({"kind": kind, "title": asked.get("title")})
+        command = raw if raw is not None else known["command"] if "command" in known else own
         if command is not None and is_wfa_command(command, self.launcher):
             allow, why = True, "the agent's wfa"
         elif self.permissions.allows(kind, title):
@@ -120,7 +142,7 @@ class Turn:
         answer = choose(request.params.get("options"), allow)
         outcome = answer["outcome"]
         chosen = outcome.get("optionId") and ("allow_once" if allow else "reject_once")
-        entry = {"permission": _said(key), "kind": kind, "title": title, "command": _said(command),
+        entry = {"permission": _said(key), "kind": _said(kind), "title": _said(title), "command": _said(command),
                  "answer": chosen or outcome["outcome"], "why": why}  # fmt: skip
         self._note({name: value for name, value in entry.items() if value})
         return Rpc.answer(request, answer)

@@ -204,3 +204,39 @@ def test_a_permission_merges_what_the_tool_call_said_before():
     answered = msgspec.json.decode(turn.request(asked))
     assert answered["result"] == {"outcome": {"outcome": "selected", "optionId": "o"}}
     assert turn.transcript[-1]["why"] == "the agent's wfa"
+
+
+def test_a_long_command_is_never_taken_for_wfa_and_a_tool_calls_input_isnt_kept():
+    turn = Turn(LAUNCHER, Permissions(allow=()))
+    chained = f"{LAUNCHER} result c1 --note {'x' * 10_000}; rm -rf ~"
+    turn.notice(update("tool_call", toolCallId="t1", kind="execute", title="Shell", rawInput={"command": chained}))
+    turn.notice(update("tool_call_update", toolCallId="t2", kind="execute", title=chained))
+    assert max(len(msgspec.json.encode(call)) for call in turn._calls.values()) < 1000
+    for key in ("t1", "t2"):  # asked with no command of its own: what the updates said is all there is
+        asked = Request(1, "session/request_permission", {"toolCall": {"toolCallId": key}, "options": [
+            {"optionId": "o", "kind": "allow_once"}, {"optionId": "r", "kind": "reject_once"}]})  # fmt: skip
+        assert msgspec.json.decode(turn.request(asked))["result"]["outcome"]["optionId"] == "r", key
+
+
+update_bodies = st.fixed_dictionaries(
+    {"sessionUpdate": st.sampled_from(["agent_message_chunk", "tool_call", "tool_call_update", "usage_update", "plan", 7])},
+    optional={name: json_values for name in ("toolCallId", "title", "kind", "status", "rawInput", "content", "_meta",
+                                             "cost", "used", "size")},
+)  # fmt: skip
+tool_calls = st.fixed_dictionaries({}, optional={name: json_values for name in ("toolCallId", "title", "kind", "rawInput")})
+
+
+@given(st.lists(update_bodies | tool_calls.map(lambda call: {"toolCall": call, "options": []}), max_size=12))
+def test_the_turn_takes_any_updates_and_requests_and_keeps_a_json_record(messages):
+    turn = Turn(LAUNCHER, Permissions(allow=()))
+    turn.prompting = True
+    for message in messages:
+        if "toolCall" in message:
+            answered = msgspec.json.decode(turn.request(Request(1, "session/request_permission", message)))
+            assert answered["result"]["outcome"]["outcome"] == "cancelled"  # no options offered
+        else:
+            turn.notice(Notice("session/update", {"update": message}))
+    for line in turn.record().splitlines():
+        assert isinstance(msgspec.json.decode(line), dict)
+    assert turn.per_call is None or all(
+        count is None or count >= 0 for count in (turn.per_call.input_tokens, turn.per_call.output_tokens))
