@@ -49,12 +49,15 @@ from .acp_rpc import (
 )
 from .acp_turn import Turn
 from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult, is_session_id
+from .cli import looks_like_login
 from .keeper import remove_tree
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Channel, open_in_group
 from .usage import Usage
 
 STDERR_LINES = 20  # of the agent's standard error, in the reason an attempt failed
+MAX_ERROR_CHARS = 2000  # of an error the agent answered a request with, in the reason
+LOGIN_HINT = "Configure {name}'s model and credentials as for {name} alone (docs/guide/acp-agents.md), or in the runtime's env."
 CANCEL_SEND_SECONDS = 1.0  # for `session/cancel` to be written to a stopped attempt's agent
 ENDED_STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal"})
 FORK_PREFIX = "fork:"  # a fork's session until its first attempt copies it: the parent's id after it
@@ -144,7 +147,7 @@ class AcpHarness(Harness):
                 try:
                     result = await self._turn(client, attempt, turn, env)
                 except AcpError as error:
-                    ending = AttemptEnding("failed", reason=str(error), retryable=error.retryable)
+                    ending = _failed(self.agent.name, error)
                 else:
                     ending = _ending(self.agent.name, result)
         finally:
@@ -234,6 +237,14 @@ def _initialize() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _failed(name: str, error: AcpError) -> AttemptEnding:
+    """A failed attempt; one whose error says the agent isn't logged in (an HTTP 401 relayed) fails for good."""
+    if looks_like_login(str(error)):
+        reason = f"{name} isn't logged in: {error}\n{LOGIN_HINT.format(name=name)}"
+        return AttemptEnding("failed", reason=reason, retryable=False)
+    return AttemptEnding("failed", reason=str(error), retryable=error.retryable)
+
+
 def _ending(name: str, result: Any) -> AttemptEnding:
     reason = result.get("stopReason") if isinstance(result, dict) else None
     if reason in ENDED_STOP_REASONS:
@@ -273,8 +284,10 @@ class _Client:
             if isinstance(message, Answer) and message.id == key:
                 return message.result
             if isinstance(message, Failure) and message.id == key:
-                said = message.message[:2000]
-                raise AcpError(f"{self.name} refused {method} ({message.code}): {said}", retryable=retryable)
+                said = message.message[:MAX_ERROR_CHARS]
+                tail = await self.channel.stderr_lines(STDERR_LINES) if retryable else ""  # the prompt's: why, where it says
+                raise AcpError(f"{self.name} refused {method} ({message.code}): {said}{chr(10) + tail if tail else ''}",
+                               retryable=retryable)  # fmt: skip
             if isinstance(message, Notice):
                 self.turn.notice(message)
             elif isinstance(message, Request):

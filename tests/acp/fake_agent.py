@@ -100,6 +100,7 @@ def plan(prompt: str) -> list[str]:
         "forbidden": [f"touch {out}/forbidden", answer],
         "recall": [f"{wfa} result {call} --turns {{turns}}"],
         "hang": [f"echo $$ > {out}/hang.pid; sleep 1000"],
+        "silent": [],  # the nudge's prompt names no scenario: it answers then
     }.get(name, [answer])
 
 

@@ -127,6 +127,13 @@ async def test_the_next_turn_reopens_the_session_with_its_history(tmp_path, resu
     assert second["usage"]["cost_usd"] == pytest.approx(0.02)
 
 
+async def test_a_silent_turn_is_nudged_in_the_same_session(tmp_path):
+    turn, _ = await one_turn(tmp_path, "silent")
+    assert turn["outcome"]["kind"] == "answered" and turn["nudged"], turn
+    methods = [m.get("method") for m in received(tmp_path / "home")]
+    assert (methods.count("session/new"), methods.count("session/load"), methods.count("session/prompt")) == (1, 1, 2)
+
+
 async def test_a_stop_mid_turn_cancels_the_session_and_leaves_nothing_running(tmp_path):
     turn, _ = await one_turn(tmp_path, "hang", env={"stubborn": "1"})
     assert turn["outcome"]["kind"] == "timed-out", turn

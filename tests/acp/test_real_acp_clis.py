@@ -235,3 +235,23 @@ async def test_a_workflow_of_every_acp_agent_side_by_side(tmp_path):
             assert turn["outcome"]["value"] == {"verdict": "approve"}, (cli, turn)
             assert cli == "codex-acp" or turn["usage"]["input_tokens"] >= 100, (cli, turn["usage"])
         assert first["session"] == second["session"], cli
+
+
+RELAYING = [param for param in CLIS if param.values[0] in ("opencode", "qwen", "gemini")]  # copilot says it as text
+
+
+@pytest.mark.parametrize("cli", RELAYING)
+async def test_a_login_failure_fails_for_good_saying_what_to_configure(tmp_path, cli):
+    async with ScriptedModel(script_for(tmp_path), fail_status=401) as model:
+        agent_runtime = runtime(cli, model, tmp_path / "home")
+
+        @workflow(name=f"acp-{cli}-401", description="An ACP CLI whose API refuses its key.")
+        async def flow(wf):
+            agent = await wf.agents.open(cli, runtime=agent_runtime)
+            return msgspec.to_builtins(await agent.run("SCENARIO answer.", schema=Verdict, timeout=TURN_SECONDS))
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    outcome = result.value["outcome"]
+    assert outcome["kind"] == "failed" and outcome["retryable"] is False and not result.value["nudged"], outcome
+    assert "isn't logged in" in outcome["reason"] and "credentials" in outcome["reason"]
