@@ -153,7 +153,7 @@ class AcpHarness(Harness):
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(remove_tree, scratch)
-        session = turn.session
+        session = turn.session or attempt.session  # one that failed before it reopened its session keeps it
         return AttemptResult(ending, session=session, usage=self._usage(session, result, turn), output=turn.record())
 
     async def fork(self, operation: Operation) -> OperationResult:
