@@ -43,6 +43,7 @@ from .acp_rpc import (
     Rpc,
     UsageSource,
     capabilities,
+    model_choice,
     model_option,
     read,
     turn_tokens,
@@ -83,7 +84,8 @@ class AcpAgent:
     the binary to run (an npm wrapper that doesn't pass signals on, or a placeholder). `usage`
     says where its tokens are reported, first found wins; `running_cost`, that its `usage_update`
     cost is the session's running total (opencode's), not the process's (claude-agent-acp's). `before_load` mends its store before a `session/load`
-    (gemini's). `version_cli` is its name in the table of tested versions, if it has one.
+    (gemini's). `version_cli` is its name in the table of tested versions, if it has one. `model_env`
+    is the variable that chooses its model, where its session offers none to set (copilot's).
     """
 
     name: str
@@ -96,6 +98,7 @@ class AcpAgent:
     running_cost: bool = False
     before_load: Callable[[str, Mapping[str, str]], None] | None = None
     version_cli: str | None = None
+    model_env: str | None = None
 
 
 ANY_AGENT = AcpAgent("acp")
@@ -140,6 +143,8 @@ class AcpHarness(Harness):
         turn = Turn(str(attempt.launcher), self.permissions, attempt.received)
         scratch = tempfile.mkdtemp(prefix="awf-acp-")  # the CLIs leave files in TMPDIR: the attempt's own, removed after
         env = {**self.agent.env, **self.attempt_env(attempt), "TMPDIR": scratch}
+        if self.model is not None and self.agent.model_env is not None:
+            env[self.agent.model_env] = self.model
         result: Any = None
         try:
             async with open_in_group(self.command, cwd=attempt.cwd, env=env, started=attempt.started) as channel:
@@ -195,8 +200,8 @@ class AcpHarness(Harness):
                 raise AcpError(f"{self.agent.name} can't reopen its session: its initialize offers neither "
                                "session/resume nor session/load")  # fmt: skip
         turn.session = session
-        if self.model is not None:
-            await self._set_model(client, session, opened)
+        if self.model is not None and self.agent.model_env is None:
+            await self._set_model(client, session, opened, self.model)
         turn.prompting = True
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": attempt.prompt}]}
         try:
@@ -206,12 +211,15 @@ class AcpHarness(Harness):
                 await client.notify("session/cancel", {"sessionId": session})
             raise
 
-    async def _set_model(self, client: _Client, session: str, opened: Any) -> None:
+    async def _set_model(self, client: _Client, session: str, opened: Any, model: str) -> None:
         how = model_option(opened)
+        chosen, current = model_choice(opened, model)
+        if how is not None and chosen == current:
+            return
         if how == "config":
-            await client.call("session/set_config_option", {"sessionId": session, "configId": "model", "value": self.model})
+            await client.call("session/set_config_option", {"sessionId": session, "configId": "model", "value": chosen})
         elif how == "models":
-            await client.call("session/set_model", {"sessionId": session, "modelId": self.model})
+            await client.call("session/set_model", {"sessionId": session, "modelId": chosen})
         else:
             raise AcpError(f"{self.agent.name} offers no model to choose (no config option `model`, no `models`)")
 

@@ -91,6 +91,6 @@ COPILOT = AcpAgent(
     "copilot", "copilot", ("--acp", "--disable-client-telemetry"), env={"COPILOT_AUTO_UPDATE": "false"},
     install=install_command("copilot"),
     native=native_in("@github/copilot-{platform}/copilot"),
-    usage=("response",), version_cli="copilot",
+    usage=("response",), version_cli="copilot", model_env="COPILOT_MODEL",
 )
 ACP_AGENTS: dict[str, AcpAgent] = {agent.name: agent for agent in (OPENCODE, QWEN, GEMINI, COPILOT)}

@@ -175,6 +175,30 @@ def model_option(result: Any) -> Literal["config", "models"] | None:
     return "models" if isinstance(result.get("models"), dict) else None
 
 
+def model_choice(result: Any, model: str) -> tuple[str, str | None]:
+    """The id to set `model` by and the session's current one, from `session/new`'s (or load's) result:
+    the option (config option `model`, or `models.availableModels`) whose id or name is `model`, its id;
+    `model` itself where none is (qwen's ids are `$runtime|openai|<name>(openai)`, its names the names)."""
+    choices: list[tuple[str, str]] = []  # (id, name)
+    current = None
+    options = result.get("configOptions") if isinstance(result, dict) else None
+    for option in options if isinstance(options, list) else ():
+        if isinstance(option, dict) and option.get("id") == "model":
+            current = option.get("currentValue")
+            for entry in option.get("options") or []:  # plain options, or groups of them
+                for one in (entry.get("options") or []) if isinstance(entry, dict) and "group" in entry else [entry]:
+                    if isinstance(one, dict) and isinstance(one.get("value"), str):
+                        choices.append((one["value"], str(one.get("name", ""))))
+    models = result.get("models") if isinstance(result, dict) else None
+    if isinstance(models, dict):
+        current = current if current is not None else models.get("currentModelId")
+        for one in models.get("availableModels") or []:
+            if isinstance(one, dict) and isinstance(one.get("modelId"), str):
+                choices.append((one["modelId"], str(one.get("name", ""))))
+    chosen = next((key for key, _ in choices if key == model), None) or next((key for key, name in choices if name == model), model)
+    return chosen, current if isinstance(current, str) else None
+
+
 # Permissions ------------------------------------------------------------------------------
 
 

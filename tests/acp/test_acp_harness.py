@@ -205,3 +205,11 @@ async def test_a_fork_of_an_agent_that_offers_no_session_fork_fails_its_first_tu
     assert result.outcome == "completed", result.reason
     assert result.value["outcome"]["kind"] == "failed"
     assert "offers no session/fork" in result.value["outcome"]["reason"]
+
+
+@pytest.mark.parametrize("model,set_to", [("other-model", "other-model"), ("fake-model", None)])
+async def test_a_model_is_set_through_the_sessions_config_option_unless_it_is_current(tmp_path, model, set_to):
+    turn, _ = await one_turn(tmp_path, "answer", model=model)
+    assert turn["outcome"]["kind"] == "answered", turn
+    chosen = tmp_path / "home" / "model"
+    assert (chosen.read_text() if chosen.exists() else None) == set_to

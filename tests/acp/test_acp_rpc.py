@@ -23,6 +23,7 @@ from agentswf.harnesses.acp_rpc import (
     command_of,
     cost_of,
     is_wfa_command,
+    model_choice,
     model_option,
     read,
     turn_tokens,
@@ -240,3 +241,17 @@ def test_the_turn_takes_any_updates_and_requests_and_keeps_a_json_record(message
         assert isinstance(msgspec.json.decode(line), dict)
     assert turn.per_call is None or all(
         count is None or count >= 0 for count in (turn.per_call.input_tokens, turn.per_call.output_tokens))
+
+
+def test_a_model_is_chosen_by_its_id_or_its_name():
+    qwen = {"configOptions": [{"id": "model", "currentValue": "$runtime|openai|a(openai)", "options": [
+        {"value": "$runtime|openai|a(openai)", "name": "a"}, {"value": "$runtime|openai|b(openai)", "name": "b"}]}]}  # fmt: skip
+    assert model_choice(qwen, "b") == ("$runtime|openai|b(openai)", "$runtime|openai|a(openai)")
+    assert model_choice(qwen, "a")[0] == model_choice(qwen, "a")[1]  # already the current one: nothing to set
+    grouped = {"configOptions": [{"id": "model", "currentValue": "x", "options": [
+        {"group": "zen", "name": "Zen", "options": [{"value": "fake/fake-model", "name": "Fake"}]}]}]}  # fmt: skip
+    assert model_choice(grouped, "Fake") == ("fake/fake-model", "x")
+    gemini = {"models": {"currentModelId": "gemini-2.5-flash", "availableModels": [{"modelId": "gemini-2.5-pro", "name": "Pro"}]}}
+    assert model_choice(gemini, "gemini-2.5-pro") == ("gemini-2.5-pro", "gemini-2.5-flash")
+    assert model_choice({}, "anything") == ("anything", None)
+    assert model_choice({"configOptions": "x", "models": []}, "m") == ("m", None)

@@ -255,3 +255,20 @@ async def test_a_login_failure_fails_for_good_saying_what_to_configure(tmp_path,
     outcome = result.value["outcome"]
     assert outcome["kind"] == "failed" and outcome["retryable"] is False and not result.value["nudged"], outcome
     assert "isn't logged in" in outcome["reason"] and "credentials" in outcome["reason"]
+
+
+@pytest.mark.needs("gemini")
+async def test_a_model_set_on_the_runtime_is_the_one_called(tmp_path):
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        agent_runtime = msgspec.structs.replace(runtime("gemini", model, tmp_path / "home"), model="gemini-2.5-pro")
+
+        @workflow(name="acp-gemini-model", description="gemini on a model of the runtime's.")
+        async def flow(wf):
+            agent = await wf.agents.open("gemini", runtime=agent_runtime)
+            return msgspec.to_builtins(await agent.run("SCENARIO answer.", schema=Verdict, timeout=TURN_SECONDS))
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert result.value["outcome"]["kind"] == "answered", result.value
+    assert {r.conversation.model for r in model.requests if r.conversation is not None} == {"gemini-2.5-pro"}
+    assert result.value["usage"]["model"] == "gemini-2.5-pro"
