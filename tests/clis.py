@@ -15,6 +15,7 @@ from agentswf.harnesses.versions import Version, parse_version
 from agentswf.testing.models import CLI_DIR_VARIABLE, SHELL_ARGUMENTS, Conversation, find_cli
 
 CLIS = ("claude", "codex", "pi")
+ACP_CLIS = ("opencode", "qwen", "gemini", "copilot", "claude-agent-acp", "codex-acp")  # tests/acp's real CLIs
 CI_CLI_DIR = Path(__file__).resolve().parents[1] / ".ci" / "node" / "node_modules" / ".bin"
 if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
     os.environ[CLI_DIR_VARIABLE] = str(CI_CLI_DIR)

@@ -22,7 +22,7 @@ from hypothesis import settings
 
 from agentswf.testing.models import CLI_DIR_VARIABLE, find_cli
 
-from .clis import CLIS  # importing it points $AGENTSWF_CLI_DIR at .ci/run's install, where there is one
+from .clis import ACP_CLIS, CLIS  # importing it points $AGENTSWF_CLI_DIR at .ci/run's install, where there is one
 
 settings.register_profile("agentswf-suite", deadline=None)
 settings.load_profile("agentswf-suite")
@@ -37,14 +37,14 @@ TOOLS = {
 
 @functools.cache
 def missing(thing: str) -> bool:
-    return find_cli(thing) is None if thing in CLIS else shutil.which(thing) is None
+    return find_cli(thing) is None if thing in (*CLIS, *ACP_CLIS) else shutil.which(thing) is None
 
 
 def why_skipped(needed: tuple[str, ...]) -> str | None:
     """The skip's reason where something in `needed` is missing, else None."""
     absent = [thing for thing in dict.fromkeys(needed) if missing(thing)]
-    clis = [thing for thing in absent if thing in CLIS]
-    said = [TOOLS[thing] for thing in absent if thing not in CLIS]
+    clis = [thing for thing in absent if thing in (*CLIS, *ACP_CLIS)]
+    said = [TOOLS[thing] for thing in absent if thing in TOOLS]
     if clis:
         some = len(clis) > 1
         where = f"looked in ${CLI_DIR_VARIABLE} and PATH; .ci/run installs {'them' if some else 'it'} from npm"
@@ -60,9 +60,9 @@ def needed_by(item: pytest.Item) -> tuple[str, ...]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         needed = needed_by(item)
-        unknown = [thing for thing in needed if thing not in CLIS and thing not in TOOLS]
+        unknown = [thing for thing in needed if thing not in (*CLIS, *ACP_CLIS, *TOOLS)]
         if unknown:
-            raise pytest.UsageError(f"{item.nodeid} needs {unknown}: a `needs` mark names one of {[*CLIS, *TOOLS]}")
+            raise pytest.UsageError(f"{item.nodeid} needs {unknown}: a `needs` mark names one of {[*CLIS, *ACP_CLIS, *TOOLS]}")
         if needed:
             item.add_marker(pytest.mark.e2e)
 

@@ -115,6 +115,64 @@ TABLE: dict[str, dict[str, Capability]] = {
     },
 }
 
+_ACP_PANE = Absent("an ACP agent is driven over its standard streams, one process per attempt: it has no pane")
+_ACP_COMPACT = Absent("ACP has no compaction request: an ACP agent compacts by its own rules, if at all")
+_ACP_FORK = Given(
+    "session/fork at the copy's first attempt, in its process, where the agent's initialize offers it "
+    "(claude-agent-acp does): no model call; where it doesn't, that attempt fails saying so"
+)
+
+
+def _acp(usage: Capability, cost: Capability, resume: str, fork: Capability = _ACP_FORK) -> dict[str, Capability]:
+    """An ACP runtime's row: what the protocol gives every agent, and what this one reports."""
+    return {
+        "resume": Given(resume),
+        "effort": Absent("ACP has no effort: where an agent has one, it is a config option of its session"),
+        "await_reply": Given("the reply reopens the session in a new agent process"),
+        "waiting": _HEADLESS_WAITING,
+        "usage": usage,
+        "cost": cost,
+        "sandbox": Absent("not yet: an ACP agent's home and config aren't given a sandbox's run-local home; "
+                          "its turns fail at once in one"),
+        "fork": fork,
+        "compact": _ACP_COMPACT,
+        "set": Given("the model through the session's config option `model` (or session/set_model) on every later attempt"),
+        "pane": _ACP_PANE,
+    }
+
+
+TABLE |= {
+    "acp": _acp(
+        Given("the prompt response's usage, else qwen's per-call _meta.usage, else gemini's _meta.quota"),
+        Given("a usage_update's cost, as the agent process's total (claude-agent-acp's)"),
+        "session/resume where the agent advertises it, else session/load",
+    ),
+    "opencode": _acp(
+        Given("the prompt response's usage: opencode counts only the turn's last model call there"),
+        Given("usage_update's cost.amount, the session's running total, less the last turn's"),
+        "session/resume",
+        Given("session/fork at the copy's first attempt: no model call"),
+    ),
+    "qwen": _acp(
+        Given("each model call's _meta.usage on an empty agent_message_chunk, summed"),
+        Absent("qwen reports no dollars over ACP; its tokens can be priced from its usage"),
+        "session/resume",
+        Absent("qwen 0.24 offers no session/fork over ACP (its headless --fork-session is another command)"),
+    ),
+    "gemini": _acp(
+        Given("the prompt response's _meta.quota.token_count"),
+        Absent("gemini reports no dollars over ACP; its tokens can be priced from its usage"),
+        "session/load, its session file renamed first when it was written in the same minute",
+        Absent("gemini 0.61 offers no session/fork"),
+    ),
+    "copilot": _acp(
+        Given("the prompt response's usage"),
+        Absent("copilot reports no dollars over ACP; its tokens can be priced from its usage"),
+        "session/load (copilot has no session/resume)",
+        Absent("copilot 1.0 offers no session/fork"),
+    ),
+}
+
 EFFORT_LEVELS: dict[str, tuple[str, ...]] = {
     "claude": ("low", "medium", "high", "xhigh", "max"),
     "codex": ("minimal", "low", "medium", "high", "xhigh"),

@@ -13,6 +13,9 @@ from typing import Literal
 import msgspec
 
 from ..errors import DefinitionError
+from .acp import ANY_AGENT, AcpHarness, locate
+from .acp_agents import ACP_AGENTS
+from .acp_rpc import Permissions
 from .base import Harness
 from .capabilities import EFFORT_LEVELS, TABLE, refusal
 from .claude import ClaudeHarness
@@ -27,7 +30,7 @@ from .prices import LIST_PRICES, Prices
 from .shell import ShellHarness
 
 SHELL_PREFIX = "shell:"
-CLI_ALIASES = ("claude", "codex", "pi", "cursor")
+CLI_ALIASES = ("claude", "codex", "pi", "cursor", *ACP_AGENTS)
 
 
 class Runtime(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,7 +45,9 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     "on-failure" when the agent's last turn wasn't answered. `check_ins` sets the quiet
     interval and response window of a pane that confirms delivery (claude's).
     `task_queue` sends the agent's turns to the Temporal workers of that queue
-    (docs/guide/temporal.md); the local engine ignores it.
+    (docs/guide/temporal.md); the local engine ignores it. `harness="acp"` runs any agent that
+    speaks the Agent Client Protocol, `command` its whole command line; `permissions` is what an
+    ACP agent is allowed when it asks (docs/guide/acp-agents.md): the shell, unless it says otherwise.
     """
 
     harness: str
@@ -56,6 +61,7 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True):
     keep_pane: KeepPane = "never"  # a pane left after the run for a person to read: "on-failure", "always"
     check_ins: CheckIns | None = None  # a claude pane's quiet interval and response window; None: the defaults
     task_queue: str | None = None  # on the Temporal engine: the workers that run its turns
+    permissions: Permissions | None = None  # an ACP agent's; None: the shell allowed, once each time
 
 
 def resolve_runtime(runtime: str | Runtime) -> Runtime:
@@ -83,6 +89,9 @@ CLI_HARNESSES: dict[str, type[CliHarness]] = {
     "pi": PiHarness,
     "cursor": CursorHarness,
 }
+
+
+ACP_HARNESSES = {"acp": ANY_AGENT, **ACP_AGENTS}
 
 
 def check_runtime(runtime: Runtime) -> None:
@@ -116,6 +125,8 @@ def check_runtime(runtime: Runtime) -> None:
                 f"check_ins apply to a pane that confirms delivery (placement='pane', harness='claude'); "
                 f"{runtime.harness} {runtime.placement} is nudged once instead"
             )
+    if runtime.permissions is not None and runtime.harness not in ACP_HARNESSES:
+        raise DefinitionError(f"permissions are an ACP agent's; {runtime.harness} decides its own")
     if runtime.model is not None and runtime.harness == "shell":
         raise DefinitionError("a shell agent has no model: give its command what it needs in command or env")
 
@@ -127,10 +138,14 @@ def harness_for(runtime: Runtime, env: Mapping[str, str] | None = None) -> Harne
         if not runtime.command:
             raise DefinitionError("a shell runtime needs command=[program, args…]")
         return ShellHarness(tuple(runtime.command) + tuple(runtime.args))
-    cls = CLI_HARNESSES[runtime.harness]
     environment = {**(os.environ if env is None else env), **runtime.env}
-    executable = cls.locate(tuple(runtime.command), environment)
     prices = LIST_PRICES if runtime.prices is None else runtime.prices
+    if runtime.harness in ACP_HARNESSES:
+        agent = ACP_HARNESSES[runtime.harness]
+        command = locate(agent, tuple(runtime.command) + tuple(runtime.args), environment)
+        return AcpHarness(agent, command, model=runtime.model, permissions=runtime.permissions, prices=prices)
+    cls = CLI_HARNESSES[runtime.harness]
+    executable = cls.locate(tuple(runtime.command), environment)
     cli = cls(executable, model=runtime.model, effort=runtime.effort, args=tuple(runtime.args), prices=prices)
     if runtime.placement != "pane":
         return cli

@@ -46,6 +46,11 @@ TESTED: dict[str, Tested] = {
         "@earendil-works/pi-coding-agent", (((0, 70, 2), (0, 73, 1)), ((1, 0, 3), (1, 6, 0))),
         formerly=("@mariozechner/pi-coding-agent", (0, 73, 1)),
     ),
+    # The ACP runtimes (harnesses/acp_agents.py), each tested over ACP offline.
+    "opencode": Tested("opencode-ai", (((1, 18, 33), (1, 18, 33)),)),
+    "qwen": Tested("@qwen-code/qwen-code", (((0, 24, 4), (0, 24, 4)),)),
+    "gemini": Tested("@google/gemini-cli", (((0, 61, 0), (0, 61, 0)),)),
+    "copilot": Tested("@github/copilot", (((1, 0, 102), (1, 0, 102)),)),
 }
 
 

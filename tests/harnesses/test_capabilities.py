@@ -8,11 +8,11 @@ import pytest
 
 from agentswf import DefinitionError, HarnessError, Runtime
 from agentswf.harnesses.capabilities import CAPABILITIES, EFFORT_LEVELS, TABLE, Absent, Given
-from agentswf.harnesses.runtime import CLI_HARNESSES, check_runtime, harness_for, resolve_runtime
+from agentswf.harnesses.runtime import ACP_HARNESSES, CLI_HARNESSES, check_runtime, harness_for, resolve_runtime
 
 
 def test_every_harness_gives_or_explains_every_capability():
-    assert set(TABLE) == {"shell", *CLI_HARNESSES}
+    assert set(TABLE) == {"shell", *CLI_HARNESSES, *ACP_HARNESSES}
     for harness, row in TABLE.items():
         assert set(row) == set(CAPABILITIES), harness
         for name, entry in row.items():
@@ -38,7 +38,7 @@ def test_a_runtime_asking_for_an_absent_capability_is_refused_with_its_reason():
     with pytest.raises(DefinitionError, match="its levels are low, medium, high, xhigh, max"):
         check_runtime(Runtime(harness="claude", effort="extreme"))
     with pytest.raises(DefinitionError, match="no harness named"):
-        check_runtime(Runtime(harness="gemini"))
+        check_runtime(Runtime(harness="gemeni"))
     check_runtime(Runtime(harness="pi", effort="xhigh"))
 
 
@@ -66,7 +66,7 @@ def test_a_cli_at_a_configured_path_is_used(tmp_path):
 def test_claude_codex_and_pi_run_in_panes_and_the_others_say_why():
     for harness in ("claude", "codex", "pi"):
         check_runtime(Runtime(harness=harness, placement="pane"))
-    for harness in ("cursor", "shell"):
+    for harness in ("cursor", "shell", "acp", "opencode", "qwen", "gemini", "copilot"):
         with pytest.raises(DefinitionError, match="can't run in a pane"):
             check_runtime(Runtime(harness=harness, placement="pane"))
     with pytest.raises(DefinitionError, match="placement must be"):

@@ -33,6 +33,10 @@ def test_the_declared_ranges():
         "claude": ((2, 1, 312), (2, 1, 332)),
         "codex": ((0, 165, 0), (0, 171, 0)),
         "pi": ((0, 70, 2), (1, 6, 0)),
+        "opencode": ((1, 18, 33), (1, 18, 33)),
+        "qwen": ((0, 24, 4), (0, 24, 4)),
+        "gemini": ((0, 61, 0), (0, 61, 0)),
+        "copilot": ((1, 0, 102), (1, 0, 102)),
     }
     for tested in TESTED.values():  # ranges in order, none empty, none overlapping
         flat = [bound for pair in tested.ranges for bound in pair]

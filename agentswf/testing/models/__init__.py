@@ -8,9 +8,11 @@
         assert model.requests[-1].conversation.tool_results
 
 The server answers Anthropic Messages (claude; pi), OpenAI Responses (codex; pi) and
-Chat Completions (pi) on 127.0.0.1, from a script that reads the conversation state.
+Chat Completions (pi, opencode, qwen) on 127.0.0.1, from a script that reads the conversation
+state; `acp_envs` points the ACP CLIs at it.
 """
 
+from .acp_envs import copilot_env, gemini_env, opencode_env, qwen_env
 from .envs import CLI_DIR_VARIABLE, PROVIDER, claude_env, codex_env, find_cli, pi_env
 from .script import SHELL_ARGUMENTS, Conversation, Dialect, Script, Shell, Step, Text, Tool, steps
 from .server import MODEL_ID, ModelRequest, ScriptedModel
@@ -33,7 +35,11 @@ __all__ = [
     "Usage",
     "claude_env",
     "codex_env",
+    "copilot_env",
     "find_cli",
+    "gemini_env",
+    "opencode_env",
     "pi_env",
+    "qwen_env",
     "steps",
 ]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ...errors import TestScriptError
 
-Dialect = Literal["anthropic", "responses", "chat"]
+Dialect = Literal["anthropic", "responses", "chat", "gemini"]
 
 #: Shell tools the CLIs offer, with the argument shape each takes; the first one offered wins.
 SHELL_ARGUMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
@@ -23,6 +23,7 @@ SHELL_ARGUMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
     "exec_command": lambda command: {"cmd": command},  # codex (gpt-5 family)
     "shell_command": lambda command: {"command": command},  # codex, some model families
     "shell": lambda command: {"command": ["bash", "-lc", command]},  # codex, some model families
+    "run_shell_command": lambda command: {"command": command},  # qwen, gemini
 }
 
 #: Blocks the CLIs wrap around context they add to user messages; they aren't the user's words.

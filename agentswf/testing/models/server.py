@@ -1,12 +1,13 @@
 """`ScriptedModel`: an in-process model server on 127.0.0.1 that a script answers.
 
-It speaks the three dialects the CLIs use and logs every request, so a test can point a
+It speaks the four dialects the CLIs use and logs every request, so a test can point a
 real CLI at it with no network and then assert on what the CLI sent. It runs in the
 caller's event loop (asyncio or trio, through anyio), one task per connection.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ import anyio
 import structlog
 from anyio.abc import SocketAttribute, SocketStream
 
-from . import anthropic, chat, responses
+from . import anthropic, chat, gemini, responses
 from .http import BadRequest, HTTPRequest, read_request, response_head
 from .script import Conversation, Dialect, Reply, Script, resolve
 from .sse import Usage, dumps
@@ -142,15 +143,22 @@ class ScriptedModel:
         if route == ("POST", _COUNT_TOKENS):
             log(200, "anthropic")
             return 200, _JSON, dumps(anthropic.token_count(self.usage)).encode()
-        if request.method != "POST" or request.path not in _DIALECTS:
+        routed = gemini.ROUTE.fullmatch(request.path) if request.method == "POST" else None
+        if routed is not None and routed.group(2) == "countTokens":
+            log(200, "gemini")
+            return 200, _JSON, dumps(gemini.token_count(self.usage)).encode()
+        if routed is None and (request.method != "POST" or request.path not in _DIALECTS):
             _log.warning("no such endpoint on the scripted model", method=request.method, path=request.path)
             log(404)
             return 404, _JSON, dumps({"error": {"message": f"no {request.method} {request.path} here"}}).encode()
-        dialect, speaker = _DIALECTS[request.path]
+        gemini_route: tuple[Dialect, ModuleType] = ("gemini", gemini)
+        dialect, speaker = gemini_route if routed is not None else _DIALECTS[request.path]
         if unreadable:
             log(400, dialect)
             return 400, _JSON, dumps(speaker.error(400, unreadable)).encode()
         conv = speaker.conversation(body)
+        if routed is not None:  # Gemini names the model in the path
+            conv = dataclasses.replace(conv, model=routed.group(1))
         if self.fail_status is not None:
             log(self.fail_status, dialect, conv)
             message = f"scripted failure: every model call gets HTTP {self.fail_status}"
@@ -164,7 +172,7 @@ class ScriptedModel:
             return 500, _JSON, dumps(speaker.error(500, f"the model script raised {error!r}")).encode()
         log(200, dialect, conv, reply)
         model = conv.model or MODEL_ID
-        if body.get("stream"):
+        if (routed.group(2) == "streamGenerateContent") if routed is not None else body.get("stream"):
             return 200, _SSE, speaker.events(reply, model, self.usage)
         return 200, _JSON, dumps(speaker.body(reply, model, self.usage)).encode()
 
