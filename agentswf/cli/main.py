@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..__about__ import __version__
+from ..engine.run import pace_collector
 from ..launcher.place import sweep_dead_runs
 from . import approvals, attach, check, control, doctor, mail, record, run, temporal, worktrees
 from .attach import AttachFailure
@@ -96,6 +97,7 @@ def _take_extras(parser: argparse.ArgumentParser, options: argparse.Namespace, e
 
 
 def main(argv: list[str] | None = None) -> int:
+    pace_collector()  # awf owns its process: its runs' collector is paced for many agents
     words = list(sys.argv[1:] if argv is None else argv)
     split = words.index("--") if "--" in words else len(words)
     parser = _parser()

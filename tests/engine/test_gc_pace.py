@@ -49,3 +49,22 @@ def test_a_process_already_paced_higher_keeps_its_own(own_thresholds) -> None:
     gc.set_threshold(200_000, 50, 500)
     pace_collector()
     assert gc.get_threshold() == (200_000, 50, 500)
+
+
+def test_awf_paces_its_process_before_a_run(tmp_path) -> None:
+    """`awf run` is the program that owns its process: the workflow sees the paced thresholds."""
+    import subprocess
+    import sys
+
+    flow = tmp_path / "flow.py"
+    flow.write_text(
+        "import gc\nfrom agentswf import Workflow, workflow\n\n"
+        "@workflow(name='thresholds', description='Says the collector\\'s thresholds.')\n"
+        "async def thresholds(wf: Workflow) -> str:\n    return ' '.join(map(str, gc.get_threshold()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "agentswf", "run", str(flow), "--run-root", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    paced = f"{RUN_GC_YOUNG_THRESHOLD} {RUN_GC_OLDER_THRESHOLD} {RUN_GC_OLDEST_THRESHOLD}"
+    assert paced in done.stdout, done.stdout + done.stderr
