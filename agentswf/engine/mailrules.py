@@ -9,9 +9,10 @@ cycle is ever admitted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from .mail import Mail
 from .rules import Refusal
 
 MAX_MESSAGE_BYTES = 16 * 1024
@@ -260,3 +261,38 @@ def how_read(kind: Literal["agent", "participant"], state: str, *, reply: bool) 
     if state == "awaiting-reply":
         return "with the reply it awaits"
     return "now, in a turn of its own"
+
+
+class QuestionBook:
+    """A board's questions, the same on both engines (the local Switchboard, Temporal's
+    WorkflowBoard): each as it stands, and the (asker, askee) pairs whose question closed with no
+    answer, so that a late reply is refused `expired` rather than `none-owed`. A board says how
+    its ends learn their standing when a question opens or closes (`_restand`)."""
+
+    questions: dict[str, QuestionView]
+    expired: set[tuple[str, str]]
+
+    def _restand(self, question: QuestionView) -> None:
+        raise NotImplementedError
+
+    def _settle(self, question: QuestionView, *, answered: bool = True) -> None:
+        """`question` closed: answered, or not (it ran out, or an end of it went)."""
+        self.questions[question.id] = replace(question, open=False)
+        if not answered:
+            self.expired.add((question.asker, question.askee))
+        self._restand(question)
+
+    def _close_unanswered(self, question: QuestionView) -> bool:
+        """`question` closed with no answer, if it was open: whether it was (its asker is then told, `no_answer`)."""
+        if not self.questions[question.id].open:
+            return False
+        self._settle(question, answered=False)
+        return True
+
+
+def no_answer(question: QuestionView, why: str, *, id: str, at: float) -> Mail:
+    """The notice that tells `question`'s asker no answer comes, and `why`."""
+    return Mail(
+        id=id, sender=question.askee, to=question.asker, text=f"There is no answer to your question: {why}.",
+        kind="notice", question=question.id, at=at,
+    )  # fmt: skip

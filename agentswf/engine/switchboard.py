@@ -177,7 +177,7 @@ Append = Callable[[Any], Awaitable[bool | None]]
 `Appends.ask` in a run (no mailbox message a line)."""
 
 
-class Switchboard(Actor):
+class Switchboard(Actor, mailrules.QuestionBook):
     def __init__(self, supervisor: Supervisor, append: Append) -> None:
         super().__init__()
         self.supervisor = supervisor
@@ -218,7 +218,7 @@ class Switchboard(Actor):
                 if question.askee == msg.key:
                     self._end_question(question, f"{msg.key} stopped: {msg.reason}".rstrip(": "))
                 elif question.asker == msg.key:
-                    self._drop(question)
+                    self._settle(question, answered=False)
 
     @handler
     async def open_route(self, msg: OpenRouteRequest) -> str | Refusal:
@@ -406,34 +406,17 @@ class Switchboard(Actor):
         if question is not None and question.open:
             await self._end_question_async(question, f"{question.askee} did not reply in time")
 
-    def _settle(self, question: QuestionView) -> None:
-        self.questions[question.id] = replace(question, open=False)
-        self._restand(question)
-
-    def _drop(self, question: QuestionView) -> None:
-        self._settle(question)
-        self.expired.add((question.asker, question.askee))
-
     def _end_question(self, question: QuestionView, why: str) -> None:
         self.start_soon(self._end_question_async, question, why)
 
     async def _end_question_async(self, question: QuestionView, why: str) -> None:
         """The asker gets no answer: the question closes, and the asker is told why."""
-        if not self.questions[question.id].open:
+        if not self._close_unanswered(question):
             return
-        self._drop(question)
         asker = self.ends.get(question.asker)
         if asker is None:
             return
-        notice = Mail(
-            id=new_id(),
-            sender=question.askee,
-            to=question.asker,
-            text=f"There is no answer to your question: {why}.",
-            kind="notice",
-            question=question.id,
-            at=time.time(),
-        )
+        notice = mailrules.no_answer(question, why, id=new_id(), at=time.time())
         await self.append(MessageSent(notice, question.route, "with the reply it awaited"))
         await self._deliver(asker, notice, reply=True)
 
@@ -441,7 +424,7 @@ class Switchboard(Actor):
     def drop_await(self, msg: DropAwait) -> None:
         question = mailrules.awaiting(self.questions.values(), msg.key)
         if question is not None:
-            self._drop(question)
+            self._settle(question, answered=False)
 
     @handler
     async def give_up(self, msg: GiveUp) -> None:

@@ -27,7 +27,7 @@ from ..engine.switchboard import Mail, MailKind, Posted, StandingView, _Endpoint
 EndKind = Literal["agent", "participant"]
 
 
-class WorkflowBoard:
+class WorkflowBoard(mailrules.QuestionBook):
     """Routes, inboxes and questions of a Temporal run. `now` is workflow time (Unix seconds),
     `new_id` a deterministic id; `on_mail(key)` is called when mail is delivered to an agent,
     `on_question(id, until)` when a question that runs out opens."""
@@ -104,7 +104,7 @@ class WorkflowBoard:
             if question.askee == key:
                 self._end_question(question, f"{key} stopped: {reason}".rstrip(": "))
             elif question.asker == key:
-                self._drop(question)
+                self._settle(question, answered=False)
 
     # Sending ------------------------------------------------------------------------
 
@@ -222,26 +222,14 @@ class WorkflowBoard:
         for key in (question.asker, question.askee):
             self.versions[key] = self.versions.get(key, 0) + 1
 
-    def _settle(self, question: QuestionView) -> None:
-        self.questions[question.id] = replace(question, open=False)
-        self._restand(question)
-
-    def _drop(self, question: QuestionView) -> None:
-        self._settle(question)
-        self.expired.add((question.asker, question.askee))
-
     def _end_question(self, question: QuestionView, why: str) -> None:
         """The asker gets no answer: the question closes, and the asker is told why."""
-        if not self.questions[question.id].open:
+        if not self._close_unanswered(question):
             return
-        self._drop(question)
         asker = self.ends.get(question.asker)
         if asker is None:
             return
-        notice = Mail(
-            id=self._new_id(), sender=question.askee, to=question.asker,
-            text=f"There is no answer to your question: {why}.", kind="notice", question=question.id, at=self._now(),
-        )
+        notice = mailrules.no_answer(question, why, id=self._new_id(), at=self._now())
         self.lines.append({"event": "sent", "mail": msgspec.to_builtins(notice), "route": question.route,
                            "read": "with the reply it awaited"})
         self._deliver(asker, notice)
@@ -254,7 +242,7 @@ class WorkflowBoard:
     def drop_await(self, key: str) -> None:
         question = mailrules.awaiting(self.questions.values(), key)
         if question is not None:
-            self._drop(question)
+            self._settle(question, answered=False)
 
     def give_up(self, key: str, why: str) -> None:
         for question in list(self.questions.values()):

@@ -46,7 +46,8 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS
 from ..workflow.running import RunResult
-from .flow import AgentswfWorkflow, KeyHolder, register
+from .driver import KeyHolder
+from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
 from .turns import TurnActivities, say_refused

@@ -19,7 +19,8 @@ from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
 import agentswf
 from agentswf.temporal import TemporalEngine, load_key, on_asyncio
-from agentswf.temporal.flow import AgentswfWorkflow, KeyHolder
+from agentswf.temporal.driver import KeyHolder
+from agentswf.temporal.flow import AgentswfWorkflow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -76,7 +76,7 @@ async def test_a_sandbox_on_temporal_is_a_spec_of_the_agents_own(temporal_addres
 
 
 def test_a_sandbox_specs_paths_are_from_the_agents_cwd_as_locally_unless_it_names_one() -> None:
-    from agentswf.temporal.flow import _sandbox_spec
+    from agentswf.temporal.driver import sandbox_spec as _sandbox_spec
 
     run, agent = Path("/work/repo"), Path("/work/repo/.awf/worktrees/r1/fix")
     own = _sandbox_spec("a", {"write": ["."]}, run, agent)
