@@ -24,20 +24,10 @@ Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test he
 
 from .__about__ import __version__
 from .engine.accounting import RunUsage
-from .engine.lines import ApprovalRequest
-from .engine.outcomes import (
-    Answered,
-    Blocked,
-    Cancelled,
-    Failed,
-    Outcome,
-    TimedOut,
-    Turn,
-    Unanswered,
-    Usage,
-)
-from .engine.switchboard import Mail
-from .engine.toolcall import ToolCall
+from .engine.mail.switchboard import Mail
+from .engine.outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, Usage
+from .engine.record.lines import ApprovalRequest
+from .engine.tools.call import ToolCall
 from .errors import (
     AgentClosed,
     AgentswfError,

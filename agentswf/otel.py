@@ -17,7 +17,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
-from .engine.records import read_json, read_lines
+from .engine.record.layout import read_json, read_lines
 
 INSTRUMENTATION_NAME = "agentswf"
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")

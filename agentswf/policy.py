@@ -11,6 +11,6 @@ Deny always wins; approval makes the call wait for `awf approve` / `awf reject` 
 `wf.approvals`); redacted fields never reach the record, logs or traces.
 """
 
-from .engine.policy import Decision, PolicyCall, allow, deny, log, redact, require_approval
+from .engine.tools.policy import Decision, PolicyCall, allow, deny, log, redact, require_approval
 
 __all__ = ["Decision", "PolicyCall", "allow", "deny", "log", "redact", "require_approval"]

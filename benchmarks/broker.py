@@ -23,10 +23,10 @@ import msgspec
 
 from agentswf import tool
 from agentswf.actors import Actor, Supervisor, handler
-from agentswf.engine.approvals import ApprovalDesk
-from agentswf.engine.broker import RunTool, ToolBroker, ToolCalls, ToolDone
-from agentswf.engine.recorder import Appends, Recorder
-from agentswf.engine.toolcall import ToolCall
+from agentswf.engine.record.recorder import Appends, Recorder
+from agentswf.engine.tools.approvals import ApprovalDesk
+from agentswf.engine.tools.broker import RunTool, ToolBroker, ToolCalls, ToolDone
+from agentswf.engine.tools.call import ToolCall
 
 
 class Item(msgspec.Struct):

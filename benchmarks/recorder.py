@@ -36,9 +36,9 @@ import anyio
 
 from agentswf.actors import Actor, Supervisor, handler
 from agentswf.actors.wakeup import checkpoint
-from agentswf.engine.lines import Logged, ToolCalled
-from agentswf.engine.recorder import Appends, LogLines, Recorder, RecordGaps
-from agentswf.engine.records import encode
+from agentswf.engine.record.layout import encode
+from agentswf.engine.record.lines import Logged, ToolCalled
+from agentswf.engine.record.recorder import Appends, LogLines, Recorder, RecordGaps
 
 EVENTS = 50_000
 """Records appended per round."""

@@ -18,7 +18,7 @@ import msgspec
 
 from agentswf.engine import turn as t
 from agentswf.engine.clock import Instant
-from agentswf.engine.switchboard import StandingView
+from agentswf.engine.mail.switchboard import StandingView
 from agentswf.harnesses.base import AttemptEnding, AttemptResult
 from agentswf.wire import ResultRequest, ToolRequest, accepted
 from agentswf.wire.teaching import Taught

@@ -30,13 +30,13 @@ CORE = (
     "agentswf.engine.agent_time",  # a time as an agent is told it
     "agentswf.engine.outcomes",  # how a turn ends
     "agentswf.engine.rules",  # what an agent may do now (its calls' views)
-    "agentswf.engine.mailrules",  # what `wfa send` and `wfa reply` may do (the routes' and questions' views)
-    "agentswf.engine.policy",  # who may call which tool, what needs approval, what is redacted
-    "agentswf.engine.toolrules",  # a tool call's phases
+    "agentswf.engine.mail.rules",  # what `wfa send` and `wfa reply` may do (the routes' and questions' views)
+    "agentswf.engine.tools.policy",  # who may call which tool, what needs approval, what is redacted
+    "agentswf.engine.tools.rules",  # a tool call's phases
     "agentswf.engine.accounting",  # what a run spent
     "agentswf.engine.notice",  # what an agent owes or awaits, at the head of its answers
-    "agentswf.engine.mail",  # what the switchboard and a turn tell each other
-    "agentswf.engine.lines",  # the record's lines, and an approval's request and decision
+    "agentswf.engine.mail.words",  # what the switchboard and a turn tell each other
+    "agentswf.engine.record.lines",  # the record's lines, and an approval's request and decision
     "agentswf.engine.turn",  # the turn machine
 )
 ALLOWED_OUTSIDE = frozenset({"msgspec"})

@@ -29,7 +29,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "launcher": frozenset({"errors", "wire", "harnesses", "actors"}),  # the listener wakes on the kernel's primitives
     "sandbox": frozenset({"errors", "harnesses", "git", "launcher"}),
     "engine": frozenset({"errors", "progress", "wire", "actors", "harnesses", "launcher"}),
-    "policy": frozenset({"engine"}),  # agentswf.policy: engine/policy.py's public names
+    "policy": frozenset({"engine"}),  # agentswf.policy: engine/tools/policy.py's public names
     "otel": frozenset({"engine"}),
     "workflow": frozenset({"errors", "progress", "wire", "actors", "harnesses", "git", "sandbox", "engine", "otel"}),
     "temporal": frozenset({"errors", "progress", "wire", "actors", "harnesses", "sandbox", "engine", "workflow"}),

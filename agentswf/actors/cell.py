@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from agentswf.errors import ActorCrashed, ActorStopped
-
+from ..errors import ActorCrashed, ActorStopped
 from . import backend
 from .mailbox import Envelope, Mailbox
 from .ref import ActorRef

@@ -18,8 +18,7 @@ from typing import Any
 import msgspec
 from sniffio import thread_local as _running
 
-from agentswf.errors import ActorStopped, MailboxFull
-
+from ..errors import ActorStopped, MailboxFull
 from .reply import Reply
 from .tracing import Tracer
 from .wakeup import Wakeup, checkpoint

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentswf.errors import AskTimeout, UnhandledMessage
-
+from ..errors import AskTimeout, UnhandledMessage
 from .backend import move_on_after
 from .mailbox import MailboxStatistics
 from .reply import INLINE_ASK, Reply

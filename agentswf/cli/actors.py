@@ -8,7 +8,7 @@ from typing import Any, TextIO
 import msgspec
 
 from ..engine.actor_trace import TRACE_EVENTS_FILE, TRACE_SUMMARY_FILE
-from ..engine.records import read_json, read_lines
+from ..engine.record.layout import read_json, read_lines
 from .runs import UsageFailure
 from .shown import shown
 

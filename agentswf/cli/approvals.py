@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..engine.lines import ApprovalRequest
 from ..engine.operator import Approve, Pending, Reject
-from ..engine.records import DEFAULT_RUN_ROOT
+from ..engine.record.layout import DEFAULT_RUN_ROOT
+from ..engine.record.lines import ApprovalRequest
 from . import temporal
 from .runs import LIVE_RUN_HELP, answered, ask_live_run, pending_line, value_of
 from .shown import shown

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
 from ..harnesses.pane import pane_socket
 from ..harnesses.pane_keep import KeptPane, close_kept, kept_directory, kept_panes, kept_socket
 from ..harnesses.pane_kept_check import kept_pane_server, live_pane_server

@@ -17,22 +17,13 @@ from typing import Any, TextIO
 
 import msgspec
 
-from ..engine.attempts import INTERRUPTED, RecordRefused, read_attempts
 from ..engine.operator import Status, Stop
-from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.record.attempts import INTERRUPTED, RecordRefused, read_attempts
+from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
 from .follow import Event, Follower, Tally, events_of, run_cost, run_ended, turn_started
-from .runs import (
-    UsageFailure,
-    all_runs,
-    answered,
-    ask_live_run,
-    is_live,
-    live_run_dir,
-    run_dir_of,
-    run_root_of,
-)
+from .runs import UsageFailure, all_runs, answered, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
 from .shown import shown, shown_json
 
 TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained

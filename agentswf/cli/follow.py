@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..engine.records import read_json, regular_bytes
+from ..engine.record.layout import read_json, regular_bytes
 
 EventKind = Literal["turn-started", "turn-ended", "tool", "approval", "message", "read", "log", "run-ended"]
 MAX_EVENT_TEXT_CHARS = 200  # of a prompt, a message or a tool's input, in one event line

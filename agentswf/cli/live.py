@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..engine.operator import OPERATOR_TIMEOUT_SECONDS, Status, ask_run
-from ..engine.records import read_json
+from ..engine.record.layout import read_json
 from ..workflow.budgets import Budget, Spent
 from ..workflow.continuing import attempt_budget
 from ..workflow.durations import to_seconds

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 import msgspec
 
 from ..engine.accounting import RunUsage, spend_lines, spend_text
-from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
-from ..engine.records import read_json, read_lines
+from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
+from ..engine.record.layout import read_json, read_lines
 from ..harnesses.usage import Usage
 from .runs import is_live
 from .shown import headed, quoted, shown

@@ -9,9 +9,9 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..engine.mail.switchboard import Mail
 from ..engine.operator import PostAs, ReadInbox
-from ..engine.records import DEFAULT_RUN_ROOT, find_run
-from ..engine.switchboard import Mail
+from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run
 from ..wire.common import parse_duration
 from . import temporal
 from .runs import LIVE_RUN_HELP, UsageFailure, answered, ask_live_run, value_of

@@ -9,7 +9,7 @@ import sys
 
 import msgspec
 
-from ..engine.records import DEFAULT_RUN_ROOT
+from ..engine.record.layout import DEFAULT_RUN_ROOT
 from . import temporal
 from .actors import print_actors
 from .logs import print_run, print_trace

@@ -22,8 +22,8 @@ import anyio.abc
 import msgspec
 import structlog
 
-from ..engine.attempts import RecordRefused, read_attempts
-from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.record.attempts import RecordRefused, read_attempts
+from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
 from ..errors import DefinitionError, leaf_errors
 from ..progress import show_progress, watch_endings, watch_runs
 from ..sandbox.spec import RunSandboxFile

@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import msgspec
 
-from ..engine.lines import ApprovalRequest
 from ..engine.operator import NOT_A_PARTICIPANT, OperatorRequest, OperatorResponse, ask_run
-from ..engine.records import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.record.lines import ApprovalRequest
 from ..temporal.messages import RECORD_FILE as TEMPORAL_RECORD
 from .shown import shown
 

@@ -28,8 +28,8 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from ..engine.lines import ApprovalRequest
-from ..engine.records import read_json
+from ..engine.record.layout import read_json
+from ..engine.record.lines import ApprovalRequest
 from ..errors import DefinitionError, RunKeyError
 from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import INIT_PID, MAX_ANCESTRY_DEPTH

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..engine.records import DEFAULT_RUN_ROOT, find_run
+from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run
 from ..workflow.worktrees import (
     SUBMODULES_KEEP,
     WORKTREES_DIR,

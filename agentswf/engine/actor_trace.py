@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from ..actors import Tracer
-from .records import encode, write_private
+from .record.layout import encode, write_private
 
 TRACE_EVENTS_KEPT = 20_000  # the first events of a run's trace, kept whole (events)
 TRACE_SAMPLE_KEPT = 5_000  # past those, a uniform sample of the rest (events)

@@ -23,7 +23,7 @@ from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import LiveAttempts, agent_refusal, operator_refusal
 from ..launcher.listener import Admit
 from ..launcher.peer import Peer, command_of, environment_value, is_connector, parent_of, parents_readable
-from .lines import ConnectionRefused
+from .record.lines import ConnectionRefused
 
 _log = structlog.get_logger("agentswf.admission")
 SPAWN_ADMIT_WAIT_SECONDS = 5.0  # at most, for a starting attempt's keeper pid before refusing

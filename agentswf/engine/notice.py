@@ -5,7 +5,7 @@ So the agent gets it back even after its harness compacts the conversation.
 
 from __future__ import annotations
 
-from .mail import StandingView
+from .mail.words import StandingView
 
 
 def notice(standing: StandingView) -> str:

@@ -34,10 +34,10 @@ from ..actors import ActorRef
 from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, identified, raw_socket, receive
 from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
-from .approvals import Decide, ListPending
-from .lines import ApprovalDecision
+from .mail.switchboard import Inbox, Participants, Post, Posted, Receive, Standing
+from .record.lines import ApprovalDecision
 from .rules import Refusal
-from .switchboard import Inbox, Participants, Post, Posted, Receive, Standing
+from .tools.approvals import Decide, ListPending
 
 _log = structlog.get_logger("agentswf.operator")
 OPERATOR_SOCKET_NAME = "op.sock"

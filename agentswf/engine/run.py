@@ -48,17 +48,17 @@ from ..launcher.place import agent_paths, make_run_dir, remove_run_dir
 from ..wire import MAX_OPEN_CONNECTIONS
 from .accounting import Ledger
 from .admission import operator_admit
-from .agent import AgentActor
-from .agent_messages import AGENT_MAILBOX_CAPACITY, AgentSetup
-from .approvals import ApprovalDesk
-from .attempt import RUN_TIMERS, RunTimers
-from .broker import Replay, ToolBroker, ToolCalls
-from .mailrules import IN_A_TURN
+from .agent.actor import AgentActor
+from .agent.attempt import RUN_TIMERS, RunTimers
+from .agent.messages import AGENT_MAILBOX_CAPACITY, AgentSetup
+from .mail.rules import IN_A_TURN
+from .mail.switchboard import Presence, Register, StandingSlot, Switchboard
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
-from .policy import Policy
-from .recorder import Appends, LogLines, Recorder
-from .switchboard import Presence, Register, StandingSlot, Switchboard
+from .record.recorder import Appends, LogLines, Recorder
 from .tell import tell
+from .tools.approvals import ApprovalDesk
+from .tools.broker import Replay, ToolBroker, ToolCalls
+from .tools.policy import Policy
 
 RUN_GC_YOUNG_THRESHOLD = 100_000
 """Allocations (less deallocations) between two collections of the youngest generation, paced (Python's: 700)."""

@@ -71,7 +71,7 @@ else:
     import _json  # type: ignore[no-redef]
     import _socket  # type: ignore[no-redef]
 
-    from agentswf.wire import common
+    from ..wire import common
 
 __all__ = [
     "Lost",

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..engine import mailrules
-from ..engine.mailrules import QuestionView, RouteView
+from ..engine.mail import rules as mailrules
+from ..engine.mail.rules import QuestionView, RouteView
+from ..engine.mail.switchboard import Mail, MailKind, Posted, StandingView, _Endpoint, peers_table, standing_in
 from ..engine.rules import Refusal
-from ..engine.switchboard import Mail, MailKind, Posted, StandingView, _Endpoint, peers_table, standing_in
 
 EndKind = Literal["agent", "participant"]
 

@@ -23,7 +23,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
 
 from ..engine.ids import ID_BYTES
-from ..engine.mailrules import MESSAGE_TURN_SECONDS
+from ..engine.mail.rules import MESSAGE_TURN_SECONDS
 from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..errors import DefinitionError, RunKeyError
 from ..sandbox.spec import SandboxSpec, check_spec
@@ -32,13 +32,7 @@ from ..workflow.agents import Agent, _taught
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.tools import Tool
 from .keys import RunKey, SealBroken, seal, unseal
-from .messages import (
-    FORK_ACTIVITY,
-    TURN_ACTIVITY,
-    ForkRequest,
-    ToolSpec,
-    TurnRequest,
-)
+from .messages import FORK_ACTIVITY, TURN_ACTIVITY, ForkRequest, ToolSpec, TurnRequest
 from .schema_types import UnsupportedSchema, type_of
 
 if TYPE_CHECKING:

@@ -33,12 +33,12 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from ..actors import ActorRef, Supervisor
 from ..engine.accounting import Ledger
-from ..engine.lines import Logged, MessageRead, MessageSent, RunEnded, RunStarted, ToolCalled, TurnEnded
+from ..engine.mail.switchboard import Mail
 from ..engine.outcomes import Turn
-from ..engine.recorder import Appends, LogLines, Recorder
-from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
+from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
+from ..engine.record.lines import Logged, MessageRead, MessageSent, RunEnded, RunStarted, ToolCalled, TurnEnded
+from ..engine.record.recorder import Appends, LogLines, Recorder
 from ..engine.run import RECORDER_MAILBOX_CAPACITY
-from ..engine.switchboard import Mail
 from ..errors import DefinitionError
 from ..progress import run_started
 from ..workflow.budgets import Budget

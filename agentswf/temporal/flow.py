@@ -32,7 +32,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from ..engine.accounting import Ledger
-from ..engine.lines import ApprovalDecision, ApprovalRequest, ToolCalled
+from ..engine.mail.switchboard import WORKFLOW_KEY, Mail, Posted
 from ..engine.operator import (
     MAX_INBOX_WAIT_SECONDS,
     NOT_A_PARTICIPANT,
@@ -43,10 +43,10 @@ from ..engine.operator import (
     posted,
 )
 from ..engine.outcomes import Turn
-from ..engine.policy import redact_value
+from ..engine.record.lines import ApprovalDecision, ApprovalRequest, ToolCalled
 from ..engine.rules import Refusal
-from ..engine.switchboard import WORKFLOW_KEY, Mail, Posted
-from ..engine.toolcall import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
+from ..engine.tools.call import OutcomeCode, ToolCall, ToolOutcomeKind, tool_record
+from ..engine.tools.policy import redact_value
 from ..errors import DefinitionError, RunKeyError, StopRequested, stop_among
 from ..harnesses.runtime import Runtime
 from ..progress import progress

@@ -24,8 +24,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError, Workflo
 from temporalio.service import RPCError
 
 from ..actors import Actor, ActorRef, handler
-from ..engine.rules import Refusal
-from ..engine.switchboard import (
+from ..engine.mail.switchboard import (
     UNRECORDED_MESSAGE,
     DropAwait,
     GiveUp,
@@ -41,6 +40,7 @@ from ..engine.switchboard import (
     StateChanged,
     TakeMail,
 )
+from ..engine.rules import Refusal
 from .keys import RunKey, seal
 from .messages import MAIL_UPDATE, MailOp, MailReply, MailRequest
 

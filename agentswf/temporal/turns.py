@@ -30,9 +30,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from ..engine.outcomes import Turn
-from ..engine.records import make_private_dirs, read_lines
+from ..engine.record.layout import make_private_dirs, read_lines
 from ..engine.run import run_actors
-from ..engine.toolcall import ToolCall
+from ..engine.tools.call import ToolCall
 from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
 from ..harnesses.base import AttemptEnding, Harness, Operation, OperationResult
 from ..harnesses.environment import scrubbed

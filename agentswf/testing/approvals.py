@@ -16,9 +16,9 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from ..engine.lines import ApprovalRequest
 from ..engine.operator import Approve, Pending, Reject
-from ..engine.records import read_json
+from ..engine.record.layout import read_json
+from ..engine.record.lines import ApprovalRequest
 from ..errors import TestScriptError
 from .participants import NOT_OPEN_RETRY_SECONDS, _ask
 

@@ -17,15 +17,9 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from ..engine.operator import (
-    OperatorRequest,
-    OperatorResponse,
-    PostAs,
-    ReadInbox,
-    ask_run,
-)
-from ..engine.records import read_json
-from ..engine.switchboard import Mail
+from ..engine.mail.switchboard import Mail
+from ..engine.operator import OperatorRequest, OperatorResponse, PostAs, ReadInbox, ask_run
+from ..engine.record.layout import read_json
 from ..errors import TestScriptError
 
 INBOX_WAIT_MS = 100  # one `awf inbox --wait`; the participant asks again until the run ends

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ..engine.records import find_run
+from ..engine.record.layout import find_run
 from ..errors import WorkflowError
 from ..workflow.running import RunResult
 from .record import Record, RunRecord, read_record

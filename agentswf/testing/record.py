@@ -1,6 +1,6 @@
 """A finished run's record, read back as data: what `awf logs` and `awf trace` show.
 
-The layout is documented in `agentswf.engine.records`; this is its public reading side,
+The layout is documented in `agentswf.engine.record.layout`; this is its public reading side,
 for tests and for tools of your own.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..engine.records import find_run, read_json, read_lines
+from ..engine.record.layout import find_run, read_json, read_lines
 from ..errors import WorkflowError
 from ..workflow.running import RunResult
 

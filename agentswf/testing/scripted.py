@@ -27,13 +27,7 @@ from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Ope
 from ..harnesses.runtime import Runtime
 from ..launcher import client
 from ..launcher.place import SOCKET_NAME
-from ..wire import (
-    MAX_RESPONSE_BYTES,
-    REQUEST_LINE_TIMEOUT_SECONDS,
-    TOOL_FAILURES,
-    WIRE_VERSION,
-    Response,
-)
+from ..wire import MAX_RESPONSE_BYTES, REQUEST_LINE_TIMEOUT_SECONDS, TOOL_FAILURES, WIRE_VERSION, Response
 
 _RECEIVE_BYTES = 262144  # as the client reads
 

@@ -12,12 +12,12 @@ import msgspec
 
 from ..actors import ActorRef
 from ..engine.accounting import Ledger
-from ..engine.agent_messages import StopAgent
+from ..engine.agent.messages import StopAgent
 from ..engine.ids import new_id
+from ..engine.mail.switchboard import WORKFLOW_KEY
 from ..engine.outcomes import Turn
 from ..engine.run import CloseAgent, OpenAgent, OpenedAgent
-from ..engine.switchboard import WORKFLOW_KEY
-from ..engine.toolcall import CURRENT_TOOL_CALL
+from ..engine.tools.call import CURRENT_TOOL_CALL
 from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.capabilities import EFFORT_LEVELS, TABLE, refusal

@@ -34,8 +34,8 @@ from typing import Any, Literal
 import msgspec
 
 from ..engine.accounting import RunUsage, earlier_attempts
-from ..engine.attempts import AttemptRecord
 from ..engine.outcomes import Failed, Turn, Usage
+from ..engine.record.attempts import AttemptRecord
 from ..errors import DefinitionError
 from ..wire.common import parse_duration
 from .durations import Duration, to_seconds

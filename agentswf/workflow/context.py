@@ -11,9 +11,9 @@ from typing import Any, NoReturn, TypeVar
 import msgspec
 
 from ..actors import ActorRef
-from ..engine.lines import ApprovalDecision, ApprovalRequest
-from ..engine.recorder import LogLines
-from ..engine.switchboard import WORKFLOW_KEY, Mail
+from ..engine.mail.switchboard import WORKFLOW_KEY, Mail
+from ..engine.record.lines import ApprovalDecision, ApprovalRequest
+from ..engine.record.recorder import LogLines
 from ..errors import DefinitionError, StopRequested
 from .agents import Agents
 from .budgets import Budget, Spending, group_budget

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..engine.accounting import RunUsage
-from ..engine.attempts import AttemptRecord, RecordRefused, read_attempts
-from ..engine.records import find_run, read_json
+from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts
+from ..engine.record.layout import find_run, read_json
 from ..errors import DefinitionError
 from ..sandbox.spec import RunSandboxFile
 from . import stages as plan

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..engine.policy import Policy
+from ..engine.tools.policy import Policy
 from ..errors import DefinitionError
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ what its `wf.stage`, `agent.run` and `wf.agents.open` ask on the way: a stage re
 complete gives back its recorded value without its work being called; a turn given an id
 that was answered before gives back its recorded turn; an agent opened again resumes its
 native session where its harness can. It also writes the attempt's own records
-(engine/attempts.py) — a stage's before the stage returns, so a run that dies after it
+(engine/record/attempts.py) — a stage's before the stage returns, so a run that dies after it
 never runs it again — but for the sessions lines, which it tells the run's Recorder as agents
 open (no agent's open waits on disk). The stage plan itself is pure (stages.py).
 
@@ -28,7 +28,8 @@ import msgspec
 
 from ..actors import ActorRef
 from ..engine.accounting import Ledger, RunUsage
-from ..engine.attempts import (
+from ..engine.outcomes import Answered, Turn, Usage, add_usage
+from ..engine.record.attempts import (
     INTERRUPTED,
     TURN_IDS_FILE,
     AttemptRecord,
@@ -48,9 +49,8 @@ from ..engine.attempts import (
     rewrite_attempt,
     write_stage,
 )
-from ..engine.lines import CliUsed, SessionOpened
-from ..engine.outcomes import Answered, Turn, Usage, add_usage
-from ..engine.records import RECORD_VERSION, read_json, write_whole
+from ..engine.record.layout import RECORD_VERSION, read_json, write_whole
+from ..engine.record.lines import CliUsed, SessionOpened
 from ..engine.tell import tell
 from ..errors import DefinitionError, StopRequested, WorkflowError
 from ..harnesses.base import Harness
@@ -397,7 +397,7 @@ class Durable:
         """The native session agent `key` resumes (its recorded one, where its harness can), or None.
 
         Its sessions line is told to the Recorder, not waited for: nothing waits on disk as an
-        agent opens, and the line is written before any line of the agent's turns (records.py)."""
+        agent opens, and the line is written before any line of the agent's turns (record/layout.py)."""
         resumed: str | None = None
         fresh: str | None = None
         if self.continuing:

@@ -13,14 +13,9 @@ import anyio
 import anyio.from_thread
 
 from ..actors import ActorRef, backend
-from ..engine.agent_messages import CancelTurn, SetTools, StartOp, StartTurn
-from ..engine.approvals import Decide, ListPending
+from ..engine.agent.messages import CancelTurn, SetTools, StartOp, StartTurn
 from ..engine.ids import new_id
-from ..engine.lines import ApprovalDecision, ApprovalRequest, Logged
-from ..engine.outcomes import Turn
-from ..engine.recorder import LogLines
-from ..engine.rules import Refusal
-from ..engine.switchboard import (
+from ..engine.mail.switchboard import (
     CloseRouteRequest,
     Inbox,
     Mail,
@@ -31,6 +26,11 @@ from ..engine.switchboard import (
     Receive,
     Register,
 )
+from ..engine.outcomes import Turn
+from ..engine.record.lines import ApprovalDecision, ApprovalRequest, Logged
+from ..engine.record.recorder import LogLines
+from ..engine.rules import Refusal
+from ..engine.tools.approvals import Decide, ListPending
 from ..errors import ActorStopped, AgentClosed, DefinitionError, StopRequested, leaf_errors
 from ..harnesses.base import Harness
 from ..progress import progress

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.mailrules import MAX_ROUTE_MESSAGES
+from ..engine.mail.rules import MAX_ROUTE_MESSAGES
+from ..engine.mail.switchboard import WORKFLOW_KEY, Mail
 from ..engine.rules import Refusal
-from ..engine.switchboard import WORKFLOW_KEY, Mail
-from ..engine.toolcall import CURRENT_TOOL_CALL
+from ..engine.tools.call import CURRENT_TOOL_CALL
 from ..errors import DefinitionError, MessageRefused, WorkflowError
 from .port import MailPort
 

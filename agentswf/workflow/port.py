@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from ..engine.lines import ApprovalDecision, ApprovalRequest
+from ..engine.mail.switchboard import Mail, Posted
 from ..engine.outcomes import Turn
+from ..engine.record.lines import ApprovalDecision, ApprovalRequest
 from ..engine.rules import Refusal
-from ..engine.switchboard import Mail, Posted
 from ..errors import WorkflowError
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import msgspec
 
-from ..engine.attempts import SessionRecord, read_sessions
-from ..engine.records import read_lines
+from ..engine.record.attempts import SessionRecord, read_sessions
+from ..engine.record.layout import read_lines
 from ..harnesses.base import is_session_id
 from ..harnesses.capabilities import TABLE, refusal
 from ..harnesses.usage import Usage, add_usage

@@ -22,12 +22,12 @@ import structlog
 
 from ..engine.accounting import RunUsage
 from ..engine.actor_trace import RunTrace, write_trace
-from ..engine.broker import Replay
-from ..engine.lines import RunEnded, RunStarted
-from ..engine.recorder import RecordGaps
-from ..engine.records import DEFAULT_RUN_ROOT, make_run_record_dir
+from ..engine.mail.switchboard import WORKFLOW_KEY, CloseAll, Register
+from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
+from ..engine.record.lines import RunEnded, RunStarted
+from ..engine.record.recorder import RecordGaps
 from ..engine.run import RunActors, run_actors
-from ..engine.switchboard import WORKFLOW_KEY, CloseAll, Register
+from ..engine.tools.broker import Replay
 from ..errors import DefinitionError, StopRequested, WorkflowError, leaf_errors, stop_among
 from ..harnesses.environment import scrubbed
 from ..harnesses.runtime import harness_for

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import msgspec
 import msgspec.inspect as mi
 
-from ..engine.attempts import StageRecord
+from ..engine.record.attempts import StageRecord
 
 _STAGE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 MAX_STAGE_NAME_CHARS = 64

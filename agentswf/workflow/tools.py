@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ..engine.tool import DEFAULT_TOOL_TIMEOUT_SECONDS, NO_INPUT, Tool
-from ..engine.toolcall import ToolCall
+from ..engine.tools.call import ToolCall
+from ..engine.tools.tool import DEFAULT_TOOL_TIMEOUT_SECONDS, NO_INPUT, Tool
 from ..errors import DefinitionError
 from ..wire.common import MAX_TOOL_NAME_CHARS, is_tool_name
 from .durations import Duration, to_seconds

@@ -50,7 +50,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from ..engine.records import make_private_dirs, write_private, write_whole
+from ..engine.record.layout import make_private_dirs, write_private, write_whole
 from ..errors import DefinitionError
 from ..git import LOCAL_GIT_VARIABLES as LOCAL_GIT_VARIABLES  # what agents.py drops from an agent's git
 from ..git import (

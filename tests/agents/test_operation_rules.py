@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentswf.engine import turn as t
 from agentswf.engine.instant import Instant
-from agentswf.engine.mail import StandingView
+from agentswf.engine.mail.words import StandingView
 from agentswf.engine.outcomes import Answered, Cancelled, Failed, TimedOut
 from agentswf.harnesses.base import AttemptEnding, AttemptResult, OperationResult
 from agentswf.wire.teaching import Taught

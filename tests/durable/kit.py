@@ -20,7 +20,7 @@ import msgspec
 
 import agentswf
 from agentswf import load_workflow
-from agentswf.engine.attempts import read_attempts, read_stages
+from agentswf.engine.record.attempts import read_attempts, read_stages
 
 AWF = [sys.executable, "-m", "agentswf"]
 READY_SECONDS = 30.0  # for a loaded machine to start `awf run` and reach the hanging turn

@@ -9,7 +9,7 @@ import pytest
 
 import agentswf
 from agentswf import DefinitionError, workflow
-from agentswf.engine.attempts import read_sessions
+from agentswf.engine.record.attempts import read_sessions
 
 from .kit import attempts, counts, marks, run_three, stages, write_flows
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentswf.engine.attempts import StageRecord
+from agentswf.engine.record.attempts import StageRecord
 from agentswf.workflow import stages as plan
 
 NAMES = ["plan", "build", "check", "ship"]

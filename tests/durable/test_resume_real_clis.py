@@ -10,7 +10,7 @@ import pytest
 
 import agentswf
 from agentswf import Runtime, workflow
-from agentswf.engine.attempts import read_attempts, read_sessions, read_stages
+from agentswf.engine.record.attempts import read_attempts, read_sessions, read_stages
 from agentswf.testing.models import (
     Conversation,
     ScriptedModel,

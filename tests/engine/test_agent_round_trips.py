@@ -13,8 +13,8 @@ import pytest
 
 from agentswf import workflow
 from agentswf.actors import ActorRef
-from agentswf.engine.mailrules import RouteView
-from agentswf.engine.switchboard import Presence, Register, StandingSlot, Switchboard
+from agentswf.engine.mail.rules import RouteView
+from agentswf.engine.mail.switchboard import Presence, Register, StandingSlot, Switchboard
 from agentswf.testing import answer, run_workflow
 
 pytestmark = pytest.mark.anyio

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentswf.engine import turn as t
-from agentswf.engine.agent_text import check_in_text, peers_text
+from agentswf.engine.agent.text import check_in_text, peers_text
 from agentswf.engine.agent_time import told, utc_text
-from agentswf.engine.mail import Posted
+from agentswf.engine.mail.words import Posted
 from agentswf.wire import SendRequest, WaitingRequest
 
 from .test_turn import NOBODY, WALL, at, begun, response

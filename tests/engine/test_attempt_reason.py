@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentswf.engine import turn as t
-from agentswf.engine.mail import Mail
+from agentswf.engine.mail.words import Mail
 
 from ..harnesses.kit import N, run_wf, shell_agent
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 
 CALLS = 120
 PAD_CHARS = 6000  # a tools.jsonl line is a little more: 512 KiB holds about 80 of them

@@ -16,7 +16,7 @@ import pytest
 from agentswf import tool
 from agentswf.cli.logs import print_run
 from agentswf.engine.operator import Pending, ask_run
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 
 from ..harnesses.kit import WAIT_FOR, N, candidates, lines, operator_attack, rc, run_wf, shell_agent, text
 

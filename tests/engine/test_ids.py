@@ -10,8 +10,8 @@ import re
 import pytest
 
 from agentswf import tool, workflow
-from agentswf.engine import records
 from agentswf.engine.ids import ID_BYTES, new_id
+from agentswf.engine.record import layout as records
 from agentswf.testing import answer, run_workflow
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ import shlex
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from agentswf.engine.mailrules import QuestionView, RouteView, judge_reply, judge_send
+from agentswf.engine.mail.rules import QuestionView, RouteView, judge_reply, judge_send
 from agentswf.engine.operator import for_a_person
 
 AGENT_KEY = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", min_size=1, max_size=12)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentswf import tool, workflow
-from agentswf.engine.records import LineLog, make_private_dirs, write_whole
+from agentswf.engine.record.layout import LineLog, make_private_dirs, write_whole
 from agentswf.testing import answer, run_workflow
 
 pytestmark = pytest.mark.anyio

@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from agentswf import tool, workflow
-from agentswf.engine import records
-from agentswf.engine.records import read_json
+from agentswf.engine.record import layout as records
+from agentswf.engine.record.layout import read_json
 from agentswf.testing import answer, run_workflow
 
 pytestmark = pytest.mark.anyio

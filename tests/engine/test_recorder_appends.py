@@ -23,10 +23,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentswf.actors import Supervisor, capture_trace
-from agentswf.engine import recorder, records
-from agentswf.engine.lines import ApprovalDecided, ApprovalDecision, Logged, MessageRead, RunStarted, ToolCalled
-from agentswf.engine.recorder import Appends, Recorder, RecordGaps
-from agentswf.engine.records import read_lines
+from agentswf.engine.record import layout as records
+from agentswf.engine.record import recorder
+from agentswf.engine.record.layout import read_lines
+from agentswf.engine.record.lines import ApprovalDecided, ApprovalDecision, Logged, MessageRead, RunStarted, ToolCalled
+from agentswf.engine.record.recorder import Appends, Recorder, RecordGaps
 
 KINDS = ("tools", "approvals", "messages")
 """Where an asker's line goes: each kind is a file of its own."""

@@ -19,11 +19,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentswf.actors import Supervisor
-from agentswf.engine import recorder, records
-from agentswf.engine.lines import CandidateSeen, Logged, ResultAccepted, ToolCalled
 from agentswf.engine.outcomes import Answered, Turn
-from agentswf.engine.recorder import Appends, Recorder, RecordGaps
-from agentswf.engine.records import GroupCommit, read_lines
+from agentswf.engine.record import layout as records
+from agentswf.engine.record import recorder
+from agentswf.engine.record.layout import GroupCommit, read_lines
+from agentswf.engine.record.lines import CandidateSeen, Logged, ResultAccepted, ToolCalled
+from agentswf.engine.record.recorder import Appends, Recorder, RecordGaps
 from agentswf.errors import ActorCrashed
 
 AGENTS = 40
@@ -212,7 +213,7 @@ KILLED = """
 import sys, anyio
 from pathlib import Path
 from agentswf.actors import Supervisor
-from agentswf.engine.recorder import Appends, Recorder, ToolCalled
+from agentswf.engine.record.recorder import Appends, Recorder, ToolCalled
 
 async def main():
     appends = Appends()

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from agentswf.engine.records import LineLog, append_line, read_json, read_lines, write_whole
+from agentswf.engine.record.layout import LineLog, append_line, read_json, read_lines, write_whole
 
 from ..harnesses.kit import N, run_wf, shell_agent
 

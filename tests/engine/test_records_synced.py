@@ -16,11 +16,11 @@ import anyio
 import pytest
 
 from agentswf.actors import Supervisor
-from agentswf.engine import records
-from agentswf.engine.lines import CallOpened, ResultAccepted, RunEnded, RunStarted, TurnEnded
 from agentswf.engine.outcomes import Answered, Turn
-from agentswf.engine.recorder import Recorder, RecordGaps
-from agentswf.engine.records import SYNC_FDS_AT_ONCE, fsync_all, fsync_each, read_json, write_wholes_synced
+from agentswf.engine.record import layout as records
+from agentswf.engine.record.layout import SYNC_FDS_AT_ONCE, fsync_all, fsync_each, read_json, write_wholes_synced
+from agentswf.engine.record.lines import CallOpened, ResultAccepted, RunEnded, RunStarted, TurnEnded
+from agentswf.engine.record.recorder import Recorder, RecordGaps
 
 pytestmark = pytest.mark.anyio
 

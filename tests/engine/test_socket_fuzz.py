@@ -248,7 +248,7 @@ def _ask_operator(control: str, data: bytes) -> dict[str, Any]:
 
 @pytest.mark.anyio
 async def test_deep_json_to_the_operator_socket_is_refused_and_it_goes_on_answering(tmp_path):
-    from agentswf.engine.records import read_json
+    from agentswf.engine.record.layout import read_json
 
     @workflow(name="operator", description="Deep JSON at the operator socket.")
     async def operator(wf):

@@ -19,8 +19,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from agentswf.engine import turn as t
 from agentswf.engine.instant import Instant
-from agentswf.engine.mail import DropAwait, GiveUp, Mail, Posted, StandingView
-from agentswf.engine.mailrules import MESSAGE_TURN_SECONDS
+from agentswf.engine.mail.rules import MESSAGE_TURN_SECONDS
+from agentswf.engine.mail.words import DropAwait, GiveUp, Mail, Posted, StandingView
 from agentswf.engine.outcomes import Answered, Cancelled, TimedOut
 from agentswf.harnesses.base import AttemptEnding, AttemptResult
 from agentswf.wire import ReplyRequest, ResultRequest, SendRequest, ToolRequest, WaitingRequest, accepted

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agentswf.engine import turn as t
-from agentswf.engine.mail import Posted, StandingView
+from agentswf.engine.mail.words import Posted, StandingView
 from agentswf.engine.outcomes import Cancelled
 from agentswf.harnesses.base import AttemptEnding, OperationResult
 from agentswf.wire import ReplyRequest, ResultRequest, SendRequest, ToolRequest, WaitingRequest, accepted
@@ -175,6 +175,6 @@ def test_every_wfa_request_of_a_turn_becomes_its_event_in_the_turn_and_has_a_col
         event = t.asked(request, NOBODY, None, at(0), "new")
         assert type(event) in columns, type(event)
         assert event.request is request  # type: ignore[union-attr]
-    agent = (Path(t.__file__).parent.parent / "agent.py").read_text()
+    agent = (Path(t.__file__).parent.parent / "agent" / "actor.py").read_text()
     named = set(re.findall(r"\b(\w+Request)\b", agent))
     assert named <= {"PeersRequest", "ToolRequest", "Request", "TurnRequest"}, named

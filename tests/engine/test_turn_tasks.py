@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from agentswf.engine.attempt import TurnTasks
+from agentswf.engine.agent.attempt import TurnTasks
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentswf.engine.attempt import RUN_TIMERS, RunTimers, TurnTasks
+from agentswf.engine.agent.attempt import RUN_TIMERS, RunTimers, TurnTasks
 
 pytestmark = pytest.mark.anyio
 

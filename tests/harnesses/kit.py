@@ -16,7 +16,7 @@ import msgspec
 
 import agentswf
 from agentswf import tool, workflow
-from agentswf.engine.records import read_json, read_lines
+from agentswf.engine.record.layout import read_json, read_lines
 
 
 class N(msgspec.Struct, forbid_unknown_fields=True):

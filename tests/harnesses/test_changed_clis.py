@@ -16,7 +16,7 @@ import pytest
 
 import agentswf
 from agentswf import Budget, Runtime, workflow
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 from agentswf.harnesses.versions import shown
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
 

@@ -19,7 +19,7 @@ import pytest
 import agentswf
 from agentswf import Runtime, workflow
 from agentswf.cli.logs import print_run
-from agentswf.engine.records import read_json, read_lines
+from agentswf.engine.record.layout import read_json, read_lines
 from agentswf.errors import DefinitionError
 from agentswf.harnesses import cli_version
 from agentswf.harnesses.cli_version import read_version

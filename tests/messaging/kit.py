@@ -23,7 +23,7 @@ import anyio
 
 import agentswf
 from agentswf import workflow
-from agentswf.engine.records import read_json, read_lines
+from agentswf.engine.record.layout import read_json, read_lines
 from agentswf.harnesses.runtime import harness_for
 from agentswf.harnesses.shell import ShellHarness
 

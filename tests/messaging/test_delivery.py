@@ -7,7 +7,7 @@ import time
 import anyio
 import pytest
 
-from agentswf.engine.mailrules import MESSAGE_TURN_SECONDS
+from agentswf.engine.mail.rules import MESSAGE_TURN_SECONDS
 
 from .kit import (
     MESSAGE_TURN,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentswf.engine.mailrules import how_read
+from agentswf.engine.mail.rules import how_read
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import anyio.lowlevel
 import pytest
 
 from agentswf import ToolCall, tool, workflow
-from agentswf.engine.mailrules import MAX_ROUTE_MESSAGES, MAX_UNREAD_MESSAGES
+from agentswf.engine.mail.rules import MAX_ROUTE_MESSAGES, MAX_UNREAD_MESSAGES
 from agentswf.engine.operator import for_a_person
 from agentswf.errors import DefinitionError, MessageRefused, WorkflowError
 from agentswf.testing import answer, run_workflow

@@ -8,7 +8,7 @@ import json
 import anyio
 import pytest
 
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 from agentswf.errors import AgentClosed
 from agentswf.launcher import client
 from agentswf.launcher.place import SOCKET_NAME

@@ -18,11 +18,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from agentswf.actors import Actor, Supervisor, handler
-from agentswf.engine import mailrules
-from agentswf.engine.lines import MessageRead, MessageSent
-from agentswf.engine.mailrules import QuestionView, RouteView
-from agentswf.engine.rules import Refusal
-from agentswf.engine.switchboard import (
+from agentswf.engine.mail import rules as mailrules
+from agentswf.engine.mail.rules import QuestionView, RouteView
+from agentswf.engine.mail.switchboard import (
     DropAwait,
     GiveUp,
     OpenRouteRequest,
@@ -33,6 +31,8 @@ from agentswf.engine.switchboard import (
     TakeMail,
     _Expire,
 )
+from agentswf.engine.record.lines import MessageRead, MessageSent
+from agentswf.engine.rules import Refusal
 
 KEYS = ("a", "b", "c", "d")
 BUDGET = 12  # small, so the limit is reached too

@@ -154,6 +154,6 @@ async def test_three_scripted_agents_hold_a_conversation(tmp_path):
 
 
 def run_events(run):
-    from agentswf.engine.records import read_lines
+    from agentswf.engine.record.layout import read_lines
 
     return list(read_lines(run.run_dir / "messages.jsonl"))

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 from agentswf.sandbox import proxy as proxy_module
 from agentswf.sandbox.proxy import public_addresses
 

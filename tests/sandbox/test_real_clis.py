@@ -17,7 +17,7 @@ import pytest
 
 import agentswf
 from agentswf import Runtime, tool, workflow
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 from agentswf.testing.models import (
     Conversation,
     ScriptedModel,

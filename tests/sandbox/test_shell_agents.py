@@ -12,7 +12,7 @@ import pytest
 
 import agentswf
 from agentswf import tool
-from agentswf.engine.records import read_json, read_lines
+from agentswf.engine.record.layout import read_json, read_lines
 
 from .kit import ANSWER, agent, marked, needs_bwrap, run
 

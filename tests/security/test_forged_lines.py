@@ -32,7 +32,7 @@ from agentswf.cli.follow import Event, Follower, Tally
 from agentswf.cli.live import render
 from agentswf.cli.logs import print_run, print_trace
 from agentswf.cli.shown import BODY_INDENT
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 
 from ..harnesses.kit import run_wf, shell_agent
 

@@ -171,7 +171,7 @@ async def test_a_kept_panes_program_cant_approve_a_call_of_the_run_going_on(kept
     import anyio
 
     from agentswf import tool
-    from agentswf.engine.records import read_json
+    from agentswf.engine.record.layout import read_json
     from agentswf.harnesses.keeper import MARK_VARIABLE
     from agentswf.harnesses.pane_keep import keep_when_run_ends, kept_panes
 

@@ -29,7 +29,7 @@ import msgspec
 import pytest
 
 from agentswf import tool
-from agentswf.engine.records import read_json, read_lines
+from agentswf.engine.record.layout import read_json, read_lines
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text
 from agentswf.testing.models.script import SHELL_ARGUMENTS
 

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from agentswf import Runtime, tool
-from agentswf.engine.records import read_json
+from agentswf.engine.record.layout import read_json
 
 from ..harnesses.kit import WAIT_FOR, N, run_wf, shell_agent
 

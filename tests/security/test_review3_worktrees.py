@@ -172,7 +172,7 @@ async def test_a_hook_an_agent_planted_neither_acts_as_a_person_nor_outlives_the
     import anyio
 
     from agentswf import tool
-    from agentswf.engine.records import read_json
+    from agentswf.engine.record.layout import read_json
 
     from ..harnesses.kit import alive
 

@@ -36,7 +36,7 @@ import anyio
 import msgspec
 
 import agentswf
-import agentswf.engine.recorder as recorder
+import agentswf.engine.record.recorder as recorder
 from agentswf import workflow
 
 tmp, backend, commit = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])

@@ -13,7 +13,7 @@ import pytest
 
 import agentswf
 from agentswf import workflow
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 from agentswf.sandbox import proxy as proxy_module
 from agentswf.sandbox.proxy import Allowlist, Proxy, is_own_address, is_public, parse_head, serving
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import agentswf
 from agentswf import workflow
-from agentswf.engine.records import read_json
+from agentswf.engine.record.layout import read_json
 from agentswf.errors import DefinitionError
 from agentswf.harnesses.usage import Usage, add_usage, sound
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text

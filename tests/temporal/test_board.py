@@ -9,8 +9,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentswf.engine.mail.switchboard import Posted
 from agentswf.engine.rules import Refusal
-from agentswf.engine.switchboard import Posted
 from agentswf.temporal.board import WorkflowBoard
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agentswf import Workflow, tool, workflow
-from agentswf.engine.lines import ApprovalRequest
+from agentswf.engine.record.lines import ApprovalRequest
 from agentswf.testing import TestScriptError, ToolResult, answer, approve, reject, run_workflow
 from agentswf.testing.scripted import ScriptedTurn
 

@@ -10,7 +10,7 @@ import msgspec
 
 import agentswf
 from agentswf import ToolCall, Workflow, tool, workflow
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 
 
 class Finding(msgspec.Struct, forbid_unknown_fields=True):

@@ -10,8 +10,8 @@ import pytest
 
 from agentswf import ToolCall, tool, workflow
 from agentswf.engine.operator import Approve, Pending, Reject, ask_run
-from agentswf.engine.policy import allow, deny, log, redact, require_approval
-from agentswf.engine.records import read_json, read_lines
+from agentswf.engine.record.layout import read_json, read_lines
+from agentswf.engine.tools.policy import allow, deny, log, redact, require_approval
 from agentswf.testing import ToolFailed, ToolRefused, ToolResult, answer, run_workflow
 
 from .kit import cancel_after, tool_lines
@@ -449,7 +449,7 @@ async def test_no_retry_past_the_calls_time(tmp_path):
 
 
 def test_policy_decisions_fold_into_one_verdict():
-    from agentswf.engine.policy import PolicyCall, decide
+    from agentswf.engine.tools.policy import PolicyCall, decide
 
     call = PolicyCall("t", "a", {"x": 1})
     assert decide(call, []).allowed

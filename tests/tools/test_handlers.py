@@ -116,7 +116,7 @@ def _stubborn(started: threading.Event, release: threading.Event):
 
 
 async def test_a_sync_handler_ignoring_its_signal_is_abandoned_after_the_grace(tmp_path, monkeypatch):
-    from agentswf.engine import broker
+    from agentswf.engine.tools import broker
 
     monkeypatch.setattr(broker, "TOOL_SETTLE_GRACE_SECONDS", 0.3)
     started, release = threading.Event(), threading.Event()
@@ -177,7 +177,7 @@ async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_a
 
 
 async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp_path, monkeypatch):
-    from agentswf.engine import broker
+    from agentswf.engine.tools import broker
 
     monkeypatch.setattr(broker, "TOOL_SETTLE_GRACE_SECONDS", 0.3)
 

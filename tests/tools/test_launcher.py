@@ -235,7 +235,7 @@ async def test_invalid_input_is_refused_before_the_handler_runs(tmp_path):
 
 
 async def test_denied_by_the_allowlist_or_a_policy_exits_3(tmp_path):
-    from agentswf.engine.policy import deny
+    from agentswf.engine.tools.policy import deny
 
     count = {"n": 0}
 
@@ -301,7 +301,7 @@ async def test_a_call_over_its_timeout_exits_4_and_may_have_run(tmp_path):
 
 
 async def test_a_handler_ignoring_its_cancellation_is_left_after_the_grace(tmp_path, monkeypatch):
-    import agentswf.engine.broker as broker
+    import agentswf.engine.tools.broker as broker
 
     monkeypatch.setattr(broker, "TOOL_SETTLE_GRACE_SECONDS", 0.3)
     seen = {}

@@ -8,7 +8,7 @@ import pytest
 
 import agentswf
 from agentswf import DefinitionError, ToolCall, tool, workflow
-from agentswf.engine.policy import deny
+from agentswf.engine.tools.policy import deny
 from agentswf.testing import answer, run_workflow
 from agentswf.testing.scripted import ScriptBook
 

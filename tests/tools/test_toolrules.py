@@ -1,4 +1,4 @@
-"""The pure decisions of a tool call's phases (engine/toolrules.py), checked as properties."""
+"""The pure decisions of a tool call's phases (engine/tools/rules.py), checked as properties."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentswf.engine.lines import ApprovalDecision
-from agentswf.engine.policy import REDACTED, Verdict
-from agentswf.engine.toolcall import tool_record
-from agentswf.engine.toolrules import (
+from agentswf.engine.record.lines import ApprovalDecision
+from agentswf.engine.tools.call import tool_record
+from agentswf.engine.tools.policy import REDACTED, Verdict
+from agentswf.engine.tools.rules import (
     MAX_TOOL_INPUT_BYTES,
     MAX_TOOL_RESULT_BYTES,
     UNRECORDED_CALL,

@@ -21,8 +21,8 @@ import pytest
 
 from agentswf import tool, workflow
 from agentswf.engine import run as run_module
-from agentswf.engine import switchboard
-from agentswf.engine.records import SYNC_FDS_AT_ONCE, read_lines
+from agentswf.engine.mail import switchboard
+from agentswf.engine.record.layout import SYNC_FDS_AT_ONCE, read_lines
 from agentswf.testing import answer, run_workflow
 
 pytestmark = pytest.mark.anyio

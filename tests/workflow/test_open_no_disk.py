@@ -19,7 +19,7 @@ import anyio.to_thread
 import pytest
 
 from agentswf import workflow
-from agentswf.engine.attempts import read_sessions
+from agentswf.engine.record.attempts import read_sessions
 from agentswf.testing import answer, run_workflow
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentswf import Workflow
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 
 from .kit import agent, branches, git, make_repo, registered, run_in, snapshot
 

@@ -18,7 +18,7 @@ import pytest
 
 import agentswf
 from agentswf import Workflow, workflow
-from agentswf.engine.records import read_lines
+from agentswf.engine.record.layout import read_lines
 
 from ..sandbox.kit import needs_bwrap
 from .kit import branches, everything, git, make_repo, run_fixer, sh, user_repo

@@ -12,7 +12,7 @@ import msgspec
 
 from ...wire import Code, ReplyRequest, Response, ResultRequest, SendRequest, ToolRequest
 from ...wire.teaching import Taught
-from ..mail import DropAwait, GiveUp, Mail, Post, StandingView, StateChanged
+from ..mail.words import DropAwait, GiveUp, Mail, Post, StandingView, StateChanged
 from ..outcomes import Turn
 from .state import AgentState, StartOp, Timer, TurnKind
 

@@ -14,7 +14,7 @@ import msgspec
 from ...harnesses.base import AttemptResult, OperationResult
 from ...wire import ReplyRequest, Response, ResultRequest, SendRequest, ToolRequest, WaitingRequest
 from ..instant import Instant
-from ..mail import Mail, Posted, StandingView
+from ..mail.words import Mail, Posted, StandingView
 from ..outcomes import Outcome
 from ..rules import CallView, Refusal
 from .state import StartOp, StartTurn, Timer

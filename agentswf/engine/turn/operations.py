@@ -16,8 +16,8 @@ from msgspec.structs import replace
 from ...harnesses.base import OperationResult
 from .. import rules
 from ..instant import Instant
-from ..mail import StateChanged
-from ..mailrules import MESSAGE_TURN_SECONDS
+from ..mail.rules import MESSAGE_TURN_SECONDS
+from ..mail.words import StateChanged
 from ..outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn
 from ..rules import CallView
 from .effects import (

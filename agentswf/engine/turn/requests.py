@@ -27,7 +27,7 @@ from ...wire.teaching import ReadError
 from .. import rules
 from ..agent_time import told
 from ..instant import Instant
-from ..mail import DropAwait, Post, StandingView
+from ..mail.words import DropAwait, Post, StandingView
 from ..notice import notice
 from ..outcomes import Answered
 from ..rules import CallView, Refusal

@@ -14,7 +14,7 @@ from ...harnesses.base import AttemptEnding
 from ...wire.prompts import OWED_REMINDER
 from .. import rules
 from ..instant import Instant
-from ..mail import DropAwait, GiveUp, Mail
+from ..mail.words import DropAwait, GiveUp, Mail
 from ..outcomes import Answered, Blocked, Failed, TimedOut, Unanswered, add_usage
 from ..rules import CallView
 from . import checkins

@@ -15,11 +15,11 @@
                                    continued attempt the native session it resumed, or why
                                    it started fresh
 
-Whole files are written as records.py writes them (temp file, fsync, rename, fsync of the
+Whole files are written as record/layout.py writes them (temp file, fsync, rename, fsync of the
 directory); an attempt is claimed by creating its file exclusively, so two attempts of one
 run can't both start. These files are the attempt's own, written by `workflow.durable`
 between the Recorder's, but for sessions.jsonl: its lines go through the Recorder's batches as
-agents open (records.py says before what they are written).
+agents open (layout.py says before what they are written).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .outcomes import Usage
-from .records import LineLog, make_private_dirs, read_lines, regular_bytes, sync_paths, write_whole
+from ..outcomes import Usage
+from .layout import LineLog, make_private_dirs, read_lines, regular_bytes, sync_paths, write_whole
 
 ATTEMPTS_VERSION = 1
 ATTEMPTS_DIR = "attempts"

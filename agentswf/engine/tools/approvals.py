@@ -11,8 +11,8 @@ import time
 
 import msgspec
 
-from ..actors import Actor, ActorRef, Reply, handler
-from .lines import ApprovalDecided, ApprovalDecision, ApprovalRequest
+from ...actors import Actor, ActorRef, Reply, handler
+from ..record.lines import ApprovalDecided, ApprovalDecision, ApprovalRequest
 
 
 class RequestApproval(msgspec.Struct, frozen=True):

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..wire.teaching import Taught
+from ...wire.teaching import Taught
 
 if TYPE_CHECKING:
-    from .toolcall import ToolCall
+    from .call import ToolCall
 
 DEFAULT_TOOL_TIMEOUT_SECONDS = 30.0
 

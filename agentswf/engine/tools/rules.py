@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from ..wire import Code, Response, accepted, is_code, refused
-from ..wire.prompts import usage_line
-from ..wire.teaching import ReadError, Taught
+from ...wire import Code, Response, accepted, is_code, refused
+from ...wire.prompts import usage_line
+from ...wire.teaching import ReadError, Taught
 from .policy import Verdict
 
 if TYPE_CHECKING:
-    from .lines import ApprovalDecision
+    from ..record.lines import ApprovalDecision
 
 MAX_TOOL_RESULT_BYTES = 64 * 1024
 MAX_TOOL_INPUT_BYTES = MAX_TOOL_RESULT_BYTES  # one call's input, as given: 64 KiB, as its result

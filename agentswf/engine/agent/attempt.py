@@ -1,4 +1,4 @@
-"""What `agent_ops.py` runs for a turn: one attempt or operation of the CLI, its timers, and the socket `wfa` reaches it by.
+"""What `agent/ops.py` runs for a turn: one attempt or operation of the CLI, its timers, and the socket `wfa` reaches it by.
 
 An attempt admits what runs under its keeper to the agent's socket (the run's `LiveAttempts`)
 for exactly as long as it runs. The socket listens only during a turn, so an agent that
@@ -17,11 +17,11 @@ from typing import Any
 
 import anyio
 
-from ..actors import backend
-from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
-from ..launcher.identity import LiveAttempts
-from ..launcher.listener import Admit, ConnectionBudget, Handler, bind, serve
-from ..launcher.place import make_agent_dir
+from ...actors import backend
+from ...harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
+from ...launcher.identity import LiveAttempts
+from ...launcher.listener import Admit, ConnectionBudget, Handler, bind, serve
+from ...launcher.place import make_agent_dir
 
 
 async def run_attempt(

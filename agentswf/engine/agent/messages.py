@@ -9,18 +9,18 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..actors import ActorRef
-from ..harnesses.base import Harness
-from ..launcher.identity import LiveAttempts
-from ..launcher.listener import ConnectionBudget
-from ..wire import Request
-from .turn import StartOp, StartTurn
+from ...actors import ActorRef
+from ...harnesses.base import Harness
+from ...launcher.identity import LiveAttempts
+from ...launcher.listener import ConnectionBudget
+from ...wire import Request
+from ..turn import StartOp, StartTurn
 
 if TYPE_CHECKING:
-    from .broker import ToolCalls
-    from .recorder import Appends
-    from .switchboard import Presence, StandingSlot
-    from .tool import Tool
+    from ..mail.switchboard import Presence, StandingSlot
+    from ..record.recorder import Appends
+    from ..tools.broker import ToolCalls
+    from ..tools.tool import Tool
 
 __all__ = ["AGENT_MAILBOX_CAPACITY", "AgentSetup", "CancelTurn", "SetTools", "StartOp", "StartTurn", "StopAgent", "WfaCall"]
 
@@ -41,7 +41,7 @@ class AgentSetup:
     standing: StandingSlot  # the switchboard sets it, the agent reads it
     calls: dict[str, str]  # the run's call ids, each its agent's: the agent adds its own, and reads for `wrong-agent`
     recorder: ActorRef
-    appends: Appends  # the Recorder's lines asked without a mailbox message (recorder.py)
+    appends: Appends  # the Recorder's lines asked without a mailbox message (record/recorder.py)
     budget: ConnectionBudget
     broker: ToolCalls  # the run's: a tool call runs in the connection task that asked for it
     tools: Mapping[str, Tool]

@@ -2,7 +2,7 @@
 a post and its acknowledgement, an agent's standing, and what an agent tells the board.
 
 Pure (msgspec and typing only), so the turn machine can speak them without importing the
-Switchboard, an actor: `switchboard.py` imports them from here.
+Switchboard, an actor: `mail/switchboard.py` imports them from here.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@
         messages.jsonl               every message between agents and people: sent, then read
         refusals.jsonl               every process refused on the run's sockets for who it is
         sessions.jsonl               every agent an attempt opened, and the session it resumed
-                                     (the attempt's record: engine/attempts.py)
+                                     (the attempt's record: engine/record/attempts.py)
         calls/<call id>/
           call.json                  the turn's prompt, schema and deadline
           candidates.jsonl           every answer handed in, accepted or not, and why

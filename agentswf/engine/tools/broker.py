@@ -6,7 +6,7 @@ under the call's time (its timeout, never past the turn's deadline), retried whe
 marked safe to retry; then the result must be JSON, at most 64 KiB, and fit the tool's
 `output`. Each call is recorded, its input redacted, before the agent is told how it
 ended, with exactly what `wfa tool` prints and exits with; a call that can't be recorded
-is `internal-error`. Every decision on the way is a pure rule of toolrules.py; `ToolCalls`
+is `internal-error`. Every decision on the way is a pure rule of tools/rules.py; `ToolCalls`
 carries them out. The agent's actor decides whether a call may start (tool-busy and the
 rest) and cancels it when the turn ends; its connection then asks the `ToolBroker` actor
 (`ToolCalls.call`, a `RunTool` message: an inline step when the broker is idle, as it nearly
@@ -51,18 +51,18 @@ import anyio
 import msgspec
 import structlog
 
-from ..actors import Actor, ActorRef, Reply, handler
-from ..actors.wakeup import Wakeup, cancel_scope
-from ..errors import AskTimeout
-from ..progress import progress
-from ..wire import Response
+from ...actors import Actor, ActorRef, Reply, handler
+from ...actors.wakeup import Wakeup, cancel_scope
+from ...errors import AskTimeout
+from ...progress import progress
+from ...wire import Response
+from ..record.layout import read_lines
+from ..record.lines import ApprovalDecision, ApprovalRequest, Logged
+from ..record.recorder import Appends
 from .approvals import RequestApproval, WithdrawRequest
-from .lines import ApprovalDecision, ApprovalRequest, Logged
+from .call import CURRENT_TOOL_CALL, ToolCall, tool_record
 from .policy import Policy, PolicyCall, Verdict, decide, redact_value
-from .recorder import Appends
-from .records import read_lines
-from .toolcall import CURRENT_TOOL_CALL, ToolCall, tool_record
-from .toolrules import (
+from .rules import (
     ABANDONED_AT_RUN_END,
     HandlerEnding,
     Next,
@@ -196,7 +196,7 @@ class _Concluded(Exception):
 
 
 class ToolCalls:
-    """A run's tool calls through their phases (toolrules.py): `call` asks the ToolBroker, whose
+    """A run's tool calls through their phases (tools/rules.py): `call` asks the ToolBroker, whose
     call tasks `run` each; `start_soon` (the ToolBroker's) runs those tasks and the watchdog."""
 
     def __init__(
@@ -206,7 +206,7 @@ class ToolCalls:
         self._broker: ActorRef | None = None  # the ToolBroker's, once it has started
         self._opened = anyio.Event()
         self.recorder = recorder
-        self.appends = appends  # a call's line, asked without a mailbox message (recorder.py)
+        self.appends = appends  # a call's line, asked without a mailbox message (record/recorder.py)
         self.desk = desk
         self.policies = list(policies)
         self.replay = replay

@@ -11,10 +11,10 @@ from typing import Any
 
 import msgspec
 
-from ..wire import Response, accepted
-from ..wire.prompts import continuation_prompt, message_turn_prompt
-from .agent_time import told, utc_text
-from .turn import CheckIn, Continue, Prompt, Remind
+from ...wire import Response, accepted
+from ...wire.prompts import continuation_prompt, message_turn_prompt
+from ..agent_time import told, utc_text
+from ..turn import CheckIn, Continue, Prompt, Remind
 
 _PEER_COLUMNS = ("peer", "can", "kind", "state", "queued", "purpose")
 

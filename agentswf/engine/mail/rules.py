@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .mail import Mail
-from .rules import Refusal
+from ..rules import Refusal
+from .words import Mail
 
 MAX_MESSAGE_BYTES = 16 * 1024
 MAX_ROUTE_MESSAGES = 40  # replies included; a question counts its reply

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import msgspec
 
-from ..actors import Actor, handler
-from .mailrules import RouteView
+from ...actors import Actor, handler
+from .rules import RouteView
 
 
 class Describe(msgspec.Struct, frozen=True):

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from .lines import ToolCalled
+from ..record.lines import ToolCalled
 from .policy import REDACTED, redact_value
-from .toolrules import OutcomeCode, ToolOutcomeKind
+from .rules import OutcomeCode, ToolOutcomeKind
 
 if TYPE_CHECKING:
-    from .lines import ApprovalDecision
+    from ..record.lines import ApprovalDecision
 
 class ToolCall:
     """The call a handler is given: who called, and whether its time is up.

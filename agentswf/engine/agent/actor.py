@@ -2,7 +2,7 @@
 
 Every message it gets becomes an event; `turn.step` says what follows, and one match carries
 out its effects: the records and the messages to its peers here, the processes, timers and
-socket in `agent_ops.py` (an attempt, a fork's copy or compaction, a stop). An effect that
+socket in `agent/ops.py` (an attempt, a fork's copy or compaction, a stop). An effect that
 asks (the record of an answer, the agent's mail, a message posted) is stepped again with its
 answer, in the same handler. A tool call the turn starts is handed back to the connection
 that asked (`_handle`), which runs it through the run's `ToolCalls` in its own task and then
@@ -18,25 +18,25 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..actors import Actor, Reply, backend, handler
-from ..errors import ActorError
-from ..wire import PeersRequest, Request, Response, ToolRequest
-from . import turn as t
-from .agent_messages import AgentSetup, CancelTurn, SetTools, StartOp, StartTurn, StopAgent, WfaCall
-from .agent_ops import AgentOps, AttemptReported, OpReported, Receipt, TimerDue, TurnStopped
-from .agent_text import peers_response
-from .broker import RunTool, ToolDone
-from .clock import now
-from .ids import new_id
-from .lines import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
-from .outcomes import Cancelled, TimedOut
-from .rules import CallView
-from .switchboard import MailWaiting, PeersOf, TakeMail
-from .tell import tell
-from .toolcall import ToolCall
+from ...actors import Actor, Reply, backend, handler
+from ...errors import ActorError
+from ...wire import PeersRequest, Request, Response, ToolRequest
+from .. import turn as t
+from ..clock import now
+from ..ids import new_id
+from ..mail.switchboard import MailWaiting, PeersOf, TakeMail
+from ..outcomes import Cancelled, TimedOut
+from ..record.lines import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
+from ..rules import CallView
+from ..tell import tell
+from ..tools.broker import RunTool, ToolDone
+from ..tools.call import ToolCall
+from .messages import AgentSetup, CancelTurn, SetTools, StartOp, StartTurn, StopAgent, WfaCall
+from .ops import AgentOps, AttemptReported, OpReported, Receipt, TimerDue, TurnStopped
+from .text import peers_response
 
 if TYPE_CHECKING:
-    from .tool import Tool
+    from ..tools.tool import Tool
 
 
 
@@ -65,7 +65,7 @@ class AgentActor(Actor):
         self.tool_call: ToolCall | None = None  # the one running: cancelled when its turn ends
         # Once a mailbox ask of the Recorder's is answered, the sessions line told as the agent
         # opened is queued (it was ahead in that mailbox): its lines may then go through Appends
-        # and still come after it (records.py). Before (an operation first), they go behind it.
+        # and still come after it (record/layout.py). Before (an operation first), they go behind it.
         self.behind_sessions_line = False
 
     async def on_stop(self) -> None:

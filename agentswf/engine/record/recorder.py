@@ -10,7 +10,7 @@ usage.json are written whole on the loop's thread as the lines are, unsynced; fs
 result.json and output.json, and the group commit of the lines, call.json and usage.json) run in
 the Recorder's own threads beside the batches, so neither the event loop nor another agent's
 lines wait on them. Those threads make the fsync calls and nothing else (`records.fsync_each`).
-See records.py for the policy.
+See layout.py for the policy.
 """
 
 from __future__ import annotations
@@ -25,12 +25,26 @@ import anyio
 import msgspec
 import structlog
 
-from ..actors import Actor, ActorRef, Reply, handler, write_through
-from ..actors.backend import current_time
-from ..actors.mailbox import Mailbox
-from ..progress import progress
-from .accounting import Ledger
+from ...actors import Actor, ActorRef, Reply, handler, write_through
+from ...actors.backend import current_time
+from ...actors.mailbox import Mailbox
+from ...progress import progress
+from ..accounting import Ledger
+from ..outcomes import Turn
 from .attempts import SESSIONS_FILE
+from .layout import (
+    BATCH_MAX_BYTES,
+    GROUP_COMMIT_SECONDS,
+    RECORD_VERSION,
+    GroupCommit,
+    LineLog,
+    encode,
+    fsync_all,
+    fsync_each,
+    write_private,
+    write_replacing,
+    write_wholes_synced,
+)
 from .lines import (
     ApprovalDecided,
     CallOpened,
@@ -47,20 +61,6 @@ from .lines import (
     SessionOpened,
     ToolCalled,
     TurnEnded,
-)
-from .outcomes import Turn
-from .records import (
-    BATCH_MAX_BYTES,
-    GROUP_COMMIT_SECONDS,
-    RECORD_VERSION,
-    GroupCommit,
-    LineLog,
-    encode,
-    fsync_all,
-    fsync_each,
-    write_private,
-    write_replacing,
-    write_wholes_synced,
 )
 
 _log = structlog.get_logger("agentswf.recorder")
@@ -180,7 +180,7 @@ class Recorder(Actor):
     What couldn't be written is counted in `failures` and the run ends failed for it
     (`RecordGaps`). What an acknowledgement depends on is asked, not told, and answered
     True once on disk: an accepted answer, a tool call, a message sent or read. So
-    nothing is acknowledged that isn't on disk (see records.py for the policy).
+    nothing is acknowledged that isn't on disk (see layout.py for the policy).
 
     A line's handler (write-through: see `Appends`) writes it at once when it is asked and
     nothing else waits to be written; otherwise it queues the line (and its ask's reply) in
@@ -381,7 +381,7 @@ class Recorder(Actor):
 
     def _write_unsynced(self, path: Path, record: Any, now: float, *dirs: str) -> bool:
         """Write `path` whole on the loop's thread, unsynced: the group commit fsyncs it, its
-        directory and `dirs` (records.py)."""
+        directory and `dirs` (record/layout.py)."""
         try:
             write_replacing(path, encode({"version": RECORD_VERSION, **record}))
         except OSError as error:
@@ -399,7 +399,7 @@ class Recorder(Actor):
     # Group commit -------------------------------------------------------------------
 
     async def _group_commits(self) -> None:
-        """fsync what was appended, as `GroupCommit` says when (records.py)."""
+        """fsync what was appended, as `GroupCommit` says when (record/layout.py)."""
         while True:
             wait = self._commit.due_in(anyio.current_time())
             if wait is None or wait > 0:
@@ -556,7 +556,7 @@ class Recorder(Actor):
     @handler
     def session_opened(self, msg: SessionOpened) -> None:
         """Its line goes ahead of the batch's other files: told before its agent opens, it is
-        queued before any line of the agent's turns, so written before any (records.py)."""
+        queued before any line of the agent's turns, so written before any (record/layout.py)."""
         if self._sessions not in self._batch:
             self._batch = {self._sessions: [], **self._batch}
         self._queue_data(self._sessions, encode(msg) + b"\n")

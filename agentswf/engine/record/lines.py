@@ -8,8 +8,8 @@ from typing import Any
 
 import msgspec
 
-from .mail import Mail
-from .outcomes import Turn
+from ..mail.words import Mail
+from ..outcomes import Turn
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True):
@@ -111,7 +111,7 @@ class MessageRead(msgspec.Struct, frozen=True):
 
 
 class SessionOpened(msgspec.Struct, frozen=True, omit_defaults=True):
-    """sessions.jsonl's line of an agent an attempt opens (engine/attempts.py), told as it opens."""
+    """sessions.jsonl's line of an agent an attempt opens (engine/record/attempts.py), told as it opens."""
 
     attempt: int
     agent: str

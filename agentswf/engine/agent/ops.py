@@ -16,23 +16,23 @@ from typing import Any
 import anyio
 import msgspec
 
-from ..actors import ActorRef
-from ..errors import MailboxFull
-from ..harnesses.base import Attempt, AttemptResult, Operation, OperationResult
-from ..wire import Code, Request, Response, ToolRequest
-from ..wire.prompts import message_turn_prompt, peers_block
-from . import rules
-from . import turn as t
-from .admission import agent_admit
-from .agent_messages import AgentSetup
-from .agent_text import needs_peers, prompt_text
+from ...actors import ActorRef
+from ...errors import MailboxFull
+from ...harnesses.base import Attempt, AttemptResult, Operation, OperationResult
+from ...wire import Code, Request, Response, ToolRequest
+from ...wire.prompts import message_turn_prompt, peers_block
+from .. import rules
+from .. import turn as t
+from ..admission import agent_admit
+from ..clock import now
+from ..ids import new_id
+from ..mail.switchboard import Mail, PeersOf
+from ..record.lines import ToolCalled
+from ..tools.broker import RunTool
+from ..tools.call import ToolCall, tool_record
 from .attempt import AgentSocket, TurnTasks, fire_at, run_attempt, run_operation
-from .broker import RunTool
-from .clock import now
-from .ids import new_id
-from .lines import ToolCalled
-from .switchboard import Mail, PeersOf
-from .toolcall import ToolCall, tool_record
+from .messages import AgentSetup
+from .text import needs_peers, prompt_text
 
 __all__ = ["AgentOps", "AttemptReported", "OpReported", "Receipt", "TimerDue", "TurnStopped"]
 

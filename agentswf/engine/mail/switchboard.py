@@ -17,15 +17,15 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from ..actors import Actor, ActorRef, Reply, Supervisor, handler
-from . import mailrules
-from .clock import wall_ms
-from .ids import new_id
-from .lines import MessageRead, MessageSent
-from .mail import DropAwait, GiveUp, Mail, MailKind, Post, Posted, StandingView, StateChanged
-from .mailrules import QuestionView, RouteView
+from ...actors import Actor, ActorRef, Reply, Supervisor, handler
+from ..clock import wall_ms
+from ..ids import new_id
+from ..record.lines import MessageRead, MessageSent
+from ..rules import Refusal
+from . import rules as mailrules
 from .route import CloseRoute, RouteActor, Spend
-from .rules import Refusal
+from .rules import QuestionView, RouteView
+from .words import DropAwait, GiveUp, Mail, MailKind, Post, Posted, StandingView, StateChanged
 
 ROUTE_MAILBOX_CAPACITY = 64
 WORKFLOW_KEY = "workflow"  # the workflow itself, as a participant: wf.receive()
