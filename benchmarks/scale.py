@@ -43,6 +43,8 @@ from typing import Any
 
 import anyio
 
+from agentswf.engine.run import pace_collector
+
 SIZES = (10, 100, 1000)
 BIG_SIZES = (3000, 10_000)
 CALLS = 10
@@ -209,6 +211,8 @@ def main() -> None:
     if args.one:
         backend, kind, agents, calls, concurrency = args.one
         fn = ours if kind == "ours" else baseline
+        if kind == "ours":  # a program of many agents paces its collector, as embedding.md says (a run doesn't)
+            pace_collector()
         got = anyio.run(fn, int(agents), int(calls), int(concurrency), backend=backend)
         got["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(got))
