@@ -162,15 +162,34 @@ async def test_the_transcript_keeps_each_permission_its_answer_and_each_refusal(
     assert result.usage is not None and result.usage.input_tokens == 300
 
 
-async def test_a_turn_in_a_sandbox_fails_at_once_and_runs_nothing(tmp_path):
-    harness = harness_for(fake(tmp_path / "home"))
-    started: list[int] = []
+async def test_a_confined_attempt_runs_the_command_and_environment_its_sandbox_gives(tmp_path):
+    """The sandbox's confine wraps the agent's command line and gives its environment (its own TMPDIR, its
+    home): the attempt runs that, and makes no TMPDIR of its own outside."""
+    harness = harness_for(fake(tmp_path / "elsewhere"))
+    confined: list[list[str]] = []
+
+    def confine(argv, cwd, env):
+        confined.append(list(argv))
+        inside = tmp_path / "inside-tmp"
+        inside.mkdir(exist_ok=True)
+        return ["/usr/bin/env", *argv], {**env, "TMPDIR": str(inside), "FAKE_ACP_HOME": str(tmp_path / "home")}
+
     attempt = Attempt(agent="fake", call_id="c1", turn=1, nudge=False, prompt="SCENARIO answer.", launcher=tmp_path / "wfa",
-                      cwd=tmp_path, env={}, started=started.append, confine=lambda argv, cwd, env: (list(argv), dict(env)))  # fmt: skip
+                      cwd=tmp_path, env={}, confine=confine)  # fmt: skip
     result = await harness.run(attempt)
-    assert result.ending.kind == "failed" and not result.ending.retryable
-    assert "can't run in a sandbox yet" in result.ending.reason
-    assert started == [] and not (tmp_path / "home").exists()
+    assert result.ending.kind == "exited", result.ending
+    assert confined == [[sys.executable, str(FAKE_AGENT)]]
+    assert (tmp_path / "home" / "received.jsonl").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_an_acp_agent_keeps_its_clis_home_in_a_sandbox_and_an_adapter_its_wrapped_clis(tmp_path):
+    adapter = tmp_path / "claude-agent-acp"
+    adapter.write_text("#!/bin/sh\n")
+    adapter.chmod(0o755)
+    named = harness_for(Runtime(harness="opencode", command=(sys.executable,)))
+    assert named.cli_home() == "opencode"
+    assert harness_for(Runtime(harness="acp", command=(str(adapter),))).cli_home() == "claude"
+    assert harness_for(fake(tmp_path / "home")).cli_home() == "acp"  # no home known: an empty one
 
 
 async def test_a_fork_copies_the_session_where_the_agent_offers_session_fork(tmp_path):
