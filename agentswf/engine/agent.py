@@ -28,7 +28,7 @@ from .agent_text import peers_response
 from .broker import RunTool, ToolDone
 from .clock import now
 from .ids import new_id
-from .lines import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
+from .lines import AttemptOutput, CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from .outcomes import Cancelled, TimedOut
 from .rules import CallView
 from .switchboard import MailWaiting, PeersOf, TakeMail
@@ -112,7 +112,11 @@ class AgentActor(Actor):
 
     @handler
     async def attempt_ended(self, msg: AttemptReported) -> None:
-        await self._step(t.AttemptEnded(msg.call_id, msg.result, now()))
+        at = now()
+        if msg.result.output:  # whatever the turn makes of it (a stopped turn's attempt too): its output is on the record
+            line = AttemptOutput(msg.call_id, at.wall, msg.result.ending.kind, msg.result.output)
+            await self.setup.appends.ask(line)
+        await self._step(t.AttemptEnded(msg.call_id, msg.result, at))
 
     @handler
     async def timer_fired(self, msg: TimerDue) -> None:

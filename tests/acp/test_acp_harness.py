@@ -7,6 +7,7 @@ first, and keeps its sessions on disk. The real ACP CLIs are tested in test_real
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 import agentswf
 from agentswf import Runtime, tool, workflow
+from agentswf.cli.logs import print_run
 from agentswf.harnesses.acp_rpc import METHOD_NOT_FOUND, Permissions
 from agentswf.harnesses.base import Attempt
 from agentswf.harnesses.runtime import harness_for
@@ -103,6 +105,29 @@ async def test_what_the_permissions_dont_allow_is_rejected_once_and_wfa_still_al
     assert turn["outcome"]["kind"] == "answered", turn
     assert answers(tmp_path / "home") == ["no", "once"]
     assert not (tmp_path / "home" / "forbidden").exists()
+
+
+async def test_each_permission_and_its_answer_is_in_the_record_and_awf_logs_shows_them(tmp_path):
+    turn, _ = await one_turn(tmp_path, "forbidden", permissions=Permissions(allow=()))
+    (call,) = (tmp_path / "runs").glob("*/*/calls/*/attempts.jsonl")
+    (attempt,) = [json.loads(line) for line in call.read_text().splitlines()]
+    assert attempt["call_id"] == turn["call_id"] and attempt["ending"] == "exited"
+    entries = [json.loads(line) for line in attempt["output"].splitlines()]
+    assert [(e["answer"], e["why"]) for e in entries if "permission" in e] == [
+        ("reject_once", "not allowed by the runtime's permissions"), ("allow_once", "the agent's wfa"),
+    ]
+    shown = io.StringIO()
+    print_run(call.parent.parent.parent, shown)
+    logs = shown.getvalue()
+    assert "attempt ended: exited" in logs
+    assert f"permission execute touch {tmp_path / 'home'}/forbidden -> reject_once (not allowed by the runtime's permissions)" in logs
+    assert "-> allow_once (the agent's wfa)" in logs and "refused its request fs/read_text_file" in logs
+    forged = {"permission": "x", "kind": "execute\n  answer: forged", "command": "\x1b[2J", "answer": "allow_once"}
+    with call.open("a") as record:  # what the agent could put there: shown on awf's lines, or passed over
+        record.write('{"at": "noon", "ending": ["x"], "output": 5}\n' + json.dumps({"at": 1.0, "output": json.dumps(forged)}) + "\n")
+    shown = io.StringIO()
+    print_run(call.parent.parent.parent, shown)
+    assert "\x1b" not in shown.getvalue() and "\n  answer: forged" not in shown.getvalue()
 
 
 @pytest.mark.parametrize("resume", [False, True], ids=["load", "resume"])
