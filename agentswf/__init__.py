@@ -39,6 +39,7 @@ from .errors import (
     TurnNotAnswered,
     WorkflowError,
 )
+from .harnesses.acp_rpc import Permissions
 from .harnesses.pane_liveness import CheckIns
 from .harnesses.prices import Price, Prices
 from .harnesses.runtime import Runtime
@@ -75,6 +76,7 @@ __all__ = [
     "Outcome",
     "Participant",
     "Participants",
+    "Permissions",
     "Price",
     "Prices",
     "Route",

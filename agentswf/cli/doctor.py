@@ -1,8 +1,8 @@
 """`awf doctor`: what this machine has for agentswf, each agent CLI and tool it runs.
 
-Per agent CLI on PATH: its path, its version (`--version`, read as a run reads it) against the
-versions agentswf was tested with (harnesses/versions.py), and whether its login or key is
-found: which variables are set and which credential files exist, by name only (none is read).
+Per agent CLI and ACP runtime on PATH: its path (an ACP runtime's native binary), its version
+(`--version`, read as a run reads it) against the versions agentswf was tested with
+(harnesses/versions.py), and whether its login or key is found: which variables are set and which credential files exist, by name only (none is read).
 Then bubblewrap (sandboxes), tmux (panes) and Temporal (`--engine temporal`). Exits 1 when a
 CLI found is older than agentswf works with, 0 otherwise.
 """
@@ -22,6 +22,8 @@ from typing import Any
 import anyio
 
 from ..errors import DefinitionError, HarnessError
+from ..harnesses.acp import LOGIN_HINT, locate
+from ..harnesses.acp_agents import ACP_AGENTS
 from ..harnesses.cli_version import VERSION_TIMEOUT_SECONDS, read_version
 from ..harnesses.runtime import CLI_HARNESSES
 from ..harnesses.tmux import TMUX_INSTALL
@@ -37,6 +39,12 @@ AUTH: dict[str, tuple[tuple[str, ...], tuple[str, str, tuple[str, ...]]]] = {
     "pi": (("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"),
            ("PI_CODING_AGENT_DIR", ".pi/agent", ("auth.json", "models.json"))),
     "cursor": (("CURSOR_API_KEY",), ("", "", ())),  # its login's files aren't known here
+    # The ACP runtimes (harnesses/acp_agents.py): the keys their providers read, and their logins' files.
+    "opencode": (("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENCODE_API_KEY"), ("", ".local/share/opencode", ("auth.json",))),
+    "qwen": (("OPENAI_API_KEY", "DASHSCOPE_API_KEY"), ("", ".qwen", ("oauth_creds.json",))),
+    "gemini": (("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"), ("", ".gemini", ("oauth_creds.json",))),
+    "copilot": (("COPILOT_PROVIDER_API_KEY", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
+                ("COPILOT_HOME", ".copilot", ("config.json",))),
 }
 TOOL_VERSION_TIMEOUT_SECONDS = 10.0  # for `tmux -V` and `bwrap --version`
 EMPTY_JSON_BYTES = 2  # `{}`: a credentials file no longer than this holds none
@@ -67,13 +75,28 @@ def _tool_version(argv: list[str]) -> str:
     return (done.stdout or done.stderr).strip().splitlines()[0] if (done.stdout or done.stderr).strip() else ""
 
 
+def _clis(env: Mapping[str, str]) -> list[tuple[str, str | None, str, str]]:
+    """Each agent CLI and ACP runtime: its name, its path on PATH (an ACP runtime's native binary
+    where it has one; None: not found), the command that installs it, and how to log it in."""
+    found: list[tuple[str, str | None, str, str]] = [
+        (name, shutil.which(harness.executable_name, path=env.get("PATH", os.defpath)), harness.install, harness.login_hint)
+        for name, harness in CLI_HARNESSES.items()
+    ]
+    for name, agent in ACP_AGENTS.items():
+        try:
+            path: str | None = locate(agent, (), env)[0]
+        except HarnessError:
+            path = None
+        found.append((name, path, agent.install, LOGIN_HINT.format(name=name)))
+    return found
+
+
 async def cli_lines(env: Mapping[str, str], cwd: Path) -> tuple[list[str], bool]:
     """A line or two per agent CLI, and whether one found is older than agentswf works with."""
     lines, too_old = [], False
-    for name, harness in CLI_HARNESSES.items():
-        path = shutil.which(harness.executable_name, path=env.get("PATH", os.defpath))
+    for name, path, install, login_hint in _clis(env):
         if path is None:
-            lines.append(f"  {name}: not on PATH; install it with `{harness.install}`")
+            lines.append(f"  {name}: not on PATH; install it with `{install}`")
             continue
         found = await read_version(name, path, env, cwd)
         if found.version is None:
@@ -91,7 +114,7 @@ async def cli_lines(env: Mapping[str, str], cwd: Path) -> tuple[list[str], bool]
                 "untested": f"{shown(found.version)}, not tested (tested: {tested_ranges(name)})",
             }[where]
         auth = auth_found(name, env)
-        login = f"login or key: {', '.join(auth)}" if auth else f"no login or key found: {harness.login_hint}"
+        login = f"login or key: {', '.join(auth)}" if auth else f"no login or key found: {login_hint}"
         lines += [f"  {name}: {path}", f"    {said}", f"    {login}"]
     return lines, too_old
 

@@ -1,6 +1,6 @@
 """A run's record read as it grows: what `awf tail`, `awf ls` and the live view of `awf run` see.
 
-The record is the run's one account of what happened (see `engine.records`), written as it
+The record is the run's one account of what happened (see `engine.record.layout`), written as it
 happens: a turn's call.json when it starts, its line in turns.jsonl when it ends, each tool
 call, message and wf.log line as it is recorded. Reading it, rather than asking the run's
 actors, keeps every watcher off the run's event loop: a watcher costs the run nothing but

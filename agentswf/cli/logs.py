@@ -18,6 +18,7 @@ import msgspec
 from ..engine.accounting import RunUsage, spend_lines, spend_text
 from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
 from ..engine.record.layout import read_json, read_lines
+from ..engine.record.lines import ATTEMPTS_FILE
 from ..harnesses.usage import Usage
 from .runs import is_live
 from .shown import headed, quoted, shown
@@ -53,6 +54,31 @@ def _candidate_lines(candidate: dict[str, Any]) -> str:
     given = candidate.get("args") or candidate.get("input") or ""
     text = f"  {_clock(candidate.get('at'))} {mark}: {_short(given)}\n"
     return text + (f"    {_short(candidate['error'])}\n" if candidate.get("error") else "")
+
+
+def _at(line: dict[str, Any]) -> float | None:
+    """A line's `at`, where it is a time (the record is the agents' to forge)."""
+    at = line.get("at")
+    return at if isinstance(at, (int, float)) and not isinstance(at, bool) else None
+
+
+def _attempt_lines(attempt: dict[str, Any]) -> str:
+    """An attempt that output something: how it ended, then each permission its ACP agent asked and
+    the answer, and each request refused (the whole transcript is in the call's attempts.jsonl)."""
+    text = f"  {_clock(_at(attempt))} attempt ended: {_name(attempt.get('ending', '?'))}\n"
+    output = attempt.get("output")
+    for line in output.splitlines() if isinstance(output, str) else ():
+        try:
+            entry = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            continue  # not a transcript's: a shell agent's output
+        if isinstance(entry, dict) and "permission" in entry:
+            asked = entry.get("command") or entry.get("title") or ""
+            text += (f"    permission {_name(entry.get('kind', ''))} {_short(asked)} -> {_name(entry.get('answer', ''))}"
+                     f" ({_name(entry.get('why', ''))})\n")  # fmt: skip
+        elif isinstance(entry, dict) and "refused" in entry:
+            text += f"    refused its request {_name(entry['refused'])}\n"
+    return text
 
 
 def _tool_lines(call: dict[str, Any]) -> str:
@@ -173,6 +199,9 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
                 run_dir / "calls" / turn["call_id"] / "candidates.jsonl"
             )),
             *((call.get("started_at") or 0.0, _tool_lines(call)) for call in tools.get(turn["call_id"], [])),
+            *((_at(attempt) or 0.0, _attempt_lines(attempt)) for attempt in read_lines(
+                run_dir / "calls" / turn["call_id"] / ATTEMPTS_FILE
+            )),
             *((mail.get("at") or 0.0, _message_lines(mail)) for mail in _sent_in(messages, turn, placed)),
         ]
         out.writelines(lines for _, lines in sorted(events, key=lambda event: event[0]))  # as they happened

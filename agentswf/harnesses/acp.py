@@ -62,10 +62,7 @@ LOGIN_HINT = "Configure {name}'s model and credentials as for {name} alone (docs
 CANCEL_SEND_SECONDS = 1.0  # for `session/cancel` to be written to a stopped attempt's agent
 ENDED_STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal"})
 FORK_PREFIX = "fork:"  # a fork's session until its first attempt copies it: the parent's id after it
-SANDBOX_REFUSAL = (
-    "an ACP agent can't run in a sandbox yet: its home and config aren't given the sandbox's run-local home; "
-    "open it without a sandbox"
-)
+ADAPTER_HOMES = {"claude-agent-acp": "claude", "codex-acp": "codex"}  # an adapter's executable: the CLI whose home it keeps
 
 
 class AcpError(HarnessError):
@@ -137,17 +134,27 @@ class AcpHarness(Harness):
     def cli_executable(self) -> tuple[str, str] | None:
         return (self.agent.version_cli, self.command[0]) if self.agent.version_cli else None
 
+    def cli_home(self) -> str:
+        """A named agent's own; claude's and codex's for their adapters run by `command=[…]`."""
+        if self.agent is ANY_AGENT:
+            return ADAPTER_HOMES.get(os.path.basename(self.command[0]), self.agent.name)
+        return self.agent.name
+
     async def run(self, attempt: Attempt) -> AttemptResult:
-        if attempt.confine is not None:
-            return AttemptResult(AttemptEnding("failed", reason=SANDBOX_REFUSAL, retryable=False))
         turn = Turn(str(attempt.launcher), self.permissions, attempt.received)
-        scratch = tempfile.mkdtemp(prefix="awf-acp-")  # the CLIs leave files in TMPDIR: the attempt's own, removed after
-        env = {**self.agent.env, **self.attempt_env(attempt), "TMPDIR": scratch}
+        env = {**self.agent.env, **self.attempt_env(attempt)}
         if self.model is not None and self.agent.model_env is not None:
             env[self.agent.model_env] = self.model
+        argv: list[str] | tuple[str, ...] = self.command
+        scratch = None
+        if attempt.confine is not None:  # the sandbox's: its own /tmp, its home (where `before_load` mends)
+            argv, env = attempt.confine(argv, attempt.cwd, env)
+        else:  # the CLIs leave files in TMPDIR: the attempt's own, removed after
+            scratch = tempfile.mkdtemp(prefix="awf-acp-")
+            env["TMPDIR"] = scratch
         result: Any = None
         try:
-            async with open_in_group(self.command, cwd=attempt.cwd, env=env, started=attempt.started) as channel:
+            async with open_in_group(argv, cwd=attempt.cwd, env=env, started=attempt.started) as channel:
                 client = _Client(channel, turn, self.agent.name)
                 try:
                     result = await self._turn(client, attempt, turn, env)
@@ -156,8 +163,9 @@ class AcpHarness(Harness):
                 else:
                     ending = _ending(self.agent.name, result)
         finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(remove_tree, scratch)
+            if scratch is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(remove_tree, scratch)
         session = turn.session or attempt.session  # one that failed before it reopened its session keeps it
         return AttemptResult(ending, session=session, usage=self._usage(session, result, turn), output=turn.record())
 

@@ -66,10 +66,13 @@ def gemini_before_load(session: str, env: Mapping[str, str]) -> None:
     home = env.get("GEMINI_CLI_HOME") or env.get("HOME")
     if not home or not session[:8].isalnum():
         return
+    store = os.path.realpath(os.path.join(home, ".gemini", "tmp"))
     minutes = {time.strftime(GEMINI_MINUTE, time.localtime()), time.strftime(GEMINI_MINUTE, time.gmtime())}
     for minute in minutes:
-        pattern = os.path.join(glob.escape(home), ".gemini", "tmp", "*", "chats", f"session-{minute}-{session[:8]}.jsonl")
+        pattern = os.path.join(glob.escape(store), "*", "chats", f"session-{minute}-{session[:8]}.jsonl")
         for path in glob.glob(pattern):
+            if os.path.realpath(path) != path:  # a link: a sandboxed agent's home is its own to write, not what it names
+                continue
             os.rename(path, f"{path.removesuffix('.jsonl')}-{time.time_ns()}.jsonl")  # a name of its own: none replaced
 
 

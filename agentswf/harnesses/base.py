@@ -156,6 +156,11 @@ class Harness(ABC):
         checks its version (harnesses/cli_version.py). None: it runs no agent CLI."""
         return None
 
+    def cli_home(self) -> str:
+        """The CLI whose credentials and config a sandbox copies into the agent's home, and whose
+        model it lets the agent reach (sandbox/homes.py): the harness's own, where it has one."""
+        return self.name
+
     async def close(self) -> None:
         """The agent is closing: stop what the harness keeps between attempts (a pane). Most keep nothing."""
         return None

@@ -132,8 +132,9 @@ def _acp(usage: Capability, cost: Capability, resume: str, fork: Capability = _A
         "waiting": _HEADLESS_WAITING,
         "usage": usage,
         "cost": cost,
-        "sandbox": Absent("not yet: an ACP agent's home and config aren't given a sandbox's run-local home; "
-                          "its turns fail at once in one"),
+        "sandbox": Given("bubblewrap around the agent, its CLI's config and credentials copied into the sandbox's home, "
+                         "its model reached through the sandbox's proxy; one run by command=[…] (but claude's and codex's "
+                         "adapters) gets an empty home and the sandbox's network"),
         "fork": fork,
         "compact": _ACP_COMPACT,
         "set": Given("the model through the session's config option `model` (or session/set_model) on every later attempt"),

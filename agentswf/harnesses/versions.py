@@ -51,6 +51,9 @@ TESTED: dict[str, Tested] = {
     "qwen": Tested("@qwen-code/qwen-code", (((0, 24, 4), (0, 24, 4)),)),
     "gemini": Tested("@google/gemini-cli", (((0, 61, 0), (0, 61, 0)),)),
     "copilot": Tested("@github/copilot", (((1, 0, 102), (1, 0, 102)),)),
+    # claude and codex through their ACP adapters (Runtime(harness="acp", command=[…])): tested, not checked at open.
+    "claude-agent-acp": Tested("@zed-industries/claude-agent-acp", (((0, 23, 1), (0, 23, 1)),)),
+    "codex-acp": Tested("@zed-industries/codex-acp", (((0, 16, 0), (0, 16, 0)),)),
 }
 
 

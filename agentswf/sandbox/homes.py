@@ -6,8 +6,10 @@ or config and its first-run answers, copied in from where the agent's environmen
 CLI keeps them. The CLI's sessions then live there, so later turns resume them.
 
 The endpoints are read from the same place (a base URL variable, codex's `config.toml`,
-pi's `models.json`), with each CLI's public API as the default: they are always reachable
-from the agent's sandbox, whatever its `network` says.
+pi's `models.json`, opencode's `opencode.json`), with each CLI's public API as the default:
+they are always reachable from the agent's sandbox, whatever its `network` says. An ACP agent
+run by `command=[…]` keeps no home known here (but claude's and codex's adapters, which keep
+theirs): it gets an empty one, and reaches what the sandbox's `network` allows.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,13 +32,35 @@ IDENTITY = ("user.name", "user.email")  # of the user's git config, what a commi
 GLOBAL_GIT_CONFIG = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL")  # where git finds the user's own config
 MAX_CONFIG_BYTES = 1024 * 1024  # of a credential or config file copied in, or read for its endpoints
 
-# What each CLI keeps in its home: (the variable naming its directory, the default under $HOME,
-# the files copied in: credentials and config).
-HOME_FILES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "claude": ("CLAUDE_CONFIG_DIR", ".claude", (".credentials.json",)),
-    "codex": ("CODEX_HOME", ".codex", ("auth.json", "config.toml")),
-    "pi": ("PI_CODING_AGENT_DIR", ".pi/agent", ("auth.json", "models.json", "settings.json")),
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """Where a CLI keeps some of its files: `place` under $HOME, or `within` the directory the
+    variable `variable` names where the agent's environment sets it (`place`'s last parts); and
+    the files of it copied into a sandbox's home (credentials and config: no history)."""
+
+    place: str
+    files: tuple[str, ...]
+    variable: str | None = None
+    within: str = ""
+
+    def inside(self, home: Path) -> Path:
+        """What `variable` names in a sandbox's `home`."""
+        return home / self.place.removesuffix(self.within).rstrip("/")
+
+
+HOME_FILES: dict[str, tuple[Kept, ...]] = {
+    "claude": (Kept(".claude", (".credentials.json",), "CLAUDE_CONFIG_DIR"),),
+    "codex": (Kept(".codex", ("auth.json", "config.toml"), "CODEX_HOME"),),
+    "pi": (Kept(".pi/agent", ("auth.json", "models.json", "settings.json"), "PI_CODING_AGENT_DIR"),),
+    "opencode": (
+        Kept(".config/opencode", ("opencode.json", "opencode.jsonc"), "XDG_CONFIG_HOME", "opencode"),
+        Kept(".local/share/opencode", ("auth.json",), "XDG_DATA_HOME", "opencode"),
+    ),
+    "qwen": (Kept(".qwen", ("settings.json", "oauth_creds.json")),),
+    "gemini": (Kept(".gemini", ("settings.json", "oauth_creds.json", "google_accounts.json"), "GEMINI_CLI_HOME", ".gemini"),),
+    "copilot": (Kept(".copilot", ("config.json",), "COPILOT_HOME"),),
 }
+"""What each CLI (an ACP agent's too) keeps in its home that a sandboxed one is given."""
 CLAUDE_FIRST_RUN = {"hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True}
 CLAUDE_KEPT_KEYS = ("oauthAccount", "primaryApiKey", "userID")  # of ~/.claude.json: who is logged in
 
@@ -44,7 +69,16 @@ DEFAULT_ENDPOINTS: dict[str, tuple[str, ...]] = {
     "codex": ("https://api.openai.com", "https://chatgpt.com"),
     "pi": ("https://api.anthropic.com", "https://api.openai.com", "https://generativelanguage.googleapis.com", "https://openrouter.ai"),
     "cursor": ("https://api2.cursor.sh",),
+    "opencode": ("https://api.anthropic.com", "https://api.openai.com", "https://opencode.ai"),
+    "qwen": ("https://portal.qwen.ai", "https://chat.qwen.ai", "https://dashscope.aliyuncs.com"),
+    "gemini": ("https://generativelanguage.googleapis.com", "https://cloudcode-pa.googleapis.com", "https://oauth2.googleapis.com"),
+    "copilot": ("https://api.github.com", "https://api.githubcopilot.com", "https://api.individual.githubcopilot.com"),
 }
+BASE_URL_VARIABLES = {
+    "claude": "ANTHROPIC_BASE_URL", "qwen": "OPENAI_BASE_URL", "gemini": "GOOGLE_GEMINI_BASE_URL",
+    "copilot": "COPILOT_PROVIDER_BASE_URL",
+}  # fmt: skip
+"""The variable that points a CLI at its model instead of its defaults."""
 
 WITHHELD = (
     "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY",
@@ -55,14 +89,12 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
 LOOPBACK_NAMES = "localhost,127.0.0.1,::1"
 
 
-def _source_dir(harness: str, env: Mapping[str, str]) -> Path | None:
-    if harness not in HOME_FILES:
-        return None
-    variable, default, _ = HOME_FILES[harness]
-    if env.get(variable):
-        return Path(env[variable])
+def _source_dir(kept: Kept, env: Mapping[str, str]) -> Path | None:
+    """Where the agent's environment says the CLI keeps `kept`."""
+    if kept.variable is not None and env.get(kept.variable):
+        return Path(env[kept.variable]) / kept.within
     home = env.get("HOME")
-    return Path(home) / default if home else None
+    return Path(home) / kept.place if home else None
 
 
 def _read(path: Path) -> bytes | None:
@@ -84,11 +116,6 @@ def _read(path: Path) -> bytes | None:
         return None
     finally:
         os.close(descriptor)
-
-
-def harness_dir(harness: str, home: Path) -> Path | None:
-    """Where, in `home`, the CLI keeps its config."""
-    return home / HOME_FILES[harness][1] if harness in HOME_FILES else None
 
 
 def git_identity(env: Mapping[str, str]) -> dict[str, str]:
@@ -132,18 +159,18 @@ def prepare_home(home: Path, harness: str, env: Mapping[str, str]) -> None:
     identity = git_identity(env)
     if identity:
         (home / ".gitconfig").write_text(identity_config(identity))
-    target = harness_dir(harness, home)
-    source = _source_dir(harness, env)
-    if target is None:
-        return
-    target.mkdir(parents=True, mode=HOME_MODE, exist_ok=True)
-    for name in HOME_FILES[harness][2]:
-        data = _read(source / name) if source is not None else None
-        if data is not None:
-            descriptor = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            with os.fdopen(descriptor, "wb") as copy:
-                copy.write(data)
+    for kept in HOME_FILES.get(harness, ()):
+        target, source = home / kept.place, _source_dir(kept, env)
+        target.mkdir(parents=True, mode=HOME_MODE, exist_ok=True)
+        for name in kept.files:
+            data = _read(source / name) if source is not None else None
+            if data is not None:
+                descriptor = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                with os.fdopen(descriptor, "wb") as copy:
+                    copy.write(data)
     if harness == "claude":
+        (kept,) = HOME_FILES["claude"]
+        source = _source_dir(kept, env)
         answers: dict[str, Any] = dict(CLAUDE_FIRST_RUN)
         for config in ((source / ".claude.json") if source else None, Path(env.get("HOME", "/nonexistent")) / ".claude.json"):
             data = _read(config) if config is not None else None
@@ -155,7 +182,7 @@ def prepare_home(home: Path, harness: str, env: Mapping[str, str]) -> None:
                 if isinstance(found, dict):
                     answers.update({key: found[key] for key in CLAUDE_KEPT_KEYS if key in found})
                     break
-        (target / ".claude.json").write_text(json.dumps(answers))
+        (home / kept.place / ".claude.json").write_text(json.dumps(answers))
 
 
 def endpoint_of(url: str) -> Endpoint | None:
@@ -170,35 +197,44 @@ def endpoint_of(url: str) -> Endpoint | None:
     return Endpoint(parts.hostname.lower(), port)
 
 
+def _config(harness: str, name: str, env: Mapping[str, str]) -> Any:
+    """The CLI's config file `name` (JSON, or TOML by its suffix) where its environment keeps it; {} if none or unreadable."""
+    source = _source_dir(HOME_FILES[harness][0], env)
+    data = _read(source / name) if source is not None else None
+    try:
+        return (tomllib.loads(data.decode()) if name.endswith(".toml") else json.loads(data)) if data else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError):
+        return {}
+
+
+def _field(found: Any, *keys: str) -> Any:
+    """`found[keys[0]][keys[1]]…`, or None where one isn't a mapping."""
+    for key in keys:
+        found = found.get(key) if isinstance(found, dict) else None
+    return found
+
+
 def configured_urls(harness: str, env: Mapping[str, str]) -> list[str]:
     """The base URLs the CLI is configured with (from its env and config files); none: its defaults."""
-    source = _source_dir(harness, env)
     urls: list[str] = []
-    if harness == "claude" and env.get("ANTHROPIC_BASE_URL"):
-        urls.append(env["ANTHROPIC_BASE_URL"])
+    variable = BASE_URL_VARIABLES.get(harness)
+    if variable is not None and env.get(variable):
+        urls.append(env[variable])
     elif harness == "codex":
-        data = _read(source / "config.toml") if source else None
-        try:
-            config = tomllib.loads(data.decode()) if data else {}
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            config = {}
-        providers = config.get("model_providers") if isinstance(config.get("model_providers"), dict) else {}
-        chosen = providers.get(config.get("model_provider")) if isinstance(providers, dict) else None
-        if isinstance(chosen, dict) and isinstance(chosen.get("base_url"), str):
+        config = _config("codex", "config.toml", env)
+        chosen = _field(config, "model_providers", str(config.get("model_provider")))
+        if isinstance(_field(chosen, "base_url"), str):
             urls.append(chosen["base_url"])
         elif env.get("OPENAI_BASE_URL"):
             urls.append(env["OPENAI_BASE_URL"])
-    elif harness == "pi":
-        data = _read(source / "models.json") if source else None
-        try:
-            models = json.loads(data) if data else {}
-        except ValueError:
-            models = {}
-        providers = models.get("providers") if isinstance(models, dict) else None
+    elif harness in ("pi", "opencode"):  # each provider's, and the defaults for a provider with none
+        config = _config(harness, "models.json" if harness == "pi" else "opencode.json", env)
+        providers = _field(config, "providers" if harness == "pi" else "provider")
         for provider in providers.values() if isinstance(providers, dict) else ():
-            if isinstance(provider, dict) and isinstance(provider.get("baseUrl"), str):
-                urls.append(provider["baseUrl"])
-        urls += DEFAULT_ENDPOINTS["pi"]
+            url = _field(provider, "baseUrl") if harness == "pi" else _field(provider, "options", "baseURL")
+            if isinstance(url, str):
+                urls.append(url)
+        urls += DEFAULT_ENDPOINTS[harness]
     return urls or list(DEFAULT_ENDPOINTS.get(harness, ()))
 
 
@@ -220,11 +256,9 @@ def sandbox_env(env: Mapping[str, str], home: Path, proxy_port: int | None) -> d
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_DATA_HOME=str(home / ".local/share"),
         XDG_STATE_HOME=str(home / ".local/state"),
-        CLAUDE_CONFIG_DIR=str(home / HOME_FILES["claude"][1]),
         CLAUDE_CODE_TMPDIR="/tmp",
-        CODEX_HOME=str(home / HOME_FILES["codex"][1]),
-        PI_CODING_AGENT_DIR=str(home / HOME_FILES["pi"][1]),
     )
+    inside.update({kept.variable: str(kept.inside(home)) for places in HOME_FILES.values() for kept in places if kept.variable})
     if proxy_port is not None:
         url = f"http://127.0.0.1:{proxy_port}"
         for name in PROXY_VARIABLES[:3]:

@@ -24,6 +24,7 @@ import anyio
 
 from ..errors import DefinitionError, SandboxRefused
 from ..git import Worktree, read_link, worktrees_home
+from ..harnesses.acp import AcpHarness
 from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Harness, Operation, OperationResult
 from ..harnesses.cli import CliHarness
 from ..harnesses.usage import Usage
@@ -40,6 +41,7 @@ BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
 HOME_NAME = "home"
 PROXY_SOCKET_NAME = "n.sock"
+SHEBANG_BYTES = 256  # of a script, read for the interpreter its first line names
 RECORD_DIR = ".awf"  # where runs are recorded by default: no sandbox sees it
 FORWARDER = Path(__file__).resolve().with_name("forwarder.py")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # agentswf: the wfa client and the forwarder
@@ -91,16 +93,45 @@ def system_view() -> tuple[SystemEntry, ...]:
     return tuple(found)
 
 
-def runtime_paths(harness: Harness) -> tuple[Path, ...]:
-    """What runs an agent, read-only inside: the interpreter (for `wfa`), agentswf, the CLI's install."""
+def runtime_paths(harness: Harness, env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """What runs an agent, read-only inside: the interpreter (for `wfa`), agentswf, the CLI's install
+    (an ACP agent's command's), and the interpreter its script names (`#!/usr/bin/env node`, found on
+    `env`'s PATH as inside: qwen's and gemini's node)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent, PACKAGE_DIR}
-    if isinstance(harness, CliHarness):
-        real = Path(os.path.realpath(harness.executable))
-        modules = next((parent for parent in real.parents if parent.name == "node_modules"), None)
-        paths.add(modules or real.parent)
-        given = Path(os.path.abspath(harness.executable)).parent
+    executable = harness.executable if isinstance(harness, CliHarness) else harness.command[0] if isinstance(harness, AcpHarness) else None
+    if executable is not None:
+        paths.add(_install(executable))
+        given = Path(os.path.abspath(executable)).parent
         paths.add(next((parent for parent in given.parents if parent.name == "node_modules"), given))
-    return tuple(sorted(path for path in paths if path != Path("/") and path.exists()))
+        interpreter = script_interpreter(executable, (env or os.environ).get("PATH", os.defpath))
+        if interpreter is not None:
+            found = _install(interpreter)
+            paths.add(found.parent if found.name == "bin" else found)  # a `bin` of a prefix: the prefix, with its lib
+    system = tuple(Path(path) for path in SYSTEM_PATHS)
+    return tuple(sorted(path for path in paths if path != Path("/") and path.exists() and not _inside(path, system)))
+
+
+def _install(executable: str) -> Path:
+    """Where `executable` is installed: its `node_modules` (an npm package's), else its directory."""
+    real = Path(os.path.realpath(executable))
+    return next((parent for parent in real.parents if parent.name == "node_modules"), real.parent)
+
+
+def script_interpreter(executable: str, path: str) -> str | None:
+    """The interpreter a script's first line names (`#!/path/to/it`, or `#!/usr/bin/env name`, looked
+    up on `path`), or None for a binary or what can't be read."""
+    try:
+        with open(executable, "rb") as file:
+            first = file.read(SHEBANG_BYTES).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [word for word in words[1:] if not word.startswith("-")]
+        return shutil.which(words[0], path=path) if words else None
+    return words[0] if words else None
 
 
 def check_reach(spec: ResolvedSpec, record: Path | None = None) -> None:
@@ -459,8 +490,8 @@ class SandboxedHarness(Harness):
         git on its worktree), with the proxy to its model served meanwhile; its home made at the first."""
         home = agent_dir / HOME_NAME
         if self.endpoints is None:
-            await anyio.to_thread.run_sync(prepare_home, home, self.inner.name, env)
-            self.endpoints = model_endpoints(self.inner.name, env)
+            await anyio.to_thread.run_sync(prepare_home, home, self.inner.cli_home(), env)
+            self.endpoints = model_endpoints(self.inner.cli_home(), env)
             unseen = None if self.worktree is not None else unseen_git(self.sandbox.spec, cwd)
             if unseen is not None:  # once an agent: its git fails with nothing to say why
                 self.sandbox.log(f"sandbox {self.sandbox.key}: agent {self.agent}: {unseen}", sandbox=self.sandbox.key, agent=self.agent)
@@ -477,7 +508,6 @@ class SandboxedHarness(Harness):
         self, agent_dir: Path, home: Path, allow: Allowlist, submodules: Sequence[Path], box: GitBox | None
     ) -> Confine:
         tunnels = sorted(str(endpoint) for endpoint in allow.endpoints if endpoint.loopback)
-        runtime = runtime_paths(self.inner)
         system = system_view()
         spec = self.sandbox.spec
 
@@ -488,6 +518,7 @@ class SandboxedHarness(Harness):
                     command, python=sys.executable, forwarder=FORWARDER, proxy_socket=agent_dir / PROXY_SOCKET_NAME,
                     tunnels=tunnels,
                 )  # fmt: skip
+            runtime = runtime_paths(self.inner, env)  # its interpreter, as the agent's PATH finds it
             records = hidden_records(spec, cwd, self.sandbox.record)  # now: a record made since is covered too
             controls = git_controls(spec, cwd, submodules)
             inside = bwrap_argv(

@@ -37,6 +37,20 @@ def test_a_gemini_session_written_this_minute_is_renamed_before_its_load(tmp_pat
     assert moved[0].name.startswith("session-") and moved[0].suffix == ".jsonl"
 
 
+def test_a_link_in_the_gemini_store_renames_nothing_where_it_points(tmp_path):
+    """A sandboxed agent writes its home: a project folder or a session file linked out of it is passed over."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    name = f"session-{time.strftime(GEMINI_MINUTE)}-{SESSION[:8]}.jsonl"
+    (outside / name).write_text("yours")
+    folder = chats(tmp_path / "home")
+    (folder.parent.parent / "linked").mkdir()
+    (folder.parent.parent / "linked" / "chats").symlink_to(outside)
+    (folder / name).symlink_to(outside / name)
+    gemini_before_load(SESSION, {"HOME": str(tmp_path / "home")})
+    assert (outside / name).read_text() == "yours" and (folder / name).is_symlink()
+
+
 def test_a_session_id_that_isnt_one_renames_nothing(tmp_path):
     folder = chats(tmp_path)
     kept = folder / f"session-{time.strftime(GEMINI_MINUTE)}-abcdefgh.jsonl"

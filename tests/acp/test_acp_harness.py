@@ -7,6 +7,7 @@ first, and keeps its sessions on disk. The real ACP CLIs are tested in test_real
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 import agentswf
 from agentswf import Runtime, tool, workflow
+from agentswf.cli.logs import print_run
 from agentswf.harnesses.acp_rpc import METHOD_NOT_FOUND, Permissions
 from agentswf.harnesses.base import Attempt
 from agentswf.harnesses.runtime import harness_for
@@ -105,6 +107,29 @@ async def test_what_the_permissions_dont_allow_is_rejected_once_and_wfa_still_al
     assert not (tmp_path / "home" / "forbidden").exists()
 
 
+async def test_each_permission_and_its_answer_is_in_the_record_and_awf_logs_shows_them(tmp_path):
+    turn, _ = await one_turn(tmp_path, "forbidden", permissions=Permissions(allow=()))
+    (call,) = (tmp_path / "runs").glob("*/*/calls/*/attempts.jsonl")
+    (attempt,) = [json.loads(line) for line in call.read_text().splitlines()]
+    assert attempt["call_id"] == turn["call_id"] and attempt["ending"] == "exited"
+    entries = [json.loads(line) for line in attempt["output"].splitlines()]
+    assert [(e["answer"], e["why"]) for e in entries if "permission" in e] == [
+        ("reject_once", "not allowed by the runtime's permissions"), ("allow_once", "the agent's wfa"),
+    ]
+    shown = io.StringIO()
+    print_run(call.parent.parent.parent, shown)
+    logs = shown.getvalue()
+    assert "attempt ended: exited" in logs
+    assert f"permission execute touch {tmp_path / 'home'}/forbidden -> reject_once (not allowed by the runtime's permissions)" in logs
+    assert "-> allow_once (the agent's wfa)" in logs and "refused its request fs/read_text_file" in logs
+    forged = {"permission": "x", "kind": "execute\n  answer: forged", "command": "\x1b[2J", "answer": "allow_once"}
+    with call.open("a") as record:  # what the agent could put there: shown on awf's lines, or passed over
+        record.write('{"at": "noon", "ending": ["x"], "output": 5}\n' + json.dumps({"at": 1.0, "output": json.dumps(forged)}) + "\n")
+    shown = io.StringIO()
+    print_run(call.parent.parent.parent, shown)
+    assert "\x1b" not in shown.getvalue() and "\n  answer: forged" not in shown.getvalue()
+
+
 @pytest.mark.parametrize("resume", [False, True], ids=["load", "resume"])
 async def test_the_next_turn_reopens_the_session_with_its_history(tmp_path, resume):
     home = tmp_path / "home"
@@ -162,15 +187,34 @@ async def test_the_transcript_keeps_each_permission_its_answer_and_each_refusal(
     assert result.usage is not None and result.usage.input_tokens == 300
 
 
-async def test_a_turn_in_a_sandbox_fails_at_once_and_runs_nothing(tmp_path):
-    harness = harness_for(fake(tmp_path / "home"))
-    started: list[int] = []
+async def test_a_confined_attempt_runs_the_command_and_environment_its_sandbox_gives(tmp_path):
+    """The sandbox's confine wraps the agent's command line and gives its environment (its own TMPDIR, its
+    home): the attempt runs that, and makes no TMPDIR of its own outside."""
+    harness = harness_for(fake(tmp_path / "elsewhere"))
+    confined: list[list[str]] = []
+
+    def confine(argv, cwd, env):
+        confined.append(list(argv))
+        inside = tmp_path / "inside-tmp"
+        inside.mkdir(exist_ok=True)
+        return ["/usr/bin/env", *argv], {**env, "TMPDIR": str(inside), "FAKE_ACP_HOME": str(tmp_path / "home")}
+
     attempt = Attempt(agent="fake", call_id="c1", turn=1, nudge=False, prompt="SCENARIO answer.", launcher=tmp_path / "wfa",
-                      cwd=tmp_path, env={}, started=started.append, confine=lambda argv, cwd, env: (list(argv), dict(env)))  # fmt: skip
+                      cwd=tmp_path, env={}, confine=confine)  # fmt: skip
     result = await harness.run(attempt)
-    assert result.ending.kind == "failed" and not result.ending.retryable
-    assert "can't run in a sandbox yet" in result.ending.reason
-    assert started == [] and not (tmp_path / "home").exists()
+    assert result.ending.kind == "exited", result.ending
+    assert confined == [[sys.executable, str(FAKE_AGENT)]]
+    assert (tmp_path / "home" / "received.jsonl").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_an_acp_agent_keeps_its_clis_home_in_a_sandbox_and_an_adapter_its_wrapped_clis(tmp_path):
+    adapter = tmp_path / "claude-agent-acp"
+    adapter.write_text("#!/bin/sh\n")
+    adapter.chmod(0o755)
+    named = harness_for(Runtime(harness="opencode", command=(sys.executable,)))
+    assert named.cli_home() == "opencode"
+    assert harness_for(Runtime(harness="acp", command=(str(adapter),))).cli_home() == "claude"
+    assert harness_for(fake(tmp_path / "home")).cli_home() == "acp"  # no home known: an empty one
 
 
 async def test_a_fork_copies_the_session_where_the_agent_offers_session_fork(tmp_path):

@@ -56,6 +56,9 @@ def plan(conv: Conversation, out: Path) -> list[str]:
         return [f"{wfa} result {call} --verdict maybe", answer]
     if "SCENARIO tool" in conv.prompt:
         return [f"{wfa} tool count --n 2", answer]
+    if "SCENARIO sandbox" in conv.prompt:  # the secret beside the workspace (named by no path: opencode asks for one outside)
+        secret = 'f=../secret.txt; cat "$f" || echo no-secret'  # and no $(…): gemini refuses it
+        return [secret, 'echo "$WFA_AGENT" > "made-$WFA_AGENT"', f"{wfa} tool count --n 2", answer]
     if "SCENARIO hang" in conv.prompt or "SCENARIO hang" in str(conv.history):  # codex-acp's shell gives up waiting
         return [f"echo $$ >>{out}/hang.pids; python3 -c 'import time; time.sleep(1000)'"] * 100  # qwen refuses `sleep N`
     return [answer]
@@ -272,3 +275,47 @@ async def test_a_model_set_on_the_runtime_is_the_one_called(tmp_path):
     assert result.value["outcome"]["kind"] == "answered", result.value
     assert {r.conversation.model for r in model.requests if r.conversation is not None} == {"gemini-2.5-pro"}
     assert result.value["usage"]["model"] == "gemini-2.5-pro"
+
+
+@pytest.mark.needs("bwrap")
+@pytest.mark.parametrize("cli", CLIS)
+async def test_a_sandboxed_agent_reads_only_its_sandbox_reaches_its_model_and_resumes_from_the_home_it_is_given(tmp_path, cli):
+    """The CLI's config is copied into the sandbox's home, its model reached through the sandbox's proxy; the
+    session it keeps there is resumed by the second turn; nothing of the agent outlives the run."""
+    from ..sandbox.kit import MARK, marked
+
+    (tmp_path / "secret.txt").write_text("SECRET-KEY")
+    (tmp_path / "ws").mkdir()
+    token = f"acp-{cli}-{tmp_path.name}"
+    counted: list[int] = []
+
+    def count(n: int) -> str:
+        """Count to n."""
+        counted.append(n)
+        return f"counted {n}"
+
+    async with ScriptedModel(script_for(tmp_path)) as model:
+        base = runtime(cli, model, tmp_path / "home")
+        agent_runtime = msgspec.structs.replace(base, env={**base.env, MARK: token})
+
+        @workflow(name=f"acp-{cli}-sandbox", description="An ACP CLI in a sandbox.")
+        async def flow(wf):
+            box = await wf.sandboxes.open("box", cwd="ws", write=["."])
+            agent = await wf.agents.open(cli, runtime=agent_runtime, tools={"count": tool(count)}, sandbox=box)
+            first = await agent.run("SCENARIO sandbox. Review the change.", schema=Verdict, timeout=TURN_SECONDS)
+            second = await agent.run("SCENARIO answer. Review it again.", schema=Verdict, timeout=TURN_SECONDS)
+            return [msgspec.to_builtins(first), msgspec.to_builtins(second)]
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    first, second = result.value
+    for turn in (first, second):
+        assert turn["outcome"]["kind"] == "answered" and turn["outcome"]["value"] == {"verdict": "approve"}, turn
+    assert first["session"] == second["session"]
+    assert counted == [2]
+    assert (tmp_path / "ws" / f"made-{cli}").read_text().strip() == cli
+    outputs = [t for r in model.requests if r.conversation for t in r.conversation.tool_results]
+    assert not any("SECRET-KEY" in output for output in outputs) and any("no-secret" in output for output in outputs)
+    last = [r for r in model.requests if r.conversation is not None and TAUGHT.search(r.conversation.prompt)][-1]
+    assert "SCENARIO sandbox" in str(last.conversation.history)  # the first turn's session, from the sandbox's home
+    assert marked(token) == []

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentswf.harnesses.versions import shown, standing
 from agentswf.testing.models import find_cli
 
@@ -54,3 +56,26 @@ def test_doctor_says_each_clis_path_version_standing_and_login_and_the_tools(tmp
     assert "  cursor: not on PATH; install it with `curl https://cursor.com/install -fsS | bash`\n" in out
     assert "tools:\n  bwrap: " in out and "\n  tmux: " in out and "\n  temporal: " in out
     assert "sk-not-read" not in out and "sk-test" not in out  # files and keys named, never read or shown
+
+
+@pytest.mark.needs("qwen", "copilot")
+def test_doctor_lists_the_acp_runtimes_their_native_binary_version_standing_and_login(tmp_path):
+    """An ACP runtime is listed as a CLI is: qwen (a node script) as found, copilot's native binary
+    in place of its npm loader, each version against the table; gemini's key named, never shown."""
+    clis = tmp_path / "bin"
+    clis.mkdir()
+    for name in ("qwen", "copilot"):
+        (clis / name).symlink_to(str(find_cli(name)))
+    path = os.pathsep.join([str(clis), os.environ.get("PATH", os.defpath)])
+    env = {"PATH": path, "HOME": str(tmp_path / "home"), "GEMINI_API_KEY": "sk-gem"}
+
+    out = doctor(tmp_path, env).stdout
+
+    qwen, copilot = (shown(version_of(name) or ()) for name in ("qwen", "copilot"))
+    assert f"  qwen: {clis / 'qwen'}\n    {qwen}, " in out
+    assert "\n  copilot: " in out and f"copilot-linux-x64/copilot\n    {copilot}, " in out
+    assert standing("qwen", version_of("qwen") or ()) != "tested" or f"{qwen}, tested (0.24.4–0.24.4)\n" in out
+    assert "    no login or key found: Configure qwen's model and credentials as for qwen alone" in out
+    gemini = "  gemini: not on PATH; install it with `npm install -g @google/gemini-cli@0.61.0`\n"
+    assert gemini in out or "    login or key: GEMINI_API_KEY\n" in out
+    assert "sk-gem" not in out

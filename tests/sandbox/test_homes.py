@@ -65,6 +65,43 @@ def test_codex_and_pi_get_their_auth_and_config_from_where_their_variables_point
     assert files(tmp_path / "h3") == set()
 
 
+def test_the_acp_clis_get_their_config_and_credentials_from_where_their_environment_keeps_them(tmp_path):
+    user = tmp_path / "user"
+    config = {"provider": {"gw": {"options": {"baseURL": "http://127.0.0.1:9100/v1"}}, "anthropic": {}}}
+    for path, text in {
+        ".config/opencode/opencode.json": json.dumps(config), ".local/share/opencode/auth.json": "{}",
+        ".local/share/opencode/opencode.db": "history", ".qwen/settings.json": "{}", ".qwen/oauth_creds.json": "{}",
+        ".qwen/projects/x/chats/old.jsonl": "history", ".gemini/settings.json": "{}", ".gemini/oauth_creds.json": "{}",
+        ".gemini/tmp/p/chats/session-old.jsonl": "history", "copilot/config.json": "{}", "copilot/session-state/a/events.jsonl": "h",
+    }.items():  # fmt: skip
+        (user / path).parent.mkdir(parents=True, exist_ok=True)
+        (user / path).write_text(text)
+    env = {"HOME": str(user), "COPILOT_HOME": str(user / "copilot")}
+    expected = {
+        "opencode": {".config/opencode/opencode.json", ".local/share/opencode/auth.json"},
+        "qwen": {".qwen/settings.json", ".qwen/oauth_creds.json"},
+        "gemini": {".gemini/settings.json", ".gemini/oauth_creds.json"},
+        "copilot": {".copilot/config.json"},
+    }
+    for cli, copied in expected.items():
+        prepare_home(tmp_path / cli, cli, env)
+        assert files(tmp_path / cli) == copied, cli
+    xdg = {"XDG_CONFIG_HOME": str(user / ".config"), "HOME": "/nonexistent"}
+    prepare_home(tmp_path / "xdg", "opencode", xdg)
+    assert files(tmp_path / "xdg") == {".config/opencode/opencode.json"}
+
+    opencode = model_endpoints("opencode", env)
+    assert Endpoint("127.0.0.1", 9100) in opencode and Endpoint("api.anthropic.com", 443) in opencode
+    assert model_endpoints("qwen", {"OPENAI_BASE_URL": "http://127.0.0.1:9101/v1"}) == {Endpoint("127.0.0.1", 9101)}
+    assert model_endpoints("gemini", {"GOOGLE_GEMINI_BASE_URL": "http://localhost:9102"}) == {Endpoint("localhost", 9102)}
+    assert Endpoint("generativelanguage.googleapis.com", 443) in model_endpoints("gemini", {})
+    assert model_endpoints("copilot", {"COPILOT_PROVIDER_BASE_URL": "http://127.0.0.1:9103/v1"}) == {Endpoint("127.0.0.1", 9103)}
+    assert model_endpoints("acp", env) == frozenset()  # an agent run by command=[…]: what the sandbox's network allows
+
+    inside = sandbox_env({"GEMINI_CLI_HOME": "/elsewhere", "COPILOT_HOME": "/elsewhere"}, tmp_path / "home", None)
+    assert inside["GEMINI_CLI_HOME"] == str(tmp_path / "home") and inside["COPILOT_HOME"] == str(tmp_path / "home" / ".copilot")
+
+
 def test_the_environment_inside_points_into_the_home_and_at_the_proxy_and_withholds_the_users_sockets(tmp_path):
     home = tmp_path / "home"
     env = {"HOME": "/root", "SSH_AUTH_SOCK": "/run/agent", "https_proxy": "http://corp:8080", "KEEP": "1", "TMPDIR": "/var/t"}

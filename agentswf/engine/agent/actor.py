@@ -26,7 +26,7 @@ from ..clock import now
 from ..ids import new_id
 from ..mail.switchboard import MailWaiting, PeersOf, TakeMail
 from ..outcomes import Cancelled, TimedOut
-from ..record.lines import CallOpened, CandidateSeen, ResultAccepted, TurnEnded
+from ..record.lines import AttemptOutput, CallOpened, CandidateSeen, ResultAccepted, TurnEnded
 from ..rules import CallView
 from ..tell import tell
 from ..tools.broker import RunTool, ToolDone
@@ -112,7 +112,11 @@ class AgentActor(Actor):
 
     @handler
     async def attempt_ended(self, msg: AttemptReported) -> None:
-        await self._step(t.AttemptEnded(msg.call_id, msg.result, now()))
+        at = now()
+        if msg.result.output:  # whatever the turn makes of it (a stopped turn's attempt too): its output is on the record
+            line = AttemptOutput(msg.call_id, at.wall, msg.result.ending.kind, msg.result.output)
+            await self.setup.appends.ask(line)
+        await self._step(t.AttemptEnded(msg.call_id, msg.result, at))
 
     @handler
     async def timer_fired(self, msg: TimerDue) -> None:

@@ -62,6 +62,19 @@ class ResultAccepted(msgspec.Struct, frozen=True):
     value: Any
 
 
+ATTEMPTS_FILE = "attempts.jsonl"  # in a call's directory: a line per attempt that output something
+
+
+class AttemptOutput(msgspec.Struct, frozen=True):
+    """calls/<call_id>/attempts.jsonl's line: an attempt of the turn ended, and what its harness said it
+    output (an ACP agent's transcript: each permission it asked and its answer; a shell agent's stdout)."""
+
+    call_id: str
+    at: float
+    ending: str
+    output: str
+
+
 class TurnEnded(msgspec.Struct, frozen=True):
     turn: Turn[Any]
 
@@ -151,5 +164,8 @@ class RunEnded(msgspec.Struct, frozen=True):
     traceback: str | None = None  # a failed run's whole traceback
 
 
-Line = ToolCalled | MessageSent | MessageRead | ApprovalDecided | CandidateSeen | TurnEnded | Logged | ConnectionRefused
+Line = (
+    ToolCalled | MessageSent | MessageRead | ApprovalDecided | CandidateSeen | AttemptOutput | TurnEnded | Logged
+    | ConnectionRefused
+)
 """The messages whose record is one appended line (`Recorder._line`), handled write-through (`Recorder.line`)."""

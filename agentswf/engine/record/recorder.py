@@ -46,7 +46,9 @@ from .layout import (
     write_wholes_synced,
 )
 from .lines import (
+    ATTEMPTS_FILE,
     ApprovalDecided,
+    AttemptOutput,
     CallOpened,
     CandidateSeen,
     CliUsed,
@@ -258,6 +260,8 @@ class Recorder(Actor):
             return self._approvals, msg, True
         if kind is CandidateSeen:
             return f"{self._calls}/{msg.call_id}/candidates.jsonl", msg, False
+        if kind is AttemptOutput:
+            return f"{self._calls}/{msg.call_id}/{ATTEMPTS_FILE}", msg, False
         if kind is TurnEnded:
             turn = msg.turn
             progress("agentswf.turns", "turn ended", agent=turn.agent, turn=turn.n, call=turn.call_id,
