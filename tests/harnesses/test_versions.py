@@ -37,6 +37,8 @@ def test_the_declared_ranges():
         "qwen": ((0, 24, 4), (0, 24, 4)),
         "gemini": ((0, 61, 0), (0, 61, 0)),
         "copilot": ((1, 0, 102), (1, 0, 102)),
+        "claude-agent-acp": ((0, 23, 1), (0, 23, 1)),
+        "codex-acp": ((0, 16, 0), (0, 16, 0)),
     }
     for tested in TESTED.values():  # ranges in order, none empty, none overlapping
         flat = [bound for pair in tested.ranges for bound in pair]
