@@ -135,3 +135,16 @@ async def test_a_version_that_doesnt_come_in_time_or_at_all_is_unknown_not_fatal
     failed = await read_version("pi", str(broken), {"PATH": os.defpath}, tmp_path)
     assert timed_out.version is None and "no answer in 0.5 s" in timed_out.problem
     assert failed.version is None and "status 1" in failed.problem and "enableCompileCache" in failed.problem
+
+
+async def test_what_a_cli_leaves_in_its_tmpdir_to_say_its_version_is_removed(tmp_path):
+    """opencode makes `$TMPDIR/opencode` even for `--version`: the version is read with a
+    temporary directory of its own, removed after, so nothing is left in the agent's `TMPDIR`."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cli = tmp_path / "leaves"
+    cli.write_text('#!/bin/sh\nmkdir -p "$TMPDIR/opencode" && echo 1.18.33\n')
+    cli.chmod(0o755)
+    found = await read_version("opencode", str(cli), {"PATH": os.defpath, "TMPDIR": str(tmp)}, tmp_path)
+    assert found.version is not None and shown(found.version) == "1.18.33", found.problem
+    assert list(tmp.iterdir()) == []
