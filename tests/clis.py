@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,9 @@ def version_of(cli: str) -> Version | None:
     found = find_cli(cli)
     if found is None:
         return None
-    said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
+    with tempfile.TemporaryDirectory(prefix="awf-version-") as scratch:  # opencode leaves $TMPDIR/opencode
+        said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "TMPDIR": scratch})  # fmt: skip
     return parse_version(said.stdout + said.stderr)  # pi 0.x says it on standard error
 
 
