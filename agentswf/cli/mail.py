@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..engine.mail.switchboard import Mail
+from ..engine.mail.words import Mail
 from ..engine.operator import PostAs, ReadInbox
 from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run
 from ..wire.common import parse_duration

@@ -33,7 +33,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from ..actors import ActorRef, Supervisor
 from ..engine.accounting import Ledger
-from ..engine.mail.switchboard import Mail
+from ..engine.mail.words import Mail
 from ..engine.outcomes import Turn
 from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.record.lines import Logged, MessageRead, MessageSent, RunEnded, RunStarted, ToolCalled, TurnEnded

@@ -17,7 +17,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from ..engine.mail.switchboard import Mail
+from ..engine.mail.words import Mail
 from ..engine.operator import OperatorRequest, OperatorResponse, PostAs, ReadInbox, ask_run
 from ..engine.record.layout import read_json
 from ..errors import TestScriptError

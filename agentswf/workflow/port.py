@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from ..engine.mail.switchboard import Mail, Posted
+from ..engine.mail.words import Mail, Posted
 from ..engine.outcomes import Turn
 from ..engine.record.lines import ApprovalDecision, ApprovalRequest
 from ..engine.rules import Refusal
