@@ -113,11 +113,12 @@ class ActorRef:
             raise self._unhandled(message)
         fn, is_async, how = entry
         cell, mailbox = self._cell, self._mailbox
-        if how is IN_ASKERS_TASK and cell._instance is not None and not cell._exit:
-            return await cell.step_in_askers_task(fn, message)
+        if is_async:
+            if how is IN_ASKERS_TASK and cell._instance is not None and not cell._exit:
+                return await cell.step_in_askers_task(fn, message)
+            return await self.ask(message)
         if (
-            is_async
-            or not cell._looping
+            not cell._looping
             or cell._exit
             or mailbox._queue  # (a closed mailbox's actor has exited or is not looping)
             or not (how is WRITE_THROUGH or (cell._current is None and mailbox._receiver is not None))
