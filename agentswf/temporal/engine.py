@@ -46,6 +46,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS
 from ..workflow.running import RunResult
+from .codec import PayloadKeys, data_converter, held_keys
 from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
@@ -63,12 +64,16 @@ def workflow_queue(task_queue: str, name: str) -> str:
     return f"{task_queue}.workflow.{name}"
 
 
-async def connect(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
-    return await Client.connect(address, namespace=namespace)
+async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *, keys: PayloadKeys | None = None) -> Client:
+    """A client of the deployment: what it sends encrypted with its payload key, what it reads decrypted
+    (codec.py), the process's own (`held_keys`, from its environment) unless `keys` are given."""
+    return await Client.connect(address, namespace=namespace,
+                                data_converter=data_converter(held_keys() if keys is None else keys))
 
 
 class TemporalEngine:
-    """Runs workflows on Temporal: given a connected `client` (asyncio only), or an `address`.
+    """Runs workflows on Temporal: given a connected `client` (asyncio only; `connect` makes one
+    with the deployment's payload key), or an `address`.
 
     `task_queue` is where agents' turns go unless their Runtime names another queue.
     `run_turns` makes this process a worker of that queue too. `key` is the deployment's run key
