@@ -51,7 +51,7 @@ from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
-from .turns import TurnActivities, say_refused
+from .turns import Resolve, TurnActivities, say_refused
 
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
@@ -268,13 +268,14 @@ def workflow_worker(client: Client, task_queue: str, definition: WorkflowDefinit
 
 def turn_worker(
     client: Client, task_queue: str, *, key: RunKey | None = None, root: Path | None = None,
-    max_concurrent: int | None = None, refused: Callable[[str], None] = say_refused,
+    max_concurrent: int | None = None, refused: Callable[[str], None] = say_refused, harnesses: Resolve | None = None,
 ) -> Worker:
     """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`)
     from `task_queue`, each only if sealed with `key` (load_key's without it). The process becomes
-    non-dumpable: its agents, of its user, can't read the key from it."""
+    non-dumpable: its agents, of its user, can't read the key from it. `harnesses` stands in for
+    the agents' CLIs (agentswf.testing's scripted agents)."""
     activities = TurnActivities(client, held(key if key is not None else load_key(create=True)), root=root,
-                                refused=refused)
+                                refused=refused, harnesses=harnesses)
     return Worker(
         client, task_queue=task_queue, activities=[activities.turn, activities.fork],
         max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,
