@@ -72,7 +72,8 @@ class PayloadKeys:
 
     def __init__(self, current: bytes | None = None, old: Sequence[bytes] = ()) -> None:
         self.current_id = payload_key_id(current) if current is not None else None
-        self._ciphers = {payload_key_id(key): AESGCM(key) for key in (*old, *([current] if current else []))}
+        held = [*old, current] if current is not None else list(old)
+        self._ciphers = {payload_key_id(key): AESGCM(key) for key in held}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PayloadKeys:
