@@ -37,6 +37,7 @@ from .acp_rpc import (
     PROTOCOL_VERSION,
     Answer,
     Failure,
+    Message,
     Notice,
     Permissions,
     Request,
@@ -60,6 +61,8 @@ STDERR_LINES = 20  # of the agent's standard error, in the reason an attempt fai
 MAX_ERROR_CHARS = 2000  # of an error the agent answered a request with, in the reason
 LOGIN_HINT = "Configure {name}'s model and credentials as for {name} alone (docs/guide/acp-agents.md), or in the runtime's env."
 CANCEL_SEND_SECONDS = 1.0  # for `session/cancel` to be written to a stopped attempt's agent
+REPLAY_QUIET_SECONDS = 0.25  # after a load's answer: the agent silent this long has ended its replay (gemini's ran ~4 ms on)
+REPLAY_MOST_SECONDS = 10.0  # waited in all for a load's replay to end: an agent that never falls silent is prompted anyway
 ENDED_STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal"})
 FORK_PREFIX = "fork:"  # a fork's session until its first attempt copies it: the parent's id after it
 ADAPTER_HOMES = {"claude-agent-acp": "claude", "codex-acp": "codex"}  # an adapter's executable: the CLI whose home it keeps
@@ -197,13 +200,14 @@ class AcpHarness(Harness):
             session, opened = named, forked
         else:
             session = attempt.session
-            turn.session = session  # the replay of a load is the session's, though not the turn's
+            turn.session = session  # the replay of a load is the session's, though not the turn's: counted
             if can.resume:
                 opened = await client.call("session/resume", {"sessionId": session, **where})
             elif can.load:
                 if self.agent.before_load is not None:
                     await anyio.to_thread.run_sync(self.agent.before_load, session, env)
                 opened = await client.call("session/load", {"sessionId": session, **where})
+                await client.quiet(REPLAY_QUIET_SECONDS, REPLAY_MOST_SECONDS)  # gemini replays after its answer
             else:
                 raise AcpError(f"{self.agent.name} can't reopen its session: its initialize offers neither "
                                "session/resume nor session/load")  # fmt: skip
@@ -304,13 +308,31 @@ class _Client:
                 tail = await self.channel.stderr_lines(STDERR_LINES) if retryable else ""  # the prompt's: why, where it says
                 raise AcpError(f"{self.name} refused {method} ({message.code}): {said}{chr(10) + tail if tail else ''}",
                                retryable=retryable)  # fmt: skip
-            if isinstance(message, Notice):
-                self.turn.notice(message)
-            elif isinstance(message, Request):
-                try:
-                    await self.channel.send(self.turn.request(message))
-                except HarnessError:
-                    pass  # it exited: the next read says so
+            await self._serve(message)
+
+    async def quiet(self, seconds: float, most: float) -> None:
+        """Read, serving the agent, until it has written nothing for `seconds` (`most` at the most in all):
+        ACP has no mark for the end of a load's replay but the load's answer, which gemini sends before it."""
+        with anyio.move_on_after(most):
+            while True:
+                with anyio.move_on_after(seconds) as silent:
+                    try:
+                        line = await self.channel.receive()
+                    except HarnessError:
+                        return  # it exited: the prompt's request says so
+                if silent.cancelled_caught:
+                    return
+                await self._serve(read(line))
+
+    async def _serve(self, message: Message | None) -> None:
+        """A notification to the turn; a request answered as the turn decides."""
+        if isinstance(message, Notice):
+            self.turn.notice(message)
+        elif isinstance(message, Request):
+            try:
+                await self.channel.send(self.turn.request(message))
+            except HarnessError:
+                pass  # it exited: the next read says so
 
     async def _ended(self, awaited: str) -> AcpError:
         tail = await self.channel.stderr_lines(STDERR_LINES)

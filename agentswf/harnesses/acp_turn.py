@@ -3,7 +3,8 @@
 `Turn` is fed what the agent sends during an attempt (`session/update` notifications and its
 requests) and keeps what the record needs: a transcript of the protocol (updates by kind, tool
 calls, every permission request with its answer and why, every request refused), the text the
-agent wrote, and the spend it reported on the way. It answers each request of the agent's: a
+agent wrote, and the spend it reported on the way. What the agent sent before the prompt (a
+`session/load`'s replay of the session's history) is the session's, not the turn's: only counted. It answers each request of the agent's: a
 permission by `acp_rpc.choose`, anything else refused.
 """
 
@@ -48,6 +49,7 @@ class Turn:
         self.prompting = False  # the prompt is sent: what the agent does from now is this turn's
         self.transcript: list[dict[str, Any]] = []
         self.dropped = 0  # entries past MAX_TRANSCRIPT_ENTRIES
+        self.before_prompt = 0  # the session's updates read before the prompt was sent (a load's replay)
         self.text_chars = 0
         self.per_call: Usage | None = None  # the sum of each model call's own usage (qwen's `_meta.usage`)
         self.cost: float | None = None  # the last `usage_update` cost (opencode's: the session's running total)
@@ -69,7 +71,10 @@ class Turn:
         kind = update.get("sessionUpdate")
         if not isinstance(kind, str):
             return
-        if self.prompting and kind in WORKING_UPDATES and self._received is not None:
+        if not self.prompting:
+            self.before_prompt += 1
+            return
+        if kind in WORKING_UPDATES and self._received is not None:
             self._received()  # the agent is at work on the prompt
             self._received = None
         if kind == "agent_message_chunk":
@@ -83,8 +88,7 @@ class Turn:
             self._note({"update": kind})  # one entry for a run of the same kind (thoughts, commands)
 
     def _message(self, update: dict[str, Any]) -> None:
-        if self.prompting:
-            self.per_call = add_usage(self.per_call, sound(meta_usage(update)))
+        self.per_call = add_usage(self.per_call, sound(meta_usage(update)))
         content = update.get("content")
         text = content.get("text") if isinstance(content, dict) and content.get("type") == "text" else None
         if not isinstance(text, str) or not text:
@@ -148,6 +152,8 @@ class Turn:
         return Rpc.answer(request, answer)
 
     def record(self) -> str:
-        """The transcript as JSON lines, the entries past the limit counted in a last one."""
-        entries = self.transcript + ([{"dropped": self.dropped}] if self.dropped else [])
+        """The transcript as JSON lines: the updates before the prompt counted in a first entry, those
+        past the limit in a last one."""
+        entries = [{"before_prompt": self.before_prompt}] if self.before_prompt else []
+        entries += self.transcript + ([{"dropped": self.dropped}] if self.dropped else [])
         return "".join(msgspec.json.encode(entry).decode() + "\n" for entry in entries)

@@ -152,6 +152,31 @@ async def test_the_next_turn_reopens_the_session_with_its_history(tmp_path, resu
     assert second["usage"]["cost_usd"] == pytest.approx(0.02)
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["replay-then-answer", "answer-then-replay"])
+async def test_a_loads_replay_of_the_history_is_not_the_next_turns_even_after_the_loads_answer(tmp_path, late):
+    """gemini answers `session/load` before it has replayed the session's history: the replay is counted
+    in the next attempt's transcript as the session's, and none of it is taken for the turn's own."""
+    home = tmp_path / "home"
+
+    @workflow(name="acp-replay", description="Two turns of a fake ACP agent that replays its history on load.")
+    async def flow(wf):
+        agent = await wf.agents.open("fake", runtime=fake(home, env={"late_replay": "1"} if late else {}))
+        first = await agent.run("SCENARIO recall. How many turns?", schema=Recall, timeout=60)
+        second = await agent.run("SCENARIO recall. And now?", schema=Recall, timeout=60)
+        return [msgspec.to_builtins(first), msgspec.to_builtins(second)]
+
+    result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    first, second = result.value
+    assert (first["outcome"]["value"], second["outcome"]["value"]) == ({"turns": 1}, {"turns": 2})
+    (record,) = (tmp_path / "runs").glob(f"*/*/calls/{second['call_id']}/attempts.jsonl")
+    (attempt,) = [json.loads(line) for line in record.read_text().splitlines()]
+    entries = [json.loads(line) for line in attempt["output"].splitlines()]
+    assert entries[0] == {"before_prompt": 3}  # turn 1's prompt, its command's output, its "Finished."
+    assert [e["text"] for e in entries if e.get("update") == "agent_message_chunk"] == ["Finished."]
+    assert not any("How many turns" in json.dumps(e) for e in entries)
+
+
 async def test_a_silent_turn_is_nudged_in_the_same_session(tmp_path):
     turn, _ = await one_turn(tmp_path, "silent")
     assert turn["outcome"]["kind"] == "answered" and turn["nudged"], turn

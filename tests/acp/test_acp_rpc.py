@@ -171,7 +171,7 @@ def update(what: str, **fields: Any) -> Notice:
     return Notice("session/update", {"sessionId": "s", "update": {"sessionUpdate": what, **fields}})
 
 
-def test_the_turn_keeps_its_session_s_updates_and_sums_per_call_usage():
+def test_the_turn_keeps_its_session_s_updates_from_its_prompt_on_and_sums_per_call_usage():
     received: list[int] = []
     turn = Turn(LAUNCHER, Permissions(), lambda: received.append(1))
     turn.session = "s"
@@ -184,11 +184,13 @@ def test_the_turn_keeps_its_session_s_updates_and_sums_per_call_usage():
     turn.notice(Notice("session/update", {"sessionId": "other", "update": {"sessionUpdate": "usage_update",
                                                                            "cost": {"amount": 9, "currency": "USD"}}}))  # fmt: skip
     assert received == [1] and turn.per_call == Usage(200, 40) and turn.cost is None
-    assert [entry.get("text") for entry in turn.transcript] == ["replayedDone."]
+    assert [entry.get("text") for entry in turn.transcript] == ["Done."]  # "replayed" was the session's, before the prompt
+    assert json.loads(turn.record().splitlines()[0]) == {"before_prompt": 1}
 
 
 def test_the_transcript_is_bounded():
     turn = Turn(LAUNCHER, Permissions())
+    turn.prompting = True
     for n in range(MAX_TRANSCRIPT_ENTRIES + 5):
         turn.notice(update("tool_call", toolCallId=f"t{n}", title="x" * 10_000, kind="execute"))
     lines = turn.record().splitlines()
@@ -198,6 +200,7 @@ def test_the_transcript_is_bounded():
 
 def test_a_permission_merges_what_the_tool_call_said_before():
     turn = Turn(LAUNCHER, Permissions(allow=()))
+    turn.prompting = True
     turn.notice(update("tool_call_update", toolCallId="t1", title="Terminal", kind="execute",
                        rawInput={"command": f"{LAUNCHER} result c1 --verdict approve"}))  # fmt: skip
     asked = Request(1, "session/request_permission", {"toolCall": {"toolCallId": "t1"}, "options": [
@@ -209,6 +212,7 @@ def test_a_permission_merges_what_the_tool_call_said_before():
 
 def test_a_long_command_is_never_taken_for_wfa_and_a_tool_calls_input_isnt_kept():
     turn = Turn(LAUNCHER, Permissions(allow=()))
+    turn.prompting = True
     chained = f"{LAUNCHER} result c1 --note {'x' * 10_000}; rm -rf ~"
     turn.notice(update("tool_call", toolCallId="t1", kind="execute", title="Shell", rawInput={"command": chained}))
     turn.notice(update("tool_call_update", toolCallId="t2", kind="execute", title=chained))
