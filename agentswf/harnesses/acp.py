@@ -12,7 +12,8 @@ it runs). The transcript of the protocol is the attempt's output.
 
 Not the PyPI SDK `agent-client-protocol`: it runs on asyncio only (under trio it fails with "no
 running event loop"), signals the agent alone rather than its tree, and brings pydantic. The
-protocol a client needs is small: `acp_rpc` is its sans-IO core, this the thin anyio shell.
+protocol a client needs is small: `jsonrpc` and `acp_rpc` are its sans-IO core (the former shared
+with codex's app-server), this the thin anyio shell.
 
 `AcpAgent` is what a named runtime (opencode, qwen, gemini, copilot: `acp_agents.py`) adds: its
 command, its quiet environment, its native binary, where it reports its spend, its quirks.
@@ -35,26 +36,20 @@ from ..errors import HarnessError
 from .acp_rpc import (
     CLIENT_INFO,
     PROTOCOL_VERSION,
-    Answer,
-    Failure,
-    Message,
-    Notice,
     Permissions,
-    Request,
-    Rpc,
     UsageSource,
     capabilities,
     model_choice,
     model_option,
-    read,
     turn_tokens,
 )
 from .acp_turn import Turn
 from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from .cli import looks_like_login
+from .jsonrpc import Answer, Notice, Peer, Request, Rpc
 from .keeper import remove_tree
 from .prices import LIST_PRICES, Prices, estimate
-from .process import Channel, open_in_group
+from .process import Channel, ChannelClosed, open_in_group
 from .usage import Usage
 
 STDERR_LINES = 20  # of the agent's standard error, in the reason an attempt failed
@@ -275,40 +270,29 @@ def _ending(name: str, result: Any) -> AttemptEnding:
 
 
 class _Client:
-    """The thin shell: `acp_rpc`'s lines over the agent's standard streams, its requests answered by the turn."""
+    """The thin shell: ACP's lines over the agent's standard streams (`jsonrpc.Peer`), its requests decided by the turn."""
 
     def __init__(self, channel: Channel, turn: Turn, name: str) -> None:
-        self.channel = channel
         self.turn = turn
         self.name = name
         self.rpc = Rpc()
+        self.peer = Peer(channel, self.rpc, self._serve)
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        try:
-            await self.channel.send(Rpc.notify(method, params))
-        except HarnessError:
-            pass  # it exited: nothing to tell
+        await self.peer.notify(method, params)
 
     async def call(self, method: str, params: dict[str, Any], *, retryable: bool = False) -> Any:
         """Send a request and read until its answer, serving the agent meanwhile; AcpError if it fails."""
-        key, line = self.rpc.request(method, params)
         try:
-            await self.channel.send(line)
-        except HarnessError:
+            answered = await self.peer.call(method, params)
+        except ChannelClosed:
             raise await self._ended(method) from None
-        while True:
-            try:
-                message = read(await self.channel.receive())
-            except HarnessError:
-                raise await self._ended(method) from None
-            if isinstance(message, Answer) and message.id == key:
-                return message.result
-            if isinstance(message, Failure) and message.id == key:
-                said = message.message[:MAX_ERROR_CHARS]
-                tail = await self.channel.stderr_lines(STDERR_LINES) if retryable else ""  # the prompt's: why, where it says
-                raise AcpError(f"{self.name} refused {method} ({message.code}): {said}{chr(10) + tail if tail else ''}",
-                               retryable=retryable)  # fmt: skip
-            await self._serve(message)
+        if isinstance(answered, Answer):
+            return answered.result
+        said = answered.message[:MAX_ERROR_CHARS]
+        tail = await self.peer.channel.stderr_lines(STDERR_LINES) if retryable else ""  # the prompt's: why, where it says
+        code = f" ({answered.code})" if answered.code is not None else ""
+        raise AcpError(f"{self.name} refused {method}{code}: {said}{chr(10) + tail if tail else ''}", retryable=retryable)
 
     async def quiet(self, seconds: float, most: float) -> None:
         """Read, serving the agent, until it has written nothing for `seconds` (`most` at the most in all):
@@ -317,25 +301,23 @@ class _Client:
             while True:
                 with anyio.move_on_after(seconds) as silent:
                     try:
-                        line = await self.channel.receive()
-                    except HarnessError:
+                        message = await self.peer.receive()
+                    except ChannelClosed:
                         return  # it exited: the prompt's request says so
                 if silent.cancelled_caught:
                     return
-                await self._serve(read(line))
+                await self.peer.serve(message)
 
-    async def _serve(self, message: Message | None) -> None:
-        """A notification to the turn; a request answered as the turn decides."""
+    def _serve(self, message: Notice | Request) -> bytes | None:
+        """A notification to the turn; a request answered as the turn decides, or refused."""
         if isinstance(message, Notice):
             self.turn.notice(message)
-        elif isinstance(message, Request):
-            try:
-                await self.channel.send(self.turn.request(message))
-            except HarnessError:
-                pass  # it exited: the next read says so
+            return None
+        result = self.turn.request(message)
+        return self.rpc.refuse(message) if result is None else self.rpc.answer(message, result)
 
     async def _ended(self, awaited: str) -> AcpError:
-        tail = await self.channel.stderr_lines(STDERR_LINES)
+        tail = await self.peer.channel.stderr_lines(STDERR_LINES)
         return AcpError(f"{self.name} ended before it answered {awaited}{':' + chr(10) + tail if tail else ''}",
                         retryable=True)  # fmt: skip
 

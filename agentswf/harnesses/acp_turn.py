@@ -4,8 +4,8 @@
 requests) and keeps what the record needs: a transcript of the protocol (updates by kind, tool
 calls, every permission request with its answer and why, every request refused), the text the
 agent wrote, and the spend it reported on the way. What the agent sent before the prompt (a
-`session/load`'s replay of the session's history) is the session's, not the turn's: only counted. It answers each request of the agent's: a
-permission by `acp_rpc.choose`, anything else refused.
+`session/load`'s replay of the session's history) is the session's, not the turn's: only counted.
+It decides each request of the agent's: a permission by `acp_rpc.choose`, anything else refused.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from .acp_rpc import Notice, Permissions, Request, Rpc, choose, command_of, cost_of, is_wfa_command, meta_usage
+from .acp_rpc import Permissions, choose, command_of, cost_of, is_wfa_command, meta_usage
+from .jsonrpc import Notice, Request
 from .usage import Usage, add_usage, sound
 
 MAX_TRANSCRIPT_ENTRIES = 2000  # a turn's protocol entries kept; past it, only counted
@@ -118,15 +119,15 @@ class Turn:
                  "status": merged.get("status")}  # fmt: skip
         self._note({name: value for name, value in entry.items() if value})
 
-    def request(self, request: Request) -> bytes:
-        """The line answering the agent's `request`: a permission decided, anything else refused.
+    def request(self, request: Request) -> dict[str, Any] | None:
+        """The result answering the agent's `request`: a permission decided; None for anything else (refused).
 
         The tool call is the request's own `toolCall` over what its updates said before; its kind and
         title are matched whole. A permission is what an honest CLI asks before its model's tool runs:
         a hostile agent's process runs what it likes, unasked (the keeper and the sandbox bound it)."""
         if request.method != "session/request_permission":
             self._note({"refused": _said(request.method)})
-            return Rpc.refuse(request)
+            return None
         asked = request.params.get("toolCall")
         asked = asked if isinstance(asked, dict) else {}
         key = asked.get("toolCallId")
@@ -149,7 +150,7 @@ class Turn:
         entry = {"permission": _said(key), "kind": _said(kind), "title": _said(title), "command": _said(command),
                  "answer": chosen or outcome["outcome"], "why": why}  # fmt: skip
         self._note({name: value for name, value in entry.items() if value})
-        return Rpc.answer(request, answer)
+        return answer
 
     def record(self) -> str:
         """The transcript as JSON lines: the updates before the prompt counted in a first entry, those
