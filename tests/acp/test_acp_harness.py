@@ -162,6 +162,28 @@ async def test_the_next_turn_reopens_the_session_with_its_history_and_a_loads_re
     assert not any("How many turns" in json.dumps(e) for e in entries)
 
 
+@pytest.mark.parametrize("budget, spent", [(agentswf.Budget(tokens=300), "480 of 300 tokens"),
+                                           (agentswf.Budget(cost_usd=0.03), "$0.0400 of $0.0300")])  # fmt: skip
+async def test_what_an_acp_agent_reports_it_spent_counts_in_the_runs_budget(tmp_path, budget, spent):
+    """Each turn of the fake agent reports 200 input and 40 output tokens (its prompt's response) and $0.02
+    (its usage_update): two turns spend the budget, and the third is stopped before the agent is prompted."""
+    home = tmp_path / "home"
+
+    @workflow(name="acp-budget", description="Three turns of a fake ACP agent under a budget.")
+    async def flow(wf):
+        agent = await wf.agents.open("fake", runtime=fake(home))
+        turns = [await agent.run("SCENARIO answer. Review the change.", schema=Verdict, timeout=60) for _ in range(3)]
+        run = wf.spent().run
+        return [turn.outcome.kind for turn in turns], turns[2].outcome.reason, [run.tokens, run.cost_usd]
+
+    result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, budget=budget)
+    assert result.outcome == "completed", result.reason
+    kinds, reason, (tokens, cost) = result.value
+    assert kinds == ["answered", "answered", "failed"] and spent in reason, reason
+    assert tokens == 480 and cost == pytest.approx(0.04)
+    assert [m.get("method") for m in received(home)].count("session/prompt") == 2
+
+
 async def test_a_silent_turn_is_nudged_in_the_same_session(tmp_path):
     turn, _ = await one_turn(tmp_path, "silent")
     assert turn["outcome"]["kind"] == "answered" and turn["nudged"], turn
