@@ -34,7 +34,6 @@ import msgspec
 
 from ..errors import HarnessError
 from .acp_rpc import (
-    CLIENT_INFO,
     PROTOCOL_VERSION,
     Permissions,
     UsageSource,
@@ -46,7 +45,7 @@ from .acp_rpc import (
 from .acp_turn import Turn
 from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from .cli import looks_like_login
-from .jsonrpc import Answer, Notice, Peer, Request, Rpc
+from .jsonrpc import CLIENT_INFO, Answer, Notice, Peer, Request, Rpc
 from .keeper import remove_tree
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Channel, ChannelClosed, open_in_group

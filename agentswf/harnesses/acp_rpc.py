@@ -20,7 +20,6 @@ import msgspec
 from .usage import Usage
 
 PROTOCOL_VERSION = 1
-CLIENT_INFO = {"name": "agentswf", "title": "agentswf", "version": "1"}
 SHELLS = frozenset({"sh", "bash", "zsh", "dash"})  # a command given as [shell, -c|-lc, text] is its text
 SHELL_OPERATORS = frozenset(";&|<>`$()\n\\")  # in a `wfa` command: it is more than `wfa`, and asks as any other
 ALLOW_ONCE, REJECT_ONCE = "allow_once", "reject_once"  # the only option kinds ever chosen: never *_always

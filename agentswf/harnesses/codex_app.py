@@ -24,11 +24,10 @@ import msgspec
 from ..errors import HarnessError
 from ..wire.nesting import too_deep
 from .base import is_session_id
-from .jsonrpc import Answer, Notice, Peer, Request, Rpc, Unanswered
+from .jsonrpc import CLIENT_INFO, Answer, Notice, Peer, Request, Rpc, Unanswered
 from .process import Channel, ChannelClosed
 from .usage import Usage
 
-CLIENT_INFO = {"name": "agentswf", "title": "agentswf", "version": "1"}
 STDERR_LINES = 20  # of the server's standard error, in the reason it failed
 ROLLOUT_TAIL_BYTES = 16 * 1024 * 1024  # of a rollout's end, read for its last compaction's summary
 SUMMARY_AFTER = "use the information in this summary to assist with your own analysis:\n"  # codex's preamble ends so

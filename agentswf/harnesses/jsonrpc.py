@@ -21,6 +21,7 @@ from ..errors import HarnessError
 from ..wire.nesting import too_deep
 from .process import Channel
 
+CLIENT_INFO = {"name": "agentswf", "title": "agentswf", "version": "1"}  # who we are, to `initialize`
 METHOD_NOT_FOUND = -32601  # JSON-RPC: what every request of the CLI's that we don't serve is answered
 MAX_METHOD_CHARS = 80  # of a refused request's method, said back in the refusal
 
