@@ -12,7 +12,8 @@ it runs). The transcript of the protocol is the attempt's output.
 
 Not the PyPI SDK `agent-client-protocol`: it runs on asyncio only (under trio it fails with "no
 running event loop"), signals the agent alone rather than its tree, and brings pydantic. The
-protocol a client needs is small: `acp_rpc` is its sans-IO core, this the thin anyio shell.
+protocol a client needs is small: `jsonrpc` and `acp_rpc` are its sans-IO core (the former shared
+with codex's app-server), this the thin anyio shell.
 
 `AcpAgent` is what a named runtime (opencode, qwen, gemini, copilot: `acp_agents.py`) adds: its
 command, its quiet environment, its native binary, where it reports its spend, its quirks.
@@ -33,33 +34,29 @@ import msgspec
 
 from ..errors import HarnessError
 from .acp_rpc import (
-    CLIENT_INFO,
     PROTOCOL_VERSION,
-    Answer,
-    Failure,
-    Notice,
     Permissions,
-    Request,
-    Rpc,
     UsageSource,
     capabilities,
     model_choice,
     model_option,
-    read,
     turn_tokens,
 )
 from .acp_turn import Turn
 from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from .cli import looks_like_login
+from .jsonrpc import CLIENT_INFO, Answer, Notice, Peer, Request, Rpc
 from .keeper import remove_tree
 from .prices import LIST_PRICES, Prices, estimate
-from .process import Channel, open_in_group
+from .process import Channel, ChannelClosed, open_in_group
 from .usage import Usage
 
 STDERR_LINES = 20  # of the agent's standard error, in the reason an attempt failed
 MAX_ERROR_CHARS = 2000  # of an error the agent answered a request with, in the reason
 LOGIN_HINT = "Configure {name}'s model and credentials as for {name} alone (docs/guide/acp-agents.md), or in the runtime's env."
 CANCEL_SEND_SECONDS = 1.0  # for `session/cancel` to be written to a stopped attempt's agent
+REPLAY_QUIET_SECONDS = 0.25  # after a load's answer: the agent silent this long has ended its replay (gemini's ran ~4 ms on)
+REPLAY_MOST_SECONDS = 10.0  # waited in all for a load's replay to end: an agent that never falls silent is prompted anyway
 ENDED_STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal"})
 FORK_PREFIX = "fork:"  # a fork's session until its first attempt copies it: the parent's id after it
 ADAPTER_HOMES = {"claude-agent-acp": "claude", "codex-acp": "codex"}  # an adapter's executable: the CLI whose home it keeps
@@ -197,13 +194,14 @@ class AcpHarness(Harness):
             session, opened = named, forked
         else:
             session = attempt.session
-            turn.session = session  # the replay of a load is the session's, though not the turn's
+            turn.session = session  # the replay of a load is the session's, though not the turn's: counted
             if can.resume:
                 opened = await client.call("session/resume", {"sessionId": session, **where})
             elif can.load:
                 if self.agent.before_load is not None:
                     await anyio.to_thread.run_sync(self.agent.before_load, session, env)
                 opened = await client.call("session/load", {"sessionId": session, **where})
+                await client.quiet(REPLAY_QUIET_SECONDS, REPLAY_MOST_SECONDS)  # gemini replays after its answer
             else:
                 raise AcpError(f"{self.agent.name} can't reopen its session: its initialize offers neither "
                                "session/resume nor session/load")  # fmt: skip
@@ -271,49 +269,54 @@ def _ending(name: str, result: Any) -> AttemptEnding:
 
 
 class _Client:
-    """The thin shell: `acp_rpc`'s lines over the agent's standard streams, its requests answered by the turn."""
+    """The thin shell: ACP's lines over the agent's standard streams (`jsonrpc.Peer`), its requests decided by the turn."""
 
     def __init__(self, channel: Channel, turn: Turn, name: str) -> None:
-        self.channel = channel
         self.turn = turn
         self.name = name
         self.rpc = Rpc()
+        self.peer = Peer(channel, self.rpc, self._serve)
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        try:
-            await self.channel.send(Rpc.notify(method, params))
-        except HarnessError:
-            pass  # it exited: nothing to tell
+        await self.peer.notify(method, params)
 
     async def call(self, method: str, params: dict[str, Any], *, retryable: bool = False) -> Any:
         """Send a request and read until its answer, serving the agent meanwhile; AcpError if it fails."""
-        key, line = self.rpc.request(method, params)
         try:
-            await self.channel.send(line)
-        except HarnessError:
+            answered = await self.peer.call(method, params)
+        except ChannelClosed:
             raise await self._ended(method) from None
-        while True:
-            try:
-                message = read(await self.channel.receive())
-            except HarnessError:
-                raise await self._ended(method) from None
-            if isinstance(message, Answer) and message.id == key:
-                return message.result
-            if isinstance(message, Failure) and message.id == key:
-                said = message.message[:MAX_ERROR_CHARS]
-                tail = await self.channel.stderr_lines(STDERR_LINES) if retryable else ""  # the prompt's: why, where it says
-                raise AcpError(f"{self.name} refused {method} ({message.code}): {said}{chr(10) + tail if tail else ''}",
-                               retryable=retryable)  # fmt: skip
-            if isinstance(message, Notice):
-                self.turn.notice(message)
-            elif isinstance(message, Request):
-                try:
-                    await self.channel.send(self.turn.request(message))
-                except HarnessError:
-                    pass  # it exited: the next read says so
+        if isinstance(answered, Answer):
+            return answered.result
+        said = answered.message[:MAX_ERROR_CHARS]
+        tail = await self.peer.channel.stderr_lines(STDERR_LINES) if retryable else ""  # the prompt's: why, where it says
+        code = f" ({answered.code})" if answered.code is not None else ""
+        raise AcpError(f"{self.name} refused {method}{code}: {said}{chr(10) + tail if tail else ''}", retryable=retryable)
+
+    async def quiet(self, seconds: float, most: float) -> None:
+        """Read, serving the agent, until it has written nothing for `seconds` (`most` at the most in all):
+        ACP has no mark for the end of a load's replay but the load's answer, which gemini sends before it."""
+        with anyio.move_on_after(most):
+            while True:
+                with anyio.move_on_after(seconds) as silent:
+                    try:
+                        message = await self.peer.receive()
+                    except ChannelClosed:
+                        return  # it exited: the prompt's request says so
+                if silent.cancelled_caught:
+                    return
+                await self.peer.serve(message)
+
+    def _serve(self, message: Notice | Request) -> bytes | None:
+        """A notification to the turn; a request answered as the turn decides, or refused."""
+        if isinstance(message, Notice):
+            self.turn.notice(message)
+            return None
+        result = self.turn.request(message)
+        return self.rpc.refuse(message) if result is None else self.rpc.answer(message, result)
 
     async def _ended(self, awaited: str) -> AcpError:
-        tail = await self.channel.stderr_lines(STDERR_LINES)
+        tail = await self.peer.channel.stderr_lines(STDERR_LINES)
         return AcpError(f"{self.name} ended before it answered {awaited}{':' + chr(10) + tail if tail else ''}",
                         retryable=True)  # fmt: skip
 

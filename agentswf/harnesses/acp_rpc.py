@@ -1,12 +1,10 @@
-"""The Agent Client Protocol's client side without I/O: JSON-RPC 2.0 lines, and the rules of a turn.
+"""The Agent Client Protocol's rules of a turn, without I/O.
 
 ACP (https://agentclientprotocol.com) is newline-delimited JSON-RPC 2.0 on an agent's standard
-input and output. `Rpc` numbers our requests and encodes lines; `read` decodes what the agent
-writes into `Request`, `Notice`, `Answer` or `Failure` (msgspec Structs), and skips anything
-else: the agent's side is hostile, so a line that is not a well-formed message (too deep, not
-JSON, the wrong shapes) is no message. The rest are pure functions the harness (`acp.py`) calls:
-which option answers a permission request (by its kind, never its id), whether a command is the
-agent's own `wfa`, what a turn spent, where each agent reports it.
+input and output, whose lines `jsonrpc.Rpc` makes and reads. These are the pure functions the
+harness (`acp.py`) calls: what the agent can do, which option answers a permission request (by its
+kind, never its id), whether a command is the agent's own `wfa`, what a turn spent, where each
+agent reports it.
 """
 
 from __future__ import annotations
@@ -19,117 +17,12 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..wire.nesting import too_deep
 from .usage import Usage
 
 PROTOCOL_VERSION = 1
-CLIENT_INFO = {"name": "agentswf", "title": "agentswf", "version": "1"}
-METHOD_NOT_FOUND = -32601  # JSON-RPC: what every agent→client request we don't serve is answered
 SHELLS = frozenset({"sh", "bash", "zsh", "dash"})  # a command given as [shell, -c|-lc, text] is its text
 SHELL_OPERATORS = frozenset(";&|<>`$()\n\\")  # in a `wfa` command: it is more than `wfa`, and asks as any other
 ALLOW_ONCE, REJECT_ONCE = "allow_once", "reject_once"  # the only option kinds ever chosen: never *_always
-
-
-class Request(msgspec.Struct, frozen=True):
-    """A request the agent sent us (a permission, a file, a terminal): answered or refused."""
-
-    id: int | str
-    method: str
-    params: dict[str, Any]
-
-
-class Notice(msgspec.Struct, frozen=True):
-    """A notification the agent sent (`session/update`)."""
-
-    method: str
-    params: dict[str, Any]
-
-
-class Answer(msgspec.Struct, frozen=True):
-    """The result of one of our requests."""
-
-    id: int
-    result: Any
-
-
-class Failure(msgspec.Struct, frozen=True):
-    """The error one of our requests was answered with."""
-
-    id: int
-    code: int
-    message: str
-
-
-Message = Request | Notice | Answer | Failure
-
-
-class _Error(msgspec.Struct, frozen=True):
-    code: int
-    message: str = ""
-
-
-class _Wire(msgspec.Struct, frozen=True):
-    """Any JSON-RPC 2.0 message, as it is on the line; which one it is follows from its members."""
-
-    jsonrpc: Literal["2.0"]
-    id: int | str | None = None
-    method: str | None = None
-    params: dict[str, Any] | None = None
-    result: Any = msgspec.UNSET
-    error: _Error | None = None
-
-
-_decoder = msgspec.json.Decoder(_Wire)
-
-
-def read(line: bytes) -> Message | None:
-    """What `line` says, or None if it is no well-formed JSON-RPC 2.0 message."""
-    if too_deep(line):
-        return None
-    try:
-        wire = _decoder.decode(line)
-    except msgspec.DecodeError:
-        return None
-    if wire.method is not None:
-        if wire.result is not msgspec.UNSET or wire.error is not None:
-            return None
-        if wire.id is None:
-            return Notice(wire.method, wire.params or {})
-        return Request(wire.id, wire.method, wire.params or {})
-    if not isinstance(wire.id, int) or (wire.result is msgspec.UNSET) == (wire.error is None):
-        return None  # a response to none of ours, or one with both or neither of result and error
-    if wire.error is not None:
-        return Failure(wire.id, wire.error.code, wire.error.message)
-    return Answer(wire.id, wire.result)
-
-
-def _line(message: dict[str, Any]) -> bytes:
-    return msgspec.json.encode({"jsonrpc": "2.0", **message}) + b"\n"
-
-
-class Rpc:
-    """Our side's lines: requests numbered from 1, notifications, answers and refusals."""
-
-    def __init__(self) -> None:
-        self._last_id = 0
-
-    def request(self, method: str, params: dict[str, Any]) -> tuple[int, bytes]:
-        """A new request's id and its line."""
-        self._last_id += 1
-        return self._last_id, _line({"id": self._last_id, "method": method, "params": params})
-
-    @staticmethod
-    def notify(method: str, params: dict[str, Any]) -> bytes:
-        return _line({"method": method, "params": params})
-
-    @staticmethod
-    def answer(request: Request, result: dict[str, Any]) -> bytes:
-        return _line({"id": request.id, "result": result})
-
-    @staticmethod
-    def refuse(request: Request) -> bytes:
-        message = f"agentswf serves no {request.method[:80]}"
-        return _line({"id": request.id, "error": {"code": METHOD_NOT_FOUND, "message": message}})
 
 
 # The agent --------------------------------------------------------------------------------

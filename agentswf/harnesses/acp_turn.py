@@ -3,8 +3,9 @@
 `Turn` is fed what the agent sends during an attempt (`session/update` notifications and its
 requests) and keeps what the record needs: a transcript of the protocol (updates by kind, tool
 calls, every permission request with its answer and why, every request refused), the text the
-agent wrote, and the spend it reported on the way. It answers each request of the agent's: a
-permission by `acp_rpc.choose`, anything else refused.
+agent wrote, and the spend it reported on the way. What the agent sent before the prompt (a
+`session/load`'s replay of the session's history) is the session's, not the turn's: only counted.
+It decides each request of the agent's: a permission by `acp_rpc.choose`, anything else refused.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from .acp_rpc import Notice, Permissions, Request, Rpc, choose, command_of, cost_of, is_wfa_command, meta_usage
+from .acp_rpc import Permissions, choose, command_of, cost_of, is_wfa_command, meta_usage
+from .jsonrpc import Notice, Request
 from .usage import Usage, add_usage, sound
 
 MAX_TRANSCRIPT_ENTRIES = 2000  # a turn's protocol entries kept; past it, only counted
@@ -48,6 +50,7 @@ class Turn:
         self.prompting = False  # the prompt is sent: what the agent does from now is this turn's
         self.transcript: list[dict[str, Any]] = []
         self.dropped = 0  # entries past MAX_TRANSCRIPT_ENTRIES
+        self.before_prompt = 0  # the session's updates read before the prompt was sent (a load's replay)
         self.text_chars = 0
         self.per_call: Usage | None = None  # the sum of each model call's own usage (qwen's `_meta.usage`)
         self.cost: float | None = None  # the last `usage_update` cost (opencode's: the session's running total)
@@ -69,7 +72,10 @@ class Turn:
         kind = update.get("sessionUpdate")
         if not isinstance(kind, str):
             return
-        if self.prompting and kind in WORKING_UPDATES and self._received is not None:
+        if not self.prompting:
+            self.before_prompt += 1
+            return
+        if kind in WORKING_UPDATES and self._received is not None:
             self._received()  # the agent is at work on the prompt
             self._received = None
         if kind == "agent_message_chunk":
@@ -83,8 +89,7 @@ class Turn:
             self._note({"update": kind})  # one entry for a run of the same kind (thoughts, commands)
 
     def _message(self, update: dict[str, Any]) -> None:
-        if self.prompting:
-            self.per_call = add_usage(self.per_call, sound(meta_usage(update)))
+        self.per_call = add_usage(self.per_call, sound(meta_usage(update)))
         content = update.get("content")
         text = content.get("text") if isinstance(content, dict) and content.get("type") == "text" else None
         if not isinstance(text, str) or not text:
@@ -114,15 +119,15 @@ class Turn:
                  "status": merged.get("status")}  # fmt: skip
         self._note({name: value for name, value in entry.items() if value})
 
-    def request(self, request: Request) -> bytes:
-        """The line answering the agent's `request`: a permission decided, anything else refused.
+    def request(self, request: Request) -> dict[str, Any] | None:
+        """The result answering the agent's `request`: a permission decided; None for anything else (refused).
 
         The tool call is the request's own `toolCall` over what its updates said before; its kind and
         title are matched whole. A permission is what an honest CLI asks before its model's tool runs:
         a hostile agent's process runs what it likes, unasked (the keeper and the sandbox bound it)."""
         if request.method != "session/request_permission":
             self._note({"refused": _said(request.method)})
-            return Rpc.refuse(request)
+            return None
         asked = request.params.get("toolCall")
         asked = asked if isinstance(asked, dict) else {}
         key = asked.get("toolCallId")
@@ -145,9 +150,11 @@ class Turn:
         entry = {"permission": _said(key), "kind": _said(kind), "title": _said(title), "command": _said(command),
                  "answer": chosen or outcome["outcome"], "why": why}  # fmt: skip
         self._note({name: value for name, value in entry.items() if value})
-        return Rpc.answer(request, answer)
+        return answer
 
     def record(self) -> str:
-        """The transcript as JSON lines, the entries past the limit counted in a last one."""
-        entries = self.transcript + ([{"dropped": self.dropped}] if self.dropped else [])
+        """The transcript as JSON lines: the updates before the prompt counted in a first entry, those
+        past the limit in a last one."""
+        entries = [{"before_prompt": self.before_prompt}] if self.before_prompt else []
+        entries += self.transcript + ([{"dropped": self.dropped}] if self.dropped else [])
         return "".join(msgspec.json.encode(entry).decode() + "\n" for entry in entries)

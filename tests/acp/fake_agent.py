@@ -5,8 +5,8 @@ behaviour, only the protocol's: the ACP harness's own tests run against it, and 
 
 Like a real agent it runs its shell commands itself (`bash -c`, its environment carrying `wfa`),
 asks for permission first, reports the command as a tool call, keeps its sessions on disk (under
-$FAKE_ACP_HOME) and replays one on `session/load`. The prompt's `SCENARIO <name>` says what it
-runs (`plan`). Everything it is sent is logged, a line per message, to $FAKE_ACP_HOME/received.jsonl.
+$FAKE_ACP_HOME) and replays one on `session/load` (after its answer with FAKE_ACP_LATE_REPLAY=1, as
+gemini does). The prompt's `SCENARIO <name>` says what it runs (`plan`). Everything it is sent is logged, a line per message, to $FAKE_ACP_HOME/received.jsonl.
 To test the client's defences it also writes a line that is no JSON-RPC, and sends a request the
 client doesn't serve (`fs/read_text_file`). Standard library only.
 """
@@ -31,6 +31,8 @@ TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")
 INPUT_TOKENS, OUTPUT_TOKENS, COST = 100, 20, 0.01  # per model "call": one per command, one to finish
 RESUME = os.environ.get("FAKE_ACP_RESUME") == "1"  # advertise session/resume (else only session/load)
 STUBBORN = os.environ.get("FAKE_ACP_STUBBORN") == "1"  # ignore SIGTERM and stdin's end, as claude-agent-acp does
+LATE_REPLAY = os.environ.get("FAKE_ACP_LATE_REPLAY") == "1"  # answer a load before its replay, as gemini does
+REPLAY_GAP_SECONDS = 0.02  # between a late replay's updates: the client has sent its prompt by then
 
 inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
 answers: dict[int, Any] = {}
@@ -191,11 +193,18 @@ def main() -> None:
             if not store(session).exists():
                 send({"id": key, "error": {"code": -32002, "message": f"no session {session}"}})
                 continue
-            if method == "session/load":
-                for entry in json.loads(store(session).read_text()):
-                    kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
-                    update(session, {"sessionUpdate": kind, "content": {"type": "text", "text": entry["text"]}})
-            send({"id": key, "result": {}})
+            if method == "session/resume":
+                send({"id": key, "result": {}})
+                continue
+            if LATE_REPLAY:
+                send({"id": key, "result": {}})
+            for entry in json.loads(store(session).read_text()):
+                kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
+                update(session, {"sessionUpdate": kind, "content": {"type": "text", "text": entry["text"]}})
+                if LATE_REPLAY:
+                    time.sleep(REPLAY_GAP_SECONDS)
+            if not LATE_REPLAY:
+                send({"id": key, "result": {}})
         elif method == "session/fork":
             copy = f"fake-{uuid.uuid4().hex}"
             store(copy).write_text(store(params["sessionId"]).read_text())

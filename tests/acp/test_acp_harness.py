@@ -19,8 +19,9 @@ import pytest
 import agentswf
 from agentswf import Runtime, tool, workflow
 from agentswf.cli.logs import print_run
-from agentswf.harnesses.acp_rpc import METHOD_NOT_FOUND, Permissions
+from agentswf.harnesses.acp_rpc import Permissions
 from agentswf.harnesses.base import Attempt
+from agentswf.harnesses.jsonrpc import METHOD_NOT_FOUND
 from agentswf.harnesses.runtime import harness_for
 
 from ..harnesses.kit import alive
@@ -130,13 +131,15 @@ async def test_each_permission_and_its_answer_is_in_the_record_and_awf_logs_show
     assert "\x1b" not in shown.getvalue() and "\n  answer: forged" not in shown.getvalue()
 
 
-@pytest.mark.parametrize("resume", [False, True], ids=["load", "resume"])
-async def test_the_next_turn_reopens_the_session_with_its_history(tmp_path, resume):
+@pytest.mark.parametrize("reopen", ["load", "resume", "late_replay"])
+async def test_the_next_turn_reopens_the_session_with_its_history_and_a_loads_replay_isnt_the_turns(tmp_path, reopen):
+    """`late_replay`: the agent answers `session/load` before it replays the session's history, as gemini does.
+    Either way the replay is only counted in the next attempt's transcript, none of it taken for the turn's own."""
     home = tmp_path / "home"
 
     @workflow(name="acp-recall", description="Two turns of a fake ACP agent.")
     async def flow(wf):
-        agent = await wf.agents.open("fake", runtime=fake(home, env={"resume": "1"} if resume else {}))
+        agent = await wf.agents.open("fake", runtime=fake(home, env={} if reopen == "load" else {reopen: "1"}))
         first = await agent.run("SCENARIO recall. How many turns?", schema=Recall, timeout=60)
         second = await agent.run("SCENARIO recall. And now?", schema=Recall, timeout=60)
         return [msgspec.to_builtins(first), msgspec.to_builtins(second)]
@@ -148,8 +151,37 @@ async def test_the_next_turn_reopens_the_session_with_its_history(tmp_path, resu
     assert first["session"] == second["session"]
     methods = [m.get("method") for m in received(home)]
     assert methods.count("session/new") == 1
-    assert methods.count("session/resume" if resume else "session/load") == 1
+    assert methods.count("session/resume" if reopen == "resume" else "session/load") == 1
     assert second["usage"]["cost_usd"] == pytest.approx(0.02)
+    (record,) = (tmp_path / "runs").glob(f"*/*/calls/{second['call_id']}/attempts.jsonl")
+    (attempt,) = [json.loads(line) for line in record.read_text().splitlines()]
+    entries = [json.loads(line) for line in attempt["output"].splitlines()]
+    if reopen != "resume":  # which replays nothing
+        assert entries[0] == {"before_prompt": 3}  # turn 1's prompt, its command's output, its "Finished."
+    assert [e["text"] for e in entries if e.get("update") == "agent_message_chunk"] == ["Finished."]
+    assert not any("How many turns" in json.dumps(e) for e in entries)
+
+
+@pytest.mark.parametrize("budget, spent", [(agentswf.Budget(tokens=300), "480 of 300 tokens"),
+                                           (agentswf.Budget(cost_usd=0.03), "$0.0400 of $0.0300")])  # fmt: skip
+async def test_what_an_acp_agent_reports_it_spent_counts_in_the_runs_budget(tmp_path, budget, spent):
+    """Each turn of the fake agent reports 200 input and 40 output tokens (its prompt's response) and $0.02
+    (its usage_update): two turns spend the budget, and the third is stopped before the agent is prompted."""
+    home = tmp_path / "home"
+
+    @workflow(name="acp-budget", description="Three turns of a fake ACP agent under a budget.")
+    async def flow(wf):
+        agent = await wf.agents.open("fake", runtime=fake(home))
+        turns = [await agent.run("SCENARIO answer. Review the change.", schema=Verdict, timeout=60) for _ in range(3)]
+        run = wf.spent().run
+        return [turn.outcome.kind for turn in turns], turns[2].outcome.reason, [run.tokens, run.cost_usd]
+
+    result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, budget=budget)
+    assert result.outcome == "completed", result.reason
+    kinds, reason, (tokens, cost) = result.value
+    assert kinds == ["answered", "answered", "failed"] and spent in reason, reason
+    assert tokens == 480 and cost == pytest.approx(0.04)
+    assert [m.get("method") for m in received(home)].count("session/prompt") == 2
 
 
 async def test_a_silent_turn_is_nudged_in_the_same_session(tmp_path):

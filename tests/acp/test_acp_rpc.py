@@ -1,4 +1,4 @@
-"""The ACP client's sans-IO core: the decoder takes any bytes, the rules choose by kind, never by id."""
+"""The ACP client's sans-IO rules: they choose by kind, never by id (its lines: tests/harnesses/test_jsonrpc.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentswf.harnesses.acp_rpc import (
-    METHOD_NOT_FOUND,
     AgentCapabilities,
-    Answer,
-    Failure,
-    Notice,
     Permissions,
-    Request,
-    Rpc,
     capabilities,
     choose,
     command_of,
@@ -25,10 +19,10 @@ from agentswf.harnesses.acp_rpc import (
     is_wfa_command,
     model_choice,
     model_option,
-    read,
     turn_tokens,
 )
 from agentswf.harnesses.acp_turn import MAX_TRANSCRIPT_ENTRIES, Turn
+from agentswf.harnesses.jsonrpc import Notice, Request
 from agentswf.harnesses.usage import Usage
 
 json_values = st.recursive(
@@ -36,53 +30,6 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
-keys = st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]) | st.text(max_size=6)
-
-
-@given(st.binary(max_size=300))
-def test_any_bytes_are_a_message_or_skipped(line):
-    assert read(line) is None or isinstance(read(line), Request | Notice | Answer | Failure)
-
-
-@given(st.dictionaries(keys, json_values, max_size=6))
-def test_any_json_object_is_a_well_formed_message_or_skipped(message):
-    found = read(json.dumps(message).encode())
-    if found is None:
-        return
-    assert message.get("jsonrpc") == "2.0"
-    if isinstance(found, Request | Notice):
-        assert isinstance(message["method"], str) and isinstance(found.params, dict)
-        assert "result" not in message and message.get("error") is None
-    else:
-        assert isinstance(message["id"], int) and not isinstance(message["id"], bool)
-        assert ("result" in message) != (message.get("error") is not None)
-
-
-def test_the_four_messages_and_what_is_skipped():
-    assert read(b'{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"a":1}}') == Request(
-        3, "session/request_permission", {"a": 1}
-    )
-    assert read(b'{"jsonrpc":"2.0","method":"session/update","params":{}}') == Notice("session/update", {})
-    assert read(b'{"jsonrpc":"2.0","id":1,"result":null}') == Answer(1, None)
-    assert read(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"no"}}') == Failure(1, -32603, "no")
-    skipped = [
-        b"not json", b"[1,2]", b'{"id":1,"result":{}}', b'{"jsonrpc":"2.0","id":true,"result":{}}',
-        b'{"jsonrpc":"2.0","id":"x","result":{}}', b'{"jsonrpc":"2.0","id":1}',
-        b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}',
-        b'{"jsonrpc":"2.0","method":"m","params":[1]}', b'{"jsonrpc":"2.0","id":1,"error":"boom"}',
-        b'{"jsonrpc":"2.0","method":"m","params":' + b"[" * 5000 + b"]" * 5000 + b"}",
-    ]  # fmt: skip
-    assert [read(line) for line in skipped] == [None] * len(skipped)
-
-
-def test_our_lines_are_json_rpc_and_requests_are_numbered():
-    rpc = Rpc()
-    first, line = rpc.request("initialize", {"protocolVersion": 1})
-    second, _ = rpc.request("session/new", {})
-    assert (first, second) == (1, 2) and line.endswith(b"\n")
-    assert json.loads(line) == {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
-    refusal = json.loads(Rpc.refuse(Request("k", "terminal/create", {})))
-    assert refusal["id"] == "k" and refusal["error"]["code"] == METHOD_NOT_FOUND
 
 
 options = st.lists(
@@ -171,7 +118,7 @@ def update(what: str, **fields: Any) -> Notice:
     return Notice("session/update", {"sessionId": "s", "update": {"sessionUpdate": what, **fields}})
 
 
-def test_the_turn_keeps_its_session_s_updates_and_sums_per_call_usage():
+def test_the_turn_keeps_its_session_s_updates_from_its_prompt_on_and_sums_per_call_usage():
     received: list[int] = []
     turn = Turn(LAUNCHER, Permissions(), lambda: received.append(1))
     turn.session = "s"
@@ -184,11 +131,13 @@ def test_the_turn_keeps_its_session_s_updates_and_sums_per_call_usage():
     turn.notice(Notice("session/update", {"sessionId": "other", "update": {"sessionUpdate": "usage_update",
                                                                            "cost": {"amount": 9, "currency": "USD"}}}))  # fmt: skip
     assert received == [1] and turn.per_call == Usage(200, 40) and turn.cost is None
-    assert [entry.get("text") for entry in turn.transcript] == ["replayedDone."]
+    assert [entry.get("text") for entry in turn.transcript] == ["Done."]  # "replayed" was the session's, before the prompt
+    assert json.loads(turn.record().splitlines()[0]) == {"before_prompt": 1}
 
 
 def test_the_transcript_is_bounded():
     turn = Turn(LAUNCHER, Permissions())
+    turn.prompting = True
     for n in range(MAX_TRANSCRIPT_ENTRIES + 5):
         turn.notice(update("tool_call", toolCallId=f"t{n}", title="x" * 10_000, kind="execute"))
     lines = turn.record().splitlines()
@@ -198,17 +147,18 @@ def test_the_transcript_is_bounded():
 
 def test_a_permission_merges_what_the_tool_call_said_before():
     turn = Turn(LAUNCHER, Permissions(allow=()))
+    turn.prompting = True
     turn.notice(update("tool_call_update", toolCallId="t1", title="Terminal", kind="execute",
                        rawInput={"command": f"{LAUNCHER} result c1 --verdict approve"}))  # fmt: skip
     asked = Request(1, "session/request_permission", {"toolCall": {"toolCallId": "t1"}, "options": [
         {"optionId": "a", "kind": "allow_always"}, {"optionId": "o", "kind": "allow_once"}]})  # fmt: skip
-    answered = msgspec.json.decode(turn.request(asked))
-    assert answered["result"] == {"outcome": {"outcome": "selected", "optionId": "o"}}
+    assert turn.request(asked) == {"outcome": {"outcome": "selected", "optionId": "o"}}
     assert turn.transcript[-1]["why"] == "the agent's wfa"
 
 
 def test_a_long_command_is_never_taken_for_wfa_and_a_tool_calls_input_isnt_kept():
     turn = Turn(LAUNCHER, Permissions(allow=()))
+    turn.prompting = True
     chained = f"{LAUNCHER} result c1 --note {'x' * 10_000}; rm -rf ~"
     turn.notice(update("tool_call", toolCallId="t1", kind="execute", title="Shell", rawInput={"command": chained}))
     turn.notice(update("tool_call_update", toolCallId="t2", kind="execute", title=chained))
@@ -216,7 +166,7 @@ def test_a_long_command_is_never_taken_for_wfa_and_a_tool_calls_input_isnt_kept(
     for key in ("t1", "t2"):  # asked with no command of its own: what the updates said is all there is
         asked = Request(1, "session/request_permission", {"toolCall": {"toolCallId": key}, "options": [
             {"optionId": "o", "kind": "allow_once"}, {"optionId": "r", "kind": "reject_once"}]})  # fmt: skip
-        assert msgspec.json.decode(turn.request(asked))["result"]["outcome"]["optionId"] == "r", key
+        assert turn.request(asked) == {"outcome": {"outcome": "selected", "optionId": "r"}}, key
 
 
 update_bodies = st.fixed_dictionaries(
@@ -233,8 +183,8 @@ def test_the_turn_takes_any_updates_and_requests_and_keeps_a_json_record(message
     turn.prompting = True
     for message in messages:
         if "toolCall" in message:
-            answered = msgspec.json.decode(turn.request(Request(1, "session/request_permission", message)))
-            assert answered["result"]["outcome"]["outcome"] == "cancelled"  # no options offered
+            answered = turn.request(Request(1, "session/request_permission", message))
+            assert answered == {"outcome": {"outcome": "cancelled"}}  # no options offered
         else:
             turn.notice(Notice("session/update", {"update": message}))
     for line in turn.record().splitlines():

@@ -134,6 +134,18 @@ async def test_typed_answers_over_two_turns_the_second_resuming_with_usage_per_t
     assert first["session"] == second["session"]
     last = [r for r in model.requests if r.conversation is not None and TAUGHT.search(r.conversation.prompt)][-1]
     assert sum("SCENARIO answer" in str(item) for item in last.conversation.history) == 2  # turn 1's history came back
+    earlier, resumed = (transcript(tmp_path, turn["call_id"]) for turn in (first, second))
+    calls = {entry["toolCallId"] for entry in earlier if "toolCallId" in entry}
+    assert calls and not calls & {entry.get("toolCallId") for entry in resumed}, resumed  # a load's replay isn't the turn's
+    if cli == "gemini":  # which replays turn 1 after answering its load: counted before the prompt, all of it
+        assert resumed[0]["before_prompt"] >= 3 and not any(e.get("update") == "user_message_chunk" for e in resumed), resumed
+
+
+def transcript(tmp_path: Path, call_id: str) -> list[dict[str, Any]]:
+    """The protocol transcript of a call's (one) attempt, from the run's record."""
+    (record,) = (tmp_path / "runs").glob(f"*/*/calls/{call_id}/attempts.jsonl")
+    (attempt,) = [msgspec.json.decode(line) for line in record.read_bytes().splitlines()]
+    return [msgspec.json.decode(line) for line in attempt["output"].splitlines()]
 
 
 @pytest.mark.parametrize("cli", CLIS)

@@ -1,4 +1,4 @@
-"""codex's app-server protocol without I/O (`Rpc`), and the codex harness's fork and compaction
+"""codex's app-server protocol without I/O (`jsonrpc.Rpc`, unmarked), and the codex harness's fork and compaction
 against stand-ins for `codex app-server` that fail: they fail the operation, saying why, and
 leave nothing running. (The real app-server is driven in tests/agents/test_real_cli_operations.py.)"""
 
@@ -16,57 +16,52 @@ from hypothesis import strategies as st
 from agentswf.harnesses import process
 from agentswf.harnesses.base import Operation
 from agentswf.harnesses.codex import CodexHarness, config_overrides
-from agentswf.harnesses.codex_app import (
-    Answer,
-    AppServer,
-    AppServerError,
-    Failure,
-    Notice,
-    Rpc,
-    ServerRequest,
-    read_tail,
-    summary_in,
-    usage_of,
-)
+from agentswf.harnesses.codex_app import AppServer, AppServerError, read_tail, summary_in, usage_of
+from agentswf.harnesses.jsonrpc import Answer, Failure, Notice, Request, Rpc
 
 from .kit import alive
 
 
 def test_requests_are_numbered_lines_without_a_jsonrpc_member():
-    rpc = Rpc()
+    rpc = Rpc(marked=False)
     first, line = rpc.request("thread/fork", {"threadId": "t1"})
     second, _ = rpc.request("thread/fork", {"threadId": "t2"})
     assert (first, second) == (1, 2) and line.endswith(b"\n") and line.count(b"\n") == 1
     assert msgspec.json.decode(line) == {"id": 1, "method": "thread/fork", "params": {"threadId": "t1"}}
-    assert msgspec.json.decode(Rpc.notify("initialized")) == {"method": "initialized"}
+    assert msgspec.json.decode(rpc.notify("initialized")) == {"method": "initialized"}
+
+
+READ = Rpc(marked=False).read
 
 
 def test_what_the_server_writes_is_read_by_its_shape():
-    assert Rpc.read(b'{"id":3,"result":{"thread":{"id":"x"}}}') == Answer(3, {"thread": {"id": "x"}})
-    assert Rpc.read(b'{"id":3,"error":{"code":-1,"message":"no such thread"}}') == Failure(3, "no such thread")
-    assert Rpc.read(b'{"id":3,"error":"bare"}') == Failure(3, "an error with no message")
-    assert Rpc.read(b'{"method":"turn/completed","params":{"threadId":"x"}}') == Notice("turn/completed", {"threadId": "x"})
-    assert Rpc.read(b'{"id":"s1","method":"item/commandExecution/requestApproval"}') == ServerRequest(
-        "s1", "item/commandExecution/requestApproval"
+    assert READ(b'{"id":3,"result":{"thread":{"id":"x"}}}') == Answer(3, {"thread": {"id": "x"}})
+    assert READ(b'{"id":3,"error":{"code":-1,"message":"no such thread"}}') == Failure(3, -1, "no such thread")
+    assert READ(b'{"id":3,"error":"bare"}') == Failure(3, None, "an error with no message")
+    assert READ(b'{"method":"turn/completed","params":{"threadId":"x"}}') == Notice("turn/completed", {"threadId": "x"})
+    assert READ(b'{"id":"s1","method":"item/commandExecution/requestApproval"}') == Request(
+        "s1", "item/commandExecution/requestApproval", {}
     )
-    for junk in (b"not json", b"[1]", b'{"id":true,"result":{}}', b'{"id":1,"result":[]}', b"{}", b"[" * 100_000):
-        assert Rpc.read(junk) is None
+    for junk in (b"not json", b"[1]", b'{"id":true,"result":{}}', b"{}", b"[" * 100_000):
+        assert READ(junk) is None
 
 
 def test_a_request_from_the_server_is_refused_by_its_id():
-    refusal = msgspec.json.decode(Rpc.refuse(ServerRequest("s1", "item/fileChange/requestApproval")))
-    assert refusal["id"] == "s1" and refusal["error"]["code"] == -32601
+    server = AppServer(channel=None)  # type: ignore[arg-type]  # _serve is the pure part: no I/O
+    refusal = server._serve(Request("s1", "item/fileChange/requestApproval", {}))
+    assert refusal is not None and msgspec.json.decode(refusal) == {
+        "id": "s1", "error": {"code": -32601, "message": "agentswf serves no item/fileChange/requestApproval"}}  # fmt: skip
 
 
 @given(st.binary(max_size=300))
 def test_no_line_makes_the_reader_raise(line):
-    Rpc.read(line)
+    READ(line)
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)))
 def test_no_json_value_makes_the_reader_or_the_usage_raise(value):
-    message = Rpc.read(msgspec.json.encode(value))
+    message = READ(msgspec.json.encode(value))
     if isinstance(message, Notice):
         usage_of(message)
 
