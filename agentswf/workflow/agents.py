@@ -10,7 +10,7 @@ from typing import Any, TypeVar, overload
 
 import msgspec
 
-from ..actors import ActorRef
+from ..actors import ActorRef, backend
 from ..engine.accounting import Ledger
 from ..engine.agent.messages import StopAgent
 from ..engine.ids import new_id
@@ -393,7 +393,7 @@ class Agents:
     ) -> None:
         """A local run's agents, on its actors; `over` makes them for any engine."""
         self._bind(LocalAgents(self, run, board, cwd, env, resolve, sessions, run_stopped, run_interrupted),
-                   Budgets(), ledger or Ledger(), durable)
+                   Budgets(clock=backend.current_time), ledger or Ledger(), durable)
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
         self.clis = CliChecks(self._cli_used)  # each CLI executable's version, read and checked at its first use
         self.ledger.watch(self._counted)

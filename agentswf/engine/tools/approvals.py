@@ -7,11 +7,10 @@ request and decision is recorded.
 
 from __future__ import annotations
 
-import time
-
 import msgspec
 
 from ...actors import Actor, ActorRef, Reply, handler
+from ..clock import wall
 from ..record.lines import ApprovalDecided, ApprovalDecision, ApprovalRequest
 
 
@@ -42,7 +41,7 @@ class ApprovalDesk(Actor):
 
     @handler
     def request_approval(self, msg: RequestApproval) -> None:
-        request = msgspec.structs.replace(msg.request, asked_at=time.time())
+        request = msgspec.structs.replace(msg.request, asked_at=wall())
         self.pending[request.call_id] = (request, self.defer())
 
     @handler
@@ -52,7 +51,7 @@ class ApprovalDesk(Actor):
         if entry is None:
             return False
         request, reply = entry
-        await self.recorder.ask(ApprovalDecided(request.call_id, request.tool, request.agent, msg.decision, time.time()))
+        await self.recorder.ask(ApprovalDecided(request.call_id, request.tool, request.agent, msg.decision, wall()))
         reply.set(msg.decision)
         return True
 
