@@ -24,11 +24,14 @@ from .instant import Instant
 
 _virtual: weakref.WeakKeyDictionary[object, Instant | None] = weakref.WeakKeyDictionary()
 """Each virtual clock (trio's) or loop (asyncio's), with where its time met the wall (once read)."""
+_any_virtual = False  # whether a clock was ever marked: until then a reading asks nothing more
 
 
 def keep_virtual(timekeeper: object) -> None:
     """Mark a trio `Clock` or an asyncio loop as virtual: its wall time runs with its own time."""
+    global _any_virtual
     _virtual[timekeeper] = None
+    _any_virtual = True
 
 
 def _timekeeper() -> object:
@@ -58,7 +61,7 @@ def _anchor(loop_time: float) -> Instant | None:
 
 def virtual() -> bool:
     """Whether the running loop's time is virtual."""
-    if not _virtual:
+    if not _any_virtual:
         return False
     try:
         return _timekeeper() in _virtual
@@ -69,13 +72,13 @@ def virtual() -> bool:
 def now() -> Instant:
     """This moment, on both clocks."""
     loop = current_time()
-    anchor = _anchor(loop) if _virtual else None
+    anchor = _anchor(loop) if _any_virtual else None
     return Instant(loop, time.time() if anchor is None else anchor.wall_of(loop))
 
 
 def wall() -> float:
     """Unix seconds now, as the run reads them (the virtual clock's, under one)."""
-    if not _virtual:
+    if not _any_virtual:
         return time.time()
     try:
         return now().wall
