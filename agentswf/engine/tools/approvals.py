@@ -30,7 +30,7 @@ class ListPending(msgspec.Struct, frozen=True):
 class AwaitPending(msgspec.Struct, frozen=True):
     """The calls waiting for approval, once one waits that `known` doesn't name (at once if one does).
 
-    A watcher (`awf pending --wait`, a test's approver) waits on the desk rather than asking again
+    A watcher (a test's scripted approver, `Pending(wait_ms)`) waits on the desk rather than asking again
     on a timer, so a run on a virtual clock has no timer of a watcher's to jump to."""
 
     known: frozenset[str] = frozenset()
