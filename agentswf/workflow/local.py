@@ -114,11 +114,14 @@ class LocalEngine:
 
     def log(self, message: str, fields: Mapping[str, Any]) -> None:
         progress("agentswf.workflow", message, workflow=self._workflow, **fields)
-        line = Logged(wall(), message, plain(fields))
+        plained = plain(fields)
         if threading.get_ident() == self._loop_thread:
-            self._log_lines.put(line)  # never waits, never overflows
-        else:  # from a sync handler's worker thread: the lines belong to the run's loop
-            anyio.from_thread.run_sync(self._log_lines.put, line)
+            self._put_log(message, plained)
+        else:  # from a sync handler's worker thread: the lines (and the clock) belong to the run's loop
+            anyio.from_thread.run_sync(self._put_log, message, plained)
+
+    def _put_log(self, message: str, fields: dict[str, Any]) -> None:
+        self._log_lines.put(Logged(wall(), message, fields))  # never waits, never overflows
 
     async def parallel(self, work: list[Callable[[], Awaitable[T]]], concurrency: int | None) -> list[T]:
         results: list[Any] = [None] * len(work)
