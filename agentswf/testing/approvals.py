@@ -80,19 +80,24 @@ async def play_approvals(approvals: Approvals, run_dir: Path, errors: list[Excep
 
 
 async def _decide(decide: Decide, request: ApprovalRequest, control: str, errors: list[Exception]) -> None:
-    decision = decide(request)
-    if inspect.isawaitable(decision):
-        decision = await decision
-    if decision is None:
-        errors.append(TestScriptError(
-            f"tool call {request.call_id} ({request.tool}, by agent {request.agent}) waited for approval, "
-            "and the test's approvals decide nothing for it: it was rejected"
-        ))  # fmt: skip
-        decision = reject(reason=NO_DECISION)
-    if not isinstance(decision, Decision):
-        raise TestScriptError(f"approvals answered {decision!r} for {request.tool}: use approve(...) or reject(...)")
-    await anyio.sleep(decision.after)
-    ask_for = Approve if decision.approved else Reject
-    sent = await ask(control, ask_for(request.call_id, decision.reason, decision.by))
-    if not sent.ok and "waiting" not in sent.message:  # gone since: decided elsewhere, or its time ran out
-        raise TestScriptError(f"the test's decision on call {request.call_id} was refused: {sent.message}")
+    """Decide one call, `after` its decision's time; an error in it is run_workflow's to raise."""
+    try:
+        decision = decide(request)
+        if inspect.isawaitable(decision):
+            decision = await decision
+        if decision is None:
+            errors.append(TestScriptError(
+                f"tool call {request.call_id} ({request.tool}, by agent {request.agent}) waited for approval, "
+                "and the test's approvals decide nothing for it: it was rejected"
+            ))  # fmt: skip
+            decision = reject(reason=NO_DECISION)
+        if not isinstance(decision, Decision):
+            raise TestScriptError(f"approvals answered {decision!r} for {request.tool}: use approve(...) or reject(...)")
+        await anyio.sleep(decision.after)
+        ask_for = Approve if decision.approved else Reject
+        sent = await ask(control, ask_for(request.call_id, decision.reason, decision.by))
+        if not sent.ok and "waiting" not in sent.message:  # gone since: decided elsewhere, or its time ran out
+            raise TestScriptError(f"the test's decision on call {request.call_id} was refused: {sent.message}")
+    except Exception as error:
+        errors.append(error)
+        raise
