@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import selectors
+import time
 from typing import Any
 
 from ..engine.clock import keep_virtual
@@ -43,7 +44,7 @@ class _JumpingSelector(selectors.DefaultSelector):
 
     def __init__(self, autojump_threshold: float) -> None:
         super().__init__()
-        self.virtual_time = 0.0
+        self.virtual_time = time.monotonic()  # where a real loop's clock would start: no zero to mistake for "never"
         self.autojump_threshold = autojump_threshold
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
@@ -77,6 +78,7 @@ def virtual_clock(backend: str = "asyncio", *, autojump_threshold: float = AUTOJ
         from trio.testing import MockClock
 
         clock = MockClock(autojump_threshold=autojump_threshold)
+        clock.jump(time.monotonic())  # as the asyncio loop's, from where a real clock would be
         keep_virtual(clock)
         return {"clock": clock}
     if backend == "asyncio":
