@@ -5,10 +5,12 @@ the same requests `awf inbox` and `awf reply` send, so a passing test says a per
 could have answered the same way. It starts once the workflow opens it
 (`wf.participants.open(key)`), and stops when the run ends.
 
-Every wait is on the run's clock and none is a poll: its inbox is read with the longest
-`awf inbox --wait`, and its requests go over the socket in the event loop (not in a thread), so
-under a virtual clock (`agentswf.testing.virtual_clock`) a participant that answers an hour
-late (`respond(..., after="1h")`) costs the test no real hour, nor a timer to jump to meanwhile.
+Every wait is on the run's clock, and its requests go over the socket in the event loop (not in
+a thread). Its inbox is read with a short `awf inbox --wait`, again and again, each connection held
+only that long; on a virtual clock (`agentswf.testing.virtual_clock`), where each of those waits
+would be a jump of the clock, with the longest, so a participant that answers an hour late
+(`respond(..., after="1h")`) costs the test no real hour nor a timer meanwhile; there each holds
+one of the run's `MAX_OPERATOR_CONNECTIONS` while it waits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from ..engine import clock
 from ..engine.mail.words import Mail
 from ..engine.operator import (
     MAX_INBOX_WAIT_SECONDS,
@@ -35,7 +38,8 @@ from ..engine.record.layout import read_json
 from ..errors import TestScriptError
 from ..workflow.durations import Duration, to_seconds
 
-INBOX_WAIT_MS = int(MAX_INBOX_WAIT_SECONDS * 1000)  # one `awf inbox --wait`; the participant asks again until the run ends
+INBOX_WAIT_MS = 100  # one `awf inbox --wait`; the participant asks again until the run ends
+VIRTUAL_INBOX_WAIT_MS = int(MAX_INBOX_WAIT_SECONDS * 1000)  # the same on a virtual clock, where each short wait is a jump
 NOT_OPEN_RETRY_SECONDS = 0.02  # until the run's operator socket answers (it is bound as the run's actors start)
 
 MailAnswer = Callable[[Mail], "str | Awaitable[str | None] | None"]
@@ -52,8 +56,9 @@ class ParticipantScript:
     async def play(self, key: str, run_dir: Path) -> None:
         """Read `key`'s inbox and answer each message, until cancelled at the run's end."""
         control = str(read_json(run_dir / "run.json")["control"])
+        wait_ms = VIRTUAL_INBOX_WAIT_MS if clock.virtual() else INBOX_WAIT_MS
         while True:
-            response = await ask(control, ReadInbox(key, INBOX_WAIT_MS))
+            response = await ask(control, ReadInbox(key, wait_ms))
             if not response.ok:
                 raise TestScriptError(f"participant {key}: the run refused to show its inbox: {response.message}")
             for mail in msgspec.convert(response.value, list[Mail]):

@@ -72,7 +72,10 @@ def _marked(collector: pytest.Module | pytest.Class, obj: object, name: str) -> 
 
 
 def _on_virtual_time(obj: object) -> None:
-    """Give the test anyio's backends with a virtual clock each: a clock of its own per test."""
+    """Give the test anyio's backends with a virtual clock each: a clock of its own per test
+    (unless it gives its own `anyio_backend`, or was given them already)."""
+    if any(mark.name == "parametrize" and "anyio_backend" in str(mark.args[:1]) for mark in getattr(obj, "pytestmark", ())):
+        return
     backends = [pytest.param((backend, virtual_clock(backend)), id=backend) for backend in BACKENDS]
     pytest.mark.parametrize("anyio_backend", backends)(obj)
 
