@@ -24,7 +24,7 @@ Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test he
 
 from .__about__ import __version__
 from .engine.accounting import RunUsage
-from .engine.mail.switchboard import Mail
+from .engine.mail.words import Mail
 from .engine.outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, Usage
 from .engine.record.lines import ApprovalRequest
 from .engine.tools.call import ToolCall

@@ -20,6 +20,7 @@ Catch ``AgentswfError`` to catch every error. ``StopRequested`` is not an error:
         │   ├── MessageRefused          a participant's send or reply was refused; ``code`` says why
         │   ├── DeadlineExceeded        a wait outlived its deadline (also a TimeoutError)
         │   └── RunKeyError             a Temporal deployment's run key is missing, unfit, or not the run's
+        │       └── PayloadKeyError     its payload key is malformed, or a payload's key isn't held
         ├── HarnessError                an agent CLI could not be found or started
         │   └── SandboxRefused          a sandbox would not start an attempt: what it must hold, it can't
         └── TestScriptError             a scripted test agent was missing, or left turns unused (also an AssertionError)
@@ -107,6 +108,11 @@ class DeadlineExceeded(WorkflowError, TimeoutError):
 
 class RunKeyError(WorkflowError):
     """A Temporal deployment's run key is missing, unfit, or not the one a run holds; the message says what to do."""
+
+
+class PayloadKeyError(RunKeyError):
+    """A Temporal deployment's payload key (AGENTSWF_PAYLOAD_KEY) is malformed, or a payload came
+    encrypted with a key this process doesn't hold; the message names the variable or the key's id."""
 
 
 # Harnesses and tests --------------------------------------------------------------------

@@ -7,7 +7,7 @@ child opts into a restart policy; messages no handler will see become dead lette
 mailbox event of an actor system can be traced, per supervisor (`tracing`).
 """
 
-from .actor import Actor, handler, write_through
+from .actor import Actor, handler, in_askers_task, write_through
 from .cell import Restart
 from .mailbox import DeadLetter, Mailbox, MailboxStatistics, Overflow
 from .ref import ActorRef
@@ -30,5 +30,6 @@ __all__ = [
     "Tracer",
     "capture_trace",
     "handler",
+    "in_askers_task",
     "write_through",
 ]

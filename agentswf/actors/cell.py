@@ -78,6 +78,7 @@ class Cell:
         self._looping = False  # its `on_start` is over and it handles messages
         self._deferred: set[Reply] = set()
         self._tasks: backend.Tasks | None = None
+        self._lent: set[Any] = set()  # the cancel scopes of its steps running in askers' tasks
         self.ref = ActorRef(self)
 
     # Running -------------------------------------------------------------------------
@@ -144,6 +145,8 @@ class Cell:
             self._tasks = None
             self._instance = None
             self._looping = False
+            for scope in self._lent:  # its steps in askers' tasks end with it, as its tasks do
+                scope.cancel()
             self._settle(error)
             with backend.move_on_after(self._stop_grace, shield=True):
                 await actor.on_stop()
@@ -199,6 +202,35 @@ class Cell:
         else:
             tracer.sink(event, {**fields, "depth": 0, "handling_s": time.perf_counter() - (started or 0.0)})
         return time.perf_counter()
+
+    async def step_in_askers_task(self, fn: Callable[..., Any], message: Any) -> Any:
+        """An `in_askers_task` handler run in this (the asker's) task: under a scope the instance's
+        end cancels, shielded from the asker's own cancellation (which takes effect once the step
+        is over). Answered as an ask: the handler's value; `ActorCrashed` if it raised,
+        `ActorStopped` if the actor ended during it."""
+        mailbox = self.mailbox
+        tracer = mailbox.tracer
+        traced = tracer is not None and tracer.open
+        started = self.trace_inline("mailbox.enqueue", message) if traced else 0.0
+        scope = backend.cancel_scope()
+        self._lent.add(scope)
+        try:
+            with backend.cancel_scope(shield=True), scope:
+                value = await fn(self._instance, message)
+        except Exception as exc:
+            mailbox.failed += 1
+            if traced:
+                self.trace_inline("mailbox.failed", message, started)
+            raise _raised(self.name, message, exc) from exc
+        finally:
+            self._lent.discard(scope)
+        if scope.cancelled_caught:
+            mailbox.dead_letter(message, "interrupted when the actor stopped")
+            raise _stopped(self.name, message)
+        mailbox.handled += 1
+        if traced:
+            self.trace_inline("mailbox.handled", message, started)
+        return value
 
     def inline_failed(self, message: Any, reply: Reply, exc: Exception) -> Reply:
         """An inline step's handler raised: its ask fails as the loop's would; raised here if

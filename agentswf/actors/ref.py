@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AskTimeout, UnhandledMessage
+from .actor import IN_ASKERS_TASK, WRITE_THROUGH
 from .backend import move_on_after
 from .mailbox import MailboxStatistics
 from .reply import INLINE_ASK, Reply
@@ -101,20 +102,26 @@ class ActorRef:
         awaits), the handler runs here, now, as the actor's own loop would run it: one
         message at a time, in mailbox order, counted, and traced (enqueue, dequeue and
         handled, each with ``inline: True``). An answer given at once returns with no
-        schedule point; a deferred one is waited for as an ask's. Anything else is ``ask``.
+        schedule point; a deferred one is waited for as an ask's. A handler marked
+        `in_askers_task` runs here whenever an instance of the actor runs, from its `on_start`
+        on (`Cell.step_in_askers_task`); before that, its loop runs it.
+        Anything else is ``ask``.
         Raises as ``ask`` does.
         """
         entry = self._handlers.get(type(message))
         if entry is None:
             raise self._unhandled(message)
-        fn, is_async, through = entry
+        fn, is_async, how = entry
         cell, mailbox = self._cell, self._mailbox
+        if is_async:
+            if how is IN_ASKERS_TASK and cell._instance is not None and not cell._exit:
+                return await cell.step_in_askers_task(fn, message)
+            return await self.ask(message)
         if (
-            is_async
-            or not cell._looping
+            not cell._looping
             or cell._exit
             or mailbox._queue  # (a closed mailbox's actor has exited or is not looping)
-            or not (through or (cell._current is None and mailbox._receiver is not None))
+            or not (how is WRITE_THROUGH or (cell._current is None and mailbox._receiver is not None))
         ):
             return await self.ask(message)
         # The step, as the actor's loop takes one (`Cell._loop`), here. No reply is made unless

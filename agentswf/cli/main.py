@@ -18,6 +18,7 @@ from typing import Any
 
 from ..__about__ import __version__
 from ..engine.run import pace_collector
+from ..errors import PayloadKeyError
 from ..launcher.place import sweep_dead_runs
 from . import approvals, attach, check, control, doctor, mail, record, run, temporal, worktrees
 from .attach import AttachFailure
@@ -35,7 +36,7 @@ GROUPS: tuple[Callable[[Any], None], ...] = (
     record.add_parsers,  # trace, logs
     worktrees.add_parser,
     check.add_parser,
-    temporal.add_parser,  # worker
+    temporal.add_parser,  # worker, codec-server
     doctor.add_parser,
     control.add_commands,  # ls, status, stop, tail
     attach.add_parser,
@@ -118,7 +119,7 @@ def _handle(options: argparse.Namespace) -> int:
     still exits through `temporal.exit_now`, past the SDK's threads)."""
     try:
         return int(options.handler(options))
-    except (UsageFailure, AttachFailure) as error:
+    except (UsageFailure, AttachFailure, PayloadKeyError) as error:  # a payload key: Temporal's commands
         print(shown(f"awf: {error}"), file=sys.stderr)  # it can name what an agent wrote (a run's, a peer's name)
         return EXIT_USAGE
     except Refused as error:  # by the run (an agent's process asking), said as a refusal: one line

@@ -24,13 +24,14 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
 from ..engine.record.layout import read_json
 from ..engine.record.lines import ApprovalRequest
-from ..errors import DefinitionError, RunKeyError
+from ..errors import DefinitionError, PayloadKeyError, RunKeyError
+from ..harnesses.environment import PAYLOAD_KEY_VARIABLE
 from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import INIT_PID, MAX_ANCESTRY_DEPTH
 from ..launcher.peer import environment_value, parent_of
@@ -40,7 +41,14 @@ from ..workflow.loading import load_workflow
 from .runs import UsageFailure, live_run_dir, pending_line, run_dir_of
 from .shown import shown, shown_json
 
+if TYPE_CHECKING:
+    from ..temporal.codec import PayloadKeys
+
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
+NO_PAYLOAD_KEY = (
+    f"awf: WARNING: no payload key ({PAYLOAD_KEY_VARIABLE}): prompts, answers, tool inputs and messages go into "
+    "Temporal's history in plaintext, readable by whoever reads the namespace (docs/guide/temporal.md: payloads encrypted)"
+)
 
 
 def needs_extra() -> None:
@@ -78,6 +86,17 @@ def run_key(*, create: bool) -> RunKey:
         print(f"awf: made a run key (id {key.id}) in {default_key_file()}: give it to this deployment's other "
               f"machines in {KEY_VARIABLE}", file=sys.stderr)
     return key
+
+
+def payload_keys() -> PayloadKeys:
+    """This command's payload keys (temporal/codec.py), held: out of its environment from now on.
+    Raises UsageFailure naming a malformed variable."""
+    from ..temporal.codec import held_keys
+
+    try:
+        return held_keys()
+    except PayloadKeyError as error:
+        raise UsageFailure(str(error)) from None
 
 
 def refuse_agents() -> None:
@@ -119,6 +138,7 @@ def engine_options(options: argparse.Namespace) -> dict[str, Any]:
         from ..temporal import TemporalEngine
     except ImportError:
         raise UsageFailure(NEEDS_EXTRA) from None
+    payload_keys()
     key = run_key(create=True)
     options.talked_to_temporal = True
     engine = TemporalEngine(
@@ -142,6 +162,7 @@ def add_parser(commands: Any) -> None:
         "--workflow", action="append", default=[], metavar="FILE", help="also run this file's workflow's own code"
     )
     worker.set_defaults(handler=command_worker)
+    add_codec_server(commands)
 
 
 def command_worker(options: argparse.Namespace) -> int:
@@ -149,6 +170,8 @@ def command_worker(options: argparse.Namespace) -> int:
         import temporalio  # noqa: F401
     except ImportError:
         raise UsageFailure(NEEDS_EXTRA) from None
+    if payload_keys().current_id is None:
+        print(NO_PAYLOAD_KEY, file=sys.stderr, flush=True)
     try:
         definitions = [load_workflow(path) for path in options.workflow]
     except DefinitionError as error:
@@ -181,6 +204,52 @@ async def _serve(options: argparse.Namespace, definitions: list[Any], key: RunKe
               file=sys.stderr, flush=True)
         await stop.wait()
     print("awf: worker stopped", file=sys.stderr, flush=True)
+
+
+CODEC_PORT = 8081  # `awf codec-server`'s, as Temporal's codec server samples'
+CODEC_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")  # the dev server's Web UI
+
+
+def add_codec_server(commands: Any) -> None:
+    server = commands.add_parser(
+        "codec-server", help="decrypt a Temporal run's payloads for Temporal's Web UI (Temporal's codec server protocol)"
+    )
+    server.add_argument("--port", type=int, default=CODEC_PORT, help=f"on 127.0.0.1 (default {CODEC_PORT}; 0: a free one)")
+    server.add_argument(
+        "--origin", action="append", default=[], metavar="URL",
+        help=f"the Web UI's origin, answered with CORS (repeatable; default {', '.join(CODEC_ORIGINS)})",
+    )
+    server.set_defaults(handler=command_codec_server)
+
+
+def command_codec_server(options: argparse.Namespace) -> int:
+    """`awf codec-server`: /encode and /decode on loopback with the payload keys, until SIGINT or SIGTERM."""
+    needs_extra()
+    from ..temporal.codec_server import codec_server
+
+    keys = payload_keys()
+    if keys.current_id is None:
+        raise UsageFailure(f"awf codec-server decrypts with the deployment's payload key: give it in {PAYLOAD_KEY_VARIABLE}")
+    origins = options.origin or list(CODEC_ORIGINS)
+    try:
+        server = codec_server(keys, port=options.port, origins=origins)
+    except OSError as error:
+        raise UsageFailure(f"the codec server can't listen on 127.0.0.1:{options.port}: {error.strerror}") from None
+    signal.signal(signal.SIGTERM, _interrupted)
+    print(f"awf: codec server on http://127.0.0.1:{server.server_port} for {', '.join(origins)}, payload keys "
+          f"{', '.join(keys.ids)}; Ctrl-C stops it", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print("awf: codec server stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def temporal_run(options: argparse.Namespace) -> dict[str, Any] | None:

@@ -34,7 +34,8 @@ from ..actors import ActorRef
 from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, identified, raw_socket, receive
 from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
-from .mail.switchboard import Inbox, Participants, Post, Posted, Receive, Standing
+from .mail.switchboard import Inbox, Participants, Receive, Standing
+from .mail.words import Post, Posted
 from .record.lines import ApprovalDecision, ApprovalRequest
 from .rules import Refusal
 from .tools.approvals import AwaitPending, Decide, ListPending

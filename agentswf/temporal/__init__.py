@@ -7,7 +7,9 @@ workflow code, each agent's turn as a heartbeating activity on a worker (docs/gu
         ...
 
 Every process of a deployment holds one run key (`RunKey`, `load_key`: keys.py), which
-seals what the workflow takes and what its workers run.
+seals what the workflow takes and what its workers run, and may hold a payload key
+(`PayloadKeys`: codec.py), which encrypts what it puts in the workflow's history; `connect`
+makes a client with it.
 
 `messages`, `keys` and `devserver` import no temporalio: `awf` reads a Temporal run's files without
 the extra; the rest is imported when first named.
@@ -19,10 +21,13 @@ from .devserver import DevServer
 from .keys import RunKey, load_key
 
 if TYPE_CHECKING:
-    from .engine import TemporalEngine, connect, on_asyncio, turn_worker, workflow_queue
+    from .engine import PayloadKeys, TemporalEngine, connect, on_asyncio, turn_worker, workflow_queue
 
-__all__ = ["DevServer", "RunKey", "TemporalEngine", "connect", "load_key", "on_asyncio", "turn_worker", "workflow_queue"]
-_LAZY = ("TemporalEngine", "connect", "on_asyncio", "turn_worker", "workflow_queue")
+__all__ = [
+    "DevServer", "PayloadKeys", "RunKey", "TemporalEngine", "connect", "load_key", "on_asyncio", "turn_worker",
+    "workflow_queue",
+]
+_LAZY = ("PayloadKeys", "TemporalEngine", "connect", "on_asyncio", "turn_worker", "workflow_queue")
 
 
 def __getattr__(name: str) -> Any:

@@ -46,11 +46,12 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS
 from ..workflow.running import RunResult
+from .codec import PayloadKeys, data_converter, held_keys
 from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
-from .turns import TurnActivities, say_refused
+from .turns import Resolve, TurnActivities, say_refused
 
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
@@ -63,12 +64,16 @@ def workflow_queue(task_queue: str, name: str) -> str:
     return f"{task_queue}.workflow.{name}"
 
 
-async def connect(address: str, namespace: str = DEFAULT_NAMESPACE) -> Client:
-    return await Client.connect(address, namespace=namespace)
+async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *, keys: PayloadKeys | None = None) -> Client:
+    """A client of the deployment: what it sends encrypted with its payload key, what it reads decrypted
+    (codec.py), the process's own (`held_keys`, from its environment) unless `keys` are given."""
+    return await Client.connect(address, namespace=namespace,
+                                data_converter=data_converter(held_keys() if keys is None else keys))
 
 
 class TemporalEngine:
-    """Runs workflows on Temporal: given a connected `client` (asyncio only), or an `address`.
+    """Runs workflows on Temporal: given a connected `client` (asyncio only; `connect` makes one
+    with the deployment's payload key), or an `address`.
 
     `task_queue` is where agents' turns go unless their Runtime names another queue.
     `run_turns` makes this process a worker of that queue too. `key` is the deployment's run key
@@ -263,13 +268,14 @@ def workflow_worker(client: Client, task_queue: str, definition: WorkflowDefinit
 
 def turn_worker(
     client: Client, task_queue: str, *, key: RunKey | None = None, root: Path | None = None,
-    max_concurrent: int | None = None, refused: Callable[[str], None] = say_refused,
+    max_concurrent: int | None = None, refused: Callable[[str], None] = say_refused, harnesses: Resolve | None = None,
 ) -> Worker:
     """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`)
     from `task_queue`, each only if sealed with `key` (load_key's without it). The process becomes
-    non-dumpable: its agents, of its user, can't read the key from it."""
+    non-dumpable: its agents, of its user, can't read the key from it. `harnesses` stands in for
+    the agents' CLIs (agentswf.testing's scripted agents)."""
     activities = TurnActivities(client, held(key if key is not None else load_key(create=True)), root=root,
-                                refused=refused)
+                                refused=refused, harnesses=harnesses)
     return Worker(
         client, task_queue=task_queue, activities=[activities.turn, activities.fork],
         max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,

@@ -57,6 +57,7 @@ from .schema_types import type_of
 HEARTBEAT_INTERVAL_SECONDS = 1.0
 IDLE_POLL_SECONDS = 0.02  # how often a turn's activity looks whether its agent is idle
 DEFAULT_WORKER_ROOT = Path(".awf") / "temporal"
+Resolve = Callable[[str, Runtime], Harness]  # an agent's key and runtime -> the harness that runs its turns
 
 
 def proxy_tool(spec: ToolSpec, handle: WorkflowHandle[Any, Any], key: RunKey, agent: str, turn: int, activity_id: str) -> Tool:
@@ -83,11 +84,12 @@ class TurnActivities:
     """The activities a worker runs: `agentswf.turn`. `client` reaches the workflows for tool calls;
     `key` is the deployment's run key; `root` is where each turn's local record is kept; `env` is
     what agents' CLIs start with (without the key's variables); `refused(why)` hears of an
-    activity refused for its seal."""
+    activity refused for its seal; `harnesses(key, runtime)` runs agents in place of their CLIs
+    (agentswf.testing's scripts)."""
 
     def __init__(
         self, client: Client, key: RunKey, *, root: Path | None = None, env: Mapping[str, str] | None = None,
-        refused: Callable[[str], None] = say_refused,
+        refused: Callable[[str], None] = say_refused, harnesses: Resolve | None = None,
     ) -> None:
         self.client = client
         self.key = key
@@ -95,6 +97,7 @@ class TurnActivities:
         self.env = scrubbed(os.environ if env is None else env)
         self.identity = client.identity  # pid@host unless the client was given another
         self.refused = refused
+        self.resolve: Resolve = harnesses or (lambda key, runtime: harness_for(runtime, self.env))
 
     def _opened(self, name: str, raw: Any) -> Any:
         """The activity's input, if the run key sealed it for this very activity; else refused for good."""
@@ -128,7 +131,8 @@ class TurnActivities:
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_heartbeat)
-                turn, others = await run_turn(request, record, self.env, tools, board, worker_root=self.root)
+                turn, others = await run_turn(request, record, self.env, tools, board, worker_root=self.root,
+                                              resolve=self.resolve)
                 group.cancel_scope.cancel()
         except Exception as error:
             why = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, (DefinitionError, HarnessError))), None)
@@ -145,7 +149,7 @@ class TurnActivities:
         """The harness's fork of the agent's session, on this worker: the copy's session, or why not."""
         request = msgspec.convert(self._opened(FORK_ACTIVITY, raw), ForkRequest)
         try:
-            harness = harness_for(request.runtime, self.env)
+            harness = self.resolve(request.agent, request.runtime)
         except (DefinitionError, HarnessError) as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
         operation = Operation(agent=request.agent, kind="fork", session=request.session, cwd=Path(request.cwd),
@@ -165,7 +169,7 @@ class TurnActivities:
 
 async def run_turn(
     request: TurnRequest, record: Path, env: Mapping[str, str], tools: dict[str, Tool],
-    board: tuple[WorkflowHandle[Any, Any], RunKey, str] | None = None, *, worker_root: Path,
+    board: tuple[WorkflowHandle[Any, Any], RunKey, str] | None = None, *, worker_root: Path, resolve: Resolve,
 ) -> tuple[dict[str, Any] | None, list[Any]]:
     """The turn, run by the local engine in a run of its own under `record` (in `worker_root`): the
     Turn's builtins (None for a message turn's activity), and the records of the turns its mail started.
@@ -173,9 +177,6 @@ async def run_turn(
     With `board` (the run's workflow, the run key and this activity's id) the agent's switchboard is the
     workflow's: the agent messages its peers, and mail that comes once its turn is over starts
     a turn of its own here, as it would locally; the activity ends once the agent is idle."""
-
-    def resolve(key: str, runtime: Runtime) -> Harness:
-        return harness_for(runtime, env)
 
     left = max(0.0, request.deadline - time.time())
     turn: Turn[Any] | None = None

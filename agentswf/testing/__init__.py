@@ -9,6 +9,9 @@ sockets, runs, their records, and a pytest plugin.
         assert run.value == ...
         assert run.record.turns[0]["agent"] == "reviewer"
 
+`run_workflow(..., engine="temporal")` (agentswf[temporal]) runs the same on Temporal's
+time-skipping test server, then replays its history (agentswf.testing.temporal).
+
 With agentswf installed, pytest runs every `async def test_…` on asyncio and on trio
 (`--agentswf-backend trio` narrows to one), says why each skipped test was skipped, and
 has the fixtures `run_root` and `run_record`, and the mark `virtual_time`, which runs a test on a

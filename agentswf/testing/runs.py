@@ -10,11 +10,11 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
-from ..errors import StopRequested, TestScriptError
+from ..errors import HarnessError, StopRequested, TestScriptError
 from ..workflow.context import Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration
@@ -100,6 +100,7 @@ async def run_workflow(
     replay: str | Path | None = None,
     compactions: Mapping[str, Sequence[Script]] | None = None,
     approvals: Approvals | None = None,
+    engine: Literal["local", "temporal"] = "local",
 ) -> TestRun:
     """Run `definition` for real, its agents played by `agents` (key -> script or list).
 
@@ -117,7 +118,15 @@ async def run_workflow(
     the tool calls that wait for a person's approval (tool name -> `approve(...)` or `reject(...)`,
     or a function of the `ApprovalRequest`), as `awf approve` would; a call it decides nothing for is
     rejected, and fails the test naming the call.
+
+    `engine="temporal"` runs it on Temporal's time-skipping test server (agentswf[temporal]), its
+    scripted turns on a turn worker here, then replays its history: NotDeterministic (an
+    AssertionError) if the workflow's code decides otherwise (docs/guide/testing.md). There,
+    `participants`, `approvals` and `replay` aren't taken.
     """
+    if engine == "temporal" and (participants or approvals is not None or replay is not None):
+        raise TestScriptError("run_workflow(engine='temporal') takes no participants, approvals or replay yet: they "
+                              "speak through a local run's operator socket")
     compacting = {key: list(entries) for key, entries in (compactions or {}).items()}
     book = ScriptBook(dict(agents), supports_waiting=supports_waiting, compactions=compacting)
     if run_root is None:
@@ -128,9 +137,12 @@ async def run_workflow(
     errors: list[Exception] = []
     if participants or approvals is not None:
         definition = _with_participants(definition, dict(participants or {}), approvals, errors)
-    result = await run(
-        definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for, replay=replay
-    )
+    if engine == "temporal":
+        result = await _on_temporal(definition, book, args=args, run_root=root, cwd=cwd, timeout=timeout)
+    else:
+        result = await run(
+            definition, args=args, run_root=root, cwd=cwd, timeout=timeout, harnesses=book.harness_for, replay=replay
+        )
     if errors:
         raise errors[0]
     if result.outcome == "failed" and not book.errors:  # the workflow's own failure first: what it left unused follows
@@ -140,6 +152,18 @@ async def run_workflow(
             return TestRun(result, str(unused))
     book.check()
     return TestRun(result)
+
+
+async def _on_temporal(
+    definition: WorkflowDefinition, book: ScriptBook, *, args: Any, run_root: str | Path, cwd: str | Path | None,
+    timeout: Duration | None,
+) -> RunResult:
+    try:
+        from .temporal import run_on_temporal
+    except ImportError:
+        raise HarnessError("run_workflow(engine='temporal') needs agentswf[temporal]: "
+                           "pip install 'agentswf[temporal]'") from None
+    return await run_on_temporal(definition, book, args=args, run_root=run_root, cwd=cwd, timeout=timeout)
 
 
 def _with_participants(

@@ -269,8 +269,8 @@ class ScriptBook:
             error = TestScriptError(f"agent {key} was opened, but has no script (scripted: {scripted})")
             self.errors.append(error)
             raise error
-        entries = self.scripts[key]
-        self.played[key] = _Played(entries if isinstance(entries, Script) else list(entries))
+        entries = self.scripts[key]  # on Temporal each turn opens its agent anew: its script goes on
+        self.played.setdefault(key, _Played(entries if isinstance(entries, Script) else list(entries)))
         return ScriptedHarness(key, self, runtime.model, runtime.effort)
 
     def next_compaction(self, agent: str) -> Script | None:

@@ -198,6 +198,7 @@ def test_awf_worker_says_on_stderr_which_turn_it_refused(temporal_address: str, 
     )  # fmt: skip
     assert worker.stderr is not None
     try:
+        assert worker.stderr.readline().startswith("awf: WARNING: no payload key"), "the worker did not warn"
         assert worker.stderr.readline().startswith("awf: worker on"), "the worker did not start"
 
         async def attack() -> str:

@@ -48,6 +48,7 @@ class Workers:
         self.processes.append(process)
         assert process.stderr is not None
         line = process.stderr.readline()  # the worker says so once it polls
+        line = process.stderr.readline() if line.startswith("awf: WARNING: no payload key") else line
         assert line.startswith("awf: worker on"), line
         return process
 

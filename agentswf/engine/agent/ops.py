@@ -26,7 +26,8 @@ from .. import turn as t
 from ..admission import agent_admit
 from ..clock import now
 from ..ids import new_id
-from ..mail.switchboard import Mail, PeersOf
+from ..mail.switchboard import PeersOf
+from ..mail.words import Mail
 from ..record.lines import ToolCalled
 from ..tools.broker import RunTool
 from ..tools.call import ToolCall, tool_record

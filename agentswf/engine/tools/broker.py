@@ -9,13 +9,13 @@ ended, with exactly what `wfa tool` prints and exits with; a call that can't be 
 is `internal-error`. Every decision on the way is a pure rule of tools/rules.py; `ToolCalls`
 carries them out. The agent's actor decides whether a call may start (tool-busy and the
 rest) and cancels it when the turn ends; its connection then asks the `ToolBroker` actor
-(`ToolCalls.call`, a `RunTool` message: an inline step when the broker is idle, as it nearly
-always is, so a mailbox event in the run's trace without a round trip through the broker's
-task), whose handler hands the call to one of the broker's call tasks (`_CallTasks`: an idle
-one, else a new one, at most MAX_TOOL_CALL_TASKS; past that the call waits its turn in the
-broker). The call runs there, its handler under a cancel scope without a deadline, and its
-answer is the ask's. One watchdog task keeps every running call's time. All of these tasks
-run in the broker's cell, so its stop ends them, and records what still runs.
+(`ToolCalls.call`, a `RunTool` message), whose handler runs in the asking connection's task
+(`in_askers_task`: a mailbox event in the run's trace, with no hand-over to a task of the
+broker's, which cost two wakeups, +13 % CPU on a tool call, issue 32), under a scope of the
+broker's and shielded from the asker's cancellation: a call begun is recorded. The handler
+runs under a cancel scope without a deadline, and its answer is the ask's. One watchdog task
+keeps every running call's time. The broker's stop ends its calls and its watchdog, and
+records what still runs.
 
 Where a handler runs: an `async def` handler on the run's own loop (it may run another
 agent); any other in a worker thread, SYNC_HANDLER_THREADS at most at once, so one that
@@ -40,7 +40,6 @@ from __future__ import annotations
 import heapq
 import inspect
 import math
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -50,8 +49,8 @@ import anyio
 import msgspec
 import structlog
 
-from ...actors import Actor, ActorRef, Reply, handler
-from ...actors.wakeup import Wakeup, cancel_scope
+from ...actors import Actor, ActorRef, in_askers_task
+from ...actors.wakeup import cancel_scope
 from ...errors import AskTimeout
 from ...progress import progress
 from ...wire import Response
@@ -87,11 +86,6 @@ if TYPE_CHECKING:
 
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
-MAX_TOOL_CALL_TASKS = 1024
-"""Tasks the ToolBroker runs calls in at once (calls); past it a call waits in the broker for
-one to be free. An agent has one call at a time and each holds its connection open, so the
-run's connection budget is the real bound of calls in flight."""
-IDLE_TOOL_CALL_TASKS = 64  # call tasks kept waiting for the next call (tasks); the rest end with their call
 WATCHDOG_SLACK = 64  # entries of finished calls the watchdog's heap may hold beyond twice the running ones
 _encoder = msgspec.json.Encoder()
 _log = structlog.get_logger("agentswf.tools")
@@ -197,7 +191,8 @@ class _Concluded(Exception):
 
 class ToolCalls:
     """A run's tool calls through their phases (tools/rules.py): `call` asks the ToolBroker, whose
-    call tasks `run` each; `start_soon` (the ToolBroker's) runs those tasks and the watchdog."""
+    handler `run`s each in its asker's task; `start_soon` (the ToolBroker's) runs the watchdog
+    and the conclusion of an abandoned call."""
 
     def __init__(
         self, recorder: ActorRef, appends: Appends, desk: ActorRef, policies: Sequence[Policy], replay: Replay | None
@@ -276,8 +271,8 @@ class ToolCalls:
         self._opened.set()
 
     async def run(self, msg: RunTool) -> Response:
-        """One call through its phases (read, policy, approval, run), recorded, in one of the
-        ToolBroker's call tasks: what its asker is answered."""
+        """One call through its phases (read, policy, approval, run), recorded, as the
+        ToolBroker's step in its asker's task: what its asker is answered."""
         call = msg.call
         started = wall()
         read = read_input(msg.tool.taught, call.tool, msg.args, msg.input, msg.launcher)
@@ -474,8 +469,9 @@ class ToolCalls:
 
     async def watch(self) -> None:
         """The watchdog, run by the ToolBroker for as long as it runs. Cancelled as the broker
-        stops, it records the calls still running as abandoned then, before the broker waits
-        for its call tasks (one whose handler shields itself is waited for as long as it runs)."""
+        stops, it records the calls still running as abandoned then, before their steps are
+        cancelled (one whose handler shields itself runs on in its asker's task, which the
+        run's end waits for)."""
         try:
             await self._watch()
         finally:
@@ -541,72 +537,25 @@ class ToolCalls:
         await running.msg.agent_ref.tell(ToolDone(running.msg.call.id, answer))
 
 
-class _CallTasks:
-    """The ToolBroker's tasks that run calls, one call at a time each: a call goes to an idle one
-    (a wakeup), else to a new one (at most MAX_TOOL_CALL_TASKS), else waits for the first that
-    is free. A task with nothing queued waits for the next call, IDLE_TOOL_CALL_TASKS at most;
-    the rest end. Starting a task costs several times a wakeup (anyio 4.16 gives each a handle,
-    a cancel scope and an event on asyncio), and agents call in turn, so the tasks are kept."""
-
-    def __init__(self, calls: ToolCalls) -> None:
-        self._calls = calls
-        self._queue: deque[tuple[RunTool, Reply]] = deque()
-        self._idle: list[Wakeup] = []
-        self._tasks = 0
-
-    def hand(self, msg: RunTool, reply: Reply) -> None:
-        self._queue.append((msg, reply))
-        if self._idle:
-            self._idle.pop().set()
-        elif self._tasks < MAX_TOOL_CALL_TASKS:
-            self._tasks += 1
-            self._calls.start_soon(self._run)
-
-    async def _run(self) -> None:
-        queue = self._queue
-        try:
-            while True:
-                while queue:
-                    await self._run_one(*queue.popleft())
-                if len(self._idle) >= IDLE_TOOL_CALL_TASKS:
-                    return
-                woken = Wakeup()
-                self._idle.append(woken)
-                try:
-                    await woken.wait()
-                finally:
-                    if not woken.is_set():
-                        self._idle.remove(woken)
-        finally:
-            self._tasks -= 1
-
-    async def _run_one(self, msg: RunTool, reply: Reply) -> None:
-        """One call, its answer the ask's (a frame of its own: nothing of it is kept after)."""
-        try:
-            reply.set(await self._calls.run(msg))
-        except Exception as error:  # not the tool's (that is an outcome): the record's, at the run's end
-            reply.fail(error)
-
-
 class ToolBroker(Actor):
-    """Runs the run's tool calls (`ToolCalls`): each a `RunTool` ask, handed to one of its call
-    tasks; its watchdog runs beside them in this actor's cell, and records a call still running
-    when the run ends abandoned as the broker stops."""
+    """Runs the run's tool calls (`ToolCalls`): each a `RunTool` ask, run in its asker's task
+    (the connection's) as a step of this actor's, under its scope; its watchdog runs beside
+    them in this actor's cell, and records a call still running when the run ends abandoned as
+    the broker stops."""
 
     def __init__(self, calls: ToolCalls) -> None:
         super().__init__()
         self.calls = calls
-        self.tasks = _CallTasks(calls)
         calls.start_soon = self.start_soon
 
     async def on_start(self) -> None:
         self.start_soon(self.calls.watch)
         self.calls.open(self.ref)
 
-    @handler
-    def run_tool(self, msg: RunTool) -> None:
+    @in_askers_task
+    async def run_tool(self, msg: RunTool) -> Response:
         """Answered, once the call is recorded, with what `wfa tool` prints and exits with."""
-        self.tasks.hand(msg, self.defer())
+        return await self.calls.run(msg)
 
 
 def _not_started(fn: Callable[..., Any], *args: Any) -> None:

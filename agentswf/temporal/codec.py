@@ -1,0 +1,162 @@
+"""Payloads encrypted in Temporal's history: a payload codec with the deployment's payload key.
+
+Everything agentswf sends through Temporal is a payload: the workflow's input and result,
+each turn's request (its prompt) and its `Turn` (the answer), each tool call's input and
+result, each message, each update and query. Whoever reads the namespace (`temporal workflow
+show`, the Web UI) reads them as they are. With a payload key, every process of the deployment
+(`awf run --engine temporal`, `awf worker`, a person's `awf` commands) encrypts each payload
+before it leaves, and decrypts what comes, with AES-256-GCM, as Temporal's encryption samples
+do: the payload becomes `binary/encrypted`, its data a 12-byte random nonce and the
+ciphertext of the whole original payload, its metadata the key's id. A failure's message and
+stack trace are encrypted too (Temporal's encoded failure attributes).
+
+The key is 32 random bytes in base64 (`openssl rand -base64 32`) in AGENTSWF_PAYLOAD_KEY; its
+id is derived from it (`payload_key_id`), so nothing else is set up and two processes that
+name the same id hold the same key. Rotation: the new key in AGENTSWF_PAYLOAD_KEY, the old
+ones in AGENTSWF_PAYLOAD_OLD_KEYS (comma-separated), which still decrypt what they encrypted.
+Without a key nothing is encrypted (`awf worker` says so), and a payload encrypted with a key
+this process doesn't hold is a `PayloadKeyError` naming the key's id, never plaintext guessed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes, PayloadCodec
+
+from ..errors import PayloadKeyError
+from ..harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE, PAYLOAD_VARIABLES
+from .keys import no_dump
+
+KEY_BYTES = 32  # AES-256
+NONCE_BYTES = 12  # GCM's standard nonce, random for each payload
+KEY_ID_CHARS = 12  # a key's id: hex of an HMAC of the key, in each payload's metadata and in errors
+ENCODING_KEY = "encoding"
+ENCRYPTED = b"binary/encrypted"  # the encoding Temporal's encryption samples name
+KEY_ID_KEY = "encryption-key-id"
+NEW_KEY_HINT = "make one with `openssl rand -base64 32`"
+
+
+def payload_key_id(key: bytes) -> str:
+    """The key's id: says which key encrypted a payload without saying anything of the key."""
+    return hmac.new(key, b"agentswf payload key id", hashlib.sha256).hexdigest()[:KEY_ID_CHARS]
+
+
+def parse_key(text: str, variable: str) -> bytes:
+    """The 32 bytes `text` (base64, standard or URL-safe) holds; else PayloadKeyError naming
+    `variable`, never the value."""
+    cleaned = "".join(text.split()).replace("-", "+").replace("_", "/")
+    try:
+        key = base64.b64decode(cleaned + "=" * (-len(cleaned) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise PayloadKeyError(f"{variable} is not base64: give {KEY_BYTES} random bytes in base64 ({NEW_KEY_HINT})") from None
+    if len(key) != KEY_BYTES:
+        raise PayloadKeyError(
+            f"{variable} holds {len(key)} bytes, not {KEY_BYTES}: give {KEY_BYTES} random bytes in base64 ({NEW_KEY_HINT})"
+        )
+    return key
+
+
+class PayloadKeys:
+    """The deployment's payload keys: `current` encrypts (None: nothing is), each of them decrypts
+    what it encrypted, found by its id. Its repr shows ids only."""
+
+    def __init__(self, current: bytes | None = None, old: Sequence[bytes] = ()) -> None:
+        self.current_id = payload_key_id(current) if current is not None else None
+        held = [*old, current] if current is not None else list(old)
+        self._ciphers = {payload_key_id(key): AESGCM(key) for key in held}
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PayloadKeys:
+        """The keys `env` gives (AGENTSWF_PAYLOAD_KEY, AGENTSWF_PAYLOAD_OLD_KEYS); PayloadKeyError if malformed."""
+        current = env.get(PAYLOAD_KEY_VARIABLE, "").strip()
+        olds = [part for part in env.get(PAYLOAD_OLD_KEYS_VARIABLE, "").split(",") if part.strip()]
+        if olds and not current:
+            raise PayloadKeyError(f"{PAYLOAD_OLD_KEYS_VARIABLE} is given without {PAYLOAD_KEY_VARIABLE}: "
+                                  f"old keys only decrypt, beside a current key that encrypts")
+        old = [parse_key(part, f"{PAYLOAD_OLD_KEYS_VARIABLE} (its key {n})") for n, part in enumerate(olds, 1)]
+        return cls(parse_key(current, PAYLOAD_KEY_VARIABLE) if current else None, old)
+
+    @property
+    def ids(self) -> list[str]:
+        return sorted(self._ciphers)
+
+    def encrypt(self, payload: Payload) -> Payload:
+        """`payload`, encrypted with the current key; as it is without one."""
+        if self.current_id is None:
+            return payload
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        sealed = self._ciphers[self.current_id].encrypt(nonce, payload.SerializeToString(), None)
+        return Payload(metadata={ENCODING_KEY: ENCRYPTED, KEY_ID_KEY: self.current_id.encode()}, data=nonce + sealed)
+
+    def decrypt(self, payload: Payload) -> Payload:
+        """`payload` decrypted, if it was encrypted (else as it is); PayloadKeyError if its key isn't held
+        or it doesn't decrypt (it was altered)."""
+        if payload.metadata.get(ENCODING_KEY) != ENCRYPTED:
+            return payload
+        key_id = payload.metadata.get(KEY_ID_KEY, b"").decode(errors="replace")[:KEY_ID_CHARS]
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            held = f"it holds {', '.join(self.ids)}" if self._ciphers else f"it has no payload key ({PAYLOAD_KEY_VARIABLE})"
+            raise PayloadKeyError(
+                f"a payload from Temporal is encrypted with payload key {key_id!r}, which this process doesn't hold "
+                f"({held}): give that key in {PAYLOAD_KEY_VARIABLE}, or in {PAYLOAD_OLD_KEYS_VARIABLE} once rotated"
+            )
+        try:
+            plain = cipher.decrypt(payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:], None)
+        except InvalidTag:
+            raise PayloadKeyError(f"a payload from Temporal encrypted with payload key {key_id} doesn't decrypt "
+                                  f"with it: it was altered") from None
+        return Payload.FromString(plain)
+
+    def __repr__(self) -> str:
+        return f"<PayloadKeys current={self.current_id} held={self.ids}>"
+
+
+class PayloadCipher(PayloadCodec):
+    """Temporal's payload codec with `keys`: every client and worker of the deployment uses it."""
+
+    def __init__(self, keys: PayloadKeys) -> None:
+        self.keys = keys
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.keys.encrypt(payload) for payload in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.keys.decrypt(payload) for payload in payloads]
+
+
+def data_converter(keys: PayloadKeys) -> DataConverter:
+    """Temporal's default converter with the codec; with a key, failures' messages are encrypted too.
+    Without one, the codec still says so when a payload comes encrypted."""
+    if keys.current_id is None:
+        return DataConverter(payload_codec=PayloadCipher(keys))
+    return DataConverter(payload_codec=PayloadCipher(keys), failure_converter_class=DefaultFailureConverterWithEncodedAttributes)
+
+
+_held: PayloadKeys | None = None
+
+
+def held_keys() -> PayloadKeys:
+    """This process's payload keys, read from its environment at first use (and again when its
+    variables are set again), then taken out of it: nothing it starts inherits them. A process
+    that holds a key is made non-dumpable, as one that holds the run key is. PayloadKeyError if
+    a variable is malformed."""
+    global _held
+    if _held is None or any(name in os.environ for name in PAYLOAD_VARIABLES):
+        keys = PayloadKeys.from_env(os.environ)
+        for name in PAYLOAD_VARIABLES:
+            os.environ.pop(name, None)
+        if keys.current_id is not None:
+            no_dump()
+        _held = keys
+    return _held
