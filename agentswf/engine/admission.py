@@ -13,7 +13,6 @@ unlisted run directory alone. Nothing here outlives a run: each run says it for 
 from __future__ import annotations
 
 import os
-import time
 
 import anyio
 import structlog
@@ -23,6 +22,7 @@ from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import LiveAttempts, agent_refusal, operator_refusal
 from ..launcher.listener import Admit
 from ..launcher.peer import Peer, command_of, environment_value, is_connector, parent_of, parents_readable
+from .clock import wall
 from .record.lines import ConnectionRefused
 
 _log = structlog.get_logger("agentswf.admission")
@@ -33,7 +33,7 @@ async def _record(recorder: ActorRef, socket: str, peer: Peer, reason: str) -> N
     command = command_of(peer.pid)
     if not is_connector(peer):  # read from a pid given to another process since: not the connector's
         command = []
-    await recorder.tell(ConnectionRefused(time.time(), socket, peer.pid, command, reason))
+    await recorder.tell(ConnectionRefused(wall(), socket, peer.pid, command, reason))
 
 
 def gone_refusal(whose: str, pid: int | None) -> str:

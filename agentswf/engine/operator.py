@@ -10,8 +10,8 @@ Its connections are bounded as an agent's are (see `launcher.listener`), with a 
 their own, `MAX_OPERATOR_CONNECTIONS`, so nothing at the agents' sockets can keep a person
 out, nor this socket the agents: the request must arrive within
 `REQUEST_LINE_TIMEOUT_SECONDS`, a stalled connection is the first evicted, and a request
-is answered within `OPERATOR_TIMEOUT_SECONDS`, plus its own wait for `awf inbox --wait`,
-which is at most `MAX_INBOX_WAIT_SECONDS`.
+is answered within `OPERATOR_TIMEOUT_SECONDS`, plus its own wait for `awf inbox --wait` (or for
+a call to approve, `Pending(wait_ms)`), which is at most `MAX_INBOX_WAIT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
 from .mail.switchboard import Inbox, Participants, Receive, Standing
 from .mail.words import Post, Posted
-from .record.lines import ApprovalDecision
+from .record.lines import ApprovalDecision, ApprovalRequest
 from .rules import Refusal
-from .tools.approvals import Decide, ListPending
+from .tools.approvals import AwaitPending, Decide, ListPending
 
 _log = structlog.get_logger("agentswf.operator")
 OPERATOR_SOCKET_NAME = "op.sock"
 MAX_OPERATOR_REQUEST_BYTES = 64 * 1024
 OPERATOR_TIMEOUT_SECONDS = 30.0
-MAX_INBOX_WAIT_SECONDS = 3600.0  # awf inbox --wait, the one long request
+MAX_INBOX_WAIT_SECONDS = 3600.0  # awf inbox --wait and a wait for a call to approve, the long requests
 MAX_OPERATOR_CONNECTIONS = 16  # open at once on the operator socket; it has no share in the agents'
 
 
@@ -65,7 +65,10 @@ class Reject(_Operator, tag="reject", frozen=True):
 
 
 class Pending(_Operator, tag="pending", frozen=True):
-    pass
+    """The calls waiting for approval; with `wait_ms`, wait that long for one `known` doesn't name."""
+
+    wait_ms: int = 0
+    known: tuple[str, ...] = ()
 
 
 class ReadInbox(_Operator, tag="inbox", frozen=True):
@@ -145,7 +148,7 @@ async def _handle(
         )
         return posted(request, answer)
     if isinstance(request, Pending):
-        pending = await desk.ask(ListPending())
+        pending = await _pending(request, desk)
         return OperatorResponse(True, f"{len(pending)} call(s) waiting for approval", msgspec.to_builtins(pending))
     approved = isinstance(request, Approve)
     decided = await desk.ask(Decide(request.call_id, ApprovalDecision(approved, request.reason, request.by)))
@@ -153,6 +156,14 @@ async def _handle(
     if decided:
         return OperatorResponse(True, f"call {request.call_id} {verb}")
     return OperatorResponse(False, f"no call {request.call_id} is waiting for approval")
+
+
+async def _pending(request: Pending, desk: ActorRef) -> list[ApprovalRequest]:
+    if request.wait_ms <= 0:
+        return await desk.ask(ListPending())  # type: ignore[no-any-return]
+    with anyio.move_on_after(min(request.wait_ms / 1000, MAX_INBOX_WAIT_SECONDS)):
+        return await desk.ask(AwaitPending(frozenset(request.known)))  # type: ignore[no-any-return]
+    return await desk.ask(ListPending())  # type: ignore[no-any-return]
 
 
 async def _status(control: RunControl, desk: ActorRef, board: ActorRef) -> OperatorResponse:
@@ -256,7 +267,7 @@ async def _respond(
         request = _decoder.decode(data)
     except msgspec.DecodeError as error:
         return OperatorResponse(False, f"not an operator request: {error}")
-    wait = min(request.wait_ms / 1000, MAX_INBOX_WAIT_SECONDS) if isinstance(request, ReadInbox) else 0.0
+    wait = min(request.wait_ms / 1000, MAX_INBOX_WAIT_SECONDS) if isinstance(request, ReadInbox | Pending) else 0.0
     with anyio.move_on_after(OPERATOR_TIMEOUT_SECONDS + wait):
         return await _handle(request, desk, board, control)
     return OperatorResponse(False, f"the run did not answer within {OPERATOR_TIMEOUT_SECONDS:g} seconds; try again")
@@ -310,7 +321,7 @@ async def serve_operator(
 def ask_run(socket_path: str | Path, request: OperatorRequest, *, timeout: float | None = None) -> OperatorResponse:
     """Send one operator request to a live run (blocking); raises OSError if it isn't live, or
     doesn't answer within `timeout` (by default the run's own bound on its answer)."""
-    wait = request.wait_ms / 1000 if isinstance(request, ReadInbox) else 0.0
+    wait = request.wait_ms / 1000 if isinstance(request, ReadInbox | Pending) else 0.0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait if timeout is None else timeout)
         connection.connect(str(socket_path))

@@ -58,7 +58,6 @@ import heapq
 import os
 import resource
 import socket
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
@@ -123,7 +122,7 @@ def raw_socket(stream: SocketStream) -> socket.socket:
 class Slot:
     """One connection's place in a budget; `evicted` says why it was closed to make room.
     While it waits for its request, `held` is the bytes of it received so far, in `reads`
-    reads, and `progressed_at` the monotonic time the last of them came."""
+    reads, and `progressed_at` the time the last of them came, on the loop's clock."""
 
     __slots__ = ("sock", "accepted", "evicted", "held", "reads", "progressed_at")
 
@@ -235,7 +234,7 @@ class ConnectionBudget:
         never `sparing`), because `why`; False if none is waiting. Its slot and bytes are
         free at once; its own task answers and closes it."""
         others = self._waiting if sparing is None else (slot for slot in self._waiting if slot is not sparing)
-        slot = choose_eviction(others, time.monotonic(), bytes_arriving)
+        slot = choose_eviction(others, backend.current_time(), bytes_arriving)
         if slot is None:
             return False
         self._waiting.discard(slot)
@@ -270,7 +269,7 @@ class ConnectionBudget:
             return
         slot.held += size
         slot.reads += 1
-        slot.progressed_at = time.monotonic()
+        slot.progressed_at = backend.current_time()
         self.reading_bytes += size
         if self.reading_bytes > MAX_READING_BYTES:
             why = f"the run holds {MAX_READING_BYTES} bytes of requests still arriving, its limit (MAX_READING_BYTES)"

@@ -14,12 +14,14 @@ time-skipping test server, then replays its history (agentswf.testing.temporal).
 
 With agentswf installed, pytest runs every `async def test_…` on asyncio and on trio
 (`--agentswf-backend trio` narrows to one), says why each skipped test was skipped, and
-has the fixtures `run_root` and `run_record` (see `agentswf.testing.pytest_plugin`).
+has the fixtures `run_root` and `run_record`, and the mark `virtual_time`, which runs a test on a
+virtual clock (see `agentswf.testing.pytest_plugin`; `virtual_clock` does the same outside pytest).
 """
 
 from ..errors import TestScriptError
 from ..wire import Response
 from .approvals import Decision, approve, reject
+from .clock import virtual_clock
 from .participants import ParticipantScript, respond
 from .record import Record, RunRecord, read_record
 from .runs import TestRun, run_workflow
@@ -61,4 +63,5 @@ __all__ = [
     "run_workflow",
     "silent",
     "timed_out",
+    "virtual_clock",
 ]

@@ -11,6 +11,9 @@ With it, a project's tests need nothing copied from anywhere:
 - a skipped test says why in the summary (as `-rs` would), unless `-rN` is given.
 - the fixtures `run_root` (where the test's runs are recorded, under its `tmp_path`)
   and `run_record` (a finished run's record, read back).
+- `@pytest.mark.virtual_time` (or `pytestmark = pytest.mark.virtual_time` for a module) runs an
+  async test on a virtual clock, on both backends: its time jumps to the next deadline whenever
+  the run has been idle a moment (`agentswf.testing.clock`).
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ import pytest
 from ..engine.record.layout import find_run
 from ..errors import WorkflowError
 from ..workflow.running import RunResult
+from .clock import virtual_clock
 from .record import Record, RunRecord, read_record
 from .runs import TestRun
 
 BACKENDS = ("asyncio", "trio")
 OTHER_ASYNC_MARKERS = ("trio", "asyncio")  # the markers of pytest-trio and pytest-asyncio
+VIRTUAL_TIME = "virtual_time"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +52,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if "N" not in config.option.reportchars:
         config.option.reportchars += "s"
+    config.addinivalue_line(
+        "markers", f"{VIRTUAL_TIME}: run the async test on a virtual clock that jumps to the next deadline when idle"
+    )
     _backend(config)  # a wrong ini value is a usage error before anything runs
 
 
@@ -54,7 +62,22 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_pycollect_makeitem(collector: pytest.Module | pytest.Class, name: str, obj: object) -> Generator[None, Any, Any]:
     if collector.istestfunction(obj, name) and _unclaimed_coroutine(collector, obj):
         pytest.mark.anyio(obj)
+        if _marked(collector, obj, VIRTUAL_TIME):
+            _on_virtual_time(obj)
     return (yield)
+
+
+def _marked(collector: pytest.Module | pytest.Class, obj: object, name: str) -> bool:
+    return any(mark.name == name for mark in getattr(obj, "pytestmark", ())) or bool(collector.get_closest_marker(name))
+
+
+def _on_virtual_time(obj: object) -> None:
+    """Give the test anyio's backends with a virtual clock each: a clock of its own per test
+    (unless it gives its own `anyio_backend`, or was given them already)."""
+    if any(mark.name == "parametrize" and "anyio_backend" in str(mark.args[:1]) for mark in getattr(obj, "pytestmark", ())):
+        return
+    backends = [pytest.param((backend, virtual_clock(backend)), id=backend) for backend in BACKENDS]
+    pytest.mark.parametrize("anyio_backend", backends)(obj)
 
 
 def _unclaimed_coroutine(collector: pytest.Module | pytest.Class, obj: object) -> bool:
@@ -63,8 +86,7 @@ def _unclaimed_coroutine(collector: pytest.Module | pytest.Class, obj: object) -
         return False
     if _ini(collector.config, "trio_mode") is True:
         return False
-    own = {mark.name for mark in getattr(obj, "pytestmark", ())}
-    return not any(name in own or collector.get_closest_marker(name) for name in OTHER_ASYNC_MARKERS)
+    return not any(_marked(collector, obj, name) for name in OTHER_ASYNC_MARKERS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

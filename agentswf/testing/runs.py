@@ -177,9 +177,10 @@ def _with_participants(
     """
     inner = definition.fn
 
-    async def play(key: str, script: ParticipantScript, run_dir: Path) -> None:
+    async def play(key: str, script: ParticipantScript, wf: Workflow) -> None:
         try:
-            await script.play(key, run_dir)
+            await wf.participants._opened(key).wait()
+            await script.play(key, wf.run_dir)
         except Exception as error:
             errors.append(error)
             raise
@@ -190,7 +191,7 @@ def _with_participants(
         try:
             async with anyio.create_task_group() as group:
                 for key, script in scripts.items():
-                    group.start_soon(play, key, script, wf.run_dir)
+                    group.start_soon(play, key, script, wf)
                 if approvals is not None:
                     group.start_soon(play_approvals, approvals, wf.run_dir, errors)
                 try:

@@ -28,6 +28,7 @@ from ..harnesses.runtime import Runtime
 from ..launcher import client
 from ..launcher.place import SOCKET_NAME
 from ..wire import MAX_RESPONSE_BYTES, REQUEST_LINE_TIMEOUT_SECONDS, TOOL_FAILURES, WIRE_VERSION, Response
+from ..workflow.durations import Duration, to_seconds
 
 _RECEIVE_BYTES = 262144  # as the client reads
 
@@ -167,6 +168,10 @@ class ScriptedTurn:
     ) -> Response:
         timeout_ms = None if timeout_seconds is None else max(1, int(timeout_seconds * 1000))
         return await self.request(command, peer=peer, message=text, await_reply=await_reply, timeout_ms=timeout_ms)
+
+    async def wait(self, duration: Duration) -> None:
+        """Work for `duration` ("10m", or seconds) on the run's clock: under virtual time, at once."""
+        await anyio.sleep(to_seconds(duration, what="a scripted wait"))
 
     async def waiting(self, reason: str, *, timeout_seconds: float | None = None) -> Response:
         """`wfa waiting` for this turn."""

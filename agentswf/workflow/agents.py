@@ -10,7 +10,8 @@ from typing import Any, TypeVar, overload
 
 import msgspec
 
-from ..actors import ActorRef
+from ..actors import ActorRef, backend
+from ..engine import clock
 from ..engine.accounting import Ledger
 from ..engine.agent.messages import StopAgent
 from ..engine.ids import new_id
@@ -22,7 +23,7 @@ from ..errors import ActorStopped, AgentClosed, DefinitionError, WorkflowError
 from ..harnesses.base import Harness
 from ..harnesses.capabilities import EFFORT_LEVELS, TABLE, refusal
 from ..harnesses.cli_version import CliChecks, CliVersion
-from ..harnesses.pane import in_a_pane
+from ..harnesses.pane import PaneHarness, in_a_pane
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
 from ..harnesses.versions import TESTED
@@ -393,7 +394,7 @@ class Agents:
     ) -> None:
         """A local run's agents, on its actors; `over` makes them for any engine."""
         self._bind(LocalAgents(self, run, board, cwd, env, resolve, sessions, run_stopped, run_interrupted),
-                   Budgets(), ledger or Ledger(), durable)
+                   Budgets(clock=backend.current_time), ledger or Ledger(), durable)
         self.sandboxes = Sandboxes(cwd, lambda message, **fields: None)  # the Workflow's, which records
         self.clis = CliChecks(self._cli_used)  # each CLI executable's version, read and checked at its first use
         self.ledger.watch(self._counted)
@@ -566,6 +567,25 @@ class Agents:
         return key in self._open
 
 
+def real_time_only(harness: Harness, sandboxed: bool) -> str | None:
+    """Why an agent can't be opened on a virtual clock, or None: a process (a CLI, a shell command,
+    a pane's TUI) or a sandbox lives in real time, and the clock would jump while it works."""
+    inner = harness.inner if isinstance(harness, SandboxedHarness) else harness
+    if isinstance(inner, PaneHarness):
+        what = "an agent in a pane"
+    elif inner.spawns:
+        what = f"its {inner.name} runtime runs a real process, which"
+    elif sandboxed or isinstance(harness, SandboxedHarness):
+        what = "a sandbox"
+    else:
+        return None
+    return (
+        f"{what} lives in real time, and this run's clock is virtual (agentswf.testing.virtual_clock, "
+        "@pytest.mark.virtual_time): its deadlines would pass while it works. Play the agent with a script "
+        "(run_workflow's agents=), or test it in real time"
+    )
+
+
 class LocalAgents:
     """The agents port of a local run (port.AgentsPort): each agent an actor the run actor opens, its
     harness resolved, its CLI's version checked, confined to its sandbox, resumed from the record."""
@@ -613,6 +633,10 @@ class LocalAgents:
             raise DefinitionError(f"agent {key}: its cwd {directory} is not a directory")
         agents, resolved = self._agents, spec.runtime
         unconfined = self._resolve(key, resolved)
+        if clock.virtual():
+            refused = real_time_only(unconfined, sandbox is not None)
+            if refused is not None:
+                raise DefinitionError(f"agent {key}: {refused}")
         cli, version = unconfined.cli_executable(), None
         if cli is not None:  # raises DefinitionError for a CLI older than agentswf works with
             version = (await agents.clis.check(key, *cli, {**self._env, **resolved.env}, directory)).text

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from time import monotonic
 from typing import Any, Literal
 
 import msgspec
 
 from ..engine.accounting import RunUsage, earlier_attempts
+from ..engine.clock import wall
 from ..engine.outcomes import Failed, Turn, Usage
 from ..engine.record.attempts import AttemptRecord
 from ..errors import DefinitionError
@@ -299,15 +300,16 @@ def _whose(scope: str) -> str:
 class _Scope:
     budget: Budget | None = None
     spent: Spent = field(default_factory=Spent)
-    began: float = field(default_factory=time.monotonic)
+    began: float = 0.0  # on the Budgets' clock, which sets it
 
 
 @dataclass
 class Budgets:
     """The run's budgets and what each scope spent; the workflow's side alone reads and writes it.
 
-    `clock` gives the seconds wall budgets count in: the loop's monotonic clock locally, workflow
-    time on Temporal (the same on every replay)."""
+    `clock` gives the seconds wall budgets count in: the event loop's clock locally (virtual under a
+    virtual clock), workflow time on Temporal (the same on every replay); by default the process's
+    monotonic clock."""
 
     log: Callable[..., None] = lambda message, **fields: None
     run: _Scope = field(default_factory=_Scope)
@@ -315,7 +317,7 @@ class Budgets:
     groups: dict[str, _Scope] = field(default_factory=dict)
     agents: dict[str, _Scope] = field(default_factory=dict)
     stage: str | None = None  # the stage open now
-    clock: Callable[[], float] = time.monotonic
+    clock: Callable[[], float] = monotonic
     measured: dict[str, str] = field(default_factory=dict)  # agents on a CLI that reports its spend: key -> "claude 2.1.332"
     unmeasured_told: bool = False  # a turn of one that reported no usage was warned of (once a run)
 
@@ -384,7 +386,7 @@ class Budgets:
         """The turn a budget did not let start, and its line in the run's log."""
         scope, why = refusal
         self.log("a budget stopped a turn", agent=key, turn=n, budget=scope, reason=why)
-        now = time.time()
+        now = wall()
         outcome = Failed(reason=f"{_whose(scope)} budget: {why}", retryable=False)
         return Turn(outcome=outcome, agent=key, call_id=call_id, n=n, started_at=now, ended_at=now)
 

@@ -17,7 +17,6 @@ usage.json as they left it, and its budgets from the same (`carry`).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ import msgspec
 
 from ..actors import ActorRef
 from ..engine.accounting import Ledger, RunUsage
+from ..engine.clock import wall
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
 from ..engine.record.attempts import (
     INTERRUPTED,
@@ -143,7 +143,7 @@ class Durable:
                 file_sha256=sha,
                 pid=os.getpid(),
                 process_start=process_start(os.getpid()),
-                started_at=time.time(),
+                started_at=wall(),
                 continues=last.n if last is not None else None,
                 file_changed=last is not None and last.file_sha256 != sha,
                 from_stage=from_stage,
@@ -237,7 +237,7 @@ class Durable:
         if decision.start:
             await self._start_point()
         self._entered(name, "ran")
-        self._open = _OpenStage(name, time.time())
+        self._open = _OpenStage(name, wall())
         if self.writes:  # so an attempt killed in it still says which stage it was in
             self.attempt.stage = name
             await self._write(rewrite_attempt, self.run_dir, self.attempt, what=f"attempt {self.attempt.n}'s record")
@@ -263,7 +263,7 @@ class Durable:
             decoded = plan.decode_value(value, result)
         except msgspec.ValidationError as error:
             raise StopRequested(f"--values' value for stage {name} doesn't fit its result: {error}") from None
-        now = time.time()
+        now = wall()
         record = StageRecord(stage=name, attempt=self.attempt.n, started_at=now, ended_at=now, value=value, provided=True,
                              file_sha256=self.attempt.file_sha256)
         await self._write(write_stage, self.run_dir, record, what=f"stage {name}'s record")
@@ -303,7 +303,7 @@ class Durable:
             stage=name,
             attempt=self.attempt.n,
             started_at=stage.started_at,
-            ended_at=time.time(),
+            ended_at=wall(),
             value=encoded,
             sessions=list(stage.sessions.values()),
             turns=stage.turns,
@@ -335,7 +335,7 @@ class Durable:
                 value = plan.decode_value(plan.stand_in(answer_type), answer_type)
             except msgspec.ValidationError:
                 raise StopRequested(self._lookahead_reason(f"found no stand-in for a turn of agent {key}")) from None
-            now = time.time()
+            now = wall()
             return Turn(outcome=Answered(value), agent=key, call_id="look-ahead", n=0, started_at=now, ended_at=now)
         if id is None:
             return None
@@ -368,7 +368,7 @@ class Durable:
         if id is None or not turn.answered or not self.writes:
             return
         line = {"attempt": self.attempt.n, "agent": key, "id": id, "prompt": prompt, "schema": schema,
-                "stage": self.current_stage, "at": time.time(), "turn": msgspec.to_builtins(turn)}
+                "stage": self.current_stage, "at": wall(), "turn": msgspec.to_builtins(turn)}
         await self._write(append_synced, self.run_dir / TURN_IDS_FILE, line, what=f"turn {id!r}'s record")
         self.turn_ids[(key, id)] = line
 
@@ -410,7 +410,7 @@ class Durable:
                 progress("agentswf.run", "agent resumes its session", agent=key, session=resumed)
         if self.writes:
             assert self._recorder is not None, "an agent opens in a run whose actors have started"
-            await tell(self._recorder, SessionOpened(self.attempt.n, key, harness_name, time.time(), resumed, fresh, version))
+            await tell(self._recorder, SessionOpened(self.attempt.n, key, harness_name, wall(), resumed, fresh, version))
         return resumed
 
     # The attempt's ending -------------------------------------------------------------
@@ -418,7 +418,7 @@ class Durable:
     async def end(self, outcome: str, reason: str | None) -> None:
         if not self.writes:
             return
-        self.attempt.ended_at = time.time()
+        self.attempt.ended_at = wall()
         self.attempt.outcome = outcome
         self.attempt.reason = reason
         self.attempt.stage = None if outcome == "completed" else self.current_stage or self._left_in
@@ -443,7 +443,7 @@ def _last_of(run_dir: Path, earlier: list[AttemptRecord], rerun: str | None) -> 
         )
     if last.ended_at is None and last.outcome is None:
         last.outcome = INTERRUPTED
-        last.found_interrupted_at = time.time()
+        last.found_interrupted_at = wall()
         rewrite_attempt(run_dir, last)
     if last.outcome == "completed" and rerun is None:
         raise RecordRefused(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -14,6 +13,7 @@ import anyio.from_thread
 
 from ..actors import ActorRef, backend
 from ..engine.agent.messages import CancelTurn, SetTools, StartOp, StartTurn
+from ..engine.clock import wall
 from ..engine.ids import new_id
 from ..engine.mail.switchboard import (
     CloseRouteRequest,
@@ -114,11 +114,14 @@ class LocalEngine:
 
     def log(self, message: str, fields: Mapping[str, Any]) -> None:
         progress("agentswf.workflow", message, workflow=self._workflow, **fields)
-        line = Logged(time.time(), message, plain(fields))
+        plained = plain(fields)
         if threading.get_ident() == self._loop_thread:
-            self._log_lines.put(line)  # never waits, never overflows
-        else:  # from a sync handler's worker thread: the lines belong to the run's loop
-            anyio.from_thread.run_sync(self._log_lines.put, line)
+            self._put_log(message, plained)
+        else:  # from a sync handler's worker thread: the lines (and the clock) belong to the run's loop
+            anyio.from_thread.run_sync(self._put_log, message, plained)
+
+    def _put_log(self, message: str, fields: dict[str, Any]) -> None:
+        self._log_lines.put(Logged(wall(), message, fields))  # never waits, never overflows
 
     async def parallel(self, work: list[Callable[[], Awaitable[T]]], concurrency: int | None) -> list[T]:
         results: list[Any] = [None] * len(work)
@@ -235,7 +238,7 @@ class LocalDriver:
         return anyio.current_time()
 
     def wall(self) -> float:
-        return time.time()
+        return wall()
 
     def new_id(self) -> str:
         return new_id()
@@ -250,7 +253,7 @@ class LocalDriver:
             unix = deadline.timestamp() if isinstance(deadline, datetime) else float(deadline)  # type: ignore[arg-type]
             if not math.isfinite(unix):
                 raise DefinitionError(f"deadline must be a datetime or Unix seconds, not {deadline!r}")
-            limit = min(limit, now + (unix - time.time()))
+            limit = min(limit, now + (unix - wall()))
         return limit
 
     def check_schema(self, key: str, taught: Taught) -> None:

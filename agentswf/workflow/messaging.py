@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from ..engine.mail.rules import MAX_ROUTE_MESSAGES
 from ..engine.mail.switchboard import WORKFLOW_KEY, Mail
 from ..engine.rules import Refusal
@@ -80,6 +82,14 @@ class Participants:
         self._mail = mail
         self._keys = keys  # shared with the agents: one key namespace
         self._open: dict[str, Participant] = {}
+        self._opening: dict[str, anyio.Event] = {}  # waited on until the key opens: a test's scripted participant
+
+    def _opened(self, key: str) -> anyio.Event:
+        """Set once the workflow has opened `key`: agentswf.testing's scripted participants wait on it."""
+        event = self._opening.setdefault(key, anyio.Event())
+        if key in self._open:
+            event.set()
+        return event
 
     async def open(self, key: str) -> Participant:
         if key in self._open:
@@ -89,6 +99,8 @@ class Participants:
         self._keys.add(key)
         await self._mail.register(key)
         participant = self._open[key] = Participant(self._mail, key)
+        if key in self._opening:
+            self._opening[key].set()
         return participant
 
 

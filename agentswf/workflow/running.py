@@ -6,7 +6,6 @@ import inspect
 import os
 import shutil
 import tempfile
-import time
 import traceback
 from collections.abc import Mapping
 from contextlib import nullcontext
@@ -22,6 +21,7 @@ import structlog
 
 from ..engine.accounting import RunUsage
 from ..engine.actor_trace import RunTrace, write_trace
+from ..engine.clock import wall
 from ..engine.mail.switchboard import WORKFLOW_KEY, CloseAll, Register
 from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
 from ..engine.record.lines import RunEnded, RunStarted
@@ -381,7 +381,7 @@ class LocalRun:
         if gap is not None:
             end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)
         if not await actors.recorder.ask(
-            RunEnded(end.outcome, end.reason, end.value, self.durable.attempt.started_at, time.time(), end.where, end.traceback)
+            RunEnded(end.outcome, end.reason, end.value, self.durable.attempt.started_at, wall(), end.where, end.traceback)
         ):
             gap = await actors.recorder.ask(RecordGaps()) or "the run's record is incomplete"
             end = _Ending("failed", None, _incomplete(gap, ended.outcome, ended.reason), end.where, end.traceback)

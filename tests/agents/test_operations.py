@@ -76,13 +76,14 @@ async def test_unscripted_compaction_answers_empty_and_takes_no_turn_entry(tmp_p
     assert len(run.turns_of("a")) == 2
 
 
+@pytest.mark.virtual_time
 async def test_scripted_compactions_and_a_compaction_timeout_leaves_the_agent_usable(tmp_path):
     @flow
     async def ops(wf):
         a = await wf.agents.open("a", runtime="claude")
         await a.run("one")
         summary = await a.compact("focus")
-        hung = await a.compact("focus", timeout=0.2)
+        hung = await a.compact("focus", timeout="10m")
         unconfirmed = await a.compact("focus")
         broke = await a.compact("focus")
         after = await a.run("two")
@@ -93,6 +94,8 @@ async def test_scripted_compactions_and_a_compaction_timeout_leaves_the_agent_us
         compactions={"a": [answer("the summary"), hang(), silent(), failed("boom")]},
     )
     assert run.value == ["the summary", "timed-out", "the harness did not confirm a compaction", "failed", "x"]
+    hung = run.compactions_of("a")[1]
+    assert hung["ended_at"] - hung["started_at"] == pytest.approx(10 * 60, abs=1)
 
 
 async def test_a_harness_that_cant_compact_fails_at_once(tmp_path):

@@ -296,10 +296,11 @@ async def one_turn(wf, args: dict) -> dict:
                                               "reason": "a permission prompt"}),
         (timed_out("the CLI's own limit"), {}, {"kind": "timed-out", "type": TimedOut.__name__,
                                                 "reason": "the CLI's own limit"}),
-        (hang(), {"timeout": 0.2}, {"kind": "timed-out", "answered": False,
+        (hang(), {"timeout": "20m"}, {"kind": "timed-out", "answered": False,
                                     "reason": "the turn's deadline passed before an answer was accepted"}),
     ],
 )
+@pytest.mark.virtual_time
 async def test_each_outcome_scripted(tmp_path, script, args, expected):
     run = await run_workflow(one_turn, agents={"a": script}, args=args, run_root=tmp_path)
     for key, value in expected.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+import anyio
 import pytest
 
 from agentswf.engine.rules import AttemptEnding
@@ -140,20 +141,21 @@ class WaitThenExit(Script):
         return AttemptEnding("exited")
 
 
+@pytest.mark.virtual_time
 async def test_a_granted_wait_holds_off_the_nudge(tmp_path):
     from agentswf import workflow
 
     @workflow(name="w", description="waits")
     async def wf_(wf):
         agent = await wf.agents.open("a", runtime="shell:true")
-        turn = await agent.run("Work.", schema=N, timeout=0.4)
+        turn = await agent.run("Work.", schema=N, timeout="90s")
         return {"kind": turn.outcome.kind, "nudged": turn.nudged}
 
-    start = time.monotonic()
+    start = anyio.current_time()
     run = await run_workflow(wf_, agents={"a": WaitThenExit("silent")}, run_root=tmp_path)
-    # the wait runs to the turn's deadline: no nudge, the turn times out
+    # the wait (two minutes by default) is cut to the turn's deadline: no nudge, the turn times out
     assert run.value == {"kind": "timed-out", "nudged": False}
-    assert 0.3 < time.monotonic() - start < 3
+    assert anyio.current_time() - start == pytest.approx(90, abs=1)
 
 
 async def test_without_a_wait_the_silent_turn_is_nudged(tmp_path):
@@ -169,32 +171,32 @@ async def test_without_a_wait_the_silent_turn_is_nudged(tmp_path):
     assert run.value == {"kind": "answered", "nudged": True}
 
 
-async def test_the_nudge_comes_once_a_shorter_wait_ends(tmp_path, monkeypatch):
+@pytest.mark.virtual_time
+async def test_the_nudge_comes_once_a_shorter_wait_ends(tmp_path):
     from agentswf import workflow
 
-    monkeypatch.setattr("agentswf.engine.turn.requests.MIN_WAITING_SECONDS", 0.0)
     seen = {}
 
     class ShortWait(Script):
         async def play(self, turn):
-            assert (await turn.waiting("Running the suite", timeout_seconds=0.3)).ok
-            seen["left"] = time.monotonic()
+            assert (await turn.waiting("Running the suite", timeout_seconds=120)).ok
+            seen["left"] = anyio.current_time()
             return AttemptEnding("exited")
 
     def nudged(turn):
-        seen["nudge"] = (time.monotonic(), turn.nudge)
+        seen["nudge"] = (anyio.current_time(), turn.nudge)
         return {"n": 5}
 
     @workflow(name="w", description="waits")
     async def wf_(wf):
         agent = await wf.agents.open("a", runtime="shell:true")
-        turn = await agent.run("Work.", schema=N, timeout=5)
+        turn = await agent.run("Work.", schema=N, timeout="1h")
         return {"n": turn.value.n, "nudged": turn.nudged}
 
     run = await run_workflow(wf_, agents={"a": [ShortWait("silent"), answer(nudged)]}, run_root=tmp_path)
     assert run.value == {"n": 5, "nudged": True}
     at, was_nudge = seen["nudge"]
-    assert was_nudge and at - seen["left"] >= 0.2  # held off until the wait ended
+    assert was_nudge and at - seen["left"] == pytest.approx(120, abs=1)  # held off until the wait ended
 
 
 async def test_a_granted_wait_reads_as_utc_times_and_seconds_left(tmp_path):

@@ -19,9 +19,11 @@ from anyio.abc import SocketStream
 from agentswf.launcher import client
 from agentswf.launcher.listener import ConnectionBudget, bind, connection_limit, serve
 from agentswf.wire import (
+    ANSWER_DELIVERY_TIMEOUT_SECONDS,
     EXIT_TOOL_UNCERTAIN,
     MAX_OPEN_CONNECTIONS,
     MAX_REQUEST_BYTES,
+    REQUEST_LINE_TIMEOUT_SECONDS,
     Request,
     Response,
     decode_response,
@@ -82,10 +84,11 @@ async def close(streams: list[SocketStream]) -> None:
         await stream.aclose()
 
 
-async def settle(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+async def settle(condition: Callable[[], bool], seconds: float = 5.0, step: float = 0.01) -> None:
+    """Wait until `condition()` holds, looking every `step` (a long one on virtual time: each look is a jump)."""
     with anyio.fail_after(seconds):
         while not condition():
-            await anyio.sleep(0.01)
+            await anyio.sleep(step)
 
 
 def rss_bytes() -> int:
@@ -254,25 +257,24 @@ async def test_a_thousand_stalled_connections_dont_keep_a_caller_out(tmp_path):
     assert elapsed < 3.0
 
 
-async def test_connections_sending_nothing_are_closed_at_the_line_deadline(tmp_path, monkeypatch):
-    monkeypatch.setattr("agentswf.launcher.listener.REQUEST_LINE_TIMEOUT_SECONDS", 0.3)
+@pytest.mark.virtual_time
+async def test_connections_sending_nothing_are_closed_at_the_line_deadline(tmp_path):
     budget = ConnectionBudget()
     async with serving(tmp_path, budget) as path:
         streams = [await anyio.connect_unix(path) for _ in range(MAX_OPEN_CONNECTIONS)]
-        started = time.monotonic()
-        with anyio.fail_after(5):
+        started = anyio.current_time()
+        with anyio.fail_after(REQUEST_LINE_TIMEOUT_SECONDS + 1):
             answers = [decode_response(await read_all(stream)) for stream in streams]
-        elapsed = time.monotonic() - started
+        elapsed = anyio.current_time() - started
         await settle(lambda: budget.open == 0)
     await close(streams)
     assert all(a.code == "invalid-request" and "REQUEST_LINE_TIMEOUT_SECONDS" in a.stderr for a in answers)
-    assert 0.25 <= elapsed < 3.0
+    assert elapsed == pytest.approx(REQUEST_LINE_TIMEOUT_SECONDS, abs=0.1)
     assert budget.evicted == 0
 
 
-async def test_a_client_that_never_takes_its_answer_is_closed_at_the_delivery_deadline(tmp_path, monkeypatch):
-    monkeypatch.setattr("agentswf.launcher.listener.ANSWER_DELIVERY_TIMEOUT_SECONDS", 0.3)
-
+@pytest.mark.virtual_time
+async def test_a_client_that_never_takes_its_answer_is_closed_at_the_delivery_deadline(tmp_path):
     async def big(request: Request) -> Response:
         return refused("peers", "no-operation", "x" * (8 * 1024 * 1024))  # far over any socket buffer
 
@@ -281,7 +283,9 @@ async def test_a_client_that_never_takes_its_answer_is_closed_at_the_delivery_de
         await stream.send(PEERS_LINE)
         await stream.send_eof()
         await settle(lambda: budget.open == 1)
-        await settle(lambda: budget.open == 0, 3.0)  # and never a byte read
+        started = anyio.current_time()
+        await settle(lambda: budget.open == 0, ANSWER_DELIVERY_TIMEOUT_SECONDS + 2, step=1.0)  # and never a byte read
+        assert ANSWER_DELIVERY_TIMEOUT_SECONDS <= anyio.current_time() - started <= ANSWER_DELIVERY_TIMEOUT_SECONDS + 1
 
 
 class RunsOutOfDescriptors(socket.socket):

@@ -71,3 +71,8 @@ async def raises(wf: Workflow) -> str:
 async def test_a_failure_beside_the_test_kits_players_is_placed_in_the_workflows_file():
     run = await run_workflow(raises, agents={}, approvals={})
     assert run.outcome == "failed" and "test_approvals_kit.py:" in (run.result.where or ""), run.result.where
+
+
+async def test_an_answer_that_is_no_decision_fails_the_test(tmp_path):
+    with pytest.raises(TestScriptError, match=r"approvals answered 'yes' for deploy: use approve"):
+        await run_workflow(deployer, agents={"a": answer(agent_a)}, approvals=lambda request: "yes", run_root=tmp_path)

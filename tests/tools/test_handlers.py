@@ -115,10 +115,10 @@ def _stubborn(started: threading.Event, release: threading.Event):
     return stubborn
 
 
-async def test_a_sync_handler_ignoring_its_signal_is_abandoned_after_the_grace(tmp_path, monkeypatch):
-    from agentswf.engine.tools import broker
+@pytest.mark.virtual_time
+async def test_a_sync_handler_ignoring_its_signal_is_abandoned_after_the_grace(tmp_path):
+    from agentswf.engine.tools.broker import TOOL_SETTLE_GRACE_SECONDS
 
-    monkeypatch.setattr(broker, "TOOL_SETTLE_GRACE_SECONDS", 0.3)
     started, release = threading.Event(), threading.Event()
     seen = []
 
@@ -127,9 +127,9 @@ async def test_a_sync_handler_ignoring_its_signal_is_abandoned_after_the_grace(t
         return "done"
 
     async def fn(wf):
-        tools = {"stubborn": tool(_stubborn(started, release), description="Ignores its signal.", timeout="0.2s")}
+        tools = {"stubborn": tool(_stubborn(started, release), description="Ignores its signal.", timeout="1m")}
         agent = await wf.agents.open("a", runtime="shell:true", tools=tools)
-        return (await agent.run("Go.", timeout=10)).outcome.kind
+        return (await agent.run("Go.", timeout="1h")).outcome.kind
 
     began = time.monotonic()
     try:
@@ -142,7 +142,8 @@ async def test_a_sync_handler_ignoring_its_signal_is_abandoned_after_the_grace(t
     assert failed.outcome == "timed-out" and "abandoned" in failed.error and "may have run" in failed.error.lower()
     [line] = tool_lines(run.run_dir)
     assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
-    assert 0.4 < line["ended_at"] - line["started_at"] < 1.8  # its time and the grace, not its return
+    # its time and the grace, not its return
+    assert line["ended_at"] - line["started_at"] == pytest.approx(60 + TOOL_SETTLE_GRACE_SECONDS, abs=1)
 
 
 async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_abandoned(tmp_path):
@@ -176,14 +177,13 @@ async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_a
     assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
 
 
-async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp_path, monkeypatch):
-    from agentswf.engine.tools import broker
-
-    monkeypatch.setattr(broker, "TOOL_SETTLE_GRACE_SECONDS", 0.3)
+@pytest.mark.virtual_time
+async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp_path):
+    from agentswf.engine.tools.broker import TOOL_SETTLE_GRACE_SECONDS
 
     async def shielded() -> str:
         with anyio.CancelScope(shield=True):
-            await anyio.sleep(1.5)
+            await anyio.sleep(600)
         return "late"
 
     seen = []
@@ -193,10 +193,11 @@ async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp
         return "done"
 
     async def fn(wf):
-        tools = {"shielded": tool(shielded, description="Shields itself.", timeout="0.2s")}
+        tools = {"shielded": tool(shielded, description="Shields itself.", timeout="1m")}
         agent = await wf.agents.open("a", runtime="shell:true", tools=tools)
-        return (await agent.run("Go.", timeout=10)).outcome.kind
+        return (await agent.run("Go.", timeout="1h")).outcome.kind
 
+    started = anyio.current_time()
     with structlog.testing.capture_logs() as logs:
         run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
     assert run.value == "answered"
@@ -205,7 +206,9 @@ async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp
     assert seen[0].outcome == "timed-out" and "abandoned" in seen[0].error
     [line] = tool_lines(run.run_dir)
     assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
-    assert line["ended_at"] - line["started_at"] < 1.2  # answered at its time and grace; the run waited for the rest
+    # answered at its time and grace; the run waited for the rest
+    assert line["ended_at"] - line["started_at"] == pytest.approx(60 + TOOL_SETTLE_GRACE_SECONDS, abs=1)
+    assert anyio.current_time() - started >= 600
 
 
 CLI_FLOW = '''

@@ -1,4 +1,6 @@
-"""A tool call's time: its timeout, the turn's deadline, and the call's cancellation signal."""
+"""A tool call's time: its timeout, the turn's deadline, and the call's cancellation signal.
+
+On virtual time: every time here is exact, in minutes, and passes at once."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from agentswf.workflow.tools import DEFAULT_TOOL_TIMEOUT_SECONDS
 
 from .kit import cancel_after, tool_lines
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 def _wf(fn):
@@ -46,9 +48,9 @@ async def _hang_on(turn, name):
 @pytest.mark.parametrize(
     ("timeout", "turn_timeout", "expected"),
     [
-        ("0.3s", 10, 0.3),  # the call's own time
-        (False, 0.5, 0.5),  # only the turn's deadline
-        ("30s", 0.5, 0.5),  # the turn's deadline always bounds it
+        ("3m", 600, 180),  # the call's own time
+        (False, 300, 300),  # only the turn's deadline
+        ("30m", 300, 300),  # the turn's deadline always bounds it
     ],
 )
 async def test_the_signal_fires_when_the_calls_time_is_up(tmp_path, timeout, turn_timeout, expected):
@@ -70,10 +72,10 @@ async def test_the_signal_fires_when_the_calls_time_is_up(tmp_path, timeout, tur
     run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
     started, kind = run.value
     assert log["cancelled_before"] is False and log["cancelled_after"] is True
-    assert expected - 0.05 <= log["released"] - started <= expected + 0.4
+    assert log["released"] - started == pytest.approx(expected, abs=0.01)
     [line] = tool_lines(run.run_dir)
     assert line["outcome"] == "timed-out"
-    if timeout == "0.3s":  # the call ran out, not the turn: the agent is told and answers
+    if timeout == "3m":  # the call ran out, not the turn: the agent is told and answers
         assert kind == "answered"
         assert seen == [ToolFailed(outcome="timed-out", error=seen[0].error)]
         assert "may have run" in seen[0].error.lower()
@@ -91,24 +93,24 @@ async def test_each_running_call_is_signalled_at_its_own_time_however_their_dead
         return "done"
 
     async def quick_script(turn):
-        await anyio.sleep(0.1)  # the slow call's deadline is armed first
+        await anyio.sleep(60)  # the slow call's deadline is armed first
         await turn.tool("quick")
         return "done"
 
     async def fn(wf):
         tools = {
-            "slow": tool(_waiter(logs["slow"]), description="Waits.", timeout="1.2s"),
-            "quick": tool(_waiter(logs["quick"]), description="Waits.", timeout="0.3s"),
+            "slow": tool(_waiter(logs["slow"]), description="Waits.", timeout="12m"),
+            "quick": tool(_waiter(logs["quick"]), description="Waits.", timeout="3m"),
         }
         agents = [await wf.agents.open(key, runtime="shell:true", tools=tools) for key in ("s", "q")]
-        kinds = await wf.parallel(agents, lambda agent: agent.run("Go.", timeout=10))
+        kinds = await wf.parallel(agents, lambda agent: agent.run("Go.", timeout="1h"))
         return [turn.outcome.kind for turn in kinds]
 
     run = await run_workflow(_wf(fn), agents={"s": answer(slow_script), "q": answer(quick_script)}, run_root=tmp_path)
     assert run.value == ["answered", "answered"]
     quick, slow = logs["quick"], logs["slow"]
-    assert 0.25 <= quick["released"] - quick["started"] <= 0.7
-    assert 1.15 <= slow["released"] - slow["started"] <= 1.8
+    assert quick["released"] - quick["started"] == pytest.approx(3 * 60, abs=0.01)
+    assert slow["released"] - slow["started"] == pytest.approx(12 * 60, abs=0.01)
     assert sorted(line["outcome"] for line in tool_lines(run.run_dir)) == ["timed-out", "timed-out"]
 
 
@@ -120,14 +122,14 @@ async def test_the_signal_fires_when_the_turn_ends_otherwise(tmp_path):
             "a", runtime="shell:true", tools={"wait": tool(_waiter(log), description="Waits.", timeout=False)}
         )
         started = anyio.current_time()
-        await cancel_after(0.3, lambda: agent.run("Go.", timeout=10))
+        await cancel_after(180, lambda: agent.run("Go.", timeout="1h"))
         return started
 
     run = await run_workflow(
         _wf(fn), agents={"a": answer(lambda turn: _hang_on(turn, "wait"))}, run_root=tmp_path
     )
     assert log["cancelled_after"] is True
-    assert 0.25 <= log["released"] - run.value <= 0.8
+    assert log["released"] - run.value == pytest.approx(180, abs=0.01)
     [turn] = run.turns
     assert turn["outcome"]["kind"] == "cancelled"
 
@@ -136,7 +138,7 @@ async def test_a_handler_that_finishes_in_time_is_not_cancelled(tmp_path):
     calls: list[ToolCall] = []
 
     async def quick(call: ToolCall) -> str:
-        await anyio.sleep(0.05)
+        await anyio.sleep(4 * 60)
         calls.append(call)
         return "fine"
 
@@ -146,9 +148,9 @@ async def test_a_handler_that_finishes_in_time_is_not_cancelled(tmp_path):
 
     async def fn(wf):
         agent = await wf.agents.open(
-            "a", runtime="shell:true", tools={"quick": tool(quick, description="Quick.", timeout="0.5s")}
+            "a", runtime="shell:true", tools={"quick": tool(quick, description="Quick.", timeout="5m")}
         )
-        return (await agent.run("Go.", timeout=5)).outcome.kind
+        return (await agent.run("Go.", timeout="10m")).outcome.kind
 
     run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
     assert run.value == "answered"
@@ -216,7 +218,7 @@ async def test_a_turn_that_times_out_while_its_agent_hangs_ends_the_running_call
 
     async def fn(wf):
         agent = await wf.agents.open("a", runtime="shell:true", tools={"record": tool(record, description="R.")})
-        turn = await agent.run("Go.", timeout=0.3)
+        turn = await agent.run("Go.", timeout="20m")
         return turn.outcome.kind, list(got)
 
     run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)

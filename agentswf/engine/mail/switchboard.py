@@ -8,7 +8,6 @@ form however agents message each other. Every decision is a pure rule of `mailru
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -18,7 +17,7 @@ import anyio
 import msgspec
 
 from ...actors import Actor, ActorRef, Reply, Supervisor, handler
-from ..clock import wall_ms
+from ..clock import wall, wall_ms
 from ..ids import new_id
 from ..record.lines import MessageRead, MessageSent
 from ..rules import Refusal
@@ -332,7 +331,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
             kind=kind,
             purpose=route.purpose,
             question=question_id,
-            at=time.time(),
+            at=wall(),
         )
         read = mailrules.how_read(peer.kind, peer.state, reply=owed is not None)
         # On the record before anything changes: a message that can't be recorded isn't sent.
@@ -386,7 +385,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
         while peer.inbox and (most is None or len(taken) < most):
             taken.append(peer.inbox.popleft())
         peer.standing.unread = bool(peer.inbox)
-        now = time.time()
+        now = wall()
         for mail in taken:
             await self.append(MessageRead(mail.id, peer.key, now))
             question = self.questions.get(mail.question) if mail.kind == "question" else None
@@ -416,7 +415,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
         asker = self.ends.get(question.asker)
         if asker is None:
             return
-        notice = mailrules.no_answer(question, why, id=new_id(), at=time.time())
+        notice = mailrules.no_answer(question, why, id=new_id(), at=wall())
         await self.append(MessageSent(notice, question.route, "with the reply it awaited"))
         await self._deliver(asker, notice, reply=True)
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 import heapq
 import inspect
 import math
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -55,6 +54,7 @@ from ...actors.wakeup import cancel_scope
 from ...errors import AskTimeout
 from ...progress import progress
 from ...wire import Response
+from ..clock import wall
 from ..record.layout import read_lines
 from ..record.lines import ApprovalDecision, ApprovalRequest, Logged
 from ..record.recorder import Appends
@@ -171,7 +171,7 @@ class _Handling:
         self.msg = msg
         self.plain = plain
         self.value: Any = None  # the input as its schema read it
-        self.started = time.time()
+        self.started = wall()
         self.verdict: Verdict | None = None
         self.approval: ApprovalDecision | None = None
         self.attempts = 0
@@ -216,7 +216,7 @@ class ToolCalls:
 
     async def abandon_all(self) -> None:
         """The run is ending: a call whose handler still ran is recorded abandoned."""
-        now = time.time()
+        now = wall()
         for running in self.handling.values():
             msg, call = running.msg, running.msg.call
             plain = running.plain
@@ -274,7 +274,7 @@ class ToolCalls:
         """One call through its phases (read, policy, approval, run), recorded, as the
         ToolBroker's step in its asker's task: what its asker is answered."""
         call = msg.call
-        started = time.time()
+        started = wall()
         read = read_input(msg.tool.taught, call.tool, msg.args, msg.input, msg.launcher)
         if not isinstance(read, Read):
             return await self._refuse_input(msg, read, started)
@@ -321,7 +321,7 @@ class ToolCalls:
                 attempts=state.attempts,
                 approval=state.approval,
                 started_at=state.started,
-                ended_at=time.time(),
+                ended_at=wall(),
             )
         )
         return settle(outcome, recorded=bool(recorded))
@@ -362,7 +362,7 @@ class ToolCalls:
             fields["reason"] = verdict.log_reason
         message = f"tool call: {call.tool} by {call.agent}"
         progress("agentswf.tools", message, **fields)
-        await self.recorder.tell(Logged(time.time(), message, fields))
+        await self.recorder.tell(Logged(wall(), message, fields))
 
     async def _approval(self, msg: RunTool, plain: Any, verdict: Verdict) -> ApprovalDecision | None:
         """A person's decision, or None when the call's time ran out or its turn ended first."""
