@@ -22,6 +22,8 @@ from ..wire import Response
 from .approvals import Decision, approve, reject
 from .participants import ParticipantScript, respond
 from .record import Record, RunRecord, read_record
+from .recorded import RecordUnreadable
+from .replay import ReplayDiverged, replay
 from .runs import TestRun, run_workflow
 from .scripted import (
     Script,
@@ -41,6 +43,8 @@ __all__ = [
     "Decision",
     "ParticipantScript",
     "Record",
+    "RecordUnreadable",
+    "ReplayDiverged",
     "Response",
     "RunRecord",
     "Script",
@@ -57,6 +61,7 @@ __all__ = [
     "hang",
     "read_record",
     "reject",
+    "replay",
     "respond",
     "run_workflow",
     "silent",
