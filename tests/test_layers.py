@@ -35,7 +35,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "temporal": frozenset({"errors", "progress", "wire", "actors", "harnesses", "sandbox", "engine", "workflow"}),
     "testing": frozenset({"errors", "wire", "harnesses", "launcher", "engine", "workflow", "temporal"}),  # engine="temporal"
     "cli": frozenset(
-        {"__about__", "errors", "progress", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal"}
+        {"__about__", "errors", "progress", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal",
+         "testing"}  # awf replay and awf export: agentswf.testing's replay
     ),
     "__init__": frozenset({"__about__", "errors", "progress", "harnesses", "engine", "workflow"}),  # the public names
     "__main__": frozenset({"cli"}),  # python -m agentswf

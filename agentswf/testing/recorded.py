@@ -180,6 +180,7 @@ class Recorded:
     run_dir: Path
     workflow: str
     args: Any
+    cwd: str  # as run.json has it ("." in an exported record)
     turns: list[RecordedTurn]  # in the order they ended, as turns.jsonl has them
     harnesses: dict[str, str]  # agent -> the harness it opened on
     participants: dict[str, list[str]]  # a person's key -> what it sent, in order
@@ -283,7 +284,7 @@ def read_recorded(run_dir: Path) -> Recorded:
         if isinstance(line.get("approval"), dict) and isinstance(line.get("agent"), str) and isinstance(line.get("tool"), str)
     ]
     return Recorded(
-        run_dir, info["workflow"], info.get("args"), turns, harnesses, participants, approvals,
+        run_dir, info["workflow"], info.get("args"), str(info.get("cwd") or ""), turns, harnesses, participants, approvals,
         read_object(run_dir / "output.json"), exported,
     )  # fmt: skip
 

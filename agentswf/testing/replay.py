@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ from .scripted import ScriptedTurn, ToolFailed, ToolRefused, ToolResult
 Tools = Literal["handlers", "record"]
 MAX_DIFF_LINES = 24  # of a prompt's diff, in a divergence's message
 MAX_SHOWN_CHARS = 400  # of a recorded or present value, in a divergence's message
-_LAUNCHER = re.compile(r"/\S*/wfa\b")  # a turn's launcher path, which differs from run to run
+_LAUNCHER = re.compile(r"/\S*/wfa\b|<wfa>")  # a turn's launcher path (differs from run to run), or an export's
 
 
 class ReplayDiverged(AssertionError):
@@ -83,9 +84,14 @@ def _brief(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
 
 
-def _plain_prompt(prompt: str | None, call_id: str) -> str:
-    """A prompt without what differs from run to run: its launcher's path and its call id."""
-    return _LAUNCHER.sub("wfa", (prompt or "").replace(call_id, "CALL_ID"))
+def _plain_prompt(prompt: str | None, call_id: str, cwd: str = "") -> str:
+    """A prompt without what differs from run to run or machine to machine: its launcher's path,
+    its call id, the run's cwd and the home directory (as an export writes them)."""
+    text = _LAUNCHER.sub("wfa", (prompt or "").replace(call_id, "CALL_ID"))
+    if len(cwd) > 1:
+        text = text.replace(cwd, ".")
+    home = os.path.expanduser("~")
+    return text.replace(home, "~") if len(home) > 1 else text
 
 
 def prompt_diff(recorded: str, now: str) -> str:
@@ -115,6 +121,7 @@ class ReplayBook:
     strict: bool = True
     spend: bool = True
     run_dir: Path | None = None  # the replay's own record, once the workflow runs
+    cwd: str = ""  # the replay's cwd, once the workflow runs
     cancel: Callable[[], None] | None = None  # cancels the workflow: the replay diverged
     diverged: ReplayDiverged | None = None
     notes: list[str] = field(default_factory=list)  # what was played other than as recorded, and why
@@ -196,7 +203,8 @@ class ReplayBook:
             call = {"prompt": attempt.prompt, "schema": None}
         if turn.by_workflow and call.get("schema") != turn.schema:
             raise self.diverge(ReplayDiverged(turn.agent, turn.named(), "schema", turn.schema, call.get("schema")))
-        recorded, now = _plain_prompt(turn.prompt, turn.call_id), _plain_prompt(call.get("prompt"), attempt.call_id)
+        recorded = _plain_prompt(turn.prompt, turn.call_id, self.recorded.cwd)
+        now = _plain_prompt(call.get("prompt"), attempt.call_id, self.cwd)
         if self.strict and turn.prompt is not None and recorded != now:
             raise self.diverge(ReplayDiverged(
                 turn.agent, turn.named(), "prompt", recorded.splitlines()[0] if recorded else "",
@@ -460,7 +468,7 @@ def _replaying(definition: WorkflowDefinition, book: ReplayBook) -> WorkflowDefi
 
     @functools.wraps(inner)  # the run names the line a failure came from in the workflow's own file
     async def replaying(wf: Workflow, *args: Any) -> Any:
-        book.run_dir = wf.run_dir
+        book.run_dir, book.cwd = wf.run_dir, str(wf.cwd)
         with anyio.CancelScope() as scope:
             book.cancel = scope.cancel
             return await inner(wf, *args)
