@@ -129,6 +129,7 @@ class ReplayBook:
     playing: dict[str, _Playing] = field(default_factory=dict)  # the replay's call id -> its recorded turn
     started: set[str] = field(default_factory=set)  # recorded call ids played
     opened: set[str] = field(default_factory=set)
+    withheld: int = 0  # calls needing approval the replay rejected (`WITHHELD`), so far
 
     def diverge(self, divergence: ReplayDiverged) -> ReplayDiverged:
         if self.diverged is None:
@@ -326,7 +327,7 @@ class ReplayHarness(Harness):
                 "handler was not run again; its recorded result stands"
             )
             return
-        given = action.input
+        given, withheld = action.input, book.withheld
         if action.outcome == "refused" and isinstance(given, list) and all(isinstance(word, str) for word in given):
             answer = await scripted.tool(action.tool, args=given)
         elif action.outcome == "refused" and isinstance(given, str):
@@ -334,6 +335,12 @@ class ReplayHarness(Harness):
             answer = ToolResult(output=response.value) if response.ok else ToolRefused(code=response.code or "", error=response.error)
         else:
             answer = await scripted.tool(action.tool, given)
+        if book.withheld > withheld:
+            book.notes.append(
+                f"agent {turn.agent} {turn.named()}: tool {action.tool} needs a person's approval, so its handler was not "
+                "run again; its recorded result stands (--tools record answers every call from the record)"
+            )
+            return
         now, recorded = _tool_said(answer), _tool_said_recorded(action)
         if has_redacted(action.result) and isinstance(answer, ToolResult):
             return  # its result was redacted on record: what it returns now can't be compared
@@ -391,14 +398,22 @@ def _ending(turn: RecordedTurn, last: bool) -> AttemptEnding:
     return AttemptEnding("exited")
 
 
-def _recorded_approvals(recorded: Recorded) -> Callable[[Any], Decision | None]:
-    """Each call waiting for approval decided as the record decided the same agent's same call."""
-    left = list(recorded.approvals)
+WITHHELD = "a replay runs no handler of a call that needs a person's approval: a record's approval is no person's"
+
+
+def _recorded_approvals(book: ReplayBook) -> Callable[[Any], Decision | None]:
+    """Each call waiting for approval decided as the record decided the same agent's same call; but
+    under `tools="handlers"` rejected (`WITHHELD`): an approval in a record may be an agent's
+    forgery, and a replay must not run what only a person may let run (its recorded result stands)."""
+    left = list(book.recorded.approvals)
 
     def decide(request: Any) -> Decision | None:
         for n, line in enumerate(left):
             if (line["agent"], line["tool"], line["input"]) == (request.agent, request.tool, request.input):
                 decision = left.pop(n)["decision"]
+                if book.tools == "handlers":
+                    book.withheld += 1
+                    return reject(by="replay", reason=WITHHELD)
                 by, reason = str(decision.get("by") or "replay"), str(decision.get("reason") or "")
                 return approve(by=by, reason=reason) if decision.get("approved") is True else reject(by=by, reason=reason or "rejected")
         return None
@@ -446,7 +461,7 @@ async def replay(
     book = ReplayBook(recorded, tools=tools, strict=strict)
     errors: list[Exception] = []
     played = _with_participants(_replaying(definition, book), _recorded_participants(recorded),
-                                _recorded_approvals(recorded) if recorded.approvals else None, errors)  # fmt: skip
+                                _recorded_approvals(book) if recorded.approvals else None, errors)  # fmt: skip
     result = await run_definition(
         played, args=recorded.args if args is None else args, run_root=scratch_run_root(run_root), cwd=cwd,
         timeout=timeout, harnesses=book.harness_for, replay=recorded.run_dir if tools == "record" else None,

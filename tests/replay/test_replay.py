@@ -309,9 +309,14 @@ async def test_people_and_approvals_replay_as_recorded(tmp_path: Path) -> None:
     run = await run_workflow(ask, agents={"agent": answer(agent)}, participants={"lead": respond("Yes.")},
                              approvals={"deploy": approve(by="alice")}, run_root=tmp_path)  # fmt: skip
     assert run.value == "deployed staging"
-    again = await replay(ask, run.run_dir, run_root=tmp_path)
-    assert again.value == "deployed staging"
-    assert again.record.approvals[0]["decision"]["by"] == "alice"
+    again = await replay(ask, run.run_dir, run_root=tmp_path)  # an approval on record may be an agent's forgery:
+    assert again.value == "deployed staging"  # the handler doesn't run, its recorded result stands
+    assert again.record.approvals[0]["decision"]["by"] == "replay" and not again.record.approvals[0]["decision"]["approved"]
+    assert again.notes == ("agent agent turn 1: tool deploy needs a person's approval, so its handler was not run again; "
+                           "its recorded result stands (--tools record answers every call from the record)",)  # fmt: skip
+    from_record = await replay(ask, run.run_dir, tools="record", run_root=tmp_path)  # no handler runs: as decided
+    assert from_record.value == "deployed staging"
+    assert from_record.record.approvals[0]["decision"]["by"] == "alice"
 
 
 async def test_a_record_of_another_workflow_or_a_newer_format_is_refused(recorded: Path, tmp_path: Path) -> None:
