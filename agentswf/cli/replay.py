@@ -16,15 +16,18 @@ import tempfile
 from pathlib import Path
 
 import anyio
+import msgspec
 
+from ..engine.record.attempts import RecordRefused, read_attempts
 from ..errors import DefinitionError
 from ..testing.export import export_record
+from ..testing.fork import fork
 from ..testing.recorded import EXPORT_FILE, RecordUnreadable
 from ..testing.replay import ReplayDiverged, replay
 from ..testing.runs import TestRun
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.loading import load_workflow
-from .run import _recorded_file
+from ..workflow.running import RunResult
 from .runs import UsageFailure, run_dir_of
 from .shown import quoted, shown
 
@@ -59,6 +62,61 @@ def command_replay(options: argparse.Namespace) -> int:
 
 async def _replay(definition: WorkflowDefinition, run_dir: Path, options: argparse.Namespace, scratch: Path) -> TestRun:
     return await replay(definition, run_dir, tools=options.tools, strict=not options.not_strict, run_root=scratch)
+
+
+def _recorded_file(run_dir: Path) -> str:
+    """The workflow file the run's last attempt was started from, as its record says."""
+    try:
+        attempts = read_attempts(run_dir)
+    except (OSError, msgspec.DecodeError, RecordRefused) as error:
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    file = attempts[-1].file if attempts else None
+    if file is None:
+        raise UsageFailure(f"run {run_dir.name} has no workflow file on record: name it, awf replay {run_dir.name} FILE")
+    return file
+
+
+def parse_settings(words: list[str] | None) -> dict[str, dict[str, str]]:
+    """`--set KEY:model=M,effort=E` (each flag one agent's) as {key: {"model": M, "effort": E}}."""
+    found: dict[str, dict[str, str]] = {}
+    for word in words or []:
+        key, _, given = word.partition(":")
+        pairs = [pair.partition("=") for pair in given.split(",") if pair]
+        if not key or not pairs or any(not sep or name not in ("model", "effort") or not value for name, sep, value in pairs):
+            raise UsageFailure(f"--set {word}: give KEY:model=NAME,effort=LEVEL (either or both)")
+        found.setdefault(key, {}).update({name: value for name, _, value in pairs})
+    return found
+
+
+def run_fork(options: argparse.Namespace, definition: WorkflowDefinition, run_dir: Path) -> RunResult:
+    """`awf continue RUN --from KEY:N [--set …]`: a new run forked from RUN at agent KEY's turn N."""
+    if options.rerun is not None:
+        raise UsageFailure("--from forks a new run at a turn; --rerun goes on with the same run: give one of them")
+    settings = parse_settings(options.settings)
+    print(shown(f"awf: forking run {run_dir.name} at {options.from_turn}: what came before it is played from the record"),
+          file=sys.stderr)  # fmt: skip
+    try:
+        return anyio.run(_fork, definition, run_dir, options, settings, backend=options.backend)
+    except ReplayDiverged as diverged:
+        print(shown(f"awf: the workflow diverged from run {run_dir.name}'s record before {options.from_turn}:"), file=sys.stderr)
+        sys.stderr.write(quoted(str(diverged)))
+        raise UsageFailure("no fork: make the workflow do what it did up to that turn, or fork at an earlier one") from None
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
+
+
+async def _fork(definition: WorkflowDefinition, run_dir: Path, options: argparse.Namespace,
+                settings: dict[str, dict[str, str]]) -> RunResult:  # fmt: skip
+    return await fork(definition, run_dir, options.from_turn, settings=settings, timeout=options.timeout,
+                      sandbox=options.sandbox_file, budget=options.budget_limits)  # fmt: skip
+
+
+def add_fork_options(parser: argparse.ArgumentParser) -> None:
+    """`awf continue`'s `--from KEY:N` and `--set KEY:model=…,effort=…`."""
+    parser.add_argument("--from", dest="from_turn", metavar="KEY:N",
+                        help="fork a new run at agent KEY's turn N: what came before it is played from the record")  # fmt: skip
+    parser.add_argument("--set", dest="settings", action="append", metavar="KEY:model=M,effort=E",
+                        help="with --from: agent KEY's model and/or effort from the fork's turn on (repeatable)")  # fmt: skip
 
 
 def command_export(options: argparse.Namespace) -> int:

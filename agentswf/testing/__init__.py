@@ -20,6 +20,7 @@ has the fixtures `run_root` and `run_record` (see `agentswf.testing.pytest_plugi
 from ..errors import TestScriptError
 from ..wire import Response
 from .approvals import Decision, approve, reject
+from .fork import fork
 from .participants import ParticipantScript, respond
 from .record import Record, RunRecord, read_record
 from .recorded import RecordUnreadable
@@ -58,6 +59,7 @@ __all__ = [
     "approve",
     "blocked",
     "failed",
+    "fork",
     "hang",
     "read_record",
     "reject",

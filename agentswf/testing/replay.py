@@ -60,6 +60,7 @@ from .scripted import ScriptedTurn, ToolFailed, ToolRefused, ToolResult
 Tools = Literal["handlers", "record"]
 MAX_DIFF_LINES = 24  # of a prompt's diff, in a divergence's message
 MAX_SHOWN_CHARS = 400  # of a recorded or present value, in a divergence's message
+NOTHING_SPENT = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)  # a played turn of a fork: no model was asked
 _LAUNCHER = re.compile(r"/\S*/wfa\b|<wfa>")  # a turn's launcher path (differs from run to run), or an export's
 
 
@@ -120,6 +121,7 @@ class ReplayBook:
     tools: Tools = "handlers"
     strict: bool = True
     spend: bool = True
+    replays_tools: bool = True  # a fork's played turns make no tool call: their results are the record's
     run_dir: Path | None = None  # the replay's own record, once the workflow runs
     cwd: str = ""  # the replay's cwd, once the workflow runs
     cancel: Callable[[], None] | None = None  # cancels the workflow: the replay diverged
@@ -262,7 +264,9 @@ class ReplayHarness(Harness):
 
     def _usage(self, turn: RecordedTurn) -> Usage | None:
         usage = turn.line.get("usage")
-        if not self.book.spend or not isinstance(usage, dict):
+        if not self.book.spend:
+            return NOTHING_SPENT
+        if not isinstance(usage, dict):
             return None
         try:
             return msgspec.convert(usage, Usage)
@@ -321,6 +325,8 @@ class ReplayHarness(Harness):
 
     async def _tool(self, turn: RecordedTurn, action: ToolAction, scripted: ScriptedTurn) -> None:
         book = self.book
+        if not book.replays_tools:
+            return
         if book.tools == "handlers" and has_redacted(action.input):
             book.notes.append(
                 f"agent {turn.agent} {turn.named()}: tool {action.tool}'s input was redacted in the record, so its "
@@ -460,7 +466,7 @@ async def replay(
         raise RecordUnreadable(f"{record} is a record of workflow {recorded.workflow!r}, not of {definition.name!r}")
     book = ReplayBook(recorded, tools=tools, strict=strict)
     errors: list[Exception] = []
-    played = _with_participants(_replaying(definition, book), _recorded_participants(recorded),
+    played = _with_participants(played_definition(definition, book), _recorded_participants(recorded),
                                 _recorded_approvals(book) if recorded.approvals else None, errors)  # fmt: skip
     result = await run_definition(
         played, args=recorded.args if args is None else args, run_root=scratch_run_root(run_root), cwd=cwd,
@@ -477,7 +483,7 @@ async def replay(
     return run
 
 
-def _replaying(definition: WorkflowDefinition, book: ReplayBook) -> WorkflowDefinition:
+def played_definition(definition: WorkflowDefinition, book: ReplayBook) -> WorkflowDefinition:
     """The workflow, telling the book where its record is, and cancelled once the replay diverges."""
     inner = definition.fn
 

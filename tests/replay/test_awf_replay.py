@@ -98,3 +98,27 @@ def test_a_newer_export_format_is_refused_saying_why(recorded: tuple[Path, Path,
     done = awf("replay", str(exported), str(example / "review_fix.py"), cwd=home)
     assert done.returncode == 2
     assert "an exported record of format 2, newer than this agentswf reads (1)" in done.stderr
+
+
+def test_awf_continue_from_a_turn_forks_a_new_run_running_only_what_follows(recorded: tuple[Path, Path, str]) -> None:
+    home, example, run_id = recorded
+    before = (home / "started").read_text()
+    done = awf("continue", str(example / "review_fix.py"), run_id, "--from", "fixer:1", "--run-root", str(home / "runs"),
+               "--json", cwd=home)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    forked = json.loads(done.stdout)
+    assert forked["value"] == {"verdict": "approve", "rounds": 2, "fixed": ["calc.py"]}
+    assert forked["run_id"] != run_id
+    # the first review was played from the record; the fix (its workspace is the run's own) and the second review ran
+    assert (home / "started").read_text() == before + "fixer\nreviewer\n"
+    run = json.loads((Path(forked["run_dir"]) / "run.json").read_text())
+    assert (run["forked_from"]["run_id"], run["forked_from"]["agent"], run["forked_from"]["turn"]) == (run_id, "fixer", 1)
+    listed = awf("ls", "--run-root", str(home / "runs"), cwd=home)
+    assert f"{forked['run_id']} is a fork of {run_id} at fixer turn 1" in listed.stdout
+    shell = awf("continue", str(example / "review_fix.py"), run_id, "--from", "reviewer:2", "--set", "reviewer:model=opus",
+                "--run-root", str(home / "runs"), cwd=home)  # fmt: skip
+    assert shell.returncode == 1 and "shell can't switch model or effort" in shell.stderr  # a shell agent has no model
+    for wrong, said in ((["--from", "reviewer:9"], "no turn 9 of agent reviewer"), (["--set", "reviewer:model=x"], "--set goes with --from"),
+                        (["--from", "reviewer:2", "--set", "reviewer:speed=9"], "give KEY:model=NAME")):  # fmt: skip
+        refused = awf("continue", str(example / "review_fix.py"), run_id, *wrong, "--run-root", str(home / "runs"), cwd=home)
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
