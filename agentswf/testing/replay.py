@@ -34,7 +34,7 @@ import msgspec
 
 from ..engine.record.layout import read_json
 from ..errors import StopRequested, TestScriptError
-from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult
+from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from ..harnesses.runtime import Runtime
 from ..harnesses.usage import Usage
 from ..workflow.context import Workflow
@@ -391,8 +391,10 @@ def _tool_said_recorded(action: ToolAction) -> dict[str, Any]:
 
 
 def _session(turn: RecordedTurn) -> str | None:
+    """The native session the turn reported, when it is a session id: a fork's next real attempt
+    resumes it (`--resume <it>`), and a record's `--dangerously-skip-permissions` is no session."""
     session = turn.line.get("session")
-    return session if isinstance(session, str) else None
+    return session if is_session_id(session) else None
 
 
 def _ending(turn: RecordedTurn, last: bool) -> AttemptEnding:
