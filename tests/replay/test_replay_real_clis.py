@@ -4,16 +4,18 @@ reaching the model server. Skipped, saying where it looked, when the CLIs aren't
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import agentswf
-from agentswf import Runtime
+from agentswf import Runtime, Workflow, workflow
 from agentswf.harnesses.runtime import harness_for
-from agentswf.testing import read_record, replay
+from agentswf.testing import fork, read_record, replay
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
 
 from ..clis import TAUGHT, needs_clis
@@ -77,3 +79,43 @@ async def test_a_run_on_real_clis_replays_with_no_cli_and_no_model(tmp_path: Pat
     spent = [turn.usage for turn in recorded.usage.by_turn]
     assert all(usage is not None and usage.input_tokens for usage in spent)  # real turns' spend, as recorded
     assert [turn.usage for turn in run.result.usage.by_turn] == spent  # replayed as recorded
+
+
+@workflow(name="three-parts", description="One agent's three turns.")
+async def three_parts(wf: Workflow, args: dict[str, Any]) -> list[str]:
+    writer = await wf.agents.open("writer", runtime=RUNTIMES[args["cli"]])
+    return [(await writer.run(f"Write part {n}.", timeout=90)).value for n in (1, 2, 3)]
+
+
+RUNTIMES: dict[str, Runtime] = {}  # the test's, by CLI: a workflow's runtime is given by its code
+
+
+def parts(conv: Conversation) -> Shell | Text:
+    found, asked = TAUGHT.search(conv.prompt), re.search(r"Write part (\d)", conv.prompt)
+    if found is None or asked is None or conv.tool_results:
+        return Text("Done.")
+    wfa, call = found.groups()
+    return Shell(f"{wfa} result {call} part{asked.group(1)}")
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
+async def test_a_fork_at_turn_2_of_three_runs_turns_2_and_3_on_the_real_cli_resuming_turn_1s_session(
+    tmp_path: Path, cli: str
+) -> None:
+    envs = {"claude": claude_env, "codex": codex_env, "pi": pi_env}
+    async with ScriptedModel(parts) as model:
+        RUNTIMES[cli] = Runtime(harness=cli, command=(find_cli(cli),), env=envs[cli](model, tmp_path / "home"),
+                                model="fake/fake-model" if cli == "pi" else None)  # fmt: skip
+        recorded = await agentswf.run(three_parts, args={"cli": cli}, run_root=tmp_path / "runs", cwd=tmp_path)
+        assert recorded.value == ["part1", "part2", "part3"], recorded.reason
+        before = len(model.requests)
+        forked = await fork(three_parts, recorded.run_dir, "writer:2")
+    assert forked.value == ["part1", "part2", "part3"], forked.reason
+    asked = [r.conversation.prompt for r in model.requests[before:] if r.conversation and "Write part" in r.conversation.prompt]
+    assert asked and not any("Write part 1." in prompt for prompt in asked)  # turn 1 was played: no model asked
+    resumed = next(r for r in model.requests[before:] if r.conversation and "Write part 2." in r.conversation.prompt)
+    assert "Write part 1." in str(resumed.conversation.history)  # turn 2 resumed the session turn 1 left
+    spent = [turn.usage for turn in forked.usage.by_turn]
+    assert spent[0] is not None and (spent[0].input_tokens, spent[0].cost_usd) == (0, 0.0)  # played: nothing spent
+    assert all(usage is not None and usage.input_tokens for usage in spent[1:])  # turns 2 and 3: the new run's spend
+    assert read_record(forked).run["forked_from"]["turn"] == 2
