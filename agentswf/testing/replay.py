@@ -130,7 +130,6 @@ class ReplayBook:
     errors: list[BaseException] = field(default_factory=list)
     playing: dict[str, _Playing] = field(default_factory=dict)  # the replay's call id -> its recorded turn
     started: set[str] = field(default_factory=set)  # recorded call ids played
-    opened: set[str] = field(default_factory=set)
     withheld: int = 0  # calls needing approval the replay rejected (`WITHHELD`), so far
 
     def diverge(self, divergence: ReplayDiverged) -> ReplayDiverged:
@@ -148,7 +147,6 @@ class ReplayBook:
         harness = recorded.harnesses.get(key)
         if harness is not None and harness != runtime.harness:
             raise self.diverge(ReplayDiverged(key, None, "runtime", harness, runtime.harness))
-        self.opened.add(key)
         return ReplayHarness(key, self, runtime.model, runtime.effort)
 
     def _queue(self, agent: str, kinds: tuple[str, ...], by_workflow: bool) -> list[RecordedTurn]:
