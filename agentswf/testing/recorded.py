@@ -25,6 +25,7 @@ import msgspec
 from ..engine.record.layout import RECORD_VERSION
 from ..engine.tools.policy import REDACTED
 from ..errors import DefinitionError
+from ..wire.nesting import too_deep
 from ..workflow.agents import check_key
 
 EXPORT_FILE = "export.json"  # in an exported record: its format version, and what it was exported from
@@ -67,6 +68,8 @@ def read_object(path: Path) -> dict[str, Any] | None:
     data = _read_bytes(path)
     if data is None:
         return None
+    if (deep := too_deep(data)) is not None:
+        raise RecordUnreadable(f"{path}: {deep}")
     try:
         value = msgspec.json.decode(data)
     except msgspec.DecodeError as error:
@@ -83,6 +86,8 @@ def read_objects(path: Path) -> Iterator[dict[str, Any]]:
     if len(lines) > MAX_RECORDED_LINES:
         raise RecordUnreadable(f"{path} has over {MAX_RECORDED_LINES} lines")
     for number, raw in enumerate(lines, 1):
+        if (deep := too_deep(raw)) is not None:  # a replay walks what it reads: no line deeper than the wire takes
+            raise RecordUnreadable(f"{path}:{number}: {deep}")
         try:
             value = msgspec.json.decode(raw)
         except msgspec.DecodeError:
@@ -238,6 +243,8 @@ def read_recorded(run_dir: Path) -> Recorded:
     for turn in turns:
         if turn.kind != "turn":
             continue
+        if any(os.path.islink(path) for path in (run_dir / "calls", run_dir / "calls" / turn.call_id)):
+            raise RecordUnreadable(f"{run_dir / 'calls' / turn.call_id} is reached through a symbolic link: a record's files are its own")
         call = read_object(run_dir / "calls" / turn.call_id / "call.json") or {}
         prompt = call.get("prompt")
         turn.prompt = prompt if isinstance(prompt, str) else None

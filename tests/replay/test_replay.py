@@ -337,6 +337,17 @@ async def test_a_hostile_record_is_refused_not_followed(recorded: Path, tmp_path
     with pytest.raises(RecordUnreadable, match="symbolic link"):
         await replay(review_flow(), recorded)
     call.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    (recorded / "calls" / call.parent.name).rename(elsewhere)
+    os.symlink(elsewhere, call.parent)  # a call's directory linked out of the record
+    with pytest.raises(RecordUnreadable, match="through a symbolic link"):
+        await replay(review_flow(), recorded)
+    call.parent.unlink()
+    tools = recorded / "tools.jsonl"
+    tools.write_bytes(tools.read_bytes() + b'{"input": ' + b"[" * 5000 + b"]" * 5000 + b"}\n")  # a record walked as it is read
+    with pytest.raises(RecordUnreadable, match="nests arrays and objects 5001 deep"):
+        await replay(review_flow(), recorded)
+    tools.write_bytes(b"")
     turns = recorded / "turns.jsonl"
     line = msgspec.json.decode(turns.read_bytes().splitlines()[0])
     turns.write_bytes(msgspec.json.encode({**line, "call_id": "../../../etc"}) + b"\n")
