@@ -58,6 +58,7 @@ from .runs import TestRun, _with_participants, scratch_run_root
 from .scripted import ScriptedTurn, ToolFailed, ToolRefused, ToolResult
 
 Tools = Literal["handlers", "record"]
+CANCELLED_WAIT_SECONDS = 30.0  # for the workflow to cancel again a turn the record has cancelled
 MAX_DIFF_LINES = 24  # of a prompt's diff, in a divergence's message
 MAX_SHOWN_CHARS = 400  # of a recorded or present value, in a divergence's message
 NOTHING_SPENT = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)  # a played turn of a fork: no model was asked
@@ -276,7 +277,10 @@ class ReplayHarness(Harness):
         ending = _ending(turn, last=True)
         summary = turn.outcome.get("value") if turn.outcome.get("kind") == "answered" else ""
         if turn.outcome.get("kind") == "cancelled":
-            await anyio.sleep_forever()
+            try:
+                await self._cancelled_again(turn)
+            except ReplayDiverged:
+                return OperationResult(AttemptEnding("failed", reason="the replay diverged"))
         return OperationResult(ending, session=_session(turn) or operation.session, summary=str(summary or ""),
                                usage=self._usage(turn))  # fmt: skip
 
@@ -292,15 +296,23 @@ class ReplayHarness(Harness):
             playing = book.turn_of(attempt)
             playing.attempts += 1
             last = await self._play(playing, ScriptedTurn(attempt), attempt)
+            if last and playing.turn.outcome.get("kind") == "cancelled":
+                await self._cancelled_again(playing.turn)
         except ReplayDiverged:
             return AttemptResult(AttemptEnding("failed", reason="the replay diverged"))
         except Exception as error:  # the test must see it, not a quietly failed turn
             book.errors.append(error)
             raise
         turn = playing.turn
-        if last and turn.outcome.get("kind") == "cancelled":
-            await anyio.sleep_forever()  # the workflow cancels it again, as it did
         return AttemptResult(_ending(turn, last), session=_session(turn), usage=self._usage(turn) if last else None)
+
+    async def _cancelled_again(self, turn: RecordedTurn) -> None:
+        """Wait for the workflow to cancel the turn again, as it did; a replay that waits
+        `CANCELLED_WAIT_SECONDS` for it has diverged (no agent's time is spent in a replay)."""
+        await anyio.sleep(CANCELLED_WAIT_SECONDS)
+        raise self.book.diverge(ReplayDiverged(
+            turn.agent, turn.named(), "outcome", "cancelled", f"not cancelled within {CANCELLED_WAIT_SECONDS:g}s"
+        ))  # fmt: skip
 
     async def _play(self, playing: _Playing, scripted: ScriptedTurn, attempt: Attempt) -> bool:
         """Play the turn's next actions in this attempt; whether none are left after it."""

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import msgspec
 import pytest
 
@@ -20,6 +21,7 @@ from agentswf.testing import (
     approve,
     blocked,
     failed,
+    hang,
     replay,
     respond,
     run_workflow,
@@ -236,6 +238,24 @@ async def test_each_ending_replays_as_recorded(script: Any, tmp_path: Path) -> N
     again = await replay(endings, run.run_dir, run_root=tmp_path)
     assert again.value == run.value
     assert [turn["nudged"] for turn in again.turns] == [turn["nudged"] for turn in run.turns]
+
+
+@workflow(name="race", description="Two agents race; the slower one's turn is given up on.")
+async def race(wf: Workflow) -> str:
+    slow = await wf.agents.open("slow", runtime="claude")
+    quick = await wf.agents.open("quick", runtime="codex")
+    async with anyio.create_task_group() as group:
+        group.start_soon(slow.run, "Take your time.")
+        won = (await quick.run("Be quick.")).value
+        group.cancel_scope.cancel()
+    return won
+
+
+async def test_a_cancelled_turn_is_cancelled_again(tmp_path: Path) -> None:
+    run = await run_workflow(race, agents={"slow": hang(), "quick": answer("first")}, run_root=tmp_path)
+    assert run.value == "first" and run.turns_of("slow")[0]["outcome"]["kind"] == "cancelled"
+    again = await replay(race, run.run_dir, run_root=tmp_path)
+    assert again.value == "first" and again.turns_of("slow")[0]["outcome"]["kind"] == "cancelled"
 
 
 def add(a: int, b: int) -> int:
