@@ -191,7 +191,6 @@ class Recorded:
     participants: dict[str, list[str]]  # a person's key -> what it sent, in order
     approvals: list[dict[str, Any]]  # tool calls' decisions: agent, tool, input, decision
     output: dict[str, Any] | None
-    exported: dict[str, Any] | None  # export.json, for an exported record
 
     @property
     def agents(self) -> set[str]:
@@ -292,7 +291,7 @@ def read_recorded(run_dir: Path) -> Recorded:
     ]
     return Recorded(
         run_dir, info["workflow"], info.get("args"), str(info.get("cwd") or ""), turns, harnesses, participants, approvals,
-        read_object(run_dir / "output.json"), exported,
+        read_object(run_dir / "output.json"),
     )  # fmt: skip
 
 
