@@ -33,9 +33,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "otel": frozenset({"engine"}),
     "workflow": frozenset({"errors", "progress", "wire", "actors", "harnesses", "git", "sandbox", "engine", "otel"}),
     "temporal": frozenset({"errors", "progress", "wire", "actors", "harnesses", "sandbox", "engine", "workflow"}),
-    "testing": frozenset({"errors", "wire", "harnesses", "launcher", "engine", "workflow", "temporal"}),  # engine="temporal"
+    "testing": frozenset(
+        {"errors", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal"}
+    ),  # engine="temporal"; fork: the sandbox kept
     "cli": frozenset(
-        {"__about__", "errors", "progress", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal"}
+        {"__about__", "errors", "progress", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal",
+         "testing"}  # awf replay and awf export: agentswf.testing's replay
     ),
     "__init__": frozenset({"__about__", "errors", "progress", "harnesses", "engine", "workflow"}),  # the public names
     "__main__": frozenset({"cli"}),  # python -m agentswf

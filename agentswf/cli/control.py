@@ -63,6 +63,14 @@ def _info(run_dir: Path) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def _forked_from(info: dict[str, Any]) -> str | None:
+    """`RUN at KEY turn N`, for a run forked at a turn (awf continue --from), from its run.json."""
+    forked = info.get("forked_from")
+    if not isinstance(forked, dict):
+        return None
+    return f"{forked.get('run_id')} at {forked.get('agent')} turn {forked.get('turn')}"
+
+
 def _state(run_dir: Path) -> str:
     output = run_dir / "output.json"
     if output.exists():
@@ -110,6 +118,10 @@ def command_ls(options: argparse.Namespace) -> int:
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    for run_dir in runs[-options.last :] if options.last else runs:
+        lineage = _forked_from(_info(run_dir))
+        if lineage:
+            print(shown(f"{run_dir.name} is a fork of {lineage}"))  # the record's: an agent can write it
     print_kept(root)
     return 0
 

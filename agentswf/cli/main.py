@@ -20,7 +20,7 @@ from ..__about__ import __version__
 from ..engine.run import pace_collector
 from ..errors import PayloadKeyError
 from ..launcher.place import sweep_dead_runs
-from . import approvals, attach, check, control, doctor, mail, record, run, temporal, worktrees
+from . import approvals, attach, check, control, doctor, mail, record, replay, run, temporal, worktrees
 from .attach import AttachFailure
 from .runs import EXIT_REFUSED, Refused, UsageFailure
 from .shown import shown
@@ -34,6 +34,7 @@ GROUPS: tuple[Callable[[Any], None], ...] = (
     approvals.add_parsers,  # approve, reject, pending
     mail.add_parsers,  # inbox, send, reply
     record.add_parsers,  # trace, logs
+    replay.add_parsers,  # replay, export
     worktrees.add_parser,
     check.add_parser,
     temporal.add_parser,  # worker, codec-server

@@ -36,7 +36,7 @@ from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import CANCEL_CLEANUP_SECONDS, RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
-from . import temporal, worktrees
+from . import replay, temporal, worktrees
 from .attach import AttachFailure, find_kept
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .runs import UsageFailure, run_dir_of, run_root_of, was_on_temporal
@@ -408,6 +408,11 @@ def command_continue(options: argparse.Namespace) -> int:
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     _say_kept(run_dir, options)
+    if options.from_turn is not None:  # a new run, forked at a turn of this one
+        options.sandbox_file = _sandbox(options.sandbox)
+        return _ended(options, replay.run_fork(options, definition, run_dir), definition, run_dir.parent.parent)
+    if options.settings:
+        raise UsageFailure("--set goes with --from KEY:N: it sets an agent's model or effort in the fork")
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
                    "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
     options.view = _view_kind(options)
@@ -545,4 +550,5 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
     continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
     continue_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
     continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help=BACKEND_HELP)
+    replay.add_fork_options(continue_parser)
     continue_parser.set_defaults(handler=command_continue)

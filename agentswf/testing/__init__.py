@@ -22,8 +22,11 @@ from ..errors import TestScriptError
 from ..wire import Response
 from .approvals import Decision, approve, reject
 from .clock import virtual_clock
+from .fork import fork
 from .participants import ParticipantScript, respond
 from .record import Record, RunRecord, read_record
+from .recorded import RecordUnreadable
+from .replay import ReplayDiverged, replay
 from .runs import TestRun, run_workflow
 from .scripted import (
     Script,
@@ -43,6 +46,8 @@ __all__ = [
     "Decision",
     "ParticipantScript",
     "Record",
+    "RecordUnreadable",
+    "ReplayDiverged",
     "Response",
     "RunRecord",
     "Script",
@@ -56,9 +61,11 @@ __all__ = [
     "approve",
     "blocked",
     "failed",
+    "fork",
     "hang",
     "read_record",
     "reject",
+    "replay",
     "respond",
     "run_workflow",
     "silent",

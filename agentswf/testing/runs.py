@@ -32,6 +32,7 @@ class TestRun:
     __test__ = False
     result: RunResult
     unused: str | None = None  # scripts a failed run never reached: said after its own failure
+    notes: tuple[str, ...] = ()  # a replay's: what it played other than as recorded, and why
 
     @property
     def outcome(self) -> str:
@@ -129,11 +130,7 @@ async def run_workflow(
                               "speak through a local run's operator socket")
     compacting = {key: list(entries) for key, entries in (compactions or {}).items()}
     book = ScriptBook(dict(agents), supports_waiting=supports_waiting, compactions=compacting)
-    if run_root is None:
-        root: str | Path = tempfile.mkdtemp(prefix="awf-test-runs-")
-        atexit.register(shutil.rmtree, root, ignore_errors=True)
-    else:
-        root = run_root
+    root = scratch_run_root(run_root)
     errors: list[Exception] = []
     if participants or approvals is not None:
         definition = _with_participants(definition, dict(participants or {}), approvals, errors)
@@ -164,6 +161,15 @@ async def _on_temporal(
         raise HarnessError("run_workflow(engine='temporal') needs agentswf[temporal]: "
                            "pip install 'agentswf[temporal]'") from None
     return await run_on_temporal(definition, book, args=args, run_root=run_root, cwd=cwd, timeout=timeout)
+
+
+def scratch_run_root(run_root: str | Path | None) -> str | Path:
+    """`run_root`, or a temporary directory removed when the test process exits."""
+    if run_root is not None:
+        return run_root
+    root = tempfile.mkdtemp(prefix="awf-test-runs-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
 
 
 def _with_participants(

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 
-LOCAL_ONLY = ("env", "harnesses", "replay", "continue_from", "rerun", "from_stage", "values", "trace", "sandbox")
+LOCAL_ONLY = ("env", "harnesses", "replay", "continue_from", "rerun", "from_stage", "values", "trace", "sandbox",
+              "forked_from")
 """The options an `Engine` doesn't take (it takes args, run_root, cwd, timeout and budget), in the order a refusal names them."""
 
 FLAGS = {"budget": "--budget", "sandbox": "--sandbox", "trace": "--trace", "from_stage": "--from-stage",
@@ -64,6 +65,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     budget: Budget | None = None
     sandbox: RunSandboxFile | None = None
     engine: Engine | None = None
+    forked_from: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.engine is not None:

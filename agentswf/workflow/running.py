@@ -186,6 +186,7 @@ async def run(
     budget: Budget | None = None,
     sandbox: RunSandboxFile | None = None,
     engine: Engine | None = None,
+    forked_from: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -206,6 +207,9 @@ async def run(
     (by stage name); without `values` it only looks ahead: nothing runs or is recorded, and
     `RunResult.needs` lists the stage values needed with their JSON Schemas.
 
+    `forked_from` says in run.json's `forked_from` the run, agent and turn this run was forked
+    at (`agentswf.testing.fork` gives it, with the turns before it played from that run's record).
+
     `engine` runs it elsewhere: `agentswf.temporal.TemporalEngine(...)` on Temporal
     (docs/guide/temporal.md), which takes `args`, `run_root`, `cwd`, `timeout` and `budget` only.
     """
@@ -214,7 +218,7 @@ async def run(
     options = RunOptions(
         args=args, run_root=run_root, cwd=cwd, timeout=timeout, env=env, harnesses=harnesses, replay=replay,
         continue_from=continue_from, rerun=rerun, from_stage=from_stage, values=values, trace=trace, budget=budget,
-        sandbox=sandbox, engine=engine,
+        sandbox=sandbox, engine=engine, forked_from=forked_from,
     )  # fmt: skip
     if options.engine is not None:
         return await options.engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout, budget=budget)
@@ -340,6 +344,7 @@ class LocalRun:
                     RunStarted(
                         self.run_id, self.definition.name, self.args, str(self.directory), self.first_started,
                         str(actors.control), self.replay_of,
+                        dict(self.options.forked_from) if self.options.forked_from is not None else None,
                     )
                 )
                 run_started(self.run_id, self.record_dir, **({} if self.replay_of is None else {"replay_of": self.replay_of}))

@@ -102,6 +102,7 @@ LOCAL_VALUES: dict[str, Any] = {
     "values": {"review": 1},
     "trace": True,
     "sandbox": RunSandboxFile(),
+    "forked_from": {"run_id": "1", "agent": "a", "turn": 2},
 }
 
 

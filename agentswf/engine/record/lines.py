@@ -37,6 +37,7 @@ class RunStarted(msgspec.Struct, frozen=True):
     started_at: float
     control: str  # the run's operator socket, while it lives
     replay_of: str | None = None
+    forked_from: dict[str, Any] | None = None  # a fork's: the run, agent and turn it forked at
 
 
 class CallOpened(msgspec.Struct, frozen=True):

@@ -1,0 +1,98 @@
+"""`agentswf.testing.fork`: a run forked at an agent's turn N runs turns N and on for real, as a new
+run, what came before played from the record: no attempt of it, no spend of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import agentswf
+from agentswf import Workflow, workflow
+from agentswf.harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
+from agentswf.harnesses.usage import Usage
+from agentswf.testing import ReplayDiverged, ScriptedTurn, fork, read_record
+
+SPENT = Usage(input_tokens=100, output_tokens=10, cost_usd=0.25)  # each turn's, as a CLI would report it
+
+
+class Writer(Harness):
+    """An agent that answers `<word> <turn>`, reports a session per turn and what it spent, and keeps
+    what it was started with: a stand-in for a CLI that resumes sessions."""
+
+    name = "writer"
+    spawns = False
+
+    def __init__(self, word: str, started: list[tuple[int, str | None, str | None]], model: str | None = None) -> None:
+        self.word, self.started, self.model = word, started, model
+
+    def settings(self) -> tuple[str | None, str | None]:
+        return self.model, None
+
+    def with_settings(self, model: str | None, effort: str | None) -> Writer:
+        return Writer(self.word, self.started, model or self.model)
+
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        self.started.append((attempt.turn, attempt.session, self.model))
+        await ScriptedTurn(attempt).result(f"{self.word} {attempt.turn}")
+        return AttemptResult(AttemptEnding("exited"), session=f"session-{attempt.turn}", usage=SPENT)
+
+
+PROMPT = "Write part {n}."
+
+
+@workflow(name="three", description="A writer's three turns.")
+async def three(wf: Workflow) -> list[str]:
+    writer = await wf.agents.open("writer", runtime="claude")
+    return [(await writer.run(PROMPT.format(n=n))).value for n in (1, 2, 3)]
+
+
+async def test_a_fork_at_turn_2_runs_turns_2_and_3_only_as_a_new_runs_spend(tmp_path: Path) -> None:
+    first: list[tuple[int, str | None, str | None]] = []
+    recorded = await agentswf.run(three, run_root=tmp_path, harnesses=lambda key, runtime: Writer("old", first))
+    assert recorded.value == ["old 1", "old 2", "old 3"] and recorded.usage.total.cost_usd == pytest.approx(0.75)
+    again: list[tuple[int, str | None, str | None]] = []
+    forked = await fork(three, recorded.run_dir, "writer:2", settings={"writer": {"model": "opus"}},
+                        harnesses=lambda key, runtime: Writer("new", again))  # fmt: skip
+    assert forked.value == ["old 1", "new 2", "new 3"]
+    # turns 2 and 3 only, with the model given; turn 2 resumes the session turn 1 reported on record
+    assert again == [(2, "session-1", "opus"), (3, "session-2", "opus")]
+    spent = forked.usage  # the fork's own spend: its played turn 1 asked no model
+    assert (spent.total.input_tokens, spent.total.cost_usd, spent.unpriced_turns) == (200, pytest.approx(0.5), 0)
+    assert [turn.usage.cost_usd for turn in spent.by_turn if turn.usage] == [0.0, 0.25, 0.25]
+    assert forked.run_id != recorded.run_id and forked.run_dir.parent == recorded.run_dir.parent
+    record = read_record(forked)
+    assert record.run["forked_from"] == {"run": str(recorded.run_dir), "run_id": recorded.run_id, "agent": "writer", "turn": 2}
+    assert [turn["model"] for turn in record.turns][1:] == ["opus", "opus"]
+
+
+async def test_a_fork_whose_workflow_changed_before_the_turn_diverges(tmp_path: Path) -> None:
+    recorded = await agentswf.run(three, run_root=tmp_path, harnesses=lambda key, runtime: Writer("old", []))
+    global PROMPT
+    PROMPT, before = "Write section {n}.", PROMPT
+    try:
+        with pytest.raises(ReplayDiverged) as raised:
+            await fork(three, recorded.run_dir, "writer:3", harnesses=lambda key, runtime: Writer("new", []))
+        assert (raised.value.agent, raised.value.turn, raised.value.field) == ("writer", "turn 1", "prompt")
+        forked = await fork(three, recorded.run_dir, "writer:3", strict=False, harnesses=lambda key, runtime: Writer("new", []))
+        assert forked.value == ["old 1", "old 2", "new 3"]
+    finally:
+        PROMPT = before
+
+
+@pytest.mark.parametrize(("at", "error"), [("writer", "is no turn"), ("writer:0", "is no turn"), ("writer:4", "no turn 4"),
+                                           ("nobody:1", "no turn 1 of agent nobody")])  # fmt: skip
+async def test_a_turn_the_record_has_not_is_refused(tmp_path: Path, at: str, error: str) -> None:
+    recorded = await agentswf.run(three, run_root=tmp_path, harnesses=lambda key, runtime: Writer("old", []))
+    with pytest.raises(agentswf.DefinitionError, match=error):
+        await fork(three, recorded.run_dir, at, harnesses=lambda key, runtime: Writer("new", []))
+
+
+async def test_a_session_on_record_that_is_no_session_id_is_not_resumed(tmp_path: Path) -> None:
+    recorded = await agentswf.run(three, run_root=tmp_path, harnesses=lambda key, runtime: Writer("old", []))
+    turns = recorded.run_dir / "turns.jsonl"
+    forged = turns.read_text().replace('"session-1"', '"--dangerously-skip-permissions"')  # an agent can write the record
+    turns.write_text(forged)
+    again: list[tuple[int, str | None, str | None]] = []
+    await fork(three, recorded.run_dir, "writer:2", harnesses=lambda key, runtime: Writer("new", again))
+    assert again[0] == (2, None, None)  # never given to a CLI as a session to resume
