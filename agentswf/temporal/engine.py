@@ -50,7 +50,7 @@ from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
-from .turns import TurnActivities, say_refused
+from .turns import TurnActivities, TurnWorker, say_refused
 
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
@@ -267,12 +267,13 @@ def turn_worker(
 ) -> Worker:
     """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`)
     from `task_queue`, each only if sealed with `key` (load_key's without it). The process becomes
-    non-dumpable: its agents, of its user, can't read the key from it."""
+    non-dumpable: its agents, of its user, can't read the key from it. Its turns run in one local
+    run it holds until it shuts down (turns.WorkerRuns)."""
     activities = TurnActivities(client, held(key if key is not None else load_key(create=True)), root=root,
                                 refused=refused)
-    return Worker(
+    return TurnWorker(
         client, task_queue=task_queue, activities=[activities.turn, activities.fork],
-        max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,
+        max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS, runs=activities.runs,
     )
 
 
