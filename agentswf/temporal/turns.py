@@ -115,10 +115,11 @@ class WorkerRuns:
     """The worker's local runs: one, usually, held for the worker's life, so a turn pays no run's
     setup (its actors, socket directory and watchdog: 15-40 ms here). A turn of an agent whose key is
     in a turn in every held run (two workflows' `reviewer` at once), or once the run has been given
-    WORKER_RUN_TURNS turns, gets a fresh run; a run left with no turn, beside another, is closed."""
+    `turns_per_run` turns, gets a fresh run; a run left with no turn, beside another, is closed."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, turns_per_run: int = WORKER_RUN_TURNS) -> None:
         self.root = root
+        self.turns_per_run = turns_per_run
         self.runs: list[HeldRun] = []
         self.clis = CliChecks()  # each CLI's version read once a worker, not once a turn
         self._opened = 0
@@ -137,7 +138,7 @@ class WorkerRuns:
     async def _take(self, key: str) -> HeldRun:
         async with self._lock:  # two turns at once open one run, not two
             for held in self.runs:
-                if held.alive() and key not in held.keys and held.given < WORKER_RUN_TURNS:
+                if held.alive() and key not in held.keys and held.given < self.turns_per_run:
                     break
             else:
                 self._opened += 1
@@ -154,7 +155,7 @@ class WorkerRuns:
 
     async def _tidy(self) -> None:
         """Close the runs with no turn that aren't the one to keep: worn out, dead, or one too many."""
-        keep = next((held for held in self.runs if held.alive() and held.given < WORKER_RUN_TURNS), None)
+        keep = next((held for held in self.runs if held.alive() and held.given < self.turns_per_run), None)
         for held in list(self.runs):
             if held is not keep and not held.keys:
                 self.runs.remove(held)
