@@ -108,7 +108,11 @@ class TemporalEngine:
         budget: Budget | None = None,
     ) -> RunResult:
         """Run `definition` on Temporal to its end, as `agentswf.run` does locally; `budget` holds
-        as locally, kept by the workflow (flow.py)."""
+        as locally, kept by the workflow (flow.py). A workflow with `policies` is refused before it
+        starts: its tool calls are answered by the workflow's handlers, which no policy sees there."""
+        if definition.policies:
+            raise DefinitionError(f"not on {type(self).__name__} yet: policies (workflow {definition.name}'s "
+                                  "policies=); run locally for them")
         directory = Path(cwd or Path.cwd()).resolve()
         root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
         root = root if root.is_absolute() else directory / root

@@ -222,6 +222,8 @@ class TemporalRun:
         """`cwd` is a path on the worker that runs the agent's turns, and `sandbox` a spec of its own (a
         SandboxSpec or a dict of cwd, read, write, network), which its turns' worker opens with bubblewrap;
         relative paths are from the agent's cwd there (the run's, for a spec that names a cwd), as locally."""
+        if runtime.placement == "pane":  # a pane on whichever worker runs each turn: nobody there to attach
+            refused(f"agent {key}: an agent in a pane (placement='pane')", TemporalPort.name)
         box = sandbox_spec(key, sandbox, self.cwd, self.cwd / cwd if cwd is not None else self.cwd)
         for name, given in (tools or {}).items():
             rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
