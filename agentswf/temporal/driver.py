@@ -198,11 +198,16 @@ class TemporalDriver:
             now = workflow.now().timestamp()
             return Turn(outcome=Failed(raw), agent=key, call_id="", n=request.n, started_at=started, ended_at=now)
         self._taught = True
+        numbered = {} if raw["turn"] is None else {raw["turn"]["call_id"]: request.n}
         for line in raw["others"]:  # the turns its mail started on the worker, numbered here
             self._message_turns += 1
             other = msgspec.structs.replace(msgspec.convert(line, Turn[Any]), n=self._message_turns)
+            numbered[other.call_id] = other.n
             self.session = other.session or self.session
             agents.operated(other)
+        for call in raw.get("calls", []):  # the record's calls/ as the worker's local run wrote them, numbered here
+            opened = call["opened"]
+            agents.lines.calls.append({**call, "opened": {**opened, "n": numbered.get(opened.get("call_id"), opened.get("n"))}})
         if raw["turn"] is None:  # a message turn's activity: its turns are the others
             now = workflow.now().timestamp()
             return Turn(outcome=Answered(None), agent=key, call_id="", n=request.n, started_at=started, ended_at=now)

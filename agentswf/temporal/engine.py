@@ -36,7 +36,19 @@ from ..engine.accounting import Ledger
 from ..engine.mail.words import Mail
 from ..engine.outcomes import Turn
 from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
-from ..engine.record.lines import Logged, MessageRead, MessageSent, RunEnded, RunStarted, ToolCalled, TurnEnded
+from ..engine.record.lines import (
+    AttemptOutput,
+    CallOpened,
+    CandidateSeen,
+    Logged,
+    MessageRead,
+    MessageSent,
+    ResultAccepted,
+    RunEnded,
+    RunStarted,
+    ToolCalled,
+    TurnEnded,
+)
 from ..engine.record.recorder import Appends, LogLines, Recorder
 from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..errors import DefinitionError
@@ -238,6 +250,18 @@ async def write_record(recorder: ActorRef, ending: RunEnding, started: float) ->
         await recorder.ask(TurnEnded(msgspec.convert(turn, Turn[Any])))
     for line in ending.lines.tools:  # built, not converted: ToolCalled's approval type is only named for checkers
         await recorder.ask(ToolCalled(**line))
+    for call in ending.lines.calls:  # calls/<call id>/ as the worker's local run wrote them
+        try:  # files an agent may have written to on its worker, as locally: what doesn't fit is left out
+            opened = msgspec.convert(call["opened"], CallOpened)
+            lines: list[AttemptOutput | CandidateSeen] = [msgspec.convert(line, AttemptOutput) for line in call["attempts"]]
+            lines += [msgspec.convert(line, CandidateSeen) for line in call["candidates"]]
+        except (msgspec.ValidationError, KeyError, TypeError):
+            continue
+        await recorder.ask(opened)
+        for line in lines:
+            await recorder.ask(line)
+        if isinstance(call.get("result"), dict) and "value" in call["result"]:
+            await recorder.ask(ResultAccepted(opened.call_id, call["result"]["value"]))
     for line in ending.lines.log:
         await recorder.ask(msgspec.convert(line, Logged))
     for line in ending.lines.messages:  # messages.jsonl, as the local switchboard has it written

@@ -36,7 +36,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from ..engine.outcomes import Turn
-from ..engine.record.layout import make_private_dirs, read_lines
+from ..engine.record.layout import make_private_dirs, read_lines, regular_bytes
+from ..engine.record.lines import ATTEMPTS_FILE
+from ..engine.record.recorder import RecordGaps
 from ..engine.run import RunActors, run_actors
 from ..engine.tools.call import ToolCall
 from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
@@ -254,12 +256,15 @@ class TurnActivities:
                 if request.can_message:
                     turn, others = await run_turn(request, attempt, self.env, tools, (handle, self.key, info.activity_id),
                                                   worker_root=self.root)
+                    calls = read_calls(attempt, [turn, *others])
                 else:
                     async with self.runs.lease(request.agent) as held:
                         assert held.actors is not None
                         async with agent_turn(held.actors, request, self.env, tools, worker_root=self.root,
                                               clis=self.runs.clis) as turn:
                             pass
+                        await held.actors.recorder.ask(RecordGaps())  # its call's files written
+                        calls = read_calls(held.record, [turn])
                     others = []
                     _point(attempt, held.record, turn)
                 group.cancel_scope.cancel()
@@ -269,8 +274,8 @@ class TurnActivities:
                 raise
             # This worker can't run the agent (its CLI is missing, its runtime is wrong): another attempt won't help.
             raise ApplicationError(str(why), type=type(why).__name__, non_retryable=True) from None
-        return self._sealed_result(TURN_ACTIVITY, {"turn": turn, "others": others, "attempt": info.attempt,
-                                                   "worker": self.identity})
+        return self._sealed_result(TURN_ACTIVITY, {"turn": turn, "others": others, "calls": calls,
+                                                   "attempt": info.attempt, "worker": self.identity})
 
     @activity.defn(name=FORK_ACTIVITY)
     async def fork(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -302,6 +307,45 @@ def _point(attempt: Path, record: Path, turn: dict[str, Any] | None) -> None:
     """The attempt's directory says where its turn's record is: the worker's held run, and its call there."""
     where = {"run": str(record), "call_id": None if turn is None else turn.get("call_id")}
     (attempt / WHERE_FILE).write_bytes(msgspec.json.encode(where))
+
+
+CALL_FILES_MAX_BYTES = 512 * 1024
+"""A turn's call files sent back with its result, at most: what its agent wrote there (its candidates,
+its output) could otherwise pass Temporal's payload limit and fail the turn. Past it, lines are left out."""
+
+
+def read_calls(record: Path, turns: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """The files of each turn's call in the local run's `record` (`calls/<call id>/`), as the run's
+    record on its host holds them once its Recorder writes them again: `awf logs` shows them."""
+    calls, left = [], CALL_FILES_MAX_BYTES
+    for turn in turns:
+        if turn is None or not turn.get("call_id"):
+            continue
+        directory = record / "calls" / turn["call_id"]
+        found: dict[str, Any] = {}
+        for name in ("call.json", "result.json", ATTEMPTS_FILE, "candidates.jsonl"):
+            try:
+                data = regular_bytes(directory / name) or b""
+            except OSError:
+                continue
+            left -= len(data)
+            if left < 0:
+                break
+            if name.endswith(".jsonl"):
+                found[name] = [line for line in (_decoded(raw) for raw in data.splitlines()) if isinstance(line, dict)]
+            else:
+                found[name] = _decoded(data)
+        if isinstance(found.get("call.json"), dict):
+            calls.append({"opened": found["call.json"], "result": found.get("result.json"),
+                          "attempts": found.get(ATTEMPTS_FILE, []), "candidates": found.get("candidates.jsonl", [])})
+    return calls
+
+
+def _decoded(data: bytes) -> Any:
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None
 
 
 @asynccontextmanager
