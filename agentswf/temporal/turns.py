@@ -37,8 +37,7 @@ from temporalio.worker import Worker
 
 from ..engine.outcomes import Turn
 from ..engine.record.layout import make_private_dirs, read_lines, regular_bytes
-from ..engine.record.lines import ATTEMPTS_FILE
-from ..engine.record.recorder import RecordGaps
+from ..engine.record.lines import ATTEMPTS_FILE, Logged
 from ..engine.run import RunActors, run_actors
 from ..engine.tools.call import ToolCall
 from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
@@ -263,7 +262,11 @@ class TurnActivities:
                         async with agent_turn(held.actors, request, self.env, tools, worker_root=self.root,
                                               clis=self.runs.clis) as turn:
                             pass
-                        await held.actors.recorder.ask(RecordGaps())  # its call's files written
+                        # A line of the held run's log saying whose turn it was; answered once the lines
+                        # before it (the call's attempts and candidates) are written, so they are read whole.
+                        await held.actors.recorder.ask(Logged(time.time(), "turn ran", {
+                            "workflow_id": info.workflow_id, "run_id": request.run_id, "agent": request.agent,
+                            "turn": request.n, "attempt": info.attempt, "call": (turn or {}).get("call_id")}))
                         calls = read_calls(held.record, [turn])
                     others = []
                     _point(attempt, held.record, turn)
