@@ -19,12 +19,13 @@ seals its result. The key stays in this process: agents' environments never carr
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from ..engine.record.layout import make_private_dirs, read_lines, regular_bytes
 from ..engine.record.lines import ATTEMPTS_FILE, Logged
 from ..engine.run import RunActors, run_actors
 from ..engine.tools.call import ToolCall
-from ..errors import DefinitionError, HarnessError, WorkflowError, leaf_errors
+from ..errors import ActorStopped, DefinitionError, HarnessError, WorkflowError, leaf_errors
 from ..harnesses.base import AttemptEnding, Harness, Operation, OperationResult
 from ..harnesses.cli_version import CliChecks
 from ..harnesses.environment import scrubbed
@@ -182,6 +183,21 @@ class TurnWorker(Worker):
             await self.runs.close()
 
 
+TYPES_KEPT = 256
+"""Schemas whose rebuilt type a worker keeps: a turn of a schema seen before reuses its type, and so
+the teaching made of it (agents.TAUGHT_KEPT), rather than making a new class each turn."""
+
+
+def rebuilt(schema: Any) -> Any:
+    """The msgspec type of `schema` (schema_types.type_of), the same one for the same schema."""
+    return _rebuilt(msgspec.json.encode(schema))
+
+
+@functools.lru_cache(maxsize=TYPES_KEPT)
+def _rebuilt(schema: bytes) -> Any:
+    return type_of(msgspec.json.decode(schema))
+
+
 def proxy_tool(spec: ToolSpec, handle: WorkflowHandle[Any, Any], key: RunKey, agent: str, turn: int, activity_id: str) -> Tool:
     """A tool whose handler is the workflow's: the checked input goes as an update, the reply comes back."""
 
@@ -193,7 +209,7 @@ def proxy_tool(spec: ToolSpec, handle: WorkflowHandle[Any, Any], key: RunKey, ag
             raise WorkflowError(reply.error)
         return reply.result
 
-    return Tool(handler=forward, description=spec.description, input=type_of(spec.input), timeout=spec.timeout,
+    return Tool(handler=forward, description=spec.description, input=rebuilt(spec.input), timeout=spec.timeout,
                 call_param="call")
 
 
@@ -244,32 +260,35 @@ class TurnActivities:
         request = msgspec.convert(self._opened(TURN_ACTIVITY, raw), TurnRequest)
         info = activity.info()
         handle = self.client.get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
-        # Where this attempt's record is: its own local run's (an agent with a route), or the worker's held run's.
-        attempt = self.root / request.workflow / request.run_id / f"{request.agent}-{request.n}-attempt{info.attempt}"
-        make_private_dirs(attempt)
         tools = {spec.name: proxy_tool(spec, handle, self.key, request.agent, request.n, info.activity_id)
                  for spec in request.tools}
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_heartbeat)
-                if request.can_message:
-                    turn, others = await run_turn(request, attempt, self.env, tools, (handle, self.key, info.activity_id),
+                if request.can_message:  # a local run of its own, recorded where turns_ran finds it
+                    record = self.root / request.workflow / request.run_id / attempt_name(
+                        request.agent, request.n, info.attempt)
+                    make_private_dirs(record)
+                    turn, others = await run_turn(request, record, self.env, tools, (handle, self.key, info.activity_id),
                                                   worker_root=self.root)
-                    calls = read_calls(attempt, [turn, *others])
+                    calls = read_calls(record, [turn, *others])
                 else:
+                    turn, others = None, []
                     async with self.runs.lease(request.agent) as held:
-                        assert held.actors is not None
-                        async with agent_turn(held.actors, request, self.env, tools, worker_root=self.root,
-                                              clis=self.runs.clis) as turn:
-                            pass
-                        # A line of the held run's log saying whose turn it was; answered once the lines
-                        # before it (the call's attempts and candidates) are written, so they are read whole.
-                        await held.actors.recorder.ask(Logged(time.time(), "turn ran", {
-                            "workflow_id": info.workflow_id, "run_id": request.run_id, "agent": request.agent,
-                            "turn": request.n, "attempt": info.attempt, "call": (turn or {}).get("call_id")}))
+                        actors = held.actors
+                        assert actors is not None
+                        try:
+                            async with agent_turn(actors, request, self.env, tools, worker_root=self.root,
+                                                  clis=self.runs.clis) as turn:
+                                pass
+                        finally:  # whose turn it was, in the held run's log: answered once the lines before it
+                            # (the call's attempts and candidates) are written, so they are read whole
+                            with anyio.CancelScope(shield=True), suppress(ActorStopped):  # a run gone: said already
+                                await actors.recorder.ask(Logged(time.time(), TURN_RAN, {
+                                    "workflow": request.workflow, "run_id": request.run_id, "agent": request.agent,
+                                    "turn": request.n, "attempt": info.attempt, "call": (turn or {}).get("call_id"),
+                                    "workflow_id": info.workflow_id}))
                         calls = read_calls(held.record, [turn])
-                    others = []
-                    _point(attempt, held.record, turn)
                 group.cancel_scope.cancel()
         except Exception as error:
             why = next((leaf for leaf in leaf_errors(error) if isinstance(leaf, (DefinitionError, HarnessError))), None)
@@ -303,13 +322,25 @@ class TurnActivities:
         })
 
 
-WHERE_FILE = "where.json"  # in a turn's attempt directory on a worker: the local run that ran it, and its call
+TURN_RAN = "turn ran"  # the held run's log line of each turn it ran: whose it was, and its call
 
 
-def _point(attempt: Path, record: Path, turn: dict[str, Any] | None) -> None:
-    """The attempt's directory says where its turn's record is: the worker's held run, and its call there."""
-    where = {"run": str(record), "call_id": None if turn is None else turn.get("call_id")}
-    (attempt / WHERE_FILE).write_bytes(msgspec.json.encode(where))
+def attempt_name(agent: str, n: int, attempt: int) -> str:
+    return f"{agent}-{n}-attempt{attempt}"
+
+
+def turns_ran(root: Path, workflow: str, run_id: str) -> list[str]:
+    """The turn attempts of run `run_id` of `workflow` that the worker of `root` (its --run-root) ran,
+    each `<agent>-<turn>-attempt<n>`: what its held runs' logs say, and the local runs an agent with a
+    route had of its own (`<root>/<workflow>/<run id>/<agent>-<turn>-attempt<n>/`)."""
+    ran = [
+        attempt_name(line["fields"]["agent"], line["fields"]["turn"], line["fields"]["attempt"])
+        for log in sorted(root.glob("runs/*/log.jsonl")) for line in read_lines(log)
+        if line.get("message") == TURN_RAN and line.get("fields", {}).get("workflow") == workflow
+        and line["fields"].get("run_id") == run_id
+    ]
+    own = root / workflow / run_id
+    return sorted(ran + ([path.name for path in own.iterdir()] if own.is_dir() else []))
 
 
 CALL_FILES_MAX_BYTES = 512 * 1024
@@ -379,7 +410,7 @@ async def agent_turn(
             turn = await agent.compact(request.prompt, deadline=request.deadline)
         elif request.kind == "turn":
             turn = await agent.run(
-                request.prompt, schema=type_of(request.schema), deadline=request.deadline, nudge=request.nudge
+                request.prompt, schema=rebuilt(request.schema), deadline=request.deadline, nudge=request.nudge
             )
         yield None if turn is None else msgspec.to_builtins(msgspec.structs.replace(turn, n=request.n))
     finally:

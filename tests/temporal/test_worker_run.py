@@ -1,9 +1,9 @@
 """A turn worker's one local run (turns.WorkerRuns): its agents open in it for a turn and close after,
-so a worker pays a run's setup once, not once a turn; a key in a turn in it already gets a run of its own."""
+so a worker pays a run's setup once, not once a turn; a key in a turn in it already gets a run of its own.
+Its log says whose each turn was."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from uuid import uuid4
 
@@ -15,7 +15,7 @@ import agentswf
 from agentswf import Runtime, workflow
 from agentswf.engine.record.layout import read_lines
 from agentswf.temporal import TemporalEngine
-from agentswf.temporal.turns import WHERE_FILE, WorkerRuns
+from agentswf.temporal.turns import TURN_RAN, WorkerRuns, turns_ran
 
 ANSWER = 'cat >/dev/null; echo "$WFA_AGENT" | "$WFA" result "$WFA_CALL_ID"'
 
@@ -34,13 +34,13 @@ async def test_a_workers_turns_run_in_one_local_run_it_holds(temporal_address: s
     assert result.outcome == "completed", result.reason
     assert result.value == ["one", "one", "one", "two"]  # each under its own key, as locally
     [local] = (root / "runs").iterdir()  # one local run served the four turns
-    call_ids = {line["call_id"] for line in read_lines(local / "turns.jsonl")}
-    attempts = sorted((root / "held" / result.run_id).iterdir())
-    assert [path.name for path in attempts] == ["one-1-attempt1", "one-2-attempt1", "one-3-attempt1", "two-1-attempt1"]
-    for attempt in attempts:  # each attempt says where its turn's record is
-        where = json.loads((attempt / WHERE_FILE).read_text())
-        assert where["run"] == str(local) and where["call_id"] in call_ids
-    assert len(call_ids) == 4
+    call_ids = [line["call_id"] for line in read_lines(local / "turns.jsonl")]
+    ran = [line["fields"] for line in read_lines(local / "log.jsonl") if line["message"] == TURN_RAN]
+    assert [(said["agent"], said["turn"], said["call"]) for said in ran] == [  # whose each call was
+        ("one", 1, call_ids[0]), ("one", 2, call_ids[1]), ("one", 3, call_ids[2]), ("two", 1, call_ids[3]),
+    ]
+    assert turns_ran(root, "held", result.run_id) == ["one-1-attempt1", "one-2-attempt1", "one-3-attempt1", "two-1-attempt1"]
+    assert not (root / "held").exists()  # nothing made per turn
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a worker's activities run on asyncio
