@@ -13,8 +13,9 @@ Temporal activity and update, in the same run, on one dev server (from temporal-
   Temporal the worker's broker sends each call to the workflow as an update.
 - bare: a Temporal workflow running TURNS empty activities one after another, and an empty
   update sent CALLS times: what Temporal itself costs per activity and per update here.
-- setup: the local engine's actors for one turn's run, opened and closed with nothing in them:
-  what the turn activity pays each turn before the agent starts (it runs a local run per turn).
+- setup: the local engine's actors for one run, opened and closed with nothing in them: what a
+  turn worker pays once, for the local run it holds (and a turn of an agent with a route, each
+  turn, for a run of its own).
 - question: one agent asks another a question (`wfa send --await-reply`), ends its attempt,
   and the reply (from the other's turn, started by the mail) continues its turn, which then
   answers: a run of that less a run of one no-op turn. On Temporal the run's board is in the
