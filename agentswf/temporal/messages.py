@@ -162,6 +162,7 @@ class RunLines(msgspec.Struct, kw_only=True):
     tools: list[Any] = []
     log: list[Any] = []
     messages: list[Any] = []  # MessageSent and MessageRead, as messages.jsonl's lines
+    calls: list[Any] = []  # each turn's call files from its worker: call.json, result.json, attempts and candidates
 
 
 class RunEnding(msgspec.Struct, frozen=True, kw_only=True):

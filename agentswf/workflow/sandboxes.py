@@ -57,19 +57,7 @@ class Sandboxes:
         write; `network` the hosts they may reach (`"api.example.com"`, `"*.pypi.org"`), besides
         each CLI's model endpoint. Relative paths are from `cwd`. With nothing given, a reader.
         """
-        if not isinstance(key, str) or not key or len(key) > 64:
-            raise DefinitionError(f"{key!r} is not a sandbox key: a non-empty string of at most 64 characters")
-        if isinstance(network, str) or isinstance(read, (str, Path)) or isinstance(write, (str, Path)):
-            raise DefinitionError("a sandbox's read, write and network are lists, like write=['.']")
-        spec = check_spec(
-            SandboxSpec(
-                cwd=None if cwd is None else str(cwd),
-                read=tuple(str(path) for path in read),
-                write=tuple(str(path) for path in write),
-                network=tuple(network),
-            )
-        )
-        return await self._open_spec(key, spec)
+        return await self._open_spec(key, given_spec(key, cwd, read, write, network))
 
     async def _open_spec(self, key: str, spec: SandboxSpec, base: Path | None = None) -> Sandbox:
         """The sandbox `spec` under `key`, its relative paths from `base` (the run's cwd unless given)."""
@@ -139,6 +127,22 @@ class Sandboxes:
             self._run_at[cwd] = await open_sandbox(sandbox.key, sandbox.given, cwd, self._log, record=self._record)
             self._opened(self._run_at[cwd])
         return self._run_at[cwd]
+
+
+def given_spec(key: str, cwd: str | Path | None, read: Any, write: Any, network: Any) -> SandboxSpec:
+    """What `wf.sandboxes.open` was given, checked as a spec (on any engine: it reads no file)."""
+    if not isinstance(key, str) or not key or len(key) > 64:
+        raise DefinitionError(f"{key!r} is not a sandbox key: a non-empty string of at most 64 characters")
+    if isinstance(network, str) or isinstance(read, (str, Path)) or isinstance(write, (str, Path)):
+        raise DefinitionError("a sandbox's read, write and network are lists, like write=['.']")
+    return check_spec(
+        SandboxSpec(
+            cwd=None if cwd is None else str(cwd),
+            read=tuple(str(path) for path in read),
+            write=tuple(str(path) for path in write),
+            network=tuple(network),
+        )
+    )
 
 
 def sandbox_cwd(sandbox: Any, run_cwd: Path) -> Path:

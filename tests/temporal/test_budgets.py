@@ -21,6 +21,7 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 import agentswf
 from agentswf import Budget, Runtime, workflow
 from agentswf.temporal import TemporalEngine, on_asyncio
+from agentswf.temporal.turns import turns_ran
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, find_cli
 
 from ..clis import TAUGHT, needs_clis
@@ -79,7 +80,7 @@ async def test_a_turns_budget_refuses_the_third_turn_on_both_engines(temporal_ad
     for result in (local, remote):
         assert refusals(result.run_dir) == [{"agent": "a", "turn": 3, "budget": "run", "reason": "2 of 2 turns given"}]
         assert [turn["outcome"]["kind"] for turn in turns(result.run_dir)] == ["answered", "answered"]  # as locally: the log says it
-    assert len(list((tmp_path / "worker" / "three-turns" / remote.run_id).iterdir())) == 2  # the third never reached a worker
+    assert len(turns_ran(tmp_path / "worker", "three-turns", remote.run_id)) == 2  # the third never reached a worker
     assert await replays(temporal_address, remote)
 
 

@@ -72,7 +72,53 @@ async def test_a_sandbox_on_temporal_is_a_spec_of_the_agents_own(temporal_addres
         result = await agentswf.run(flow, run_root=tmp_path / "runs", engine=engine)
     bad_host, not_a_spec = result.value
     assert bad_host.startswith("agent a0: sandbox network: "), bad_host
-    assert "takes a spec of its own" in not_a_spec and "wf.sandboxes is not on it yet" in not_a_spec, not_a_spec
+    assert not_a_spec == ("agent a1: on the Temporal engine sandbox= takes a sandbox of wf.sandboxes.open or a spec of "
+                          "its own (a SandboxSpec or a dict of cwd, read, write, network), not str"), not_a_spec
+
+
+SHARER = """#!/bin/bash
+cat >/dev/null
+echo "$WFA_AGENT" >"$WFA_AGENT.out" 2>/dev/null && wrote=yes || wrote=no
+cat {key} >/dev/null 2>&1 && key="KEY READ" || key="key: no"
+"$WFA" result "$WFA_CALL_ID" "$(pwd | xargs basename) wrote=$wrote $key"
+"""
+
+
+@needs_bwrap
+async def test_agents_share_a_sandbox_of_wf_sandboxes_on_temporal(
+    temporal_address: str, tmp_path: Path, run_key_file: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "out").mkdir(parents=True)
+    sharer = tmp_path / "sharer.sh"
+    sharer.write_text(SHARER.format(key=run_key_file))
+
+    @workflow(name="shared-box", description="Two agents in one sandbox of wf.sandboxes.")
+    async def flow(wf):  # type: ignore[no-untyped-def]
+        box = await wf.sandboxes.open("shared", cwd="ws", read=[str(sharer)], write=["out"])
+        same = await wf.sandboxes.open("shared", cwd="ws", read=[str(sharer)], write=["out"])
+        try:
+            await wf.sandboxes.open("shared", cwd="ws")
+        except agentswf.DefinitionError as error:
+            refusal = str(error)
+        runtime = f"shell:/bin/bash {sharer}"
+        writer = await wf.agents.open("writer", runtime=runtime, sandbox=box, cwd="ws/out")
+        reader = await wf.agents.open("reader", runtime=runtime, sandbox=box)
+        said = [(await agent.run("Write.", timeout="30s")).value for agent in (writer, reader)]
+        return {"said": said, "same": same is box, "refusal": refusal, "spec": [box.key, box.spec.cwd, list(box.spec.write)]}
+
+    engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+    with anyio.fail_after(60):
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, engine=engine)
+    assert result.value == {
+        "said": ["out wrote=yes key: no", "ws wrote=no key: no"],  # its cwd is the sandbox's unless given
+        "same": True,
+        "refusal": "sandbox shared is already open with a different spec",
+        "spec": ["shared", str(workspace), ["out"]],
+    }, result.reason
+    assert (workspace / "out" / "writer.out").read_text() == "writer\n" and not (workspace / "reader.out").exists()
+    logged = (result.run_dir / "log.jsonl").read_text()
+    assert "sandbox shared opened" in logged
 
 
 def test_a_sandbox_specs_paths_are_from_the_agents_cwd_as_locally_unless_it_names_one() -> None:

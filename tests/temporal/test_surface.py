@@ -28,7 +28,7 @@ async def test_wf_on_temporal_is_a_workflow_and_refuses_what_temporal_lacks(temp
         classes = [isinstance(wf, Workflow), isinstance(wf.approvals, Approvals),
                    isinstance(wf.participants, Participants), isinstance(person, Participant), isinstance(route, Route)]
         refusals = []
-        for attempt in (lambda: wf.sandboxes, lambda: wf.worktree("side")):
+        for attempt in (lambda: wf.worktree("side"),):
             try:
                 attempt()
             except agentswf.WorkflowError as error:
@@ -47,7 +47,7 @@ async def test_wf_on_temporal_is_a_workflow_and_refuses_what_temporal_lacks(temp
         "classes": [True] * 5,
         "refusals": [
             f"{feature} is not on the Temporal engine yet (docs/guide/temporal.md says what is)"
-            for feature in ("wf.sandboxes", "wf.worktree", "wf.race and wf.select")
+            for feature in ("wf.worktree", "wf.race and wf.select")
         ],
         "pending": 0,
     }

@@ -26,6 +26,7 @@ from temporalio.client import Client
 import agentswf
 from agentswf import Runtime, workflow
 from agentswf.temporal import TemporalEngine, on_asyncio
+from agentswf.temporal.turns import turns_ran
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORKER_READY_SECONDS = 30.0
@@ -81,7 +82,7 @@ async def test_a_run_started_here_has_its_turns_run_by_an_awf_worker(workers: Wo
     engine = TemporalEngine(address=workers.address, task_queue=workers.queue, run_turns=False)
     result = await agentswf.run(review_fix, run_root=tmp_path / "runs", engine=engine)
     assert result.outcome == "completed", result.reason
-    assert sorted(path.name for path in (tmp_path / "one" / "review-fix" / result.run_id).iterdir()) == [
+    assert turns_ran(tmp_path / "one", "review-fix", result.run_id) == [
         "fixer-1-attempt1", "reviewer-1-attempt1", "reviewer-2-attempt1",
     ]
 
@@ -128,14 +129,14 @@ async def test_a_worker_killed_mid_turn_loses_nothing(workers: Workers, tmp_path
         with anyio.fail_after(30):
             while not mark.exists():
                 await anyio.sleep(0.05)
-        [took] = [name for name in workers_by_root if (tmp_path / name / "survivor").exists()]
+        [took] = [name for name in workers_by_root if any((tmp_path / name).glob("runs/*"))]
         os.kill(workers_by_root[took].pid, signal.SIGKILL)  # the worker alone: its agent's watchdog does the rest
         started = time.monotonic()
     [result] = results
     assert result.outcome == "completed", result.reason
     assert result.value == "answered on the other worker"
     other = "second" if took == "first" else "first"
-    assert [path.name for path in (tmp_path / other / "survivor" / result.run_id).iterdir()] == ["one-1-attempt2"]
+    assert turns_ran(tmp_path / other, "survivor", result.run_id) == ["one-1-attempt2"]
     assert time.monotonic() - started < 20  # the heartbeat timeout (5 s) and a retry, not the turn's 2 minutes
     assert not _lingering(str(agent)) and not _lingering("sleep 59.4321")  # the killed worker's agent went with it
 
@@ -152,7 +153,7 @@ def test_awf_run_engine_temporal_prints_the_value_and_exits_0(workers: Workers, 
     record = json.loads(done.stdout)
     assert record["outcome"] == "completed"
     assert record["value"]["fixed"] == ["calc.py"]
-    assert (tmp_path / "one" / "review-fix" / record["run_id"]).is_dir()  # its turns ran on the worker
+    assert turns_ran(tmp_path / "one", "review-fix", record["run_id"])  # its turns ran on the worker
 
 
 @pytest.mark.parametrize(
@@ -188,8 +189,8 @@ async def test_a_runtimes_task_queue_sends_its_agents_turns_to_that_queues_worke
     engine = TemporalEngine(address=workers.address, task_queue=f"here-{uuid4().hex[:8]}", worker_root=tmp_path / "here")
     result = await agentswf.run(placed, run_root=tmp_path / "runs", engine=engine)
     assert result.value == ["here", "there"], result.reason
-    assert [path.name for path in (tmp_path / "here" / "placed" / result.run_id).iterdir()] == ["local-1-attempt1"]
-    assert [path.name for path in (tmp_path / "gpu-box" / "placed" / result.run_id).iterdir()] == ["remote-1-attempt1"]
+    assert turns_ran(tmp_path / "here", "placed", result.run_id) == ["local-1-attempt1"]
+    assert turns_ran(tmp_path / "gpu-box", "placed", result.run_id) == ["remote-1-attempt1"]
 
 
 FLOW = """
