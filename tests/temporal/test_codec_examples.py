@@ -19,6 +19,7 @@ pytest.importorskip("cryptography", reason="agentswf[temporal] is not installed 
 from temporalio.client import Client
 
 from agentswf.temporal import on_asyncio
+from agentswf.temporal.turns import turns_ran
 from tests.docs.blocks import blocks
 from tests.temporal.test_codec import AWF, RUN_SECONDS, Processes, _env, new_key, processes  # noqa: F401 (a fixture)
 
@@ -68,7 +69,8 @@ def test_the_examples_give_their_local_values_on_two_workers_with_the_codec_on(
 
         raw = anyio.run(on_asyncio, history)
         assert words(local) and [word for word in words(local) if word.encode() in raw] == [], file
-    turns = [path for name in ("one", "two") for path in (tmp_path / name).glob("*/*/*-attempt*")]
+    turns = [turn for name in ("one", "two") for record in seen
+             for turn in turns_ran(tmp_path / name, record.parent.parent.name, record.parent.name)]
     assert len(turns) >= len(EXAMPLES)  # the turns ran on the workers
 
 
