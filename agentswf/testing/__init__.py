@@ -18,12 +18,12 @@ has the fixtures `run_root` and `run_record` (see `agentswf.testing.pytest_plugi
 """
 
 from ..errors import TestScriptError
+from ..replay.recorded import RecordUnreadable
 from ..wire import Response
 from .approvals import Decision, approve, reject
 from .fork import fork
 from .participants import ParticipantScript, respond
 from .record import Record, RunRecord, read_record
-from .recorded import RecordUnreadable
 from .replay import ReplayDiverged, replay
 from .runs import TestRun, run_workflow
 from .scripted import (
