@@ -12,40 +12,12 @@ import pytest
 
 import agentswf
 from agentswf import ContinueFrom, DefinitionError, ReplayDiverged, Workflow, workflow
-from agentswf.harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness
-from agentswf.harnesses.usage import Usage
 from agentswf.replay.played import NOTHING_SPENT
-from agentswf.testing import ScriptedTurn, read_record
+from agentswf.testing import read_record
 
-SPENT = Usage(input_tokens=100, output_tokens=10, cost_usd=0.25)  # each real turn's, as a CLI would report it
+from .test_fork import Writer, three  # a writer agent reporting sessions and spend, and its three turns
+
 Started = list[tuple[int, str | None, str | None]]  # each real attempt's turn, the session it resumed, its model
-
-
-class Writer(Harness):
-    """An agent answering `<word> <turn>`, reporting a session per turn and what it spent: a CLI's stand-in."""
-
-    name = "writer"
-    spawns = False
-
-    def __init__(self, word: str, started: Started, model: str | None = None) -> None:
-        self.word, self.started, self.model = word, started, model
-
-    def settings(self) -> tuple[str | None, str | None]:
-        return self.model, None
-
-    def with_settings(self, model: str | None, effort: str | None) -> Writer:
-        return Writer(self.word, self.started, model or self.model)
-
-    async def run(self, attempt: Attempt) -> AttemptResult:
-        self.started.append((attempt.turn, attempt.session, self.model))
-        await ScriptedTurn(attempt).result(f"{self.word} {attempt.turn}")
-        return AttemptResult(AttemptEnding("exited"), session=f"session-{attempt.turn}", usage=SPENT)
-
-
-@workflow(name="three-parts", description="A writer's three turns.")
-async def three(wf: Workflow) -> list[str]:
-    writer = await wf.agents.open("writer", runtime="claude")
-    return [(await writer.run(f"Write part {n}.")).value for n in (1, 2, 3)]
 
 
 # A real process per turn: it logs the word in ./word when it runs and answers with it.
@@ -127,10 +99,10 @@ async def test_a_fork_the_record_cant_give_is_refused_before_anything_runs(tmp_p
     with pytest.raises(DefinitionError, match=error):
         await agentswf.run(three, continue_from=fork(recorded.run_dir), run_root=tmp_path,
                            harnesses=lambda key, runtime: Writer("new", started))  # fmt: skip
-    assert started == [] and len(list((tmp_path / "three-parts").iterdir())) == 1  # no new run recorded
+    assert started == [] and len(list((tmp_path / "three").iterdir())) == 1  # no new run recorded
 
 
 async def test_a_fork_of_another_workflows_run_is_refused(tmp_path: Path) -> None:
     recorded = await agentswf.run(three, run_root=tmp_path, harnesses=lambda key, runtime: Writer("old", []))
-    with pytest.raises(DefinitionError, match="is a record of workflow 'three-parts', not of 'three-shell-parts'"):
+    with pytest.raises(DefinitionError, match="is a record of workflow 'three', not of 'three-shell-parts'"):
         await agentswf.run(three_shell, continue_from=ContinueFrom(recorded.run_dir, "writer", 2))
