@@ -72,10 +72,10 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
             if given:
                 named = ", ".join(f"{name} ({FLAGS[name]})" if name in FLAGS else name for name in given)
                 raise DefinitionError(f"not on {type(self.engine).__name__} yet: {named}; run locally for them")
-        check_stage_options(self.continue_from, self.rerun, self.from_stage, self.values)
         if isinstance(self.continue_from, ContinueFrom):
             self._check_fork(self.continue_from)
-        elif self.continue_from is not None and not isinstance(self.continue_from, str | Path):
+        check_stage_options(self.continue_from, self.rerun, self.from_stage, self.values)
+        if self.continue_from is not None and not isinstance(self.continue_from, str | Path | ContinueFrom):
             raise DefinitionError(
                 f"continue_from is a run's id or directory, or a ContinueFrom to fork one; not {type(self.continue_from).__name__}"
             )
@@ -88,7 +88,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
 
     def _check_fork(self, fork: ContinueFrom) -> None:
         check_continue_from(fork)
-        given = [name for name, value in (("args", self.args), ("rerun", self.rerun), ("replay", self.replay)) if value is not None]
+        given = [name for name in ("args", "rerun", "from_stage", "values", "replay") if getattr(self, name) is not None]
         if given:
             raise DefinitionError(
                 f"a fork (continue_from=ContinueFrom(...)) is a new run with the forked run's args, its turns before the "

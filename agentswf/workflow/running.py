@@ -273,7 +273,7 @@ class LocalRun:
 
     @classmethod
     async def start(cls, definition: WorkflowDefinition, options: RunOptions) -> LocalRun:
-        """Everything before the run's actors start: the continued run's record read, the args
+        """Everything before the run's actors start: the continued (or forked) run's record read, the args
         decoded, the sandbox opened and the replayed record read, each refusing the run
         (DefinitionError) before anything is recorded; then the run's record begun."""
         directory = Path(options.cwd or os.getcwd()).resolve()
@@ -283,7 +283,7 @@ class LocalRun:
         if isinstance(options.continue_from, ContinueFrom):
             forked = forked_run(definition, root, options.continue_from)
             args, definition = forked.args, played_definition(definition, forked.fork.book)
-            directory = Path(options.cwd).resolve() if options.cwd is not None else forked.cwd or directory
+            directory = forked.cwd if options.cwd is None and forked.cwd is not None else directory
             root = root if options.run_root is not None else forked.root
             sandbox = sandbox if sandbox is not None else forked.sandbox
             budget = budget if budget is not None else forked.budget

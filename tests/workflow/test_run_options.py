@@ -66,7 +66,7 @@ REFUSALS: list[tuple[dict[str, Any], str | None]] = [
     ({"continue_from": ContinueFrom("r", "writer", 2, strict="no")}, "strict is True or False, not 'no'"),
     ({"continue_from": ContinueFrom("r", "writer", 2), "args": {"n": 1}}, "a fork .* takes no args$"),
     ({"continue_from": ContinueFrom("r", "writer", 2), "rerun": "fix", "replay": "rec"}, "a fork .* takes no rerun or replay$"),
-    ({"continue_from": ContinueFrom("r", "writer", 2), "from_stage": "fix"}, "from_stage starts a new run at a stage"),
+    ({"continue_from": ContinueFrom("r", "writer", 2), "from_stage": "fix"}, "a fork .* takes no from_stage$"),
     ({"engine": Elsewhere(), "continue_from": ContinueFrom("r", "writer", 2)}, "not on Elsewhere yet: continue_from"),
 ]
 
