@@ -5,6 +5,7 @@ gets typed, validated answers back; the agent answers through one command, `wfa`
 
     @workflow(name=..., description=...)    an async function of `wf: Workflow` becomes a workflow
     await run(definition, args=...)         runs it under asyncio or trio: a RunResult
+    run(..., continue_from=ContinueFrom(run, agent, turn))   forks a run at a turn (ReplayDiverged)
     load_workflow(path)                     the workflow a file defines, as `awf run` loads it
     wf.agents.open(key, runtime=...)        an Agent (wf.agents is Agents); Runtime sets the CLI
     await agent.run(prompt, schema=T)       a Turn[T]: its outcome is Answered[T], Unanswered,
@@ -44,10 +45,12 @@ from .harnesses.pane_liveness import CheckIns
 from .harnesses.prices import Price, Prices
 from .harnesses.runtime import Runtime
 from .progress import show_progress
+from .replay.played import ReplayDiverged
 from .workflow.agents import Agent, Agents
 from .workflow.budgets import Budget, Spending, Spent
 from .workflow.context import Approvals, Workflow
 from .workflow.definition import WorkflowDefinition, workflow
+from .workflow.forking import ContinueFrom
 from .workflow.loading import load_workflow
 from .workflow.messaging import Participant, Participants, Route
 from .workflow.running import RunResult, run
@@ -67,6 +70,7 @@ __all__ = [
     "Budget",
     "Cancelled",
     "CheckIns",
+    "ContinueFrom",
     "DeadlineExceeded",
     "DefinitionError",
     "Failed",
@@ -79,6 +83,7 @@ __all__ = [
     "Permissions",
     "Price",
     "Prices",
+    "ReplayDiverged",
     "Route",
     "RunResult",
     "RunUsage",

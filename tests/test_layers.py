@@ -29,22 +29,25 @@ ALLOWED: dict[str, frozenset[str]] = {
     "launcher": frozenset({"errors", "wire", "harnesses", "actors"}),  # the listener wakes on the kernel's primitives
     "sandbox": frozenset({"errors", "harnesses", "git", "launcher"}),
     "engine": frozenset({"errors", "progress", "wire", "actors", "harnesses", "launcher"}),
+    "replay": frozenset({"errors", "wire", "harnesses", "launcher", "engine"}),  # agents played from a record: a fork's too
     "policy": frozenset({"engine"}),  # agentswf.policy: engine/tools/policy.py's public names
     "otel": frozenset({"engine"}),
-    "workflow": frozenset({"errors", "progress", "wire", "actors", "harnesses", "git", "sandbox", "engine", "otel"}),
+    "workflow": frozenset(
+        {"errors", "progress", "wire", "actors", "harnesses", "git", "sandbox", "engine", "otel", "replay"}
+    ),  # continue_from=ContinueFrom(...): a fork plays what came before its turn
     "temporal": frozenset({"errors", "progress", "wire", "actors", "harnesses", "sandbox", "engine", "workflow"}),
     "testing": frozenset(
-        {"errors", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal"}
-    ),  # engine="temporal"; fork: the sandbox kept
+        {"errors", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal", "replay"}
+    ),  # engine="temporal"; fork: the sandbox kept; replay: agents played from a record
     "cli": frozenset(
         {"__about__", "errors", "progress", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal",
-         "testing"}  # awf replay and awf export: agentswf.testing's replay
+         "testing", "replay"}  # awf replay and awf export: agentswf.testing's replay
     ),
-    "__init__": frozenset({"__about__", "errors", "progress", "harnesses", "engine", "workflow"}),  # the public names
+    "__init__": frozenset({"__about__", "errors", "progress", "harnesses", "engine", "workflow", "replay"}),  # the public names
     "__main__": frozenset({"cli"}),  # python -m agentswf
 }
 ABOVE_THE_ENGINE = frozenset({"workflow", "temporal", "testing", "cli", "__init__", "__main__"})
-LOWER = ("wire", "actors", "harnesses", "git", "launcher", "sandbox", "engine")
+LOWER = ("wire", "actors", "harnesses", "git", "launcher", "sandbox", "engine", "replay")
 
 # Everything `agentswf/launcher/client.py` imports, all standard library, and the wire's constants.
 CLIENT_IMPORTS = frozenset(

@@ -20,14 +20,15 @@ import msgspec
 
 from ..engine.record.attempts import RecordRefused, read_attempts
 from ..errors import DefinitionError
+from ..replay.played import ReplayDiverged
+from ..replay.recorded import EXPORT_FILE, RecordUnreadable
 from ..testing.export import export_record
-from ..testing.fork import fork
-from ..testing.recorded import EXPORT_FILE, RecordUnreadable
-from ..testing.replay import ReplayDiverged, replay
+from ..testing.replay import replay
 from ..testing.runs import TestRun
 from ..workflow.definition import WorkflowDefinition
+from ..workflow.forking import ContinueFrom, parse_turn
 from ..workflow.loading import load_workflow
-from ..workflow.running import RunResult
+from ..workflow.running import RunResult, run
 from .runs import UsageFailure, run_dir_of
 from .shown import quoted, shown
 
@@ -93,10 +94,15 @@ def run_fork(options: argparse.Namespace, definition: WorkflowDefinition, run_di
     if options.rerun is not None:
         raise UsageFailure("--from forks a new run at a turn; --rerun goes on with the same run: give one of them")
     settings = parse_settings(options.settings)
+    try:
+        key, n = parse_turn(options.from_turn)
+    except DefinitionError as error:
+        raise UsageFailure(str(error)) from None
+    fork = ContinueFrom(run_dir, key, n, settings=settings)
     print(shown(f"awf: forking run {run_dir.name} at {options.from_turn}: what came before it is played from the record"),
           file=sys.stderr)  # fmt: skip
     try:
-        return anyio.run(_fork, definition, run_dir, options, settings, backend=options.backend)
+        return anyio.run(_fork, definition, fork, options, backend=options.backend)
     except ReplayDiverged as diverged:
         print(shown(f"awf: the workflow diverged from run {run_dir.name}'s record before {options.from_turn}:"), file=sys.stderr)
         sys.stderr.write(quoted(str(diverged)))
@@ -105,10 +111,9 @@ def run_fork(options: argparse.Namespace, definition: WorkflowDefinition, run_di
         raise UsageFailure(str(error)) from None
 
 
-async def _fork(definition: WorkflowDefinition, run_dir: Path, options: argparse.Namespace,
-                settings: dict[str, dict[str, str]]) -> RunResult:  # fmt: skip
-    return await fork(definition, run_dir, options.from_turn, settings=settings, timeout=options.timeout,
-                      sandbox=options.sandbox_file, budget=options.budget_limits)  # fmt: skip
+async def _fork(definition: WorkflowDefinition, fork: ContinueFrom, options: argparse.Namespace) -> RunResult:
+    return await run(definition, continue_from=fork, timeout=options.timeout, sandbox=options.sandbox_file,
+                     budget=options.budget_limits)  # fmt: skip
 
 
 def add_fork_options(parser: argparse.ArgumentParser) -> None:

@@ -19,13 +19,13 @@ virtual clock (see `agentswf.testing.pytest_plugin`; `virtual_clock` does the sa
 """
 
 from ..errors import TestScriptError
+from ..replay.recorded import RecordUnreadable
 from ..wire import Response
 from .approvals import Decision, approve, reject
 from .clock import virtual_clock
 from .fork import fork
 from .participants import ParticipantScript, respond
 from .record import Record, RunRecord, read_record
-from .recorded import RecordUnreadable
 from .replay import ReplayDiverged, replay
 from .runs import TestRun, run_workflow
 from .scripted import (

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from .recorded import EXPORT_FILE, EXPORT_FORMAT, RecordUnreadable, read_object, read_objects, read_recorded
+from ..replay.recorded import EXPORT_FILE, EXPORT_FORMAT, RecordUnreadable, read_object, read_objects, read_recorded
 
 WHOLE_FILES = ("output.json", "usage.json")
 LINE_FILES = ("turns.jsonl", "tools.jsonl", "approvals.jsonl", "messages.jsonl", "sessions.jsonl")

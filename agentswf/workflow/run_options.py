@@ -3,9 +3,9 @@
 `RunOptions` holds run()'s keyword arguments. Making one refuses, with a DefinitionError that
 says why, what can't run: options that don't go together (`rerun` without `continue_from`,
 `values` without `from_stage`, …), a timeout that is no duration, a budget or a sandbox that
-isn't one, and what an engine other than this process's actors (`engine=`, Temporal's) doesn't
+isn't one, a fork (`ContinueFrom`) that can't be one, and what an engine other than this process's actors (`engine=`, Temporal's) doesn't
 do. It reads no file, no environment and no clock: a rule, testable from a table. What needs
-the disk (the run continued, the replayed record, the sandbox opened) is `LocalRun.start`'s.
+the disk (the run continued or forked, the replayed record, the sandbox opened) is `LocalRun.start`'s.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .budgets import Budget
 from .continuing import check_stage_options
 from .definition import WorkflowDefinition
 from .durations import Duration, to_seconds
+from .forking import ContinueFrom, check_continue_from
 
 if TYPE_CHECKING:
     from .agents import HarnessResolver
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 
-LOCAL_ONLY = ("env", "harnesses", "replay", "continue_from", "rerun", "from_stage", "values", "trace", "sandbox",
-              "forked_from")
+LOCAL_ONLY = ("env", "harnesses", "replay", "continue_from", "rerun", "from_stage", "values", "trace", "sandbox")
 """The options an `Engine` doesn't take (it takes args, run_root, cwd, timeout and budget), in the order a refusal names them."""
 
 FLAGS = {"budget": "--budget", "sandbox": "--sandbox", "trace": "--trace", "from_stage": "--from-stage",
@@ -57,7 +57,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     env: Mapping[str, str] | None = None
     harnesses: HarnessResolver | None = None
     replay: str | Path | None = None
-    continue_from: str | Path | None = None
+    continue_from: str | Path | ContinueFrom | None = None
     rerun: str | None = None
     from_stage: str | None = None
     values: Mapping[str, Any] | None = None
@@ -65,7 +65,6 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     budget: Budget | None = None
     sandbox: RunSandboxFile | None = None
     engine: Engine | None = None
-    forked_from: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.engine is not None:
@@ -73,13 +72,28 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
             if given:
                 named = ", ".join(f"{name} ({FLAGS[name]})" if name in FLAGS else name for name in given)
                 raise DefinitionError(f"not on {type(self.engine).__name__} yet: {named}; run locally for them")
+        if isinstance(self.continue_from, ContinueFrom):
+            self._check_fork(self.continue_from)
         check_stage_options(self.continue_from, self.rerun, self.from_stage, self.values)
+        if self.continue_from is not None and not isinstance(self.continue_from, str | Path | ContinueFrom):
+            raise DefinitionError(
+                f"continue_from is a run's id or directory, or a ContinueFrom to fork one; not {type(self.continue_from).__name__}"
+            )
         if self.timeout is not None:
             to_seconds(self.timeout, what="the run's timeout")
         for name, kind in (("budget", Budget), ("sandbox", RunSandboxFile)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 raise DefinitionError(f"{name} is a {kind.__name__}, not {type(value).__name__}")
+
+    def _check_fork(self, fork: ContinueFrom) -> None:
+        check_continue_from(fork)
+        given = [name for name in ("args", "rerun", "from_stage", "values", "replay") if getattr(self, name) is not None]
+        if given:
+            raise DefinitionError(
+                f"a fork (continue_from=ContinueFrom(...)) is a new run with the forked run's args, its turns before the "
+                f"fork's played from its record; it takes no {' or '.join(given)}"
+            )
 
     @property
     def seconds(self) -> float:

@@ -40,6 +40,7 @@ from .continuing import continued_run
 from .definition import NO_ARGS, WorkflowDefinition
 from .durable import Durable
 from .durations import Duration
+from .forking import ContinueFrom, Forked, forked_run, played_definition
 from .run_options import Engine, RunOptions
 from .sandboxes import run_sandbox
 from .worktrees import RunWorktrees, WorktreeEnd
@@ -178,7 +179,7 @@ async def run(
     env: Mapping[str, str] | None = None,
     harnesses: HarnessResolver | None = None,
     replay: str | Path | None = None,
-    continue_from: str | Path | None = None,
+    continue_from: str | Path | ContinueFrom | None = None,
     rerun: str | None = None,
     from_stage: str | None = None,
     values: Mapping[str, Any] | None = None,
@@ -186,7 +187,6 @@ async def run(
     budget: Budget | None = None,
     sandbox: RunSandboxFile | None = None,
     engine: Engine | None = None,
-    forked_from: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run `definition` to its end and return how it ended; a failing workflow doesn't raise.
 
@@ -207,8 +207,13 @@ async def run(
     (by stage name); without `values` it only looks ahead: nothing runs or is recorded, and
     `RunResult.needs` lists the stage values needed with their JSON Schemas.
 
-    `forked_from` says in run.json's `forked_from` the run, agent and turn this run was forked
-    at (`agentswf.testing.fork` gives it, with the turns before it played from that run's record).
+    `continue_from=ContinueFrom(run, agent, turn)` forks `run` at `agent`'s turn `turn` instead, as
+    `awf continue RUN --from KEY:N` does: a new run, with the forked run's args, in its cwd, sandbox
+    and budget (unless others are given), every turn that started before that one played from its
+    record (no CLI, no model, no tool call, no spend) and the rest run for real, with the models or
+    efforts its `settings` give. Its run.json's `forked_from` names the run and turn. When the
+    workflow, before that turn, does something the record doesn't have, the fork raises
+    `ReplayDiverged` (`agentswf.ReplayDiverged`) once its run has ended.
 
     `engine` runs it elsewhere: `agentswf.temporal.TemporalEngine(...)` on Temporal
     (docs/guide/temporal.md), which takes `args`, `run_root`, `cwd`, `timeout` and `budget` only.
@@ -218,11 +223,15 @@ async def run(
     options = RunOptions(
         args=args, run_root=run_root, cwd=cwd, timeout=timeout, env=env, harnesses=harnesses, replay=replay,
         continue_from=continue_from, rerun=rerun, from_stage=from_stage, values=values, trace=trace, budget=budget,
-        sandbox=sandbox, engine=engine, forked_from=forked_from,
+        sandbox=sandbox, engine=engine,
     )  # fmt: skip
     if options.engine is not None:
         return await options.engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout, budget=budget)
-    return await (await LocalRun.start(definition, options)).execute()
+    local = await LocalRun.start(definition, options)
+    result = await local.execute()
+    if local.forked is not None:
+        local.forked.fork.check()  # a fork that diverged from its record before its turn
+    return result
 
 
 @dataclass
@@ -260,17 +269,25 @@ class LocalRun:
     ending: _Ending | None = None  # once recorded
     usage: RunUsage = field(default_factory=RunUsage)  # what it spent, once recorded
     worktree_ends: tuple[WorktreeEnd, ...] = ()
+    forked: Forked | None = None  # a fork's (continue_from=ContinueFrom(...)): what it plays from the record
 
     @classmethod
     async def start(cls, definition: WorkflowDefinition, options: RunOptions) -> LocalRun:
-        """Everything before the run's actors start: the continued run's record read, the args
+        """Everything before the run's actors start: the continued (or forked) run's record read, the args
         decoded, the sandbox opened and the replayed record read, each refusing the run
         (DefinitionError) before anything is recorded; then the run's record begun."""
         directory = Path(options.cwd or os.getcwd()).resolve()
         root = Path(options.run_root) if options.run_root is not None else DEFAULT_RUN_ROOT
         root = root if root.is_absolute() else directory / root
-        args, sandbox, budget, continued = options.args, options.sandbox, options.budget, None
-        if options.continue_from is not None:
+        args, sandbox, budget, continued, forked = options.args, options.sandbox, options.budget, None, None
+        if isinstance(options.continue_from, ContinueFrom):
+            forked = forked_run(definition, root, options.continue_from)
+            args, definition = forked.args, played_definition(definition, forked.fork.book)
+            directory = forked.cwd if options.cwd is None and forked.cwd is not None else directory
+            root = root if options.run_root is not None else forked.root
+            sandbox = sandbox if sandbox is not None else forked.sandbox
+            budget = budget if budget is not None else forked.budget
+        elif options.continue_from is not None:
             continued = continued_run(definition, root, options.continue_from, args, options.cwd)
             args, directory = continued.args, continued.cwd
             sandbox = sandbox if sandbox is not None else continued.sandbox
@@ -278,6 +295,8 @@ class LocalRun:
         checked_args = decode_args(definition, args)
         run_env = scrubbed(options.env if options.env is not None else os.environ)  # a Temporal run key never reaches an agent
         resolve = options.harnesses or (lambda key, runtime: harness_for(runtime, run_env))
+        if forked is not None:
+            resolve = forked.resolver(resolve)
         if sandbox is not None:  # before anything is recorded: a sandbox that can't open refuses the run
             resolve = await run_sandbox(sandbox, directory, resolve)
         replayed = _replay_of(definition, Path(options.replay)) if options.replay is not None else None
@@ -302,6 +321,7 @@ class LocalRun:
             str(Path(options.replay).resolve()) if options.replay is not None else None, budget, run_id, record_dir,
             durable, started if continued is None or continued.started_at is None else continued.started_at,
             RunWorktrees(run_id=run_id, run_dir=record_dir, cwd=directory), RunTrace() if options.trace else None,
+            forked=forked,
         )  # fmt: skip
 
     async def execute(self) -> RunResult:
@@ -344,7 +364,7 @@ class LocalRun:
                     RunStarted(
                         self.run_id, self.definition.name, self.args, str(self.directory), self.first_started,
                         str(actors.control), self.replay_of,
-                        dict(self.options.forked_from) if self.options.forked_from is not None else None,
+                        self.forked.forked_from if self.forked is not None else None,
                     )
                 )
                 run_started(self.run_id, self.record_dir, **({} if self.replay_of is None else {"replay_of": self.replay_of}))

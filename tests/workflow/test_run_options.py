@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import agentswf
-from agentswf import Budget, DefinitionError, workflow
+from agentswf import Budget, ContinueFrom, DefinitionError, workflow
 from agentswf.sandbox.spec import RunSandboxFile
 from agentswf.workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS, FLAGS, LOCAL_ONLY, RunOptions
 
@@ -46,6 +47,27 @@ REFUSALS: list[tuple[dict[str, Any], str | None]] = [
     ({"engine": Elsewhere(), "env": {}}, r"^not on Elsewhere yet: env; run locally for them$"),
     ({"engine": Elsewhere(), "rerun": "s", "trace": True}, r"not on Elsewhere yet: rerun \(--rerun\), trace \(--trace\)"),
     ({"engine": Elsewhere(), "timeout": "soon"}, "the run's timeout"),
+    ({"continue_from": ContinueFrom("r", "writer", 2)}, None),  # a fork: its record is read by LocalRun.start
+    ({"continue_from": ContinueFrom(Path("runs/w/r"), "a:b", 1, settings={"a:b": {"model": "m", "effort": "high"}},
+                                    strict=False), "timeout": "1m", "sandbox": RunSandboxFile()}, None),
+    ({"continue_from": 3}, "continue_from is a run's id or directory, or a ContinueFrom to fork one; not int"),
+    ({"continue_from": ContinueFrom("", "writer", 2)}, "continue_from's run is a run's id or record directory, not ''"),
+    ({"continue_from": ContinueFrom("r", "a writer", 2)}, "'a writer' is not an agent key"),
+    ({"continue_from": ContinueFrom("r", "writer", 0)}, "continue_from's turn is agent writer's turn's number, 1 for its first; not 0"),
+    ({"continue_from": ContinueFrom("r", "writer", "2")}, "continue_from's turn .* not '2'"),
+    ({"continue_from": ContinueFrom("r", "writer", True)}, "continue_from's turn .* not True"),
+    ({"continue_from": ContinueFrom("r", "writer", 2, settings={"writer": {"temperature": "1"}})},
+     "settings of writer: give model= and/or effort=, each a name; not temperature"),
+    ({"continue_from": ContinueFrom("r", "writer", 2, settings={"writer": {}})}, "settings of writer: .*not an empty one"),
+    ({"continue_from": ContinueFrom("r", "writer", 2, settings={"writer": {"model": ""}})}, "settings of writer: give model="),
+    ({"continue_from": ContinueFrom("r", "writer", 2, settings={"writer": "opus"})}, "settings of writer: .*not nothing"),
+    ({"continue_from": ContinueFrom("r", "writer", 2, settings=["writer"])}, "settings are by agent key"),
+    ({"continue_from": ContinueFrom("r", "writer", 2, settings={"a b": {"model": "m"}})}, "'a b' is not an agent key"),
+    ({"continue_from": ContinueFrom("r", "writer", 2, strict="no")}, "strict is True or False, not 'no'"),
+    ({"continue_from": ContinueFrom("r", "writer", 2), "args": {"n": 1}}, "a fork .* takes no args$"),
+    ({"continue_from": ContinueFrom("r", "writer", 2), "rerun": "fix", "replay": "rec"}, "a fork .* takes no rerun or replay$"),
+    ({"continue_from": ContinueFrom("r", "writer", 2), "from_stage": "fix"}, "a fork .* takes no from_stage$"),
+    ({"engine": Elsewhere(), "continue_from": ContinueFrom("r", "writer", 2)}, "not on Elsewhere yet: continue_from"),
 ]
 
 

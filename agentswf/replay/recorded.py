@@ -25,8 +25,8 @@ import msgspec
 from ..engine.record.layout import RECORD_VERSION
 from ..engine.tools.policy import REDACTED
 from ..errors import DefinitionError
+from ..harnesses.pane_kept_check import is_key
 from ..wire.nesting import too_deep
-from ..workflow.agents import check_key
 
 EXPORT_FILE = "export.json"  # in an exported record: its format version, and what it was exported from
 EXPORT_FORMAT = 1
@@ -207,10 +207,8 @@ def _turn_line(path: Path, number: int, line: dict[str, Any]) -> dict[str, Any]:
     )  # fmt: skip
     if not fine:
         raise RecordUnreadable(f"{path}:{number} is not a turn's line as agentswf writes them")
-    try:
-        check_key(str(agent))
-    except DefinitionError:
-        raise RecordUnreadable(f"{path}:{number}: {agent!r} is not an agent's key") from None
+    if not is_key(str(agent)):
+        raise RecordUnreadable(f"{path}:{number}: {agent!r} is not an agent's key")
     return line
 
 
