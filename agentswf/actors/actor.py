@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from .reply import Reply
+from .reply import INLINE_ASK, Reply
 
 if TYPE_CHECKING:
     from .cell import Cell
@@ -125,9 +125,13 @@ class Actor:
         """The message being handled is an ask whose asker still waits, and no message is queued
         behind it: an actor that batches its answers (the Recorder) answers now, as nothing
         more would join the batch."""
-        cell = self._cell
-        current = cell._current
-        return current is not None and current[1] is not None and current[1]._open and not cell.mailbox._queue
+        current = self._cell._current
+        if current is None:
+            return False
+        reply = current[1]
+        if reply is INLINE_ASK:  # an inline step's: asked, and `ask_inline` found nothing queued
+            return True
+        return reply is not None and reply._open and not self._cell.mailbox._queue
 
     def idle(self) -> bool:
         """This instance waits for its next message, none queued, none being handled: what a
