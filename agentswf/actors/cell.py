@@ -212,10 +212,10 @@ class Cell:
         tracer = mailbox.tracer
         traced = tracer is not None and tracer.open
         started = self.trace_inline("mailbox.enqueue", message) if traced else 0.0
-        scope = backend.cancel_scope()
+        scope = backend.cancel_scope(shield=True)  # shields from the asker; cancelled by the instance's end
         self._lent.add(scope)
         try:
-            with backend.cancel_scope(shield=True), scope:
+            with scope:
                 value = await fn(self._instance, message)
         except Exception as exc:
             mailbox.failed += 1
