@@ -28,7 +28,7 @@ from ..engine.outcomes import Answered, Cancelled, Failed, TimedOut, Turn
 from ..errors import DefinitionError, RunKeyError
 from ..sandbox.spec import SandboxSpec, check_spec
 from ..wire.teaching import Taught
-from ..workflow.agents import Agent, _taught
+from ..workflow.agents import Agent, taught_of
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.tools import Tool
 from .keys import RunKey, SealBroken, seal, unseal
@@ -144,7 +144,7 @@ class TemporalDriver:
         request = TurnRequest(
             workflow=agents.workflow, run_id=agents.run_id, agent=agent.key, n=self._message_turns + 1,
             runtime=agent.spec.runtime, cwd=agent.spec.cwd, instructions=self._instructions(agent), prompt="",
-            schema=_taught(str).schema, tools=_specs(agent.tools),
+            schema=taught_of(str).schema, tools=_specs(agent.tools),
             deadline=min(deadline, agents.run_deadline), session=self.session, kind="message", can_message=True,
             sandbox=agent.sandbox,
         )
@@ -235,7 +235,7 @@ class TemporalDriver:
                 request = TurnRequest(
                     workflow=self._run.workflow, run_id=self._run.run_id, agent=agent.key, n=n,
                     runtime=agent.spec.runtime, cwd=agent.spec.cwd, instructions=None, prompt=focus,
-                    schema=_taught(str).schema, deadline=deadline, session=self.session, kind="compaction",
+                    schema=taught_of(str).schema, deadline=deadline, session=self.session, kind="compaction",
                     can_message=self._run.board_has(agent.key), sandbox=agent.sandbox,
                 )
                 record = await self._execute(agent, request, str, activity_id=f"{agent.key}-compaction-{n}")

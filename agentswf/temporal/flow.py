@@ -56,7 +56,7 @@ from ..workflow.budgets import Budget, Budgets
 from ..workflow.context import Approvals, Workflow
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.port import plain, refused
-from ..workflow.running import _failure, decode_args
+from ..workflow.running import decode_args, failure_ending
 from ..workflow.sandboxes import Sandboxes, given_spec
 from ..workflow.tools import Tool
 from ..workflow.worktrees import RunWorktrees
@@ -716,7 +716,7 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     except Exception as error:
         if isinstance(error, TimeoutError) and limit.expired():
             return RunEnding(outcome="timed-out", reason=f"the run's timeout of {request.timeout:g}s passed")
-        failed = _failure(error, home)
+        failed = failure_ending(error, home)
         return RunEnding(outcome="failed", reason=failed.reason, where=failed.where, traceback=failed.traceback)
     except BaseExceptionGroup as group:
         if (stopped := stop_among(group)) is None:  # wf.stop inside the workflow's own task group

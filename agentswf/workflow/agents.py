@@ -64,13 +64,13 @@ def check_turn(key: str, prompt: object, schema: Any, timeout: Duration | None, 
         raise DefinitionError(f"agent {key}: a turn's prompt is text (a str), not {type(prompt).__name__}")
     if not prompt.strip():
         raise DefinitionError(f"agent {key}: a turn needs a prompt")
-    return _taught(schema)
+    return taught_of(schema)
 
 
 TAUGHT_KEPT = 256  # turn schemas whose teaching is kept: a thousand agents' turns of one type teach it once
 
 
-def _taught(schema: Any) -> Taught:
+def taught_of(schema: Any) -> Taught:
     try:
         hash(schema)
     except TypeError:  # no type msgspec takes is unhashable: Taught says what is wrong with it

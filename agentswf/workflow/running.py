@@ -111,7 +111,7 @@ class _Ending(NamedTuple):
     traceback: str | None = None
 
 
-def _failure(error: BaseException, home: str) -> _Ending:
+def failure_ending(error: BaseException, home: str) -> _Ending:
     """A failed ending for `error`: its reason, the line it came from, its whole traceback.
 
     The traceback starts in the workflow's function, not in agentswf's frame that called it.
@@ -473,12 +473,12 @@ async def _run_workflow(
     except StopRequested as stop:
         return _Ending("stopped", None, stop.reason)
     except Exception as error:
-        return _failure(error, home)
+        return failure_ending(error, home)
     except BaseExceptionGroup as group:
         if (stopped := stop_among(group)) is not None:  # wf.stop inside the workflow's own task group
             return _Ending("stopped", None, stopped.reason)
         if any(not isinstance(leaf, anyio.get_cancelled_exc_class()) for leaf in leaf_errors(group)):
-            return _failure(group, home)
+            return failure_ending(group, home)
         raise
     if deadline.cancelled_caught:
         return _Ending("timed-out", None, f"the run's timeout of {seconds:g}s passed")
