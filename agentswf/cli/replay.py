@@ -16,9 +16,7 @@ import tempfile
 from pathlib import Path
 
 import anyio
-import msgspec
 
-from ..engine.record.attempts import RecordRefused, read_attempts
 from ..errors import DefinitionError
 from ..replay.played import ReplayDiverged
 from ..replay.recorded import EXPORT_FILE, RecordUnreadable
@@ -29,7 +27,7 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.forking import ContinueFrom, parse_turn
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
-from .runs import UsageFailure, run_dir_of
+from .runs import UsageFailure, recorded_file, run_dir_of
 from .shown import quoted, shown
 
 EXIT_DIVERGED = 1  # the workflow did something the record doesn't have
@@ -41,7 +39,7 @@ def command_replay(options: argparse.Namespace) -> int:
     if file is None:
         if (run_dir / EXPORT_FILE).exists():
             raise UsageFailure(f"{run_dir} is an exported record, which names no file to load: awf replay {options.run} FILE")
-        file = _recorded_file(run_dir)
+        file = recorded_file(run_dir, f"awf replay {run_dir.name} FILE")
         print(shown(f"awf: loading {file}, the file on record (name it to be sure: awf replay RUN FILE)"), file=sys.stderr)
     scratch = Path(tempfile.mkdtemp(prefix="awf-replay-"))
     try:
@@ -63,18 +61,6 @@ def command_replay(options: argparse.Namespace) -> int:
 
 async def _replay(definition: WorkflowDefinition, run_dir: Path, options: argparse.Namespace, scratch: Path) -> TestRun:
     return await replay(definition, run_dir, tools=options.tools, strict=not options.not_strict, run_root=scratch)
-
-
-def _recorded_file(run_dir: Path) -> str:
-    """The workflow file the run's last attempt was started from, as its record says."""
-    try:
-        attempts = read_attempts(run_dir)
-    except (OSError, msgspec.DecodeError, RecordRefused) as error:
-        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
-    file = attempts[-1].file if attempts else None
-    if file is None:
-        raise UsageFailure(f"run {run_dir.name} has no workflow file on record: name it, awf replay {run_dir.name} FILE")
-    return file
 
 
 def parse_settings(words: list[str] | None) -> dict[str, dict[str, str]]:

@@ -39,7 +39,7 @@ from ..workflow.sandboxes import read_run_sandbox
 from . import replay, temporal, worktrees
 from .attach import AttachFailure, find_kept
 from .live import RECORDED_SOURCES, RunView, ViewKind
-from .runs import UsageFailure, run_dir_of, run_root_of, was_on_temporal
+from .runs import UsageFailure, recorded_file, run_dir_of, run_root_of, was_on_temporal
 from .shown import BODY_INDENT, shown, shown_json, shown_lines
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -401,7 +401,7 @@ def command_continue(options: argparse.Namespace) -> int:
         else:
             run_dir = run_dir_of(options, options.run).resolve()
             _refuse_temporal(run_dir)
-            options.file = _recorded_file(run_dir)
+            options.file = recorded_file(run_dir, f"awf continue FILE {run_dir.name}")
             print(shown(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)"),
                   file=sys.stderr)
             definition = load_workflow(options.file, options.workflow or read_json(run_dir / "run.json").get("workflow"))
@@ -441,18 +441,6 @@ def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
         if given is None:
             said = msgspec.json.encode(kept).decode() if kept else unset
             print(shown(f"awf: the {name} on record: {said} (--{name} gives another)"), file=sys.stderr)  # an agent's, maybe
-
-
-def _recorded_file(run_dir: Path) -> str:
-    """The workflow file the run's last attempt was started from, as its record says."""
-    try:
-        attempts = read_attempts(run_dir)
-    except (OSError, msgspec.DecodeError, RecordRefused) as error:
-        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
-    file = attempts[-1].file if attempts else None
-    if file is None:
-        raise UsageFailure(f"run {run_dir.name} has no workflow file on record: name it, awf continue FILE {run_dir.name}")
-    return file
 
 
 def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:

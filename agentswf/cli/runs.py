@@ -15,6 +15,7 @@ from typing import TypeVar
 import msgspec
 
 from ..engine.operator import NOT_A_PARTICIPANT, OperatorRequest, OperatorResponse, ask_run
+from ..engine.record.attempts import RecordRefused, read_attempts
 from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
 from ..engine.record.lines import ApprovalRequest
 from ..temporal.messages import RECORD_FILE as TEMPORAL_RECORD
@@ -145,3 +146,16 @@ def ask_live_run(options: argparse.Namespace, request: OperatorRequest, run_dir:
         return ask_run(control, request)
     except OSError as error:
         raise UsageFailure(f"run {run_dir.name} isn't answering ({error}); it may have ended") from None
+
+
+def recorded_file(run_dir: Path, name_it: str) -> str:
+    """The workflow file the run's last attempt was started from, as its record says; where it
+    says none, `name_it` is the command that names one."""
+    try:
+        attempts = read_attempts(run_dir)
+    except (OSError, msgspec.DecodeError, RecordRefused) as error:
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    file = attempts[-1].file if attempts else None
+    if file is None:
+        raise UsageFailure(f"run {run_dir.name} has no workflow file on record: name it, {name_it}")
+    return file
