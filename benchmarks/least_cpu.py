@@ -26,8 +26,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import recorder  # noqa: E402
-import scale  # noqa: E402
+import recorder
+import scale
 
 AGENTS = 4
 CALLS = 500
