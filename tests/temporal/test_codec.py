@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,8 @@ import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from .processes import stop_groups
 
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 pytest.importorskip("cryptography", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
@@ -231,18 +232,7 @@ class Processes:
         return process, lines
 
     def stop(self) -> None:
-        for process in self.started:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.started:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            if process.stderr is not None:
-                self.said += process.stderr.read()
-                process.stderr.close()
+        self.said += stop_groups(self.started)
         self.started.clear()
 
 

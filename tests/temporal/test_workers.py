@@ -19,6 +19,8 @@ from uuid import uuid4
 import anyio
 import pytest
 
+from .processes import stop_groups
+
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 
 from temporalio.client import Client
@@ -54,17 +56,7 @@ class Workers:
         return process
 
     def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            if process.stderr is not None:
-                process.stderr.close()
+        stop_groups(self.processes)
 
 
 @pytest.fixture
