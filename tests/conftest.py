@@ -24,6 +24,8 @@ from agentswf.testing.models import CLI_DIR_VARIABLE, find_cli
 
 from .clis import ACP_CLIS, CLIS  # importing it points $AGENTSWF_CLI_DIR at .ci/run's install, where there is one
 
+pytest_plugins = ["pytester"]  # tests/testing/test_pytest_plugin.py runs a project's pytest in-process
+
 settings.register_profile("agentswf-suite", deadline=None)
 settings.load_profile("agentswf-suite")
 
