@@ -144,11 +144,11 @@ def take_copy(harness: str, session: str, home: Path, staging: Path) -> Staged:
     try:
         os.mkdir(staging, DIRECTORY_MODE)
         try:
-            for depth in range(MAX_SOURCES + 1):
+            for _depth in range(MAX_SOURCES + 1):
                 found = _found(home_fd, session, pattern)
                 for parts in found:
                     if parts not in taken:
-                        _take(home_fd, parts, staging, remove=depth == 0)  # a source is the parent's too: copied
+                        _take(home_fd, parts, staging)
                         taken.append(parts)
                 moved = moved or len(taken)
                 first = _first_line(staging.joinpath(*found[0]))
@@ -159,6 +159,8 @@ def take_copy(harness: str, session: str, home: Path, staging: Path) -> Staged:
                 session = source
             else:
                 raise CopyRefused(f"session {session}'s history goes on from more than {MAX_SOURCES} others")
+            for parts in taken[:moved]:  # the copy's own, out of the parent's home; a source is the parent's too
+                _remove(home_fd, parts)
         except CopyRefused:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -214,33 +216,55 @@ def _matching(directory: int, pattern: tuple[str, ...], at: tuple[str, ...], lef
             yield (*at, name)
 
 
-def _take(home: int, parts: tuple[str, ...], staging: Path, *, remove: bool) -> None:
-    """Copy the regular file at `parts` under `home` (no link followed) into `staging`; then, if `remove`, remove it there."""
+def _walk(home: int, parts: tuple[str, ...]) -> list[int]:
+    """The directories of `parts` under `home`, each opened without following a link: their descriptors."""
     directories: list[int] = []
     try:
-        at = home
         for name in parts[:-1]:
-            at = os.open(name, _OPEN_DIRECTORY, dir_fd=at)
-            directories.append(at)
-        source = os.open(parts[-1], _OPEN_FILE, dir_fd=at)
-        try:
-            status = os.fstat(source)
-            if not stat.S_ISREG(status.st_mode):
-                raise CopyRefused(f"{PurePosixPath(*parts)} in the sandbox's home is not a regular file")
-            if status.st_size > MAX_SESSION_BYTES:
-                raise CopyRefused(f"{PurePosixPath(*parts)} in the sandbox's home is over {MAX_SESSION_BYTES:,} bytes")
-            target = staging.joinpath(*parts)
-            target.parent.mkdir(DIRECTORY_MODE, parents=True, exist_ok=True)
-            _copy(source, target, str(PurePosixPath(*parts)))
-        finally:
-            os.close(source)
-        if remove:
-            os.unlink(parts[-1], dir_fd=at)
-    except OSError as error:
-        raise CopyRefused(f"{PurePosixPath(*parts)} in the sandbox's home can't be read: {error.strerror or error}") from None
-    finally:
+            directories.append(os.open(name, _OPEN_DIRECTORY, dir_fd=directories[-1] if directories else home))
+    except OSError:
         for descriptor in directories:
             os.close(descriptor)
+        raise
+    return directories
+
+
+def _take(home: int, parts: tuple[str, ...], staging: Path) -> None:
+    """Copy the regular file at `parts` under `home` (no link followed) into `staging`."""
+    named = PurePosixPath(*parts)
+    try:
+        directories = _walk(home, parts)
+        try:
+            source = os.open(parts[-1], _OPEN_FILE, dir_fd=directories[-1] if directories else home)
+            try:
+                status = os.fstat(source)
+                if not stat.S_ISREG(status.st_mode):
+                    raise CopyRefused(f"{named} in the sandbox's home is not a regular file")
+                if status.st_size > MAX_SESSION_BYTES:
+                    raise CopyRefused(f"{named} in the sandbox's home is over {MAX_SESSION_BYTES:,} bytes")
+                target = staging.joinpath(*parts)
+                target.parent.mkdir(DIRECTORY_MODE, parents=True, exist_ok=True)
+                _copy(source, target, str(named))
+            finally:
+                os.close(source)
+        finally:
+            for descriptor in directories:
+                os.close(descriptor)
+    except OSError as error:
+        raise CopyRefused(f"{named} in the sandbox's home can't be read: {error.strerror or error}") from None
+
+
+def _remove(home: int, parts: tuple[str, ...]) -> None:
+    """Remove the file at `parts` under `home`, no link followed on the way."""
+    try:
+        directories = _walk(home, parts)
+        try:
+            os.unlink(parts[-1], dir_fd=directories[-1] if directories else home)
+        finally:
+            for descriptor in directories:
+                os.close(descriptor)
+    except OSError as error:
+        raise CopyRefused(f"{PurePosixPath(*parts)} in the sandbox's home can't be removed: {error.strerror or error}") from None
 
 
 def _copy(source: int, target: Path, named: str) -> None:

@@ -99,3 +99,30 @@ async def test_each_cli_forks_in_its_sandbox_the_fork_resumes_the_history_and_th
         assert later and all("FORK-TWO" not in texts(c.history) for c in later), name
         assert (tmp_path / name / "fork" / "forked-here").exists(), name  # its own cwd, written
         assert not (tmp_path / name / "parent" / "from-fork").exists(), name  # its parent's, not
+
+
+@pytest.mark.parametrize("cli", ["codex", "pi"])  # codex's copy goes on from its parent's rollout; pi's is named by its file
+async def test_a_fork_shares_a_sandbox_of_wf_sandboxes_and_a_fork_of_the_fork_resumes_both_histories(tmp_path: Path, cli):
+    (tmp_path / "ws").mkdir()
+    async with ScriptedModel(script) as model:
+        env = {"codex": codex_env, "pi": pi_env}[cli](model, tmp_path / "home")
+        runtime = Runtime(harness=cli, command=(find_cli(cli),), env=env, model="fake/fake-model" if cli == "pi" else None)
+
+        @workflow(name="shared-fork", description="A fork, and its fork, in the parent's sandbox.")
+        async def flow(wf):
+            box = await wf.sandboxes.open("box", cwd="ws", write=["."])
+            parent = await wf.agents.open("parent", runtime=runtime, sandbox=box)
+            await parent.run("PARENT-ONE review it.", schema=Verdict, timeout=90)
+            child = await parent.fork("child")
+            await child.run("FORK-TWO child review it.", schema=Verdict, timeout=90)
+            grandchild = await child.fork("grandchild")
+            last = await grandchild.run("GRANDCHILD-THREE review it.", schema=Verdict, timeout=90)
+            return [child.sandbox is box, grandchild.sandbox is box, last.answered or last.outcome]
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert result.value == [True, True, True]
+    calls = [r.conversation for r in model.requests if r.conversation is not None]
+    last = [c for c in calls if "GRANDCHILD-THREE" in c.prompt]
+    assert last and all("PARENT-ONE" in texts(c.history) and "FORK-TWO" in texts(c.history) for c in last)
+    assert (tmp_path / "ws" / "forked-here").exists()  # the child wrote the sandbox's cwd, as its parent may
