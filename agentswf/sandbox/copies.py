@@ -5,13 +5,15 @@ CLI's own fork (claude's `--fork-session`, codex's `thread/fork`, pi's `--fork`)
 session is, in the parent's sandbox with the parent's home; the copy it writes there is then
 taken out (`take_copy`), into the parent's agent directory (read-only inside its sandbox), and
 put into the fork's home when the fork's home is made, at its first attempt (`place_copy`). The
-parent's home is left as it was, and each agent keeps a home of its own.
+parent's home is left as it was, and each agent keeps a home of its own. Each CLI's `Layout` says
+where the copy is, what it goes on from (codex 0.171's copy holds only what is new, and reads the
+rest from its source's rollout, copied along), and what of it names the fork's cwd (pi's header).
 
 The parent's home is the agent's to write: what is read there is hostile. Only the files where
-the CLI keeps the new session (`SESSION_FILES`) are taken, found and opened without following a
-symbolic link (a link planted there would have the fork's home take a file of yours), each a
-regular file of at most `MAX_SESSION_BYTES`, at most `MAX_COPIED_FILES` of them, each directory
-read for at most `MAX_SCANNED_ENTRIES` names.
+the CLI keeps the session are taken, found and opened without following a symbolic link (a link
+planted there would have the fork's home take a file of yours), each a regular file of at most
+`MAX_SESSION_BYTES`, at most `MAX_COPIED_FILES` a session and `MAX_SOURCES` sessions deep, the
+search reading at most `MAX_SCANNED_ENTRIES` names.
 """
 
 from __future__ import annotations
