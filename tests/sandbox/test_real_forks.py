@@ -126,3 +126,30 @@ async def test_a_fork_shares_a_sandbox_of_wf_sandboxes_and_a_fork_of_the_fork_re
     last = [c for c in calls if "GRANDCHILD-THREE" in c.prompt]
     assert last and all("PARENT-ONE" in texts(c.history) and "FORK-TWO" in texts(c.history) for c in last)
     assert (tmp_path / "ws" / "forked-here").exists()  # the child wrote the sandbox's cwd, as its parent may
+
+
+async def test_a_fork_in_the_runs_sandbox_is_in_it_from_its_own_cwd(tmp_path: Path):
+    from agentswf.sandbox.spec import RunSandboxFile
+
+    for where in ("parent", "fork"):
+        (tmp_path / "claude" / where).mkdir(parents=True)
+    async with ScriptedModel(script) as model:
+        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+
+        @workflow(name="run-sandbox-fork", description="A fork in the run's sandbox.")
+        async def flow(wf):
+            parent = await wf.agents.open("parent", runtime=runtime, cwd="claude/parent")
+            await parent.run("PARENT-ONE claude review it.", schema=Verdict, timeout=90)
+            fork = await parent.fork("fork", cwd="claude/fork")
+            forked = await fork.run("FORK-TWO claude review it.", schema=Verdict, timeout=90)
+            return [forked.answered or forked.outcome, [str(path) for path in fork.sandbox.spec.write]]
+
+        run_box = RunSandboxFile(write=(".",))
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, sandbox=run_box)
+    assert result.outcome == "completed", result.reason
+    assert result.value == [True, [str((tmp_path / "claude" / "fork").resolve())]]  # "." is the fork's cwd
+    calls = [r.conversation for r in model.requests if r.conversation is not None]
+    forks = [c for c in calls if "FORK-TWO" in c.prompt]
+    assert forks and all("PARENT-ONE" in texts(c.history) for c in forks)
+    assert (tmp_path / "claude" / "fork" / "forked-here").exists()
+    assert not (tmp_path / "claude" / "parent" / "from-fork").exists()
