@@ -163,7 +163,7 @@ def take_copy(harness: str, session: str, home: Path, staging: Path) -> Staged:
                 raise CopyRefused(f"session {session}'s history goes on from more than {MAX_SOURCES} others")
             for parts in taken[:moved]:  # the copy's own, out of the parent's home; a source is the parent's too
                 _remove(home_fd, parts)
-        except CopyRefused:
+        except (CopyRefused, OSError):  # OSError: a directory swapped for a link as it was searched
             shutil.rmtree(staging, ignore_errors=True)
             raise
     finally:

@@ -6,7 +6,9 @@ the identity check), but the keeper's command is bubblewrap's (`bwrap.py`), with
 harness home (`homes.py`) and, if anything may be reached, a proxy (`proxy.py`) served on
 a socket in the agent's directory for as long as the attempt runs, and the forwarder
 (`forwarder.py`) inside in front of the command. Several agents may share one sandbox:
-each has its own home, namespaces and proxy socket; they share the spec.
+each has its own home, namespaces and proxy socket; they share the spec. A compaction, or the
+copy a fork starts from, runs the CLI in the agent's sandbox too, with its home; a fork's copy is
+then moved into the fork's own home (`copies.py`).
 """
 
 from __future__ import annotations
