@@ -33,7 +33,7 @@ MAX_SESSION_BYTES = 256 * 1024 * 1024  # of one file of the copy: a long session
 MAX_COPIED_FILES = 4  # the files of one session: each CLI writes one
 MAX_SOURCES = 16  # sessions a copy's history goes on from, one from the other (a fork of a fork of …)
 MAX_FIRST_LINE_BYTES = 1024 * 1024  # of a file of the copy, read for the session it goes on from
-MAX_SCANNED_ENTRIES = 10_000  # names read in one directory of the home, looking for the copy's
+MAX_SCANNED_ENTRIES = 10_000  # names read in the home's directories, looking for one session's files
 COPY_CHUNK_BYTES = 1024 * 1024
 DIRECTORY_MODE = 0o700
 FILE_MODE = 0o600
@@ -71,7 +71,7 @@ def _codex_source(first: bytes) -> str | None:
     line): codex 0.171's fork writes only what is new and reads the rest from its source's rollout."""
     try:
         meta = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a line nested deeper than Python's json reads
         return None
     payload = meta.get("payload") if isinstance(meta, dict) and meta.get("type") == "session_meta" else None
     source = payload.get("forked_from_id") if isinstance(payload, dict) else None
@@ -84,7 +84,7 @@ def _pi_header(first: bytes, cwd: Path) -> bytes | None:
     the header anew, with the fork's cwd, as here). None where the line is no header."""
     try:
         header = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(header, dict) or header.get("type") != "session":
         return None

@@ -57,6 +57,21 @@ def test_a_codex_copy_naming_a_source_that_isnt_a_session_id_takes_nothing_more(
     assert take_copy("codex", CODEX_COPY, home, tmp_path / "staged").sources == ()
 
 
+@pytest.mark.parametrize("first", ["[" * 200_000, "not json", '{"type": "session_meta", "payload": []}'])
+def test_a_first_line_that_names_no_source_takes_nothing_more(tmp_path, first):
+    home = tmp_path / "home"
+    write(home / ".codex/sessions/2026/12/07" / f"rollout-x-{CODEX_COPY}.jsonl", first + "\n")
+    assert take_copy("codex", CODEX_COPY, home, tmp_path / "staged").sources == ()
+
+
+def test_a_pi_header_that_isnt_one_is_left_as_it_is(tmp_path):
+    home = tmp_path / "home"
+    made = write(home / ".pi/agent/sessions/--ws--/s_c1.jsonl", "[" * 200_000 + "\nENTRY\n")
+    staged = take_copy("pi", str(made), home, tmp_path / "staged")
+    place_copy(staged, tmp_path / "fork", Path("/ws/fork"))
+    assert (tmp_path / "fork" / staged.files[0]).read_text() == "[" * 200_000 + "\nENTRY\n"
+
+
 def test_a_chain_of_sources_is_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(copies, "MAX_SOURCES", 2)
     home = tmp_path / "home"
