@@ -6,12 +6,15 @@ the identity check), but the keeper's command is bubblewrap's (`bwrap.py`), with
 harness home (`homes.py`) and, if anything may be reached, a proxy (`proxy.py`) served on
 a socket in the agent's directory for as long as the attempt runs, and the forwarder
 (`forwarder.py`) inside in front of the command. Several agents may share one sandbox:
-each has its own home, namespaces and proxy socket; they share the spec.
+each has its own home, namespaces and proxy socket; they share the spec. A compaction, or the
+copy a fork starts from, runs the CLI in the agent's sandbox too, with its home; a fork's copy is
+then moved into the fork's own home (`copies.py`).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -31,6 +34,7 @@ from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
 from . import gitsweep
 from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv, forwarded, proxy_port, too_long
+from .copies import CopyRefused, Staged, forkable, place_copy, take_copy
 from .gitbox import GitBox, carry_back, identity, open_box
 from .gitsweep import module_directories
 from .homes import model_endpoints, prepare_home, sandbox_env
@@ -40,6 +44,8 @@ from .spec import ResolvedSpec, SandboxSpec
 BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
 HOME_NAME = "home"
+FORKS_NAME = "forks"  # in an agent's directory: the copies of its session its forks take, until each one's home is made
+STAGING_NAME_BYTES = 8  # of a copy's directory's random name there
 PROXY_SOCKET_NAME = "n.sock"
 SHEBANG_BYTES = 256  # of a script, read for the interpreter its first line names
 RECORD_DIR = ".awf"  # where runs are recorded by default: no sandbox sees it
@@ -355,6 +361,8 @@ class Sandbox:
         self.log = log
         self.record = record  # the run root, covered wherever a given path holds it
         self.agents: list[str] = []
+        self.own = False  # an agent's own, from a spec it was given (`sandbox={...}`): its fork's is its own too
+        self.copies: dict[str, Staged] = {}  # forks' copies of its agents' sessions, by the copy's session, until taken
 
     def confine(self, agent: str, harness: Harness, worktree: Worktree | None = None) -> Harness:
         """`harness`, its every attempt run in this sandbox (on `worktree`, a worktree of its run, with a git of its own)."""
@@ -377,6 +385,7 @@ class SandboxedHarness(Harness):
         self.worktree = worktree  # a worktree of the run the agent works in: its git is a directory of its own (gitbox)
         self.identity: dict[str, str] | None = None  # what its git commits with there, read at its first attempt
         self.endpoints: frozenset[Endpoint] | None = None  # read at the first attempt, with the home made
+        self.inherited: Staged | None = None  # a fork's: the copy of its parent's session its home is made with
 
     @property
     def spawns(self) -> bool:  # type: ignore[override]
@@ -398,7 +407,7 @@ class SandboxedHarness(Harness):
 
     def with_settings(self, model: str | None, effort: str | None) -> Harness:
         switched = SandboxedHarness(self.sandbox, self.agent, self.inner.with_settings(model, effort), self.worktree)
-        switched.endpoints = self.endpoints
+        switched.endpoints, switched.inherited = self.endpoints, self.inherited
         return switched
 
     def seed(self, session: str, totals: Usage | None) -> None:
@@ -409,21 +418,60 @@ class SandboxedHarness(Harness):
 
     async def compact(self, operation: Operation) -> OperationResult:
         """The compaction's CLI run in the agent's sandbox, with its home (where its session is) and its proxy."""
-        if not self.inner.spawns:
-            return await self.inner.compact(operation)
+        return await self._operate(operation)
+
+    async def fork(self, operation: Operation) -> OperationResult:
+        """The CLI's fork run in the agent's sandbox, with its home (where its session is): the copy it
+        makes there is then moved out (`copies.take_copy`), kept by the sandbox for the fork's home
+        (`inherited`), made at the fork's first attempt. The agent's home is left as it was."""
+        result = await self._operate(operation)
+        if not self.inner.spawns or result.ending.kind != "exited" or result.session is None:
+            return result
+        agent_dir = self._agent_dir(operation)
+        assert agent_dir is not None  # it ran there
+        forks = agent_dir / FORKS_NAME
+        name = self.inner.name
+
+        def take(session: str) -> Staged:
+            forks.mkdir(mode=0o700, exist_ok=True)
+            return take_copy(name, session, agent_dir / HOME_NAME, forks / secrets.token_hex(STAGING_NAME_BYTES))
+
+        try:
+            staged = await anyio.to_thread.run_sync(take, result.session)
+        except (CopyRefused, OSError) as error:
+            return OperationResult(AttemptEnding("failed", reason=f"the copy of the session could not be moved out of the sandbox's home: {error}"))
+        self.sandbox.copies[result.session] = staged
+        return result
+
+    @staticmethod
+    def _agent_dir(operation: Operation) -> Path | None:
+        """The agent's directory, where its home is, once it has had a turn in its sandbox."""
         agent_dir = operation.launcher.parent if operation.launcher is not None else None
-        if agent_dir is None or not (agent_dir / HOME_NAME).is_dir():
+        return agent_dir if agent_dir is not None and (agent_dir / HOME_NAME).is_dir() else None
+
+    async def _operate(self, operation: Operation) -> OperationResult:
+        """A compaction or a fork's copy: the CLI run in the agent's sandbox, with its home and its proxy."""
+        run = self.inner.fork if operation.kind == "fork" else self.inner.compact
+        if not self.inner.spawns:
+            return await run(operation)
+        if operation.kind == "fork" and not forkable(self.inner.name):
+            raise NotImplementedError(f"{self.inner.name} can't fork in a sandbox (where its CLI keeps a session isn't known here)")
+        agent_dir = self._agent_dir(operation)
+        if agent_dir is None:
             ending = AttemptEnding("failed", reason="the agent has had no turn in its sandbox in this run: its session isn't there")
             return OperationResult(ending)
+        session = self._session(operation.session, agent_dir)
         async with (
             self._swept(operation.cwd) as submodules,
             self._within(agent_dir, operation.env, operation.cwd, submodules) as confine,
         ):
-            return await self.inner.compact(replace(operation, confine=confine))
+            return await run(replace(operation, confine=confine, session=session))
 
-    async def fork(self, operation: Operation) -> OperationResult:
-        """Not yet: the copy would be in this agent's sandbox home, the fork's turns in a home of its own."""
-        raise NotImplementedError(f"{self.inner.name} can't fork in a sandbox yet (the copy would not be in the fork's home)")
+    def _session(self, session: str | None, agent_dir: Path) -> str | None:
+        """The session as this agent's home names it: a fork's first (pi's file) is named in its parent's."""
+        if session is None or self.inherited is None:
+            return session
+        return self.inherited.session(session, agent_dir / HOME_NAME)
 
     async def run(self, attempt: Attempt) -> AttemptResult:
         if not self.inner.spawns:
@@ -433,7 +481,8 @@ class SandboxedHarness(Harness):
             self._boxed(attempt.launcher.parent, attempt.cwd) as box,
             self._within(attempt.launcher.parent, attempt.env, attempt.cwd, submodules, box) as confine,
         ):
-            return await self.inner.run(replace(attempt, confine=confine))
+            session = self._session(attempt.session, attempt.launcher.parent)
+            return await self.inner.run(replace(attempt, confine=confine, session=session))
 
     @asynccontextmanager
     async def _boxed(self, agent_dir: Path, cwd: Path) -> AsyncIterator[GitBox | None]:
@@ -491,6 +540,8 @@ class SandboxedHarness(Harness):
         home = agent_dir / HOME_NAME
         if self.endpoints is None:
             await anyio.to_thread.run_sync(prepare_home, home, self.inner.cli_home(), env)
+            if self.inherited is not None:  # a fork's: its home starts with the copy of its parent's session
+                await anyio.to_thread.run_sync(place_copy, self.inherited, home, Path(os.path.realpath(cwd)))
             self.endpoints = model_endpoints(self.inner.cli_home(), env)
             unseen = None if self.worktree is not None else unseen_git(self.sandbox.spec, cwd)
             if unseen is not None:  # once an agent: its git fails with nothing to say why

@@ -247,8 +247,12 @@ class TemporalRun:
         return str(self.cwd / cwd) if cwd is not None else parent.spec.cwd
 
     def check_fork(self, parent: Agent) -> None:
-        if parent.sandbox is not None:  # the fork activity would run the harness outside it
-            raise DefinitionError(f"agent {parent.key} is sandboxed: a sandboxed agent isn't forked on the Temporal engine yet")
+        if parent.sandbox is not None:  # no worker keeps a sandboxed home between turns: there is no session to copy
+            raise DefinitionError(
+                f"agent {parent.key} is sandboxed: on the Temporal engine its CLI's session is in a sandbox home that "
+                "each turn's worker makes for that turn alone, so no worker holds it for the fork to copy "
+                "(locally, the copy is moved into the fork's own home)"
+            )
 
     async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
         """The fork's turns resume the copy, on whichever worker takes them."""

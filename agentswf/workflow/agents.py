@@ -27,6 +27,7 @@ from ..harnesses.pane import PaneHarness, in_a_pane
 from ..harnesses.runtime import Runtime, resolve_runtime
 from ..harnesses.usage import Usage
 from ..harnesses.versions import TESTED
+from ..sandbox.copies import forkable
 from ..sandbox.runner import Sandbox, SandboxedHarness
 from ..sandbox.spec import SandboxSpec
 from ..wire.teaching import Taught
@@ -669,12 +670,23 @@ class LocalAgents:
         return str(directory)
 
     def check_fork(self, parent: Agent) -> None:
-        pass  # a fork of a sandboxed agent is confined to its sandbox too
+        harness = parent.spec.runtime.harness
+        if parent.sandbox is not None and not forkable(harness):
+            raise DefinitionError(
+                f"agent {parent.key} can't be forked in its sandbox: where {harness} keeps a session in the "
+                "sandbox's home isn't known here, so its copy can't be moved into the fork's (claude, codex and pi can)"
+            )
 
     async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
+        """The fork, in its parent's sandbox as the parent was given it (sandboxes.md#forks): a sandbox
+        of `wf.sandboxes` the same, a spec of the parent's own opened anew from the fork's cwd, the run's
+        at the fork's cwd; its home made with the copy of the parent's session its fork moved out."""
         harness = self._resolve(key, spec.runtime)
-        if not isinstance(harness, SandboxedHarness):  # a fork of a sandboxed agent is in its sandbox too
-            harness = await self._agents.sandboxes.confine(key, harness, parent.sandbox, Path(spec.cwd))
+        box = parent.sandbox
+        given = None if isinstance(harness, SandboxedHarness) else box.given if isinstance(box, Sandbox) and box.own else box
+        harness = await self._agents.sandboxes.confine(key, harness, given, Path(spec.cwd))
+        if isinstance(harness, SandboxedHarness) and isinstance(box, Sandbox):
+            harness.inherited = box.copies.pop(session, None)
         assert isinstance(parent._driver, LocalDriver)  # a local run's agents are
         harness.seed(session, parent._driver.harness.totals(session))
         measured = self._agents.budgets.measured

@@ -109,6 +109,7 @@ class Sandboxes:
                 )
             spec = check_spec(sandbox)  # an agent's own: its paths from its cwd, unless the spec names a cwd
             sandbox = await self._open_spec(PRIVATE_PREFIX + agent, spec, real if spec.cwd is None else None)
+            sandbox.own = True
         elif all(sandbox is not opened for _, opened in self._open.values()):
             raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
         check_reach(replace(sandbox.spec, cwd=real), self._record)  # the agent's cwd is in its sandbox too

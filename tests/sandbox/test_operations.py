@@ -1,13 +1,16 @@
-"""A sandboxed agent's life: `set` keeps it in its sandbox; a fork's copy, which would not be in the
-fork's sandboxed home, is not made at all, nor a compaction of an agent with no turn in its sandbox
-(they fail, sending nothing). A compaction in the sandbox is tested for real in test_real_compaction.py."""
+"""A sandboxed agent's life: `set` keeps it in its sandbox (and a fork's copy of its parent's session
+with it); a fork or a compaction of an agent with no turn in its sandbox fails, sending nothing, and a
+sandboxed agent whose CLI keeps its sessions where the sandbox doesn't know is refused its fork. A
+compaction and a fork in the sandbox are tested for real in test_real_compaction.py and test_real_forks.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from agentswf import DefinitionError
 from agentswf.harnesses.base import Operation
 from agentswf.harnesses.claude import ClaudeHarness
 from agentswf.sandbox.runner import SandboxedHarness
@@ -34,11 +37,37 @@ async def test_set_keeps_a_sandboxed_agent_in_its_sandbox(tmp_path):
     assert boxed.settings() == (None, None)  # the agent's harness before the switch is as it was
 
 
-async def test_a_sandboxed_agent_is_not_forked(tmp_path):
+@pytest.mark.parametrize("launcher", [None, "agent/wfa"])
+async def test_a_sandboxed_agent_with_no_turn_in_its_sandbox_is_not_forked(tmp_path, launcher):
     boxed = await _boxed(tmp_path)
-    operation = Operation(agent="a", kind="fork", session="s1", cwd=tmp_path, env={})
-    with pytest.raises(NotImplementedError, match="claude can't fork in a sandbox yet"):
-        await boxed.fork(operation)
+    given = tmp_path / launcher if launcher else None
+    result = await boxed.fork(Operation(agent="a", kind="fork", session="s1", cwd=tmp_path, env={}, launcher=given))
+    assert result.ending.kind == "failed" and "no turn in its sandbox" in result.ending.reason
+
+
+async def test_a_sandboxed_agent_whose_sessions_arent_known_here_is_refused_its_fork(tmp_path):
+    from agentswf.harnesses.shell import ShellHarness
+    from agentswf.workflow.agents import LocalAgents
+
+    boxed = await _boxed(tmp_path)
+    shell = SandboxedHarness(boxed.sandbox, "a", ShellHarness(("true",)))
+    (tmp_path / "agent" / "home").mkdir(parents=True)
+    operation = Operation(agent="a", kind="fork", session="s1", cwd=tmp_path, env={}, launcher=tmp_path / "agent" / "wfa")
+    with pytest.raises(NotImplementedError, match="shell can't fork in a sandbox"):
+        await shell.fork(operation)
+    parent = SimpleNamespace(key="p", sandbox=boxed.sandbox, spec=SimpleNamespace(runtime=SimpleNamespace(harness="opencode")))
+    with pytest.raises(DefinitionError, match="agent p can't be forked in its sandbox: where opencode keeps a session"):
+        LocalAgents.check_fork(LocalAgents.__new__(LocalAgents), parent)  # type: ignore[arg-type]
+    parent.spec.runtime.harness = "claude"
+    LocalAgents.check_fork(LocalAgents.__new__(LocalAgents), parent)  # type: ignore[arg-type]
+
+
+async def test_set_keeps_a_forks_copy_for_its_home(tmp_path):
+    from agentswf.sandbox.copies import Staged
+
+    boxed = await _boxed(tmp_path)
+    boxed.inherited = Staged("claude", tmp_path / "staged", ("s.jsonl",), (), tmp_path / "parent")
+    assert boxed.with_settings("claude-opus-4-5", None).inherited is boxed.inherited  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("launcher", [None, "agent/wfa"])

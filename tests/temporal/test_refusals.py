@@ -73,4 +73,4 @@ def test_a_sandboxed_agent_is_not_forked(tmp_path: Path) -> None:
     parent = SimpleNamespace(key="boxed", sandbox=SandboxSpec(cwd=str(tmp_path), write=(".",)))
     with pytest.raises(agentswf.DefinitionError) as refused:
         run.check_fork(parent)  # type: ignore[arg-type]
-    assert str(refused.value) == "agent boxed is sandboxed: a sandboxed agent isn't forked on the Temporal engine yet"
+    assert str(refused.value).startswith("agent boxed is sandboxed: on the Temporal engine its CLI's session is in a sandbox home")
