@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 
 import agentswf
-from agentswf import Budget
+from agentswf import Budget, ContinueFrom
 from agentswf.engine.record.attempts import read_attempts, read_stages, read_turn_ids
 from agentswf.temporal import TemporalEngine
 from agentswf.workflow.loading import load_workflow
@@ -116,6 +116,10 @@ def test_awf_continue_of_a_failed_temporal_run_reruns_only_the_failed_stage(
     assert ran(temporal) == ["planner", "reviewer", "builder"]
     assert f"awf: go on with: awf continue {flow} {ended['run_id']}" in first.stderr, first.stderr
 
+    forked = awf("continue", str(flow), ended["run_id"], "--run-root", "runs", "--from", "planner:1", cwd=temporal)
+    assert forked.returncode == 2, forked.stderr
+    assert "ran on Temporal, where awf continue takes no --from: a fork plays the turns before its turn" in forked.stderr
+
     (temporal / "fixed").touch()
     again = awf("continue", str(flow), ended["run_id"], "--run-root", "runs", "--json", "--backend", backend,
                 cwd=temporal)
@@ -192,3 +196,12 @@ async def test_a_run_goes_on_on_the_engine_it_ran_on(temporal_address: str, tmp_
     remote = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, engine=engine)
     with pytest.raises(agentswf.DefinitionError, match="it ran on Temporal, and goes on there, not on the local engine"):
         await agentswf.run(flow, run_root=tmp_path / "runs", continue_from=remote.run_id)
+
+
+async def test_a_fork_on_temporal_is_refused_saying_why(run_key_file: Path, tmp_path: Path) -> None:
+    flow = load_workflow(str(flow_file(tmp_path)), None)
+    nowhere = TemporalEngine(address="127.0.0.1:9", task_queue="q")
+    with pytest.raises(agentswf.DefinitionError) as refused:
+        await agentswf.run(flow, continue_from=ContinueFrom("r", "planner", 1), engine=nowhere)
+    assert str(refused.value).startswith("not on TemporalEngine yet: continue_from=ContinueFrom(...) (awf continue --from): "
+                                         "a fork plays the turns before its turn from the record"), refused.value
