@@ -32,11 +32,11 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from ..actors import ActorRef, Supervisor
-from ..engine.accounting import Ledger
+from ..engine.accounting import Ledger, RunUsage
 from ..engine.mail.words import Mail
 from ..engine.outcomes import Turn
 from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts
-from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
+from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir, read_json
 from ..engine.record.lines import (
     AttemptOutput,
     CallOpened,
@@ -55,7 +55,7 @@ from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..errors import DefinitionError
 from ..progress import run_started
 from ..workflow.budgets import Budget
-from ..workflow.continuing import continued_run
+from ..workflow.continuing import USAGE_FILE, continued_run
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durable import Durable
 from ..workflow.durations import Duration, to_seconds
@@ -147,6 +147,7 @@ class TemporalEngine:
         first_started: float | None = None
         if continue_from is not None:
             continued = continued_run(definition, root, continue_from, args, cwd, on_temporal=True)
+            await settled(continued.run_dir)
             args, directory, first_started = continued.args, continued.cwd, continued.started_at
             budget = budget if budget is not None else continued.budget
             run_id, record_dir = continued.run_dir.name, continued.run_dir
@@ -249,12 +250,34 @@ async def settle_record(run_dir: Path) -> str:
     """Write the record of a Temporal run whose host ended before it could (killed, say), from the
     workflow's result on Temporal, once the workflow has ended. What happened, in a line."""
     info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
+    if not await _settle(run_dir, info):
+        return f"run {run_dir.name} is still running on Temporal (workflow {info['workflow_id']})"
+    return f"run {run_dir.name}'s record was written from Temporal: its host ended before it could"
+
+
+async def settled(run_dir: Path) -> None:
+    """Before a continue: the record of the run's last attempt written from Temporal where its host ended
+    before it could (its stages and id'd turns with it); raises DefinitionError while it still runs there."""
+    if (run_dir / "output.json").exists():
+        return
+    info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
+    if not await _settle(run_dir, info):
+        raise DefinitionError(f"continue {run_dir.name}: it is still running on Temporal (workflow {info['workflow_id']}); "
+                              "awf stop it, or wait for it to end")
+
+
+async def _settle(run_dir: Path, info: dict[str, Any]) -> bool:
+    """The record written from the workflow's result, with its attempt's; False while the workflow runs."""
     started = float(info.get("started_at") or msgspec.json.decode((run_dir / "run.json").read_bytes())["started_at"])
     try:
         attempts = read_attempts(run_dir)
     except RecordRefused:
         attempts = []
     unended = attempts[-1] if attempts and attempts[-1].ended_at is None else None  # the host's, ended here
+    try:  # what the attempts before it spent, as the host left usage.json (a turn of its own is not in it yet)
+        earlier = msgspec.convert(read_json(run_dir / USAGE_FILE), RunUsage) if unended is not None and unended.n > 1 else None
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        earlier = None
 
     async def fetch() -> RunEnding | None:
         client = await connect(info["address"], info["namespace"])
@@ -269,13 +292,14 @@ async def settle_record(run_dir: Path) -> str:
 
     ending = await on_asyncio(fetch)
     if ending is None:
-        return f"run {run_dir.name} is still running on Temporal (workflow {info['workflow_id']})"
+        return False
     async with Supervisor("temporal-record") as supervisor:
         recorder = supervisor.spawn(
-            Recorder, run_dir, LogLines(), Appends(), Ledger(), name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+            Recorder, run_dir, LogLines(), Appends(), Ledger(unended.n if unended else 1, earlier), name="recorder",
+            capacity=RECORDER_MAILBOX_CAPACITY,
         )
         await write_record(recorder, ending, started, (run_dir, unended) if unended is not None else None)
-    return f"run {run_dir.name}'s record was written from Temporal: its host ended before it could"
+    return True
 
 
 async def write_record(
