@@ -32,13 +32,16 @@ from ..engine.record.attempts import (
     STAGES_DIR,
     TURN_IDS_FILE,
     AttemptRecord,
+    SessionRecord,
     StageRecord,
     append_synced,
     replace_stage,
     rewrite_attempt,
     write_stage,
 )
+from ..engine.record.lines import SessionOpened
 from ..workflow.durable import Durable
+from ..workflow.resume import fresh_because
 from ..workflow.stages import is_stage_name
 
 KEPT_WRITES = {write_stage: "stage", replace_stage: "replaced", append_synced: "turn-id"}
@@ -56,6 +59,7 @@ class AttemptInput(msgspec.Struct, kw_only=True):
     rerun: str | None = None
     stages: dict[str, StageRecord] = {}
     turn_ids: list[dict[str, Any]] = []  # the answered id'd turns it may give back, as turn-ids.jsonl's lines
+    sessions: list[SessionRecord] = []  # each agent's latest native session on record, with its harness
     earlier_usage: RunUsage | None = None  # the run's usage.json as the attempts before left it
     earlier_seconds: float = 0.0  # the time they ran
 
@@ -64,7 +68,8 @@ def attempt_input(durable: Durable) -> dict[str, Any]:
     """The host's `Durable` (begun, attempt claimed) as its workflow's input."""
     given = AttemptInput(
         attempt=durable.attempt, continuing=durable.continuing, rerun=durable.rerun, stages=durable.stages,
-        turn_ids=list(durable.turn_ids.values()), earlier_usage=durable.earlier_usage,
+        turn_ids=list(durable.turn_ids.values()), sessions=list(durable.sessions.values()),
+        earlier_usage=durable.earlier_usage,
         earlier_seconds=durable.earlier_seconds,
     )
     return msgspec.to_builtins(given)  # type: ignore[no-any-return]
@@ -87,12 +92,24 @@ class WorkflowDurable(Durable):
         given = msgspec.convert(raw, AttemptInput)
         durable = cls(
             run_dir, given.attempt, stages=dict(given.stages),
-            turn_ids={(line["agent"], line["id"]): line for line in given.turn_ids}, sessions={},
+            turn_ids={(line["agent"], line["id"]): line for line in given.turn_ids},
+            sessions={record.agent: record for record in given.sessions},
             from_stage=None, rerun=given.rerun, values=None, continuing=given.continuing, writes=True,
             earlier=(given.earlier_usage, given.earlier_seconds),
         )
         durable.kept = []
         return durable
+
+    def resumes(self, key: str, harness: str) -> str | None:
+        """The native session agent `key` resumes, by `Durable.opened`'s rule (its recorded one, where its
+        harness can), or None; its sessions.jsonl line kept for the host. Each turn's worker resumes it
+        as it resumes the session of any later turn on Temporal."""
+        recorded = self.sessions.get(key) if self.continuing else None
+        fresh = fresh_because(recorded, harness) if self.continuing else None
+        resumed = recorded.session if recorded is not None and fresh is None else None
+        opened = SessionOpened(self.attempt.n, key, harness, wall(), resumed, fresh)
+        self.kept.append({"write": "session", "record": msgspec.to_builtins(opened)})
+        return resumed
 
     def returned(self) -> dict[str, Any]:
         """The attempt's record as the workflow left it, for its result: its stages as pairs, in the order
@@ -107,16 +124,16 @@ class WorkflowDurable(Durable):
 
 def write_kept(run_dir: Path, attempt: AttemptRecord, kept: list[Any]) -> None:
     """The stage records and id'd turns an attempt's workflow kept, written as a local attempt writes
-    them. What doesn't fit the attempt (another attempt's, a stage's name that is no name) is left out:
+    them (in a thread: they are fsynced). What doesn't fit the attempt (another attempt's, a stage's name that is no name) is left out:
     the result came through Temporal."""
     for line in kept:
         if not isinstance(line, dict):
             continue
         kind, record = line.get("write"), line.get("record")
-        if kind == "turn-id":
-            if isinstance(record, dict) and record.get("attempt") == attempt.n:
-                append_synced(run_dir / TURN_IDS_FILE, record)
-            continue
+        if kind == "turn-id" and isinstance(record, dict) and record.get("attempt") == attempt.n:
+            append_synced(run_dir / TURN_IDS_FILE, record)
+        if kind not in ("stage", "replaced"):
+            continue  # sessions' lines go through the Recorder (sessions_opened)
         try:
             stage = msgspec.convert(record, StageRecord)
         except msgspec.ValidationError:
@@ -127,6 +144,20 @@ def write_kept(run_dir: Path, attempt: AttemptRecord, kept: list[Any]) -> None:
             write_stage(run_dir, stage)
         elif kind == "replaced" and stage.attempt < attempt.n and (run_dir / STAGES_DIR / f"{stage.stage}.json").is_file():
             replace_stage(run_dir, stage)
+
+
+def sessions_opened(kept: list[Any], attempt: int) -> list[SessionOpened]:
+    """The sessions.jsonl lines of the agents the attempt's workflow opened, for the run's Recorder."""
+    opened = []
+    for line in kept:
+        if isinstance(line, dict) and line.get("write") == "session":
+            try:
+                session = msgspec.convert(line.get("record"), SessionOpened)
+            except msgspec.ValidationError:
+                continue
+            if session.attempt == attempt:
+                opened.append(session)
+    return opened
 
 
 def end_attempt(run_dir: Path, attempt: AttemptRecord, returned: Any, outcome: str, reason: str | None) -> None:

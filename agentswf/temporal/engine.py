@@ -61,7 +61,7 @@ from ..workflow.durable import Durable
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS
 from ..workflow.running import RunResult
-from .attempts import attempt_input, attempt_workflow_id, end_attempt, write_kept
+from .attempts import attempt_input, attempt_workflow_id, end_attempt, sessions_opened, write_kept
 from .codec import PayloadKeys, data_converter, held_keys
 from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
@@ -309,6 +309,8 @@ async def write_record(
     and the `attempt`'s (in the run's directory): its stages' and id'd turns' records, then its end."""
     if attempt is not None:
         await anyio.to_thread.run_sync(write_kept, *attempt, ending.lines.durable)
+        for session in sessions_opened(ending.lines.durable, attempt[1].n):
+            await recorder.ask(session)
     for turn in ending.lines.turns:
         await recorder.ask(TurnEnded(msgspec.convert(turn, Turn[Any])))
     for line in ending.lines.tools:  # built, not converted: ToolCalled's approval type is only named for checkers

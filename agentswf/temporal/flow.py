@@ -248,7 +248,9 @@ class TemporalRun:
         return bool(existing == placed)
 
     async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
-        return self._opened(key, spec, placed, None)
+        """Opened on no worker: each turn's opens it; in a continued run its turns resume its recorded session."""
+        session = self.durable.resumes(key, spec.runtime.harness) if self.durable is not None else None
+        return self._opened(key, spec, placed, session)
 
     def _opened(self, key: str, spec: AgentSpec, box: SandboxSpec | None, session: str | None) -> Opened:
         self.board.register(key, "agent")

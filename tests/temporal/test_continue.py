@@ -19,7 +19,7 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 
 import agentswf
 from agentswf import Budget, ContinueFrom
-from agentswf.engine.record.attempts import read_attempts, read_stages, read_turn_ids
+from agentswf.engine.record.attempts import read_attempts, read_sessions, read_stages, read_turn_ids
 from agentswf.temporal import TemporalEngine
 from agentswf.workflow.loading import load_workflow
 
@@ -99,6 +99,7 @@ def continued_record(run_dir: Path) -> dict[str, Any]:
         "attempts": [(a.n, a.outcome, a.stages, a.turns, a.reused_turns, a.continues) for a in attempts],
         "stages": {name: (record.attempt, record.value, record.turns) for name, record in read_stages(run_dir).items()},
         "turn ids": [(line["attempt"], line["agent"], line["id"]) for line in read_turn_ids(run_dir)],
+        "sessions": [(line["attempt"], line["agent"], line["harness"], line.get("fresh")) for line in read_sessions(run_dir)],
     }
 
 
