@@ -23,6 +23,7 @@ from agentswf.engine.record.attempts import read_attempts, read_sessions, read_s
 from agentswf.temporal import TemporalEngine
 from agentswf.workflow.loading import load_workflow
 
+from .test_budgets import replays
 from .test_record import VARYING
 
 AGENT = """#!/bin/sh
@@ -181,6 +182,7 @@ async def test_rerun_on_temporal_runs_a_stage_again_and_what_follows(temporal_ad
     assert first.completed, first.reason
     again = await agentswf.run(flow, run_root=tmp_path / "runs", continue_from=first.run_id, rerun="plan", engine=engine)
     assert again.completed and again.attempt == 2, again.reason
+    assert await replays(temporal_address, again)  # the continued attempt's workflow decides the same from its history
     # the note was answered after the plan began: given again, as locally
     assert ran(tmp_path) == ["planner", "reviewer", "builder", "planner", "reviewer", "builder"]
     assert sorted((tmp_path / "runs" / "two-stages" / first.run_id / "replaced").iterdir()) == [
