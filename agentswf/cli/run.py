@@ -425,7 +425,7 @@ def _temporal_engine(run_dir: Path, options: argparse.Namespace) -> dict[str, An
     on record (said first: whoever can write the record can change them), turns here as they were."""
     for given, flag, why in (
         (options.from_turn, "--from", "a fork plays the turns before its turn from the record in this process, and a "
-                                      "Temporal run's turns run on its workers; fork it with a local run of its own"),
+                                      "Temporal run's turns run on its workers"),
         (options.sandbox, "--sandbox", "a run's one sandbox is the local engine's; on Temporal an agent's "
                                        "sandbox= is opened by the worker that runs its turn"),
     ):

@@ -69,8 +69,7 @@ def attempt_input(durable: Durable) -> dict[str, Any]:
     given = AttemptInput(
         attempt=durable.attempt, continuing=durable.continuing, rerun=durable.rerun, stages=durable.stages,
         turn_ids=list(durable.turn_ids.values()), sessions=list(durable.sessions.values()),
-        earlier_usage=durable.earlier_usage,
-        earlier_seconds=durable.earlier_seconds,
+        earlier_usage=durable.earlier_usage, earlier_seconds=durable.earlier_seconds,
     )
     return msgspec.to_builtins(given)  # type: ignore[no-any-return]
 
@@ -117,15 +116,15 @@ class WorkflowDurable(Durable):
         return {**msgspec.to_builtins(self.attempt), "stages": list(self.attempt.stages.items())}
 
     async def _write(self, write: Any, *args: Any, what: str) -> None:
-        kind = KEPT_WRITES.get(write)
-        if kind is not None:  # rewrite_attempt: the attempt goes back whole, as it ended
+        kind = KEPT_WRITES.get(write)  # none for rewrite_attempt: the attempt goes back whole (`returned`)
+        if kind is not None:
             self.kept.append({"write": kind, "record": msgspec.to_builtins(args[-1])})
 
 
 def write_kept(run_dir: Path, attempt: AttemptRecord, kept: list[Any]) -> None:
-    """The stage records and id'd turns an attempt's workflow kept, written as a local attempt writes
-    them (in a thread: they are fsynced). What doesn't fit the attempt (another attempt's, a stage's name that is no name) is left out:
-    the result came through Temporal."""
+    """The stage records and id'd turns an attempt's workflow kept, written (and fsynced) as a local
+    attempt writes them. What doesn't fit the attempt (another attempt's, a stage's name that is no
+    name) is left out: the result came through Temporal."""
     for line in kept:
         if not isinstance(line, dict):
             continue
