@@ -94,7 +94,7 @@ def logs(where: Path, run_id: str) -> str:
 
 
 def continued_record(run_dir: Path) -> dict[str, Any]:
-    """What the record says of the run's attempts, stages and id'd turns."""
+    """What the record says of the run's attempts, stages, id'd turns and agents' sessions."""
     attempts = read_attempts(run_dir)
     return {
         "attempts": [(a.n, a.outcome, a.stages, a.turns, a.reused_turns, a.continues) for a in attempts],
