@@ -39,7 +39,7 @@ from ..workflow.sandboxes import read_run_sandbox
 from . import replay, temporal, worktrees
 from .attach import AttachFailure, find_kept
 from .live import RECORDED_SOURCES, RunView, ViewKind
-from .runs import UsageFailure, recorded_file, run_dir_of, run_root_of, was_on_temporal
+from .runs import TEMPORAL_RECORD, UsageFailure, recorded_file, run_dir_of, run_root_of, was_on_temporal
 from .shown import BODY_INDENT, shown, shown_json, shown_lines
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -252,7 +252,7 @@ def _ended(options: argparse.Namespace, result: RunResult | None, definition: Wo
     for line in _kept_pane_lines(root, result.run_id):
         print(line, file=sys.stderr)
     print(f"awf: record {result.run_dir}  (awf logs {result.run_id})", file=sys.stderr)
-    if result.outcome != "completed" and not was_on_temporal(result.run_dir):
+    if result.outcome != "completed":
         if fixed_first(result.reason):
             print(f"awf: fix that, then run it again: {_run_again(options, result.run_dir)}", file=sys.stderr)
         else:
@@ -283,8 +283,7 @@ def _interrupted(options: argparse.Namespace, definition: WorkflowDefinition, ro
     runs = sorted((root / definition.name).glob("*/run.json"), key=lambda path: path.stat().st_mtime_ns)
     if runs:
         print(f"awf: record {runs[-1].parent.resolve()}  (awf logs {runs[-1].parent.name})", file=sys.stderr)
-        if not was_on_temporal(runs[-1].parent):  # awf continue doesn't go on with a Temporal run yet
-            print(f"awf: go on with: {_go_on(options, runs[-1].parent)}", file=sys.stderr)
+        print(f"awf: go on with: {_go_on(options, runs[-1].parent)}", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
@@ -397,16 +396,15 @@ def command_continue(options: argparse.Namespace) -> int:
         if options.file is not None:
             definition = load_workflow(options.file, options.workflow)
             run_dir = _continued_dir(options, definition.name).resolve()  # said in full, as awf run says it
-            _refuse_temporal(run_dir)
         else:
             run_dir = run_dir_of(options, options.run).resolve()
-            _refuse_temporal(run_dir)
             options.file = recorded_file(run_dir, f"awf continue FILE {run_dir.name}")
             print(shown(f"awf: loading {options.file}, the file on record (name it to be sure: awf continue FILE RUN)"),
                   file=sys.stderr)
             definition = load_workflow(options.file, options.workflow or read_json(run_dir / "run.json").get("workflow"))
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
+    engine = _temporal_engine(run_dir, options) if was_on_temporal(run_dir) else {}
     _say_kept(run_dir, options)
     if options.from_turn is not None:  # a new run, forked at a turn of this one
         options.sandbox_file = _sandbox(options.sandbox)
@@ -414,16 +412,38 @@ def command_continue(options: argparse.Namespace) -> int:
     if options.settings:
         raise UsageFailure("--set goes with --from KEY:N: it sets an agent's model or effort in the fork")
     run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
-                   "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits}
+                   "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits,
+                   **engine}
     options.view = _view_kind(options)
     with _stdout_to_stderr():
         result = _go(definition, None, run_options, options, run_dir.parent.parent)
     return _ended(options, result, definition, run_dir.parent.parent)
 
 
-def _refuse_temporal(run_dir: Path) -> None:
-    if was_on_temporal(run_dir):
-        raise UsageFailure(f"run {run_dir.name} ran on Temporal, where awf continue doesn't go on yet; start it anew with awf run")
+def _temporal_engine(run_dir: Path, options: argparse.Namespace) -> dict[str, Any]:
+    """`engine=` that continues a run on Temporal where it ran: the frontend, namespace and task queue
+    on record (said first: whoever can write the record can change them), turns here as they were."""
+    for given, flag, why in (
+        (options.from_turn, "--from", "a fork plays the turns before its turn from the record in this process, and a "
+                                      "Temporal run's turns run on its workers"),
+        (options.sandbox, "--sandbox", "a run's one sandbox is the local engine's; on Temporal an agent's "
+                                       "sandbox= is opened by the worker that runs its turn"),
+    ):
+        if given is not None:
+            raise UsageFailure(f"run {run_dir.name} ran on Temporal, where awf continue takes no {flag}: {why}")
+    try:
+        info = read_json(run_dir / TEMPORAL_RECORD)
+        address, namespace, queue = info["address"], info["namespace"], info["task_queue"]
+    except (OSError, msgspec.DecodeError, KeyError, TypeError):
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, and its {TEMPORAL_RECORD} doesn't say where") from None
+    if not all(isinstance(value, str) and value for value in (address, namespace, queue)):
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, and its {TEMPORAL_RECORD} doesn't say where")
+    print(shown(f"awf: on Temporal at {address}, namespace {namespace}, task queue {queue} (the record's)"), file=sys.stderr)
+    given = argparse.Namespace(engine="temporal", address=address, namespace=namespace, task_queue=queue,
+                               no_turns_here=info.get("run_turns") is False)
+    engine = temporal.engine_options(given)
+    options.talked_to_temporal = True
+    return engine
 
 
 def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
@@ -438,6 +458,8 @@ def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
         (options.sandbox, "sandbox", last and last.sandbox, "none, its agents run unsandboxed"),
         (options.budget, "budget", last and last.budget, "none, no limit"),
     ):
+        if name == "sandbox" and was_on_temporal(run_dir):
+            continue  # on Temporal, only an agent's own sandbox=
         if given is None:
             said = msgspec.json.encode(kept).decode() if kept else unset
             print(shown(f"awf: the {name} on record: {said} (--{name} gives another)"), file=sys.stderr)  # an agent's, maybe

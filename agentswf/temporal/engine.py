@@ -32,10 +32,11 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from ..actors import ActorRef, Supervisor
-from ..engine.accounting import Ledger
+from ..engine.accounting import Ledger, RunUsage
 from ..engine.mail.words import Mail
 from ..engine.outcomes import Turn
-from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir
+from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts
+from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir, read_json
 from ..engine.record.lines import (
     AttemptOutput,
     CallOpened,
@@ -54,10 +55,13 @@ from ..engine.run import RECORDER_MAILBOX_CAPACITY
 from ..errors import DefinitionError
 from ..progress import run_started
 from ..workflow.budgets import Budget
+from ..workflow.continuing import USAGE_FILE, continued_run
 from ..workflow.definition import WorkflowDefinition
+from ..workflow.durable import Durable
 from ..workflow.durations import Duration, to_seconds
 from ..workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS
 from ..workflow.running import RunResult
+from .attempts import attempt_input, attempt_workflow_id, end_attempt, sessions_opened, write_kept
 from .codec import PayloadKeys, data_converter, held_keys
 from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
@@ -123,10 +127,16 @@ class TemporalEngine:
         cwd: str | Path | None = None,
         timeout: Duration | None = None,
         budget: Budget | None = None,
+        continue_from: str | Path | None = None,
+        rerun: str | None = None,
     ) -> RunResult:
         """Run `definition` on Temporal to its end, as `agentswf.run` does locally; `budget` holds
         as locally, kept by the workflow (flow.py). A workflow with `policies` is refused before it
-        starts: its tool calls are answered by the workflow's handlers, which no policy sees there."""
+        starts: its tool calls are answered by the workflow's handlers, which no policy sees there.
+
+        `continue_from` (a run on Temporal: its id or directory) makes this a new attempt of it, as
+        locally, in a Temporal workflow of its own: its stages recorded complete and its id'd turns
+        answered are given back, not run (`rerun` runs a stage again), its spend carried (attempts.py)."""
         if definition.policies:
             raise DefinitionError(f"not on {type(self).__name__} yet: policies (workflow {definition.name}'s "
                                   "policies=); run locally for them")
@@ -134,18 +144,31 @@ class TemporalEngine:
         root = Path(run_root) if run_root is not None else DEFAULT_RUN_ROOT
         root = root if root.is_absolute() else directory / root
         seconds = DEFAULT_RUN_TIMEOUT_SECONDS if timeout is None else to_seconds(timeout, what="the run's timeout")
-        run_id, record_dir = make_run_record_dir(root / definition.name)
+        first_started: float | None = None
+        if continue_from is not None:
+            continued = continued_run(definition, root, continue_from, args, cwd, on_temporal=True)
+            await settled(continued.run_dir)
+            args, directory, first_started = continued.args, continued.cwd, continued.started_at
+            budget = budget if budget is not None else continued.budget
+            run_id, record_dir = continued.run_dir.name, continued.run_dir
+        else:
+            run_id, record_dir = make_run_record_dir(root / definition.name)
+        durable = Durable.begin(
+            record_dir, definition, continuing=continue_from is not None, rerun=rerun,
+            budget={name: cap for name, cap in msgspec.to_builtins(budget).items() if cap is not None} if budget else None,
+        )  # the attempt claimed, as locally: a continue reads it
         request = RunRequest(
             workflow=definition.name, run_id=run_id, args=args, cwd=str(directory), run_dir=str(record_dir), timeout=seconds,
             turn_queue=self.task_queue, budget=msgspec.to_builtins(budget) if budget is not None else None,
+            attempt=attempt_input(durable),
         )
-        workflow_id = f"{definition.name}-{run_id}"
-        started = time.time()
+        workflow_id = attempt_workflow_id(definition.name, run_id, durable.attempt.n)
+        started = durable.attempt.started_at
         (record_dir / RECORD_FILE).write_bytes(msgspec.json.encode(
             {"workflow_id": workflow_id, "address": self._address(), "namespace": self.namespace,
-             "task_queue": self.task_queue, "started_at": started}
-        ))
-        ledger = Ledger()
+             "task_queue": self.task_queue, "started_at": started, "run_turns": self.run_turns}
+        ))  # the attempt's: what `awf status`, `awf approve` and the next `awf continue` reach
+        ledger = durable.ledger  # the run's spend, from what its earlier attempts spent
         endings: list[RunEnding] = []
         work = anyio.CancelScope()
 
@@ -158,12 +181,14 @@ class TemporalEngine:
                         Recorder, record_dir, LogLines(), Appends(), ledger, name="recorder",
                         capacity=RECORDER_MAILBOX_CAPACITY,
                     )
-                    await recorder.ask(RunStarted(run_id, definition.name, args, str(directory), started, ""))
+                    await recorder.ask(RunStarted(
+                        run_id, definition.name, args, str(directory), first_started or started, "",
+                    ))
                     run_started(run_id, record_dir, engine="temporal", workflow_id=workflow_id)
                     ending = RunEnding(outcome="cancelled", reason="the run was cancelled")
                     with work:
                         ending = await on_asyncio(lambda: self._run(definition, request, workflow_id))
-                    await write_record(recorder, ending, started)
+                    await write_record(recorder, ending, started, (record_dir, durable.attempt))
                     endings.append(ending)
             watch.cancel_scope.cancel()
 
@@ -174,7 +199,7 @@ class TemporalEngine:
         [ending] = endings
         return RunResult(
             ending.outcome, ending.value, ending.reason, run_id, record_dir, ending.where, ending.traceback,
-            ledger.snapshot(),
+            ledger.snapshot(), durable.attempt.n,
         )
 
     def _address(self) -> str:
@@ -225,7 +250,34 @@ async def settle_record(run_dir: Path) -> str:
     """Write the record of a Temporal run whose host ended before it could (killed, say), from the
     workflow's result on Temporal, once the workflow has ended. What happened, in a line."""
     info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
-    started = float(msgspec.json.decode((run_dir / "run.json").read_bytes())["started_at"])
+    if not await _settle(run_dir, info):
+        return f"run {run_dir.name} is still running on Temporal (workflow {info['workflow_id']})"
+    return f"run {run_dir.name}'s record was written from Temporal: its host ended before it could"
+
+
+async def settled(run_dir: Path) -> None:
+    """Before a continue: the record of the run's last attempt written from Temporal where its host ended
+    before it could (its stages and id'd turns with it); raises DefinitionError while it still runs there."""
+    if (run_dir / "output.json").exists():
+        return
+    info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
+    if not await _settle(run_dir, info):
+        raise DefinitionError(f"continue {run_dir.name}: it is still running on Temporal (workflow {info['workflow_id']}); "
+                              "awf stop it, or wait for it to end")
+
+
+async def _settle(run_dir: Path, info: dict[str, Any]) -> bool:
+    """The record written from the workflow's result, with its attempt's; False while the workflow runs."""
+    started = float(info.get("started_at") or msgspec.json.decode((run_dir / "run.json").read_bytes())["started_at"])
+    try:
+        attempts = read_attempts(run_dir)
+    except RecordRefused:
+        attempts = []
+    unended = attempts[-1] if attempts and attempts[-1].ended_at is None else None  # the host's, ended here
+    try:  # what the attempts before it spent, as the host left usage.json (a turn of its own is not in it yet)
+        earlier = msgspec.convert(read_json(run_dir / USAGE_FILE), RunUsage) if unended is not None and unended.n > 1 else None
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        earlier = None
 
     async def fetch() -> RunEnding | None:
         client = await connect(info["address"], info["namespace"])
@@ -240,17 +292,25 @@ async def settle_record(run_dir: Path) -> str:
 
     ending = await on_asyncio(fetch)
     if ending is None:
-        return f"run {run_dir.name} is still running on Temporal (workflow {info['workflow_id']})"
+        return False
     async with Supervisor("temporal-record") as supervisor:
         recorder = supervisor.spawn(
-            Recorder, run_dir, LogLines(), Appends(), Ledger(), name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+            Recorder, run_dir, LogLines(), Appends(), Ledger(unended.n if unended else 1, earlier), name="recorder",
+            capacity=RECORDER_MAILBOX_CAPACITY,
         )
-        await write_record(recorder, ending, started)
-    return f"run {run_dir.name}'s record was written from Temporal: its host ended before it could"
+        await write_record(recorder, ending, started, (run_dir, unended) if unended is not None else None)
+    return True
 
 
-async def write_record(recorder: ActorRef, ending: RunEnding, started: float) -> None:
-    """The run's record as a local run's, from the lines its workflow kept: `awf logs RUN` reads it."""
+async def write_record(
+    recorder: ActorRef, ending: RunEnding, started: float, attempt: tuple[Path, AttemptRecord] | None = None
+) -> None:
+    """The run's record as a local run's, from the lines its workflow kept: `awf logs RUN` reads it;
+    and the `attempt`'s (in the run's directory): its stages' and id'd turns' records, then its end."""
+    if attempt is not None:
+        await anyio.to_thread.run_sync(write_kept, *attempt, ending.lines.durable)
+        for session in sessions_opened(ending.lines.durable, attempt[1].n):
+            await recorder.ask(session)
     for turn in ending.lines.turns:
         await recorder.ask(TurnEnded(msgspec.convert(turn, Turn[Any])))
     for line in ending.lines.tools:  # built, not converted: ToolCalled's approval type is only named for checkers
@@ -277,6 +337,8 @@ async def write_record(recorder: ActorRef, ending: RunEnding, started: float) ->
     await recorder.ask(
         RunEnded(ending.outcome, ending.reason, ending.value, started, time.time(), ending.where, ending.traceback)
     )
+    if attempt is not None:
+        await anyio.to_thread.run_sync(end_attempt, *attempt, ending.lines.attempt, ending.outcome, ending.reason)
 
 
 def start_input(key: RunKey, request: RunRequest, workflow_id: str) -> dict[str, Any]:

@@ -16,6 +16,9 @@ What maps onto what:
 - `wf.parallel` is asyncio tasks; the run's timeout a durable timer (`asyncio.timeout`).
 - `wf.log` is workflow state (the query `agentswf.log`), shown as progress when not replaying.
 - budgets are `Budgets` on workflow time: each turn past one is refused here, before it is scheduled.
+- `wf.stage` and id'd turns follow the local engine's plan (workflow/durable.py) from the attempt's
+  input: a continued run's finished stages and answered id'd turns are given back, not run again;
+  their records go back to the run's host in the result (attempts.py).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from ..workflow.running import decode_args, failure_ending
 from ..workflow.sandboxes import Sandboxes, given_spec
 from ..workflow.tools import Tool
 from ..workflow.worktrees import RunWorktrees
+from .attempts import WorkflowDurable
 from .board import WorkflowBoard
 from .driver import (
     START_WINDOW_SECONDS,
@@ -100,7 +104,10 @@ class TemporalRun:
     """A run's state on Temporal, changed only in workflow code: its board, record lines, approvals,
     budgets and the activities that run; and the agents port of its `wf.agents` (port.AgentsPort)."""
 
-    def __init__(self, *, workflow: str, run_id: str, cwd: Path, turn_queue: str, run_deadline: float) -> None:
+    def __init__(
+        self, *, workflow: str, run_id: str, cwd: Path, turn_queue: str, run_deadline: float,
+        durable: WorkflowDurable | None = None,
+    ) -> None:
         self.workflow = workflow
         self.run_id = run_id
         self.run_deadline = run_deadline
@@ -115,7 +122,7 @@ class TemporalRun:
         self._waiting_in: dict[str, tuple[str, int]] = {}  # a call waiting for approval: its (agent, turn)
         self.running: dict[str, str] = {}  # agent -> the id of its activity that runs
         self.budgets = Budgets(clock=workflow_time)  # the run's budgets and what its turns spent
-        self.ledger = Ledger()  # what the turns spent, by agent (`agent.usage`)
+        self.ledger = durable.ledger if durable is not None else Ledger()  # what the turns spent, by agent (`agent.usage`)
         self.stopped: str | None = None  # `awf stop`'s reason, once a person stopped the run
         self.started: list[dict[str, Any]] = []  # each turn given, as it is sent: its call.json for `awf tail`
         self.board = WorkflowBoard(
@@ -125,6 +132,10 @@ class TemporalRun:
         self.lines.messages = self.board.lines
         self._timers: set[asyncio.Task[None]] = set()
         self.agents = Agents.over(self, budgets=self.budgets, ledger=self.ledger)  # `wf.agents`
+        self.durable = self.agents.durable = durable  # the attempt's stages and id'd turns (attempts.py)
+        if durable is not None:
+            durable.carry(self.budgets)  # a continued run's: from what its earlier attempts spent
+            self.lines.durable = durable.kept
 
     def _mail_for(self, key: str) -> None:
         agent = self.agents._open.get(key)
@@ -164,6 +175,8 @@ class TemporalRun:
         self.lines.turns.append(msgspec.to_builtins(record))
         self.ledger.add(record)
         self.budgets.counted(record)
+        if self.durable is not None:
+            self.durable.counted(record)
 
     def ended(self, turn: Turn[Any], n: int) -> None:
         """The turn in the record; its tool calls' lines learn its call id (the worker made it)."""
@@ -235,7 +248,9 @@ class TemporalRun:
         return bool(existing == placed)
 
     async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
-        return self._opened(key, spec, placed, None)
+        """Opened on no worker: each turn's opens it; in a continued run its turns resume its recorded session."""
+        session = self.durable.resumes(key, spec.runtime.harness) if self.durable is not None else None
+        return self._opened(key, spec, placed, session)
 
     def _opened(self, key: str, spec: AgentSpec, box: SandboxSpec | None, session: str | None) -> Opened:
         self.board.register(key, "agent")
@@ -363,12 +378,14 @@ class TemporalSandboxes(Sandboxes):
 class TemporalPort:
     """The engine port of a run on Temporal: its WorkflowBoard, its log as workflow state, asyncio
     tasks (never anyio's, which deadlock around Temporal's operations, as measured). Temporal's history
-    makes a stage durable, so no stage record is kept; worktrees it refuses."""
+    makes a stage durable within an attempt; its records, for a continue, are kept as a local run's
+    (attempts.py). Worktrees it refuses."""
 
     name = "Temporal"
 
     def __init__(self, workflow_name: str, agents: TemporalRun) -> None:
         self.mail = TemporalMail(agents.board)
+        self._durable = agents.durable
         self._workflow = workflow_name
         self._lines = agents.lines
         self._sandboxes = TemporalSandboxes(agents.cwd, lambda message, **fields: agents.log(message, **fields))
@@ -407,13 +424,17 @@ class TemporalPort:
         await work()  # the board's changes are workflow state: closing a route never waits
 
     async def stage_entered(self, name: str, result: Any) -> tuple[bool, Any]:
-        return False, None
+        if self._durable is None:
+            return False, None
+        return await self._durable.enter(name, result)
 
     async def stage_completed(self, name: str, value: Any) -> None:
-        pass
+        if self._durable is not None:
+            await self._durable.completed(name, value)
 
     def stage_left(self) -> None:
-        pass
+        if self._durable is not None:
+            self._durable.left()
 
     def sandboxes(self) -> Sandboxes:
         return self._sandboxes
@@ -573,6 +594,9 @@ class AgentswfWorkflow:
         ending = await run_definition(self, definition, request)
         await workflow.wait_condition(workflow.all_handlers_finished)  # tool calls still answering: in the record
         if self.state is not None:
+            if self.state.durable is not None:  # the attempt's record, as it ended: its host writes it
+                await self.state.durable.end(ending.outcome, ending.reason)
+                self.state.lines.attempt = self.state.durable.returned()
             ending = msgspec.structs.replace(ending, lines=self.state.lines)
         return msgspec.to_builtins(ending)  # type: ignore[no-any-return]
 
@@ -692,9 +716,10 @@ async def run_definition(host: AgentswfWorkflow, definition: WorkflowDefinition,
     except DefinitionError as error:
         return RunEnding(outcome="failed", reason=f"DefinitionError: {error}")
     now = workflow.now().timestamp()
+    durable = WorkflowDurable.of(request.attempt, Path(request.run_dir)) if request.attempt is not None else None
     state = host.state = TemporalRun(
         workflow=definition.name, run_id=request.run_id, cwd=Path(request.cwd), turn_queue=request.turn_queue,
-        run_deadline=now + request.timeout,
+        run_deadline=now + request.timeout, durable=durable,
     )
     state.board.register(WORKFLOW_KEY, "participant", can_await=False)
     wf = host.wf = Workflow.over(

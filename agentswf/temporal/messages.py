@@ -152,6 +152,7 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     turn_queue: str  # where agents' turns go unless their Runtime names a queue
     sealed_at: float = 0.0  # Unix seconds, when its starter sealed it: good for a start then, not one copied later
     budget: dict[str, Any] | None = None  # the run's Budget, as builtins: the workflow keeps its spend
+    attempt: dict[str, Any] | None = None  # attempts.AttemptInput: the attempt, and what the attempts before left
 
 
 class RunLines(msgspec.Struct, kw_only=True):
@@ -163,6 +164,8 @@ class RunLines(msgspec.Struct, kw_only=True):
     log: list[Any] = []
     messages: list[Any] = []  # MessageSent and MessageRead, as messages.jsonl's lines
     calls: list[Any] = []  # each turn's call files from its worker: call.json, result.json, attempts and candidates
+    durable: list[Any] = []  # the stage records and id'd turns the attempt wrote (attempts.WorkflowDurable)
+    attempt: Any = None  # the attempt's record as the workflow left it
 
 
 class RunEnding(msgspec.Struct, frozen=True, kw_only=True):

@@ -27,6 +27,7 @@ from .budgets import Budget, Spent, carried, raised, ran_seconds, spent_before
 from .definition import WorkflowDefinition
 
 USAGE_FILE = "usage.json"  # the run's spend, across its attempts (engine/accounting.py)
+TEMPORAL_FILE = "temporal.json"  # beside the record of a run on Temporal (temporal/messages.RECORD_FILE)
 
 
 class Continued(NamedTuple):
@@ -42,12 +43,20 @@ class Continued(NamedTuple):
     started_at: float | None
 
 
-def continued_run(definition: WorkflowDefinition, root: Path, run: str | Path, args: Any, cwd: str | Path | None) -> Continued:
+def continued_run(
+    definition: WorkflowDefinition, root: Path, run: str | Path, args: Any, cwd: str | Path | None, *,
+    on_temporal: bool = False,
+) -> Continued:
     """The record `run` names (an id, `<workflow>/<id>`, or a directory); raises DefinitionError if it
-    isn't a run of this workflow, or if other args or another cwd are given than it was started with."""
+    isn't a run of this workflow, if other args or another cwd are given than it was started with, or
+    if it ran on another engine than the continue's (`on_temporal`): its attempts go on where they ran."""
     run_dir = find_run(root, str(run))
     if run_dir is None:
         raise DefinitionError(f"continue {run}: no record of that run under {root}")
+    ran_on_temporal = (run_dir / TEMPORAL_FILE).exists()
+    if ran_on_temporal != on_temporal:
+        where, other = ("Temporal", "the local engine") if ran_on_temporal else ("the local engine", "Temporal")
+        raise DefinitionError(f"continue {run}: it ran on {where}, and goes on there, not on {other}")
     try:
         info = read_json(run_dir / "run.json")
     except (OSError, msgspec.DecodeError):

@@ -30,8 +30,14 @@ if TYPE_CHECKING:
 
 DEFAULT_RUN_TIMEOUT_SECONDS = 30 * 60.0
 
-LOCAL_ONLY = ("env", "harnesses", "replay", "continue_from", "rerun", "from_stage", "values", "trace", "sandbox")
-"""The options an `Engine` doesn't take (it takes args, run_root, cwd, timeout and budget), in the order a refusal names them."""
+LOCAL_ONLY = ("env", "harnesses", "replay", "from_stage", "values", "trace", "sandbox")
+"""The options an `Engine` doesn't take (it takes args, run_root, cwd, timeout and budget, and continues a run of its
+own with continue_from and rerun), in the order a refusal names them."""
+
+ENGINE_FORK = (
+    "continue_from=ContinueFrom(...) (awf continue --from): a fork plays the turns before its turn from the record, "
+    "in this process, and an engine's turns run on its workers; run it locally"
+)
 
 FLAGS = {"budget": "--budget", "sandbox": "--sandbox", "trace": "--trace", "from_stage": "--from-stage",
          "values": "--values", "replay": "--replay", "rerun": "--rerun"}  # fmt: skip
@@ -44,7 +50,9 @@ class Engine(Protocol):
     async def run(
         self, definition: WorkflowDefinition, *, args: Any, run_root: str | Path | None, cwd: str | Path | None,
         timeout: Duration | None, budget: Budget | None,
-    ) -> RunResult: ...
+    ) -> RunResult:
+        """The run; given `continue_from` and `rerun` (only when `agentswf.run` is), a new attempt of a run of its own."""
+        ...
 
 
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,6 +80,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
             if given:
                 named = ", ".join(f"{name} ({FLAGS[name]})" if name in FLAGS else name for name in given)
                 raise DefinitionError(f"not on {type(self.engine).__name__} yet: {named}; run locally for them")
+            if isinstance(self.continue_from, ContinueFrom):
+                raise DefinitionError(f"not on {type(self.engine).__name__} yet: {ENGINE_FORK}")
         if isinstance(self.continue_from, ContinueFrom):
             self._check_fork(self.continue_from)
         check_stage_options(self.continue_from, self.rerun, self.from_stage, self.values)

@@ -216,7 +216,8 @@ async def run(
     `ReplayDiverged` (`agentswf.ReplayDiverged`) once its run has ended.
 
     `engine` runs it elsewhere: `agentswf.temporal.TemporalEngine(...)` on Temporal
-    (docs/guide/temporal.md), which takes `args`, `run_root`, `cwd`, `timeout` and `budget` only.
+    (docs/guide/temporal.md), which takes `args`, `run_root`, `cwd`, `timeout` and `budget` only, and
+    `continue_from` (a run's id or directory, not a fork) and `rerun` of a run on it.
     """
     if not isinstance(definition, WorkflowDefinition):
         raise DefinitionError(f"{definition!r} is not a workflow: decorate an async function with @workflow(...)")
@@ -226,7 +227,10 @@ async def run(
         sandbox=sandbox, engine=engine,
     )  # fmt: skip
     if options.engine is not None:
-        return await options.engine.run(definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout, budget=budget)
+        continued = {} if continue_from is None else {"continue_from": continue_from, "rerun": rerun}
+        return await options.engine.run(
+            definition, args=args, run_root=run_root, cwd=cwd, timeout=timeout, budget=budget, **continued
+        )
     local = await LocalRun.start(definition, options)
     result = await local.execute()
     if local.forked is not None:

@@ -41,7 +41,6 @@ async def test_a_workflow_with_policies_is_refused_before_it_starts(run_key_file
 
 @pytest.mark.parametrize(("given", "named"), [
     ({"replay": "runs/nothing/0001"}, "replay (--replay)"),
-    ({"continue_from": "runs/nothing/0001"}, "continue_from"),
     ({"trace": True}, "trace (--trace)"),
     ({"from_stage": "later", "values": {}}, "from_stage (--from-stage), values (--values)"),
 ])

@@ -45,7 +45,9 @@ REFUSALS: list[tuple[dict[str, Any], str | None]] = [
     ({"engine": Elsewhere(), "args": {"a": 1}, "run_root": "r", "cwd": "c", "timeout": "1m", "budget": Budget(turns=1)}, None),
     ({"engine": Elsewhere(), "trace": False}, None),
     ({"engine": Elsewhere(), "env": {}}, r"^not on Elsewhere yet: env; run locally for them$"),
-    ({"engine": Elsewhere(), "rerun": "s", "trace": True}, r"not on Elsewhere yet: rerun \(--rerun\), trace \(--trace\)"),
+    ({"engine": Elsewhere(), "replay": "r", "trace": True}, r"not on Elsewhere yet: replay \(--replay\), trace \(--trace\)"),
+    ({"engine": Elsewhere(), "continue_from": "r", "rerun": "s"}, None),  # a run of its own, continued there
+    ({"engine": Elsewhere(), "continue_from": ContinueFrom("r", "writer", 2)}, r"^not on Elsewhere yet: continue_from=ContinueFrom"),
     ({"engine": Elsewhere(), "timeout": "soon"}, "the run's timeout"),
     ({"continue_from": ContinueFrom("r", "writer", 2)}, None),  # a fork: its record is read by LocalRun.start
     ({"continue_from": ContinueFrom(Path("runs/w/r"), "a:b", 1, settings={"a:b": {"model": "m", "effort": "high"}},
