@@ -30,7 +30,7 @@ from ..errors import WorkflowError
 from ..workflow.running import RunResult
 from .clock import virtual_clock
 from .record import Record, RunRecord, read_record
-from .runs import TestRun
+from .runs import TestRun, remove_scratch_run_roots
 
 BACKENDS = ("asyncio", "trio")
 OTHER_ASYNC_MARKERS = ("trio", "asyncio")  # the markers of pytest-trio and pytest-asyncio
@@ -56,6 +56,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{VIRTUAL_TIME}: run the async test on a virtual clock that jumps to the next deadline when idle"
     )
     _backend(config)  # a wrong ini value is a usage error before anything runs
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove_scratch_run_roots()  # run_workflow's, where a test gave no run_root
 
 
 @pytest.hookimpl(wrapper=True)  # before anyio's own hook, which reads the mark

@@ -163,13 +163,25 @@ async def _on_temporal(
     return await run_on_temporal(definition, book, args=args, run_root=run_root, cwd=cwd, timeout=timeout)
 
 
+_SCRATCH_ROOTS: list[str] = []  # made by this process, not yet removed
+
+
 def scratch_run_root(run_root: str | Path | None) -> str | Path:
-    """`run_root`, or a temporary directory removed when the test process exits."""
+    """`run_root`, or a temporary directory removed when the test process exits (or, under pytest,
+    as its session ends: an xdist worker exits without running atexit's functions)."""
     if run_root is not None:
         return run_root
+    if not _SCRATCH_ROOTS:
+        atexit.register(remove_scratch_run_roots)
     root = tempfile.mkdtemp(prefix="awf-test-runs-")
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    _SCRATCH_ROOTS.append(root)
     return root
+
+
+def remove_scratch_run_roots() -> None:
+    """Remove the scratch run roots this process made."""
+    while _SCRATCH_ROOTS:
+        shutil.rmtree(_SCRATCH_ROOTS.pop(), ignore_errors=True)
 
 
 def _with_participants(

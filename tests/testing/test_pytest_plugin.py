@@ -109,3 +109,27 @@ def test_under_trio_mode_pytest_trio_runs_every_async_test(pytester):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "test_review_approves PASSED" in done.stdout
     assert "1 passed" in done.stdout
+
+
+SCRATCH_TEST = '''
+from agentswf.testing import answer, run_workflow
+from review import Verdict, review
+
+
+async def test_no_run_root_given():
+    run = await run_workflow(review, agents={"reviewer": answer(Verdict("approve"))})
+    with open("scratch.txt", "a") as said:
+        said.write(str(run.run_dir.parent) + "\\n")
+'''
+
+
+def test_a_scratch_run_root_is_removed_as_the_session_ends(pytester):
+    """run_workflow with no run_root makes one in the temporary directory; an xdist worker exits
+    without atexit's functions, so the plugin removes it as pytest's session ends."""
+    project = _project(pytester)
+    project.makepyfile(test_scratch=SCRATCH_TEST)
+    done = _pytest(project, "test_scratch.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    roots = (project.path / "scratch.txt").read_text().split()
+    assert len(roots) == 2 and all("awf-test-runs-" in root for root in roots)  # one a backend
+    assert not any(Path(root).exists() for root in roots)
