@@ -36,6 +36,7 @@ from temporalio.converter import DataConverter, DefaultFailureConverterWithEncod
 from ..errors import PayloadKeyError
 from ..harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE, PAYLOAD_VARIABLES
 from .keys import no_dump
+from .payloads import InOrderPayloadConverter
 
 KEY_BYTES = 32  # AES-256
 NONCE_BYTES = 12  # GCM's standard nonce, random for each payload
@@ -136,11 +137,13 @@ class PayloadCipher(PayloadCodec):
 
 
 def data_converter(keys: PayloadKeys) -> DataConverter:
-    """Temporal's default converter with the codec; with a key, failures' messages are encrypted too.
-    Without one, the codec still says so when a payload comes encrypted."""
+    """Temporal's default converter, objects' keys kept in order (payloads.py), with the codec; with a
+    key, failures' messages are encrypted too. Without one, the codec still says so when a payload
+    comes encrypted."""
     if keys.current_id is None:
-        return DataConverter(payload_codec=PayloadCipher(keys))
-    return DataConverter(payload_codec=PayloadCipher(keys), failure_converter_class=DefaultFailureConverterWithEncodedAttributes)
+        return DataConverter(payload_converter_class=InOrderPayloadConverter, payload_codec=PayloadCipher(keys))
+    return DataConverter(payload_converter_class=InOrderPayloadConverter, payload_codec=PayloadCipher(keys),
+                         failure_converter_class=DefaultFailureConverterWithEncodedAttributes)
 
 
 _held: PayloadKeys | None = None

@@ -29,6 +29,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
 from ..errors import HarnessError
+from ..temporal.codec import PayloadKeys, data_converter
 from ..temporal.driver import KeyHolder
 from ..temporal.engine import TemporalEngine, on_asyncio, turn_worker
 from ..temporal.flow import AgentswfWorkflow
@@ -40,6 +41,7 @@ from ..workflow.running import RunResult, run
 from .scripted import ScriptBook
 
 TEST_SERVER = "temporal-test-server"
+IN_ORDER = data_converter(PayloadKeys())  # as a deployment without a payload key converts: objects' keys in order
 TURNS_DIR = ".turns"  # under the run root: each turn's local record, as an `awf worker`'s --run-root holds it
 
 
@@ -78,7 +80,9 @@ async def run_on_temporal(
 
     async def on_test_server() -> RunResult:
         key, queue = RunKey(secrets.token_urlsafe(32)), f"agentswf-test-{uuid4().hex[:8]}"
-        started = WorkflowEnvironment.start_time_skipping(test_server_existing_path=str(binary), runtime=_quiet_runtime())
+        started = WorkflowEnvironment.start_time_skipping(
+            test_server_existing_path=str(binary), runtime=_quiet_runtime(), data_converter=IN_ORDER
+        )
         async with await started as env:
             turns = Path(run_root) / TURNS_DIR
             async with turn_worker(env.client, queue, key=key, root=turns, harnesses=book.harness_for):
@@ -102,7 +106,7 @@ async def _replay(client: Client, result: RunResult, key: RunKey) -> None:
     """Replay the run's history with Temporal's Replayer; NotDeterministic, saying why, if it decides otherwise."""
     workflow_id = msgspec.json.decode((result.run_dir / RECORD_FILE).read_bytes())["workflow_id"]
     history = await client.get_workflow_handle(workflow_id).fetch_history()
-    replayer = Replayer(workflows=[AgentswfWorkflow], workflow_runner=UnsandboxedWorkflowRunner(),
+    replayer = Replayer(workflows=[AgentswfWorkflow], workflow_runner=UnsandboxedWorkflowRunner(), data_converter=IN_ORDER,
                         interceptors=[KeyHolder(key)])  # a replay reseals what the run sealed
     replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     if replayed.replay_failure is not None:
