@@ -26,6 +26,19 @@ Temporal activity and update, in the same run, on one dev server (from temporal-
 
 Ratios are Temporal / local (and Temporal / bare); each is the median of 3 rounds.
 
+With `--noop` it measures the no-op turn alone (issue 36's "within 1.5x the local engine's"),
+ROUNDS times (`--rounds`, default 5), local and Temporal alternating, and keeps each one's least
+per-turn time; beside it, what Temporal itself costs in the same topology, so what is left of a
+Temporal turn is said part by part:
+- local_activity: a bare workflow's empty local activities (run in the workflow's own worker,
+  recorded in its next workflow task's completion, no round trip to the server of their own):
+  what a step costs on Temporal when it needn't run on a worker of its own.
+- phases: the least-per-turn Temporal run's history read back from the server: each turn's
+  activity dispatch (scheduled → started), its span on the worker (started → completed; `inner`
+  is the local engine's turn in it, from the worker's held run), the workflow task that takes its
+  result (completed → next scheduled), and the host's writing of the run's record once the
+  workflow has ended (`record`, a run of TURNS less a run of one, per turn).
+
 With `--workers W1,W2,…` it measures scale-out instead: for each count, that many `awf worker`
 processes (each its own process, as on its own machine, running at most `--max-turns` turns at
 once: 1 by default, a machine of one core) take the turns of AGENTS agents × TURNS turns each,
@@ -39,6 +52,7 @@ each count's best is kept (the machine is shared); each round starts its workers
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import secrets
 import shutil
@@ -62,9 +76,11 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 import agentswf
 from agentswf import Runtime, tool, workflow
+from agentswf.engine.record.layout import read_lines
 from agentswf.engine.run import run_actors
 from agentswf.temporal import DevServer, RunKey, TemporalEngine, turn_worker
 from agentswf.temporal.keys import KEY_VARIABLE
+from agentswf.temporal.turns import TURN_RAN
 
 ROUNDS = 3
 ANSWER = 'cat >/dev/null; echo ok | "$WFA" result "$WFA_CALL_ID" >/dev/null'
@@ -153,6 +169,14 @@ async def question(wf: Any) -> bool:
 @activity.defn(name="bench.empty")
 async def empty() -> None:
     return None
+
+
+@temporal_workflow.defn(name="bench.local-activities", sandboxed=False)
+class BareLocalActivities:
+    @temporal_workflow.run
+    async def run(self, activities: int) -> None:
+        for _ in range(activities):
+            await temporal_workflow.execute_local_activity(empty, start_to_close_timeout=timedelta(seconds=30))
 
 
 @temporal_workflow.defn(name="bench.activities", sandboxed=False)
@@ -281,6 +305,108 @@ async def measure(root: Path, turn_count: int, call_count: int, agent_count: int
           f"ratio={temporal_wide / local_wide:.2f}")
 
 
+async def bare_local(client: Client, queue: str, activities: int) -> float:
+    """Per empty local activity (a workflow of `activities` less one of none)."""
+    async def one(count: int) -> float:
+        return await timed(client.execute_workflow(BareLocalActivities.run, count, id=f"bare-{uuid4().hex}", task_queue=queue))
+
+    none = await one(0)
+    return (await one(activities) - none) / max(1, activities)
+
+
+PHASES = ("dispatch", "activity", "inner", "workflow task")
+
+
+async def phases(client: Client, workflow_id: str, worker_root: Path) -> dict[str, float]:
+    """The median of each turn's phases in the history of workflow `workflow_id`, in seconds (PHASES)."""
+    from temporalio.api.enums.v1 import EventType
+
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    times: dict[str, list[float]] = {name: [] for name in PHASES}
+    scheduled = started = completed = None
+    for event in history.events:
+        at = event.event_time.ToNanoseconds() / 1e9
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if completed is not None:
+                times["workflow task"].append(at - completed)
+            scheduled = at
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED and scheduled is not None:
+            started = at
+            times["dispatch"].append(at - scheduled)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED and started is not None:
+            completed = at
+            times["activity"].append(at - started)
+    calls = {line["fields"]["call"] for log in worker_root.glob("runs/*/log.jsonl") for line in read_lines(log)
+             if line.get("message") == TURN_RAN and line["fields"].get("workflow_id") == workflow_id}
+    times["inner"] = [line["ended_at"] - line["started_at"] for turns in worker_root.glob("runs/*/turns.jsonl")
+                      for line in read_lines(turns) if line.get("call_id") in calls]
+    return {name: statistics.median(values) if values else math.nan for name, values in times.items()}
+
+
+async def workflow_span(client: Client, workflow_id: str) -> float:
+    """Seconds from the workflow's start to its completion, as the server has them."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return (history.events[-1].event_time.ToNanoseconds() - history.events[0].event_time.ToNanoseconds()) / 1e9
+
+
+async def noop_turn(turn_count: int, rounds: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="awf-bench-temporal-"))
+    try:
+        await noop_rounds(root, turn_count, rounds)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def noop_rounds(root: Path, turn_count: int, rounds: int) -> None:
+    with DevServer() as server:
+        client = await Client.connect(server.address)
+        queue = f"bench-{uuid4().hex[:8]}"
+        engine = TemporalEngine(client=client, task_queue=queue, worker_root=root / "worker")
+        one, many = Args(turns=1), Args(turns=turn_count)
+        least: dict[str, float] = {}
+        best_run: tuple[float, str, float] = (math.inf, "", 0.0)
+
+        def keep(name: str, value: float) -> None:
+            least[name] = min(least.get(name, math.inf), value)
+
+        bare_queue = queue + "-bare"
+        async with Worker(client, task_queue=bare_queue, workflows=[BareActivities, BareLocalActivities],
+                          activities=[empty], workflow_runner=UnsandboxedWorkflowRunner()):
+            await run_temporal(turns, one, root, engine)  # warm: the first run's imports and connections
+            await run_local(turns, one, root)
+            for n in range(rounds):
+                local_one = (await run_local(turns, one, root))[0]
+                local = ((await run_local(turns, many, root))[0] - local_one) / (turn_count - 1)
+                temporal_one, _ = await run_temporal(turns, one, root, engine)
+                one_id = _latest_workflow(root)
+                temporal_many, _ = await run_temporal(turns, many, root, engine)
+                many_id = _latest_workflow(root)
+                temporal = (temporal_many - temporal_one) / (turn_count - 1)
+                record = ((temporal_many - await workflow_span(client, many_id))
+                          - (temporal_one - await workflow_span(client, one_id))) / (turn_count - 1)
+                local_activity = await bare_local(client, bare_queue, turn_count)
+                print(f"round {n + 1}: local={local * 1000:.1f}ms temporal={temporal * 1000:.1f}ms "
+                      f"ratio={temporal / local:.2f}  local_activity={local_activity * 1000:.1f}ms "
+                      f"record={record * 1000:.1f}ms  (load {os.getloadavg()[0]:.1f})", flush=True)
+                for name, value in (("local", local), ("temporal", temporal), ("local_activity", local_activity),
+                                    ("record", record)):
+                    keep(name, value)
+                if temporal < best_run[0]:
+                    best_run = (temporal, many_id, record)
+        parts = await phases(client, best_run[1], root / "worker")
+    print(f"least of {rounds}: local={least['local'] * 1000:.1f}ms temporal={least['temporal'] * 1000:.1f}ms "
+          f"ratio={least['temporal'] / least['local']:.2f}  local_activity={least['local_activity'] * 1000:.1f}ms "
+          f"record={least['record'] * 1000:.1f}ms")
+    print("the least Temporal run's turns, medians: " + "  ".join(
+        f"{name}={value * 1000:.1f}ms" for name, value in parts.items()))
+
+
+def _latest_workflow(root: Path) -> str:
+    """The workflow id of the latest Temporal run of `turns` under `root` (its record's temporal.json)."""
+    latest = max(root.glob("bench-turns/*/temporal.json"), key=lambda path: path.stat().st_mtime_ns)
+    return str(msgspec.json.decode(latest.read_bytes())["workflow_id"])
+
+
 def cpu_seconds(pid: int, *, children: bool = False) -> float:
     """The CPU seconds process `pid` spent (with `children`: its waited-for children's, its agents')."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
@@ -379,11 +505,16 @@ def main_cli() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--work", type=int, default=4_000_000, help="awk loop iterations a turn")
     parser.add_argument("--max-turns", type=int, default=1, help="turns each worker runs at once")
-    parser.add_argument("--rounds", type=int, default=1, help="passes over the counts, alternating their order")
+    parser.add_argument("--rounds", type=int, help="passes over the counts, alternating their order (default 1); "
+                        "with --noop, rounds of local and Temporal runs (default 5)")
+    parser.add_argument("--noop", action="store_true", help="the no-op turn alone, against Temporal's own cost")
     options = parser.parse_args()
+    if options.noop:
+        anyio.run(noop_turn, (options.numbers or [20])[0], options.rounds or 5)
+        return
     if options.workers:
         counts = [int(word) for word in options.workers.split(",")]
-        anyio.run(scale_out, counts, options.agents, options.turns, options.work, options.max_turns, options.rounds)
+        anyio.run(scale_out, counts, options.agents, options.turns, options.work, options.max_turns, options.rounds or 1)
         return
     defaults = [20, 20, 20]
     anyio.run(main, *(options.numbers[:3] + defaults[len(options.numbers[:3]):]))

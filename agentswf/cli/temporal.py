@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import logging
 import os
 import signal
 import sys
@@ -185,7 +186,11 @@ def command_worker(options: argparse.Namespace) -> int:
 
 
 async def _serve(options: argparse.Namespace, definitions: list[Any], key: RunKey) -> None:
+    from ..temporal.codec import SDK_ACTIVITY_LOGGER, KeyErrorsInALine
     from ..temporal.engine import connect, turn_worker, workflow_worker
+    from ..temporal.turns import say_refused
+
+    logging.getLogger(SDK_ACTIVITY_LOGGER).addFilter(KeyErrorsInALine(say_refused))  # a turn it can't decrypt: a line
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

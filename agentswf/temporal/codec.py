@@ -24,9 +24,10 @@ import base64
 import binascii
 import hashlib
 import hmac
+import logging
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -144,6 +145,38 @@ def data_converter(keys: PayloadKeys) -> DataConverter:
         return DataConverter(payload_converter_class=InOrderPayloadConverter, payload_codec=PayloadCipher(keys))
     return DataConverter(payload_converter_class=InOrderPayloadConverter, payload_codec=PayloadCipher(keys),
                          failure_converter_class=DefaultFailureConverterWithEncodedAttributes)
+
+
+SDK_ACTIVITY_LOGGER = "temporalio.activity"
+"""Where Temporal's SDK logs an activity it failed, with the traceback: one whose input didn't decrypt too."""
+
+
+class KeyErrorsInALine(logging.Filter):
+    """A filter of the SDK's log: a record of a payload this process can't decrypt (a worker given
+    another deployment's payload key) is said as its PayloadKeyError's one line, to `say`, in
+    place of the SDK's traceback; every other record goes by."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__()
+        self.say = say
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = key_error_in(record.exc_info[1] if record.exc_info else None)
+        if error is None:
+            return True
+        self.say(str(error))
+        return False
+
+
+def key_error_in(error: BaseException | None) -> PayloadKeyError | None:
+    """The PayloadKeyError among `error` and its causes (the SDK raises its own error from it), if any."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, PayloadKeyError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 _held: PayloadKeys | None = None

@@ -404,6 +404,11 @@ async def agent_turn(
             request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd,
             sandbox=request.sandbox,
         )
+        # Its turns before this one ran on whichever workers took them: it numbers this one as the workflow
+        # does (WFA_TURN, a script's turn.n). Not a turn that carries the instructions (the agent's first
+        # that ran): the local engine puts them in its turn 1's prompt only.
+        if request.instructions is None:
+            agent._turns = request.n - 1
         turn: Turn[Any] | None = None
         if request.kind == "compaction":
             turn = await agent.compact(request.prompt, deadline=request.deadline)
