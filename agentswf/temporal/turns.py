@@ -408,7 +408,7 @@ async def agent_turn(
         # does (WFA_TURN, a script's turn.n). Not a turn that carries the instructions (the agent's first
         # that ran): the local engine puts them in its turn 1's prompt only.
         if request.instructions is None:
-            agent._turns = request.n - 1
+            agent.count_from(request.n)
         turn: Turn[Any] | None = None
         if request.kind == "compaction":
             turn = await agent.compact(request.prompt, deadline=request.deadline)

@@ -166,6 +166,11 @@ class Agent:
         self.stopped: str | None = None  # why `wf.agents.stop` stopped it
         self.model, self.effort = settings  # as `set` left them
 
+    def count_from(self, n: int) -> None:
+        """Number its next turn `n`: an agent a Temporal worker opens for one turn goes on with the
+        workflow's count (WFA_TURN, a script's `turn.n`)."""
+        self._turns = n - 1
+
     @property
     def usage(self) -> Usage | None:
         """What this agent's ended turns spent, every turn a message started too; None while unknown."""
