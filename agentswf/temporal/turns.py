@@ -398,7 +398,8 @@ async def agent_turn(
     if clis is not None:
         agents.clis = clis
     # A sandbox never sees the worker's records (its turns' lines are read back from them).
-    agents.sandboxes = Sandboxes(Path(request.cwd), lambda message, **fields: None, record=worker_root)
+    agents.sandboxes = Sandboxes(Path(request.cwd), lambda message, **fields: None, record=worker_root,
+                                 keep_homes=(request.workflow, request.run_id))  # its session, for its next turn
     try:
         agent = await agents.open(
             request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd,
