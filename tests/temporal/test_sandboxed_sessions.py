@@ -90,3 +90,35 @@ async def test_sandboxed_clis_on_temporal_resume_their_sessions_from_one_turn_ac
     assert sorted(path.name for path in kept.iterdir()) == sorted(CLIS)  # one home an agent, for the run
     seen = [output for r in model.requests if r.conversation for output in r.conversation.tool_results]
     assert len([output for output in seen if "beside=1" in output]) == 2 * len(CLIS), seen  # no other home beside its own
+
+
+@pytest.mark.needs("claude")
+async def test_a_continued_runs_sandboxed_agent_finds_its_kept_home_on_temporal(temporal_address: str, tmp_path: Path) -> None:
+    """`awf continue` keeps the run's id, so its sandboxed agent, opened again, resumes the session its
+    home kept from the attempt before."""
+    (tmp_path / "ws").mkdir()
+    ready = tmp_path / "ready"
+    async with ScriptedModel(script) as model:
+        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+
+        @workflow(name="sandboxed-recall", description="A stage that tells a sandboxed agent something; after a failure, a turn that asks it.")
+        async def recall(wf):  # type: ignore[no-untyped-def]
+            agent = await wf.agents.open("a", runtime=runtime, sandbox={"cwd": "ws"})
+
+            async def remember() -> str:
+                return (await agent.run(f"Remember {REMEMBERED}. Answer done.", timeout=90)).value
+
+            told = await wf.stage("remember", remember)
+            if not ready.exists():
+                raise RuntimeError("not ready yet")
+            asked = await agent.run("What did I ask you to remember? Answer done.", timeout=90)
+            return [told, asked.value if asked.answered else asked.outcome.reason]
+
+        engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+        first = await agentswf.run(recall, run_root=tmp_path / "runs", cwd=tmp_path, engine=engine)
+        assert first.outcome == "failed" and "not ready yet" in (first.reason or ""), first.reason
+        ready.touch()
+        again = await agentswf.run(recall, run_root=tmp_path / "runs", continue_from=first.run_id, engine=engine)
+    assert again.outcome == "completed" and again.value == ["done", "done"], again.reason
+    asked = [r for r in model.requests if r.conversation and "What did I ask" in r.conversation.prompt]
+    assert asked and all(any(REMEMBERED in str(item) for item in r.conversation.history) for r in asked)  # resumed
