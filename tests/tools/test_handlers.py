@@ -203,7 +203,7 @@ async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp
     assert run.value == "answered"
     [warned] = [entry for entry in logs if entry["event"] == "a tool handler ignored its signal and was abandoned"]
     assert "the run's end waits for it" in warned["runs_on"]
-    assert seen[0].outcome == "timed-out" and "abandoned" in seen[0].error
+    assert seen[0].outcome == "timed-out" and "abandoned" in seen[0].error and "ignored its signal" in seen[0].error
     [line] = tool_lines(run.run_dir)
     assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
     # answered at its time and grace; the run waited for the rest
