@@ -145,12 +145,20 @@ class RunTimers:
             self._sleep.deadline = due
 
     def dropped(self, count: int) -> None:
-        """A turn stopped with `count` timers still armed: the heap is rebuilt once most of it is dropped."""
+        """A turn stopped with `count` timers still armed: the heap is rebuilt once most of it is
+        dropped, and the task sleeps until the first timer still armed, not a dropped one (on a
+        virtual clock its wake would be a jump of the clock, for nothing)."""
         self._dropped += count
         if self._dropped > len(self._heap) // 2:
             self._heap = [entry for entry in self._heap if entry[3] == entry[2].generation]
             heapq.heapify(self._heap)
             self._dropped = 0
+        heap = self._heap
+        while heap and heap[0][3] != heap[0][2].generation:
+            heapq.heappop(heap)
+            self._dropped = max(0, self._dropped - 1)
+        if self._sleep is not None:
+            self._sleep.deadline = heap[0][0] if heap else math.inf
 
     async def run(self, start_soon: Callable[..., None]) -> None:
         """Go off as timers come due, for as long as the run lives; each agent's due tells in a task of `start_soon`'s."""
