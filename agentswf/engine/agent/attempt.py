@@ -129,7 +129,8 @@ class RunTimers:
     in the order it armed them: one agent's full mailbox holds up no other agent's timer.
 
     A turn that stops drops its timers by its generation (`TurnTasks.stop`); what it dropped
-    leaves the heap once due, or when the dropped entries outnumber the live ones.
+    leaves the heap once due, once first in it as a turn stops, or when the dropped entries
+    outnumber the live ones.
     """
 
     def __init__(self) -> None:

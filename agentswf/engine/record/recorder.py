@@ -181,7 +181,7 @@ def disk_waits() -> tuple[float, float]:
     """A run's Recorder's batch wait and group-commit interval: BATCH_WAIT_SECONDS and
     GROUP_COMMIT_SECONDS, and none on a virtual clock. They are the disk's times, which pass in
     real time; on a virtual clock each wait would be a jump of it (a tenth of a second of real
-    idleness, agentswf.testing.clock) for nothing the run decides by. At once is as durable."""
+    idleness, agentswf.testing.clock) for nothing the run decides by; at once is no less durable."""
     return (0.0, 0.0) if virtual() else (BATCH_WAIT_SECONDS, GROUP_COMMIT_SECONDS)
 
 
