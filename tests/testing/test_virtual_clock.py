@@ -108,9 +108,9 @@ def _steps() -> list[float]:
 )
 async def test_a_run_moves_the_clock_only_for_its_own_deadlines(tmp_path):
     """Each step of a virtual clock waits a tenth of a second of real idleness first. A run that
-    writes its record, fsyncs it and ends a tool call early steps once, for the hour it waits:
-    not for the Recorder's batch wait or group commit (the disk's times), nor for the deadline
-    of a tool call that has ended."""
+    writes its record, fsyncs it, ends a tool call early and ends a turn steps once, for the hour
+    it waits: not for the Recorder's batch wait or group commit (the disk's times), nor for the
+    deadline of a tool call that has ended, nor for a timer of a turn that has ended."""
 
     async def script(turn: ScriptedTurn) -> str:
         assert isinstance(await turn.tool("quick"), ToolResult)
