@@ -325,7 +325,8 @@ async def test_an_unreadable_request_gets_an_error_status(request_bytes: bytes, 
 async def test_a_request_that_dawdles_gets_408() -> None:
     async with ScriptedModel(PLAN) as model:
         started = anyio.current_time()
-        answer = await exchange(model.port, b"POST /v1/messages HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
+        with anyio.fail_after(http.REQUEST_TIMEOUT_SECONDS + 1):
+            answer = await exchange(model.port, b"POST /v1/messages HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
     assert answer.status == 408
     assert anyio.current_time() - started == pytest.approx(http.REQUEST_TIMEOUT_SECONDS, abs=0.1)
 
