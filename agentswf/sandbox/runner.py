@@ -57,6 +57,7 @@ PROBE_TIMEOUT_SECONDS = 10.0
 HOME_NAME = "home"  # in an agent's directory, unless its home is kept (`Sandbox.homes`)
 OPERATION_DIR_PREFIX = "op-"  # in the run's directory: an operation's own, where its agent's isn't made
 KEPT_FORKS_NAME = ".forks"  # beside kept homes, the copies a fork takes: no `home_name` starts with a dot but a hash
+REPLACED_PREFIX = ".replaced-"  # beside kept homes, a fork's home set aside for a new copy: no `home_name` has it
 FORK_DIR_PREFIX = "awf-fork-"  # in the directory of sockets: a kept home's fork's own agent directory (`fork_kept`)
 FORKS_NAME = "forks"  # in an agent's directory: the copies of its session its forks take, until each one's home is made
 STAGING_NAME_BYTES = 8  # of a copy's directory's random name there
@@ -465,16 +466,15 @@ class SandboxedHarness(Harness):
         for it: the CLI's fork run as `fork` runs it, in an agent directory of the operation's own (in the
         directory of sockets, which no sandbox is given), and the copy placed at once in the fork's kept
         home (`homes/<fork key>`), made now, so the fork's first turn, opened afresh on a worker, resumes
-        it; the result's session as the fork's home names it. A fork's home already there (a key forked
-        into before, or an attempt of this fork that placed its copy) is refused: its agent may have
-        written it, and the copy is placed only in a home made for it."""
+        it; the result's session as the fork's home names it. A fork's home already there (an earlier
+        attempt's fork of the key: a continued run keeps its run id; or this fork's, retried) is set
+        aside, renamed, not written or read: its agent may have written it, and the copy is placed only
+        in a home made for it."""
         if self.kept is None or self.sandbox.homes is None:
             raise SandboxRefused(f"agent {self.agent}: a fork's copy is placed in a kept home, and this sandbox keeps none")
         if not self.inner.spawns:
             return await self.fork(operation)
         home = self.sandbox.homes / home_name(fork)
-        if found_home(home):
-            return OperationResult(AttemptEnding("failed", reason=f"agent {fork}'s home is on this worker already: a fork's copy goes only in a home made for it"))
         agent_dir = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix=FORK_DIR_PREFIX, dir=sockets_root())))
         try:
             result = await self.fork(replace(operation, launcher=agent_dir / "launcher"))
@@ -485,6 +485,8 @@ class SandboxedHarness(Harness):
 
             def place(session: str) -> str:
                 try:
+                    if found_home(home):  # an earlier attempt's fork of the key (a continued run keeps its id)
+                        os.rename(home, home.with_name(REPLACED_PREFIX + secrets.token_hex(STAGING_NAME_BYTES)))
                     if not prepare_home(home, self.inner.cli_home(), operation.env):
                         raise CopyRefused(f"agent {fork}'s home was made meanwhile")
                     place_copy(staged, home, Path(os.path.realpath(fork_cwd)))

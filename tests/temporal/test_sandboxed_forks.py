@@ -20,8 +20,7 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 
 import agentswf
 from agentswf import Runtime, workflow
-from agentswf.launcher.place import sockets_root
-from agentswf.sandbox.runner import FORK_DIR_PREFIX, KEPT_FORKS_NAME
+from agentswf.sandbox.runner import KEPT_FORKS_NAME, REPLACED_PREFIX
 from agentswf.temporal import TemporalEngine
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
 
@@ -57,7 +56,6 @@ async def test_sandboxed_clis_fork_on_temporal_the_fork_resumes_the_parents_hist
     for name in CLIS:
         for where in ("parent", "fork"):
             (tmp_path / "ws" / name / where).mkdir(parents=True)
-    leftover = set(Path(sockets_root()).glob(f"{FORK_DIR_PREFIX}*"))
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
         runtimes = {
@@ -99,7 +97,6 @@ async def test_sandboxed_clis_fork_on_temporal_the_fork_resumes_the_parents_hist
     assert sorted(path.name for path in kept.iterdir() if not path.name.startswith(".")) == sorted(
         f"{name}-{who}" for name in CLIS for who in ("parent", "fork")
     )  # one home an agent, the fork's made by the fork activity
-    assert set(Path(sockets_root()).glob(f"{FORK_DIR_PREFIX}*")) <= leftover  # the fork's own directories removed
     assert not list((kept / KEPT_FORKS_NAME).iterdir())  # every copy taken out placed
 
 
@@ -136,3 +133,41 @@ async def test_a_fork_of_a_fork_shares_the_parents_sandbox_of_wf_sandboxes_on_te
     assert (tmp_path / "ws" / "forked-here").exists()  # the child wrote the sandbox's cwd, as its parent may
     kept = tmp_path / "w" / "homes" / "shared-fork" / result.run_id
     assert sorted(path.name for path in kept.iterdir()) == [KEPT_FORKS_NAME, "child", "grandchild", "parent"]
+
+
+@pytest.mark.needs("claude")
+async def test_a_continued_run_forks_its_sandboxed_agent_again_into_a_new_home(temporal_address: str, tmp_path: Path) -> None:
+    """`awf continue` keeps the run's id, so the fork, asked again, finds its home of the attempt before:
+    that one is set aside, and the fork resumes the new copy of its parent's session, which its
+    second attempt's turn went on."""
+    (tmp_path / "ws").mkdir()
+    ready = tmp_path / "ready"
+    async with ScriptedModel(script) as model:
+        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+
+        @workflow(name="sandboxed-refork", description="A sandboxed agent's turn, a fork of it, a failure.")
+        async def refork(wf):  # type: ignore[no-untyped-def]
+            agent = await wf.agents.open("a", runtime=runtime, sandbox={"cwd": "ws"})
+            said = "PARENT-AGAIN" if ready.exists() else "PARENT-ONE"  # the continue runs it again: no stage
+            told = (await agent.run(f"{said}. Answer done.", timeout=90)).value
+            fork = await agent.fork("alt")
+            forked = await fork.run("FORK-TWO. Answer done.", timeout=90)
+            if not ready.exists():
+                raise RuntimeError("not ready yet")
+            return [told, forked.value if forked.answered else forked.outcome.reason]
+
+        engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+        first = await agentswf.run(refork, run_root=tmp_path / "runs", cwd=tmp_path, engine=engine)
+        assert first.outcome == "failed" and "not ready yet" in (first.reason or ""), first.reason
+        ready.touch()
+        again = await agentswf.run(refork, run_root=tmp_path / "runs", continue_from=first.run_id, engine=engine)
+    assert again.outcome == "completed" and again.value == ["done", "done"], again.reason
+    forks = [r.conversation for r in model.requests
+             if r.conversation and "FORK-TWO" in r.conversation.prompt and not r.conversation.tool_results]
+    assert len(forks) == 2  # the fork's turn in each attempt
+    # a new copy each time: the parent's history, and of the fork's turns only this one's prompt (claude's
+    # history ends with it, its fork's /usage in the same message)
+    assert all("PARENT-ONE" in texts(c.history) and texts(c.history).count("FORK-TWO") <= 1 for c in forks)
+    assert "PARENT-AGAIN" in texts(forks[-1].history)  # the continue's: its parent's session as it went on
+    kept = tmp_path / "w" / "homes" / "sandboxed-refork" / first.run_id
+    assert len([path for path in kept.iterdir() if path.name.startswith(REPLACED_PREFIX)]) == 1  # the first attempt's fork
