@@ -34,7 +34,6 @@ from pathlib import Path
 
 import anyio
 
-from ..engine.record.layout import make_private_dirs
 from ..errors import DefinitionError, SandboxRefused
 from ..git import Worktree, read_link, worktrees_home
 from ..harnesses.acp import AcpHarness
@@ -628,8 +627,6 @@ class SandboxedHarness(Harness):
         (found again, if kept from an earlier opening)."""
         home = self._home(agent_dir)
         if self.endpoints is None:
-            if self.kept is not None:
-                await anyio.to_thread.run_sync(make_private_dirs, self.kept.parent)
             made = await anyio.to_thread.run_sync(prepare_home, home, self.inner.cli_home(), env)
             if made and self.inherited is not None:  # a fork's: its home starts with the copy of its parent's session
                 await anyio.to_thread.run_sync(place_copy, self.inherited, home, Path(os.path.realpath(cwd)))

@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 from msgspec.structs import replace
 
+from ..engine.record.layout import make_private_dirs
 from ..errors import DefinitionError
 from ..harnesses.base import Harness
 from ..harnesses.pane import PaneHarness
@@ -124,6 +126,8 @@ class Sandboxes:
         elif all(sandbox is not opened for _, opened in self._open.values()):
             raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
         check_reach(replace(sandbox.spec, cwd=real), self._record)  # the agent's cwd is in its sandbox too
+        if self._homes is not None:  # where the agent's home is kept (made at its first turn)
+            await anyio.to_thread.run_sync(make_private_dirs, self._homes)
         return sandbox.confine(agent, harness, worktree)
 
     async def _run_sandbox(self, sandbox: Sandbox, cwd: Path) -> Sandbox:
