@@ -15,7 +15,8 @@ sandbox keeps its agents' homes (`homes`): a Temporal worker opens an agent afre
 turn, in a directory of a new name, and its CLI's session, in its home, must be there at the
 next. A kept home is `homes/<agent key>` (`home_name`), made at the agent's first turn of the
 run and found again at the next opening, on the same worker's file system, as an unsandboxed
-agent's session is in the worker's user's home.
+agent's session is in the worker's user's home. A fork of such an agent (`fork_kept`) places its
+copy straight into the fork's kept home, made then: the fork's turns are opened afresh too.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
 HOME_NAME = "home"  # in an agent's directory, unless its home is kept (`Sandbox.homes`)
 OPERATION_DIR_PREFIX = "op-"  # in the run's directory: an operation's own, where its agent's isn't made
+KEPT_FORKS_NAME = ".forks"  # beside kept homes, the copies a fork takes: no `home_name` starts with a dot but a hash
+REPLACED_PREFIX = ".replaced-"  # beside kept homes, a fork's home set aside for a new copy: no `home_name` has it
+FORK_DIR_PREFIX = "awf-fork-"  # in the directory of sockets: a kept home's fork's own agent directory (`fork_kept`)
 FORKS_NAME = "forks"  # in an agent's directory: the copies of its session its forks take, until each one's home is made
 STAGING_NAME_BYTES = 8  # of a copy's directory's random name there
 PROXY_SOCKET_NAME = "n.sock"
@@ -442,7 +446,7 @@ class SandboxedHarness(Harness):
             return result
         assert operation.launcher is not None  # it ran in its directory
         agent_dir = operation.launcher.parent
-        forks, home = agent_dir / FORKS_NAME, self._home(agent_dir)
+        forks, home = self._forks(agent_dir), self._home(agent_dir)
         name = self.inner.name
 
         def take(session: str) -> Staged:
@@ -456,9 +460,55 @@ class SandboxedHarness(Harness):
         self.sandbox.copies[result.session] = staged
         return result
 
+    async def fork_kept(self, operation: Operation, fork: str, fork_cwd: Path) -> OperationResult:
+        """The fork of an agent whose home is kept (`Sandbox.homes`: a Temporal worker's), opened afresh
+        for it: the CLI's fork run as `fork` runs it, in an agent directory of the operation's own (in the
+        directory of sockets, which no sandbox is given), and the copy placed at once in the fork's kept
+        home (`homes/<fork key>`), made now, so the fork's first turn, opened afresh on a worker, resumes
+        it; the result's session as the fork's home names it. A fork's home already there (an earlier
+        attempt's fork of the key: a continued run keeps its run id; or this fork's, retried) is set
+        aside, renamed, not written or read: its agent may have written it, and the copy is placed only
+        in a home made for it."""
+        if self.kept is None or self.sandbox.homes is None:
+            raise SandboxRefused(f"agent {self.agent}: a fork's copy is placed in a kept home, and this sandbox keeps none")
+        if not self.inner.spawns:
+            return await self.fork(operation)
+        home = self.sandbox.homes / home_name(fork)
+        agent_dir = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix=FORK_DIR_PREFIX, dir=sockets_root())))
+        try:
+            result = await self.fork(replace(operation, launcher=agent_dir / "launcher"))
+            staged = self.sandbox.copies.pop(result.session, None) if result.session is not None else None
+            if staged is None:
+                return result
+            assert result.session is not None  # the copy is kept by its session
+
+            def place(session: str) -> str:
+                try:
+                    if found_home(home):  # an earlier attempt's fork of the key (a continued run keeps its id)
+                        os.rename(home, home.with_name(REPLACED_PREFIX + secrets.token_hex(STAGING_NAME_BYTES)))
+                    if not prepare_home(home, self.inner.cli_home(), operation.env):
+                        raise CopyRefused(f"agent {fork}'s home was made meanwhile")
+                    place_copy(staged, home, Path(os.path.realpath(fork_cwd)))
+                finally:
+                    shutil.rmtree(staged.directory, ignore_errors=True)  # placed, it is gone already
+                return staged.session(session, home)
+
+            try:
+                session = await anyio.to_thread.run_sync(place, result.session)
+            except (CopyRefused, OSError) as error:
+                return OperationResult(AttemptEnding("failed", reason=f"the copy of the session could not be placed in the fork's home: {error}"))
+            return replace(result, session=session)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(remove_tree, str(agent_dir))
+
     def _home(self, agent_dir: Path) -> Path:
         """The agent's home: kept (`Sandbox.homes`), else in its directory."""
         return self.kept if self.kept is not None else agent_dir / HOME_NAME
+
+    def _forks(self, agent_dir: Path) -> Path:
+        """Where the copies its forks take wait: beside the homes they go to (a rename, not a copy)."""
+        return self.sandbox.homes / KEPT_FORKS_NAME if self.sandbox.homes is not None else agent_dir / FORKS_NAME
 
     def _unready(self, operation: Operation) -> str | None:
         """Why a compaction or a fork's copy can't run, None if it can: the agent has had a turn in its
