@@ -254,13 +254,15 @@ class TemporalRun:
         if sandbox is not None and not isinstance(sandbox, SharedSandbox):
             self._own_sandboxes[key] = sandbox
         session = self.durable.resumes(key, spec.runtime.harness) if self.durable is not None else None
-        return self._opened(key, spec, placed, session)
+        return self._opened(key, spec, placed, session, resumed=True)
 
-    def _opened(self, key: str, spec: AgentSpec, box: SandboxSpec | None, session: str | None) -> Opened:
+    def _opened(
+        self, key: str, spec: AgentSpec, box: SandboxSpec | None, session: str | None, *, resumed: bool = False
+    ) -> Opened:
         self.board.register(key, "agent")
         driver = TemporalDriver(self)
         driver.session = session
-        return Opened(driver, (spec.runtime.model, spec.runtime.effort), None, box)
+        return Opened(driver, (spec.runtime.model, spec.runtime.effort), None, box, session if resumed else None)
 
     def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:
         return str(self.cwd / cwd) if cwd is not None else parent.spec.cwd

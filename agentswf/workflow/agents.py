@@ -150,6 +150,7 @@ class Agent:
     def __init__(
         self, key: str, spec: AgentSpec, tools: dict[str, Tool], agents: Agents, driver: AgentDriver, *,
         settings: tuple[str | None, str | None], launcher: Path | None = None, sandbox: Any = None,
+        resumed: str | None = None,
     ) -> None:
         self.key = key
         self.spec = spec
@@ -159,6 +160,7 @@ class Agent:
         self.launcher = launcher
         self.sandbox = sandbox
         self._turns = 0
+        self._history = resumed is not None  # its session has an earlier attempt's turns: it forks before one of its own
         self._ops = 0  # compactions, sets and forks, numbered apart from turns
         self._by_id: dict[str, tuple[Any, Turn[Any]]] = {}
         self._compactions: dict[str, tuple[str, Turn[Any]]] = {}
@@ -373,6 +375,7 @@ class Opened(msgspec.Struct, frozen=True):
     settings: tuple[str | None, str | None]  # its model and effort
     launcher: Path | None = None
     sandbox: Any = None
+    resumed: str | None = None  # the native session it resumes from an earlier attempt's record (not a fork's copy)
 
 
 class Agents:
@@ -478,7 +481,7 @@ class Agents:
 
     def _add(self, key: str, spec: AgentSpec, tools: dict[str, Tool], opened: Opened) -> Agent:
         agent = Agent(key, spec, tools, self, opened.driver, settings=opened.settings, launcher=opened.launcher,
-                      sandbox=opened.sandbox)
+                      sandbox=opened.sandbox, resumed=opened.resumed)
         self.keys.add(key)
         self._open[key] = agent
         return agent
@@ -512,7 +515,7 @@ class Agents:
         why = _capable(harness_name, "fork")
         if why is not None:
             raise DefinitionError(f"agent {parent.key} can't be forked: {why}")
-        if parent._turns == 0:
+        if parent._turns == 0 and not parent._history:
             raise DefinitionError(f"agent {parent.key}: an agent cannot be forked before its first turn")
         self._port.check_fork(parent)
         check_effort(key, harness_name, effort)
@@ -665,7 +668,7 @@ class LocalAgents:
         )
         return Opened(
             LocalDriver(opened, harness, self._board, self.cancelled_because), harness.settings(), opened.launcher,
-            harness.sandbox if isinstance(harness, SandboxedHarness) else None,
+            harness.sandbox if isinstance(harness, SandboxedHarness) else None, session if forked_from is None else None,
         )
 
     def fork_cwd(self, key: str, parent: Agent, cwd: str | Path | None) -> str:

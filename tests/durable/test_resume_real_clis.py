@@ -100,3 +100,37 @@ async def test_a_continued_stage_resumes_its_agents_native_sessions(tmp_path):
         assert (second.input_tokens, second.output_tokens, second.cost_usd) == (
             first.input_tokens, first.output_tokens, first.cost_usd
         ), name
+
+
+async def test_an_agent_whose_turns_were_given_back_forks_from_its_resumed_session(tmp_path):
+    """In a continued run, an agent whose only turn was in a stage given back has had no turn of this
+    attempt, but its session has that turn: it forks, and the fork's turn carries that history."""
+    fail = tmp_path / "fail"
+    fail.touch()
+    async with ScriptedModel(script) as model:
+        runtime = Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, tmp_path / "home"))
+
+        @workflow(name="fork-resumed", description="A stage's turn, then a fork in a stage that fails once.")
+        async def flow(wf):
+            agent = await wf.agents.open("a", runtime=runtime)
+
+            async def learn() -> bool:
+                return (await agent.run(f"Remember {REMEMBERED}. Answer done.", timeout=90)).answered
+
+            async def branch() -> str:
+                if fail.exists():
+                    raise RuntimeError("the branch broke before its fork")
+                fork = await agent.fork("b")
+                return (await fork.run("What did I ask you to remember? Answer done.", timeout=90)).value
+
+            assert await wf.stage("learn", learn)
+            return await wf.stage("branch", branch)
+
+        failed = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+        assert failed.outcome == "failed" and "the branch broke" in failed.reason
+        fail.unlink()
+        before = len(model.requests)
+        done = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path, continue_from=failed.run_id)
+    assert done.outcome == "completed" and done.value == "done", done.reason
+    later = [r for r in model.requests[before:] if r.conversation and "What did I ask" in r.conversation.prompt]
+    assert later and all(any(REMEMBERED in str(item) for item in r.conversation.history) for r in later)
