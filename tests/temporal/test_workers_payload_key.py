@@ -1,9 +1,12 @@
 """An `awf worker` given another payload key than the run's: it can't decrypt the turn it is sent,
-and says so in one line of its own per attempt, never with the SDK's traceback."""
+and says so in one line of its own per attempt, never with the SDK's traceback; and a run's host
+that can't decrypt its worker's answer ends the run, failed, saying why in a line."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import os
 import subprocess
 import sys
@@ -18,11 +21,15 @@ from .processes import stop_groups
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 pytest.importorskip("cryptography", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 
+from temporalio.client import Client, WorkflowExecutionStatus
+
 from agentswf.harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE
 from agentswf.temporal.codec import payload_key_id
+from agentswf.temporal.messages import RECORD_FILE
 
 AWF = [sys.executable, "-m", "agentswf"]
 SAID_SECONDS = 60.0  # for the worker to be sent the turn and refuse it, at most
+ENDED_SECONDS = 30.0  # for `awf run` to end once its host can't read its worker's answer (3 attempts, ~3 s, on main: never)
 FLOW = """
 from agentswf import workflow
 
@@ -73,3 +80,51 @@ def test_a_worker_with_another_payload_key_says_so_in_a_line_without_a_traceback
         f"{PAYLOAD_OLD_KEYS_VARIABLE} once rotated"
     )
     assert "Traceback" not in "".join(said) + rest
+
+
+def _started(tmp_path: Path, address: str, host: bytes | None, worker: bytes | None) -> list[subprocess.Popen[str]]:
+    """`awf run` of FLOW leaving its turn to an `awf worker`, each with its payload key (None: without one)."""
+    (tmp_path / "flow.py").write_text(FLOW)
+    env = {name: value for name, value in os.environ.items() if name not in (PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE)}
+    where = ["--address", address, "--task-queue", f"test-{uuid4().hex[:8]}"]
+    commands = [
+        ([*AWF, "run", "flow.py", "--engine", "temporal", *where, "--no-turns-here", "--run-root", str(tmp_path / "runs")], host),
+        ([*AWF, "worker", *where, "--run-root", str(tmp_path / "worker")], worker),
+    ]
+    return [
+        subprocess.Popen(
+            command, env={**env, PAYLOAD_KEY_VARIABLE: base64.b64encode(key).decode()} if key is not None else env,
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        for command, key in commands
+    ]
+
+
+async def _status(address: str, workflow_id: str) -> WorkflowExecutionStatus | None:
+    return (await (await Client.connect(address)).get_workflow_handle(workflow_id).describe()).status
+
+
+@pytest.mark.parametrize("host_has_key", [True, False], ids=["another-key", "no-key"])
+def test_a_host_that_cant_read_its_workers_answer_ends_the_run_failed_in_a_line(
+    temporal_address: str, tmp_path: Path, host_has_key: bool
+) -> None:
+    host, worker = (os.urandom(32) if host_has_key else None), os.urandom(32)
+    started = _started(tmp_path, temporal_address, host, worker)
+    try:
+        _, said = started[0].communicate(timeout=ENDED_SECONDS)
+    except subprocess.TimeoutExpired:
+        rest = stop_groups(started)
+        pytest.fail(f"awf run still waits {ENDED_SECONDS:g}s after its start: {rest}")
+    code, rest = started[0].returncode, stop_groups(started[1:])
+    held = f"it holds {payload_key_id(host)}" if host is not None else f"it has no payload key ({PAYLOAD_KEY_VARIABLE})"
+    why = (f"its workflow failed on Temporal: this run's host (the process that runs its workflow's code) can't read its "
+           f"worker's answer: it is encrypted with payload key '{payload_key_id(worker)}', which the host doesn't hold "
+           f"({held}): give the run's workers and its host the same {PAYLOAD_KEY_VARIABLE}, or the workers' older key in "
+           f"the host's {PAYLOAD_OLD_KEYS_VARIABLE}")
+    assert code == 1 and [line for line in said.splitlines() if why in line] == [f"awf: keyed failed: {why}"], said
+    assert "Traceback" not in said + rest
+    [run_dir] = [path.parent for path in (tmp_path / "runs" / "keyed").glob("*/output.json")]
+    output = json.loads((run_dir / "output.json").read_text())
+    assert (output["outcome"], output["reason"]) == ("failed", why)
+    workflow_id = json.loads((run_dir / RECORD_FILE).read_text())["workflow_id"]
+    assert asyncio.run(_status(temporal_address, workflow_id)) == WorkflowExecutionStatus.FAILED  # nothing left running
