@@ -128,3 +128,19 @@ def test_a_host_that_cant_read_its_workers_answer_ends_the_run_failed_in_a_line(
     assert (output["outcome"], output["reason"]) == ("failed", why)
     workflow_id = json.loads((run_dir / RECORD_FILE).read_text())["workflow_id"]
     assert asyncio.run(_status(temporal_address, workflow_id)) == WorkflowExecutionStatus.FAILED  # nothing left running
+
+
+def test_a_worker_without_the_runs_payload_key_fails_the_run_in_a_line(temporal_address: str, tmp_path: Path) -> None:
+    """The reverse: the worker can't read the turn (and says why); its failure, in plaintext, fails the turn."""
+    host = os.urandom(32)
+    started = _started(tmp_path, temporal_address, host, None)
+    try:
+        _, said = started[0].communicate(timeout=ENDED_SECONDS)
+    except subprocess.TimeoutExpired:
+        rest = stop_groups(started)
+        pytest.fail(f"awf run still waits {ENDED_SECONDS:g}s after its start: {rest}")
+    code, rest = started[0].returncode, stop_groups(started[1:])
+    assert code == 1 and "awf: keyed failed: TurnNotAnswered: turn 1 of one ended failed: the turn's activity failed" in said
+    assert (f"awf: refused: a payload from Temporal is encrypted with payload key '{payload_key_id(host)}', which this "
+            f"process doesn't hold (it has no payload key ({PAYLOAD_KEY_VARIABLE}))") in rest
+    assert "Traceback" not in said + rest
