@@ -15,7 +15,11 @@ import threading
 from pathlib import Path
 from uuid import uuid4
 
+import anyio
 import pytest
+
+import agentswf
+from agentswf import workflow
 
 from .processes import stop_groups
 
@@ -26,6 +30,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from agentswf.harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE
+from agentswf.temporal import TemporalEngine, codec
 from agentswf.temporal.codec import payload_key_id
 from agentswf.temporal.messages import RECORD_FILE
 
@@ -217,3 +222,33 @@ def test_a_worker_hosting_runs_ends_the_one_it_cant_read_and_goes_on(temporal_ad
     logs = subprocess.run([*AWF, "logs", str(run_dir)], env={**env, PAYLOAD_KEY_VARIABLE: base64.b64encode(host).decode()},
                           cwd=tmp_path, capture_output=True, text=True, timeout=SAID_SECONDS)
     assert "ended failed" in logs.stdout and f"payload key '{payload_key_id(worker)}'" in logs.stdout, logs.stderr  # its record
+
+
+
+@workflow(name="keyed", description="One turn, for a worker to take.")
+async def keyed(wf):  # type: ignore[no-untyped-def]
+    agent = await wf.agents.open("one", runtime='shell:echo ok | "$WFA" result "$WFA_CALL_ID"')
+    return (await agent.run("Answer.", timeout="2m")).value
+
+
+async def test_a_run_whose_host_cant_read_its_workers_answer_fails_as_a_run_does(
+    temporal_address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentswf.run` with a TemporalEngine hosting the run without a payload key, its worker holding one."""
+    for name in (PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(codec, "_held", None)  # this process: no payload key
+    worker, queue = os.urandom(32), f"test-{uuid4().hex[:8]}"
+    env = {**os.environ, PAYLOAD_KEY_VARIABLE: base64.b64encode(worker).decode()}
+    turns = subprocess.Popen([*AWF, "worker", "--address", temporal_address, "--task-queue", queue, "--run-root",
+                              str(tmp_path / "worker")], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        engine = TemporalEngine(address=temporal_address, task_queue=queue, run_turns=False)
+        with anyio.fail_after(ENDED_SECONDS):
+            result = await agentswf.run(keyed, run_root=tmp_path / "runs", engine=engine)
+    finally:
+        stop_groups([turns])
+    assert result.outcome == "failed", result
+    assert result.reason is not None and result.reason.startswith("its workflow failed on Temporal: this run's host")
+    assert f"payload key '{payload_key_id(worker)}', which the host doesn't hold (it has no payload key" in result.reason
+    assert json.loads((result.run_dir / "output.json").read_text())["reason"] == result.reason
