@@ -54,7 +54,7 @@ from .agent.messages import AGENT_MAILBOX_CAPACITY, AgentSetup
 from .mail.rules import IN_A_TURN
 from .mail.switchboard import Presence, Register, StandingSlot, Switchboard
 from .operator import OPERATOR_SOCKET_NAME, RunControl, serve_operator
-from .record.recorder import Appends, LogLines, Recorder
+from .record.recorder import Appends, LogLines, Recorder, disk_waits
 from .tell import tell
 from .tools.approvals import ApprovalDesk
 from .tools.broker import Replay, ToolBroker, ToolCalls
@@ -286,7 +286,8 @@ async def run_actors(
         async with watched(sockets), Supervisor("run", stop_grace=STOP_GRACE_SECONDS, tracer=tracer) as supervisor:
             log_lines, appends, ledger = LogLines(), Appends(), ledger or Ledger()
             recorder = supervisor.spawn(
-                Recorder, record_dir, log_lines, appends, ledger, name="recorder", capacity=RECORDER_MAILBOX_CAPACITY
+                Recorder, record_dir, log_lines, appends, ledger, *disk_waits(), name="recorder",
+                capacity=RECORDER_MAILBOX_CAPACITY,
             )
             desk = supervisor.spawn(ApprovalDesk, recorder, name="approvals", capacity=RUN_MAILBOX_CAPACITY)
             calls = ToolCalls(recorder, appends, desk, policies, replay)

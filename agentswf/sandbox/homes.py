@@ -1,9 +1,10 @@
 """A sandboxed agent's harness home, its environment, and the model endpoints it may reach.
 
 Each sandboxed agent gets a fresh home of its own, in its directory under the run's (gone
-when the run is, `kill -9` included): nothing of the user's `$HOME` but the CLI's credential
-or config and its first-run answers, copied in from where the agent's environment says the
-CLI keeps them. The CLI's sessions then live there, so later turns resume them.
+when the run is, `kill -9` included), or kept where its run says from one opening of it to
+the next (a Temporal worker's, `runner.Sandbox.homes`): nothing of the user's `$HOME` but the
+CLI's credential or config and its first-run answers, copied in from where the agent's
+environment says the CLI keeps them. The CLI's sessions then live there, so later turns resume them.
 
 The endpoints are read from the same place (a base URL variable, codex's `config.toml`,
 pi's `models.json`, opencode's `opencode.json`), with each CLI's public API as the default:
@@ -14,8 +15,12 @@ theirs): it gets an empty one, and reaches what the sandbox's `network` allows.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import secrets
+import shutil
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -31,6 +36,11 @@ HOME_MODE = 0o700
 IDENTITY = ("user.name", "user.email")  # of the user's git config, what a commit is made with
 GLOBAL_GIT_CONFIG = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL")  # where git finds the user's own config
 MAX_CONFIG_BYTES = 1024 * 1024  # of a credential or config file copied in, or read for its endpoints
+STAGING_PREFIX = ".new-"  # of a home being made beside where it goes: no `home_name` starts with a dot but a hash
+STAGING_NAME_BYTES = 8  # random bytes in its name
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,63}")
+"""A key used as it is for a kept home's name (an agent's, a workflow's, a run id): no dot first,
+so neither `.`, `..` nor a hidden name, and no slash."""
 
 @dataclass(frozen=True, slots=True)
 class Kept:
@@ -149,9 +159,42 @@ def quoted(value: str) -> str:
     return f'"{escaped}"'
 
 
-def prepare_home(home: Path, harness: str, env: Mapping[str, str]) -> None:
-    """Make `home` (new, 0700) with only the CLI's credential, config and first-run answers, and
-    the user's git identity (`.gitconfig`)."""
+def home_name(key: str) -> str:
+    """A file name for `key`, never another key's: the key itself if it is a plain name, else a dot
+    and its SHA-256 (no plain name starts with a dot)."""
+    return key if PLAIN_NAME.fullmatch(key) else "." + hashlib.sha256(key.encode()).hexdigest()
+
+
+def found_home(home: Path) -> bool:
+    """Whether `home` is a home made before: a directory of this user's, not a link to one."""
+    try:
+        found = os.lstat(home)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid()
+
+
+def prepare_home(home: Path, harness: str, env: Mapping[str, str]) -> bool:
+    """Make `home` (0700) with only the CLI's credential, config and first-run answers, and the
+    user's git identity (`.gitconfig`); True. A home already there (`found_home`: kept from an
+    earlier opening of the agent) is left as its agent left it, nothing written in it; False.
+    It is made whole beside, then renamed into place: a worker killed while making it leaves
+    no half-made home for the next opening to take; a link or a file in its place is an OSError."""
+    if found_home(home):
+        return False
+    staging = home.with_name(STAGING_PREFIX + secrets.token_hex(STAGING_NAME_BYTES))
+    try:
+        _make_home(staging, harness, env)
+        os.rename(staging, home)  # onto a directory with files (one made meanwhile), a link or a file: refused
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)  # made by this process, of files only
+        if found_home(home):
+            return False
+        raise
+    return True
+
+
+def _make_home(home: Path, harness: str, env: Mapping[str, str]) -> None:
     os.mkdir(home, HOME_MODE)
     os.chmod(home, HOME_MODE)
     for sub in (".config", ".cache", ".local/share", ".local/state"):

@@ -9,6 +9,14 @@ a socket in the agent's directory for as long as the attempt runs, and the forwa
 each has its own home, namespaces and proxy socket; they share the spec. A compaction, or the
 copy a fork starts from, runs the CLI in the agent's sandbox too, with its home; a fork's copy is
 then moved into the fork's own home (`copies.py`).
+
+An agent's home is in its directory, made at its first turn and gone with the run, unless the
+sandbox keeps its agents' homes (`homes`): a Temporal worker opens an agent afresh for each
+turn, in a directory of a new name, and its CLI's session, in its home, must be there at the
+next. A kept home is `homes/<agent key>` (`home_name`), made at the agent's first turn of the
+run and found again at the next opening, on the same worker's file system, as an unsandboxed
+agent's session is in the worker's user's home. A fork of such an agent (`fork_kept`) places its
+copy straight into the fork's kept home, made then: the fork's turns are opened afresh too.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -30,6 +39,7 @@ from ..git import Worktree, read_link, worktrees_home
 from ..harnesses.acp import AcpHarness
 from ..harnesses.base import Attempt, AttemptEnding, AttemptResult, Confine, Harness, Operation, OperationResult
 from ..harnesses.cli import CliHarness
+from ..harnesses.keeper import remove_tree
 from ..harnesses.usage import Usage
 from ..launcher.place import sockets_root
 from . import gitsweep
@@ -37,13 +47,17 @@ from .bwrap import SYSTEM_PATHS, TMP_BYTES, AgentPaths, SystemEntry, bwrap_argv,
 from .copies import CopyRefused, Staged, forkable, place_copy, take_copy
 from .gitbox import GitBox, carry_back, identity, open_box
 from .gitsweep import module_directories
-from .homes import model_endpoints, prepare_home, sandbox_env
+from .homes import found_home, home_name, model_endpoints, prepare_home, sandbox_env
 from .proxy import Allowlist, Endpoint, Log, Proxy, serving
 from .spec import ResolvedSpec, SandboxSpec
 
 BWRAP_PACKAGE = "bubblewrap"
 PROBE_TIMEOUT_SECONDS = 10.0
-HOME_NAME = "home"
+HOME_NAME = "home"  # in an agent's directory, unless its home is kept (`Sandbox.homes`)
+OPERATION_DIR_PREFIX = "op-"  # in the run's directory: an operation's own, where its agent's isn't made
+KEPT_FORKS_NAME = ".forks"  # beside kept homes, the copies a fork takes: no `home_name` starts with a dot but a hash
+REPLACED_PREFIX = ".replaced-"  # beside kept homes, a fork's home set aside for a new copy: no `home_name` has it
+FORK_DIR_PREFIX = "awf-fork-"  # in the directory of sockets: a kept home's fork's own agent directory (`fork_kept`)
 FORKS_NAME = "forks"  # in an agent's directory: the copies of its session its forks take, until each one's home is made
 STAGING_NAME_BYTES = 8  # of a copy's directory's random name there
 PROXY_SOCKET_NAME = "n.sock"
@@ -352,7 +366,8 @@ class Sandbox:
     """
 
     def __init__(
-        self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None, given: SandboxSpec | None = None
+        self, key: str, spec: ResolvedSpec, *, bwrap: str, log: Log, record: Path | None = None, given: SandboxSpec | None = None,
+        homes: Path | None = None,
     ) -> None:
         self.key = key
         self.spec = spec
@@ -360,6 +375,7 @@ class Sandbox:
         self.bwrap = bwrap
         self.log = log
         self.record = record  # the run root, covered wherever a given path holds it
+        self.homes = homes  # where its agents' homes are kept from one opening to the next (in `record`); None: in each one's directory
         self.agents: list[str] = []
         self.own = False  # an agent's own, from a spec it was given (`sandbox={...}`): its fork's is its own too
         self.copies: dict[str, Staged] = {}  # forks' copies of its agents' sessions, by the copy's session, until taken
@@ -386,6 +402,7 @@ class SandboxedHarness(Harness):
         self.identity: dict[str, str] | None = None  # what its git commits with there, read at its first attempt
         self.endpoints: frozenset[Endpoint] | None = None  # read at the first attempt, with the home made
         self.inherited: Staged | None = None  # a fork's: the copy of its parent's session its home is made with
+        self.kept = sandbox.homes / home_name(agent) if sandbox.homes is not None else None  # its home, if kept
 
     @property
     def spawns(self) -> bool:  # type: ignore[override]
@@ -427,14 +444,14 @@ class SandboxedHarness(Harness):
         result = await self._operate(operation)
         if not self.inner.spawns or result.ending.kind != "exited" or result.session is None:
             return result
-        agent_dir = self._agent_dir(operation)
-        assert agent_dir is not None  # it ran there
-        forks = agent_dir / FORKS_NAME
+        assert operation.launcher is not None  # it ran in its directory
+        agent_dir = operation.launcher.parent
+        forks, home = self._forks(agent_dir), self._home(agent_dir)
         name = self.inner.name
 
         def take(session: str) -> Staged:
             forks.mkdir(mode=0o700, exist_ok=True)
-            return take_copy(name, session, agent_dir / HOME_NAME, forks / secrets.token_hex(STAGING_NAME_BYTES))
+            return take_copy(name, session, home, forks / secrets.token_hex(STAGING_NAME_BYTES))
 
         try:
             staged = await anyio.to_thread.run_sync(take, result.session)
@@ -443,11 +460,65 @@ class SandboxedHarness(Harness):
         self.sandbox.copies[result.session] = staged
         return result
 
-    @staticmethod
-    def _agent_dir(operation: Operation) -> Path | None:
-        """The agent's directory, where its home is, once it has had a turn in its sandbox."""
+    async def fork_kept(self, operation: Operation, fork: str, fork_cwd: Path) -> OperationResult:
+        """The fork of an agent whose home is kept (`Sandbox.homes`: a Temporal worker's), opened afresh
+        for it: the CLI's fork run as `fork` runs it, in an agent directory of the operation's own (in the
+        directory of sockets, which no sandbox is given), and the copy placed at once in the fork's kept
+        home (`homes/<fork key>`), made now, so the fork's first turn, opened afresh on a worker, resumes
+        it; the result's session as the fork's home names it. A fork's home already there (an earlier
+        attempt's fork of the key: a continued run keeps its run id; or this fork's, retried) is set
+        aside, renamed, not written or read: its agent may have written it, and the copy is placed only
+        in a home made for it."""
+        if self.kept is None or self.sandbox.homes is None:
+            raise SandboxRefused(f"agent {self.agent}: a fork's copy is placed in a kept home, and this sandbox keeps none")
+        if not self.inner.spawns:
+            return await self.fork(operation)
+        home = self.sandbox.homes / home_name(fork)
+        agent_dir = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix=FORK_DIR_PREFIX, dir=sockets_root())))
+        try:
+            result = await self.fork(replace(operation, launcher=agent_dir / "launcher"))
+            staged = self.sandbox.copies.pop(result.session, None) if result.session is not None else None
+            if staged is None:
+                return result
+            assert result.session is not None  # the copy is kept by its session
+
+            def place(session: str) -> str:
+                try:
+                    if found_home(home):  # an earlier attempt's fork of the key (a continued run keeps its id)
+                        os.rename(home, home.with_name(REPLACED_PREFIX + secrets.token_hex(STAGING_NAME_BYTES)))
+                    if not prepare_home(home, self.inner.cli_home(), operation.env):
+                        raise CopyRefused(f"agent {fork}'s home was made meanwhile")
+                    place_copy(staged, home, Path(os.path.realpath(fork_cwd)))
+                finally:
+                    shutil.rmtree(staged.directory, ignore_errors=True)  # placed, it is gone already
+                return staged.session(session, home)
+
+            try:
+                session = await anyio.to_thread.run_sync(place, result.session)
+            except (CopyRefused, OSError) as error:
+                return OperationResult(AttemptEnding("failed", reason=f"the copy of the session could not be placed in the fork's home: {error}"))
+            return replace(result, session=session)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(remove_tree, str(agent_dir))
+
+    def _home(self, agent_dir: Path) -> Path:
+        """The agent's home: kept (`Sandbox.homes`), else in its directory."""
+        return self.kept if self.kept is not None else agent_dir / HOME_NAME
+
+    def _forks(self, agent_dir: Path) -> Path:
+        """Where the copies its forks take wait: beside the homes they go to (a rename, not a copy)."""
+        return self.sandbox.homes / KEPT_FORKS_NAME if self.sandbox.homes is not None else agent_dir / FORKS_NAME
+
+    def _unready(self, operation: Operation) -> str | None:
+        """Why a compaction or a fork's copy can't run, None if it can: the agent has had a turn in its
+        sandbox, in this run (its home is made); a fork's copy, in this opening too (it waits in its directory)."""
         agent_dir = operation.launcher.parent if operation.launcher is not None else None
-        return agent_dir if agent_dir is not None and (agent_dir / HOME_NAME).is_dir() else None
+        if agent_dir is None or not found_home(self._home(agent_dir)):
+            return "the agent has had no turn in its sandbox in this run: its session isn't there"
+        if operation.kind == "fork" and not agent_dir.is_dir():
+            return "the agent has had no turn in its sandbox since it was opened: a fork's copy waits in its directory"
+        return None
 
     async def _operate(self, operation: Operation) -> OperationResult:
         """A compaction or a fork's copy: the CLI run in the agent's sandbox, with its home and its proxy."""
@@ -456,22 +527,38 @@ class SandboxedHarness(Harness):
             return await run(operation)
         if operation.kind == "fork" and not forkable(self.inner.name):
             raise NotImplementedError(f"{self.inner.name} can't fork in a sandbox (where its CLI keeps a session isn't known here)")
-        agent_dir = self._agent_dir(operation)
-        if agent_dir is None:
-            ending = AttemptEnding("failed", reason="the agent has had no turn in its sandbox in this run: its session isn't there")
-            return OperationResult(ending)
-        session = self._session(operation.session, agent_dir)
+        unready = self._unready(operation)
+        if unready is not None:
+            return OperationResult(AttemptEnding("failed", reason=unready))
+        assert operation.launcher is not None  # _unready says so
         async with (
+            self._operation_dir(operation.launcher.parent) as agent_dir,
             self._swept(operation.cwd) as submodules,
             self._within(agent_dir, operation.env, operation.cwd, submodules) as confine,
         ):
+            session = self._session(operation.session, agent_dir)
             return await run(replace(operation, confine=confine, session=session))
+
+    @asynccontextmanager
+    async def _operation_dir(self, agent_dir: Path) -> AsyncIterator[Path]:
+        """Where an operation's proxy socket is: the agent's directory, or, where it isn't made (an
+        agent with a kept home, opened afresh for the operation: a compaction on Temporal), one of
+        the operation's own in the run's directory beside it, removed after."""
+        if agent_dir.is_dir():
+            yield agent_dir
+            return
+        own = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix=OPERATION_DIR_PREFIX, dir=agent_dir.parent)))
+        try:
+            yield own
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(remove_tree, str(own))
 
     def _session(self, session: str | None, agent_dir: Path) -> str | None:
         """The session as this agent's home names it: a fork's first (pi's file) is named in its parent's."""
         if session is None or self.inherited is None:
             return session
-        return self.inherited.session(session, agent_dir / HOME_NAME)
+        return self.inherited.session(session, self._home(agent_dir))
 
     async def run(self, attempt: Attempt) -> AttemptResult:
         if not self.inner.spawns:
@@ -536,11 +623,12 @@ class SandboxedHarness(Harness):
         self, agent_dir: Path, env: Mapping[str, str], cwd: Path, submodules: Sequence[Path], box: GitBox | None = None
     ) -> AsyncIterator[Confine]:
         """What confines a command of the agent's CLI (`submodules`' git controls held too, `box` its
-        git on its worktree), with the proxy to its model served meanwhile; its home made at the first."""
-        home = agent_dir / HOME_NAME
+        git on its worktree), with the proxy to its model served meanwhile; its home made at the first
+        (found again, if kept from an earlier opening)."""
+        home = self._home(agent_dir)
         if self.endpoints is None:
-            await anyio.to_thread.run_sync(prepare_home, home, self.inner.cli_home(), env)
-            if self.inherited is not None:  # a fork's: its home starts with the copy of its parent's session
+            made = await anyio.to_thread.run_sync(prepare_home, home, self.inner.cli_home(), env)
+            if made and self.inherited is not None:  # a fork's: its home starts with the copy of its parent's session
                 await anyio.to_thread.run_sync(place_copy, self.inherited, home, Path(os.path.realpath(cwd)))
             self.endpoints = model_endpoints(self.inner.cli_home(), env)
             unseen = None if self.worktree is not None else unseen_git(self.sandbox.spec, cwd)

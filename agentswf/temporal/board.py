@@ -21,7 +21,8 @@ import msgspec
 
 from ..engine.mail import rules as mailrules
 from ..engine.mail.rules import QuestionView, RouteView
-from ..engine.mail.switchboard import Mail, MailKind, Posted, StandingView, _Endpoint, peers_table, standing_in
+from ..engine.mail.switchboard import MailEnd, peers_table, standing_in
+from ..engine.mail.words import Mail, MailKind, Posted, StandingView
 from ..engine.rules import Refusal
 
 EndKind = Literal["agent", "participant"]
@@ -40,7 +41,7 @@ class WorkflowBoard(mailrules.QuestionBook):
         self._new_id = new_id
         self._on_mail = on_mail
         self._on_question = on_question
-        self.ends: dict[str, _Endpoint] = {}
+        self.ends: dict[str, MailEnd] = {}
         self.views: dict[str, RouteView] = {}
         self.questions: dict[str, QuestionView] = {}
         self.expired: set[tuple[str, str]] = set()
@@ -53,7 +54,7 @@ class WorkflowBoard(mailrules.QuestionBook):
     # Ends and routes ----------------------------------------------------------------
 
     def register(self, key: str, kind: EndKind, *, can_await: bool = True) -> None:
-        self.ends[key] = _Endpoint(key, kind, can_await=can_await)
+        self.ends[key] = MailEnd(key, kind, can_await=can_await)
 
     def set_state(self, key: str, state: str, reason: str = "") -> None:
         """An agent's state as its peers see it: the workflow knows when its turns run."""
@@ -170,7 +171,7 @@ class WorkflowBoard(mailrules.QuestionBook):
         self._deliver(receiving, mail)
         return Posted(message_id, read)
 
-    def _deliver(self, end: _Endpoint, mail: Mail) -> None:
+    def _deliver(self, end: MailEnd, mail: Mail) -> None:
         end.inbox.append(mail)
         self.delivered[end.key] = self.delivered.get(end.key, 0) + 1
         if end.kind == "agent":

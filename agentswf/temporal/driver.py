@@ -265,7 +265,9 @@ class TemporalDriver:
             if self.session is None:
                 raise DefinitionError(f"agent {agent.key}: an agent cannot be forked before its first turn")
             started = workflow.now().timestamp()
-            request = ForkRequest(agent=agent.key, runtime=agent.spec.runtime, cwd=agent.spec.cwd, session=self.session)
+            request = ForkRequest(agent=agent.key, runtime=agent.spec.runtime, cwd=agent.spec.cwd, session=self.session,
+                                  sandbox=agent.sandbox, workflow=self._run.workflow, run_id=self._run.run_id, fork=key,
+                                  fork_cwd=self._run.fork_cwd_of(key))
             activity_id = f"{agent.key}-fork-{n}"
             try:
                 sealed = await workflow.execute_activity(

@@ -53,6 +53,7 @@ from ..engine.tools.policy import redact_value
 from ..errors import DefinitionError, RunKeyError, StopRequested, stop_among
 from ..harnesses.runtime import Runtime
 from ..progress import progress
+from ..sandbox.copies import forkable
 from ..sandbox.spec import SandboxSpec
 from ..workflow.agents import Agent, Agents, AgentSpec, Opened
 from ..workflow.budgets import Budget, Budgets
@@ -131,6 +132,7 @@ class TemporalRun:
         )
         self.lines.messages = self.board.lines
         self._timers: set[asyncio.Task[None]] = set()
+        self._own_sandboxes: dict[str, Any] = {}  # an agent's sandbox= spec of its own, as given: its fork's opens from its cwd
         self.agents = Agents.over(self, budgets=self.budgets, ledger=self.ledger)  # `wf.agents`
         self.durable = self.agents.durable = durable  # the attempt's stages and id'd turns (attempts.py)
         if durable is not None:
@@ -249,6 +251,8 @@ class TemporalRun:
 
     async def open_agent(self, key: str, spec: AgentSpec, tools: dict[str, Tool], sandbox: Any, placed: Any) -> Opened:
         """Opened on no worker: each turn's opens it; in a continued run its turns resume its recorded session."""
+        if sandbox is not None and not isinstance(sandbox, SharedSandbox):
+            self._own_sandboxes[key] = sandbox
         session = self.durable.resumes(key, spec.runtime.harness) if self.durable is not None else None
         return self._opened(key, spec, placed, session)
 
@@ -262,18 +266,31 @@ class TemporalRun:
         return str(self.cwd / cwd) if cwd is not None else parent.spec.cwd
 
     def check_fork(self, parent: Agent) -> None:
-        if parent.sandbox is not None:  # no worker keeps a sandboxed home between turns: there is no session to copy
+        harness = parent.spec.runtime.harness
+        if parent.sandbox is not None and not forkable(harness):
             raise DefinitionError(
-                f"agent {parent.key} is sandboxed: on the Temporal engine its CLI's session is in a sandbox home that "
-                "each turn's worker makes for that turn alone, so no worker holds it for the fork to copy "
-                "(locally, the copy is moved into the fork's own home)"
+                f"agent {parent.key} can't be forked in its sandbox: where {harness} keeps a session in the "
+                "sandbox's home isn't known here, so its copy can't be moved into the fork's (claude, codex and pi can)"
             )
 
+    def fork_cwd_of(self, key: str) -> str:
+        """The cwd the fork `key` was asked with (taken before its copy is made): a sandboxed fork's
+        copy is placed in its home for it."""
+        asked = self.agents._forks.get(key)
+        return asked.cwd if asked is not None and asked.cwd is not None else ""
+
     async def open_fork(self, parent: Agent, key: str, spec: AgentSpec, tools: dict[str, Tool], session: str) -> Opened:
-        """The fork's turns resume the copy, on whichever worker takes them."""
+        """The fork's turns resume the copy, on whichever worker takes them; a sandboxed agent's fork is in
+        its parent's sandbox as the parent was given it, as locally (sandboxes.md#forks): a sandbox of
+        `wf.sandboxes` the same, a spec of the parent's own opened anew from the fork's cwd."""
         for name, given in tools.items():
             rebuildable(given.taught.schema, f"agent {key}: tool {name}'s input")
-        return self._opened(key, spec, None, session)
+        box = parent.sandbox
+        own = self._own_sandboxes.get(parent.key)
+        if own is not None:
+            self._own_sandboxes[key] = own
+            box = sandbox_spec(key, own, self.cwd, Path(spec.cwd))
+        return self._opened(key, spec, box, session)
 
     def stopper(self) -> Callable[[Agent, str], Awaitable[None]]:
         refused("wf.agents.stop", TemporalPort.name)

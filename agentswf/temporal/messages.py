@@ -104,12 +104,19 @@ class MailReply(msgspec.Struct, frozen=True, kw_only=True):
 
 class ForkRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Copy an agent's native session on a worker (the harness's fork: no model call): the
-    activity `agentswf.fork`'s input; it answers the copy's session."""
+    activity `agentswf.fork`'s input; it answers the copy's session. A sandboxed agent's (`sandbox`)
+    is forked in its sandbox with its home kept on the worker for run `run_id` of `workflow`, and the
+    copy placed in the kept home of the fork `fork` (working in `fork_cwd`)."""
 
     agent: str
     runtime: Runtime
     cwd: str
     session: str
+    sandbox: SandboxSpec | None = None  # the parent's, as its turns open it (its cwd an absolute path there)
+    workflow: str = ""
+    run_id: str = ""
+    fork: str = ""
+    fork_cwd: str = ""
 
 
 class ToolRequest(msgspec.Struct, frozen=True):

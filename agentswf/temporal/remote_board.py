@@ -26,20 +26,14 @@ from temporalio.service import RPCError
 from ..actors import Actor, ActorRef, handler
 from ..engine.mail.switchboard import (
     UNRECORDED_MESSAGE,
-    DropAwait,
-    GiveUp,
-    Mail,
     MailWaiting,
     PeersOf,
-    Post,
-    Posted,
     Presence,
     Register,
     StandingSlot,
-    StandingView,
-    StateChanged,
     TakeMail,
 )
+from ..engine.mail.words import DropAwait, GiveUp, Mail, Post, Posted, StandingView, StateChanged
 from ..engine.rules import Refusal
 from .keys import RunKey, seal
 from .messages import MAIL_UPDATE, MailOp, MailReply, MailRequest

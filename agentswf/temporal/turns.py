@@ -46,6 +46,7 @@ from ..harnesses.base import AttemptEnding, Harness, Operation, OperationResult
 from ..harnesses.cli_version import CliChecks
 from ..harnesses.environment import scrubbed
 from ..harnesses.runtime import Runtime, harness_for
+from ..sandbox.runner import SandboxedHarness
 from ..workflow.agents import Agents
 from ..workflow.sandboxes import Sandboxes
 from ..workflow.tools import Tool
@@ -315,7 +316,12 @@ class TurnActivities:
         async with anyio.create_task_group() as group:
             group.start_soon(_heartbeat)
             try:
-                result = await harness.fork(operation)
+                if request.sandbox is not None:
+                    result = await self._sandboxed_fork(request, harness, operation)
+                else:
+                    result = await harness.fork(operation)
+            except DefinitionError as error:  # its sandbox can't open on this worker: another attempt won't either
+                raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
             except Exception as error:  # a harness that breaks fails the fork, not the run
                 result = OperationResult(AttemptEnding("failed", reason=f"the agent's fork could not be run: {error}"))
             group.cancel_scope.cancel()
@@ -323,6 +329,16 @@ class TurnActivities:
             "session": result.session if result.ending.kind == "exited" else None, "reason": result.ending.reason,
             "usage": msgspec.to_builtins(result.usage), "worker": self.identity,
         })
+
+    async def _sandboxed_fork(self, request: ForkRequest, harness: Harness, operation: Operation) -> OperationResult:
+        """The fork of a sandboxed agent: its CLI's fork run in the agent's sandbox, opened here as its
+        turns open it, with the home this worker keeps for it in the run; the copy placed in the fork's
+        kept home, where the fork's turns on a worker of this run root find it (sandboxes.md#forks)."""
+        sandboxes = Sandboxes(Path(request.cwd), lambda message, **fields: None, record=self.root,
+                              keep_homes=(request.workflow, request.run_id))
+        confined = await sandboxes.confine(request.agent, harness, request.sandbox, Path(request.cwd))
+        assert isinstance(confined, SandboxedHarness)  # a sandbox was given
+        return await confined.fork_kept(operation, request.fork, Path(request.fork_cwd))
 
 
 TURN_RAN = "turn ran"  # the held run's log line of each turn it ran: whose it was, and its call
@@ -398,7 +414,8 @@ async def agent_turn(
     if clis is not None:
         agents.clis = clis
     # A sandbox never sees the worker's records (its turns' lines are read back from them).
-    agents.sandboxes = Sandboxes(Path(request.cwd), lambda message, **fields: None, record=worker_root)
+    agents.sandboxes = Sandboxes(Path(request.cwd), lambda message, **fields: None, record=worker_root,
+                                 keep_homes=(request.workflow, request.run_id))  # its session, for its next turn
     try:
         agent = await agents.open(
             request.agent, runtime=request.runtime, tools=tools, instructions=request.instructions, cwd=request.cwd,

@@ -31,7 +31,7 @@ def sessions_on_record(run_dir: Path) -> dict[str, SessionRecord]:
     found: dict[str, SessionRecord] = {}
     for turn in read_lines(run_dir / "turns.jsonl"):
         agent, session = turn.get("agent"), turn.get("session")
-        if isinstance(agent, str) and is_session_id(session):
+        if isinstance(agent, str) and is_session_id(session) and turn.get("kind") != "fork":  # a fork's names its copy's
             found[agent] = SessionRecord(agent, harnesses.get(agent, ""), session)
     return found
 

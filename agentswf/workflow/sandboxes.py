@@ -4,7 +4,7 @@ A sandbox is checked whole when it opens (every path, every network entry, and t
 bubblewrap can make one here) or it doesn't open: a `DefinitionError` before any agent of
 it starts. It has nothing to tear down at the run's end: each attempt's namespaces and proxy
 end with the attempt, and its agents' homes are in the run's directory of sockets, removed
-with it (by the run's watchdog if the run is killed).
+with it (by the run's watchdog if the run is killed), unless they are kept (`keep_homes`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 from msgspec.structs import replace
 
+from ..engine.record.layout import make_private_dirs
 from ..errors import DefinitionError
 from ..harnesses.base import Harness
 from ..harnesses.pane import PaneHarness
 from ..harnesses.runtime import Runtime
+from ..sandbox.homes import home_name
 from ..sandbox.runner import Sandbox, SandboxedHarness, check_reach, find_bwrap, probe
 from .worktrees import RunWorktrees
 
@@ -29,15 +32,25 @@ from ..sandbox.spec import RunSandboxFile, SandboxSpec, check_spec, resolve_spec
 
 Log = Callable[..., None]
 PRIVATE_PREFIX = "agent:"  # the key of an agent's own sandbox, from an inline spec
+HOMES_NAME = "homes"  # in the record: the homes kept of its runs' sandboxed agents (`keep_homes`)
 
 
 class Sandboxes:
-    """The run's sandboxes by key (`wf.sandboxes`): `await wf.sandboxes.open(key, write=["."])`."""
+    """The run's sandboxes by key (`wf.sandboxes`): `await wf.sandboxes.open(key, write=["."])`.
 
-    def __init__(self, cwd: Path, log: Log, *, record: Path | None = None, worktrees: RunWorktrees | None = None) -> None:
+    `keep_homes` (a workflow's name and a run id, with a `record`) keeps its agents' homes, where
+    their CLIs' sessions are, from one opening of an agent to the next (`kept_homes`): a Temporal
+    worker opens an agent afresh for each turn.
+    """
+
+    def __init__(
+        self, cwd: Path, log: Log, *, record: Path | None = None, worktrees: RunWorktrees | None = None,
+        keep_homes: tuple[str, str] | None = None,
+    ) -> None:
         self._cwd = cwd
         self._log = log
         self._record = Path(os.path.realpath(record)) if record is not None else None  # the run root
+        self._homes = kept_homes(self._record, *keep_homes) if keep_homes is not None and self._record is not None else None
         self._worktrees = worktrees  # the run's (wf.worktree): an agent on one gets a git of its own
         self._open: dict[str, tuple[SandboxSpec, Sandbox]] = {}
         self._run_at: dict[Path, Sandbox] = {}  # the run's sandbox (awf run --sandbox), at each agent's cwd
@@ -66,7 +79,7 @@ class Sandboxes:
             if existing[0] != spec:
                 raise DefinitionError(f"sandbox {key} is already open with a different spec")
             return existing[1]
-        sandbox = await open_sandbox(key, spec, base or self._cwd, self._log, record=self._record)
+        sandbox = await open_sandbox(key, spec, base or self._cwd, self._log, record=self._record, homes=self._homes)
         self._open[key] = (spec, sandbox)
         self._opened(sandbox)
         return sandbox
@@ -113,6 +126,8 @@ class Sandboxes:
         elif all(sandbox is not opened for _, opened in self._open.values()):
             raise DefinitionError(f"agent {agent}: sandbox {sandbox.key} is not one of this run's")
         check_reach(replace(sandbox.spec, cwd=real), self._record)  # the agent's cwd is in its sandbox too
+        if self._homes is not None:  # where the agent's home is kept (made at its first turn)
+            await anyio.to_thread.run_sync(make_private_dirs, self._homes)
         return sandbox.confine(agent, harness, worktree)
 
     async def _run_sandbox(self, sandbox: Sandbox, cwd: Path) -> Sandbox:
@@ -121,13 +136,23 @@ class Sandboxes:
         if sandbox.given is None or cwd == sandbox.spec.cwd:
             check_reach(sandbox.spec, self._record)
             if sandbox.log is not self._log:  # its first agent: from now on, it records in this run
-                sandbox.log, sandbox.record = self._log, self._record
+                sandbox.log, sandbox.record, sandbox.homes = self._log, self._record, self._homes
                 self._opened(sandbox)
             return sandbox
         if cwd not in self._run_at:
-            self._run_at[cwd] = await open_sandbox(sandbox.key, sandbox.given, cwd, self._log, record=self._record)
+            self._run_at[cwd] = await open_sandbox(
+                sandbox.key, sandbox.given, cwd, self._log, record=self._record, homes=self._homes
+            )
             self._opened(self._run_at[cwd])
         return self._run_at[cwd]
+
+
+def kept_homes(record: Path, workflow: str, run_id: str) -> Path:
+    """Where the homes of run `run_id` of `workflow` are kept, each in `<agent key>` (`home_name`)
+    there: the same agent of the same run finds its own again on this file system, no other agent
+    or run does, and no sandbox sees it but its own agent's (it is in the record, which every
+    sandbox has covered where a path it is given holds it)."""
+    return record / HOMES_NAME / home_name(workflow) / home_name(run_id)
 
 
 def given_spec(key: str, cwd: str | Path | None, read: Any, write: Any, network: Any) -> SandboxSpec:
@@ -154,14 +179,16 @@ def sandbox_cwd(sandbox: Any, run_cwd: Path) -> Path:
     return (run_cwd / given).resolve() if isinstance(given, (str, Path)) else run_cwd
 
 
-async def open_sandbox(key: str, spec: SandboxSpec, base: Path, log: Log, *, record: Path | None = None) -> Sandbox:
+async def open_sandbox(
+    key: str, spec: SandboxSpec, base: Path, log: Log, *, record: Path | None = None, homes: Path | None = None
+) -> Sandbox:
     """A sandbox of `spec` checked whole (paths, network, bubblewrap) or a DefinitionError;
-    `record` (the run root) is neither given to it nor seen from it."""
+    `record` (the run root) is neither given to it nor seen from it; `homes` keeps its agents' homes."""
     resolved = resolve_spec(check_spec(spec), base)
     check_reach(resolved, record)
     bwrap = find_bwrap()
     await probe(bwrap)
-    return Sandbox(key, resolved, bwrap=bwrap, log=log, record=record, given=spec)
+    return Sandbox(key, resolved, bwrap=bwrap, log=log, record=record, given=spec, homes=homes)
 
 
 def read_run_sandbox(file: str | Path) -> RunSandboxFile:

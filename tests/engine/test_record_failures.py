@@ -96,13 +96,14 @@ async def unrecorded_message(wf):
     agent = await wf.agents.open("a", runtime="codex")
     await wf.route(agent, wf, purpose="Tell the workflow")
     turn = await agent.run("Tell the workflow.", timeout="5s", nudge=False)
-    delivered.append(await wf.race(wf.receive(), anyio.sleep(0.3)))  # None: nothing came
+    delivered.append(await wf.race(wf.receive(), anyio.sleep(60)))  # None: nothing came in a minute (virtual)
     return turn.outcome.kind
 
 
 delivered: list = []
 
 
+@pytest.mark.virtual_time
 async def test_a_message_that_cant_be_recorded_is_not_sent_and_the_run_fails(tmp_path, monkeypatch):
     fail_lines_of(monkeypatch, "messages.jsonl")
     delivered.clear()

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentswf.actors import Supervisor, capture_trace
+from agentswf.actors import ActorRef, Supervisor, capture_trace
 from agentswf.engine.record import layout as records
 from agentswf.engine.record import recorder
 from agentswf.engine.record.layout import read_lines
@@ -131,16 +131,23 @@ async def test_an_asked_line_is_a_mailbox_event_of_the_recorder(tmp_path):
     assert handled[1].get("inline") is True  # the Recorder was started and idle: handled in the asker's task
 
 
-@pytest.mark.anyio
-async def test_lines_the_recorders_batch_holds_are_written_before_an_asked_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(recorder, "BATCH_WAIT_SECONDS", 60)  # told lines stay in the batch until something writes it
+async def until_handled(ref: ActorRef, handled: int) -> None:
+    """Until the actor has handled `handled` messages, with no time passing: on a virtual clock a
+    checkpoint doesn't move it, so a batch held for `BATCH_WAIT_SECONDS` stays held."""
+    while ref.statistics().handled < handled:
+        await anyio.lowlevel.checkpoint()
+
+
+@pytest.mark.virtual_time  # told lines stay in the batch (its wait doesn't pass) until something writes it
+async def test_lines_the_recorders_batch_holds_are_written_before_an_asked_line(tmp_path):
     appends = Appends()
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
         assert await appends.ask(line("tools", 0, 0)) is True
+        handled = ref.statistics().handled
         await ref.tell(line("tools", 0, 1))  # told: held in the batch for more lines
         await ref.tell(Logged(1.0, "step", {}))
-        await anyio.wait_all_tasks_blocked()  # the Recorder took both into its batch, held
+        await until_handled(ref, handled + 2)  # the Recorder took both into its batch, held
         assert [key_of(r) for r in read_lines(tmp_path / "tools.jsonl")] == ["0-0"]
         assert await appends.ask(line("tools", 0, 2)) is True
         assert [key_of(r) for r in read_lines(tmp_path / "tools.jsonl")] == ["0-0", "0-1", "0-2"]
@@ -209,7 +216,7 @@ async def test_asks_are_answered_while_the_recorders_own_task_is_held_up(tmp_pat
     assert records.read_json(tmp_path / "run.json")["run_id"] == "r"
 
 
-@pytest.mark.anyio
+@pytest.mark.virtual_time  # the batch's wait doesn't pass until the next ask
 async def test_a_write_that_raises_is_raised_to_its_asker_and_no_mailbox_ask_of_its_batch_is_told_written(
     tmp_path, monkeypatch
 ):
@@ -224,13 +231,13 @@ async def test_a_write_that_raises_is_raised_to_its_asker_and_no_mailbox_ask_of_
         return real(self, path, data)
 
     monkeypatch.setattr(Recorder, "_write_lines", raising)
-    monkeypatch.setattr(recorder, "BATCH_WAIT_SECONDS", 60)
     appends = Appends()
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, None, appends, capacity=64)
         assert await appends.ask(line("tools", 0, 0)) is True
+        handled = ref.statistics().handled
         await ref.tell(line("tools", 0, 1))  # held in the batch, which the next ask writes first
-        await anyio.wait_all_tasks_blocked()
+        await until_handled(ref, handled + 1)
         with pytest.raises(RuntimeError, match="a bug in the write"):
             await appends.ask(line("tools", 0, 2))
         assert await appends.ask(line("tools", 0, 3)) is True  # the next ask is written as ever

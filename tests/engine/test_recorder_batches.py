@@ -22,7 +22,7 @@ from agentswf.actors import Supervisor
 from agentswf.engine.outcomes import Answered, Turn
 from agentswf.engine.record import layout as records
 from agentswf.engine.record import recorder
-from agentswf.engine.record.layout import GroupCommit, read_lines
+from agentswf.engine.record.layout import GROUP_COMMIT_SECONDS, GroupCommit, read_lines
 from agentswf.engine.record.lines import CandidateSeen, Logged, ResultAccepted, ToolCalled
 from agentswf.engine.record.recorder import Appends, Recorder, RecordGaps
 from agentswf.errors import ActorCrashed
@@ -295,8 +295,9 @@ def test_a_turns_end_makes_the_group_commit_due_at_once():
     assert commit.due_in(11.5) == 0.5  # the next one waits its interval again
 
 
-@pytest.mark.anyio
+@pytest.mark.virtual_time
 async def test_appended_lines_are_fsynced_at_a_turns_end(tmp_path, monkeypatch):
+    """Before the group commit's interval is over: half of it waited, a quarter more to sync in."""
     synced: list[str] = []
     real = recorder.fsync_each
 
@@ -305,15 +306,14 @@ async def test_appended_lines_are_fsynced_at_a_turns_end(tmp_path, monkeypatch):
         return real(fds)
 
     monkeypatch.setattr(recorder, "fsync_each", sync)
-    monkeypatch.setattr(recorder, "GROUP_COMMIT_SECONDS", 60.0)
     async with Supervisor("t") as sup:
         ref = sup.spawn(Recorder, tmp_path, capacity=64)
         assert await ref.ask(call(1, 0))
-        await anyio.sleep(0.05)
-        assert synced == []  # within the interval (a minute here) and no turn ended: not yet
+        await anyio.sleep(GROUP_COMMIT_SECONDS / 2)
+        assert synced == []  # within the interval and no turn ended: not yet
         turn = Turn(agent="a", n=1, call_id="c1", outcome=Answered(value="x"), started_at=1.0, ended_at=2.0)
         await ref.ask(recorder.TurnEnded(turn))
-        with anyio.fail_after(5):
+        with anyio.fail_after(GROUP_COMMIT_SECONDS / 4):
             while "tools.jsonl" not in synced:
                 await anyio.sleep(0.01)
         assert "turns.jsonl" in synced and tmp_path.name in synced  # the new files' directory too
@@ -390,13 +390,12 @@ def spy_fsyncs(monkeypatch) -> list[str]:
     return synced
 
 
-@pytest.mark.anyio
+@pytest.mark.virtual_time
 @pytest.mark.parametrize("through", ["mailbox", "appends"])
 async def test_call_and_usage_json_are_fsynced_by_the_group_commit_at_a_turns_end(tmp_path, monkeypatch, through):
     """Written whole with no fsync of their own, they are in the commit a turn's end asks for, with
-    their directories, not a minute later (the interval here)."""
+    their directories, before the group commit's interval is over."""
     synced = spy_fsyncs(monkeypatch)
-    monkeypatch.setattr(recorder, "GROUP_COMMIT_SECONDS", 60.0)
     appends = Appends()
     call_dir = tmp_path / "calls" / "c1"
     async with Supervisor("t") as sup:
@@ -404,13 +403,13 @@ async def test_call_and_usage_json_are_fsynced_by_the_group_commit_at_a_turns_en
         ask = ref.ask if through == "mailbox" else appends.ask
         assert await ref.ask(recorder.CallOpened("c1", "a", 1, "Answer.", None, None)) is True
         assert records.read_json(call_dir / "call.json")["prompt"] == "Answer."  # written before the ask is answered
-        await anyio.sleep(0.05)
+        await anyio.sleep(GROUP_COMMIT_SECONDS / 2)
         assert synced == []  # no fsync of its own, and no turn ended yet
         turn = Turn(agent="a", n=1, call_id="c1", outcome=Answered(value="x"), started_at=1.0, ended_at=2.0)
         await ask(recorder.TurnEnded(turn))
         wanted = {str(call_dir / "call.json"), str(tmp_path / "usage.json"), str(call_dir), str(tmp_path / "calls"),
                   str(tmp_path / "turns.jsonl"), str(tmp_path)}
-        with anyio.fail_after(5):
+        with anyio.fail_after(GROUP_COMMIT_SECONDS / 4):
             while not wanted <= set(synced):
                 await anyio.sleep(0.01)
     assert records.read_json(tmp_path / "usage.json")["turns"] == 1

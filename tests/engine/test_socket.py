@@ -8,8 +8,18 @@ from contextlib import AsyncExitStack
 
 import anyio
 import pytest
+from anyio.abc import SocketStream
 
-from agentswf.wire import MAX_OPEN_CONNECTIONS, MAX_REQUEST_BYTES, WIRE_VERSION, decode_response
+from agentswf import workflow
+from agentswf.launcher.place import SOCKET_NAME
+from agentswf.testing import answer, run_workflow
+from agentswf.wire import (
+    MAX_OPEN_CONNECTIONS,
+    MAX_REQUEST_BYTES,
+    REQUEST_LINE_TIMEOUT_SECONDS,
+    WIRE_VERSION,
+    decode_response,
+)
 
 from ..harnesses.kit import run_wf
 
@@ -25,13 +35,17 @@ async def raw(path, data: bytes) -> bytes:
             await stream.send_eof()
         except (anyio.BrokenResourceError, OSError):
             pass  # the run stopped reading: its answer is still there
-        answer = b""
-        try:
-            while True:
-                answer += await stream.receive()
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            pass
-    return answer
+        return await read_to_end(stream)
+
+
+async def read_to_end(stream: SocketStream) -> bytes:
+    data = b""
+    try:
+        while True:
+            data += await stream.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError):
+        pass
+    return data
 
 
 def result_line(call_id: str = "nope", **extra) -> bytes:
@@ -128,20 +142,26 @@ async def test_64_connections_are_within_the_budget(tmp_path):
     assert (await with_agents(tmp_path, body)).code == "unknown-operation"
 
 
-async def test_a_dawdling_connection_is_answered_and_closed_at_the_line_deadline(tmp_path, monkeypatch):
-    monkeypatch.setattr("agentswf.launcher.listener.REQUEST_LINE_TIMEOUT_SECONDS", 0.2)
+@pytest.mark.virtual_time
+async def test_a_dawdling_connection_is_answered_and_closed_at_the_line_deadline(tmp_path):
+    """A scripted agent's own socket: the run's listener is the engine's, on the virtual clock."""
+    seen: dict[str, object] = {}
 
-    async def body(sock):
-        async with await anyio.connect_unix(sock) as stream:
+    async def script(turn):
+        async with await anyio.connect_unix(turn.launcher.with_name(SOCKET_NAME)) as stream:
             await stream.send(b'{"version": 1,')  # and never the rest
-            answer = b""
-            with anyio.fail_after(3):
-                try:
-                    while True:
-                        answer += await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    pass
-        return answer
+            started = anyio.current_time()
+            seen["answer"] = await read_to_end(stream)
+            seen["took"] = anyio.current_time() - started
+        return "done"
 
-    answer = decode_response(await with_agents(tmp_path, body))
-    assert answer.code == "invalid-request" and "REQUEST_LINE_TIMEOUT_SECONDS" in answer.stderr
+    @workflow(name="t", description="A test workflow.")
+    async def fn(wf):
+        agent = await wf.agents.open("a", runtime="shell:true")
+        return (await agent.run("Wait.", timeout="1h")).outcome.kind
+
+    run = await run_workflow(fn, agents={"a": answer(script)}, run_root=tmp_path)
+    assert run.value == "answered", run.reason
+    response = decode_response(seen["answer"])
+    assert response.code == "invalid-request" and "REQUEST_LINE_TIMEOUT_SECONDS" in response.stderr
+    assert seen["took"] == pytest.approx(REQUEST_LINE_TIMEOUT_SECONDS, abs=0.1)

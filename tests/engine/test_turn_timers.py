@@ -1,6 +1,6 @@
 """A turn's timers share one task, the run's (or, outside a run, the agent's own): each goes off
 at its time, in order, an earlier one armed later wakes the task sooner, and stopping the turn
-drops what hasn't gone off."""
+drops what hasn't gone off. On virtual time: a minute and ten, at once."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 
 from agentswf.engine.agent.attempt import RUN_TIMERS, RunTimers, TurnTasks
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
-SOON_S = 0.02
-LATER_S = 0.3
+SOON_S = 60.0
+LATER_S = 600.0
 
 
 def telling(fired: list[str], name: str) -> Any:
@@ -46,10 +46,10 @@ async def test_timers_go_off_in_order_on_one_task() -> None:
         tasks.at(begun + LATER_S, tell("later"))
         tasks.at(begun + SOON_S, tell("soon"))  # armed after, due first: the sleep is cut short
         tasks.at(begun + SOON_S, tell("soon, armed second"))
-        await anyio.sleep(LATER_S + 0.2)
+        await anyio.sleep(LATER_S + SOON_S)
         group.cancel_scope.cancel()
     assert [name for name, _ in fired] == ["soon", "soon, armed second", "later"]
-    assert SOON_S <= fired[0][1] < LATER_S and fired[2][1] >= LATER_S
+    assert [at for _, at in fired] == [pytest.approx(SOON_S), pytest.approx(SOON_S), pytest.approx(LATER_S)]  # each at its time
     assert len(started) == 1  # three timers, one task
 
 
@@ -62,7 +62,7 @@ async def test_a_stopped_turn_drops_its_timers_and_the_next_turn_has_its_own() -
         tasks.at(now + SOON_S, telling(fired, "first turn's"))
         tasks.stop()
         tasks.at(anyio.current_time() + 2 * SOON_S, telling(fired, "second turn's"))
-        await anyio.sleep(4 * SOON_S + 0.1)
+        await anyio.sleep(4 * SOON_S)
         group.cancel_scope.cancel()
     assert fired == ["second turn's"]
 
@@ -86,7 +86,7 @@ async def test_the_run_s_timers_serve_every_agent_s_turns_on_one_task() -> None:
             second.at(now + SOON_S, telling(fired, "second's stopped turn"))
             second.stop()
             second.at(now + 2 * SOON_S, telling(fired, "second's next turn"))
-            await anyio.sleep(LATER_S + 0.2)
+            await anyio.sleep(LATER_S + SOON_S)
             group.cancel_scope.cancel()
     finally:
         RUN_TIMERS.reset(token)

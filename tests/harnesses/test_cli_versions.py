@@ -21,8 +21,7 @@ from agentswf import Runtime, workflow
 from agentswf.cli.logs import print_run
 from agentswf.engine.record.layout import read_json, read_lines
 from agentswf.errors import DefinitionError
-from agentswf.harnesses import cli_version
-from agentswf.harnesses.cli_version import read_version
+from agentswf.harnesses.cli_version import VERSION_TIMEOUT_SECONDS, read_version
 from agentswf.harnesses.versions import shown
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, find_cli
 
@@ -122,18 +121,24 @@ async def test_a_version_is_read_once_per_executable_and_modification_time(tmp_p
     assert counted.read_text().count("x") == 2
 
 
-async def test_a_version_that_doesnt_come_in_time_or_at_all_is_unknown_not_fatal(tmp_path, monkeypatch):
-    monkeypatch.setattr(cli_version, "VERSION_TIMEOUT_SECONDS", 0.5)
+@pytest.mark.virtual_time
+async def test_a_version_that_doesnt_come_in_time_is_unknown_not_fatal(tmp_path):
+    """The CLI is a real process that never answers: the clock jumps to the bound while it sleeps."""
     slow = tmp_path / "slow"
-    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.write_text("#!/bin/sh\nsleep 300\n")
     slow.chmod(0o755)
+    started = anyio.current_time()
+    with anyio.fail_after(VERSION_TIMEOUT_SECONDS + 1):
+        timed_out = await read_version("pi", str(slow), {"PATH": os.defpath}, tmp_path)
+    assert anyio.current_time() - started == pytest.approx(VERSION_TIMEOUT_SECONDS, abs=0.1)
+    assert timed_out.version is None and f"no answer in {VERSION_TIMEOUT_SECONDS:g} s" in timed_out.problem
+
+
+async def test_a_version_that_fails_is_unknown_not_fatal(tmp_path):
     broken = tmp_path / "broken"
     broken.write_text("#!/bin/sh\necho 'SyntaxError: no enableCompileCache' >&2\nexit 1\n")
     broken.chmod(0o755)
-    with anyio.fail_after(10):
-        timed_out = await read_version("pi", str(slow), {"PATH": os.defpath}, tmp_path)
     failed = await read_version("pi", str(broken), {"PATH": os.defpath}, tmp_path)
-    assert timed_out.version is None and "no answer in 0.5 s" in timed_out.problem
     assert failed.version is None and "status 1" in failed.problem and "enableCompileCache" in failed.problem
 
 

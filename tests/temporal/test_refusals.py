@@ -67,9 +67,12 @@ async def test_an_agent_in_a_pane_is_refused_as_it_opens(temporal_address: str, 
                             "(docs/guide/temporal.md says what is)"), result.reason
 
 
-def test_a_sandboxed_agent_is_not_forked(tmp_path: Path) -> None:
+def test_a_sandboxed_agent_is_forked_where_its_clis_session_is_known_as_locally(tmp_path: Path) -> None:
     run = TemporalRun.__new__(TemporalRun)  # the rule needs none of a run's state (made only in workflow code)
-    parent = SimpleNamespace(key="boxed", sandbox=SandboxSpec(cwd=str(tmp_path), write=(".",)))
+    box = SandboxSpec(cwd=str(tmp_path), write=(".",))
+    for harness in ("claude", "codex", "pi"):  # tests/temporal/test_sandboxed_forks.py forks them for real
+        run.check_fork(SimpleNamespace(key="boxed", sandbox=box, spec=SimpleNamespace(runtime=Runtime(harness=harness))))  # type: ignore[arg-type]
+    parent = SimpleNamespace(key="boxed", sandbox=box, spec=SimpleNamespace(runtime=Runtime(harness="opencode")))
     with pytest.raises(agentswf.DefinitionError) as refused:
         run.check_fork(parent)  # type: ignore[arg-type]
-    assert str(refused.value).startswith("agent boxed is sandboxed: on the Temporal engine its CLI's session is in a sandbox home")
+    assert str(refused.value).startswith("agent boxed can't be forked in its sandbox: where opencode keeps a session")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import pytest
 
 from agentswf.errors import TestScriptError
@@ -320,11 +321,14 @@ async def test_an_unreadable_request_gets_an_error_status(request_bytes: bytes, 
     assert model.requests == []
 
 
-async def test_a_request_that_dawdles_gets_408(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http, "REQUEST_TIMEOUT_SECONDS", 0.05)
+@pytest.mark.virtual_time
+async def test_a_request_that_dawdles_gets_408() -> None:
     async with ScriptedModel(PLAN) as model:
-        answer = await exchange(model.port, b"POST /v1/messages HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
+        started = anyio.current_time()
+        with anyio.fail_after(http.REQUEST_TIMEOUT_SECONDS + 1):
+            answer = await exchange(model.port, b"POST /v1/messages HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
     assert answer.status == 408
+    assert anyio.current_time() - started == pytest.approx(http.REQUEST_TIMEOUT_SECONDS, abs=0.1)
 
 
 async def test_a_script_that_raises_gets_500_and_fails_the_block() -> None:

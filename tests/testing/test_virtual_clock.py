@@ -3,14 +3,18 @@ wall time the engine reads (engine/clock.py) on a virtual clock and off one."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import anyio
 import pytest
+import sniffio
+from trio.testing import MockClock
 
+from agentswf import Workflow, tool, workflow
 from agentswf.engine import clock
-from agentswf.testing import virtual_clock
-from agentswf.testing.clock import AUTOJUMP_THRESHOLD_SECONDS
+from agentswf.testing import ScriptedTurn, ToolResult, answer, run_workflow, virtual_clock
+from agentswf.testing.clock import AUTOJUMP_THRESHOLD_SECONDS, VirtualTimeLoop
 
 
 @pytest.mark.virtual_time
@@ -55,3 +59,72 @@ def test_virtual_clock_runs_a_program_outside_pytest(backend):
 def test_an_unknown_backend_is_named():
     with pytest.raises(ValueError, match="curio"):
         virtual_clock("curio")
+
+
+class _CountingLoop(VirtualTimeLoop):
+    """The asyncio virtual loop, noting each step its time takes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[float] = []
+        self._last = super().time()
+
+    def time(self) -> float:
+        now = super().time()
+        if now != self._last:
+            self.steps.append(now - self._last)
+            self._last = now
+        return now
+
+
+def _counting_clock() -> MockClock:
+    """trio's virtual clock, noting each jump in `steps` (its autojump is a `jump`)."""
+    trio_clock = virtual_clock("trio")["clock"]
+    steps: list[float] = []
+    jump = trio_clock.jump
+
+    def counted(seconds: float) -> None:
+        steps.append(seconds)
+        jump(seconds)
+
+    trio_clock.jump, trio_clock.steps = counted, steps
+    return trio_clock
+
+
+def _steps() -> list[float]:
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        keeper = trio.lowlevel.current_clock()
+    else:
+        keeper = asyncio.get_running_loop()
+    return keeper.steps  # type: ignore[attr-defined,no-any-return]
+
+
+@pytest.mark.parametrize(
+    "anyio_backend",
+    [pytest.param(("asyncio", {"loop_factory": _CountingLoop}), id="asyncio"),
+     pytest.param(("trio", {"clock": _counting_clock()}), id="trio")],
+)
+async def test_a_run_moves_the_clock_only_for_its_own_deadlines(tmp_path):
+    """Each step of a virtual clock waits a tenth of a second of real idleness first. A run that
+    writes its record, fsyncs it, ends a tool call early and ends a turn steps once, for the hour
+    it waits: not for the Recorder's batch wait or group commit (the disk's times), nor for the
+    deadline of a tool call that has ended, nor for a timer of a turn that has ended."""
+
+    async def script(turn: ScriptedTurn) -> str:
+        assert isinstance(await turn.tool("quick"), ToolResult)
+        return "done"
+
+    @workflow(name="t", description="A test workflow.")
+    async def fn(wf: Workflow) -> str:
+        agent = await wf.agents.open("a", runtime="codex", tools={"quick": tool(lambda: "ok", description="Q.", timeout="5m")})
+        turn = await agent.run("Go.", timeout="1h")
+        wf.log("waiting an hour")
+        await anyio.sleep(3600)
+        return turn.outcome.kind
+
+    before = len(_steps())
+    run = await run_workflow(fn, agents={"a": answer(script)}, run_root=tmp_path, timeout="2h")
+    assert run.value == "answered"
+    assert _steps()[before:] == [pytest.approx(3600)]

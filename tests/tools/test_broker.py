@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import anyio
 import msgspec
 import pytest
@@ -388,7 +386,7 @@ async def test_sensitive_fields_and_redact_policies_keep_input_out_of_the_record
 
 def _flaky(fail_times: int, log_: list):
     def handler(n: int) -> str:
-        log_.append(time.monotonic())  # a sync handler runs in a worker thread, off the loop
+        log_.append(anyio.from_thread.run_sync(anyio.current_time))  # a sync handler runs in a worker thread, off the loop
         if len(log_) <= fail_times:
             raise RuntimeError(f"attempt {len(log_)} failed")
         return f"ok after {len(log_)}"
@@ -396,6 +394,7 @@ def _flaky(fail_times: int, log_: list):
     return handler
 
 
+@pytest.mark.virtual_time
 async def test_retries_run_the_handler_again_after_a_backoff(tmp_path):
     times: dict = {"retried": [], "once": [], "all_fail": []}
     seen = []
@@ -408,7 +407,7 @@ async def test_retries_run_the_handler_again_after_a_backoff(tmp_path):
 
     async def fn(wf):
         tools = {
-            "retried": tool(_flaky(2, times["retried"]), description="R.", max_attempts=3, backoff=0.1),
+            "retried": tool(_flaky(2, times["retried"]), description="R.", max_attempts=3, backoff="5s"),
             "once": tool(_flaky(2, times["once"]), description="O."),
             "all_fail": tool(_flaky(9, times["all_fail"]), description="F.", max_attempts=3),
         }
@@ -422,13 +421,14 @@ async def test_retries_run_the_handler_again_after_a_backoff(tmp_path):
     assert seen[2] == ToolFailed(outcome="failed", error="attempt 3 failed")  # the last error
     assert len(times["once"]) == 1 and len(times["all_fail"]) == 3
     first, second, third = times["retried"]
-    assert 0.09 <= second - first <= 0.5 and 0.19 <= third - second <= 0.7  # 0.1 s, then doubled
+    assert (second - first, third - second) == (pytest.approx(5), pytest.approx(10))  # 5 s, then doubled
     retried, once, all_fail = tool_lines(run.run_dir)
     assert (retried["outcome"], retried["attempts"], retried["result"]) == ("result", 3, "ok after 3")
     assert (once["outcome"], once["attempts"]) == ("failed", 1)
     assert (all_fail["outcome"], all_fail["attempts"], all_fail["error"]) == ("failed", 3, "attempt 3 failed")
 
 
+@pytest.mark.virtual_time
 async def test_no_retry_past_the_calls_time(tmp_path):
     times: list = []
     seen = []
@@ -438,13 +438,13 @@ async def test_no_retry_past_the_calls_time(tmp_path):
         return "done"
 
     async def fn(wf):
-        tools = {"retried": tool(_flaky(9, times), description="R.", max_attempts=5, backoff=0.2, timeout="0.5s")}
+        tools = {"retried": tool(_flaky(9, times), description="R.", max_attempts=5, backoff="2m", timeout="5m")}
         agent = await wf.agents.open("a", runtime="shell:true", tools=tools)
         return (await agent.run("Go.")).outcome.kind
 
     run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
     assert run.value == "answered"
-    assert len(times) == 2  # at 0, 0.2; the next pause (0.4) would pass the 0.5 s budget
+    assert len(times) == 2  # at 0 and 2m; the next pause (4m) would pass the 5m budget
     assert seen == [ToolFailed(outcome="failed", error="attempt 2 failed")]
 
 
@@ -466,6 +466,7 @@ def test_policy_decisions_fold_into_one_verdict():
     assert decide(call, [], allowed_agents=frozenset({"a"}), requires_approval=True).needs_approval
 
 
+@pytest.mark.virtual_time
 async def test_no_retry_once_the_turn_has_ended(tmp_path):
     times: list = []
 
@@ -474,10 +475,10 @@ async def test_no_retry_once_the_turn_has_ended(tmp_path):
         await anyio.sleep_forever()
 
     async def fn(wf):
-        tools = {"retried": tool(_flaky(9, times), description="R.", max_attempts=3, backoff=0.5, timeout=False)}
+        tools = {"retried": tool(_flaky(9, times), description="R.", max_attempts=3, backoff="1m", timeout=False)}
         agent = await wf.agents.open("a", runtime="shell:true", tools=tools)
-        await cancel_after(0.2, lambda: agent.run("Go.", timeout=20))
-        await anyio.sleep(0.6)  # past the backoff: a retry would have run by now
+        await cancel_after(20, lambda: agent.run("Go.", timeout="1h"))
+        await anyio.sleep(120)  # past the backoff: a retry would have run by now
         return len(times)
 
     run = await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)

@@ -146,7 +146,10 @@ async def test_a_sync_handler_ignoring_its_signal_is_abandoned_after_the_grace(t
     assert line["ended_at"] - line["started_at"] == pytest.approx(60 + TOOL_SETTLE_GRACE_SECONDS, abs=1)
 
 
+@pytest.mark.virtual_time
 async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_abandoned(tmp_path):
+    from agentswf.engine.tools.broker import TOOL_SETTLE_GRACE_SECONDS
+
     started, release = threading.Event(), threading.Event()
 
     async def script(turn):
@@ -158,8 +161,12 @@ async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_a
         agent = await wf.agents.open("a", runtime="shell:true", tools=tools)
         await agent.run("Go.", timeout=60)
 
+    cancelled: list[float] = []
+
     async def cancel_when_started(scope: anyio.CancelScope) -> None:
-        await anyio.to_thread.run_sync(started.wait, 10)
+        while not started.is_set():  # short looks: the clock steps by them, never to a deadline
+            await anyio.sleep(0.01)
+        cancelled.append(anyio.current_time())
         scope.cancel()
 
     began = time.monotonic()
@@ -167,10 +174,11 @@ async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_a
         async with anyio.create_task_group() as group:
             group.start_soon(cancel_when_started, group.cancel_scope)
             await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
-        took = time.monotonic() - began
+        took, real = anyio.current_time() - cancelled[0], time.monotonic() - began
     finally:
         release.set()
-    assert took < 8, took  # the settle grace at most, never the handler's 30 s
+    assert took <= TOOL_SETTLE_GRACE_SECONDS + 1, took  # the settle grace at most
+    assert real < 8, real  # never the handler's 30 s, which are real (its thread's)
     [run_dir] = list(tmp_path.glob("t/*"))
     assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
     [line] = tool_lines(run_dir)
@@ -203,7 +211,7 @@ async def test_an_async_handler_that_shields_itself_is_abandoned_at_its_time(tmp
     assert run.value == "answered"
     [warned] = [entry for entry in logs if entry["event"] == "a tool handler ignored its signal and was abandoned"]
     assert "the run's end waits for it" in warned["runs_on"]
-    assert seen[0].outcome == "timed-out" and "abandoned" in seen[0].error
+    assert seen[0].outcome == "timed-out" and "abandoned" in seen[0].error and "ignored its signal" in seen[0].error
     [line] = tool_lines(run.run_dir)
     assert (line["outcome"], line["code"]) == ("timed-out", "abandoned")
     # answered at its time and grace; the run waited for the rest

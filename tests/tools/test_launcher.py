@@ -300,39 +300,6 @@ async def test_a_call_over_its_timeout_exits_4_and_may_have_run(tmp_path):
     assert 0.15 < line["ended_at"] - line["started_at"] < 1.5
 
 
-async def test_a_handler_ignoring_its_cancellation_is_left_after_the_grace(tmp_path, monkeypatch):
-    import agentswf.engine.tools.broker as broker
-
-    monkeypatch.setattr(broker, "TOOL_SETTLE_GRACE_SECONDS", 0.3)
-    seen = {}
-
-    async def stubborn() -> str:
-        with anyio.CancelScope(shield=True):
-            await anyio.sleep(2.5)
-        seen["finished"] = True
-        return "late"
-
-    body = "\n".join([call_tool("slow", "stubborn"), answer_line()])
-
-    async def fn(wf):
-        agent = await wf.agents.open(
-            "a",
-            runtime=shell_agent(tmp_path, "a", body),
-            tools={"stubborn": tool(stubborn, description="Ignores its signal.", timeout="0.2s")},
-        )
-        turn = await agent.run("Call.", timeout=15)
-        return turn.outcome.kind if turn.outcome.answered else repr(turn.outcome)
-
-    result = await run_wf(fn, tmp_path)
-    assert result.value == "answered", result.reason
-    slow = saved(tmp_path, "slow")
-    assert slow.rc == 4 and "timed-out" in slow.err and "may have run" in slow.err.lower()
-    assert "ignored its signal" in slow.err
-    [line] = tool_lines(result.run_dir)
-    # the call ended at its time plus the grace, not when the handler finally returned
-    assert 0.4 < line["ended_at"] - line["started_at"] < 1.8
-
-
 async def test_result_and_waiting_are_refused_tool_running_while_a_call_runs(tmp_path):
     count, slow = _gate(tmp_path)
     body = "\n".join(

@@ -538,5 +538,5 @@ async def test_options_another_engine_lacks_are_refused_naming_them_and_their_fl
     async def w(wf):
         return None
 
-    with pytest.raises(DefinitionError, match=r"not on Elsewhere yet: rerun \(--rerun\), trace \(--trace\); run locally"):
-        await agentswf.run(w, engine=Elsewhere(), rerun="s", trace=True, run_root=tmp_path)
+    with pytest.raises(DefinitionError, match=r"not on Elsewhere yet: env, trace \(--trace\); run locally"):
+        await agentswf.run(w, engine=Elsewhere(), env={"A": "b"}, trace=True, run_root=tmp_path)

@@ -22,6 +22,7 @@ from ...harnesses.base import Attempt, AttemptEnding, AttemptResult, Harness, Op
 from ...launcher.identity import LiveAttempts
 from ...launcher.listener import Admit, ConnectionBudget, Handler, bind, serve
 from ...launcher.place import make_agent_dir
+from ..clock import virtual
 
 
 async def run_attempt(
@@ -129,7 +130,8 @@ class RunTimers:
     in the order it armed them: one agent's full mailbox holds up no other agent's timer.
 
     A turn that stops drops its timers by its generation (`TurnTasks.stop`); what it dropped
-    leaves the heap once due, or when the dropped entries outnumber the live ones.
+    leaves the heap once due, or when the dropped entries outnumber the live ones (and on a
+    virtual clock once first in it as a turn stops).
     """
 
     def __init__(self) -> None:
@@ -145,12 +147,23 @@ class RunTimers:
             self._sleep.deadline = due
 
     def dropped(self, count: int) -> None:
-        """A turn stopped with `count` timers still armed: the heap is rebuilt once most of it is dropped."""
+        """A turn stopped with `count` timers still armed: the heap is rebuilt once most of it is
+        dropped. On a virtual clock the task then sleeps until the first timer still armed: its
+        wake for a dropped one would be a jump of the clock, for nothing (in real time it costs a
+        wake, less than moving the sleep's deadline at every turn's end)."""
         self._dropped += count
         if self._dropped > len(self._heap) // 2:
             self._heap = [entry for entry in self._heap if entry[3] == entry[2].generation]
             heapq.heapify(self._heap)
             self._dropped = 0
+        if not virtual():
+            return
+        heap = self._heap
+        while heap and heap[0][3] != heap[0][2].generation:
+            heapq.heappop(heap)
+            self._dropped = max(0, self._dropped - 1)
+        if self._sleep is not None:
+            self._sleep.deadline = heap[0][0] if heap else math.inf
 
     async def run(self, start_soon: Callable[..., None]) -> None:
         """Go off as timers come due, for as long as the run lives; each agent's due tells in a task of `start_soon`'s."""

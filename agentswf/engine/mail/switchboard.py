@@ -136,7 +136,9 @@ class CloseAll(msgspec.Struct, frozen=True):
 
 
 @dataclass
-class _Endpoint:
+class MailEnd:
+    """An agent or participant the board delivers to: its inbox, its waiting receivers, its presence
+    and standing (the Temporal board keeps the same ends as workflow state)."""
     key: str
     kind: Literal["agent", "participant"]
     ref: ActorRef | None = None
@@ -181,7 +183,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
         super().__init__()
         self.supervisor = supervisor
         self.append = append
-        self.ends: dict[str, _Endpoint] = {}
+        self.ends: dict[str, MailEnd] = {}
         self.routes: dict[str, ActorRef] = {}
         self.views: dict[str, RouteView] = {}
         self.questions: dict[str, QuestionView] = {}
@@ -193,7 +195,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
 
     @handler
     def register(self, msg: Register) -> None:
-        end = _Endpoint(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence(), msg.standing or StandingSlot())
+        end = MailEnd(msg.key, msg.kind, msg.ref, msg.can_await, msg.presence or Presence(), msg.standing or StandingSlot())
         end.standing.view = standing_in(self.questions, msg.key)
         end.standing.unread = False  # its inbox is new
         end.standing.routed = any(view.open and view.can(msg.key) is not None for view in self.views.values())
@@ -354,7 +356,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
         await self._deliver(peer, mail, reply=owed is not None)
         return Posted(message_id, read)
 
-    async def _deliver(self, peer: _Endpoint, mail: Mail, *, reply: bool) -> None:
+    async def _deliver(self, peer: MailEnd, mail: Mail, *, reply: bool) -> None:
         peer.inbox.append(mail)
         peer.standing.unread = True
         if peer.kind == "participant":
@@ -369,7 +371,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
             peer.waking = True
             self.start_soon(self._wake, peer, reply)
 
-    async def _wake(self, peer: _Endpoint, reply: bool) -> None:
+    async def _wake(self, peer: MailEnd, reply: bool) -> None:
         """Tell `peer` it has mail, beside the handlers: the switchboard never waits on an agent's
         mailbox (that agent may be waiting on the switchboard). One wake at a time per agent: the
         agent takes all its mail when it wakes, so a second would say nothing new."""
@@ -379,7 +381,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
         finally:
             peer.waking = False
 
-    async def _read_now(self, peer: _Endpoint, most: int | None = None) -> list[Mail]:
+    async def _read_now(self, peer: MailEnd, most: int | None = None) -> list[Mail]:
         """Take mail from `peer`'s inbox; each is on the record as read before it is handed over."""
         taken: list[Mail] = []
         while peer.inbox and (most is None or len(taken) < most):
@@ -468,7 +470,7 @@ class Switchboard(Actor, mailrules.QuestionBook):
 
 
 def peers_table(
-    key: str, views: Any, ends: dict[str, _Endpoint], questions: Any
+    key: str, views: Any, ends: dict[str, MailEnd], questions: Any
 ) -> dict[str, Any]:
     """`wfa peers --json`: one row per route of `key`, then whom it owes a reply."""
     rows: list[dict[str, Any]] = []

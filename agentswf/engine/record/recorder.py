@@ -30,6 +30,7 @@ from ...actors.backend import current_time
 from ...actors.mailbox import Mailbox
 from ...progress import progress
 from ..accounting import Ledger
+from ..clock import virtual
 from ..outcomes import Turn
 from .attempts import SESSIONS_FILE
 from .layout import (
@@ -176,6 +177,14 @@ class Appends:
 _LINES: frozenset[type] = frozenset(typing.get_args(Line))
 
 
+def disk_waits() -> tuple[float, float]:
+    """A run's Recorder's batch wait and group-commit interval: BATCH_WAIT_SECONDS and
+    GROUP_COMMIT_SECONDS, and none on a virtual clock. They are the disk's times, which pass in
+    real time; on a virtual clock each wait would be a jump of it (a tenth of a second of real
+    idleness, agentswf.testing.clock) for nothing the run decides by; at once is no less durable."""
+    return (0.0, 0.0) if virtual() else (BATCH_WAIT_SECONDS, GROUP_COMMIT_SECONDS)
+
+
 class Recorder(Actor):
     """Writes the record; a disk that fails it (full, gone read-only) is logged, never a crash of the run.
 
@@ -195,8 +204,16 @@ class Recorder(Actor):
     _mailbox: Mailbox  # its own, to see whether more is queued for the batch
 
     def __init__(
-        self, run_dir: Path, logs: LogLines | None = None, appends: Appends | None = None, ledger: Ledger | None = None
+        self,
+        run_dir: Path,
+        logs: LogLines | None = None,
+        appends: Appends | None = None,
+        ledger: Ledger | None = None,
+        batch_wait_seconds: float = BATCH_WAIT_SECONDS,
+        group_commit_seconds: float = GROUP_COMMIT_SECONDS,
     ) -> None:
+        """`batch_wait_seconds` and `group_commit_seconds`: how long a batch is held and lines go
+        unsynced at most (a run's are `disk_waits()`)."""
         super().__init__()
         self.run_dir = run_dir
         self.ledger = ledger or Ledger()  # what the run spent, written to usage.json as turns end
@@ -216,7 +233,8 @@ class Recorder(Actor):
         self._batch_ends_turn = False
         self._batch_held = anyio.Event()  # a batch is held for more lines
         self._unsynced: set[str] = set()  # files (and directories) written since the last group commit
-        self._commit = GroupCommit(GROUP_COMMIT_SECONDS)
+        self._batch_wait_s = batch_wait_seconds
+        self._commit = GroupCommit(group_commit_seconds)
         self._commit_wanted = anyio.Event()
         self._syncing: anyio.Event | None = None  # set once the group commit under way is done
         self._whole_writes = 0  # fsynced whole-file writes (result.json) under way
@@ -317,7 +335,7 @@ class Recorder(Actor):
         """A handler is done: write the batch if it is full, or an ask waits on it and nothing more is queued.
 
         A batch nobody waits on (told lines only), or one whose next messages were
-        withdrawn (their askers gave up), is written `BATCH_WAIT_SECONDS` later at most.
+        withdrawn (their askers gave up), is written the batch wait later at most.
         """
         if not self._batch:
             return
@@ -329,7 +347,7 @@ class Recorder(Actor):
     async def _held_batches(self) -> None:
         while True:
             await self._batch_held.wait()
-            await anyio.sleep(BATCH_WAIT_SECONDS)
+            await anyio.sleep(self._batch_wait_s)
             self._batch_held = anyio.Event()
             self._write_batch()
 

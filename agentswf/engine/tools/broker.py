@@ -54,7 +54,7 @@ from ...actors.wakeup import cancel_scope
 from ...errors import AskTimeout
 from ...progress import progress
 from ...wire import Response
-from ..clock import wall
+from ..clock import virtual, wall
 from ..record.layout import read_lines
 from ..record.lines import ApprovalDecision, ApprovalRequest, Logged
 from ..record.recorder import Appends
@@ -454,6 +454,8 @@ class ToolCalls:
                 raise _Concluded
             return abandoned(turn_ended=running.turn_ended, grace=TOOL_SETTLE_GRACE_SECONDS)
         del self.handling[call.id]
+        if self._due and self._due[0][3] == call.id and self._woken is not None and virtual():
+            self._woken.set()  # its time no longer wakes the watchdog: on a virtual clock that wake would be a jump
         return handler_ended(ending or Stopped(), now=running.ended, deadline=msg.deadline, output=msg.tool.output)
 
     # The watchdog: one task keeps the time of every call whose handler runs --------------
@@ -481,7 +483,7 @@ class ToolCalls:
     async def _watch(self) -> None:
         while True:
             now = anyio.current_time()
-            while self._due and self._due[0][0] <= now:
+            while self._due and (self._due[0][0] <= now or self._due[0][3] not in self.handling):  # due, or done
                 _, _, grace_over, call_id = heapq.heappop(self._due)
                 running = self.handling.get(call_id)
                 if running is None:  # its handler is done
