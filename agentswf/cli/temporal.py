@@ -142,6 +142,11 @@ def engine_options(options: argparse.Namespace) -> dict[str, Any]:
     payload_keys()
     key = run_key(create=True)
     options.talked_to_temporal = True
+    from ..temporal.codec import SDK_WORKFLOW_LOGGER, KeyErrorsInALine
+    from ..temporal.turns import say_refused
+
+    # A run its host ended for a worker's answer it can't decrypt: said once, by the run's ending, not by a traceback.
+    logging.getLogger(SDK_WORKFLOW_LOGGER).addFilter(KeyErrorsInALine(say_refused))
     engine = TemporalEngine(
         address=options.address, namespace=options.namespace, task_queue=options.task_queue,
         run_turns=not options.no_turns_here, key=key,
@@ -186,11 +191,14 @@ def command_worker(options: argparse.Namespace) -> int:
 
 
 async def _serve(options: argparse.Namespace, definitions: list[Any], key: RunKey) -> None:
-    from ..temporal.codec import SDK_ACTIVITY_LOGGER, KeyErrorsInALine
+    from ..temporal.codec import SDK_ACTIVITY_LOGGER, SDK_WORKFLOW_LOGGER, KeyErrorsInALine
     from ..temporal.engine import connect, turn_worker, workflow_worker
     from ..temporal.turns import say_refused
 
     logging.getLogger(SDK_ACTIVITY_LOGGER).addFilter(KeyErrorsInALine(say_refused))  # a turn it can't decrypt: a line
+    logging.getLogger(SDK_WORKFLOW_LOGGER).addFilter(  # a run it ended for a worker's answer it can't decrypt: a line
+        KeyErrorsInALine(say_refused, ended=lambda why: print(f"awf: a run's workflow failed: {why}", file=sys.stderr, flush=True))
+    )
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -16,23 +16,38 @@ name the same id hold the same key. Rotation: the new key in AGENTSWF_PAYLOAD_KE
 ones in AGENTSWF_PAYLOAD_OLD_KEYS (comma-separated), which still decrypt what they encrypted.
 Without a key nothing is encrypted (`awf worker` says so), and a payload encrypted with a key
 this process doesn't hold is a `PayloadKeyError` naming the key's id, never plaintext guessed.
+
+A process that hosts workflows' code (`awf run --engine temporal`, `awf worker --workflow`) ends
+a run whose worker's answer it can't decrypt (`HostCipher`): Temporal's SDK would otherwise fail
+the workflow task, log a traceback and try it again for ever, the run waiting with no end.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import hmac
 import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from typing import Self
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
-from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes, PayloadCodec
+from temporalio.client import Client
+from temporalio.converter import (
+    ActivitySerializationContext,
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    PayloadCodec,
+    SerializationContext,
+    WithSerializationContext,
+)
+from temporalio.exceptions import ApplicationError
 
 from ..errors import PayloadKeyError
 from ..harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE, PAYLOAD_VARIABLES
@@ -45,6 +60,7 @@ KEY_ID_CHARS = 12  # a key's id: hex of an HMAC of the key, in each payload's me
 ENCODING_KEY = "encoding"
 ENCRYPTED = b"binary/encrypted"  # the encoding Temporal's encryption samples name
 KEY_ID_KEY = "encryption-key-id"
+HOST_REFUSED = "PayloadKeyRefused"  # the type of the failure a run's workflow ends with when its host can't decrypt
 NEW_KEY_HINT = "make one with `openssl rand -base64 32`"
 
 
@@ -66,6 +82,20 @@ def parse_key(text: str, variable: str) -> bytes:
             f"{variable} holds {len(key)} bytes, not {KEY_BYTES}: give {KEY_BYTES} random bytes in base64 ({NEW_KEY_HINT})"
         )
     return key
+
+
+class KeyNotHeld(PayloadKeyError):
+    """A payload came encrypted with the key `key_id`, not among `held` (ids, never keys)."""
+
+    def __init__(self, key_id: str, held: list[str]) -> None:
+        self.key_id, self.held = key_id, held
+        super().__init__(f"a payload from Temporal is encrypted with payload key {key_id!r}, which this process doesn't "
+                         f"hold ({held_ids(held)}): give that key in {PAYLOAD_KEY_VARIABLE}, or in "
+                         f"{PAYLOAD_OLD_KEYS_VARIABLE} once rotated")
+
+
+def held_ids(held: list[str]) -> str:
+    return f"it holds {', '.join(held)}" if held else f"it has no payload key ({PAYLOAD_KEY_VARIABLE})"
 
 
 class PayloadKeys:
@@ -108,11 +138,7 @@ class PayloadKeys:
         key_id = payload.metadata.get(KEY_ID_KEY, b"").decode(errors="replace")[:KEY_ID_CHARS]
         cipher = self._ciphers.get(key_id)
         if cipher is None:
-            held = f"it holds {', '.join(self.ids)}" if self._ciphers else f"it has no payload key ({PAYLOAD_KEY_VARIABLE})"
-            raise PayloadKeyError(
-                f"a payload from Temporal is encrypted with payload key {key_id!r}, which this process doesn't hold "
-                f"({held}): give that key in {PAYLOAD_KEY_VARIABLE}, or in {PAYLOAD_OLD_KEYS_VARIABLE} once rotated"
-            )
+            raise KeyNotHeld(key_id, self.ids)
         try:
             plain = cipher.decrypt(payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:], None)
         except InvalidTag:
@@ -122,6 +148,17 @@ class PayloadKeys:
 
     def __repr__(self) -> str:
         return f"<PayloadKeys current={self.current_id} held={self.ids}>"
+
+
+def host_refusal(error: PayloadKeyError) -> str:
+    """Why a run's workflow ended when its host couldn't decrypt a worker's answer, in a line: the key
+    ids (never a key) and what to do."""
+    said = "this run's host (the process that runs its workflow's code) can't read its worker's answer"
+    if not isinstance(error, KeyNotHeld):
+        return f"{said}: {error}"
+    return (f"{said}: it is encrypted with payload key {error.key_id!r}, which the host doesn't hold "
+            f"({held_ids(error.held)}): give the run's workers and its host the same {PAYLOAD_KEY_VARIABLE}, "
+            f"or the workers' older key in the host's {PAYLOAD_OLD_KEYS_VARIABLE}")
 
 
 class PayloadCipher(PayloadCodec):
@@ -137,6 +174,48 @@ class PayloadCipher(PayloadCodec):
         return [self.keys.decrypt(payload) for payload in payloads]
 
 
+class HostCipher(PayloadCipher, WithSerializationContext):
+    """The codec of a worker that runs workflows' code: a worker's answer (an activity's result or
+    failure) that doesn't decrypt here ends the run's workflow, failed with `host_refusal`'s reason.
+
+    Why here: Temporal's SDK (1.35, worker/_workflow.py `_handle_activation`) fails only the workflow
+    task on a codec's error, logs its traceback and has the task tried again, for ever, since the
+    payload in history never changes (sdk-python#321); a non-retryable ApplicationError from the
+    same place fails the workflow execution instead: it closes on the server with the reason, its
+    result (the failure, encrypted with this host's key) reaches whoever waits on it (`awf run`, `awf
+    logs`), and nothing is left running. No watching, polling or terminating from outside is needed,
+    so a run hosted by an `awf worker --workflow` whose starter is gone ends the same way.
+    Only in an activity's serialization context (the SDK gives one to a `ResolveActivity`'s payloads):
+    a person's update or query with another key must not end the run: it fails as before."""
+
+    def __init__(self, keys: PayloadKeys, context: SerializationContext | None = None) -> None:
+        super().__init__(keys)
+        self.context = context
+
+    def with_context(self, context: SerializationContext) -> Self:
+        return type(self)(self.keys, context)
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        try:
+            return await super().decode(payloads)
+        except PayloadKeyError as error:
+            if not isinstance(self.context, ActivitySerializationContext):
+                raise
+            raise ApplicationError(host_refusal(error), type=HOST_REFUSED, non_retryable=True) from None
+
+
+def hosting(client: Client) -> Client:
+    """`client` for a worker that runs workflows' code: its codec a `HostCipher` (the same connection
+    and keys). A client given with a converter of its own is as it is."""
+    config = client.config()
+    converter = config["data_converter"]
+    codec = converter.payload_codec
+    if type(codec) is not PayloadCipher:
+        return client
+    config["data_converter"] = dataclasses.replace(converter, payload_codec=HostCipher(codec.keys))
+    return Client(**config)
+
+
 def data_converter(keys: PayloadKeys) -> DataConverter:
     """Temporal's default converter, objects' keys kept in order (payloads.py), with the codec; with a
     key, failures' messages are encrypted too. Without one, the codec still says so when a payload
@@ -149,19 +228,28 @@ def data_converter(keys: PayloadKeys) -> DataConverter:
 
 SDK_ACTIVITY_LOGGER = "temporalio.activity"
 """Where Temporal's SDK logs an activity it failed, with the traceback: one whose input didn't decrypt too."""
+SDK_WORKFLOW_LOGGER = "temporalio.worker._workflow"
+"""Where it logs a workflow task it failed, with the traceback: one a `HostCipher` ended the workflow in too."""
 
 
 class KeyErrorsInALine(logging.Filter):
     """A filter of the SDK's log: a record of a payload this process can't decrypt (a worker given
     another deployment's payload key) is said as its PayloadKeyError's one line, to `say`, in
-    place of the SDK's traceback; every other record goes by."""
+    place of the SDK's traceback; a run a `HostCipher` ended, as its reason to `ended` (nothing
+    said without it: the run's ending says it); every other record goes by."""
 
-    def __init__(self, say: Callable[[str], None]) -> None:
+    def __init__(self, say: Callable[[str], None], ended: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.say = say
+        self.ended = ended
 
     def filter(self, record: logging.LogRecord) -> bool:
-        error = key_error_in(record.exc_info[1] if record.exc_info else None)
+        raised = record.exc_info[1] if record.exc_info else None
+        if isinstance(raised, ApplicationError) and raised.type == HOST_REFUSED:
+            if self.ended is not None:
+                self.ended(raised.message)
+            return False
+        error = key_error_in(raised)
         if error is None:
             return True
         self.say(str(error))

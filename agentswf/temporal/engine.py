@@ -62,7 +62,7 @@ from ..workflow.durations import Duration, to_seconds
 from ..workflow.run_options import DEFAULT_RUN_TIMEOUT_SECONDS
 from ..workflow.running import RunResult
 from .attempts import attempt_input, attempt_workflow_id, end_attempt, sessions_opened, write_kept
-from .codec import PayloadKeys, data_converter, held_keys
+from .codec import PayloadKeys, data_converter, held_keys, hosting
 from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
@@ -220,6 +220,8 @@ class TemporalEngine:
             )
             try:
                 raw = await handle.result()
+            except WorkflowFailureError as error:  # its host ended it (codec.HostCipher), or a person terminated it
+                return RunEnding(outcome="failed", reason=failed_on_temporal(error))
             except asyncio.CancelledError:  # the caller gave up (Ctrl-C): the workflow is cancelled, as a local run is
                 # Shielded from anyio's repeated cancellation too, when the host is anyio on asyncio.
                 with anyio.CancelScope(shield=True):
@@ -227,6 +229,12 @@ class TemporalEngine:
                     await stack.aclose()  # the workers stop once the workflow has
                 return ending
         return msgspec.convert(raw, RunEnding)
+
+
+def failed_on_temporal(error: WorkflowFailureError) -> str:
+    """Why a workflow ended other than an agentswf workflow ends (its result a RunEnding), in a line."""
+    cause = error.cause
+    return f"its workflow failed on Temporal: {getattr(cause, 'message', None) or cause or error}"
 
 
 async def _cancel(handle: WorkflowHandle[Any, Any]) -> RunEnding:
@@ -348,10 +356,11 @@ def start_input(key: RunKey, request: RunRequest, workflow_id: str) -> dict[str,
 
 
 def workflow_worker(client: Client, task_queue: str, definition: WorkflowDefinition, key: RunKey) -> Worker:
-    """A worker that runs `definition`'s workflow code (from its queue under `task_queue`), with `key`."""
+    """A worker that runs `definition`'s workflow code (from its queue under `task_queue`), with `key`; a
+    worker's answer it can't decrypt ends the run (codec.HostCipher)."""
     register(definition)
     return Worker(
-        client, task_queue=workflow_queue(task_queue, definition.name), workflows=[AgentswfWorkflow],
+        hosting(client), task_queue=workflow_queue(task_queue, definition.name), workflows=[AgentswfWorkflow],
         workflow_runner=UnsandboxedWorkflowRunner(), interceptors=[KeyHolder(key)],
     )
 
