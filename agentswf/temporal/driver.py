@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.worker import Interceptor, WorkflowInterceptorClassInput
@@ -47,6 +47,7 @@ TURN_ATTEMPTS = 3  # a turn's activity, tried again only when its worker was los
 RETRY_INTERVAL_SECONDS = 1.0
 FORK_SECONDS = 120.0  # a fork's copy of a session, on its worker (no model call)
 START_WINDOW_SECONDS = 600.0  # a run's sealed request starts a workflow this close to when it was sealed (clocks differ)
+MAX_CAUSES_SAID = 4  # of a failed activity's chain of causes, at most, in its turn's reason
 
 
 class TemporalDriver:
@@ -186,7 +187,7 @@ class TemporalDriver:
             elif isinstance(error.cause, ApplicationError) and error.cause.non_retryable:
                 outcome = Failed(f"the worker could not run the turn: {error.cause.message}")
             else:
-                outcome = Failed(f"the turn's activity failed on Temporal: {error.cause or error}", retryable=True)
+                outcome = Failed(f"the turn's activity failed on Temporal: {_said(error.cause or error)}", retryable=True)
             return Turn(outcome=outcome, agent=key, call_id="", n=request.n, started_at=started, ended_at=ended)
         finally:
             agents.turn_over(key, request.n)
@@ -405,3 +406,14 @@ def workflow_id() -> str:
     return workflow.uuid4().hex[: 2 * ID_BYTES]
 
 
+def _said(error: BaseException) -> str:
+    """An error's message and its causes' (`Failed decoding arguments: a payload … is encrypted with payload
+    key '…'`): the SDK wraps what went wrong on the worker in its own words."""
+    said: list[str] = []
+    seen: BaseException | None = error
+    while seen is not None and len(said) < MAX_CAUSES_SAID:
+        text = str(seen)
+        if text and text not in said:
+            said.append(text)
+        seen = seen.cause if isinstance(seen, FailureError) else seen.__cause__
+    return ": ".join(said)

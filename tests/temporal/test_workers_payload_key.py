@@ -160,6 +160,7 @@ def test_a_worker_without_the_runs_payload_key_fails_the_run_in_a_line(temporal_
         pytest.fail(f"awf run still waits {ENDED_SECONDS:g}s after its start: {rest}")
     code, rest = started[0].returncode, stop_groups(started[1:])
     assert code == 1 and "awf: keyed failed: TurnNotAnswered: turn 1 of one ended failed: the turn's activity failed" in said
+    assert f"encrypted with payload key '{payload_key_id(host)}'" in said  # the worker's cause, not only the SDK's words
     assert (f"awf: refused: a payload from Temporal is encrypted with payload key '{payload_key_id(host)}', which this "
             f"process doesn't hold (it has no payload key ({PAYLOAD_KEY_VARIABLE}))") in rest
     assert "Traceback" not in said + rest
