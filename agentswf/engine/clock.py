@@ -9,6 +9,11 @@ which marks its trio clock or asyncio loop with `keep_virtual`) the loop's time 
 time is the virtual clock's own: the wall time at its first reading plus the virtual time since,
 so a turn of "20m" is recorded as twenty minutes long and every timestamp of the run agrees. Out
 of virtual time (no clock ever marked in this process) `wall()` is `time.time()`, read at once.
+
+The record's writes and fsyncs in worker threads go through `on_disk`, which holds a virtual
+clock's jumps while one runs: their time is the disk's, real, and on a loaded machine an fsync
+outlasts the clock's threshold of idleness, after which the clock would jump to the run's next
+deadline (its timeout, twenty minutes on) with the write still under way.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
+import anyio
 from sniffio import thread_local as _running
 
 from ..actors.backend import current_time
@@ -25,13 +33,39 @@ from .instant import Instant
 _virtual: weakref.WeakKeyDictionary[object, Instant | None] = weakref.WeakKeyDictionary()
 """Each virtual clock (trio's) or loop (asyncio's), with where its time met the wall (once read)."""
 _any_virtual = False  # whether a clock was ever marked: until then a reading asks nothing more
+_holds: weakref.WeakKeyDictionary[object, tuple[Callable[[bool], None], int]] = weakref.WeakKeyDictionary()
+"""Each virtual clock's way to hold its jumps (True) and let them go (False), and its calls on disk now."""
+
+T = TypeVar("T")
 
 
-def keep_virtual(timekeeper: object) -> None:
-    """Mark a trio `Clock` or an asyncio loop as virtual: its wall time runs with its own time."""
+def keep_virtual(timekeeper: object, hold: Callable[[bool], None]) -> None:
+    """Mark a trio `Clock` or an asyncio loop as virtual: its wall time runs with its own time, and
+    `hold(True)` stops its jumps while the record is on disk (`on_disk`), `hold(False)` lets them go."""
     global _any_virtual
     _virtual[timekeeper] = None
+    _holds[timekeeper] = (hold, 0)
     _any_virtual = True
+
+
+async def on_disk(work: Callable[[], T], limiter: anyio.CapacityLimiter | None = None) -> T:
+    """`work` (the record's writes, fsyncs) in a worker thread, the running virtual clock's jumps held
+    while it runs."""
+    keeper = _timekeeper() if _any_virtual else None
+    if keeper not in _holds:
+        return await anyio.to_thread.run_sync(work, limiter=limiter)
+    _hold(keeper, +1)
+    try:
+        return await anyio.to_thread.run_sync(work, limiter=limiter)
+    finally:
+        _hold(keeper, -1)
+
+
+def _hold(keeper: object, change: int) -> None:
+    hold, calls = _holds[keeper]
+    _holds[keeper] = (hold, calls + change)
+    if calls == 0 or calls + change == 0:  # the first call on disk, or the last one over
+        hold(calls == 0)
 
 
 def _timekeeper() -> object:

@@ -22,13 +22,16 @@ same way, some thirty lines. Not `looptime` (PyPI), which fast-forwards after a 
 cycles rather than a real idleness, and so jumps while anyio's worker threads (which it doesn't
 see: they don't go through `run_in_executor`) are still writing; its pytest plugin also fails
 every test's setup where pytest-asyncio isn't installed. Both clocks are marked virtual for the
-engine (`engine.clock.keep_virtual`), whose every timestamp then reads the virtual clock's wall.
+engine (`engine.clock.keep_virtual`), whose every timestamp then reads the virtual clock's wall,
+and neither jumps while the record is on disk in a worker thread (`engine.clock.on_disk`): on a
+loaded machine an fsync outlasted the threshold, and the clock jumped to the run's timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import selectors
 import time
 from typing import Any
@@ -46,6 +49,10 @@ class _JumpingSelector(selectors.DefaultSelector):
         super().__init__()
         self.virtual_time = time.monotonic()  # where a real loop's clock would start: no zero to mistake for "never"
         self.autojump_threshold = autojump_threshold
+        self.held = False  # while the record is on disk (engine.clock.on_disk): no jump
+
+    def hold(self, held: bool) -> None:
+        self.held = held
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         """`timeout` is the time to the loop's next timer (None: it has none, 0: work is ready).
@@ -54,7 +61,7 @@ class _JumpingSelector(selectors.DefaultSelector):
         if timeout is None or timeout <= 0:
             return super().select(timeout)
         ready = super().select(min(timeout, self.autojump_threshold))
-        if not ready:
+        if not ready and not self.held:
             self.virtual_time += timeout
         return ready
 
@@ -65,7 +72,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def __init__(self, autojump_threshold: float = AUTOJUMP_THRESHOLD_SECONDS) -> None:
         self._jumps = _JumpingSelector(autojump_threshold)
         super().__init__(self._jumps)
-        keep_virtual(self)
+        keep_virtual(self, self._jumps.hold)
 
     def time(self) -> float:
         return self._jumps.virtual_time
@@ -79,7 +86,11 @@ def virtual_clock(backend: str = "asyncio", *, autojump_threshold: float = AUTOJ
 
         clock = MockClock(autojump_threshold=autojump_threshold)
         clock.jump(time.monotonic())  # as the asyncio loop's, from where a real clock would be
-        keep_virtual(clock)
+
+        def hold(held: bool) -> None:  # MockClock is final: its jumps are held by its threshold
+            clock.autojump_threshold = math.inf if held else autojump_threshold
+
+        keep_virtual(clock, hold)
         return {"clock": clock}
     if backend == "asyncio":
         return {"loop_factory": functools.partial(VirtualTimeLoop, autojump_threshold)}

@@ -128,3 +128,29 @@ async def test_a_run_moves_the_clock_only_for_its_own_deadlines(tmp_path):
     run = await run_workflow(fn, agents={"a": answer(script)}, run_root=tmp_path, timeout="2h")
     assert run.value == "answered"
     assert _steps()[before:] == [pytest.approx(3600)]
+
+
+SLOW_DISK_SECONDS = 1.5 * AUTOJUMP_THRESHOLD_SECONDS  # an fsync on a loaded machine (real time): past the threshold
+
+
+@pytest.mark.virtual_time
+async def test_the_clock_doesnt_jump_while_the_record_is_on_disk(tmp_path, monkeypatch):
+    """An fsync longer than the threshold of idleness (CI's disk under four test workers) doesn't let
+    the clock jump to the run's next deadline while it runs: the turn is answered, the run completes."""
+    from agentswf.engine.record import recorder
+
+    def slow_fsyncs(fds):
+        time.sleep(SLOW_DISK_SECONDS)
+        return [None for _ in fds]
+
+    monkeypatch.setattr(recorder, "fsync_each", slow_fsyncs)
+
+    @workflow(name="slow-disk", description="One turn, on a slow disk.")
+    async def slow_disk(wf: Workflow) -> str:
+        agent = await wf.agents.open("a", runtime="claude")
+        return (await agent.run("Answer.", timeout="20m")).value
+
+    started = anyio.current_time()
+    run = await run_workflow(slow_disk, agents={"a": answer("done")}, run_root=tmp_path, timeout="30m")
+    assert run.value == "done"
+    assert anyio.current_time() - started < 60  # the clock never jumped to a deadline
