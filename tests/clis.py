@@ -12,8 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from agentswf import Runtime
 from agentswf.harnesses.versions import Version, parse_version
-from agentswf.testing.models import CLI_DIR_VARIABLE, SHELL_ARGUMENTS, Conversation, find_cli
+from agentswf.testing.models import (
+    CLI_DIR_VARIABLE,
+    SHELL_ARGUMENTS,
+    Conversation,
+    ScriptedModel,
+    claude_env,
+    codex_env,
+    find_cli,
+    pi_env,
+)
 
 CLIS = ("claude", "codex", "pi")
 ACP_CLIS = ("opencode", "qwen", "gemini", "copilot", "claude-agent-acp", "codex-acp")  # tests/acp's real CLIs
@@ -24,6 +34,15 @@ if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
 needs_clis = pytest.mark.needs(*CLIS)
 
 TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")  # the launcher and call id a turn's prompt teaches
+
+
+def real_runtimes(model: ScriptedModel, homes: Path) -> dict[str, Runtime]:
+    """The real claude, codex and pi by name, each against `model` with a home of its own under `homes`."""
+    return {
+        "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
+        "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
+        "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
+    }
 
 
 def compacting(conv: Conversation) -> bool:

@@ -17,12 +17,10 @@ from agentswf.testing.models import (
     Shell,
     Text,
     claude_env,
-    codex_env,
     find_cli,
-    pi_env,
 )
 
-from ..clis import CLIS, TAUGHT, needs_clis
+from ..clis import CLIS, TAUGHT, needs_clis, real_runtimes
 
 pytestmark = [
     pytest.mark.anyio,
@@ -50,11 +48,7 @@ async def test_a_continued_stage_resumes_its_agents_native_sessions(tmp_path):
     fail.touch()
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="resume", description="A stage of three CLIs that fails after their first turns.")
         async def flow(wf):

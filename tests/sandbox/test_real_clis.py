@@ -16,20 +16,16 @@ import msgspec
 import pytest
 
 import agentswf
-from agentswf import Runtime, tool, workflow
+from agentswf import tool, workflow
 from agentswf.engine.record.layout import read_lines
 from agentswf.testing.models import (
     Conversation,
     ScriptedModel,
     Shell,
     Text,
-    claude_env,
-    codex_env,
-    find_cli,
-    pi_env,
 )
 
-from ..clis import CLIS, TAUGHT, needs_clis
+from ..clis import CLIS, TAUGHT, needs_clis, real_runtimes
 from .kit import needs_bwrap
 
 pytestmark = [
@@ -84,11 +80,7 @@ async def test_each_cli_answers_calls_a_tool_and_reaches_only_its_model_from_a_s
 
     async with ScriptedModel(script_for(secret)) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="sandboxed-clis", description="The three CLIs in one sandbox.")
         async def flow(wf):
@@ -129,11 +121,7 @@ async def test_a_silent_turn_is_nudged_by_resuming_the_session_kept_in_the_sandb
     (tmp_path / "ws").mkdir()
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="sandboxed-nudge", description="Each CLI nudged in its sandbox.")
         async def flow(wf):

@@ -14,10 +14,10 @@ import msgspec
 import pytest
 
 import agentswf
-from agentswf import Runtime, workflow
-from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
+from agentswf import workflow
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text
 
-from ..clis import CLIS, TAUGHT, compacting, needs_clis, pi_keeps_focus
+from ..clis import CLIS, TAUGHT, compacting, needs_clis, pi_keeps_focus, real_runtimes
 from .kit import needs_bwrap
 
 pytestmark = [pytest.mark.anyio, needs_bwrap, needs_clis]
@@ -49,11 +49,7 @@ async def test_each_cli_compacts_in_its_sandbox_and_its_next_turn_runs_on_the_su
     (tmp_path / "ws").mkdir()
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="sandboxed-compaction", description="Each CLI compacted in its sandbox.")
         async def flow(wf):

@@ -18,7 +18,7 @@ import agentswf
 from agentswf import Runtime, workflow
 from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
 
-from ..clis import CLIS, TAUGHT, needs_clis
+from ..clis import CLIS, TAUGHT, needs_clis, real_runtimes
 from .kit import needs_bwrap
 
 pytestmark = [pytest.mark.anyio, needs_bwrap, needs_clis]
@@ -61,11 +61,7 @@ async def test_each_cli_forks_in_its_sandbox_the_fork_resumes_the_history_and_th
             (tmp_path / name / where).mkdir(parents=True)
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="sandboxed-fork", description="Each CLI forked in its sandbox.")
         async def flow(wf):

@@ -17,9 +17,9 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 import agentswf
 from agentswf import Runtime, workflow
 from agentswf.temporal import TemporalEngine
-from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, find_cli
 
-from ..clis import CLIS, TAUGHT, needs_clis
+from ..clis import CLIS, TAUGHT, needs_clis, real_runtimes
 
 pytestmark = [needs_clis]
 
@@ -44,11 +44,7 @@ async def test_real_clis_resume_their_sessions_from_one_turn_activity_to_the_nex
 ) -> None:
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="remember", description="Three CLIs, two turns each, each turn an activity.")
         async def flow(wf):  # type: ignore[no-untyped-def]
@@ -106,11 +102,7 @@ async def test_real_clis_fork_on_a_worker_and_the_fork_goes_on_from_the_copy(tem
     turns resume the copy, and the parent's own session goes on apart from it."""
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="forks", description="Each CLI remembers, is forked, and its fork is asked.")
         async def flow(wf):  # type: ignore[no-untyped-def]

@@ -22,9 +22,9 @@ import agentswf
 from agentswf import Runtime, workflow
 from agentswf.sandbox.runner import KEPT_FORKS_NAME, REPLACED_PREFIX
 from agentswf.temporal import TemporalEngine
-from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, find_cli, pi_env
 
-from ..clis import CLIS, TAUGHT, needs_clis
+from ..clis import CLIS, TAUGHT, needs_clis, real_runtimes
 from ..sandbox.kit import needs_bwrap
 
 pytestmark = [needs_clis, needs_bwrap]
@@ -58,11 +58,7 @@ async def test_sandboxed_clis_fork_on_temporal_the_fork_resumes_the_parents_hist
             (tmp_path / "ws" / name / where).mkdir(parents=True)
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="sandboxed-fork", description="Each CLI forked in its sandbox, each turn an activity.")
         async def flow(wf):  # type: ignore[no-untyped-def]

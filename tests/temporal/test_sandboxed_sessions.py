@@ -20,9 +20,9 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 import agentswf
 from agentswf import Runtime, workflow
 from agentswf.temporal import TemporalEngine
-from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, codex_env, find_cli, pi_env
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text, claude_env, find_cli
 
-from ..clis import CLIS, TAUGHT, compacting, needs_clis
+from ..clis import CLIS, TAUGHT, compacting, needs_clis, real_runtimes
 from ..sandbox.kit import needs_bwrap
 
 pytestmark = [needs_clis, needs_bwrap]
@@ -54,11 +54,7 @@ async def test_sandboxed_clis_on_temporal_resume_their_sessions_from_one_turn_ac
     work.mkdir()
     async with ScriptedModel(script) as model:
         homes = tmp_path / "homes"
-        runtimes = {
-            "claude": Runtime(harness="claude", command=(find_cli("claude"),), env=claude_env(model, homes / "claude")),
-            "codex": Runtime(harness="codex", command=(find_cli("codex"),), env=codex_env(model, homes / "codex")),
-            "pi": Runtime(harness="pi", command=(find_cli("pi"),), model="fake/fake-model", env=pi_env(model, homes / "pi")),
-        }
+        runtimes = real_runtimes(model, homes)
 
         @workflow(name="sandboxed-remember", description="Three sandboxed CLIs, two turns each, each an activity.")
         async def flow(wf):  # type: ignore[no-untyped-def]
