@@ -146,10 +146,9 @@ async def test_a_sync_handler_ignoring_its_signal_is_abandoned_after_the_grace(t
     assert line["ended_at"] - line["started_at"] == pytest.approx(60 + TOOL_SETTLE_GRACE_SECONDS, abs=1)
 
 
-@pytest.mark.virtual_time
 async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_abandoned(tmp_path):
-    from agentswf.engine.tools.broker import TOOL_SETTLE_GRACE_SECONDS
-
+    """In real time: the handler is a real thread, busy while the run is cancelled, which a virtual
+    clock can't see; under load the clock jumped past the settle grace's end to the next deadline."""
     started, release = threading.Event(), threading.Event()
 
     async def script(turn):
@@ -161,12 +160,8 @@ async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_a
         agent = await wf.agents.open("a", runtime="shell:true", tools=tools)
         await agent.run("Go.", timeout=60)
 
-    cancelled: list[float] = []
-
     async def cancel_when_started(scope: anyio.CancelScope) -> None:
-        while not started.is_set():  # short looks: the clock steps by them, never to a deadline
-            await anyio.sleep(0.01)
-        cancelled.append(anyio.current_time())
+        await anyio.to_thread.run_sync(started.wait, 10)
         scope.cancel()
 
     began = time.monotonic()
@@ -174,11 +169,10 @@ async def test_a_cancelled_run_does_not_wait_for_a_sync_handler_and_records_it_a
         async with anyio.create_task_group() as group:
             group.start_soon(cancel_when_started, group.cancel_scope)
             await run_workflow(_wf(fn), agents={"a": answer(script)}, run_root=tmp_path)
-        took, real = anyio.current_time() - cancelled[0], time.monotonic() - began
+        took = time.monotonic() - began
     finally:
         release.set()
-    assert took <= TOOL_SETTLE_GRACE_SECONDS + 1, took  # the settle grace at most
-    assert real < 8, real  # never the handler's 30 s, which are real (its thread's)
+    assert took < 8, took  # the settle grace at most, never the handler's 30 s
     [run_dir] = list(tmp_path.glob("t/*"))
     assert json.loads((run_dir / "output.json").read_text())["outcome"] == "cancelled"
     [line] = tool_lines(run_dir)
