@@ -123,18 +123,24 @@ async def _started_on(address: str, workflow_id: str) -> None:
             await asyncio.sleep(POLL_SECONDS)
 
 
+def _ended(started: list[subprocess.Popen[str]]) -> tuple[int, str, str]:
+    """`awf run`'s exit status and stderr once it ends (within ENDED_SECONDS, else the test fails), and
+    what the workers said, stopped."""
+    try:
+        _, said = started[0].communicate(timeout=ENDED_SECONDS)
+    except subprocess.TimeoutExpired:
+        rest = stop_groups(started)
+        pytest.fail(f"awf run still waits {ENDED_SECONDS:g}s after its start: {rest}")
+    return started[0].returncode, said, stop_groups(started[1:])
+
+
 @pytest.mark.parametrize("host_has_key", [True, False], ids=["another-key", "no-key"])
 def test_a_host_that_cant_read_its_workers_answer_ends_the_run_failed_in_a_line(
     temporal_address: str, tmp_path: Path, host_has_key: bool
 ) -> None:
     host, worker = (os.urandom(32) if host_has_key else None), os.urandom(32)
     started = _started(tmp_path, temporal_address, host, worker)
-    try:
-        _, said = started[0].communicate(timeout=ENDED_SECONDS)
-    except subprocess.TimeoutExpired:
-        rest = stop_groups(started)
-        pytest.fail(f"awf run still waits {ENDED_SECONDS:g}s after its start: {rest}")
-    code, rest = started[0].returncode, stop_groups(started[1:])
+    code, said, rest = _ended(started)
     held = f"it holds {payload_key_id(host)}" if host is not None else f"it has no payload key ({PAYLOAD_KEY_VARIABLE})"
     why = (f"its workflow failed on Temporal: this run's host (the process that runs its workflow's code) can't read its "
            f"worker's answer: it is encrypted with payload key '{payload_key_id(worker)}', which the host doesn't hold "
@@ -153,12 +159,7 @@ def test_a_worker_without_the_runs_payload_key_fails_the_run_in_a_line(temporal_
     """The reverse: the worker can't read the turn (and says why); its failure, in plaintext, fails the turn."""
     host = os.urandom(32)
     started = _started(tmp_path, temporal_address, host, None)
-    try:
-        _, said = started[0].communicate(timeout=ENDED_SECONDS)
-    except subprocess.TimeoutExpired:
-        rest = stop_groups(started)
-        pytest.fail(f"awf run still waits {ENDED_SECONDS:g}s after its start: {rest}")
-    code, rest = started[0].returncode, stop_groups(started[1:])
+    code, said, rest = _ended(started)
     assert code == 1 and "awf: keyed failed: TurnNotAnswered: turn 1 of one ended failed: the turn's activity failed" in said
     assert f"encrypted with payload key '{payload_key_id(host)}'" in said  # the worker's cause, not only the SDK's words
     assert (f"awf: refused: a payload from Temporal is encrypted with payload key '{payload_key_id(host)}', which this "
