@@ -115,15 +115,17 @@ def _tmux(socket: str, *args: str) -> str:
     return subprocess.run(["tmux", "-S", socket, *args], check=True, capture_output=True, text=True, timeout=10).stdout
 
 
-def _screen_until(socket: str, pattern: str) -> str:
+def _screen_until(socket: str, *patterns: str) -> str:
+    """The pane's screen once it shows every pattern at once: the view draws a turn's start (its
+    call.json) before a log line written earlier reaches the record's batched logs."""
     deadline = time.monotonic() + WAIT_SECONDS
     screen = ""
     while time.monotonic() < deadline:
         screen = _tmux(socket, "capture-pane", "-p", "-t", "view")
-        if re.search(pattern, screen):
+        if all(re.search(pattern, screen) for pattern in patterns):
             return screen
         time.sleep(0.1)
-    raise AssertionError(f"the screen never showed {pattern!r}:\n{screen}")
+    raise AssertionError(f"the screen never showed {patterns!r}:\n{screen}")
 
 
 @pytest.mark.needs("tmux")
@@ -133,7 +135,7 @@ def test_the_live_view_in_a_real_terminal(tmp_path, flows):
     command = f"cd {tmp_path} && env -u COLUMNS -u LINES {sys.executable} -m agentswf run {flows} --workflow busy --timeout 2h --budget 10turns; sleep 60"
     _tmux(socket, "new-session", "-d", "-s", "view", "-x", "150", "-y", "30", command)
     try:
-        screen = _screen_until(socket, r"review:sleeper\s+in turn")
+        screen = _screen_until(socket, r"review:sleeper\s+in turn", "the quick one is done", "budget: 1/10 turns")
         lines = screen.splitlines()
         group = _index(lines, "review (2)")
         assert "1 in turn" in lines[group]
