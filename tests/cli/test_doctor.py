@@ -68,12 +68,15 @@ def test_doctor_lists_the_acp_runtimes_their_native_binary_version_standing_and_
         (clis / name).symlink_to(str(find_cli(name)))
     path = os.pathsep.join([str(clis), os.environ.get("PATH", os.defpath)])
     env = {"PATH": path, "HOME": str(tmp_path / "home"), "GEMINI_API_KEY": "sk-gem"}
+    # copilot's first run in a home unpacks its 235 MB payload into ~/.cache: done here, outside
+    # doctor's 10 s for `--version`, which a loaded CI disk once outlasted (a person's is unpacked once).
+    subprocess.run([str(clis / "copilot"), "--version"], env=env, capture_output=True, timeout=120, check=True)
 
     out = doctor(tmp_path, env).stdout
 
     qwen, copilot = (shown(version_of(name) or ()) for name in ("qwen", "copilot"))
     assert f"  qwen: {clis / 'qwen'}\n    {qwen}, " in out
-    assert "\n  copilot: " in out and f"copilot-linux-x64/copilot\n    {copilot}, " in out
+    assert "\n  copilot: " in out and f"copilot-linux-x64/copilot\n    {copilot}, " in out, out
     assert standing("qwen", version_of("qwen") or ()) != "tested" or f"{qwen}, tested (0.24.4–0.24.4)\n" in out
     assert "    no login or key found: Configure qwen's model and credentials as for qwen alone" in out
     gemini = "  gemini: not on PATH; install it with `npm install -g @google/gemini-cli@0.61.0`\n"
