@@ -50,7 +50,7 @@ async def main(n: int) -> None:
         await server.start({"PATH": os.defpath, "HOME": str(directory)}, directory)
         await server.open_window(["sleep", "600"], directory)
         bare = [tmux, "-S", str(server.socket), "-f", "/dev/null", "capture-pane", "-p", "-t", "agent"]
-        each = keep_command(sys.executable, lifeline(), 1.0, bare)
+        each = keep_command(sys.executable, lifeline(), 1.0, None, bare)
         times: dict[str, list[float]] = {"bare": [], "checked": [], "keeper_each": []}
         cpu = dict.fromkeys(times, 0.0)
         for _ in range(n):

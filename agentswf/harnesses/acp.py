@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +45,6 @@ from .acp_turn import Turn
 from .base import Attempt, AttemptEnding, AttemptResult, Harness, Operation, OperationResult, is_session_id
 from .cli import looks_like_login
 from .jsonrpc import CLIENT_INFO, Answer, Notice, Peer, Request, Rpc
-from .keeper import remove_tree
 from .prices import LIST_PRICES, Prices, estimate
 from .process import Channel, ChannelClosed, open_in_group
 from .usage import Usage
@@ -142,27 +140,16 @@ class AcpHarness(Harness):
         env = {**self.agent.env, **self.attempt_env(attempt)}
         if self.model is not None and self.agent.model_env is not None:
             env[self.agent.model_env] = self.model
-        argv: list[str] | tuple[str, ...] = self.command
-        scratch = None
-        if attempt.confine is not None:  # the sandbox's: its own /tmp, its home (where `before_load` mends)
-            argv, env = attempt.confine(argv, attempt.cwd, env)
-        else:  # the CLIs leave files in TMPDIR: the attempt's own, removed after
-            scratch = tempfile.mkdtemp(prefix="awf-acp-")
-            env["TMPDIR"] = scratch
         result: Any = None
-        try:
-            async with open_in_group(argv, cwd=attempt.cwd, env=env, started=attempt.started) as channel:
-                client = _Client(channel, turn, self.agent.name)
-                try:
-                    result = await self._turn(client, attempt, turn, env)
-                except AcpError as error:
-                    ending = _failed(self.agent.name, error)
-                else:
-                    ending = _ending(self.agent.name, result)
-        finally:
-            if scratch is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(remove_tree, scratch)
+        # confined, the sandbox's /tmp and home (where `before_load` mends); else a TMPDIR of its own
+        async with open_in_group(self.command, cwd=attempt.cwd, env=env, started=attempt.started, confine=attempt.confine) as channel:
+            client = _Client(channel, turn, self.agent.name)
+            try:
+                result = await self._turn(client, attempt, turn, channel.env)
+            except AcpError as error:
+                ending = _failed(self.agent.name, error)
+            else:
+                ending = _ending(self.agent.name, result)
         session = turn.session or attempt.session  # one that failed before it reopened its session keeps it
         return AttemptResult(ending, session=session, usage=self._usage(session, result, turn), output=turn.record())
 

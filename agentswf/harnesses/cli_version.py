@@ -10,7 +10,6 @@ read, is warned of once a run, and the run goes on with it.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,9 +51,8 @@ async def read_version(cli: str, path: str, env: Mapping[str, str], cwd: Path) -
     if key in _read:
         return _read[key]
     exited = None
-    with tempfile.TemporaryDirectory(prefix="awf-version-") as scratch, anyio.move_on_after(VERSION_TIMEOUT_SECONDS):
-        # a temporary directory of its own, removed after: opencode makes `$TMPDIR/opencode` even to say its version
-        exited = await run_in_group([path, "--version"], input=b"", cwd=cwd, env={**env, "TMPDIR": scratch})
+    with anyio.move_on_after(VERSION_TIMEOUT_SECONDS):  # in a TMPDIR of its own: opencode makes `$TMPDIR/opencode` even to say its version
+        exited = await run_in_group([path, "--version"], input=b"", cwd=cwd, env=env)
     if exited is None:
         found = CliVersion(cli, path, None, f"`{path} --version` gave no answer in {VERSION_TIMEOUT_SECONDS:g} s")
     else:

@@ -1,6 +1,6 @@
 """The keeper: a small process per agent attempt, so that nothing the agent starts outlives it.
 
-    python -S -I keeper.py keep <lifeline fd> <grace seconds> <argv…>
+    python -S -I keeper.py keep <lifeline fd> <grace seconds> <scratch dir or ""> <argv…>
     python -S -I keeper.py watch <lifeline fd> <run dir>
 
 (The run starts it with `-c`, importing this file, for its cached bytecode.)
@@ -17,7 +17,8 @@ the CLI on its own standard streams and waits, and then kills every process left
   included): everything is killed at once.
 
 It kills in passes (a process may fork while its siblings die) until a pass finds none,
-reaps, and exits with the CLI's status, or by the CLI's signal, as the CLI would have.
+reaps, removes the attempt's scratch directory (its TMPDIR, where the CLIs leave files: a dead
+run's too), and exits with the CLI's status, or by the CLI's signal, as the CLI would have.
 The CLI runs in a process group of its own; where there is no subreaper (not Linux), that
 group is what the keeper kills, and what leaves it (`setsid`, a group of its own) escapes.
 
@@ -165,10 +166,11 @@ def _alive(pid: int) -> bool:
 class Keeper:
     """One attempt's CLI and everything under it."""
 
-    def __init__(self, argv: list[str], lifeline: int, grace: float) -> None:
+    def __init__(self, argv: list[str], lifeline: int, grace: float, scratch: str) -> None:
         self.argv = argv
         self.lifeline = lifeline
         self.grace = grace
+        self.scratch = scratch  # the attempt's TMPDIR, removed once nothing under the keeper is left; "": none
         self.subreaper = become_subreaper()
         self.cli = 0
         self.status: int | None = None  # the CLI's wait status, once reaped
@@ -223,6 +225,7 @@ class Keeper:
             )
         except OSError as error:
             sys.stderr.write(f"agentswf: can't run {self.argv[0]}: {error.strerror or error}\n")
+            self.remove_scratch()
             os._exit(127 if isinstance(error, FileNotFoundError) else 126)
         poller = select.poll()
         poller.register(self.lifeline, select.POLLIN | select.POLLHUP)
@@ -247,7 +250,12 @@ class Keeper:
             if term_by is not None and time.monotonic() >= term_by:
                 break
         self.kill_all()
+        self.remove_scratch()
         self.exit()
+
+    def remove_scratch(self) -> None:
+        if self.scratch:
+            remove_tree(self.scratch)
 
     def exit(self) -> None:
         """Exit as the CLI did: with its status, or by its signal."""
@@ -376,8 +384,8 @@ def _empty(directory: int) -> None:
 _START = f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); import keeper; keeper.main(sys.argv[1:])"
 
 
-def keep_command(python: str, lifeline: int, grace: float, argv: list[str]) -> list[str]:
-    return [python, "-S", "-I", "-c", _START, "keep", str(lifeline), repr(grace), *argv]
+def keep_command(python: str, lifeline: int, grace: float, scratch: str | None, argv: list[str]) -> list[str]:
+    return [python, "-S", "-I", "-c", _START, "keep", str(lifeline), repr(grace), scratch or "", *argv]
 
 
 def watch_command(python: str, lifeline: int, run_dir: str) -> list[str]:
@@ -385,12 +393,12 @@ def watch_command(python: str, lifeline: int, run_dir: str) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) >= 4 and argv[0] == "keep":
-        Keeper(argv[3:], int(argv[1]), float(argv[2])).run()
+    if len(argv) >= 5 and argv[0] == "keep":
+        Keeper(argv[4:], int(argv[1]), float(argv[2]), argv[3]).run()
     elif len(argv) == 3 and argv[0] == "watch":
         watch(int(argv[1]), argv[2])
     else:
-        sys.exit("usage: keeper.py keep <fd> <grace> <argv…> | watch <fd> <run dir>")
+        sys.exit("usage: keeper.py keep <fd> <grace> <scratch dir or \"\"> <argv…> | watch <fd> <run dir>")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,11 @@ end whatever still carries it is killed too: a second net, for what escaped a ke
 
 `run_in_group` runs a CLI to its end with its input given at once; `open_in_group` keeps its
 input open for a session of lines (codex's app-server, pi's rpc mode), with the same keeper.
+
+An attempt outside a sandbox gets a TMPDIR of its own (`SCRATCH_PREFIX`), removed at its end by
+its keeper (a dead run's too) and by the run: the CLIs leave files there (claude its
+`claude-<uid>` directory and `cc-socks/<pid>.sock`, opencode `opencode/`), and /tmp is everyone's.
+A sandboxed attempt has the sandbox's own /tmp.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,7 +37,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..errors import HarnessError
 from .base import Confine
-from .keeper import MARK_VARIABLE, keep_command, kill_marked, watch_command
+from .keeper import MARK_VARIABLE, keep_command, kill_marked, remove_tree, watch_command
 
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
 KEEPER_GRACE_SECONDS = 1.0  # past KILL_GRACE_SECONDS, for a keeper to kill and reap its tree
@@ -42,6 +48,7 @@ SESSION_EXIT_SECONDS = 2.0  # for a session CLI to end once its standard input i
 LINES_WAITING = 64  # lines of a session CLI's output read ahead of its client
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer output line is not handed to the reader
 _READ_BYTES = 65536
+SCRATCH_PREFIX = "awf-tmp-"  # an unsandboxed attempt's TMPDIR, in the run's own
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,15 +194,26 @@ async def stop_group(process: Process) -> None:
         await process.wait()
 
 
+def _confined(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], confine: Confine | None
+) -> tuple[Sequence[str], Mapping[str, str], str | None]:
+    """The command and environment an attempt runs with: in its sandbox, or with a TMPDIR of its own (made here)."""
+    if confine is not None:
+        return (*confine(argv, cwd, env), None)
+    scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    return argv, {**env, "TMPDIR": scratch}, scratch
+
+
 async def _spawn(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], mark: str, started: Callable[[int], None] | None
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], mark: str, started: Callable[[int], None] | None,
+    scratch: str | None,
 ) -> Process:
     """The keeper of `argv`, in a session of its own, holding the lifeline."""
     # Shielded: cancelled mid-spawn, the event loop would kill the new process alone (not its
     # group) and lose it, leaving whatever it had started already running.
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
-            keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, list(argv)),
+            keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, scratch, list(argv)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -209,12 +227,17 @@ async def _spawn(
     return process
 
 
-async def _gone(process: Process, mark: str) -> None:
-    """Stop the keeper and its tree, then whatever still carries the attempt's mark."""
-    await stop_group(process)
+async def _gone(process: Process | None, mark: str, scratch: str | None) -> None:
+    """Stop the keeper and its tree, then whatever still carries the attempt's mark; remove its
+    scratch directory (its keeper has, unless it was killed first)."""
+    if process is not None:
+        await stop_group(process)
     with anyio.CancelScope(shield=True):
-        await process.aclose()
-        await anyio.to_thread.run_sync(kill_marked, mark)
+        if process is not None:
+            await process.aclose()
+            await anyio.to_thread.run_sync(kill_marked, mark)
+        if scratch is not None:
+            await anyio.to_thread.run_sync(remove_tree, scratch)
 
 
 async def run_in_group(
@@ -234,12 +257,12 @@ async def run_in_group(
     as it runs: every process of the attempt descends from it. `confine` wraps the command
     the keeper runs (a sandbox's: the keeper stays outside, the sandbox is its child).
     """
-    if confine is not None:
-        argv, env = confine(argv, cwd, env)
+    argv, env, scratch = _confined(argv, cwd, env, confine)
     mark = attempt_mark(env)
-    process = await _spawn(argv, cwd, env, mark, started)
+    process = None
     stdout, stderr = _Tail(OUTPUT_TAIL_BYTES, read_line), _Tail(OUTPUT_TAIL_BYTES)
     try:
+        process = await _spawn(argv, cwd, env, mark, started, scratch)
         async with anyio.create_task_group() as pipes:
             pipes.start_soon(_feed, process.stdin, input)
             pipes.start_soon(_drain, process.stdout, stdout)
@@ -247,7 +270,7 @@ async def run_in_group(
             await process.wait()  # the keeper has killed what the CLI left
             pipes.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE_SECONDS
     finally:
-        await _gone(process, mark)
+        await _gone(process, mark, scratch)
     stdout.finish()
     return Exited(process.returncode if process.returncode is not None else -1, stdout.text(), stderr.text())
 
@@ -255,7 +278,8 @@ async def run_in_group(
 class Channel:
     """A CLI whose standard input stays open (a JSON-RPC or rpc-mode session): lines to it, lines from it."""
 
-    def __init__(self, process: Process, lines: MemoryObjectReceiveStream[bytes], stderr: _Tail) -> None:
+    def __init__(self, process: Process, lines: MemoryObjectReceiveStream[bytes], stderr: _Tail, env: Mapping[str, str]) -> None:
+        self.env = env  # what the CLI runs with: its sandbox's, or with its own TMPDIR
         self._process = process
         self._lines = lines
         self._stderr = stderr
@@ -329,13 +353,16 @@ async def open_in_group(
     on its own; then it and everything it started are stopped, as a cancelled attempt is.
     Cancelling the block stops them at once. `started` and `confine` are as `run_in_group`'s.
     """
-    if confine is not None:
-        argv, env = confine(argv, cwd, env)
+    argv, env, scratch = _confined(argv, cwd, env, confine)
     mark = attempt_mark(env)
-    process = await _spawn(argv, cwd, env, mark, started)
+    try:
+        process = await _spawn(argv, cwd, env, mark, started, scratch)
+    except BaseException:
+        await _gone(None, mark, scratch)
+        raise
     stderr = _Tail(OUTPUT_TAIL_BYTES)
     send_lines, receive_lines = anyio.create_memory_object_stream[bytes](LINES_WAITING)
-    channel = Channel(process, receive_lines, stderr)
+    channel = Channel(process, receive_lines, stderr, env)
     failure: Exception | None = None
     try:
         async with anyio.create_task_group() as pipes:
@@ -352,7 +379,7 @@ async def open_in_group(
                 receive_lines.close()
                 pipes.cancel_scope.cancel()
     finally:
-        await _gone(process, mark)
+        await _gone(process, mark, scratch)
     if failure is not None:
         raise failure
 

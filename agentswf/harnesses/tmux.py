@@ -101,7 +101,7 @@ class TmuxServer:
         self.path = env.get("PATH", os.defpath)
         with anyio.CancelScope(shield=True):  # as in run_in_group: never lose a half-started keeper
             keeper = self.keeper = await anyio.open_process(
-                keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, [self.tmux, *self._server_args(), "-D"]),
+                keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, None, [self.tmux, *self._server_args(), "-D"]),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -166,7 +166,7 @@ class TmuxServer:
         runner = [sys.executable, "-S", "-I", "-c", _RUNNER, self.tmux, str(self.socket), repr(COMMAND_TIMEOUT_SECONDS)]
         with anyio.CancelScope(shield=True):
             client = self.client = await anyio.open_process(
-                keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, runner),
+                keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, None, runner),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

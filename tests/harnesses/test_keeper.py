@@ -49,7 +49,7 @@ def spawn_keeper(command: str, grace: float = 2.0) -> tuple[subprocess.Popen[byt
     """A keeper started by hand, with a lifeline of its own: (the keeper, the lifeline's write end)."""
     read, write = os.pipe()
     process = subprocess.Popen(
-        keeper.keep_command(sys.executable, read, grace, ["/bin/sh", "-c", command]), pass_fds=(read,), start_new_session=True
+        keeper.keep_command(sys.executable, read, grace, None, ["/bin/sh", "-c", command]), pass_fds=(read,), start_new_session=True
     )
     os.close(read)
     return process, write

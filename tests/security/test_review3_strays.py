@@ -94,7 +94,7 @@ assert keeper.become_subreaper()
 read, write = os.pipe()
 cli = f'"{hop}" "{out}" {pause} </dev/null >/dev/null 2>&1 & while [ ! -e "{out}/beat" ]; do sleep 0.01; done'
 started = time.monotonic()
-kept = subprocess.Popen(keeper.keep_command(sys.executable, read, 2.0, ["/bin/sh", "-c", cli]), pass_fds=(read,))
+kept = subprocess.Popen(keeper.keep_command(sys.executable, read, 2.0, None, ["/bin/sh", "-c", cli]), pass_fds=(read,))
 kept.wait()  # the CLI exited: the keeper killed what it could
 took = time.monotonic() - started
 
