@@ -118,8 +118,8 @@ def live_pane_server(path: str) -> str | None:
     keeper = parent_of(server)
     words = [word for word in _proc(server, "cmdline").split(b"\0") if word]
     kept_by = [word for word in _proc(keeper, "cmdline").split(b"\0") if word] if keeper is not None else []
-    # the keeper's command line: `… keep <fd> <grace> <the server's>`
-    if not started_for(server, path) or kept_by[-len(words) - 3 :][:1] != [b"keep"] or kept_by[-len(words) :] != words:
+    # the keeper's command line: `… keep <fd> <grace> <the panes' scratch directory> <the server's>`
+    if not started_for(server, path) or kept_by[-len(words) - 4 :][:1] != [b"keep"] or kept_by[-len(words) :] != words:
         return f"process {server} listening on {path} is not a tmux server the run started there"
     started = {child: started_at(child) for child in children_of(keeper or 0)}
     first = min((when, child) for child, when in started.items() if when is not None)[1] if started else None

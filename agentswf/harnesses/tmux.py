@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,9 +34,9 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..errors import HarnessError
-from .keeper import KILL_PATIENCE_SECONDS, MARK_VARIABLE, PASS_PAUSE_SECONDS, keep_command, kill_marked
+from .keeper import KILL_PATIENCE_SECONDS, MARK_VARIABLE, PASS_PAUSE_SECONDS, keep_command, kill_marked, remove_tree
 from .pane_kept_check import children_of, listener, parent_of, started_at
-from .process import KILL_GRACE_SECONDS, attempt_mark, lifeline, stop_group
+from .process import KILL_GRACE_SECONDS, SCRATCH_PREFIX, attempt_mark, lifeline, stop_group
 
 TMUX_INSTALL = "apt-get install -y tmux"
 SOCKET_WAIT_SECONDS = 10.0  # for the server to listen after it starts
@@ -70,6 +71,7 @@ class TmuxServer:
         self.socket = socket
         self.holds = holds
         self.keeper: Process | None = None
+        self.scratch: str | None = None  # the panes' TMPDIR, as an unsandboxed attempt's (process.py), gone with the server
         self.mark = ""
         self.path = os.defpath  # the agent's PATH: tmux gives a new pane its client's PATH, not the server's
         self.server: tuple[int, int] | None = None  # the server's pid and start time, as the kernel said
@@ -99,14 +101,15 @@ class TmuxServer:
         """Start the server under a new keeper; the keeper's pid, once the server listens."""
         self.mark = attempt_mark(env)
         self.path = env.get("PATH", os.defpath)
+        scratch = self.scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
         with anyio.CancelScope(shield=True):  # as in run_in_group: never lose a half-started keeper
             keeper = self.keeper = await anyio.open_process(
-                keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, None, [self.tmux, *self._server_args(), "-D"]),
+                keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, scratch, [self.tmux, *self._server_args(), "-D"]),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 cwd=cwd,
-                env={**env, MARK_VARIABLE: self.mark},
+                env={**env, "TMPDIR": scratch, MARK_VARIABLE: self.mark},
                 start_new_session=True,
                 pass_fds=(lifeline(),),
             )
@@ -254,7 +257,7 @@ class TmuxServer:
     async def stop(self) -> None:
         """The server and everything in its panes gone: the keeper stops them all."""
         await self._stop_client()
-        keeper, self.keeper = self.keeper, None
+        keeper, self.keeper, scratch, self.scratch = self.keeper, None, self.scratch, None
         self.server, self.tui, self.tui_tree = None, None, {}  # a start after this finds its own
         if keeper is None:
             return
@@ -262,6 +265,8 @@ class TmuxServer:
             await stop_group(keeper)
             await keeper.aclose()
             await anyio.to_thread.run_sync(kill_marked, self.mark)
+            if scratch is not None:
+                await anyio.to_thread.run_sync(remove_tree, scratch)
         self._release(keeper.pid)
         try:
             self.socket.unlink()

@@ -41,12 +41,9 @@ def claude_env(model: ScriptedModel, home: str | os.PathLike[str]) -> dict[str, 
     """
     config = Path(home) / ".claude"
     config.mkdir(parents=True, exist_ok=True)
-    scratch = Path(home) / "tmp"  # claude's own temp files, kept out of /tmp/claude-<uid>
-    scratch.mkdir(exist_ok=True)
     env = {
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": str(config),
-        "CLAUDE_CODE_TMPDIR": str(scratch),
         "ANTHROPIC_BASE_URL": model.base_url,
         "ANTHROPIC_API_KEY": API_KEY,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
