@@ -331,7 +331,7 @@ def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
 
 async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool, by: str = "") -> Any:
     """The run's query `name`, or its update sealed as sent `by` a person (refused in an agent's tree),
-    sent only once this command reads the run's answers (codec.py: a command with another payload key)."""
+    sent only where this command encrypts as the run's host does (codec.py: a command with another key)."""
     if update:  # before temporalio is imported: a refusal is said and exits cleanly
         refuse_agents()
         key = run_key(create=False)

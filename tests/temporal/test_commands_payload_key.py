@@ -19,13 +19,27 @@ import pytest
 pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 pytest.importorskip("cryptography", reason="agentswf[temporal] is not installed (pip install -e '.[temporal]')")
 
+from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.converter import ActivitySerializationContext, DefaultFailureConverter, WorkflowSerializationContext
+from temporalio.exceptions import ApplicationError
 
 import agentswf
 from agentswf import tool, workflow
 from agentswf.harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE
 from agentswf.temporal import TemporalEngine, codec, on_asyncio
-from agentswf.temporal.codec import PayloadKeys, payload_key_id, unreadable_in
+from agentswf.temporal.codec import (
+    HOST_REFUSED,
+    UNREADABLE,
+    HostCipher,
+    HostPayloadConverter,
+    PayloadKeys,
+    Unreadable,
+    command_refused,
+    payload_key_id,
+    unreadable_in,
+)
 from agentswf.temporal.engine import connect
 from agentswf.temporal.keys import load_key, seal
 from agentswf.temporal.messages import DECIDE_UPDATE, RECORD_FILE, DecideRequest
@@ -57,6 +71,53 @@ def approving(script: Path) -> WorkflowDefinition:
         return (await agent.run("Deploy.", timeout="3m")).value
 
     return approving
+
+
+def test_a_command_is_sent_only_where_it_encrypts_as_the_runs_host_does() -> None:
+    key, newer = os.urandom(32), os.urandom(32)
+    host, mine = payload_key_id(key), payload_key_id(newer)
+    assert command_refused(host, PayloadKeys(key)) is None and command_refused(None, PayloadKeys()) is None
+    assert command_refused(host, PayloadKeys(key, [newer])) is None  # its old keys aren't what it sends with
+    assert command_refused(host, PayloadKeys(newer, [key])) == (  # the host's key only among the old: refused
+        f"refused, nothing was sent: this run's host encrypts with payload key '{host}', and this command encrypts "
+        f"with payload key '{mine}': give the command the host's {PAYLOAD_KEY_VARIABLE}"
+    )
+    assert command_refused(host, PayloadKeys()) == (
+        f"refused, nothing was sent: this run's host encrypts with payload key '{host}', and this command has no "
+        f"payload key ({PAYLOAD_KEY_VARIABLE}): give the command the host's {PAYLOAD_KEY_VARIABLE}"
+    )
+    assert command_refused(None, PayloadKeys(newer)) == (
+        f"refused, nothing was sent: this run's host has no payload key, and this command encrypts with payload "
+        f"key '{mine}': run it without {PAYLOAD_KEY_VARIABLE}, or give the host that key"
+    )
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # no loop of the engine's: the codec alone
+async def test_what_a_host_cant_decrypt_is_a_conversion_failure_in_the_workflow_and_ends_the_run_from_a_worker() -> None:
+    key, other = os.urandom(32), os.urandom(32)
+    sent = PayloadKeys(other).encrypt(Payload(metadata={"encoding": b"json/plain"}, data=b'{"call_id":"c1"}'))
+    said = (f"this run's host can't read it: it is encrypted with payload key '{payload_key_id(other)}', which the host "
+            f"doesn't hold (it holds {payload_key_id(key)}): give the host and whoever sends to the run the same "
+            f"{PAYLOAD_KEY_VARIABLE}")
+    in_workflow = HostCipher(PayloadKeys(key)).with_context(WorkflowSerializationContext(namespace="default", workflow_id="w"))
+    [handed] = await in_workflow.decode([sent])
+    assert handed.metadata["encoding"] == UNREADABLE and handed.data.decode() == said
+    with pytest.raises(Unreadable) as raised:
+        HostPayloadConverter().from_payloads([handed], [dict])
+    # The SDK rejects the update with its own error caused by ours; the sender reads ours.
+    rejected = Failure()
+    try:
+        raise RuntimeError("Failed decoding arguments") from raised.value
+    except RuntimeError as sdk_error:
+        DefaultFailureConverter().to_failure(sdk_error, HostPayloadConverter(), rejected)
+    assert unreadable_in(DefaultFailureConverter().from_failure(rejected, HostPayloadConverter())) == said
+    in_activity = HostCipher(PayloadKeys(key)).with_context(ActivitySerializationContext(
+        namespace="default", workflow_id="w", workflow_type="agentswf", activity_type="agentswf.turn", activity_id="a",
+        activity_task_queue="q", is_local=False,
+    ))
+    with pytest.raises(ApplicationError) as ended:  # a worker's answer: the run ends (test_workers_payload_key)
+        await in_activity.decode([sent])
+    assert ended.value.type == HOST_REFUSED and ended.value.non_retryable
 
 
 def shell(key: bytes | None) -> dict[str, str]:
