@@ -43,6 +43,8 @@ from .runs import UsageFailure, live_run_dir, pending_line, run_dir_of
 from .shown import shown, shown_json
 
 if TYPE_CHECKING:
+    from temporalio.client import Client
+
     from ..temporal.codec import PayloadKeys
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
@@ -142,11 +144,12 @@ def engine_options(options: argparse.Namespace) -> dict[str, Any]:
     payload_keys()
     key = run_key(create=True)
     options.talked_to_temporal = True
-    from ..temporal.codec import SDK_WORKFLOW_LOGGER, KeyErrorsInALine
+    from ..temporal.codec import SDK_WORKFLOW_LOGGERS, KeyErrorsInALine
     from ..temporal.turns import say_refused
 
     # A run its host ended for a worker's answer it can't decrypt: said once, by the run's ending, not by a traceback.
-    logging.getLogger(SDK_WORKFLOW_LOGGER).addFilter(KeyErrorsInALine(say_refused))
+    for name in SDK_WORKFLOW_LOGGERS:
+        logging.getLogger(name).addFilter(KeyErrorsInALine(say_refused))
     engine = TemporalEngine(
         address=options.address, namespace=options.namespace, task_queue=options.task_queue,
         run_turns=not options.no_turns_here, key=key,
@@ -191,14 +194,15 @@ def command_worker(options: argparse.Namespace) -> int:
 
 
 async def _serve(options: argparse.Namespace, definitions: list[Any], key: RunKey) -> None:
-    from ..temporal.codec import SDK_ACTIVITY_LOGGER, SDK_WORKFLOW_LOGGER, KeyErrorsInALine
+    from ..temporal.codec import SDK_ACTIVITY_LOGGER, SDK_WORKFLOW_LOGGERS, KeyErrorsInALine
     from ..temporal.engine import connect, turn_worker, workflow_worker
     from ..temporal.turns import say_refused
 
     logging.getLogger(SDK_ACTIVITY_LOGGER).addFilter(KeyErrorsInALine(say_refused))  # a turn it can't decrypt: a line
-    logging.getLogger(SDK_WORKFLOW_LOGGER).addFilter(  # a run it ended for a worker's answer it can't decrypt: a line
-        KeyErrorsInALine(say_refused, ended=lambda why: print(f"awf: a run's workflow failed: {why}", file=sys.stderr, flush=True))
-    )
+    for name in SDK_WORKFLOW_LOGGERS:  # a run it ended for a worker's answer, or a start, it can't decrypt: a line
+        logging.getLogger(name).addFilter(KeyErrorsInALine(
+            say_refused, ended=lambda why: print(f"awf: a run's workflow failed: {why}", file=sys.stderr, flush=True)
+        ))
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -326,13 +330,16 @@ def command_pending(options: argparse.Namespace, run: dict[str, Any]) -> int:
 
 
 async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool, by: str = "") -> Any:
-    """The run's query `name`, or its update sealed as sent `by` a person (refused in an agent's tree)."""
+    """The run's query `name`, or its update sealed as sent `by` a person (refused in an agent's tree),
+    sent only where this command encrypts as the run's host does (codec.py: a command with another key)."""
     if update:  # before temporalio is imported: a refusal is said and exits cleanly
         refuse_agents()
         key = run_key(create=False)
     try:
-        from temporalio.client import WorkflowUpdateFailedError
+        from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
+        from temporalio.service import RPCError
 
+        from ..temporal.codec import unreadable_in
         from ..temporal.engine import connect
         from ..temporal.keys import seal
     except ImportError:  # installed without the extra: said, not a traceback
@@ -343,12 +350,33 @@ async def _ask(run: dict[str, Any], name: str, arg: Any, *, update: bool, by: st
         if not update:
             return await handle.query(name)
         run_id = (await handle.describe()).run_id  # the seal is for this run of the workflow only
+        await _same_payload_key(client, run["workflow_id"], run_id)
         sealed = seal(key, arg, kind="update", workflow=run["workflow_id"], run=run_id, name=name, by=by)
         return await client.get_workflow_handle(run["workflow_id"], run_id=run_id).execute_update(name, sealed)
-    except WorkflowUpdateFailedError as error:  # refused by the workflow: its seal, say
-        raise UsageFailure(f"the run refused it: {getattr(error.cause, 'message', error.cause)}") from None
+    except WorkflowUpdateFailedError as error:  # refused by the workflow: its seal, say, or a payload key
+        said = unreadable_in(error.cause) or str(getattr(error.cause, "message", error.cause))
+        raise UsageFailure(f"the run refused it: {said}") from None
+    except WorkflowQueryFailedError as error:
+        raise UsageFailure(f"the run's workflow did not answer: {error.message}") from None
+    except RPCError as error:  # Temporal's answer, not the workflow's
+        raise UsageFailure(f"Temporal at {run['address']} refused it: {error.message}") from None
     except RuntimeError as error:  # the SDK's connection failure
         raise UsageFailure(f"Temporal at {run['address']} isn't answering: {error}") from None
+
+
+async def _same_payload_key(client: Client, workflow_id: str, run_id: str) -> None:
+    """Raise UsageFailure, before anything is sent to the run, where this command's payload key is not
+    the one its host encrypts with (codec.py: a command with another payload key)."""
+    from temporalio.common import RawValue
+
+    from ..temporal.codec import command_refused, held_keys, key_id_of, without_codec
+    from ..temporal.messages import PENDING_QUERY
+
+    raw = without_codec(client).get_workflow_handle(workflow_id, run_id=run_id)
+    answer = await raw.query(PENDING_QUERY, result_type=RawValue)  # the host's, encrypted as it encrypts
+    refused = command_refused(key_id_of(answer.payload), held_keys())
+    if refused is not None:
+        raise UsageFailure(refused)
 
 
 def settle_record(options: argparse.Namespace) -> None:
@@ -504,7 +532,11 @@ async def _tail(run: dict[str, Any], show: Shown, *, follow: bool) -> None:
         return found
 
     try:
-        handle = (await connect(run["address"], run["namespace"])).get_workflow_handle(run["workflow_id"])
+        client = await connect(run["address"], run["namespace"])
+        handle = client.get_workflow_handle(run["workflow_id"])
+        described = await handle.describe()
+        if described.status is not None and described.status.name == "RUNNING":  # its queries send offsets
+            await _same_payload_key(client, run["workflow_id"], described.run_id)
         while True:
             description = await handle.describe()
             if description.status is None or description.status.name != "RUNNING":

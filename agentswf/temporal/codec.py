@@ -20,6 +20,25 @@ this process doesn't hold is a `PayloadKeyError` naming the key's id, never plai
 A process that hosts workflows' code (`awf run --engine temporal`, `awf worker --workflow`) ends
 a run whose worker's answer it can't decrypt (`HostCipher`): Temporal's SDK would otherwise fail
 the workflow task, log a traceback and try it again for ever, the run waiting with no end.
+
+A person's command (`awf approve`, `awf stop`, `awf send`...) sent with a key other than the run's
+is refused, and the run goes on as if it was never sent, at two depths:
+- the command first reads which key the run's host encrypts with (the key id on a query's answer,
+  read without decrypting: `without_codec`, `key_id_of`) and sends nothing unless it is the key the
+  command encrypts with (`command_refused`). A command without a key was otherwise taken as it is
+  (plaintext passes, for runs from before the key) and done, and then failed to read the answer:
+  the person was told it failed, the run had changed (measured: an `awf approve` approved).
+- the host never fails a workflow task for an update it can't decrypt (a command encrypted with a
+  key the host doesn't hold, a newer one, say; or anything sent with another key straight to the
+  frontend). Temporal's SDK (1.35) decodes a whole activation before the workflow sees it and fails
+  the task on a codec error, so the update was tried again, the workflow task in a failed state,
+  until the client gave up (about 20 s, then a traceback of `WorkflowNotReadyFailure`), every
+  other event of the run waiting meanwhile. A `HostCipher` instead hands such a payload on as
+  `UNREADABLE`, which only `HostPayloadConverter` takes, raising `Unreadable`: the SDK converts an
+  update's argument before its validator, and a failure there rejects the update (worker/
+  _workflow_instance.py `_apply_do_update`; sdk-dotnet#142 chose the same: "prevent acceptance on
+  invalid args"). A rejected update leaves nothing in the history. A run's start the host can't read
+  fails its workflow task as before (`Failed decoding arguments`), so a host with the key takes it.
 """
 
 from __future__ import annotations
@@ -33,7 +52,7 @@ import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Self
+from typing import Any, Self
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -41,8 +60,10 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.converter import (
     ActivitySerializationContext,
+    CompositePayloadConverter,
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
+    EncodingPayloadConverter,
     PayloadCodec,
     SerializationContext,
     WithSerializationContext,
@@ -61,6 +82,7 @@ ENCODING_KEY = "encoding"
 ENCRYPTED = b"binary/encrypted"  # the encoding Temporal's encryption samples name
 KEY_ID_KEY = "encryption-key-id"
 HOST_REFUSED = "PayloadKeyRefused"  # the type of the failure a run's workflow ends with when its host can't decrypt
+UNREADABLE = b"binary/agentswf-unreadable"  # a payload a run's host couldn't decrypt, handed on in its place
 NEW_KEY_HINT = "make one with `openssl rand -base64 32`"
 
 
@@ -133,9 +155,9 @@ class PayloadKeys:
     def decrypt(self, payload: Payload) -> Payload:
         """`payload` decrypted, if it was encrypted (else as it is); PayloadKeyError if its key isn't held
         or it doesn't decrypt (it was altered)."""
-        if payload.metadata.get(ENCODING_KEY) != ENCRYPTED:
+        key_id = key_id_of(payload)
+        if key_id is None:
             return payload
-        key_id = payload.metadata.get(KEY_ID_KEY, b"").decode(errors="replace")[:KEY_ID_CHARS]
         cipher = self._ciphers.get(key_id)
         if cipher is None:
             raise KeyNotHeld(key_id, self.ids)
@@ -150,6 +172,13 @@ class PayloadKeys:
         return f"<PayloadKeys current={self.current_id} held={self.ids}>"
 
 
+def key_id_of(payload: Payload) -> str | None:
+    """The id of the payload key `payload` is encrypted with (as its metadata says); None if it isn't."""
+    if payload.metadata.get(ENCODING_KEY) != ENCRYPTED:
+        return None
+    return payload.metadata.get(KEY_ID_KEY, b"").decode(errors="replace")[:KEY_ID_CHARS]
+
+
 def host_refusal(error: PayloadKeyError) -> str:
     """Why a run's workflow ended when its host couldn't decrypt a worker's answer, in a line: the key
     ids (never a key) and what to do."""
@@ -159,6 +188,53 @@ def host_refusal(error: PayloadKeyError) -> str:
     return (f"{said}: it is encrypted with payload key {error.key_id!r}, which the host doesn't hold "
             f"({held_ids(error.held)}): give the run's workers and its host the same {PAYLOAD_KEY_VARIABLE}, "
             f"or the workers' older key in the host's {PAYLOAD_OLD_KEYS_VARIABLE}")
+
+
+def cant_read(error: PayloadKeyError) -> str:
+    """Why a run's host refused what was sent to its workflow (a person's command, a start), in a line."""
+    said = "this run's host can't read it"
+    if not isinstance(error, KeyNotHeld):
+        return f"{said}: {error}"
+    return (f"{said}: it is encrypted with payload key {error.key_id!r}, which the host doesn't hold "
+            f"({held_ids(error.held)}): give the host and whoever sends to the run the same {PAYLOAD_KEY_VARIABLE}")
+
+
+def command_refused(host_key: str | None, keys: PayloadKeys) -> str | None:
+    """Why a person's command with `keys` is not sent to a run whose host encrypts with the key `host_key`
+    (None: with none), in a line; None where the two encrypt alike, so each reads the other."""
+    if host_key == keys.current_id:
+        return None
+    if host_key is None:
+        return (f"refused, nothing was sent: this run's host has no payload key, and this command encrypts with "
+                f"payload key {keys.current_id!r}: run it without {PAYLOAD_KEY_VARIABLE}, or give the host that key")
+    mine = f"encrypts with payload key {keys.current_id!r}" if keys.current_id else f"has no payload key ({PAYLOAD_KEY_VARIABLE})"
+    return (f"refused, nothing was sent: this run's host encrypts with payload key {host_key!r}, and this command "
+            f"{mine}: give the command the host's {PAYLOAD_KEY_VARIABLE}")
+
+
+class Unreadable(PayloadKeyError):
+    """An `UNREADABLE` payload, met where the workflow converts it: its message is `cant_read`'s."""
+
+
+class UnreadableConverter(EncodingPayloadConverter):
+    """Converts no value to a payload; an `UNREADABLE` payload to the `Unreadable` it stands for."""
+
+    @property
+    def encoding(self) -> str:
+        return UNREADABLE.decode()
+
+    def to_payload(self, value: Any) -> Payload | None:
+        return None
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        raise Unreadable(payload.data.decode(errors="replace"))
+
+
+class HostPayloadConverter(CompositePayloadConverter):
+    """A run's host's payload converter: `InOrderPayloadConverter`'s, and `UnreadableConverter`."""
+
+    def __init__(self) -> None:
+        super().__init__(*InOrderPayloadConverter().converters.values(), UnreadableConverter())
 
 
 class PayloadCipher(PayloadCodec):
@@ -185,8 +261,9 @@ class HostCipher(PayloadCipher, WithSerializationContext):
     result (the failure, encrypted with this host's key) reaches whoever waits on it (`awf run`, `awf
     logs`), and nothing is left running. No watching, polling or terminating from outside is needed,
     so a run hosted by an `awf worker --workflow` whose starter is gone ends the same way.
-    Only in an activity's serialization context (the SDK gives one to a `ResolveActivity`'s payloads):
-    a person's update or query with another key must not end the run: it fails as before."""
+    Only in an activity's serialization context (the SDK gives one to a `ResolveActivity`'s payloads).
+    In the workflow's (an update's or a query's argument, the run's start), a payload it can't decrypt
+    is handed on `UNREADABLE`, saying why: the update is rejected, the query fails (module docstring)."""
 
     def __init__(self, keys: PayloadKeys, context: SerializationContext | None = None) -> None:
         super().__init__(keys)
@@ -196,23 +273,39 @@ class HostCipher(PayloadCipher, WithSerializationContext):
         return type(self)(self.keys, context)
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        if not isinstance(self.context, ActivitySerializationContext):
+            return [self._decrypted_or_unreadable(payload) for payload in payloads]
         try:
             return await super().decode(payloads)
         except PayloadKeyError as error:
-            if not isinstance(self.context, ActivitySerializationContext):
-                raise
             raise ApplicationError(host_refusal(error), type=HOST_REFUSED, non_retryable=True) from None
+
+    def _decrypted_or_unreadable(self, payload: Payload) -> Payload:
+        try:
+            return self.keys.decrypt(payload)
+        except PayloadKeyError as error:
+            return Payload(metadata={ENCODING_KEY: UNREADABLE}, data=cant_read(error).encode())
 
 
 def hosting(client: Client) -> Client:
-    """`client` for a worker that runs workflows' code: its codec a `HostCipher` (the same connection
-    and keys). A client given with a converter of its own is as it is."""
+    """`client` for a worker that runs workflows' code: its codec a `HostCipher`, its payload converter
+    a `HostPayloadConverter` (the same connection and keys). A client given with a converter of its
+    own is as it is."""
     config = client.config()
     converter = config["data_converter"]
     codec = converter.payload_codec
     if type(codec) is not PayloadCipher:
         return client
-    config["data_converter"] = dataclasses.replace(converter, payload_codec=HostCipher(codec.keys))
+    config["data_converter"] = dataclasses.replace(
+        converter, payload_codec=HostCipher(codec.keys), payload_converter_class=HostPayloadConverter
+    )
+    return Client(**config)
+
+
+def without_codec(client: Client) -> Client:
+    """`client` reading payloads as Temporal holds them (the same connection): a key's id in their metadata."""
+    config = client.config()
+    config["data_converter"] = dataclasses.replace(config["data_converter"], payload_codec=None)
     return Client(**config)
 
 
@@ -230,6 +323,9 @@ SDK_ACTIVITY_LOGGER = "temporalio.activity"
 """Where Temporal's SDK logs an activity it failed, with the traceback: one whose input didn't decrypt too."""
 SDK_WORKFLOW_LOGGER = "temporalio.worker._workflow"
 """Where it logs a workflow task it failed, with the traceback: one a `HostCipher` ended the workflow in too."""
+SDK_INSTANCE_LOGGER = "temporalio.worker._workflow_instance"
+"""Where it logs a workflow task the workflow's code failed: one whose start was `UNREADABLE` too."""
+SDK_WORKFLOW_LOGGERS = (SDK_WORKFLOW_LOGGER, SDK_INSTANCE_LOGGER)
 
 
 class KeyErrorsInALine(logging.Filter):
@@ -254,6 +350,18 @@ class KeyErrorsInALine(logging.Filter):
             return True
         self.say(str(error))
         return False
+
+
+def unreadable_in(error: BaseException | None) -> str | None:
+    """What a run's host said of a payload it couldn't read (`Unreadable`), if `error` (an update's
+    rejection, as a client reads it: the SDK's `Failed decoding arguments` caused by it) holds it."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, ApplicationError) and error.type == Unreadable.__name__:
+            return error.message
+        seen.add(id(error))
+        error = error.__cause__
+    return None
 
 
 def key_error_in(error: BaseException | None) -> PayloadKeyError | None:
