@@ -14,13 +14,15 @@ later turns in it (no CLI here can resume a session at an earlier point of it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import DefinitionError
 from ..harnesses.base import Attempt, AttemptResult, Harness, Operation, OperationResult
 from ..harnesses.usage import Usage
 from .played import ReplayBook, ReplayHarness
 from .recorded import Recorded, RecordedTurn
+
+Settings = tuple[str | None, str | None]  # a model and an effort (None: as it was)
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,14 @@ class Fork:
         prefix = frozenset(turn.call_id for turn in recorded.turns if turn.line.get("started_at", 0.0) < began)
         return cls(ReplayBook(recorded, tools="record", strict=strict, spend=False, replays_tools=False), prefix)
 
-    def harness(self, key: str, real: Harness) -> ForkHarness:
-        return ForkHarness(key, self.book, self.prefix, real)
+    def harness(self, key: str, real: Harness, given: Settings | None = None) -> ForkHarness:
+        """Agent `key`'s harness: `real` for what isn't played, with the model and effort `given` from
+        the fork's turn on (at once where nothing of the agent's is played); NotImplementedError where
+        `real` can't switch."""
+        played = any(turn.agent == key and turn.call_id in self.prefix for turn in self.book.recorded.turns)
+        if given is not None and not played:
+            real, given = real.with_settings(*given), None
+        return ForkHarness(key, self.book, self.prefix, real, given)
 
     def check(self) -> None:
         """Raise what went wrong playing the record: the first error, or the first divergence (`ReplayDiverged`)."""
@@ -55,12 +63,19 @@ class Fork:
 
 
 class ForkHarness(Harness):
-    """An agent of a fork: its attempts before the fork's turn played from the record, the rest run by `real`."""
+    """An agent of a fork: its attempts before the fork's turn played from the record, the rest run by `real`.
+
+    Each says what it ran with, and the agent's record says so: a played turn its recorded model
+    and effort, a real one `real`'s. Until its first real attempt or operation, `real` has the
+    settings the workflow gave the agent (as it opened, and as its `set`s, played too, left them),
+    which the agent reports; from then on, the settings the fork gives (`given`) on top of those.
+    """
 
     name = "fork"
 
-    def __init__(self, key: str, book: ReplayBook, prefix: frozenset[str], real: Harness) -> None:
-        self.key, self.book, self.prefix, self.real = key, book, prefix, real
+    def __init__(self, key: str, book: ReplayBook, prefix: frozenset[str], real: Harness, given: Settings | None = None) -> None:
+        self.key, self.book, self.prefix, self.real, self.given = key, book, prefix, real, given
+        self.later = real if given is None else real.with_settings(*given)  # what runs from the fork's turn on
         self.played = ReplayHarness(key, book, *real.settings())
 
     def _left(self, kind: str, by_workflow: bool, n: int | None = None) -> RecordedTurn | None:
@@ -78,22 +93,35 @@ class ForkHarness(Harness):
         by_workflow = attempt.started_by == "workflow"
         return self._left("turn", by_workflow, attempt.turn if by_workflow else None) is not None
 
+    def _forked(self) -> Harness:
+        """`real`, from its first attempt or operation on with the settings the fork gives."""
+        self.real, self.given = self.later, None
+        return self.real
+
     async def run(self, attempt: Attempt) -> AttemptResult:
-        return await (self.played if self._plays(attempt) else self.real).run(attempt)
+        if self._plays(attempt):
+            return await self.played.run(attempt)
+        real = self._forked()
+        return replace(await real.run(attempt), settings=real.settings())
 
     async def compact(self, operation: Operation) -> OperationResult:
-        played = self._left("compaction", True) is not None
-        return await (self.played if played else self.real).compact(operation)
+        if self._left("compaction", True) is not None:
+            return await self.played.compact(operation)
+        real = self._forked()
+        return replace(await real.compact(operation), settings=real.settings())
 
     async def fork(self, operation: Operation) -> OperationResult:
-        played = self._left("fork", True) is not None
-        return await (self.played if played else self.real).fork(operation)
+        if self._left("fork", True) is not None:
+            return await self.played.fork(operation)
+        real = self._forked()
+        return replace(await real.fork(operation), settings=real.settings())
 
-    def settings(self) -> tuple[str | None, str | None]:
+    def settings(self) -> Settings:
         return self.real.settings()
 
     def with_settings(self, model: str | None, effort: str | None) -> ForkHarness:
-        return ForkHarness(self.key, self.book, self.prefix, self.real.with_settings(model, effort))
+        """A `set`: before the fork's turn (played) the settings the fork gives still win from that turn on."""
+        return ForkHarness(self.key, self.book, self.prefix, self.real.with_settings(model, effort), self.given)
 
     @property
     def supports_waiting(self) -> bool:  # type: ignore[override]

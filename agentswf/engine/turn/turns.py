@@ -46,7 +46,7 @@ from .events import (
     TimerFired,
     TurnAsked,
 )
-from .moves import finish, launch, live, record, refused_stopped, then, with_call
+from .moves import finish, launch, live, ran_with, record, refused_stopped, then, with_call
 from .state import NO_RESULT, QUEUED_TOO_LONG, AgentState, Phase, StartTurn, Timer, TurnState
 
 # Starting -----------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def attempt_ended(state: AgentState, event: AttemptEnded) -> Step:
     result = event.result
     session = result.session or state.session
     turn = replace(turn, session=session, usage=add_usage(turn.usage, result.usage))
-    state = replace(state, session=session, turn=turn)
+    state = ran_with(replace(state, session=session, turn=turn), result.settings)
     ending = result.ending
     if turn.phase is Phase.RUNNING and ending.kind == "exited" and ending.exit_code == 0:
         return replace(state, turn=replace(turn, phase=Phase.READING_MAIL)), [TakeMail()]
