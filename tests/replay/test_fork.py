@@ -162,3 +162,17 @@ async def test_an_agent_with_nothing_played_runs_with_the_settings_given_from_it
     reviewed = [(turn["model"], turn["effort"]) for turn in read_record(forked).turns if turn["agent"] == "reviewer"]
     assert reviewed == [("opus", None), ("opus", None)]
     assert forked.value["reviewer"] == [("opus", None)] * 3
+
+
+async def test_a_played_setting_on_record_that_is_no_name_is_recorded_as_none(tmp_path: Path) -> None:
+    recorded = await agentswf.run(switched, run_root=tmp_path, harnesses=lambda key, runtime: _as_given(runtime, "old", []))
+    turns = recorded.run_dir / "turns.jsonl"
+    lines = turns.read_text().splitlines()
+    assert '"model":"sonnet",' in lines[0]
+    lines[0] = lines[0].replace('"model":"sonnet",', '"model":"--dangerously-skip-permissions",')  # an agent can write the record
+    turns.write_text("\n".join(lines) + "\n")
+    forked = await fork(switched, recorded.run_dir, "writer:2", harnesses=lambda key, runtime: _as_given(runtime, "new", []))
+    assert forked.completed, forked.reason
+    first = read_record(forked).turns[0]
+    assert (first["model"], first["effort"]) == (None, "low")
+    assert forked.value["writer"][1] == (None, "low")  # the workflow read no option for a model
