@@ -14,13 +14,13 @@ later turns in it (no CLI here can resume a session at an earlier point of it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import DefinitionError
 from ..harnesses.base import Attempt, AttemptResult, Harness, Operation, OperationResult
 from ..harnesses.usage import Usage
 from .played import ReplayBook, ReplayHarness
-from .recorded import Recorded, RecordedTurn
+from .recorded import PLAYED_KINDS, Recorded, RecordedTurn
 
 Settings = tuple[str | None, str | None]  # a model and an effort (None: as it was)
 
@@ -47,12 +47,11 @@ class Fork:
 
     def harness(self, key: str, real: Harness, given: Settings | None = None) -> ForkHarness:
         """Agent `key`'s harness: `real` for what isn't played, with the model and effort `given` from
-        the fork's turn on (at once where nothing of the agent's is played); NotImplementedError where
-        `real` can't switch."""
-        played = any(turn.agent == key and turn.call_id in self.prefix for turn in self.book.recorded.turns)
-        if given is not None and not played:
-            real, given = real.with_settings(*given), None
-        return ForkHarness(key, self.book, self.prefix, real, given)
+        the fork's turn on; NotImplementedError where `real` can't switch."""
+        before = [turn for turn in self.book.recorded.turns if turn.agent == key and turn.call_id in self.prefix]
+        played = frozenset(turn.call_id for turn in before if turn.kind in PLAYED_KINDS)
+        sets = sum(turn.kind == "set" and turn.outcome.get("kind") == "answered" for turn in before)
+        return ForkHarness(key, self.book, self.prefix, real, given, played, sets)
 
     def check(self) -> None:
         """Raise what went wrong playing the record: the first error, or the first divergence (`ReplayDiverged`)."""
@@ -65,16 +64,21 @@ class Fork:
 class ForkHarness(Harness):
     """An agent of a fork: its attempts before the fork's turn played from the record, the rest run by `real`.
 
-    Each says what it ran with, and the agent's record says so: a played turn its recorded model
-    and effort, a real one `real`'s. Until its first real attempt or operation, `real` has the
-    settings the workflow gave the agent (as it opened, and as its `set`s, played too, left them),
-    which the agent reports; from then on, the settings the fork gives (`given`) on top of those.
+    While some of what the agent did before the fork's turn, on record, is still to come (a turn or
+    operation to play, a `set`), `real` has the settings the workflow gave it (as it opened, and as
+    its `set`s left them), and a played turn says it ran with its recorded ones. From then on it
+    runs with those the fork gives (`given`) on top, even where a played `set` said otherwise; a
+    `set` after that switches it as in any run. `settings()` says which, as each attempt starts.
     """
 
     name = "fork"
 
-    def __init__(self, key: str, book: ReplayBook, prefix: frozenset[str], real: Harness, given: Settings | None = None) -> None:
+    def __init__(
+        self, key: str, book: ReplayBook, prefix: frozenset[str], real: Harness, given: Settings | None,
+        played: frozenset[str], sets: int,
+    ) -> None:  # fmt: skip
         self.key, self.book, self.prefix, self.real, self.given = key, book, prefix, real, given
+        self.played_calls, self.sets = played, sets  # its played calls on record, and the `set`s still to come before the fork's turn
         self.later = real if given is None else real.with_settings(*given)  # what runs from the fork's turn on
         self.played = ReplayHarness(key, book, *real.settings())
 
@@ -93,35 +97,36 @@ class ForkHarness(Harness):
         by_workflow = attempt.started_by == "workflow"
         return self._left("turn", by_workflow, attempt.turn if by_workflow else None) is not None
 
+    def _before_fork(self) -> bool:
+        """Whether some of what the agent did before the fork's turn, on record, is still to come."""
+        return self.sets > 0 or not self.played_calls <= self.book.started
+
     def _forked(self) -> Harness:
-        """`real`, from its first attempt or operation on with the settings the fork gives."""
-        self.real, self.given = self.later, None
+        """`real`, with the settings the fork gives from its first attempt or operation on."""
+        self.real, self.given, self.sets = self.later, None, 0
         return self.real
 
     async def run(self, attempt: Attempt) -> AttemptResult:
-        if self._plays(attempt):
-            return await self.played.run(attempt)
-        real = self._forked()
-        return replace(await real.run(attempt), settings=real.settings())
+        return await (self.played if self._plays(attempt) else self._forked()).run(attempt)
 
     async def compact(self, operation: Operation) -> OperationResult:
-        if self._left("compaction", True) is not None:
-            return await self.played.compact(operation)
-        real = self._forked()
-        return replace(await real.compact(operation), settings=real.settings())
+        played = self._left("compaction", True) is not None
+        return await (self.played if played else self._forked()).compact(operation)
 
     async def fork(self, operation: Operation) -> OperationResult:
-        if self._left("fork", True) is not None:
-            return await self.played.fork(operation)
-        real = self._forked()
-        return replace(await real.fork(operation), settings=real.settings())
+        played = self._left("fork", True) is not None
+        return await (self.played if played else self._forked()).fork(operation)
 
     def settings(self) -> Settings:
-        return self.real.settings()
+        """What its next attempt or operation runs with, if for real (a played one says what it ran with)."""
+        return (self.real if self._before_fork() else self.later).settings()
 
     def with_settings(self, model: str | None, effort: str | None) -> ForkHarness:
-        """A `set`: before the fork's turn (played) the settings the fork gives still win from that turn on."""
-        return ForkHarness(self.key, self.book, self.prefix, self.real.with_settings(model, effort), self.given)
+        if self._before_fork():  # a `set` played: the settings given win from the fork's turn on all the same
+            real = self.real.with_settings(model, effort)
+            return ForkHarness(self.key, self.book, self.prefix, real, self.given, self.played_calls, max(self.sets - 1, 0))
+        real = self.later.with_settings(model, effort)
+        return ForkHarness(self.key, self.book, self.prefix, real, None, self.played_calls, 0)
 
     @property
     def supports_waiting(self) -> bool:  # type: ignore[override]

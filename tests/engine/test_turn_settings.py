@@ -1,6 +1,7 @@
-"""The settings a turn is recorded with: the agent's, as `set` left them, unless its attempt (or an
-operation) says it ran with others -- a fork's agent, whose played turns ran with their recorded
-model and effort and whose real ones run with those the fork gives. Pure: `turn.step` alone."""
+"""The settings a turn is recorded with: the agent's, as `set` left them, unless its harness says it
+runs with others as the attempt (or operation) starts (`RunsWith`: a fork's agent switching to the
+settings given), or its result says it ran with others (a played turn, with its recorded model and
+effort). Pure: `turn.step` alone."""
 
 from __future__ import annotations
 
@@ -57,3 +58,14 @@ def test_an_operation_that_ran_with_other_settings_is_recorded_so() -> None:
     state, effects = t.step(state, t.OpEnded("c1", result, at(1)))
     (finished,) = [effect for effect in effects if isinstance(effect, t.Finished)]
     assert (finished.record.model, finished.record.effort) == (state.model, state.effort) == ("haiku", "low")
+
+
+def test_what_an_attempt_runs_with_as_it_starts_is_the_record_of_a_turn_that_never_hears_back() -> None:
+    start = t.StartTurn(call_id="c1", n=1, prompt="p", nudge_prompt="n", taught=Taught(str), deadline=5.0)
+    state, _ = t.step(opened(), t.TurnAsked(start, at(0)))
+    state, effects = t.step(state, t.RunsWith("c1", "sonnet", "low"))
+    assert effects == [] and (state.model, state.effort) == ("sonnet", "low")
+    state, _ = t.step(state, t.TimerFired("c1", t.Timer.DEADLINE, at(5)))  # its attempt is stopped: it never reports
+    state, effects = t.step(state, t.Settled("c1", StandingView(), at(5)))
+    (finished,) = [effect for effect in effects if isinstance(effect, t.Finished)]
+    assert (finished.record.outcome.kind, finished.record.model, finished.record.effort) == ("timed-out", "sonnet", "low")

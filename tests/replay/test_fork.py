@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 import agentswf
@@ -176,3 +177,44 @@ async def test_a_played_setting_on_record_that_is_no_name_is_recorded_as_none(tm
     first = read_record(forked).turns[0]
     assert (first["model"], first["effort"]) == (None, "low")
     assert forked.value["writer"][1] == (None, "low")  # the workflow read no option for a model
+
+
+async def test_a_set_after_the_forks_turn_switches_the_agent_as_in_any_run(tmp_path: Path) -> None:
+    recorded = await agentswf.run(switched, run_root=tmp_path, harnesses=lambda key, runtime: _as_given(runtime, "old", []))
+    ran: dict[str, list[tuple[int, str | None, str | None]]] = {}
+    forked = await fork(switched, recorded.run_dir, "writer:1", settings={"writer": {"model": "opus"}},
+                        harnesses=lambda key, runtime: _as_given(runtime, "new", ran.setdefault(key, [])))  # fmt: skip
+    assert forked.completed, forked.reason
+    assert [model for _, _, model in ran["writer"]] == ["opus", "sonnet-2", "sonnet-2", "sonnet-2"]
+    written = [(turn["kind"], turn["model"]) for turn in read_record(forked).turns if turn["agent"] == "writer"]
+    assert written == [("turn", "opus"), ("set", "sonnet-2"), ("turn", "sonnet-2"), ("turn", "sonnet-2"), ("turn", "sonnet-2")]
+
+
+class Slow(Writer):
+    """A writer whose turns in the fork outlast their timeout."""
+
+    async def run(self, attempt: Attempt) -> AttemptResult:
+        if self.word == "new":
+            await anyio.sleep(TIMED_OUT_AFTER_SECONDS * 20)
+        return await super().run(attempt)
+
+    def with_settings(self, model: str | None, effort: str | None) -> Slow:
+        return Slow(self.word, self.started, model or self.model, effort or self.effort)
+
+
+TIMED_OUT_AFTER_SECONDS = 0.5  # a turn's timeout in `timed`
+
+
+@workflow(name="timed", description="A writer's two turns, each with a short timeout.")
+async def timed(wf: Workflow) -> list[str]:
+    writer = await wf.agents.open("writer", runtime="claude")
+    return [(await writer.run(PROMPT.format(n=n), timeout=TIMED_OUT_AFTER_SECONDS)).outcome.kind for n in (1, 2)]
+
+
+async def test_a_forks_first_real_turn_that_times_out_is_recorded_with_the_settings_given(tmp_path: Path) -> None:
+    """The switch is the turn's as its attempt starts: a turn that never hears back from it is recorded so too."""
+    recorded = await agentswf.run(timed, run_root=tmp_path, harnesses=lambda key, runtime: Slow("old", []))
+    forked = await fork(timed, recorded.run_dir, "writer:2", settings={"writer": {"model": "opus"}},
+                        harnesses=lambda key, runtime: Slow("new", []))  # fmt: skip
+    assert forked.value == ["answered", "timed-out"], forked.reason
+    assert [turn["model"] for turn in read_record(forked).turns] == [None, "opus"]

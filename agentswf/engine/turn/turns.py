@@ -42,6 +42,7 @@ from .events import (
     MailArrived,
     MailTaken,
     MessageTurnReady,
+    RunsWith,
     Settled,
     TimerFired,
     TurnAsked,
@@ -105,6 +106,11 @@ def message_turn_ready(state: AgentState, event: MessageTurnReady) -> Step:
 
 def attempt_not_started(state: AgentState, event: AttemptNotStarted) -> Step:
     return finish(state, live(state), Failed(f"the agent's socket could not be opened: {event.error}", False))
+
+
+def runs_with(state: AgentState, event: RunsWith) -> Step:
+    """What just started runs with other settings than the agent's: its record says so, as later ones' do."""
+    return ran_with(state, (event.model, event.effort)), []
 
 
 def attempt_ended(state: AgentState, event: AttemptEnded) -> Step:
