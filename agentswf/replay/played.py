@@ -236,12 +236,12 @@ class ReplayHarness(Harness):
             except ReplayDiverged:
                 return OperationResult(AttemptEnding("failed", reason="the replay diverged"))
         return OperationResult(ending, session=_session(turn) or operation.session, summary=str(summary or ""),
-                               usage=self._usage(turn), settings=ran_with(turn))  # fmt: skip
+                               usage=self._usage(turn), settings=recorded_settings(turn))  # fmt: skip
 
     async def fork(self, operation: Operation) -> OperationResult:
         turn = self.book.operation_of(self.key, "fork")
         return OperationResult(
-            _ending(turn, last=True), session=_session(turn) or f"replay:{self.key}:{turn.call_id}", settings=ran_with(turn)
+            _ending(turn, last=True), session=_session(turn) or f"replay:{self.key}:{turn.call_id}", settings=recorded_settings(turn)
         )
 
     async def run(self, attempt: Attempt) -> AttemptResult:
@@ -261,7 +261,7 @@ class ReplayHarness(Harness):
             raise
         turn = playing.turn
         return AttemptResult(
-            _ending(turn, last), session=_session(turn), usage=self._usage(turn) if last else None, settings=ran_with(turn)
+            _ending(turn, last), session=_session(turn), usage=self._usage(turn) if last else None, settings=recorded_settings(turn)
         )
 
     async def _cancelled_again(self, turn: RecordedTurn) -> None:
@@ -365,7 +365,7 @@ def _session(turn: RecordedTurn) -> str | None:
     return session if is_session_id(session) else None
 
 
-def ran_with(turn: RecordedTurn) -> tuple[str | None, str | None]:
+def recorded_settings(turn: RecordedTurn) -> tuple[str | None, str | None]:
     """The model and effort the turn ran with, on record: a played turn is recorded with them again
     (and the workflow reads them as `agent.model`). The record is an agent's to write: a setting that
     is no name (too long, unprintable, or one a CLI would read as an option) is taken as none."""
