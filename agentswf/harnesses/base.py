@@ -83,6 +83,7 @@ class AttemptResult:
     session: str | None = None
     usage: Usage | None = None
     output: str = ""
+    settings: tuple[str | None, str | None] | None = None  # the model and effort it ran with, where not the agent's (played: the record's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,7 @@ class OperationResult:
     session: str | None = None
     summary: str = ""
     usage: Usage | None = None  # what it spent
+    settings: tuple[str | None, str | None] | None = None  # the model and effort it ran with, where not the agent's (played: the record's)
 
 
 class Harness(ABC):

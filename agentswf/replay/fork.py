@@ -20,7 +20,9 @@ from ..errors import DefinitionError
 from ..harnesses.base import Attempt, AttemptResult, Harness, Operation, OperationResult
 from ..harnesses.usage import Usage
 from .played import ReplayBook, ReplayHarness
-from .recorded import Recorded, RecordedTurn
+from .recorded import PLAYED_KINDS, Recorded, RecordedTurn
+
+Settings = tuple[str | None, str | None]  # a model and an effort (None: as it was)
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,13 @@ class Fork:
         prefix = frozenset(turn.call_id for turn in recorded.turns if turn.line.get("started_at", 0.0) < began)
         return cls(ReplayBook(recorded, tools="record", strict=strict, spend=False, replays_tools=False), prefix)
 
-    def harness(self, key: str, real: Harness) -> ForkHarness:
-        return ForkHarness(key, self.book, self.prefix, real)
+    def harness(self, key: str, real: Harness, given: Settings | None = None) -> ForkHarness:
+        """Agent `key`'s harness: `real` for what isn't played, with the model and effort `given` from
+        the fork's turn on; NotImplementedError where `real` can't switch."""
+        before = [turn for turn in self.book.recorded.turns if turn.agent == key and turn.call_id in self.prefix]
+        played = frozenset(turn.call_id for turn in before if turn.kind in PLAYED_KINDS)
+        sets = sum(turn.kind == "set" and turn.outcome.get("kind") == "answered" for turn in before)
+        return ForkHarness(key, self.book, self.prefix, real, given, played, sets)
 
     def check(self) -> None:
         """Raise what went wrong playing the record: the first error, or the first divergence (`ReplayDiverged`)."""
@@ -55,12 +62,24 @@ class Fork:
 
 
 class ForkHarness(Harness):
-    """An agent of a fork: its attempts before the fork's turn played from the record, the rest run by `real`."""
+    """An agent of a fork: its attempts before the fork's turn played from the record, the rest run by `real`.
+
+    While some of what the agent did before the fork's turn, on record, is still to come (a turn or
+    operation to play, a `set`), `real` has the settings the workflow gave it (as it opened, and as
+    its `set`s left them), and a played turn says it ran with its recorded ones. From then on it
+    runs with those the fork gives (`given`) on top, even where a played `set` said otherwise; a
+    `set` after that switches it as in any run. `settings()` says which, as each attempt starts.
+    """
 
     name = "fork"
 
-    def __init__(self, key: str, book: ReplayBook, prefix: frozenset[str], real: Harness) -> None:
-        self.key, self.book, self.prefix, self.real = key, book, prefix, real
+    def __init__(
+        self, key: str, book: ReplayBook, prefix: frozenset[str], real: Harness, given: Settings | None,
+        played: frozenset[str], sets: int,
+    ) -> None:  # fmt: skip
+        self.key, self.book, self.prefix, self.real, self.given = key, book, prefix, real, given
+        self.played_calls, self.sets = played, sets  # its played calls on record, and the `set`s still to come before the fork's turn
+        self.later = real if given is None else real.with_settings(*given)  # what runs from the fork's turn on
         self.played = ReplayHarness(key, book, *real.settings())
 
     def _left(self, kind: str, by_workflow: bool, n: int | None = None) -> RecordedTurn | None:
@@ -78,22 +97,36 @@ class ForkHarness(Harness):
         by_workflow = attempt.started_by == "workflow"
         return self._left("turn", by_workflow, attempt.turn if by_workflow else None) is not None
 
+    def _before_fork(self) -> bool:
+        """Whether some of what the agent did before the fork's turn, on record, is still to come."""
+        return self.sets > 0 or not self.played_calls <= self.book.started
+
+    def _forked(self) -> Harness:
+        """`real`, with the settings the fork gives from its first attempt or operation on."""
+        self.real, self.given, self.sets = self.later, None, 0
+        return self.real
+
     async def run(self, attempt: Attempt) -> AttemptResult:
-        return await (self.played if self._plays(attempt) else self.real).run(attempt)
+        return await (self.played if self._plays(attempt) else self._forked()).run(attempt)
 
     async def compact(self, operation: Operation) -> OperationResult:
         played = self._left("compaction", True) is not None
-        return await (self.played if played else self.real).compact(operation)
+        return await (self.played if played else self._forked()).compact(operation)
 
     async def fork(self, operation: Operation) -> OperationResult:
         played = self._left("fork", True) is not None
-        return await (self.played if played else self.real).fork(operation)
+        return await (self.played if played else self._forked()).fork(operation)
 
-    def settings(self) -> tuple[str | None, str | None]:
-        return self.real.settings()
+    def settings(self) -> Settings:
+        """What its next attempt or operation runs with, if for real (a played one says what it ran with)."""
+        return (self.real if self._before_fork() else self.later).settings()
 
     def with_settings(self, model: str | None, effort: str | None) -> ForkHarness:
-        return ForkHarness(self.key, self.book, self.prefix, self.real.with_settings(model, effort))
+        if self._before_fork():  # a `set` played: the settings given win from the fork's turn on all the same
+            real = self.real.with_settings(model, effort)
+            return ForkHarness(self.key, self.book, self.prefix, real, self.given, self.played_calls, max(self.sets - 1, 0))
+        real = self.later.with_settings(model, effort)
+        return ForkHarness(self.key, self.book, self.prefix, real, None, self.played_calls, 0)
 
     @property
     def supports_waiting(self) -> bool:  # type: ignore[override]

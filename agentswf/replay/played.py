@@ -42,6 +42,7 @@ Tools = Literal["handlers", "record"]
 CANCELLED_WAIT_SECONDS = 30.0  # for the workflow to cancel again a turn the record has cancelled
 MAX_DIFF_LINES = 24  # of a prompt's diff, in a divergence's message
 MAX_SHOWN_CHARS = 400  # of a recorded or present value, in a divergence's message
+MAX_SETTING_CHARS = 200  # of a model's or effort's name on record, taken for a played turn
 NOTHING_SPENT = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)  # a played turn of a fork: no model was asked
 _LAUNCHER = re.compile(r"/\S*/wfa\b|<wfa>")  # a turn's launcher path (differs from run to run), or an export's
 
@@ -235,11 +236,13 @@ class ReplayHarness(Harness):
             except ReplayDiverged:
                 return OperationResult(AttemptEnding("failed", reason="the replay diverged"))
         return OperationResult(ending, session=_session(turn) or operation.session, summary=str(summary or ""),
-                               usage=self._usage(turn))  # fmt: skip
+                               usage=self._usage(turn), settings=recorded_settings(turn))  # fmt: skip
 
     async def fork(self, operation: Operation) -> OperationResult:
         turn = self.book.operation_of(self.key, "fork")
-        return OperationResult(_ending(turn, last=True), session=_session(turn) or f"replay:{self.key}:{turn.call_id}")
+        return OperationResult(
+            _ending(turn, last=True), session=_session(turn) or f"replay:{self.key}:{turn.call_id}", settings=recorded_settings(turn)
+        )
 
     async def run(self, attempt: Attempt) -> AttemptResult:
         book = self.book
@@ -257,7 +260,9 @@ class ReplayHarness(Harness):
             book.errors.append(error)
             raise
         turn = playing.turn
-        return AttemptResult(_ending(turn, last), session=_session(turn), usage=self._usage(turn) if last else None)
+        return AttemptResult(
+            _ending(turn, last), session=_session(turn), usage=self._usage(turn) if last else None, settings=recorded_settings(turn)
+        )
 
     async def _cancelled_again(self, turn: RecordedTurn) -> None:
         """Wait for the workflow to cancel the turn again, as it did; a replay that waits
@@ -358,6 +363,19 @@ def _session(turn: RecordedTurn) -> str | None:
     resumes it (`--resume <it>`), and a record's `--dangerously-skip-permissions` is no session."""
     session = turn.line.get("session")
     return session if is_session_id(session) else None
+
+
+def recorded_settings(turn: RecordedTurn) -> tuple[str | None, str | None]:
+    """The model and effort the turn ran with, on record: a played turn is recorded with them again
+    (and the workflow reads them as `agent.model`). The record is an agent's to write: a setting that
+    is no name (too long, unprintable, or one a CLI would read as an option) is taken as none."""
+    return _setting(turn.line.get("model")), _setting(turn.line.get("effort"))
+
+
+def _setting(value: object) -> str | None:
+    if isinstance(value, str) and 0 < len(value) <= MAX_SETTING_CHARS and value.isprintable() and not value.startswith("-"):
+        return value
+    return None
 
 
 def _ending(turn: RecordedTurn, last: bool) -> AttemptEnding:

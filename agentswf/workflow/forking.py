@@ -104,13 +104,11 @@ class Forked:
         settings = self.settings
 
         def harness(agent: str, runtime: Runtime) -> Harness:
-            real = resolve(agent, runtime)
-            if agent in settings:
-                try:
-                    real = real.with_settings(settings[agent].get("model"), settings[agent].get("effort"))
-                except NotImplementedError as error:
-                    raise DefinitionError(f"agent {agent}: {error}") from None
-            return self.fork.harness(agent, real)
+            given = (settings[agent].get("model"), settings[agent].get("effort")) if agent in settings else None
+            try:
+                return self.fork.harness(agent, resolve(agent, runtime), given)
+            except NotImplementedError as error:
+                raise DefinitionError(f"agent {agent}: {error}") from None
 
         return harness
 

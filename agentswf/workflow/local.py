@@ -260,6 +260,9 @@ class LocalDriver:
         pass  # the agent's actor checks the answer against the Taught itself
 
     async def turn(self, agent: Agent, n: int, prompt: str, taught: Taught, deadline: float, nudge: bool) -> Turn[Any]:
+        """The turn, once it settled; `agent.model` and `.effort` then as it ran with them, unless a `set`
+        came back meanwhile (they differ from `set`'s only in a fork, which switches at the fork's turn)."""
+        asked_with = (agent.model, agent.effort)
         async with self._in_order():
             start = await self._start_turn(agent, new_id(), n, prompt, taught, deadline, nudge)
         try:
@@ -271,6 +274,8 @@ class LocalDriver:
             raise
         except ActorStopped:
             raise AgentClosed(f"agent {agent.key} was closed while its turn {start.n} ran") from None
+        if (agent.model, agent.effort) == asked_with:
+            agent.model, agent.effort = turn.model, turn.effort
         return turn
 
     def ended(self, turn: Turn[Any], n: int) -> None:

@@ -101,6 +101,7 @@ EVENTS: dict[t.EventKind, Callable[[str], t.Event]] = {
     t.MessageTurnReady: lambda call_id: t.MessageTurnReady("m9", "mail", 900.0, at(3)),
     t.AttemptEnded: lambda call_id: t.AttemptEnded(call_id, exited(), at(3)),
     t.AttemptNotStarted: lambda call_id: t.AttemptNotStarted(call_id, "no room"),
+    t.RunsWith: lambda call_id: t.RunsWith(call_id, "m", None),
     t.DeliveryReceived: lambda call_id: t.DeliveryReceived(call_id, at(3)),
     t.Settled: lambda call_id: t.Settled(call_id, NOBODY, at(3)),
     t.OpEnded: lambda call_id: t.OpEnded(call_id, OperationResult(AttemptEnding("exited"), session="s"), at(3)),

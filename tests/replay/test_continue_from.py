@@ -47,7 +47,7 @@ async def test_run_continue_from_a_turn_runs_only_that_turn_and_the_next_as_a_ne
     assert forked.run_id != recorded.run_id and forked.run_dir.parent == recorded.run_dir.parent  # beside the forked run
     record = read_record(forked)
     assert record.run["forked_from"] == {"run": str(recorded.run_dir), "run_id": recorded.run_id, "agent": "writer", "turn": 2}
-    assert [turn["model"] for turn in record.turns][1:] == ["opus", "opus"]
+    assert [turn["model"] for turn in record.turns] == [None, "opus", "opus"]  # turn 1 played: as it ran on record
 
 
 async def test_a_shell_agent_forked_at_turn_2_runs_turns_2_and_3_only(tmp_path: Path) -> None:

@@ -98,19 +98,25 @@ def parts(conv: Conversation) -> Shell | Text:
     return Shell(f"{wfa} result {call} part{asked.group(1)}")
 
 
+NEW_MODEL = {"claude": "claude-sonnet-9-9", "codex": "gpt-5.5-mini", "pi": "fake/other-model"}  # a model each CLI takes
+
+
 @pytest.mark.parametrize("cli", ["claude", "codex", "pi"])
 async def test_a_fork_at_turn_2_of_three_runs_turns_2_and_3_on_the_real_cli_resuming_turn_1s_session(
     tmp_path: Path, cli: str
 ) -> None:
     envs = {"claude": claude_env, "codex": codex_env, "pi": pi_env}
+    old_model = "fake/fake-model" if cli == "pi" else None
     async with ScriptedModel(parts) as model:
-        RUNTIMES[cli] = Runtime(harness=cli, command=(find_cli(cli),), env=envs[cli](model, tmp_path / "home"),
-                                model="fake/fake-model" if cli == "pi" else None)  # fmt: skip
+        RUNTIMES[cli] = Runtime(harness=cli, command=(find_cli(cli),), env=envs[cli](model, tmp_path / "home"), model=old_model)
         recorded = await agentswf.run(three_parts, args={"cli": cli}, run_root=tmp_path / "runs", cwd=tmp_path)
         assert recorded.value == ["part1", "part2", "part3"], recorded.reason
         before = len(model.requests)
-        forked = await fork(three_parts, recorded.run_dir, "writer:2")
+        forked = await fork(three_parts, recorded.run_dir, "writer:2", settings={"writer": {"model": NEW_MODEL[cli]}})
     assert forked.value == ["part1", "part2", "part3"], forked.reason
+    ran = [r.conversation.model for r in model.requests[before:] if r.conversation and "Write part" in r.conversation.prompt]
+    assert ran and all(name == NEW_MODEL[cli].removeprefix("fake/") for name in ran)  # turns 2 and 3 asked the model given
+    assert [turn["model"] for turn in read_record(forked).turns] == [old_model, NEW_MODEL[cli], NEW_MODEL[cli]]
     asked = [r.conversation.prompt for r in model.requests[before:] if r.conversation and "Write part" in r.conversation.prompt]
     assert asked and not any("Write part 1." in prompt for prompt in asked)  # turn 1 was played: no model asked
     resumed = next(r for r in model.requests[before:] if r.conversation and "Write part 2." in r.conversation.prompt)

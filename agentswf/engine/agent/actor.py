@@ -213,8 +213,10 @@ class AgentActor(Actor):
                 error = await ops.start_attempt(effect, self._handle)
                 if error is not None:
                     return await self._step(t.AttemptNotStarted(call_id, error))
+                await self._runs_with(call_id)
             case t.RunOp(op, session):
                 ops.run_op(op, session)
+                await self._runs_with(op.call_id)
             case t.SwitchSettings(model, effort):
                 ops.switch_settings(model, effort)
             case t.ArmTimer(call_id, timer, at):
@@ -271,6 +273,14 @@ class AgentActor(Actor):
                 for waiter in self.settle_waiters.pop(call_id, []):
                     waiter.set(None)
         return None
+
+    async def _runs_with(self, call_id: str) -> None:
+        """What just started runs with the settings its harness has: where they aren't the agent's
+        (a fork's agent switches at its first real turn), the turn is told, and its record says so
+        however the attempt ends."""
+        settings = self.ops.harness.settings()
+        if settings != (self.state.model, self.state.effort):
+            await self._step(t.RunsWith(call_id, *settings))
 
     def _do_now(self, effect: t.Effect) -> Response | RunTool | None:
         """An effect of `_NOW`: done without awaiting, from the actor or from `_step_now`."""

@@ -43,6 +43,15 @@ class AttemptNotStarted(msgspec.Struct, frozen=True):
     error: str
 
 
+class RunsWith(msgspec.Struct, frozen=True):
+    """The attempt or operation just started runs with these settings, which its harness chose: not
+    the agent's as `set` left them (a fork's agent, switching at its first real turn to those given)."""
+
+    call_id: str
+    model: str | None
+    effort: str | None
+
+
 class MailTaken(msgspec.Struct, frozen=True):
     """The answer to `TakeMail`: the agent's unread mail, and its standing after."""
 
@@ -171,7 +180,7 @@ class Closing(msgspec.Struct, frozen=True):
 
 
 Event = (
-    TurnAsked | QueuedExpired | AttemptEnded | AttemptNotStarted | MailTaken | MailArrived | MessageTurnReady
+    TurnAsked | QueuedExpired | AttemptEnded | AttemptNotStarted | RunsWith | MailTaken | MailArrived | MessageTurnReady
     | TimerFired | CancelAsked | Settled | ResultAsked | AnswerRecorded | WaitingAsked | ToolAsked | ToolFinished
     | PostAsked | PostAnswered | ToolsSet | DeliveryReceived | Closing | OpAsked | OpEnded | StopAsked
 )

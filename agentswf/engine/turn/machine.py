@@ -34,6 +34,7 @@ from .events import (
     PostAsked,
     QueuedExpired,
     ResultAsked,
+    RunsWith,
     Settled,
     StopAsked,
     TimerFired,
@@ -170,6 +171,7 @@ _BY_EVENT: dict[EventKind, dict[Row, Entry]] = {
         GONE: _SETTLED,
     },
     AttemptNotStarted: {R: Move(turns.attempt_not_started, _to(E)), E: _ENDING, GONE: _SETTLED},
+    RunsWith: {R: Move(turns.runs_with), OP: Move(turns.runs_with)},
     DeliveryReceived: {
         **_each(LIVE, When(checkins.awaits_receipt, Move(checkins.received), Ignored("no check-in awaits its receipt"))),
         E: _ENDING,
@@ -230,7 +232,8 @@ TRANSITIONS: Mapping[Row, Mapping[EventKind, Entry]] = {
 # The call an event names, for each kind of event that names one.
 _CALL_OF: dict[type, Callable[[Any], str]] = {
     **dict.fromkeys(
-        (QueuedExpired, AttemptEnded, AttemptNotStarted, TimerFired, CancelAsked, Settled, DeliveryReceived, OpEnded),
+        (QueuedExpired, AttemptEnded, AttemptNotStarted, RunsWith, TimerFired, CancelAsked, Settled, DeliveryReceived,
+         OpEnded),
         attrgetter("call_id"),
     ),
     AnswerRecorded: attrgetter("request.call_id"),

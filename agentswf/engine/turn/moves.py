@@ -45,6 +45,13 @@ def busy(state: AgentState) -> bool:
     return state.turn is not None or state.op is not None
 
 
+def ran_with(state: AgentState, settings: tuple[str | None, str | None] | None) -> AgentState:
+    """The agent's settings as an attempt or operation that says what it ran with left them: a fork's
+    agent ran a played turn with its recorded ones, and runs with those given from the fork's turn on.
+    Its record, and what later runs, say so; None: it ran with the agent's, as `set` left them."""
+    return state if settings is None else replace(state, model=settings[0], effort=settings[1])
+
+
 def record(state: AgentState, turn: TurnState, outcome: Outcome, at: Instant) -> Turn:
     return Turn(
         outcome=outcome,

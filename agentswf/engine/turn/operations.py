@@ -39,7 +39,7 @@ from .effects import (
     TellBoard,
 )
 from .events import CancelAsked, Closing, MailTaken, OpAsked, OpEnded, QueuedExpired, Settled, StopAsked, TimerFired
-from .moves import busy, finish, never_started, record, refused_stopped, then, with_call
+from .moves import busy, finish, never_started, ran_with, record, refused_stopped, then, with_call
 from .state import QUEUED_TOO_LONG, AgentState, OpState, Phase, StartOp, Timer
 from .turns import begin
 
@@ -138,6 +138,7 @@ def op_ended(state: AgentState, event: OpEnded) -> Step:
     op = _op(state)
     result = event.result
     ending = result.ending
+    state = ran_with(state, result.settings)
     if ending.kind != "exited":
         outcome: Outcome = (
             Failed(ending.reason, ending.retryable) if ending.kind == "failed"

@@ -42,11 +42,12 @@ from .events import (
     MailArrived,
     MailTaken,
     MessageTurnReady,
+    RunsWith,
     Settled,
     TimerFired,
     TurnAsked,
 )
-from .moves import finish, launch, live, record, refused_stopped, then, with_call
+from .moves import finish, launch, live, ran_with, record, refused_stopped, then, with_call
 from .state import NO_RESULT, QUEUED_TOO_LONG, AgentState, Phase, StartTurn, Timer, TurnState
 
 # Starting -----------------------------------------------------------------------------
@@ -107,13 +108,18 @@ def attempt_not_started(state: AgentState, event: AttemptNotStarted) -> Step:
     return finish(state, live(state), Failed(f"the agent's socket could not be opened: {event.error}", False))
 
 
+def runs_with(state: AgentState, event: RunsWith) -> Step:
+    """What just started runs with other settings than the agent's: its record says so, as later ones' do."""
+    return ran_with(state, (event.model, event.effort)), []
+
+
 def attempt_ended(state: AgentState, event: AttemptEnded) -> Step:
     """A clean exit without an answer reads the agent's mail first; any other end decides at once."""
     turn = live(state)
     result = event.result
     session = result.session or state.session
     turn = replace(turn, session=session, usage=add_usage(turn.usage, result.usage))
-    state = replace(state, session=session, turn=turn)
+    state = ran_with(replace(state, session=session, turn=turn), result.settings)
     ending = result.ending
     if turn.phase is Phase.RUNNING and ending.kind == "exited" and ending.exit_code == 0:
         return replace(state, turn=replace(turn, phase=Phase.READING_MAIL)), [TakeMail()]
