@@ -130,7 +130,8 @@ class Harness(ABC):
         """Run the CLI for `attempt` to its end."""
 
     def settings(self) -> tuple[str | None, str | None]:
-        """The model and effort its attempts run with (None: the CLI's own default)."""
+        """The model and effort its attempts run with (None: the CLI's own default); asked again as
+        each attempt starts, so a harness that switches (a fork's, at its first real turn) is recorded so."""
         return None, None
 
     def with_settings(self, model: str | None, effort: str | None) -> Harness:
