@@ -19,6 +19,7 @@ from ..engine.accounting import RunUsage, spend_lines, spend_text
 from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts, read_stages
 from ..engine.record.layout import read_json, read_lines
 from ..engine.record.lines import ATTEMPTS_FILE
+from ..engine.tools.rules import MAX_RAISED_FRAMES
 from ..harnesses.usage import Usage
 from .runs import is_live
 from .shown import headed, quoted, shown
@@ -89,7 +90,16 @@ def _tool_lines(call: dict[str, Any]) -> str:
     )
     said = call.get("error") if call["outcome"] != "result" else call.get("result")
     text += f"    {_short(said)}\n" if said not in (None, "") else ""
-    return text + _approval_lines(call.get("approval"))
+    return text + _raised_lines(call.get("raised")) + _approval_lines(call.get("approval"))
+
+
+def _raised_lines(raised: Any) -> str:
+    """Where a raising handler raised, for the workflow's author: its exception's type, then its
+    innermost frames, innermost last (tools.raised_at)."""
+    if not isinstance(raised, list) or not raised:
+        return ""
+    kind, *frames = raised[: MAX_RAISED_FRAMES + 1]
+    return f"    raised {_name(kind)}\n" + "".join(f"      at {_short(frame)}\n" for frame in frames)
 
 
 def _approval_lines(decision: Any) -> str:

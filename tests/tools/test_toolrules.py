@@ -12,6 +12,7 @@ from agentswf.engine.record.lines import ApprovalDecision
 from agentswf.engine.tools.call import tool_record
 from agentswf.engine.tools.policy import REDACTED, Verdict
 from agentswf.engine.tools.rules import (
+    MAX_RAISED_FRAMES,
     MAX_TOOL_INPUT_BYTES,
     MAX_TOOL_RESULT_BYTES,
     UNRECORDED_CALL,
@@ -28,6 +29,7 @@ from agentswf.engine.tools.rules import (
     check_result,
     final,
     handler_ended,
+    raised_at,
     read_input,
     settle,
 )
@@ -156,6 +158,33 @@ def test_whatever_a_handler_raises_fails_the_call_for_a_retry(error):
     assert (outcome.kind, outcome.code) == ("failed", "raised")
     assert outcome.error == (str(error) or type(error).__name__ if isinstance(error, Exception) else
                              f"the handler raised {error!r}")
+
+
+def _deep(depth: int) -> None:
+    if depth:
+        _deep(depth - 1)
+    raise KeyError("b")
+
+
+def _caller(depth: int) -> BaseException:
+    try:
+        _deep(depth)
+    except KeyError as error:
+        return error
+    raise AssertionError("no raise")
+
+
+@given(st.integers(0, 12))
+def test_where_a_handler_raised_is_its_type_and_innermost_frames_past_its_callers(depth):
+    error = _caller(depth)
+    kind, *frames = raised_at(error, own=(__file__,))
+    assert kind == "KeyError" and frames == []  # every frame is the callers' own file here
+    kind, *frames = raised_at(error, own=())
+    assert len(frames) == min(depth + 2, MAX_RAISED_FRAMES)  # _caller, then each _deep, innermost last
+    assert frames[-1] == f"{__file__}:{_deep.__code__.co_firstlineno + 3} in _deep"
+    outcome = handler_ended(Raised(error), now=0, deadline=1, output=None, own=())
+    assert outcome.raised == (kind, *frames) and outcome.error == "'b'"  # the agent's message unchanged
+    assert final(outcome).raised == outcome.raised  # kept as the retry code is stripped
 
 
 def test_a_handler_stopped_by_its_turns_end_may_have_run():

@@ -102,6 +102,7 @@ class ToolCalled(msgspec.Struct, frozen=True, kw_only=True):
     approval: ApprovalDecision | None = None
     started_at: float
     ended_at: float
+    raised: tuple[str, ...] = ()  # a raising handler's exception type and innermost frames (rules.raised_at)
 
 
 class ApprovalDecided(msgspec.Struct, frozen=True):

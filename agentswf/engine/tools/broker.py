@@ -87,6 +87,7 @@ if TYPE_CHECKING:
 TOOL_SETTLE_GRACE_SECONDS = 5.0  # after the call's time, for a handler to stop before it is abandoned
 SYNC_HANDLER_THREADS = 16  # sync handlers of one run running at once, each in a worker thread
 WATCHDOG_SLACK = 64  # entries of finished calls the watchdog's heap may hold beyond twice the running ones
+OWN_FRAMES = (__file__, str(Path(__file__).with_name("tool.py")))  # what calls a handler: not where it raised
 _encoder = msgspec.json.Encoder()
 _log = structlog.get_logger("agentswf.tools")
 
@@ -322,6 +323,7 @@ class ToolCalls:
                 approval=state.approval,
                 started_at=state.started,
                 ended_at=wall(),
+                raised=outcome.raised,
             )
         )
         return settle(outcome, recorded=bool(recorded))
@@ -456,7 +458,7 @@ class ToolCalls:
         del self.handling[call.id]
         if self._due and self._due[0][3] == call.id and self._woken is not None and virtual():
             self._woken.set()  # its time no longer wakes the watchdog: on a virtual clock that wake would be a jump
-        return handler_ended(ending or Stopped(), now=running.ended, deadline=msg.deadline, output=msg.tool.output)
+        return handler_ended(ending or Stopped(), now=running.ended, deadline=msg.deadline, output=msg.tool.output, own=OWN_FRAMES)
 
     # The watchdog: one task keeps the time of every call whose handler runs --------------
 

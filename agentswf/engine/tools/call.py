@@ -88,6 +88,7 @@ def tool_record(
     approval: ApprovalDecision | None = None,
     started_at: float,
     ended_at: float,
+    raised: tuple[str, ...] = (),
 ) -> ToolCalled:
     """The record of one tool call, redacted as the record must be.
 
@@ -114,5 +115,6 @@ def tool_record(
         attempts=attempts,
         approval=approval,
         started_at=started_at,
+        raised=raised,
         ended_at=ended_at,
     )

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..record.lines import ApprovalDecision
 
 MAX_TOOL_RESULT_BYTES = 64 * 1024
+MAX_RAISED_FRAMES = 5  # of a raising handler's traceback, innermost last, kept on record for the workflow's author
 MAX_TOOL_INPUT_BYTES = MAX_TOOL_RESULT_BYTES  # one call's input, as given: 64 KiB, as its result
 UNRECORDED_CALL = (
     "the run couldn't record this call, so its answer isn't given. It may have run: check before calling again."
@@ -43,12 +44,14 @@ OutcomeCode = Code | Literal["", "raised", "abandoned"]
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
-    """How one call ended: `result` (with `value`), `failed`, `timed-out`, or `refused` (with `code`)."""
+    """How one call ended: `result` (with `value`), `failed`, `timed-out`, or `refused` (with `code`).
+    `raised`: where a raising handler raised (`raised_at`), for the record; the agent is told `error`."""
 
     kind: ToolOutcomeKind
     value: Any = None
     error: str = ""
     code: OutcomeCode = ""
+    raised: tuple[str, ...] = ()
 
 
 class Next(enum.Enum):
@@ -125,14 +128,29 @@ class Stopped(msgspec.Struct, frozen=True):
 HandlerEnding = Returned | Raised | Stopped
 
 
-def handler_ended(ending: HandlerEnding, *, now: float, deadline: float, output: Any) -> ToolOutcome:
+def raised_at(error: BaseException, own: tuple[str, ...]) -> tuple[str, ...]:
+    """Where a handler raised, for its author: the exception's type, then `path:line in function` of
+    its traceback's innermost MAX_RAISED_FRAMES frames outside the files `own` (the broker's, that
+    called it). Read from the frames alone: no source file is opened."""
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename not in own:
+            frames.append(f"{code.co_filename}:{tb.tb_lineno} in {code.co_name}")
+        tb = tb.tb_next
+    return (type(error).__qualname__, *frames[-MAX_RAISED_FRAMES:])
+
+
+def handler_ended(ending: HandlerEnding, *, now: float, deadline: float, output: Any, own: tuple[str, ...] = ()) -> ToolOutcome:
     """One run of the handler, as the call sees it. A raise is `failed` with code `raised`
-    (a retry may follow; `final` strips the code); a return after the call's time is too late."""
+    (a retry may follow; `final` strips the code), and where it raised (`raised_at`, past the
+    files `own`); a return after the call's time is too late."""
     if isinstance(ending, Raised):
-        error = ending.error
+        error, where = ending.error, raised_at(ending.error, own)
         if not isinstance(error, Exception):
-            return ToolOutcome("failed", error=f"the handler raised {error!r}", code="raised")
-        return ToolOutcome("failed", error=str(error) or type(error).__name__, code="raised")
+            return ToolOutcome("failed", error=f"the handler raised {error!r}", code="raised", raised=where)
+        return ToolOutcome("failed", error=str(error) or type(error).__name__, code="raised", raised=where)
     if isinstance(ending, Stopped):
         return ToolOutcome("timed-out", error="the call was cancelled when its turn ended. It may have run.")
     if now >= deadline:
