@@ -23,7 +23,18 @@ from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
 from .follow import Event, Follower, Tally, events_of, run_cost, run_ended, turn_started
-from .runs import UsageFailure, all_runs, answered, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
+from .runs import (
+    RunStanding,
+    UsageFailure,
+    all_runs,
+    answered,
+    ask_live_run,
+    is_live,
+    live_run_dir,
+    run_dir_of,
+    run_root_of,
+    value_of,
+)
 from .shown import shown, shown_json
 
 TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained
@@ -75,7 +86,7 @@ def _state(run_dir: Path) -> str:
     output = run_dir / "output.json"
     if output.exists():
         try:
-            return str(read_json(output).get("outcome", "?"))
+            return shown(str(read_json(output).get("outcome", "?")))  # the record's: an agent can write it
         except (OSError, msgspec.DecodeError, AttributeError):
             return "?"
     return "live" if is_live(run_dir) else "unfinished"
@@ -205,7 +216,8 @@ def command_status(options: argparse.Namespace) -> int:
         return temporal.command_status(options, on_temporal)
     run_dir = live_run_dir(options)
     response = answered(ask_live_run(options, Status(), run_dir))
-    status = _status_value(run_dir, response.value or {})
+    standing = value_of(response, RunStanding)  # of the run's shape, or refused: run.json can name an agent's socket
+    status = _status_value(run_dir, msgspec.to_builtins(standing))
     if options.json:
         sys.stdout.write(shown_json(status) + "\n")
     else:

@@ -36,7 +36,8 @@ from ..workflow.budgets import Budget, Spent
 from ..workflow.continuing import attempt_budget
 from ..workflow.durations import to_seconds
 from .control import age, money
-from .follow import AgentTally, Event, Follower, Tally
+from .follow import MAX_EVENT_TEXT_CHARS, AgentTally, Event, Follower, Tally
+from .runs import RunStanding
 from .shown import shown
 
 VIEW_REFRESH_SECONDS = 0.25  # the most often the view reads the record and draws (4 a second)
@@ -79,7 +80,18 @@ def _plain(event: Event) -> None:
             "tool call decided", agent=event.agent, tool=fields.get("tool"), approved=decision.get("approved"), by=decision.get("by")
         )
     elif event.kind == "log":  # wf.log's lines, and the tool calls a policy logs
-        structlog.get_logger(LOG_SOURCE).info(str(fields.get("message", "")), **(fields.get("fields") or {}))
+        said = {key: _cut(value) for key, value in (fields.get("fields") or {}).items()}
+        # bound, not passed as keywords: a field named `event` is the message's place in structlog, and wins over it
+        structlog.get_logger(LOG_SOURCE).bind(**said).info(_cut(str(fields.get("message", ""))))
+
+
+def _cut(value: Any) -> Any:
+    """A wf.log field as a plain line shows it: a number as it is, text (or any other value's JSON)
+    cut at MAX_EVENT_TEXT_CHARS, as `awf tail` cuts it: a field can hold an agent's whole answer."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return text if len(text) <= MAX_EVENT_TEXT_CHARS else text[: MAX_EVENT_TEXT_CHARS - 1] + "…"
 
 
 def _deadline(agent: AgentTally, now: float) -> str:
@@ -241,6 +253,9 @@ def _status(record_dir: Path) -> dict[str, Any] | None:
         if not control:
             return None
         response = ask_run(control, Status(), timeout=min(STATUS_TIMEOUT_SECONDS, OPERATOR_TIMEOUT_SECONDS))
+        if not response.ok:
+            return None
+        standing = msgspec.convert(response.value, RunStanding)  # run.json can name an agent's socket, answering any JSON
     except (OSError, msgspec.DecodeError, AttributeError):
         return None
-    return response.value if response.ok and isinstance(response.value, dict) else None
+    return msgspec.to_builtins(standing)  # type: ignore[no-any-return]

@@ -25,6 +25,8 @@ def command_logs(options: argparse.Namespace) -> int:
         raise  # the reader went away (`awf logs | head`): not the record's fault
     except (OSError, msgspec.DecodeError) as error:  # a record file torn, or not a file (a FIFO an agent put there)
         raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as error:  # a line an agent wrote in another shape
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: a line of it isn't of the record's shape ({error!r})") from None
     return 0
 
 
