@@ -74,6 +74,11 @@ def _info(run_dir: Path) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def _time(value: Any) -> float | None:
+    """A time of the record (run.json's `started_at`), None where it isn't one: an agent can write it."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _forked_from(info: dict[str, Any]) -> str | None:
     """`RUN at KEY turn N`, for a run forked at a turn (awf continue --from), from its run.json."""
     forked = info.get("forked_from")
@@ -115,7 +120,7 @@ def command_ls(options: argparse.Namespace) -> int:
     rows = [("RUN", "WORKFLOW", "STATE", "ATTEMPTS", "AGE", "COST")]
     for run_dir in runs[-options.last :] if options.last else runs:
         info = _info(run_dir)
-        started = info.get("started_at")
+        started = _time(info.get("started_at"))
         rows.append(
             (
                 shown(run_dir.name),
@@ -165,9 +170,9 @@ def _status_value(run_dir: Path, live: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": run_dir.name,
         "workflow": info.get("workflow"),
-        "started_at": info.get("started_at"),  # the run's: its first attempt's start
+        "started_at": _time(info.get("started_at")),  # the run's: its first attempt's start
         "attempt": attempts[-1].n if attempts else 1,
-        "attempt_started_at": attempts[-1].started_at if attempts else info.get("started_at"),
+        "attempt_started_at": attempts[-1].started_at if attempts else _time(info.get("started_at")),
         "agents": agents,
         "participants": live.get("participants", []),
         "pending": live.get("pending", []),

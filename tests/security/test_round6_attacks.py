@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import resource
 import socket
 import subprocess
@@ -73,7 +74,8 @@ def obeyed(text: str) -> list[str]:
 @pytest.mark.anyio
 async def test_awf_ls_shows_the_outcome_an_agent_wrote_in_a_record_not_obeys_it(tmp_path: Path) -> None:
     """An agent rewrites an earlier run's output.json (its outcome a clipboard-setting escape and a
-    forged line): `awf ls` prints it as its escapes, on its own row."""
+    forged line) and run.json (its start a word): `awf ls` prints the outcome as its escapes, on
+    its own row, and the start it can't read as unknown."""
 
     async def first(wf: Any) -> str:
         return "ok"
@@ -84,12 +86,14 @@ async def test_awf_ls_shows_the_outcome_an_agent_wrote_in_a_record_not_obeys_it(
     forge = tmp_path / "forge.py"
     forge.write_text(
         "import json, sys\n"
-        "path = sys.argv[1]\n"
-        "record = json.load(open(path))\n"
-        f"record['outcome'] = {HOSTILE!r}\n"
-        "open(path, 'w').write(json.dumps(record))\n"
+        "def forge(path, field, value):\n"
+        "    record = json.load(open(path))\n"
+        "    record[field] = value\n"
+        "    open(path, 'w').write(json.dumps(record))\n"
+        f"forge(sys.argv[1] + '/output.json', 'outcome', {HOSTILE!r})\n"
+        "forge(sys.argv[1] + '/run.json', 'started_at', 'yesterday')\n"
     )
-    body = f'{sys.executable} {forge} {output}\necho done | "$WFA" result "$WFA_CALL_ID"'
+    body = f'{sys.executable} {forge} {earlier.run_dir}\necho done | "$WFA" result "$WFA_CALL_ID"'
 
     async def fn(wf: Any) -> None:
         a = await wf.agents.open("a", runtime=shell_agent(tmp_path, "a", body))
@@ -217,6 +221,30 @@ async def test_a_record_file_an_agent_made_sparse_and_huge_is_not_read_into_memo
         done = awf(tmp_path, *command, "--run-root", "runs", memory=MEMORY_BOUND_BYTES)
         assert "MemoryError" not in done.stderr and "Traceback" not in done.stderr, (command, done.stderr[-2000:])
         assert done.returncode in (0, 1, 2), (command, done.returncode, done.stderr[-2000:])
+
+
+def test_a_replay_or_a_fork_at_a_turn_of_a_record_made_sparse_and_huge_is_refused_in_a_line(tmp_path: Path) -> None:
+    """`awf replay` and `awf continue --from KEY:N` read the record through agentswf/replay/recorded.py,
+    which measures a file before reading it (held before this round too)."""
+    shell_agent(tmp_path, "a", 'echo done | "$WFA" result "$WFA_CALL_ID"')
+    (tmp_path / "flow.py").write_text(
+        "from pathlib import Path\n"
+        "from agentswf import workflow\n\n"
+        "HERE = Path(__file__).parent\n\n"
+        "@workflow(name='w', description='Two turns.')\n"
+        "async def w(wf):\n"
+        "    a = await wf.agents.open('a', runtime='shell:' + str(HERE / 'a.sh'))\n"
+        "    await a.run('Work.')\n"
+        "    return (await a.run('More.')).value\n"
+    )
+    ran = awf(tmp_path, "run", "flow.py", "--run-root", "runs", "--plain")
+    assert ran.returncode == 0, ran.stderr
+    [run_dir] = (tmp_path / "runs" / "w").iterdir()
+    os.truncate(run_dir / "turns.jsonl", SPARSE_BYTES)  # what the agent's `truncate -s` does
+    for command in (("replay", run_dir.name, "flow.py"), ("continue", "flow.py", run_dir.name, "--from", "a:1")):
+        done = awf(tmp_path, *command, "--run-root", "runs", memory=MEMORY_BOUND_BYTES)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (command, done.stderr[-2000:])
+        assert "is over" in done.stderr.split("\n")[-2], (command, done.stderr)
 
 
 def test_the_live_view_of_awf_run_reads_no_sparse_file_an_agent_made_whole(tmp_path: Path) -> None:
