@@ -175,7 +175,7 @@ def events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
     elif log == "log":
         fields = line.get("fields") or {}
         extra = " ".join(f"{key}={_short(value)}" for key, value in fields.items())
-        text = f"{line.get('message', '')} {extra}".rstrip()
+        text = f"{_short(line.get('message', ''))} {extra}".rstrip()  # a message can be an agent's answer
         yield Event(line.get("at") or 0.0, "log", str(fields.get("agent", "")), text, line)
 
 

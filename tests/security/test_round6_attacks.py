@@ -352,9 +352,9 @@ WIDEST_LINE_CHARS = 8192  # what awf prints on a line at most, here: a few scree
 
 @pytest.mark.anyio
 async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_path: Path) -> None:
-    """An agent answers with a MiB on one line, and the workflow logs it (`wf.log("answered",
-    said=turn.value)`), as the guide's workflows do with their agents' words; its turn's reason is a
-    MiB too (a tool's error it quoted): `awf logs` and `awf run`'s lines cut each, as `awf tail` does."""
+    """An agent answers with a MB on one line, and the workflow logs it (`wf.log("answered",
+    said=turn.value)`, and as a message, `wf.log(turn.value)`), as workflows do with their agents'
+    words: `awf logs`, `awf tail` and `awf run`'s lines cut each (`awf tail` printed the message whole)."""
     (tmp_path / "flow.py").write_text(
         "from pathlib import Path\n"
         "from agentswf import workflow\n\n"
@@ -364,6 +364,7 @@ async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_
         "    a = await wf.agents.open('a', runtime='shell:' + str(HERE / 'a.sh'))\n"
         "    turn = await a.run('Answer.', timeout=60)\n"
         "    wf.log('answered', said=turn.value)\n"
+        "    wf.log(turn.value)\n"
         "    return len(turn.value)\n"
     )
     shell_agent(
@@ -378,6 +379,10 @@ async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_
     assert logs.returncode == 0, logs.stderr
     assert "answered" in logs.stdout
     assert max(len(line) for line in logs.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf logs is a MiB"
+    [run_dir] = (tmp_path / "runs" / "w").iterdir()
+    tail = awf(tmp_path, "tail", run_dir.name, "--no-follow", "--run-root", "runs")
+    assert tail.returncode == 0 and "answered" in tail.stdout, tail.stderr
+    assert max(len(line) for line in tail.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf tail is a MiB"
 
 
 @pytest.mark.anyio
