@@ -99,7 +99,7 @@ DEFAULT_RUN_ROOT = Path(".awf") / "runs"
 _encoder = msgspec.json.Encoder()
 GROUP_COMMIT_SECONDS = 1.0  # the longest an appended line waits for its fsync
 BATCH_MAX_BYTES = 1 << 20  # a batch is written once it holds this much, even with more queued
-MAX_READ_BYTES = 256 << 20  # of a record file read at once: a long run's log is some MiB; a sparse file an agent grew, GiB
+MAX_READ_BYTES = 1 << 30  # of a record file read at once: a long run's tools.jsonl is some MiB; a sparse file an agent grew, any size
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -534,16 +534,17 @@ def regular_bytes(path: Path, offset: int = 0, limit: int = MAX_READ_BYTES) -> b
     memory (`awf ls`, or the live view in the run's own process)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
             return None
+        size = max(0, found.st_size - offset)
+        if size > limit:
+            raise OSError(errno.EFBIG, f"more than {limit} bytes to read: no record file is that large", str(path))
         with os.fdopen(descriptor, "rb", closefd=False) as file:
             file.seek(offset)
-            data = file.read(limit + 1)  # never more: the file may grow as it is read
+            return file.read(size)  # what is there as it is opened; lines appended since are read next time
     finally:
         os.close(descriptor)
-    if len(data) > limit:
-        raise OSError(errno.EFBIG, f"more than {limit} bytes to read: no record file is that large", str(path))
-    return data
 
 
 def find_run(run_root: Path, run: str | None) -> Path | None:
