@@ -33,10 +33,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from agentswf import tool
+import agentswf
+from agentswf import tool, workflow
+from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text
 
+from ..clis import TAUGHT, needs_clis, real_runtimes
 from ..harnesses.kit import run_wf, shell_agent
 
 AWF = [sys.executable, "-m", "agentswf"]
@@ -412,3 +416,62 @@ async def test_a_failed_turns_reason_and_a_tools_error_of_60_kb_are_cut_in_awf_l
     assert logs.returncode == 0, logs.stderr
     assert "yyyy" in logs.stdout
     assert max(len(line) for line in logs.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf logs is a MiB"
+
+
+# Run by the agent through its CLI's shell tool: a line of the CLI's own kind written into the
+# CLI's standard output (the first ancestor whose output isn't this shell's own), as
+# tests/security/test_usage_attacks.py's forge does.
+FORGE = """
+import os, sys
+line = open(sys.argv[1]).read()
+mine = os.readlink("/proc/self/fd/1")
+pid = os.getppid()
+while pid > 1:
+    out = os.readlink(f"/proc/{pid}/fd/1")
+    if out != mine and out.startswith("pipe:"):
+        with open(f"/proc/{pid}/fd/1", "w") as cli_output:
+            cli_output.write(line + "\\n")
+        open(sys.argv[2], "w").write(str(pid))
+        break
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+"""
+MODEL_CHARS = 100_000  # a model's name, as the forged line gives it
+
+
+@needs_clis
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a real CLI: once is enough
+async def test_a_model_name_an_agent_writes_into_its_clis_output_is_shown_cut(tmp_path: Path, anyio_backend: str) -> None:
+    """claude's agent writes an init line naming a model of 100 KB, escapes and forged lines in it,
+    into claude's own output: the turn's spend names it (the record keeps what the CLI said), and
+    `awf logs` prints it escaped and cut (it printed the 100 KB on one line)."""
+    forge = tmp_path / "forge.py"
+    forge.write_text(FORGE)
+    model_name = "claude-x" + ("\x1b]52;c;cm0gLXJmIH4K\x07\nFORGED awf: spent nothing " * (MODEL_CHARS // 50))
+    (tmp_path / "line.json").write_text(json.dumps({"type": "system", "subtype": "init", "model": model_name}))
+
+    def script(conv: Conversation) -> Shell | Text:
+        found = TAUGHT.search(conv.prompt)
+        assert found, conv.prompt[:300]
+        wfa, call = found.groups()
+        commands = [f"{sys.executable} {forge} {tmp_path / 'line.json'} {tmp_path / 'forged'}", f"{wfa} result {call} done"]
+        done = len(conv.tool_results)
+        return Shell(commands[done]) if done < len(commands) else Text("Finished.")
+
+    async with ScriptedModel(script) as model:
+        claude = real_runtimes(model, tmp_path / "homes")["claude"]
+
+        @workflow(name="forged-model", description="An agent forges its CLI's model.")
+        async def flow(wf: Any) -> Any:
+            agent = await wf.agents.open("claude", runtime=claude)
+            turn = await agent.run("Say done.", timeout=60)
+            return msgspec.to_builtins(turn)
+
+        result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.outcome == "completed", result.reason
+    assert (tmp_path / "forged").exists(), "the forged line was not written"
+    logs = awf(tmp_path, "logs", result.run_dir.name, "--run-root", "runs")
+    assert logs.returncode == 0, logs.stderr
+    assert "on claude-x" in logs.stdout, logs.stdout[:3000]
+    assert obeyed(logs.stdout) == [] and forged_lines(logs.stdout) == [], logs.stdout[:3000]
+    assert max(len(line) for line in logs.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf logs is 100 KB"
