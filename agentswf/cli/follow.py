@@ -27,6 +27,7 @@ from ..engine.record.layout import read_json, regular_bytes
 
 EventKind = Literal["turn-started", "turn-ended", "tool", "approval", "message", "read", "log", "run-ended"]
 MAX_EVENT_TEXT_CHARS = 200  # of a prompt, a message or a tool's input, in one event line
+MAX_EVENT_LINE_CHARS = 1000  # of an event's whole text: a line of the record can hold any number of fields, any name
 MAX_POLL_BYTES = 64 << 20  # of one log read at a poll; with more unread, a watcher skips to its last this many
 _LOGS = ("turns", "tools", "approvals", "messages", "log")
 
@@ -147,10 +148,21 @@ def _usage_text(usage: dict[str, Any] | None) -> str:
     return f" ({tokens} tokens" + (f", ${cost:.4f})" if cost is not None else ")")
 
 
+def _bounded(event: Event) -> Event:
+    """`event` with its text cut at MAX_EVENT_LINE_CHARS and its agent's key at MAX_EVENT_TEXT_CHARS."""
+    if len(event.text) <= MAX_EVENT_LINE_CHARS and len(event.agent) <= MAX_EVENT_TEXT_CHARS:
+        return event
+    text = event.text if len(event.text) <= MAX_EVENT_LINE_CHARS else event.text[: MAX_EVENT_LINE_CHARS - 1] + "…"
+    return msgspec.structs.replace(event, text=text, agent=_short(event.agent))
+
+
 def events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
     """The events one line of one of the run's logs says happened: none for a line not `of_shape`."""
-    if not of_shape(log, line):
-        return
+    if of_shape(log, line):
+        yield from (_bounded(event) for event in _events_of(log, line))
+
+
+def _events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
     if log == "turns":
         outcome = line.get("outcome") or {}
         kind = outcome.get("kind", "?")
@@ -181,7 +193,7 @@ def events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
 
 def turn_started(call: dict[str, Any], at: float) -> Event:
     """A turn's start, from its call.json, written at `at`."""
-    return Event(at, "turn-started", call.get("agent", ""), f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}", call)
+    return _bounded(Event(at, "turn-started", call.get("agent", ""), f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}", call))
 
 
 def run_ended(output: dict[str, Any]) -> Event:

@@ -475,3 +475,25 @@ async def test_a_model_name_an_agent_writes_into_its_clis_output_is_shown_cut(tm
     assert "on claude-x" in logs.stdout, logs.stdout[:3000]
     assert obeyed(logs.stdout) == [] and forged_lines(logs.stdout) == [], logs.stdout[:3000]
     assert max(len(line) for line in logs.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf logs is 100 KB"
+
+
+NAME_CHARS = 1_000_000  # a name in a line of the record an agent wrote: of the right type, any length
+LOG_FIELDS = 5_000  # the fields of a wf.log line an agent wrote
+
+
+def test_a_line_an_agent_appends_with_a_name_of_a_megabyte_or_thousands_of_fields_is_cut(tmp_path: Path) -> None:
+    """Lines of the record's own shape, with a tool's name of a MB and a wf.log line of 5,000
+    fields: `awf run`'s plain lines and `awf tail` cut each line (they printed it whole)."""
+    (tmp_path / "flow.py").write_text(FLOW)
+    fields = {f"f{n}": "v" * 100 for n in range(LOG_FIELDS)}
+    tool_line = {"call_id": "c", "turn_call_id": "t", "agent": "a" * NAME_CHARS, "tool": "t" * NAME_CHARS, "input": {},
+                 "outcome": "o" * NAME_CHARS, "started_at": 1.0, "ended_at": 2.0}  # fmt: skip
+    _appending_agent(tmp_path, {"tools.jsonl": [tool_line], "log.jsonl": [{"at": 3.0, "message": "m", "fields": fields}]})
+    done = awf(tmp_path, "run", "flow.py", "--run-root", "runs", "--plain", timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [line for line in done.stderr.split("\n") if "tool called" in line and "label" in line], done.stderr[-2000:]
+    assert max(len(line) for line in done.stderr.split("\n")) < WIDEST_LINE_CHARS, "a line of awf run's is a MB"
+    run_id = Path((tmp_path / "run_dir").read_text()).name
+    tail = awf(tmp_path, "tail", run_id, "--no-follow", "--run-root", "runs")
+    assert tail.returncode == 0 and LATER_LINE in tail.stdout, tail.stderr
+    assert max(len(line) for line in tail.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf tail is a MB"
