@@ -174,7 +174,8 @@ def _appending_agent(tmp_path: Path, lines: dict[str, list[dict[str, Any]]]) -> 
 
 def test_lines_of_the_wrong_shape_an_agent_appends_to_its_record_blind_no_view(tmp_path: Path) -> None:
     """`awf run`'s view goes on past the agent's lines (its tool call after them is shown, and the
-    run's last wf.log line); `awf tail`, `awf ls` and `awf logs` of the run pass them over, no traceback."""
+    run's last wf.log line); `awf tail` and `awf ls` pass them over; `awf logs` and `awf trace` say
+    in a line that they can't read the record (they printed a traceback)."""
     (tmp_path / "flow.py").write_text(FLOW)
     _appending_agent(tmp_path, WRONG_SHAPES)
     done = awf(tmp_path, "run", "flow.py", "--run-root", "runs", "--plain", timeout=120)
@@ -188,9 +189,10 @@ def test_lines_of_the_wrong_shape_an_agent_appends_to_its_record_blind_no_view(t
     tail = awf(tmp_path, "tail", run_id, "--no-follow", "--run-root", "runs")
     assert tail.returncode == 0 and "Traceback" not in tail.stderr, tail.stderr
     assert "tool label" in tail.stdout and LATER_LINE in tail.stdout, tail.stdout
-    logs = awf(tmp_path, "logs", run_id, "--run-root", "runs")  # whole, or nothing: it says why in a line
-    assert logs.returncode == 2 and logs.stdout == "", logs.stdout
-    assert "record can't be read" in logs.stderr and logs.stderr.count("\n") == 1, logs.stderr
+    for command in ("logs", "trace"):  # whole, or nothing: it says why in a line
+        printed = awf(tmp_path, command, run_id, "--run-root", "runs")
+        assert printed.returncode == 2 and printed.stdout == "", (command, printed.stdout)
+        assert "record can't be read" in printed.stderr and printed.stderr.count("\n") == 1, (command, printed.stderr)
 
 
 # 3. A record file of gigabytes ----------------------------------------------------------------
