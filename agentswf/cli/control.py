@@ -23,7 +23,18 @@ from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
 from .follow import Event, Follower, Tally, events_of, run_cost, run_ended, turn_started
-from .runs import UsageFailure, all_runs, answered, ask_live_run, is_live, live_run_dir, run_dir_of, run_root_of
+from .runs import (
+    RunStanding,
+    UsageFailure,
+    all_runs,
+    answered,
+    ask_live_run,
+    is_live,
+    live_run_dir,
+    run_dir_of,
+    run_root_of,
+    value_of,
+)
 from .shown import shown, shown_json
 
 TAIL_POLL_SECONDS = 0.2  # how often `awf tail` reads what the record gained
@@ -63,6 +74,11 @@ def _info(run_dir: Path) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def _time(value: Any) -> float | None:
+    """A time of the record (run.json's `started_at`), None where it isn't one: an agent can write it."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _forked_from(info: dict[str, Any]) -> str | None:
     """`RUN at KEY turn N`, for a run forked at a turn (awf continue --from), from its run.json."""
     forked = info.get("forked_from")
@@ -75,7 +91,7 @@ def _state(run_dir: Path) -> str:
     output = run_dir / "output.json"
     if output.exists():
         try:
-            return str(read_json(output).get("outcome", "?"))
+            return shown(str(read_json(output).get("outcome", "?")))  # the record's: an agent can write it
         except (OSError, msgspec.DecodeError, AttributeError):
             return "?"
     return "live" if is_live(run_dir) else "unfinished"
@@ -104,7 +120,7 @@ def command_ls(options: argparse.Namespace) -> int:
     rows = [("RUN", "WORKFLOW", "STATE", "ATTEMPTS", "AGE", "COST")]
     for run_dir in runs[-options.last :] if options.last else runs:
         info = _info(run_dir)
-        started = info.get("started_at")
+        started = _time(info.get("started_at"))
         rows.append(
             (
                 shown(run_dir.name),
@@ -154,9 +170,9 @@ def _status_value(run_dir: Path, live: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": run_dir.name,
         "workflow": info.get("workflow"),
-        "started_at": info.get("started_at"),  # the run's: its first attempt's start
+        "started_at": _time(info.get("started_at")),  # the run's: its first attempt's start
         "attempt": attempts[-1].n if attempts else 1,
-        "attempt_started_at": attempts[-1].started_at if attempts else info.get("started_at"),
+        "attempt_started_at": attempts[-1].started_at if attempts else _time(info.get("started_at")),
         "agents": agents,
         "participants": live.get("participants", []),
         "pending": live.get("pending", []),
@@ -205,7 +221,8 @@ def command_status(options: argparse.Namespace) -> int:
         return temporal.command_status(options, on_temporal)
     run_dir = live_run_dir(options)
     response = answered(ask_live_run(options, Status(), run_dir))
-    status = _status_value(run_dir, response.value or {})
+    standing = value_of(response, RunStanding)  # of the run's shape, or refused: run.json can name an agent's socket
+    status = _status_value(run_dir, msgspec.to_builtins(standing))
     if options.json:
         sys.stdout.write(shown_json(status) + "\n")
     else:

@@ -27,7 +27,101 @@ from ..engine.record.layout import read_json, regular_bytes
 
 EventKind = Literal["turn-started", "turn-ended", "tool", "approval", "message", "read", "log", "run-ended"]
 MAX_EVENT_TEXT_CHARS = 200  # of a prompt, a message or a tool's input, in one event line
+MAX_EVENT_LINE_CHARS = 1000  # of an event's whole text: a line of the record can hold any number of fields, any name
+MAX_POLL_BYTES = 64 << 20  # of one log read at a poll; with more unread, a watcher skips to its last this many
 _LOGS = ("turns", "tools", "approvals", "messages", "log")
+
+
+# What the watchers read of each line, typed: a field of another type (a cost that is a word, an
+# outcome that is a string, a time that isn't one), which an agent that writes the record can put
+# there, passes the line over, as a line that isn't JSON is; it never raises in a watcher. Every
+# field may be missing, as the watchers read them.
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class _Outcome(msgspec.Struct):
+    kind: str = "?"
+
+
+class _Turn(msgspec.Struct):
+    agent: str = ""
+    call_id: str = ""
+    n: int | None = None
+    ended_at: float | None = None
+    outcome: _Outcome | None = None
+    usage: _Usage | None = None
+
+
+class _Tool(msgspec.Struct):
+    agent: str = ""
+    tool: str = ""
+    outcome: str = ""
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+class _Decision(msgspec.Struct):
+    approved: bool = False
+    by: str | None = None
+
+
+class _Approval(msgspec.Struct):
+    agent: str = ""
+    tool: str = ""
+    call_id: str = ""
+    at: float | None = None
+    decision: _Decision | None = None
+
+
+class _Mail(msgspec.Struct):
+    sender: str = ""
+    to: str = ""
+    kind: str = "message"
+    at: float | None = None
+
+
+class _Message(msgspec.Struct):
+    event: str = ""
+    mail: _Mail | None = None
+    at: float | None = None
+    by: str = ""
+    message_id: str = ""
+
+
+class _Logged(msgspec.Struct):
+    message: str = ""
+    at: float | None = None
+    fields: dict[str, Any] | None = None
+
+
+class _Call(msgspec.Struct):
+    agent: str = ""
+    n: int | None = None
+    deadline_at: float | None = None
+
+
+class _Output(msgspec.Struct):
+    outcome: str = "?"
+    ended_at: float | None = None
+
+
+_SHAPES: dict[str, type[msgspec.Struct]] = {
+    "turns": _Turn, "tools": _Tool, "approvals": _Approval, "messages": _Message, "log": _Logged, "calls": _Call,
+    "output": _Output,
+}  # fmt: skip
+
+
+def of_shape(log: str, line: Any) -> bool:
+    """Whether `line` of the record's `log` (or a call.json, "calls", or output.json, "output") has
+    each field a watcher reads of the type it reads."""
+    try:
+        msgspec.convert(line, _SHAPES[log])
+    except msgspec.ValidationError:
+        return False
+    return True
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -54,8 +148,21 @@ def _usage_text(usage: dict[str, Any] | None) -> str:
     return f" ({tokens} tokens" + (f", ${cost:.4f})" if cost is not None else ")")
 
 
+def _bounded(event: Event) -> Event:
+    """`event` with its text cut at MAX_EVENT_LINE_CHARS and its agent's key at MAX_EVENT_TEXT_CHARS."""
+    if len(event.text) <= MAX_EVENT_LINE_CHARS and len(event.agent) <= MAX_EVENT_TEXT_CHARS:
+        return event
+    text = event.text if len(event.text) <= MAX_EVENT_LINE_CHARS else event.text[: MAX_EVENT_LINE_CHARS - 1] + "…"
+    return msgspec.structs.replace(event, text=text, agent=_short(event.agent))
+
+
 def events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
-    """The events one line of one of the run's logs says happened."""
+    """The events one line of one of the run's logs says happened: none for a line not `of_shape`."""
+    if of_shape(log, line):
+        yield from (_bounded(event) for event in _events_of(log, line))
+
+
+def _events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
     if log == "turns":
         outcome = line.get("outcome") or {}
         kind = outcome.get("kind", "?")
@@ -80,13 +187,13 @@ def events_of(log: str, line: dict[str, Any]) -> Iterable[Event]:
     elif log == "log":
         fields = line.get("fields") or {}
         extra = " ".join(f"{key}={_short(value)}" for key, value in fields.items())
-        text = f"{line.get('message', '')} {extra}".rstrip()
+        text = f"{_short(line.get('message', ''))} {extra}".rstrip()  # a message can be an agent's answer
         yield Event(line.get("at") or 0.0, "log", str(fields.get("agent", "")), text, line)
 
 
 def turn_started(call: dict[str, Any], at: float) -> Event:
     """A turn's start, from its call.json, written at `at`."""
-    return Event(at, "turn-started", call.get("agent", ""), f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}", call)
+    return _bounded(Event(at, "turn-started", call.get("agent", ""), f"turn {call.get('n')} started: {_short(call.get('prompt', ''))}", call))
 
 
 def run_ended(output: dict[str, Any]) -> Event:
@@ -130,7 +237,7 @@ class Follower:
                 output = read_json(self.run_dir / "output.json")
             except (OSError, msgspec.DecodeError):
                 output = {}
-            events.append(run_ended(output))
+            events.append(run_ended(output if of_shape("output", output) else {}))
         events.sort(key=lambda event: event.at)
         return events
 
@@ -148,18 +255,24 @@ class Follower:
             except (OSError, msgspec.DecodeError):
                 continue  # not written yet: the next poll
             self._calls.add(entry.name)
-            yield turn_started(call, at)
+            if of_shape("calls", call):
+                yield turn_started(call, at)
 
     def _new_lines(self, log: str) -> Iterable[dict[str, Any]]:
+        """The lines `log` gained, at most MAX_POLL_BYTES of them: with more unread (an agent can grow
+        a file of the record to gigabytes with `truncate`), the last ones, those before passed over."""
         path = self.run_dir / f"{log}.jsonl"
         offset = self._offsets.get(log, 0)
         try:
-            data = regular_bytes(path, offset)  # an agent can put a FIFO there: never blocked on
-        except OSError:
+            offset = max(offset, path.stat().st_size - MAX_POLL_BYTES)
+            data = regular_bytes(path, offset, MAX_POLL_BYTES)  # an agent can put a FIFO there: never blocked on
+        except OSError:  # gone, or grown past the bound since: the next poll
             return
         if data is None:
             return
         end = data.rfind(b"\n") + 1  # a torn last line waits for the next poll
+        if end == 0 and len(data) == MAX_POLL_BYTES:
+            end = len(data)  # no line is that long: passed over, not read again
         self._offsets[log] = offset + end
         for raw in data[:end].splitlines():
             try:

@@ -36,7 +36,8 @@ from ..workflow.budgets import Budget, Spent
 from ..workflow.continuing import attempt_budget
 from ..workflow.durations import to_seconds
 from .control import age, money
-from .follow import AgentTally, Event, Follower, Tally
+from .follow import MAX_EVENT_TEXT_CHARS, AgentTally, Event, Follower, Tally
+from .runs import RunStanding
 from .shown import shown
 
 VIEW_REFRESH_SECONDS = 0.25  # the most often the view reads the record and draws (4 a second)
@@ -54,32 +55,44 @@ ViewKind = Literal["live", "plain"]
 
 def _plain(event: Event) -> None:
     """One structlog line for an event of the record (turns, tool calls, messages, log lines)."""
-    fields = event.fields
+    fields = event.fields  # its names cut (`_cut`): a line an agent wrote into the record can name anything
     if event.kind == "turn-started":
-        structlog.get_logger(TURN_SOURCE).info("turn started", agent=event.agent, turn=fields.get("n"), call=fields.get("call_id"))
+        structlog.get_logger(TURN_SOURCE).info("turn started", agent=event.agent, turn=fields.get("n"), call=_cut(fields.get("call_id")))
     elif event.kind == "turn-ended":
         usage = fields.get("usage") or {}
         spent = {key: usage[key] for key in ("input_tokens", "output_tokens", "cost_usd") if usage.get(key) is not None}
         outcome = (fields.get("outcome") or {}).get("kind")
         structlog.get_logger(TURN_SOURCE).info(
-            "turn ended", agent=event.agent, turn=fields.get("n"), call=fields.get("call_id"), outcome=outcome, **spent
+            "turn ended", agent=event.agent, turn=fields.get("n"), call=_cut(fields.get("call_id")), outcome=_cut(outcome), **spent
         )
     elif event.kind == "tool":
         took = (fields.get("ended_at") or 0.0) - (fields.get("started_at") or 0.0)
         structlog.get_logger("agentswf.tools").info(
-            "tool called", agent=event.agent, tool=fields.get("tool"), outcome=fields.get("outcome"), ms=round(took * 1000)
+            "tool called", agent=event.agent, tool=_cut(fields.get("tool")), outcome=_cut(fields.get("outcome")), ms=round(took * 1000)
         )
     elif event.kind == "message":
         structlog.get_logger("agentswf.messages").info(
-            "message sent", sender=event.agent, to=fields.get("to"), kind=fields.get("kind")
+            "message sent", sender=event.agent, to=_cut(fields.get("to")), kind=_cut(fields.get("kind"))
         )
     elif event.kind == "approval":
         decision = fields.get("decision") or {}
         structlog.get_logger("agentswf.approvals").info(
-            "tool call decided", agent=event.agent, tool=fields.get("tool"), approved=decision.get("approved"), by=decision.get("by")
+            "tool call decided", agent=event.agent, tool=_cut(fields.get("tool")), approved=decision.get("approved"),
+            by=_cut(decision.get("by"))
         )
     elif event.kind == "log":  # wf.log's lines, and the tool calls a policy logs
-        structlog.get_logger(LOG_SOURCE).info(str(fields.get("message", "")), **(fields.get("fields") or {}))
+        said = {key: _cut(value) for key, value in (fields.get("fields") or {}).items()}
+        # bound, not passed as keywords: a field named `event` is the message's place in structlog, and wins over it
+        structlog.get_logger(LOG_SOURCE).bind(**said).info(_cut(str(fields.get("message", ""))))
+
+
+def _cut(value: Any) -> Any:
+    """A field as a plain line shows it: a number as it is, text (or any other value's JSON) cut at
+    MAX_EVENT_TEXT_CHARS, as `awf tail` cuts it: a wf.log field can hold an agent's whole answer."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return text if len(text) <= MAX_EVENT_TEXT_CHARS else text[: MAX_EVENT_TEXT_CHARS - 1] + "…"
 
 
 def _deadline(agent: AgentTally, now: float) -> str:
@@ -241,6 +254,9 @@ def _status(record_dir: Path) -> dict[str, Any] | None:
         if not control:
             return None
         response = ask_run(control, Status(), timeout=min(STATUS_TIMEOUT_SECONDS, OPERATOR_TIMEOUT_SECONDS))
+        if not response.ok:
+            return None
+        standing = msgspec.convert(response.value, RunStanding)  # run.json can name an agent's socket, answering any JSON
     except (OSError, msgspec.DecodeError, AttributeError):
         return None
-    return response.value if response.ok and isinstance(response.value, dict) else None
+    return msgspec.to_builtins(standing)  # type: ignore[no-any-return]

@@ -24,24 +24,28 @@ from ..harnesses.usage import Usage
 from .runs import is_live
 from .shown import headed, quoted, shown
 
-MAX_SHOWN_CHARS = 400
+MAX_SHOWN_CHARS = 400  # of a value, a name or a line of a body: an agent's answer can be a MiB on one line
 MAX_SHOWN_LINES = 20
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
 
 
 def _short(value: Any) -> str:
     """A value (text, or any JSON) on one line, `shown`, cut at MAX_SHOWN_CHARS."""
-    text = shown(value if isinstance(value, str) else msgspec.json.encode(value).decode())
-    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
+    return _cut(shown(value if isinstance(value, str) else msgspec.json.encode(value).decode()))
 
 
 def _name(value: Any) -> str:
-    """A name, id or word of the record (an agent's key, a tool's name, an outcome) on one line."""
-    return shown(value if isinstance(value, str) else str(value))
+    """A name, id or word of the record (an agent's key, a tool's name, an outcome, a model its CLI
+    named) on one line, cut at MAX_SHOWN_CHARS: the record's, so maybe an agent's, of any length."""
+    return _short(value if isinstance(value, str) else str(value))
 
 
 def _block(label: str, text: Any) -> str:
-    """`text`, which may run over several lines (at most MAX_SHOWN_LINES), after `label`, indented."""
-    lines = str(text).strip().split("\n")
+    """`text`, which may run over several lines (at most MAX_SHOWN_LINES, each cut at MAX_SHOWN_CHARS), after `label`, indented."""
+    lines = [_cut(line) for line in str(text).strip().split("\n")]
     kept = "\n".join(lines[:MAX_SHOWN_LINES] + (["…"] if len(lines) > MAX_SHOWN_LINES else []))
     return headed(f"  {label}: ", kept)
 
@@ -162,10 +166,10 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
         if output.get("where"):
             out.write(f"  at: {_name(output['where'])}\n")
         if output.get("traceback"):
-            out.write("  traceback:\n" + quoted(str(output["traceback"]).rstrip()))
+            out.write("  traceback:\n" + quoted("\n".join(_cut(line) for line in str(output["traceback"]).rstrip().split("\n"))))
     if (run_dir / "usage.json").exists():
         usage = msgspec.convert(read_json(run_dir / "usage.json"), RunUsage)
-        out.writelines(f"  {shown(line)}\n" for line in spend_lines(usage))  # its group and model names are the record's
+        out.writelines(f"  {_short(line)}\n" for line in spend_lines(usage))  # its group and model names are the record's
     attempts = _attempts(run_dir, out)
     logs = list(read_lines(run_dir / "log.jsonl"))
     tools: dict[str, list[dict[str, Any]]] = {}
@@ -203,7 +207,7 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
         else:
             out.write(_block("reason", outcome.get("reason", "")))
         if turn.get("usage"):
-            out.write(f"  spent: {shown(spend_text(msgspec.convert(turn['usage'], Usage)))}\n")
+            out.write(f"  spent: {_short(spend_text(msgspec.convert(turn['usage'], Usage)))}\n")
         events = [
             *((candidate.get("at") or 0.0, _candidate_lines(candidate)) for candidate in read_lines(
                 run_dir / "calls" / turn["call_id"] / "candidates.jsonl"
@@ -230,7 +234,7 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
     if logs:
         out.write("\nlog:\n")
         for line in logs:
-            fields = " ".join(f"{_name(key)}={_name(value)}" for key, value in (line.get("fields") or {}).items())
+            fields = " ".join(f"{_name(key)}={_short(value)}" for key, value in (line.get("fields") or {}).items())
             out.write(f"  {_clock(line.get('at'))} {_name(line.get('message', ''))} {fields}".rstrip() + "\n")
 
 

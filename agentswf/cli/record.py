@@ -5,7 +5,11 @@ whom (`--actors`: each actor's mailbox figures).
 from __future__ import annotations
 
 import argparse
+import io
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
 
 import msgspec
 
@@ -19,22 +23,26 @@ from .runs import UsageFailure, run_dir_of
 def command_logs(options: argparse.Namespace) -> int:
     temporal.settle_record(options)  # a Temporal run whose host died: its record, from Temporal
     run_dir = run_dir_of(options, options.run)
-    try:
-        print_run(run_dir, sys.stdout)
-    except BrokenPipeError:
-        raise  # the reader went away (`awf logs | head`): not the record's fault
-    except (OSError, msgspec.DecodeError) as error:  # a record file torn, or not a file (a FIFO an agent put there)
-        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    _print_whole(run_dir, print_run)
     return 0
 
 
 def command_trace(options: argparse.Namespace) -> int:
     run_dir = run_dir_of(options, options.run)
-    if options.actors:
-        print_actors(run_dir, sys.stdout)
-    else:
-        print_trace(run_dir, sys.stdout)
+    _print_whole(run_dir, print_actors if options.actors else print_trace)
     return 0
+
+
+def _print_whole(run_dir: Path, printer: Callable[[Path, TextIO], None]) -> None:
+    """The record as `printer` prints it, whole, or what can't be read of it in a line (`UsageFailure`)."""
+    text = io.StringIO()
+    try:
+        printer(run_dir, text)
+    except (OSError, msgspec.DecodeError) as error:  # a record file torn, or not a file (a FIFO an agent put there)
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: {error}") from None
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as error:  # a line an agent wrote in another shape
+        raise UsageFailure(f"run {run_dir.name}'s record can't be read: a line of it isn't of the record's shape ({error!r})") from None
+    sys.stdout.write(text.getvalue())  # `awf logs | head` may leave: BrokenPipeError, not the record's fault
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

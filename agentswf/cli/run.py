@@ -44,6 +44,7 @@ from .shown import BODY_INDENT, shown, shown_json, shown_lines
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
 EXIT_INTERRUPTED = 130
+MAX_PROGRESS_LINE_CHARS = 2000  # of one progress line of awf run's, as printed: its fields can carry what agents wrote
 BACKEND_HELP = "the event loop the run's engine runs on (default asyncio)"
 RUN_EPILOG = (
     "The words after -- are the workflow's args: --name value flags for an args Struct "
@@ -118,6 +119,7 @@ def _configure_progress(kind: ViewKind) -> RunView:
             structlog.processors.TimeStamper(fmt="%H:%M:%S"),
             _shown_fields,  # a line can carry what an agent wrote (wf.log of its answer): shown, not obeyed
             structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), sort_keys=False),
+            _cut_line,
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
@@ -128,6 +130,19 @@ def _shown_fields(_logger: Any, _method: str, event: MutableMapping[str, Any]) -
     """A progress line's names and text fields each on one line, their control characters as escapes
     (`cli/shown.py`): a field with a new line in it would start a line that reads as awf's."""
     return {shown(str(key)): shown(value) if isinstance(value, str) else value for key, value in event.items()}
+
+
+def _cut_line(_logger: Any, _method: str, line: MutableMapping[str, Any] | str) -> MutableMapping[str, Any] | str:
+    """A progress line, as rendered, cut at MAX_PROGRESS_LINE_CHARS: its fields, each cut, can be any
+    number (a `wf.log` line of the record, which an agent can write). Never inside the renderer's own
+    colour codes, and their reset after the cut."""
+    if not isinstance(line, str) or len(line) <= MAX_PROGRESS_LINE_CHARS:
+        return line
+    kept = line[: MAX_PROGRESS_LINE_CHARS - 1]
+    escape = kept.rfind("\x1b")
+    if escape >= 0 and "m" not in kept[escape:]:
+        kept = kept[:escape]  # a colour code cut in two: left out whole
+    return kept + "…" + ("\x1b[0m" if "\x1b" in kept else "")
 
 
 async def _run_with_interrupt(

@@ -53,6 +53,26 @@ def value_of(response: OperatorResponse, kind: type[T]) -> T:
         raise Refused(f"the run's answer can't be read: {error}") from None
 
 
+class AgentStanding(msgspec.Struct):
+    """An agent in a live run's answer to `Status` (engine/operator.py), as awf reads it."""
+
+    key: str
+    in_turn: bool = False
+    tools: list[str] = []
+    owes: list[str] = []
+    awaits: str | None = None
+    awaits_until: float | None = None
+
+
+class RunStanding(msgspec.Struct):
+    """A live run's answer to `Status`: read as this before `awf status` or the live view shows it,
+    since a socket an agent put in the run's place can answer any JSON."""
+
+    agents: list[AgentStanding] = []
+    participants: list[str] = []
+    pending: list[ApprovalRequest] = []
+
+
 def pending_line(request: ApprovalRequest) -> str:
     """A call waiting for approval as `awf pending` lists it, on one line: each of its fields
     (the agent's input above all) `shown`."""

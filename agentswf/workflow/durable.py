@@ -154,6 +154,10 @@ class Durable:
             stages = read_stages(run_dir) if continuing else {}
             if rerun is not None:
                 _check_rerun(run_dir, rerun, stages, earlier)
+            # read before the attempt is claimed: a file an agent grew past what is read refuses the continue, claiming nothing
+            turn_ids = _turn_ids(run_dir, earlier) if continuing else {}
+            sessions = sessions_on_record(run_dir) if continuing else {}
+            session_usage = usage_by_session(run_dir) if continuing else None
             if not lookahead:
                 claim_attempt(run_dir, attempt)
             if last is not None:
@@ -173,15 +177,15 @@ class Durable:
             run_dir,
             attempt,
             stages=stages,
-            turn_ids=_turn_ids(run_dir, earlier) if continuing else {},
-            sessions=sessions_on_record(run_dir) if continuing else {},
+            turn_ids=turn_ids,
+            sessions=sessions,
             from_stage=from_stage,
             rerun=rerun,
             values=values,
             continuing=continuing,
             writes=not lookahead,
             earlier=_spent_before(run_dir, earlier) if continuing else (None, 0.0),
-            session_usage=usage_by_session(run_dir) if continuing else None,
+            session_usage=session_usage,
         )
         if continuing and not lookahead:  # usage.json says this attempt's spend from its start
             try:

@@ -24,6 +24,7 @@ agents open (layout.py says before what they are written).
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -105,7 +106,12 @@ class StageRecord(msgspec.Struct, kw_only=True):
 
 def _read(path: Path) -> bytes:
     """A record file's bytes; RecordRefused for one that isn't a regular file (a FIFO would block its reader)."""
-    data = regular_bytes(path)
+    try:
+        data = regular_bytes(path)
+    except OSError as error:
+        if error.errno != errno.EFBIG:
+            raise
+        raise RecordRefused(f"{path} is not a record ({error.strerror})") from None
     if data is None:
         raise RecordRefused(f"{path} is not a record (not a regular file)")
     return data

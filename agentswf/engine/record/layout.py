@@ -99,6 +99,7 @@ DEFAULT_RUN_ROOT = Path(".awf") / "runs"
 _encoder = msgspec.json.Encoder()
 GROUP_COMMIT_SECONDS = 1.0  # the longest an appended line waits for its fsync
 BATCH_MAX_BYTES = 1 << 20  # a batch is written once it holds this much, even with more queued
+MAX_READ_BYTES = 1 << 30  # of a record file read at once: a long run's tools.jsonl is some MiB; a sparse file an agent grew, any size
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -524,16 +525,24 @@ def read_json(path: Path) -> Any:
     return msgspec.json.decode(data)
 
 
-def regular_bytes(path: Path, offset: int = 0) -> bytes | None:
+def regular_bytes(path: Path, offset: int = 0, limit: int = MAX_READ_BYTES) -> bytes | None:
     """The bytes of the regular file `path` from `offset`, None for anything else: the record can be
-    written by an agent, and a FIFO put there would block its reader for good, a device never end."""
+    written by an agent, and a FIFO put there would block its reader for good, a device never end.
+
+    More than `limit` bytes there raise OSError (EFBIG), never read: an agent can grow a file of the
+    record to gigabytes (`truncate -s 8G`, no disk spent), which read whole would take its reader's
+    memory (`awf ls`, or the live view in the run's own process)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
             return None
+        size = max(0, found.st_size - offset)
+        if size > limit:
+            raise OSError(errno.EFBIG, f"more than {limit} bytes to read: no record file is that large", str(path))
         with os.fdopen(descriptor, "rb", closefd=False) as file:
             file.seek(offset)
-            return file.read()
+            return file.read(size)  # what is there as it is opened; lines appended since are read next time
     finally:
         os.close(descriptor)
 
