@@ -74,7 +74,7 @@ def _attempt_lines(attempt: dict[str, Any], said: int | None) -> str:
     text = f"  {_clock(_at(attempt))} attempt {verb}\n"
     output = attempt.get("output")
     printed: list[str] = []  # its lines that aren't a transcript's
-    for line in output.splitlines() if isinstance(output, str) else ():
+    for line in output.split("\n") if isinstance(output, str) else ():
         try:
             entry = msgspec.json.decode(line)
         except msgspec.DecodeError:
@@ -90,7 +90,7 @@ def _attempt_lines(attempt: dict[str, Any], said: int | None) -> str:
             printed.append(line)
     stderr = attempt.get("stderr")
     text += _said_lines("standard output", printed, said)
-    return text + _said_lines("standard error", stderr.splitlines() if isinstance(stderr, str) else [], said)
+    return text + _said_lines("standard error", stderr.split("\n") if isinstance(stderr, str) else [], said)
 
 
 def _said_lines(stream: str, lines: list[str], count: int | None) -> str:

@@ -31,9 +31,12 @@ class Said:
 
     def heard(self, stream: Stream, chunk: bytes) -> None:
         kept = self.stderr if stream == "stderr" else self.stdout
-        kept += chunk
-        if len(kept) > SAID_TAIL_BYTES:
-            del kept[: len(kept) - SAID_TAIL_BYTES]
+        if len(chunk) >= SAID_TAIL_BYTES:  # a flood: its end is all that is kept
+            kept[:] = chunk[-SAID_TAIL_BYTES:]
+        else:
+            kept += chunk
+            if len(kept) > SAID_TAIL_BYTES:
+                del kept[: len(kept) - SAID_TAIL_BYTES]
         if chunk and not chunk.isspace():
             self.at, self.latest = time.time(), stream
 
@@ -55,6 +58,12 @@ class Said:
         """The last line it said, cut at LINE_CHARS; None if it said nothing yet."""
         lines = said_lines(self.text(self.latest), 1)
         return lines[0] if self.at is not None and lines else None
+
+    def let_go(self) -> None:
+        """Its attempt is over and recorded: keep only its latest line, which `awf status` may still
+        show (a run of many agents holds a line of each, not their tails)."""
+        kept = bytearray((self.latest_line() or "").encode())
+        self.stdout, self.stderr = (bytearray(), kept) if self.latest == "stderr" else (kept, bytearray())
 
     def last_lines(self, count: int = LAST_LINES) -> list[str]:
         """Its standard error's last `count` lines, or its standard output's where it wrote no error."""

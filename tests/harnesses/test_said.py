@@ -211,3 +211,12 @@ def test_a_line_is_cut_for_status_and_reasons_and_kept_whole_in_the_record():
     [line] = said.last_lines()
     assert len(line) == LINE_CHARS and line.endswith("…")
     assert said.text("stderr") == "y" * (LINE_CHARS * 2) + "\n"
+
+
+def test_once_recorded_an_attempts_output_is_let_go_but_its_latest_line_and_when():
+    said = Said()
+    said.heard_stderr(b"e" * SAID_TAIL_BYTES + b"\nwaiting\n")
+    at = said.at
+    said.let_go()
+    assert said.latest_line() == "waiting" and said.at == at
+    assert len(said.stderr) + len(said.stdout) == len("waiting")

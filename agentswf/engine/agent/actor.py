@@ -123,6 +123,7 @@ class AgentActor(Actor):
     async def _record_output(self, call_id: str, at: float, ending: str, output: str, said: Said) -> None:
         """An attempt's line in its call's attempts.jsonl, where it output anything."""
         stderr = said.text("stderr")
+        said.let_go()
         if output or stderr:
             await self.setup.appends.ask(AttemptOutput(call_id, at, ending, output, stderr))
 
@@ -140,8 +141,8 @@ class AgentActor(Actor):
         said, self.ops.said = self.ops.said, None  # an attempt the turn stopped, which never reported
         last: tuple[str, ...] = ()
         if said is not None:
-            await self._record_output(msg.call_id, now().wall, "stopped", said.text("stdout"), said)
             last = tuple(said.last_lines())
+            await self._record_output(msg.call_id, now().wall, "stopped", said.text("stdout"), said)
         await self._step(t.Settled(msg.call_id, self.standing.view, now(), last))
 
     @handler
