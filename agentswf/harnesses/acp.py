@@ -151,7 +151,7 @@ class AcpHarness(Harness):
             env["TMPDIR"] = scratch
         result: Any = None
         try:
-            async with open_in_group(argv, cwd=attempt.cwd, env=env, started=attempt.started) as channel:
+            async with open_in_group(argv, cwd=attempt.cwd, env=env, started=attempt.started, said=attempt.said) as channel:
                 client = _Client(channel, turn, self.agent.name)
                 try:
                     result = await self._turn(client, attempt, turn, env)

@@ -15,6 +15,9 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import msgspec
 
 import agentswf
 from agentswf import Runtime, workflow
@@ -220,3 +223,30 @@ def test_once_recorded_an_attempts_output_is_let_go_but_its_latest_line_and_when
     said.let_go()
     assert said.latest_line() == "waiting" and said.at == at
     assert len(said.stderr) + len(said.stdout) == len("waiting")
+
+
+FAKE_ACP_AGENT = Path(__file__).parents[1] / "acp" / "fake_agent.py"
+
+
+class Verdict(msgspec.Struct):
+    verdict: str
+
+
+async def test_an_acp_agents_standard_error_is_recorded_beside_its_transcript(tmp_path):
+    command = ("sh", "-c", f'echo "an adapter warns: no config found" >&2; exec {sys.executable} {FAKE_ACP_AGENT}')
+    runtime = Runtime(harness="acp", command=command, env={"FAKE_ACP_HOME": str(tmp_path / "home")})
+
+    @workflow(name="acp", description="One turn of the stand-in ACP agent, wrapped to warn first.")
+    async def flow(wf):
+        agent = await wf.agents.open("fake", runtime=runtime)
+        return (await agent.run("SCENARIO answer. Review the change.", schema=Verdict, timeout="60s")).outcome.kind
+
+    (tmp_path / "home").mkdir()
+    result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
+    assert result.value == "answered", result.reason
+    [turn] = turns(result)
+    [line] = attempt_lines(result, turn["call_id"])
+    assert line["stderr"] == "an adapter warns: no config found\n" and '"permission"' in line["output"]
+    shown = logs(result)
+    assert "    standard error, its lines:\n      an adapter warns: no config found\n" in shown, shown
+    assert "standard output" not in shown  # a transcript isn't text to show
