@@ -209,6 +209,9 @@ def print_status(status: dict[str, Any], out: TextIO, now: float) -> None:
             write(f"    awaits {agent['awaits']}'s reply")
         if agent["doing"]:
             write(f"    last: {agent['doing']}")
+        said = agent.get("said")
+        if agent["in_turn"] and isinstance(said, dict):  # its CLI's latest line: what a silent turn waits on
+            write(f"    last output, {age(now - said['at'])} ago: {said['line']}")
     for request in status["pending"]:
         write(f"  waiting for approval: {request['call_id']} {request['agent']} → {request['tool']}")
     if status["participants"]:

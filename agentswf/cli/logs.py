@@ -26,6 +26,8 @@ from .shown import headed, quoted, shown
 
 MAX_SHOWN_CHARS = 400  # of a value, a name or a line of a body: an agent's answer can be a MiB on one line
 MAX_SHOWN_LINES = 20
+ATTEMPT_LINES_SHOWN = 3  # of an attempt's standard output and of its error, each, unless --output asks for all
+ATTEMPT_INDENT = "      "  # an attempt's output, under awf's line naming its stream
 
 
 def _cut(text: str) -> str:
@@ -67,23 +69,46 @@ def _at(line: dict[str, Any]) -> float | None:
     return at if isinstance(at, (int, float)) and not isinstance(at, bool) else None
 
 
-def _attempt_lines(attempt: dict[str, Any]) -> str:
+def _attempt_lines(attempt: dict[str, Any], said: int | None) -> str:
     """An attempt that output something: how it ended, then each permission its ACP agent asked and
-    the answer, and each request refused (the whole transcript is in the call's attempts.jsonl)."""
-    text = f"  {_clock(_at(attempt))} attempt ended: {_name(attempt.get('ending', '?'))}\n"
+    the answer, and each request refused (the whole transcript is in the call's attempts.jsonl); then
+    the last `said` lines (None: all the record keeps) of its standard output, where it is text (a
+    shell agent's), and of its standard error."""
+    ending = attempt.get("ending", "?")
+    verb = "was stopped as its turn ended" if ending == "stopped" else f"ended: {_name(ending)}"
+    text = f"  {_clock(_at(attempt))} attempt {verb}\n"
     output = attempt.get("output")
-    for line in output.splitlines() if isinstance(output, str) else ():
+    printed: list[str] = []  # its lines that aren't a transcript's
+    for line in output.split("\n") if isinstance(output, str) else ():
         try:
             entry = msgspec.json.decode(line)
         except msgspec.DecodeError:
-            continue  # not a transcript's: a shell agent's output
+            printed.append(line)  # not a transcript's: a shell agent's output
+            continue
         if isinstance(entry, dict) and "permission" in entry:
             asked = entry.get("command") or entry.get("title") or ""
             text += (f"    permission {_name(entry.get('kind', ''))} {_short(asked)} -> {_name(entry.get('answer', ''))}"
                      f" ({_name(entry.get('why', ''))})\n")  # fmt: skip
         elif isinstance(entry, dict) and "refused" in entry:
             text += f"    refused its request {_name(entry['refused'])}\n"
-    return text
+        elif not isinstance(entry, dict):
+            printed.append(line)
+    stderr = attempt.get("stderr")
+    text += _said_lines("standard output", printed, said)
+    return text + _said_lines("standard error", stderr.split("\n") if isinstance(stderr, str) else [], said)
+
+
+def _said_lines(stream: str, lines: list[str], count: int | None) -> str:
+    """An attempt's last `count` lines of `stream` that aren't blank (None: all), quoted under awf's line
+    saying how many there are; a line cut at MAX_SHOWN_CHARS but where all are asked for."""
+    lines = [line for line in lines if line.strip()]
+    kept = lines if count is None else lines[-count:] if count > 0 else []
+    if not kept:
+        return ""
+    if count is not None:
+        kept = [line if len(line) <= MAX_SHOWN_CHARS else line[: MAX_SHOWN_CHARS - 1] + "…" for line in kept]
+    which = f"its last {len(kept)} of {len(lines)} lines (awf logs --output: all)" if len(kept) < len(lines) else "its lines"
+    return f"    {stream}, {which}:\n" + quoted("\n".join(kept), ATTEMPT_INDENT)
 
 
 def _tool_lines(call: dict[str, Any]) -> str:
@@ -131,15 +156,16 @@ def _sent(run_dir: Path) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def print_run(run_dir: Path, out: TextIO) -> None:
+def print_run(run_dir: Path, out: TextIO, said: int | None = ATTEMPT_LINES_SHOWN) -> None:
     """The run's record as `awf logs` prints it, what its agents wrote shown, not obeyed (`shown`):
-    whole, or nothing when a part of it can't be read."""
+    whole, or nothing when a part of it can't be read. Each attempt's last `said` lines of output
+    (None: all the record keeps)."""
     text = io.StringIO()
-    _print_run(run_dir, text)
+    _print_run(run_dir, text, said)
     out.write(text.getvalue())
 
 
-def _print_run(run_dir: Path, out: TextIO) -> None:
+def _print_run(run_dir: Path, out: TextIO, said: int | None) -> None:
     info = read_json(run_dir / "run.json")
     output_path = run_dir / "output.json"
     output = read_json(output_path) if output_path.exists() else None
@@ -198,6 +224,8 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
             f"\n{_clock(turn.get('started_at'))} {_name(turn['agent'])} {what} {_name(turn['n'])} "
             f"[call {_name(turn['call_id'])}]: {_name(ending)}{nudged}{settings}\n"
         )
+        if turn.get("session"):  # the CLI's own: `claude --resume`, `codex exec resume` take it
+            out.write(f"  session: {_name(turn['session'])}\n")
         if turn.get("forked_from") and turn["n"] == 1:
             out.write(f"  a fork of {_name(turn['forked_from'])}\n")
         if turn.get("started_by") == "message":
@@ -213,7 +241,7 @@ def _print_run(run_dir: Path, out: TextIO) -> None:
                 run_dir / "calls" / turn["call_id"] / "candidates.jsonl"
             )),
             *((call.get("started_at") or 0.0, _tool_lines(call)) for call in tools.get(turn["call_id"], [])),
-            *((_at(attempt) or 0.0, _attempt_lines(attempt)) for attempt in read_lines(
+            *((_at(attempt) or 0.0, _attempt_lines(attempt, said)) for attempt in read_lines(
                 run_dir / "calls" / turn["call_id"] / ATTEMPTS_FILE
             )),
             *((mail.get("at") or 0.0, _message_lines(mail)) for mail in _sent_in(messages, turn, placed)),

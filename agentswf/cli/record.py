@@ -16,14 +16,15 @@ import msgspec
 from ..engine.record.layout import DEFAULT_RUN_ROOT
 from . import temporal
 from .actors import print_actors
-from .logs import print_run, print_trace
+from .logs import ATTEMPT_LINES_SHOWN, print_run, print_trace
 from .runs import UsageFailure, run_dir_of
 
 
 def command_logs(options: argparse.Namespace) -> int:
     temporal.settle_record(options)  # a Temporal run whose host died: its record, from Temporal
     run_dir = run_dir_of(options, options.run)
-    _print_whole(run_dir, print_run)
+    shown = None if options.output else ATTEMPT_LINES_SHOWN
+    _print_whole(run_dir, lambda run_dir, out: print_run(run_dir, out, shown))
     return 0
 
 
@@ -54,5 +55,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
 
     logs_parser = commands.add_parser("logs", help="print a run's turns and answers")
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
+    logs_parser.add_argument(
+        "--output", action="store_true",
+        help=f"each attempt's output as the record keeps it, not only its last {ATTEMPT_LINES_SHOWN} lines",
+    )
     logs_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     logs_parser.set_defaults(handler=command_logs)

@@ -31,6 +31,7 @@ import structlog
 from anyio.abc import SocketListener, SocketStream
 
 from ..actors import ActorRef
+from ..harnesses.said import Said
 from ..launcher.listener import Admit, ConnectionBudget, accept, deliver, identified, raw_socket, receive
 from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
@@ -112,6 +113,7 @@ class RunControl:
     in_turn: Callable[[], Mapping[str, bool]]  # agent -> whether it is in a turn (working, or awaiting a reply)
     stop: Callable[[str], bool]  # False when the run is already stopping
     tools: Callable[[], Mapping[str, list[str]]] = dict  # agent -> the tools its calls run now (handlers running)
+    said: Callable[[], Mapping[str, Said | None]] = dict  # agent -> its latest attempt's output (harnesses/said.py)
 
 
 class OperatorResponse(msgspec.Struct, frozen=True):
@@ -167,7 +169,7 @@ async def _pending(request: Pending, desk: ActorRef) -> list[ApprovalRequest]:
 
 
 async def _status(control: RunControl, desk: ActorRef, board: ActorRef) -> OperatorResponse:
-    in_turn, tools = control.in_turn(), control.tools()
+    in_turn, tools, said = control.in_turn(), control.tools(), control.said()
     agents = []
     for key in sorted(control.agents()):
         standing = await board.ask(Standing(key))
@@ -179,12 +181,19 @@ async def _status(control: RunControl, desk: ActorRef, board: ActorRef) -> Opera
                 "owes": list(standing.owes),
                 "awaits": standing.awaits,
                 "awaits_until": standing.awaits_until,
+                "said": _latest(said.get(key)),
             }
         )
     participants = sorted(set(await board.ask(Participants())) - {agent["key"] for agent in agents})
     pending = msgspec.to_builtins(await desk.ask(ListPending()))
     value = {"agents": agents, "participants": participants, "pending": pending}
     return OperatorResponse(True, f"{len(agents)} agent(s), {len(pending)} call(s) waiting for approval", value)
+
+
+def _latest(said: Said | None) -> dict[str, Any] | None:
+    """An agent's latest line of output (its agent's bytes, cut to a line) and when it said it."""
+    line = said.latest_line() if said is not None else None
+    return None if said is None or line is None else {"line": line, "at": said.at}
 
 
 async def _stop(request: Stop, control: RunControl) -> OperatorResponse:

@@ -42,6 +42,7 @@ from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
 from ..harnesses.pane_keep import RUN_PANES, PanesToKeep
 from ..harnesses.process import watched
+from ..harnesses.said import Said
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
 from ..launcher.place import agent_paths, make_run_dir, remove_run_dir
@@ -135,7 +136,7 @@ class RunActor(Actor):
     async def on_start(self) -> None:
         listener = await listen(self.sockets / OPERATOR_SOCKET_NAME)
         admit = operator_admit(self.attempts, self.recorder, self.sockets.name)
-        control = RunControl(lambda: tuple(self.agents), self.in_turn, self.stop_run, self.running_tools)
+        control = RunControl(lambda: tuple(self.agents), self.in_turn, self.stop_run, self.running_tools, self.said)
         self.start_soon(serve_operator, listener, self.desk, self.board, admit, control)
         self.start_soon(self.timers.run, self.start_soon)
 
@@ -143,6 +144,10 @@ class RunActor(Actor):
         """Which agents are in a turn, as they say it (working, or awaiting a reply within it): what
         `awf status` says, as the record's turn started and not ended says it to `awf tail` and the live view."""
         return {key: presence.state in IN_A_TURN for key, presence in self.presences.items()}
+
+    def said(self) -> dict[str, Said | None]:
+        """Each agent's latest attempt's output, as it comes (`awf status`: its latest line)."""
+        return {key: presence.said for key, presence in self.presences.items()}
 
     def running_tools(self) -> dict[str, list[str]]:
         """The tools whose handlers run now, by the agent that called them (`awf status`, the live view)."""

@@ -142,7 +142,7 @@ class AcpHarness(Harness):
             env[self.agent.model_env] = self.model
         result: Any = None
         # confined, the sandbox's /tmp and home (where `before_load` mends); else a TMPDIR of its own
-        async with open_in_group(self.command, cwd=attempt.cwd, env=env, started=attempt.started, confine=attempt.confine) as channel:
+        async with open_in_group(self.command, cwd=attempt.cwd, env=env, started=attempt.started, confine=attempt.confine, said=attempt.said) as channel:
             client = _Client(channel, turn, self.agent.name)
             try:
                 result = await self._turn(client, attempt, turn, channel.env)

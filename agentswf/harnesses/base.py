@@ -13,10 +13,11 @@ from __future__ import annotations
 import string
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from .said import Said
 from .usage import Usage
 
 
@@ -54,6 +55,7 @@ class Attempt:
     # told the pid of a keeper that outlives the attempt (a pane's server): its processes are the
     # agent's, refused as a person's, until the function it returns is called
     holds: Callable[[int], Callable[[], None]] | None = None
+    said: Said = field(default_factory=Said)  # fed what its processes say for a person (harnesses/said.py)
 
 
 MAX_SESSION_ID_CHARS = 128

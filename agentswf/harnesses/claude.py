@@ -23,6 +23,10 @@ class ClaudeReader(OutputReader):
         if kind == "system" and event.get("subtype") == "init":
             self.session = event.get("session_id") or self.session
             self.model = event.get("model") or self.model
+        elif kind == "system" and event.get("subtype") == "api_retry":  # its model unreachable, retrying
+            status = event.get("error_status")
+            self.noted(f"API retry {event.get('attempt')}/{event.get('max_retries')}: {event.get('error')}"
+                       + (f" (HTTP {status})" if status else ""))  # fmt: skip
         elif kind == "result":
             self.finished = True
             self.session = event.get("session_id") or self.session

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar
 
@@ -37,6 +37,10 @@ def operation_env(operation: Operation) -> dict[str, str]:
     return {name: value for name, value in operation.env.items() if name not in OPERATION_HIDDEN_VARIABLES}
 
 
+def _unheard(text: str) -> None:
+    """Where a reader's notes go when no attempt keeps them (an operation's run)."""
+
+
 class OutputReader:
     """Reads a CLI's output line by line: its session, usage, and how the turn ended."""
 
@@ -48,6 +52,7 @@ class OutputReader:
         self.retryable = False
         self.login: str | None = None  # what the person should run, when the CLI isn't logged in
         self.finished = False  # the CLI reported the end of its turn
+        self.noted: Callable[[str], None] = _unheard  # told each line the CLI reported for a person (said.Said.note)
 
     def feed(self, line: bytes) -> None:
         if too_deep(line):
@@ -188,9 +193,10 @@ class CliHarness(Harness):
 
     async def run(self, attempt: Attempt) -> AttemptResult:
         reader = self.reader(attempt)
+        reader.noted = attempt.said.note
         exited = await run_in_group(
             self.argv(attempt), input=self.stdin(attempt), cwd=attempt.cwd, env=self.env(attempt), read_line=reader.feed,
-            started=attempt.started, confine=attempt.confine,
+            started=attempt.started, confine=attempt.confine, said=attempt.said,
         )
         session = reader.session if is_session_id(reader.session) else attempt.session  # never an option or a path
         return AttemptResult(self.ending(exited, reader), session=session, usage=self.attempt_usage(session, reader))
@@ -255,7 +261,8 @@ class CliHarness(Harness):
             tail = f":\n{stderr}" if stderr else ""
             return AttemptEnding("failed", exit_code=exited.exit_code, reason=f"{self.name} exited with {status}{tail}", retryable=True)
         if not reader.finished:
+            tail = f"; the CLI's last lines:\n{stderr}" if stderr else ""
             return AttemptEnding(
-                "failed", reason=f"{self.name} exited without reporting the end of its turn; its output couldn't be read"
+                "failed", reason=f"{self.name} exited without reporting the end of its turn; its output couldn't be read{tail}"
             )
         return AttemptEnding("exited")

@@ -39,6 +39,10 @@ class CodexReader(OutputReader):
                     cache_write_tokens=usage.get("cache_write_input_tokens"),
                 ),
             )
+        elif kind == "error" and isinstance(event.get("message"), str):  # a stream's trouble: `Reconnecting...`
+            self.noted(event["message"])
+        elif kind == "item.completed" and event["item"].get("type") == "error" and isinstance(event["item"].get("message"), str):
+            self.noted(event["item"]["message"])
         elif kind == "turn.failed":
             self.finished = True
             error = event.get("error") or {}

@@ -38,6 +38,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..errors import HarnessError
 from .base import Confine
 from .keeper import MARK_VARIABLE, keep_command, kill_marked, remove_tree, watch_command
+from .said import Said
 
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
 KEEPER_GRACE_SECONDS = 1.0  # past KILL_GRACE_SECONDS, for a keeper to kill and reap its tree
@@ -73,14 +74,17 @@ class ChannelClosed(HarnessError):
 class _Tail:
     """The last bytes of an output, and, for a reader, each whole line as it comes."""
 
-    def __init__(self, limit: int, reader: LineReader | None = None) -> None:
+    def __init__(self, limit: int, reader: LineReader | None = None, heard: Callable[[bytes], None] | None = None) -> None:
         self.limit = limit
         self.data = bytearray()
         self.reader = reader
+        self.heard = heard  # told each chunk as it comes: the attempt's `Said`
         self.partial = bytearray()
         self.ended = anyio.Event()  # set by the reader that drains it, at the output's end
 
     def add(self, chunk: bytes) -> None:
+        if self.heard is not None:
+            self.heard(chunk)
         self.data += chunk
         if len(self.data) > self.limit:
             del self.data[: len(self.data) - self.limit]
@@ -249,6 +253,8 @@ async def run_in_group(
     read_line: LineReader | None = None,
     started: Callable[[int], None] | None = None,
     confine: Confine | None = None,
+    said: Said | None = None,
+    stdout_said: bool = False,
 ) -> Exited:
     """Run `argv` to its end with `input` on standard input; cancelling stops it and all it started.
 
@@ -256,11 +262,14 @@ async def run_in_group(
     as they go (a session id first, usage last). `started` is told the keeper's pid as soon
     as it runs: every process of the attempt descends from it. `confine` wraps the command
     the keeper runs (a sandbox's: the keeper stays outside, the sandbox is its child).
+    `said` is given standard error as it comes, and standard output too where `stdout_said`
+    (a shell agent's, which is text for a person; an agent CLI's is its JSON events).
     """
     argv, env, scratch = _confined(argv, cwd, env, confine)
     mark = attempt_mark(env)
     process = None
-    stdout, stderr = _Tail(OUTPUT_TAIL_BYTES, read_line), _Tail(OUTPUT_TAIL_BYTES)
+    stdout = _Tail(OUTPUT_TAIL_BYTES, read_line, said.heard_stdout if said is not None and stdout_said else None)
+    stderr = _Tail(OUTPUT_TAIL_BYTES, heard=said.heard_stderr if said is not None else None)
     try:
         process = await _spawn(argv, cwd, env, mark, started, scratch)
         async with anyio.create_task_group() as pipes:
@@ -346,12 +355,14 @@ async def open_in_group(
     env: Mapping[str, str],
     started: Callable[[int], None] | None = None,
     confine: Confine | None = None,
+    said: Said | None = None,
 ) -> AsyncIterator[Channel]:
     """Run `argv` under a keeper as `run_in_group` does, with its standard input held open for the block.
 
     When the block ends, the CLI's input is closed and it gets `SESSION_EXIT_SECONDS` to end
     on its own; then it and everything it started are stopped, as a cancelled attempt is.
-    Cancelling the block stops them at once. `started` and `confine` are as `run_in_group`'s.
+    Cancelling the block stops them at once. `started`, `confine` and `said` (given standard
+    error as it comes) are as `run_in_group`'s.
     """
     argv, env, scratch = _confined(argv, cwd, env, confine)
     mark = attempt_mark(env)
@@ -360,7 +371,7 @@ async def open_in_group(
     except BaseException:
         await _gone(None, mark, scratch)
         raise
-    stderr = _Tail(OUTPUT_TAIL_BYTES)
+    stderr = _Tail(OUTPUT_TAIL_BYTES, heard=said.heard_stderr if said is not None else None)
     send_lines, receive_lines = anyio.create_memory_object_stream[bytes](LINES_WAITING)
     channel = Channel(process, receive_lines, stderr, env)
     failure: Exception | None = None

@@ -28,6 +28,8 @@ class ShellHarness(Harness):
             env=self.attempt_env(attempt),
             started=attempt.started,
             confine=attempt.confine,
+            said=attempt.said,
+            stdout_said=True,  # its standard output is text for a person, as its error is
         )
         reason = ""
         if exited.exit_code != 0:

@@ -20,6 +20,7 @@ import msgspec
 
 from ...actors import Actor, Reply, backend, handler
 from ...errors import ActorError
+from ...harnesses.said import Said
 from ...wire import PeersRequest, Request, Response, ToolRequest
 from .. import turn as t
 from ..clock import now
@@ -113,10 +114,18 @@ class AgentActor(Actor):
     @handler
     async def attempt_ended(self, msg: AttemptReported) -> None:
         at = now()
-        if msg.result.output:  # whatever the turn makes of it (a stopped turn's attempt too): its output is on the record
-            line = AttemptOutput(msg.call_id, at.wall, msg.result.ending.kind, msg.result.output)
-            await self.setup.appends.ask(line)
+        if self.ops.said is msg.said:
+            self.ops.said = None
+        # whatever the turn makes of it (a stopped turn's attempt too): its output is on the record
+        await self._record_output(msg.call_id, at.wall, msg.result.ending.kind, msg.result.output, msg.said)
         await self._step(t.AttemptEnded(msg.call_id, msg.result, at))
+
+    async def _record_output(self, call_id: str, at: float, ending: str, output: str, said: Said) -> None:
+        """An attempt's line in its call's attempts.jsonl, where it output anything."""
+        stderr = said.text("stderr")
+        said.let_go()
+        if output or stderr:
+            await self.setup.appends.ask(AttemptOutput(call_id, at, ending, output, stderr))
 
     @handler
     async def timer_fired(self, msg: TimerDue) -> None:
@@ -129,7 +138,12 @@ class AgentActor(Actor):
 
     @handler
     async def turn_settled(self, msg: TurnStopped) -> None:
-        await self._step(t.Settled(msg.call_id, self.standing.view, now()))
+        said, self.ops.said = self.ops.said, None  # an attempt the turn stopped, which never reported
+        last: tuple[str, ...] = ()
+        if said is not None:
+            last = tuple(said.last_lines())
+            await self._record_output(msg.call_id, now().wall, "stopped", said.text("stdout"), said)
+        await self._step(t.Settled(msg.call_id, self.standing.view, now(), last))
 
     @handler
     async def mail_waiting(self, msg: MailWaiting) -> None:

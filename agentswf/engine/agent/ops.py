@@ -19,6 +19,7 @@ import msgspec
 from ...actors import ActorRef
 from ...errors import MailboxFull
 from ...harnesses.base import Attempt, AttemptResult, Operation, OperationResult
+from ...harnesses.said import Said
 from ...wire import Code, Request, Response, ToolRequest
 from ...wire.prompts import message_turn_prompt, peers_block
 from .. import rules
@@ -45,6 +46,7 @@ StartSoon = Callable[..., None]
 class AttemptReported(msgspec.Struct, frozen=True):
     call_id: str
     result: AttemptResult
+    said: Said  # what its processes said for a person: its output's tails
 
 
 class OpReported(msgspec.Struct, frozen=True):
@@ -84,6 +86,7 @@ class AgentOps:
         self.tasks = TurnTasks(start_soon)  # the turn's attempt or operation, and its timers
         self.done = anyio.Event()  # set once nothing of the last attempt or operation is left
         self.done.set()
+        self.said: Said | None = None  # the running attempt's output, until it reports (a stopped one's: till its turn settles)
 
     async def close(self) -> None:
         await self.harness.close()  # what it keeps between turns (a pane) is gone with it
@@ -152,6 +155,7 @@ class AgentOps:
             agent=setup.key, call_id=effect.call_id, turn=effect.n, nudge=effect.nudge, prompt=prompt,
             launcher=self.launcher, cwd=setup.cwd, env=setup.env, session=effect.session, started_by=effect.started_by,
             reason=t.attempt_reason(effect), received=partial(self.start_soon, self.tell_self, Receipt(effect.call_id)),
+            said=Said(),
         )
         try:
             self.socket.listen(handle, setup.budget, agent_admit(setup.key, setup.attempts, setup.recorder), self.start_soon)
@@ -159,9 +163,10 @@ class AgentOps:
             return str(error)
         self.done = anyio.Event()
         self.announce("working")
+        self.said = self.presence.said = attempt.said
 
         async def report(result: AttemptResult) -> None:
-            await self.tell_self(AttemptReported(effect.call_id, result))
+            await self.tell_self(AttemptReported(effect.call_id, result, attempt.said))
 
         self.tasks.spawn(run_attempt, self.harness, setup.attempts, attempt, report, self.done)
         return None

@@ -17,6 +17,7 @@ import anyio
 import msgspec
 
 from ...actors import Actor, ActorRef, Reply, Supervisor, handler
+from ...harnesses.said import Said
 from ..clock import wall, wall_ms
 from ..ids import new_id
 from ..record.lines import MessageRead, MessageSent
@@ -44,6 +45,7 @@ class Presence:
 
     state: str = "not-started"  # PeerState
     reason: str = ""
+    said: Said | None = None  # its latest attempt's output as it comes: `awf status` reads its latest line
 
 
 _NO_STANDING = StandingView()

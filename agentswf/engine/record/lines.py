@@ -66,14 +66,16 @@ class ResultAccepted(msgspec.Struct, frozen=True):
 ATTEMPTS_FILE = "attempts.jsonl"  # in a call's directory: a line per attempt that output something
 
 
-class AttemptOutput(msgspec.Struct, frozen=True):
-    """calls/<call_id>/attempts.jsonl's line: an attempt of the turn ended, and what its harness said it
-    output (an ACP agent's transcript: each permission it asked and its answer; a shell agent's stdout)."""
+class AttemptOutput(msgspec.Struct, frozen=True, omit_defaults=True):
+    """calls/<call_id>/attempts.jsonl's line: an attempt of the turn ended (or was stopped), and what its
+    harness said it output (an ACP agent's transcript: each permission it asked and its answer; a shell
+    agent's stdout), and the last of its standard error (harnesses/said.py: `SAID_TAIL_BYTES`)."""
 
     call_id: str
     at: float
-    ending: str
+    ending: str  # its ending's kind, or "stopped": its turn ended while it ran
     output: str
+    stderr: str = ""
 
 
 class TurnEnded(msgspec.Struct, frozen=True):

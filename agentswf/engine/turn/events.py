@@ -91,6 +91,7 @@ class Settled(msgspec.Struct, frozen=True):
     call_id: str
     standing: StandingView
     at: Instant
+    last_lines: tuple[str, ...] = ()  # what an attempt the turn stopped said last (harnesses/said.py)
 
 
 class ResultAsked(msgspec.Struct, frozen=True):

@@ -15,7 +15,7 @@ from ...wire.prompts import OWED_REMINDER
 from .. import rules
 from ..instant import Instant
 from ..mail.words import DropAwait, GiveUp, Mail
-from ..outcomes import Answered, Blocked, Failed, TimedOut, Unanswered, add_usage
+from ..outcomes import Answered, Blocked, Failed, Outcome, TimedOut, Unanswered, add_usage
 from ..rules import CallView
 from . import checkins
 from .effects import (
@@ -225,6 +225,14 @@ def wait_over(state: AgentState, event: TimerFired) -> Step:
 # Ending -------------------------------------------------------------------------------
 
 
+def with_last_lines(outcome: Outcome, lines: tuple[str, ...]) -> Outcome:
+    """A turn that timed out or failed with its CLI still running says what the CLI said last:
+    most often why it hung (a model it can't reach)."""
+    if not lines or not isinstance(outcome, TimedOut | Failed):
+        return outcome
+    return replace(outcome, reason=f"{outcome.reason}; the CLI's last lines:\n" + "\n".join(lines))
+
+
 def cancel_turn(state: AgentState, event: CancelAsked) -> Step:
     """Cancel the turn; its asker is answered once its CLI is gone."""
     return then([HoldUntilSettled(event.call_id)], finish(state, live(state), event.outcome))
@@ -234,7 +242,7 @@ def settled(state: AgentState, event: Settled) -> Step:
     """The ending turn's CLI is gone: recorded, its asker answered; the agent reads its mail next."""
     turn = state.turn
     assert turn is not None and turn.outcome is not None
-    ended = record(state, turn, turn.outcome, event.at)
+    ended = record(state, turn, with_last_lines(turn.outcome, event.last_lines), event.at)
     effects: list[Effect] = [Unlisten(), RecordTurnEnded(ended)]
     if event.standing.owes:  # its askers get no answer from this turn, and are told so
         why = f"{state.key}'s turn ended {turn.outcome.kind} without replying"
