@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import signal
 import sys
@@ -30,6 +31,7 @@ from ..sandbox.spec import RunSandboxFile
 from ..wire.nesting import too_deep
 from ..wire.teaching import MAX_FLAG_FIELDS, ReadError, Taught
 from ..workflow.budgets import budget_flag, parse_budget
+from ..workflow.checking import long_turn_timeouts
 from ..workflow.continuing import budget_to_go_on
 from ..workflow.definition import NO_ARGS, WorkflowDefinition
 from ..workflow.durations import to_seconds
@@ -80,8 +82,23 @@ def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
                 raise ReadError(deep)
             return msgspec.json.decode(argv[0], type=args_type)
     except (ReadError, msgspec.DecodeError) as error:
-        raise UsageFailure(f"workflow {definition.name}'s args: {error}; {args_example(definition)}") from None
+        said = args_error(str(error), flags=taught.form == "flags")
+        raise UsageFailure(f"workflow {definition.name}'s args: {said}; {args_example(definition)}") from None
     raise UsageFailure(f"workflow {definition.name} takes its args as one JSON value after --; {args_example(definition)}")
+
+
+_AT_FIELD = re.compile(r"(?P<what>.+) - at `\$\.(?P<field>[A-Za-z_][A-Za-z0-9_-]*)`")
+
+
+def args_error(text: str, *, flags: bool) -> str:
+    """What is wrong with the args, said for the command line: msgspec's `Expected `int` <= 5 - at
+    `$.rounds`` as `--rounds: expected `int` <= 5` (of flags), without the full stop of a sentence."""
+    text = text.rstrip().removesuffix(".")
+    at = _AT_FIELD.fullmatch(text)
+    if at is None:
+        return text
+    what = at["what"][:1].lower() + at["what"][1:]
+    return f"--{at['field']}: {what}" if flags else f"{at['field']}: {what}"
 
 
 def args_example(definition: WorkflowDefinition) -> str:
@@ -332,12 +349,12 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
     """Load the workflow, check what `awf run` was given, and run it; usage errors raise UsageFailure."""
     try:
         definition = load_workflow(options.file, options.workflow)
-        if options.timeout is not None:
-            to_seconds(options.timeout, what="--timeout")
+        run_seconds = None if options.timeout is None else to_seconds(options.timeout, what="--timeout")
         options.budget_limits = None if options.budget is None else parse_budget(options.budget)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     args = parse_args(definition, options.args)
+    _warn_long_turns(Path(options.file), run_seconds)
     replay = None
     if options.replay is not None:
         replay = find_run(_run_root(options), options.replay)
@@ -358,6 +375,17 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
     if options.from_stage is not None:
         run_options.update(from_stage=options.from_stage, values=_values(options.values))
     return _go(definition, args, run_options, options, _run_root(options)), definition
+
+
+def _warn_long_turns(path: Path, run_seconds: float | None) -> None:
+    """Said once as the run starts (as `awf check` says it): each turn whose literal timeout the
+    run's deadline will cut short."""
+    try:
+        warnings = long_turn_timeouts(path.read_text(), run_seconds)
+    except (OSError, SyntaxError, ValueError):
+        return  # it loaded; a file that can't be read again now has nothing to say
+    for warning in warnings:
+        print(shown(f"awf: {path}:{warning.line}: warning: {warning.problem}"), file=sys.stderr)
 
 
 def _values(path: str | None) -> dict[str, Any] | None:

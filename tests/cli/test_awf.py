@@ -95,13 +95,16 @@ def test_a_bad_schema_is_named_as_written_not_by_the_module_the_file_is_loaded_a
     [
         (["run", "{flows}", "--timout", "5m"], "awf: awf run has no flag --timout (did you mean --timeout?); awf run --help lists them\n"),
         (["run", "{flows}", "--jsn=1"], "awf: awf run has no flag --jsn (did you mean --json?); awf run --help lists them\n"),
-        (["run", "{flows}", "Ada"], "awf: unexpected argument 'Ada' for awf run; a workflow's args go after --: awf run FILE -- --name Ada\n"),
+        (["run", "{flows}", "Ada"], "awf: unexpected argument 'Ada' for awf run; a workflow's args go after --: awf run {flows} -- Ada\n"),
+        # the `--` forgotten: the command as it should have been
+        (["run", "{flows}", "--rounds", "2"], "awf: awf run has no flag --rounds; a workflow's args go after --: awf run {flows} -- --rounds 2\n"),
+        (["check", "{flows}", "--rounds=2", "--", "x"], "awf: awf check has no flag --rounds; a workflow's args go after --: awf check {flows} -- --rounds=2 x\n"),
         (["ls", "--zzz"], "awf: awf ls has no flag --zzz; awf ls --help lists them\n"),
     ],
 )
 def test_a_typo_in_a_flag_names_the_flag_it_looks_like(tmp_path, flows, args, said):
     done = awf(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args])
-    assert (done.returncode, done.stderr) == (2, said)
+    assert (done.returncode, done.stderr) == (2, said.replace("{flows}", str(flows)))
 
 
 def test_exit_3_when_it_stops(tmp_path, flows):
