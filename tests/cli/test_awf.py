@@ -157,6 +157,30 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
     assert json.loads((run_dir / "output.json").read_text())["reason"] == said
 
 
+AWF_SCRIPT = Path(sys.executable).parent / "awf"  # the entry point as installed ([project.scripts])
+
+
+@pytest.mark.parametrize("loaded", ["_asyncio", "_csv"])  # as awf imports agentswf; as it imports its commands
+def test_ctrl_c_while_awf_starts_is_one_line_not_a_traceback(tmp_path, flows, loaded):
+    process = subprocess.Popen([AWF_SCRIPT, "run", str(flows), "--workflow", "slow"], cwd=tmp_path,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 30
+    while loaded not in _readable(maps) and time.monotonic() < deadline:  # its module is being imported
+        time.sleep(0.001)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stderr) == (130, "awf: interrupted\n") or "awf: interrupted; the run was cancelled" in stderr
+    assert "Traceback" not in stderr
+
+
+def _readable(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_second_ctrl_c_never_loses_the_ending(tmp_path, flows, backend):
     process = subprocess.Popen(
