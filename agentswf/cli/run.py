@@ -8,6 +8,7 @@ Exit codes: 0 completed, 1 failed or timed out, 2 a usage error or a refused run
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import shlex
@@ -41,7 +42,15 @@ from ..workflow.sandboxes import read_run_sandbox
 from . import replay, temporal, worktrees
 from .attach import AttachFailure, find_kept
 from .live import RECORDED_SOURCES, RunView, ViewKind
-from .runs import TEMPORAL_RECORD, UsageFailure, recorded_file, run_dir_of, run_root_of, was_on_temporal
+from .runs import (
+    TEMPORAL_RECORD,
+    UsageFailure,
+    latest_run_of,
+    recorded_file,
+    run_dir_of,
+    run_root_of,
+    was_on_temporal,
+)
 from .shown import BODY_INDENT, shown, shown_json, shown_lines
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -137,6 +146,7 @@ def _configure_progress(kind: ViewKind) -> RunView:
             structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), sort_keys=False),
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),  # a person reads these: no debug lines
     )
     return RunView(kind)
 
@@ -433,18 +443,21 @@ def command_continue(options: argparse.Namespace) -> int:
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     engine = _temporal_engine(run_dir, options) if was_on_temporal(run_dir) else {}
-    _say_kept(run_dir, options)
-    if options.from_turn is not None:  # a new run, forked at a turn of this one
-        options.sandbox_file = _sandbox(options.sandbox)
-        return _ended(options, replay.run_fork(options, definition, run_dir), definition, run_dir.parent.parent)
-    if options.settings:
-        raise UsageFailure("--set goes with --from KEY:N: it sets an agent's model or effort in the fork")
-    run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
-                   "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits,
-                   **engine}
-    options.view = _view_kind(options)
-    with _stdout_to_stderr():
-        result = _go(definition, None, run_options, options, run_dir.parent.parent)
+    unsay = _say_kept(run_dir, options)
+    try:
+        if options.from_turn is not None:  # a new run, forked at a turn of this one
+            options.sandbox_file = _sandbox(options.sandbox)
+            return _ended(options, replay.run_fork(options, definition, run_dir), definition, run_dir.parent.parent)
+        if options.settings:
+            raise UsageFailure("--set goes with --from KEY:N: it sets an agent's model or effort in the fork")
+        run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
+                       "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits,
+                       **engine}
+        options.view = _view_kind(options)
+        with _stdout_to_stderr():
+            result = _go(definition, None, run_options, options, run_dir.parent.parent)
+    finally:
+        unsay()
     return _ended(options, result, definition, run_dir.parent.parent)
 
 
@@ -474,14 +487,27 @@ def _temporal_engine(run_dir: Path, options: argparse.Namespace) -> dict[str, An
     return engine
 
 
-def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
-    """The sandbox and budget the continue keeps from the record, said first: whoever can write the
-    record can change them (none at all included), as `--sandbox` and `--budget` can't be."""
+def _say_kept(run_dir: Path, options: argparse.Namespace) -> Callable[[], None]:
+    """The sandbox and budget the continue keeps from the record, said as its attempt starts (a
+    continue refused says only why): whoever can write the record can change them (none at all
+    included), as `--sandbox` and `--budget` can't be. Returns the watcher's remover."""
+    lines = _kept_lines(run_dir, options)  # as the record was before this attempt
+
+    def started(run_id: str, record_dir: Path) -> None:
+        for line in lines:
+            print(line, file=sys.stderr)
+        lines.clear()  # once: a run its workflow starts in turn is not this one
+
+    return watch_runs(started)
+
+
+def _kept_lines(run_dir: Path, options: argparse.Namespace) -> list[str]:
     try:
         attempts = read_attempts(run_dir)
     except (OSError, msgspec.DecodeError, RecordRefused):
-        return  # the continue itself says why it can't go on
+        return []  # the continue itself says why it can't go on
     last = attempts[-1] if attempts else None
+    lines = []
     for given, name, kept, unset in (
         (options.sandbox, "sandbox", last and last.sandbox, "none, its agents run unsandboxed"),
         (options.budget, "budget", last and last.budget, "none, no limit"),
@@ -490,7 +516,8 @@ def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
             continue  # on Temporal, only an agent's own sandbox=
         if given is None:
             said = msgspec.json.encode(kept).decode() if kept else unset
-            print(shown(f"awf: the {name} on record: {said} (--{name} gives another)"), file=sys.stderr)  # an agent's, maybe
+            lines.append(shown(f"awf: the {name} on record: {said} (--{name} gives another)"))  # an agent's, maybe
+    return lines
 
 
 def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:
@@ -498,10 +525,10 @@ def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:
     if options.run is not None:
         return run_dir_of(options, options.run)
     root = run_root_of(options)
-    runs = [path.parent for path in (root / workflow).glob("*/run.json")]
-    if not runs:
+    latest = latest_run_of(root, workflow)
+    if latest is None:
         raise UsageFailure(f"no record of a run of {workflow} under {root}")
-    return max(runs, key=lambda path: (path / "run.json").stat().st_mtime_ns)
+    return latest
 
 
 def _sandbox(path: str | None) -> RunSandboxFile | None:
