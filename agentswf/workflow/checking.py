@@ -86,7 +86,7 @@ def _long_turn_timeouts(tree: ast.AST, agents: set[str], run_seconds: float | No
     """Each agent's turn whose literal `timeout=` is longer than the run's timeout: the run's deadline
     cuts it short, whatever it says (`awf run --timeout` gives the run longer)."""
     limit = DEFAULT_RUN_TIMEOUT_SECONDS if run_seconds is None else run_seconds
-    run = "the run's default timeout, 30m" if run_seconds is None else f"the run's timeout, {_duration(limit)}"
+    run = f"the run's {'default ' if run_seconds is None else ''}timeout, {_duration(limit)}"
     warnings = []
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
         method = _agent_method(call, agents)
