@@ -102,7 +102,7 @@ def test_the_wheel_runs_a_workflow_and_its_tests_outside_the_clone(tmp_path: Pat
     assert metadata["License-Expression"] == "MIT"
     assert "Typing :: Typed" in metadata.get_all("Classifier", [])
     assert "agents" in metadata["Keywords"].split(",")
-    assert "awf = agentswf.cli.main:main" in entry_points
+    assert "awf = agentswf_entry:main" in entry_points
     assert "agentswf = agentswf.testing.pytest_plugin" in entry_points
 
     try:

@@ -301,18 +301,30 @@ def command_tail(options: argparse.Namespace) -> int:
 def add_commands(commands: Any) -> None:
     """Add ls, status, stop and tail to `awf`'s subcommands."""
     root_help = f"where records are (default {DEFAULT_RUN_ROOT})"
-    ls_parser = commands.add_parser("ls", help="list the runs under the run root: id, workflow, state, attempts, age, cost")
+    ls_parser = commands.add_parser(
+        "ls", help="list the runs under the run root: id, workflow, state, attempts, age, cost",
+        description="List the runs recorded under the run root, the latest last: each one's id, workflow, state (live, "
+                    "or how it ended), attempts, age and cost; and the panes kept after a run (awf attach).",
+    )  # fmt: skip
     ls_parser.add_argument("--last", type=int, default=None, metavar="N", help="only the N latest runs")
     ls_parser.add_argument("--run-root", help=root_help)
     ls_parser.set_defaults(handler=command_ls)
 
-    status_parser = commands.add_parser("status", help="how a live run stands: its agents, their turns, spend")
+    status_parser = commands.add_parser(
+        "status", help="how a live run stands: its agents, their turns, spend",
+        description="Ask a live run how it stands: each agent's state, its turn and the time it has been in it against "
+                    "its deadline, its last event, and what the run spent. A run that has ended: awf logs.",
+    )  # fmt: skip
     status_parser.add_argument("run", nargs="?", help=LIVE_RUN_HELP)
     status_parser.add_argument("--json", action="store_true", help="print it as one JSON object")
     status_parser.add_argument("--run-root", help=root_help)
     status_parser.set_defaults(handler=command_status)
 
-    stop_parser = commands.add_parser("stop", help="stop a live run: it ends stopped, its agents stopped")
+    stop_parser = commands.add_parser(
+        "stop", help="stop a live run: it ends stopped, its agents stopped",
+        description="Stop a live run, as wf.stop would: its workflow is cancelled, its agents' processes are stopped, "
+                    "and it ends stopped, its record saying why (--reason) and who (--by). awf continue goes on with it.",
+    )  # fmt: skip
     stop_parser.add_argument("run", nargs="?", help=LIVE_RUN_HELP)
     stop_parser.add_argument("--reason", help="why, for the record")
     stop_parser.add_argument("--by", default="operator", help="who stops it, for the record (default operator)")
@@ -320,7 +332,9 @@ def add_commands(commands: Any) -> None:
     stop_parser.set_defaults(handler=command_stop)
 
     tail_parser = commands.add_parser(
-        "tail", help="a run's events as they happen: turns, tool calls, messages", usage="awf tail [run] [agent]"
+        "tail", help="a run's events as they happen: turns, tool calls, messages", usage="awf tail [RUN] [AGENT] [--no-follow] [--run-root DIR]",
+        description="Print a run's events as they are recorded (turns started and ended, tool calls, messages, wf.log "
+                    "lines), of one agent if named, until the run ends; --no-follow prints what is recorded and exits.",
     )
     tail_parser.add_argument("words", nargs="*", metavar="[run] [agent]", help="the run's id or directory (default: the one live run), and an agent (default: all of them)")
     tail_parser.add_argument("--no-follow", dest="follow", action="store_false", help="print what is recorded and exit")

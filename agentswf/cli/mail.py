@@ -12,7 +12,8 @@ from pathlib import Path
 from ..engine.mail.words import Mail
 from ..engine.operator import PostAs, ReadInbox
 from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run
-from ..wire.common import parse_duration
+from ..errors import DefinitionError
+from ..workflow.durations import to_seconds
 from . import temporal
 from .runs import LIVE_RUN_HELP, UsageFailure, answered, ask_live_run, value_of
 from .shown import quoted, shown
@@ -29,9 +30,10 @@ def mail_text(mail: Mail, key: str) -> str:
 def command_inbox(options: argparse.Namespace) -> int:
     wait = 0.0
     if options.wait is not None:
-        wait = parse_duration(options.wait) or 0.0
-        if wait <= 0:
-            raise UsageFailure(f"--wait takes a duration like 30s or 10m, not {options.wait!r}")
+        try:
+            wait = to_seconds(options.wait, what="--wait")
+        except DefinitionError as error:
+            raise UsageFailure(str(error)) from None
     read = ReadInbox(options.key, int(wait * 1000))
     mail = value_of(temporal.ask_person(options, read) or ask_live_run(options, read), list[Mail])
     for one in mail:

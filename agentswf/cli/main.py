@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import shlex
 import sys
 import threading
 import time
@@ -89,13 +90,25 @@ def _take_extras(parser: argparse.ArgumentParser, options: argparse.Namespace, e
     flags = [flag for action in command._actions for flag in action.option_strings if flag.startswith("--")]
     word = next((word for word in extras if word.startswith("-")), extras[0])
     listed = f"awf {options.command} --help lists them"
+    after = _workflow_args_after(options, extras)
     if not word.startswith("-"):
-        after = "; a workflow's args go after --: awf run FILE -- --name Ada" if options.command == "run" else ""
         raise UsageFailure(f"unexpected argument {word!r} for awf {options.command}{after}")
     flag = word.split("=", 1)[0]
     like = difflib.get_close_matches(flag, flags, n=1)
-    hint = f" (did you mean {like[0]}?)" if like else ""
-    raise UsageFailure(f"awf {options.command} has no flag {flag}{hint}; {listed}")
+    if like:
+        raise UsageFailure(f"awf {options.command} has no flag {flag} (did you mean {like[0]}?); {listed}")
+    raise UsageFailure(f"awf {options.command} has no flag {flag}{after or '; ' + listed}")
+
+
+WORKFLOW_ARGS_COMMANDS = ("run", "check")  # the commands that take a workflow's args after --
+
+
+def _workflow_args_after(options: argparse.Namespace, extras: list[str]) -> str:
+    """For `awf run FILE --rounds 2` (the `--` forgotten): the command with the words after `--`."""
+    if options.command not in WORKFLOW_ARGS_COMMANDS:
+        return ""
+    command = shlex.join(["awf", options.command, str(options.file), "--", *extras, *options.args])
+    return f"; a workflow's args go after --: {command}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,7 +53,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
     trace_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
     trace_parser.set_defaults(handler=command_trace)
 
-    logs_parser = commands.add_parser("logs", help="print a run's turns and answers")
+    logs_parser = commands.add_parser(
+        "logs", help="print a run's turns and answers",
+        description="Print a run's record as a story: its attempts, each turn's prompt, answer and outcome, tool calls, "
+                    "messages and log lines, and how it ended. RUN is a run's id or directory, or a workflow's name "
+                    "for its latest run.",
+    )  # fmt: skip
     logs_parser.add_argument("run", nargs="?", help="a run id or directory (default: the latest)")
     logs_parser.add_argument(
         "--output", action="store_true",

@@ -8,7 +8,9 @@ Exit codes: 0 completed, 1 failed or timed out, 2 a usage error or a refused run
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import shlex
 import signal
 import sys
@@ -30,6 +32,7 @@ from ..sandbox.spec import RunSandboxFile
 from ..wire.nesting import too_deep
 from ..wire.teaching import MAX_FLAG_FIELDS, ReadError, Taught
 from ..workflow.budgets import budget_flag, parse_budget
+from ..workflow.checking import long_turn_timeouts
 from ..workflow.continuing import budget_to_go_on
 from ..workflow.definition import NO_ARGS, WorkflowDefinition
 from ..workflow.durations import to_seconds
@@ -39,7 +42,15 @@ from ..workflow.sandboxes import read_run_sandbox
 from . import replay, temporal, worktrees
 from .attach import AttachFailure, find_kept
 from .live import RECORDED_SOURCES, RunView, ViewKind
-from .runs import TEMPORAL_RECORD, UsageFailure, recorded_file, run_dir_of, run_root_of, was_on_temporal
+from .runs import (
+    TEMPORAL_RECORD,
+    UsageFailure,
+    latest_run_of,
+    recorded_file,
+    run_dir_of,
+    run_root_of,
+    was_on_temporal,
+)
 from .shown import BODY_INDENT, shown, shown_json, shown_lines
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
@@ -81,8 +92,23 @@ def parse_args(definition: WorkflowDefinition, argv: list[str]) -> Any:
                 raise ReadError(deep)
             return msgspec.json.decode(argv[0], type=args_type)
     except (ReadError, msgspec.DecodeError) as error:
-        raise UsageFailure(f"workflow {definition.name}'s args: {error}; {args_example(definition)}") from None
+        said = args_error(str(error), flags=taught.form == "flags")
+        raise UsageFailure(f"workflow {definition.name}'s args: {said}; {args_example(definition)}") from None
     raise UsageFailure(f"workflow {definition.name} takes its args as one JSON value after --; {args_example(definition)}")
+
+
+_AT_FIELD = re.compile(r"(?P<what>.+) - at `\$\.(?P<field>[A-Za-z_][A-Za-z0-9_-]*)`")
+
+
+def args_error(text: str, *, flags: bool) -> str:
+    """What is wrong with the args, said for the command line: msgspec's `Expected `int` <= 5 - at
+    `$.rounds`` as `--rounds: expected `int` <= 5` (of flags), without the full stop of a sentence."""
+    text = text.rstrip().removesuffix(".")
+    at = _AT_FIELD.fullmatch(text)
+    if at is None:
+        return text
+    what = at["what"][:1].lower() + at["what"][1:]
+    return f"--{at['field']}: {what}" if flags else f"{at['field']}: {what}"
 
 
 def args_example(definition: WorkflowDefinition) -> str:
@@ -122,6 +148,7 @@ def _configure_progress(kind: ViewKind) -> RunView:
             _cut_line,
         ],
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),  # a person reads these: no debug lines
     )
     return RunView(kind)
 
@@ -347,12 +374,12 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
     """Load the workflow, check what `awf run` was given, and run it; usage errors raise UsageFailure."""
     try:
         definition = load_workflow(options.file, options.workflow)
-        if options.timeout is not None:
-            to_seconds(options.timeout, what="--timeout")
+        run_seconds = None if options.timeout is None else to_seconds(options.timeout, what="--timeout")
         options.budget_limits = None if options.budget is None else parse_budget(options.budget)
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     args = parse_args(definition, options.args)
+    _warn_long_turns(Path(options.file), run_seconds)
     replay = None
     if options.replay is not None:
         replay = find_run(_run_root(options), options.replay)
@@ -373,6 +400,17 @@ def _start_run(options: argparse.Namespace) -> tuple[RunResult | None, WorkflowD
     if options.from_stage is not None:
         run_options.update(from_stage=options.from_stage, values=_values(options.values))
     return _go(definition, args, run_options, options, _run_root(options)), definition
+
+
+def _warn_long_turns(path: Path, run_seconds: float | None) -> None:
+    """Said once as the run starts (as `awf check` says it): each turn whose literal timeout the
+    run's deadline will cut short."""
+    try:
+        warnings = long_turn_timeouts(path.read_text(), run_seconds)
+    except (OSError, SyntaxError, ValueError):
+        return  # it loaded; a file that can't be read again now has nothing to say
+    for warning in warnings:
+        print(shown(f"awf: {path}:{warning.line}: warning: {warning.problem}"), file=sys.stderr)
 
 
 def _values(path: str | None) -> dict[str, Any] | None:
@@ -420,18 +458,21 @@ def command_continue(options: argparse.Namespace) -> int:
     except DefinitionError as error:
         raise UsageFailure(str(error)) from None
     engine = _temporal_engine(run_dir, options) if was_on_temporal(run_dir) else {}
-    _say_kept(run_dir, options)
-    if options.from_turn is not None:  # a new run, forked at a turn of this one
-        options.sandbox_file = _sandbox(options.sandbox)
-        return _ended(options, replay.run_fork(options, definition, run_dir), definition, run_dir.parent.parent)
-    if options.settings:
-        raise UsageFailure("--set goes with --from KEY:N: it sets an agent's model or effort in the fork")
-    run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
-                   "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits,
-                   **engine}
-    options.view = _view_kind(options)
-    with _stdout_to_stderr():
-        result = _go(definition, None, run_options, options, run_dir.parent.parent)
+    unsay = _say_kept(run_dir, options)
+    try:
+        if options.from_turn is not None:  # a new run, forked at a turn of this one
+            options.sandbox_file = _sandbox(options.sandbox)
+            return _ended(options, replay.run_fork(options, definition, run_dir), definition, run_dir.parent.parent)
+        if options.settings:
+            raise UsageFailure("--set goes with --from KEY:N: it sets an agent's model or effort in the fork")
+        run_options = {"run_root": run_dir.parent.parent, "timeout": options.timeout, "continue_from": run_dir,
+                       "rerun": options.rerun, "sandbox": _sandbox(options.sandbox), "budget": options.budget_limits,
+                       **engine}
+        options.view = _view_kind(options)
+        with _stdout_to_stderr():
+            result = _go(definition, None, run_options, options, run_dir.parent.parent)
+    finally:
+        unsay()
     return _ended(options, result, definition, run_dir.parent.parent)
 
 
@@ -461,14 +502,27 @@ def _temporal_engine(run_dir: Path, options: argparse.Namespace) -> dict[str, An
     return engine
 
 
-def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
-    """The sandbox and budget the continue keeps from the record, said first: whoever can write the
-    record can change them (none at all included), as `--sandbox` and `--budget` can't be."""
+def _say_kept(run_dir: Path, options: argparse.Namespace) -> Callable[[], None]:
+    """The sandbox and budget the continue keeps from the record, said as its attempt starts (a
+    continue refused says only why): whoever can write the record can change them (none at all
+    included), as `--sandbox` and `--budget` can't be. Returns the watcher's remover."""
+    lines = _kept_lines(run_dir, options)  # as the record was before this attempt
+
+    def started(run_id: str, record_dir: Path) -> None:
+        for line in lines:
+            print(line, file=sys.stderr)
+        lines.clear()  # once: a run its workflow starts in turn is not this one
+
+    return watch_runs(started)
+
+
+def _kept_lines(run_dir: Path, options: argparse.Namespace) -> list[str]:
     try:
         attempts = read_attempts(run_dir)
     except (OSError, msgspec.DecodeError, RecordRefused):
-        return  # the continue itself says why it can't go on
+        return []  # the continue itself says why it can't go on
     last = attempts[-1] if attempts else None
+    lines = []
     for given, name, kept, unset in (
         (options.sandbox, "sandbox", last and last.sandbox, "none, its agents run unsandboxed"),
         (options.budget, "budget", last and last.budget, "none, no limit"),
@@ -477,7 +531,8 @@ def _say_kept(run_dir: Path, options: argparse.Namespace) -> None:
             continue  # on Temporal, only an agent's own sandbox=
         if given is None:
             said = msgspec.json.encode(kept).decode() if kept else unset
-            print(shown(f"awf: the {name} on record: {said} (--{name} gives another)"), file=sys.stderr)  # an agent's, maybe
+            lines.append(shown(f"awf: the {name} on record: {said} (--{name} gives another)"))  # an agent's, maybe
+    return lines
 
 
 def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:
@@ -485,10 +540,10 @@ def _continued_dir(options: argparse.Namespace, workflow: str) -> Path:
     if options.run is not None:
         return run_dir_of(options, options.run)
     root = run_root_of(options)
-    runs = [path.parent for path in (root / workflow).glob("*/run.json")]
-    if not runs:
+    latest = latest_run_of(root, workflow)
+    if latest is None:
         raise UsageFailure(f"no record of a run of {workflow} under {root}")
-    return max(runs, key=lambda path: (path / "run.json").stat().st_mtime_ns)
+    return latest
 
 
 def _sandbox(path: str | None) -> RunSandboxFile | None:
@@ -542,7 +597,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
     run_parser.add_argument("--workflow", help="which workflow, when the file defines several")
     run_parser.add_argument("--run-root", help=f"where records go (default {DEFAULT_RUN_ROOT} under --cwd)")
     run_parser.add_argument("--cwd", help="the run's working directory (default: here)")
-    run_parser.add_argument("--timeout", help="the whole run's time, e.g. 45m (default 30m)")
+    run_parser.add_argument("--timeout", help="the whole run's time, in seconds or e.g. 45m (default 30m)")
     run_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
     run_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help=BACKEND_HELP)
     run_parser.add_argument("--sandbox", metavar="FILE", help="put every agent in one sandbox (JSON: read, write, network)")
@@ -571,7 +626,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
     )
     continue_parser.add_argument("--budget", help="cap the run's spend, earlier attempts' included (default: the run's)")
     continue_parser.add_argument("--run-root", help=f"where records are (default {DEFAULT_RUN_ROOT})")
-    continue_parser.add_argument("--timeout", help="this attempt's time, e.g. 45m (default 30m)")
+    continue_parser.add_argument("--timeout", help="this attempt's time, in seconds or e.g. 45m (default 30m)")
     continue_parser.add_argument("--json", action="store_true", help="print the run's ending as JSON")
     continue_parser.add_argument("--plain", action="store_true", help="plain progress lines, not the live view, in a terminal")
     continue_parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help=BACKEND_HELP)

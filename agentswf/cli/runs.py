@@ -86,13 +86,25 @@ def run_root_of(options: argparse.Namespace) -> Path:
 
 
 def run_dir_of(options: argparse.Namespace, run: str | None) -> Path:
-    """The run named (by id, `<workflow>/<id>` or directory), or the latest."""
+    """The run named (by id, `<workflow>/<id>` or directory, or a workflow's name for its latest run), or the latest."""
     root = run_root_of(options)
     run_dir = find_run(root, run)
+    if run_dir is None and run is not None and "/" not in run:
+        run_dir = latest_run_of(root, run)
+    if run_dir is None and run is None:
+        raise UsageFailure(f"no record of any run under {root}")
     if run_dir is None:
-        which = f"run {run!r}" if run else "any run"
-        raise UsageFailure(f"no record of {which} under {root}")
+        raise UsageFailure(
+            f"no record of run {run!r} under {root}: give a run's id (awf ls lists them), its directory, "
+            "or a workflow's name for its latest run"
+        )
     return run_dir
+
+
+def latest_run_of(root: Path, workflow: str) -> Path | None:
+    """The latest run of `workflow` under the run root (by when its run.json was last written), or None."""
+    runs = [path.parent for path in (root / workflow).glob("*/run.json")]
+    return max(runs, key=lambda path: (path / "run.json").stat().st_mtime_ns) if runs else None
 
 
 def is_live(run_dir: Path) -> bool:

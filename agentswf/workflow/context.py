@@ -267,7 +267,8 @@ class Workflow:
         new = name not in worktrees.made
         made = worktrees.make(name, base=base, keep=keep)
         if new:
-            self.log("worktree made", worktree=name, path=str(made.path), branch=made.branch, base=made.base)
+            said = "worktree reused" if name in worktrees.reused else "worktree made"  # reused: kept by an earlier attempt
+            self.log(said, worktree=name, path=str(made.path), branch=made.branch, base=made.base)
         return made.path
 
     @property

@@ -426,6 +426,7 @@ class RunWorktrees:
         self._directory = run_dir / WORKTREES_DIR
         self._cwd = cwd
         self._made: dict[str, Worktree] = {}
+        self.reused: set[str] = set()  # the names of those an earlier attempt of the run kept, gone on in
         self._tried: list[Worktree] = []  # every one git was asked to add, made or not
         self._lock = threading.Lock()
         self._live: int | None = None
@@ -482,6 +483,7 @@ class RunWorktrees:
             git("worktree", "lock", "--reason", reason, path, cwd=worktree.repository, check=False)
             write_manifest(self._directory, Manifest(worktree, "made"))
             self._made[name] = worktree
+            self.reused.add(name)
             return worktree
         worktree = Worktree(name, path, branch, sha, keep, repository, common / "worktrees" / name, common, base, self._run_id)
         write_manifest(self._directory, Manifest(worktree, "making"))

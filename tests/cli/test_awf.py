@@ -95,13 +95,16 @@ def test_a_bad_schema_is_named_as_written_not_by_the_module_the_file_is_loaded_a
     [
         (["run", "{flows}", "--timout", "5m"], "awf: awf run has no flag --timout (did you mean --timeout?); awf run --help lists them\n"),
         (["run", "{flows}", "--jsn=1"], "awf: awf run has no flag --jsn (did you mean --json?); awf run --help lists them\n"),
-        (["run", "{flows}", "Ada"], "awf: unexpected argument 'Ada' for awf run; a workflow's args go after --: awf run FILE -- --name Ada\n"),
+        (["run", "{flows}", "Ada"], "awf: unexpected argument 'Ada' for awf run; a workflow's args go after --: awf run {flows} -- Ada\n"),
+        # the `--` forgotten: the command as it should have been
+        (["run", "{flows}", "--rounds", "2"], "awf: awf run has no flag --rounds; a workflow's args go after --: awf run {flows} -- --rounds 2\n"),
+        (["check", "{flows}", "--rounds=2", "--", "x"], "awf: awf check has no flag --rounds; a workflow's args go after --: awf check {flows} -- --rounds=2 x\n"),
         (["ls", "--zzz"], "awf: awf ls has no flag --zzz; awf ls --help lists them\n"),
     ],
 )
 def test_a_typo_in_a_flag_names_the_flag_it_looks_like(tmp_path, flows, args, said):
     done = awf(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args])
-    assert (done.returncode, done.stderr) == (2, said)
+    assert (done.returncode, done.stderr) == (2, said.replace("{flows}", str(flows)))
 
 
 def test_exit_3_when_it_stops(tmp_path, flows):
@@ -152,6 +155,30 @@ def test_ctrl_c_exits_130_and_leaves_nothing_running(tmp_path, flows):
     said = "the run was interrupted (Ctrl-C, or its caller cancelled it)"
     assert turn["outcome"]["reason"] == said  # a person's Ctrl-C, not the workflow giving the turn up
     assert json.loads((run_dir / "output.json").read_text())["reason"] == said
+
+
+AWF_SCRIPT = Path(sys.executable).parent / "awf"  # the entry point as installed ([project.scripts])
+
+
+@pytest.mark.parametrize("loaded", ["_asyncio", "_csv"])  # as awf imports agentswf; as it imports its commands
+def test_ctrl_c_while_awf_starts_is_one_line_not_a_traceback(tmp_path, flows, loaded):
+    process = subprocess.Popen([AWF_SCRIPT, "run", str(flows), "--workflow", "slow"], cwd=tmp_path,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 30
+    while loaded not in _readable(maps) and time.monotonic() < deadline:  # its module is being imported
+        time.sleep(0.001)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stderr) == (130, "awf: interrupted\n") or "awf: interrupted; the run was cancelled" in stderr
+    assert "Traceback" not in stderr
+
+
+def _readable(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -96,3 +96,61 @@ def test_a_tool_whose_handler_cant_take_its_input_is_refused_where_it_is_defined
     def fine(item: Item) -> None: ...
 
     assert tool(fine, description="Close.", input=Item).input is Item
+
+
+RUN_TIME_MISTAKES = '''
+import msgspec
+from agentswf import workflow
+
+class Verdict(msgspec.Struct):
+    ok: bool
+
+@workflow(name="late", description="Mistakes a run meets at once.")
+async def late(wf) -> None:
+    reviewer = await wf.agents.open("r", runtime="shell:true")
+    await reviewer.run("Review.", schema=Verdict(True))
+    await reviewer.run("Review.", budget=3)
+    other = await wf.agents.open("o", runtime="shell:true", timeout="1m")
+    await reviewer.run("Review.", timeout="1h")
+'''
+
+
+def test_an_instance_for_a_schema_and_an_unknown_keyword_are_found(tmp_path):
+    done = check(tmp_path, RUN_TIME_MISTAKES)
+    said = done.stderr
+    assert done.returncode == 2, said
+    assert "flow.py:11: schema=Verdict(True) is an instance of Verdict; a turn's schema is the type: schema=Verdict\n" in said
+    assert "flow.py:12: reviewer.run() takes no budget=; it takes prompt, schema, timeout, deadline, id, nudge\n" in said
+    assert "flow.py:13: wf.agents.open() takes no timeout=; it takes key, runtime, tools," in said
+    assert "3 problem(s)" in said
+
+
+def test_a_turn_timeout_past_the_runs_is_warned_of_naming_both_and_the_flag(tmp_path):
+    source = FINE.replace('timeout="20m"', 'timeout="1h"')
+    done = check(tmp_path, source)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "flow.py:11: warning: the turn's timeout='1h' is longer than the run's default timeout, 30m, which ends "
+        "the turn first; give the run more: awf run --timeout 1h or longer\n"
+    ) in done.stderr
+    assert "warning" not in check(tmp_path, source, "--timeout", "2h").stderr  # as the run would be given
+    assert "the run's timeout, 45m," in check(tmp_path, source, "--timeout", "45m").stderr
+
+    run = subprocess.run(
+        [sys.executable, "-m", "agentswf", "run", "flow.py", "--timeout", "2s"], capture_output=True, text=True,
+        timeout=60, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert run.stderr.count("warning: the turn's timeout='1h' is longer than the run's timeout, 2s,") == 1, run.stderr
+
+
+def test_the_closing_line_says_what_was_checked_by_kind(tmp_path):
+    done = check(tmp_path, FINE)
+    assert done.stderr == (
+        f"awf: {tmp_path / 'flow.py'}: no problem found; checked 1 runtime, 1 schema, 1 timeout and 2 calls of agents' "
+        "methods (what the workflow computes is checked when it runs)\n"
+    )
+
+
+def test_its_help_says_what_it_does_not_where_in_the_source(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "agentswf", "check", "--help"], capture_output=True, text=True, check=False)
+    assert "checking.py" not in done.stdout and "--timeout" in done.stdout and "[-- args…]" in done.stdout

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import agentswf
 from agentswf import workflow
+from agentswf.engine.record.layout import read_lines
 
 from .kit import git, make_repo
 
@@ -43,6 +44,8 @@ async def test_a_continued_run_goes_on_in_the_worktree_its_earlier_attempt_kept(
     assert (end.path, end.branch) == (kept.path, kept.branch)
     assert (Path(end.path) / "work.txt").read_text() == "more\nmore\n"  # the first attempt's work is there
     assert kept.branch in git(repo, "branch", "--list", kept.branch)
+    said = [line["message"] for line in read_lines(again.run_dir / "log.jsonl") if line["message"].startswith("worktree ")]
+    assert [said.count("worktree made"), said.count("worktree reused")] == [1, 1]  # made by the first attempt only
 
 
 async def test_a_continued_run_that_asks_another_base_is_refused(tmp_path):
