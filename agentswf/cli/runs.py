@@ -53,6 +53,13 @@ def value_of(response: OperatorResponse, kind: type[T]) -> T:
         raise Refused(f"the run's answer can't be read: {error}") from None
 
 
+class LatestLine(msgspec.Struct):
+    """An agent's latest line of output and when it said it (engine/operator.py's `_latest`)."""
+
+    line: str
+    at: float
+
+
 class AgentStanding(msgspec.Struct):
     """An agent in a live run's answer to `Status` (engine/operator.py), as awf reads it."""
 
@@ -62,6 +69,7 @@ class AgentStanding(msgspec.Struct):
     owes: list[str] = []
     awaits: str | None = None
     awaits_until: float | None = None
+    said: LatestLine | None = None
 
 
 class RunStanding(msgspec.Struct):

@@ -46,11 +46,12 @@ FORGED_TOOL = "x\n02:44:25 [info     ] run ended                      outcome=co
 
 def forged_lines(text: str, body_indent: str | None = None) -> list[str]:
     """The lines of `text` an agent's `\\nFORGED` started: those whose first word is FORGED, but
-    (where awf indents a body, `body_indent`) a body's line under that indent."""
+    (where awf indents a body, `body_indent`) a body's line under that indent, or deeper (an
+    attempt's output, quoted under its own indented header)."""
     return [
         line
         for line in text.split("\n")
-        if line.lstrip().startswith("FORGED") and not (body_indent is not None and line.startswith(body_indent + "FORGED"))
+        if line.lstrip().startswith("FORGED") and not (body_indent is not None and line.startswith(body_indent))
     ]
 
 
