@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from agentswf.testing.models import (
     SHELL_ARGUMENTS,
     Conversation,
     ScriptedModel,
+    Shell,
+    Text,
     claude_env,
     codex_env,
     find_cli,
@@ -34,6 +37,21 @@ if not os.environ.get(CLI_DIR_VARIABLE) and CI_CLI_DIR.is_dir():
 needs_clis = pytest.mark.needs(*CLIS)
 
 TAUGHT = re.compile(r"(/\S+/wfa) result (\w+)")  # the launcher and call id a turn's prompt teaches
+
+
+def shelling(*commands: str) -> Callable[[Conversation], Shell | Text]:
+    """A scripted model whose agent runs `commands` in its shell, one a reply, then answers its turn
+    `done` through the `wfa` its prompt taught, then says it finished."""
+
+    def script(conv: Conversation) -> Shell | Text:
+        found = TAUGHT.search(conv.prompt)
+        assert found, conv.prompt[:300]
+        wfa, call = found.groups()
+        steps = [*commands, f"{wfa} result {call} done"]
+        done = len(conv.tool_results)
+        return Shell(steps[done]) if done < len(steps) else Text("Finished.")
+
+    return script
 
 
 def real_runtimes(model: ScriptedModel, homes: Path) -> dict[str, Runtime]:

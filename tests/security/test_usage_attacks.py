@@ -18,9 +18,9 @@ from agentswf import workflow
 from agentswf.engine.record.layout import read_json
 from agentswf.errors import DefinitionError
 from agentswf.harnesses.usage import Usage, add_usage, sound
-from agentswf.testing.models import Conversation, ScriptedModel, Shell, Text
+from agentswf.testing.models import ScriptedModel
 
-from ..clis import TAUGHT, needs_clis
+from ..clis import needs_clis, shelling
 from ..harnesses.test_real_clis import runtimes
 
 # What a CLI's output could put where a count or a cost goes.
@@ -74,13 +74,7 @@ async def test_a_negative_usage_an_agent_writes_into_its_clis_output_takes_nothi
     forge.write_text(FORGE)
     line = json.dumps(FORGED_PI)
 
-    def script(conv: Conversation):
-        found = TAUGHT.search(conv.prompt)
-        assert found, conv.prompt[:300]
-        wfa, call = found.groups()
-        commands = [f"{sys.executable} {forge} '{line}' {tmp_path / 'forged'}", f"{wfa} result {call} done"]
-        done = len(conv.tool_results)
-        return Shell(commands[done]) if done < len(commands) else Text("Finished.")
+    script = shelling(f"{sys.executable} {forge} '{line}' {tmp_path / 'forged'}")
 
     async with ScriptedModel(script) as model:
         pi = runtimes(model, tmp_path / "homes")["pi"]

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from uuid import uuid4
 
@@ -152,6 +153,19 @@ def hosted_with(monkeypatch: pytest.MonkeyPatch, key: bytes | None) -> None:
     monkeypatch.setattr(codec, "_held", PayloadKeys(key))
 
 
+def hosting(temporal_address: str, tmp_path: Path, runs: Path, results: list[agentswf.RunResult]) -> Callable[[], Awaitable[None]]:
+    """The deployer's run on Temporal, its record under `runs`, its result put in `results`."""
+    script = tmp_path / "deployer.sh"
+    script.write_text(AGENT)
+    script.chmod(0o700)
+    engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
+
+    async def run() -> None:
+        results.append(await agentswf.run(approving(script), run_root=runs, engine=engine))
+
+    return run
+
+
 @pytest.mark.parametrize("shell_has_key", [True, False], ids=["another-key", "no-key"])
 async def test_a_command_with_another_payload_key_or_none_is_refused_at_once_and_the_run_goes_on(
     temporal_address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shell_has_key: bool
@@ -160,15 +174,9 @@ async def test_a_command_with_another_payload_key_or_none_is_refused_at_once_and
     call, then said it couldn't read the answer."""
     key, other = os.urandom(32), (os.urandom(32) if shell_has_key else None)
     hosted_with(monkeypatch, key)
-    script = tmp_path / "deployer.sh"
-    script.write_text(AGENT)
-    script.chmod(0o700)
     runs = tmp_path / "runs"
-    engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
     results: list[agentswf.RunResult] = []
-
-    async def run() -> None:
-        results.append(await agentswf.run(approving(script), run_root=runs, engine=engine))
+    run = hosting(temporal_address, tmp_path, runs, results)
 
     theirs = f"encrypts with payload key '{payload_key_id(other)}'" if other else f"has no payload key ({PAYLOAD_KEY_VARIABLE})"
     said = (f"awf: refused, nothing was sent: this run's host encrypts with payload key '{payload_key_id(key)}', and "
@@ -202,15 +210,9 @@ async def test_a_host_rejects_an_update_it_cant_read_at_once_and_the_run_goes_on
     key, newer = (os.urandom(32) if host_has_key else None), os.urandom(32)
     hosted_with(monkeypatch, key)
     sender = PayloadKeys(newer, [key] if key is not None else [])
-    script = tmp_path / "deployer.sh"
-    script.write_text(AGENT)
-    script.chmod(0o700)
     runs = tmp_path / "runs"
-    engine = TemporalEngine(address=temporal_address, task_queue=f"test-{uuid4().hex[:8]}", worker_root=tmp_path / "w")
     results: list[agentswf.RunResult] = []
-
-    async def run() -> None:
-        results.append(await agentswf.run(approving(script), run_root=runs, engine=engine))
+    run = hosting(temporal_address, tmp_path, runs, results)
 
     async def update(run_dir: Path, call: str) -> BaseException:
         workflow_id = json.loads((run_dir / RECORD_FILE).read_text())["workflow_id"]
