@@ -26,6 +26,7 @@ CORE = (
     "agentswf.wire",  # the wfa protocol: requests, responses, codes, limits, teaching (the package whole)
     "agentswf.harnesses.base",  # an attempt and how it ended, as the turn reads it
     "agentswf.harnesses.usage",  # what an attempt spent
+    "agentswf.harnesses.said",  # what an attempt's processes said for a person: bounded text, read by the turn's reason
     "agentswf.engine.instant",  # the moment an event happened
     "agentswf.engine.agent_time",  # a time as an agent is told it
     "agentswf.engine.outcomes",  # how a turn ends

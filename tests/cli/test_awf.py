@@ -162,8 +162,11 @@ AWF_SCRIPT = Path(sys.executable).parent / "awf"  # the entry point as installed
 
 @pytest.mark.parametrize("loaded", ["_asyncio", "_csv"])  # as awf imports agentswf; as it imports its commands
 def test_ctrl_c_while_awf_starts_is_one_line_not_a_traceback(tmp_path, flows, loaded):
+    # As a person's terminal starts it, Ctrl-C at its default: a background job of a script (CI's, say)
+    # inherits it ignored, and then Python installs no KeyboardInterrupt handler until the run's own.
     process = subprocess.Popen([AWF_SCRIPT, "run", str(flows), "--workflow", "slow"], cwd=tmp_path,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     maps = Path(f"/proc/{process.pid}/maps")
     deadline = time.monotonic() + 30
     while loaded not in _readable(maps) and time.monotonic() < deadline:  # its module is being imported
