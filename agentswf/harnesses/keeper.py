@@ -24,7 +24,8 @@ group is what the keeper kills, and what leaves it (`setsid`, a group of its own
 
 `watch` is the run's watchdog: when its lifeline closes (the run ended, or died) it kills
 every process whose environment carries the run's mark (`MARK_VARIABLE`, which every
-agent process gets; a second net under the keepers) and removes the run's directory.
+agent process gets; a second net under the keepers), and removes the run's directory and
+its attempts' scratch directories (named with the mark) that their keepers didn't.
 
 Standard library C modules and `os` only: a keeper starts once per attempt, so it loads
 nothing it doesn't need (`_signal` rather than `signal`, which imports enum). It is
@@ -38,6 +39,7 @@ import sys
 import time
 
 MARK_VARIABLE = "AGENTSWF_MARK"
+SCRATCH_PREFIX = "awf-tmp-"  # an unsandboxed attempt's TMPDIR, `<prefix><run's mark>-…` in the run's temp directory
 PASS_PAUSE_SECONDS = 0.005  # between killing passes, for the killed to become zombies
 KILL_PATIENCE_SECONDS = 5.0  # passes stop after this long (a process stuck in the kernel can't be hurried)
 FAST_PASSES = 64  # of the children's list, killed as read, in each pass: a fork-and-exit chain is caught here
@@ -312,8 +314,15 @@ def watch(lifeline: int, run_dir: str) -> None:
                 continue
             except OSError:
                 break
-    kill_marked(os.path.basename(run_dir))
+    mark = os.path.basename(run_dir)
+    kill_marked(mark)  # the keepers too, which remove their attempts' scratch directories if they get to it first
     remove_tree(run_dir)
+    import tempfile  # here, not at the top: the watchdog alone pays for it, once a run
+
+    root = tempfile.gettempdir()  # the run's: the watchdog has its environment
+    for name in os.listdir(root):
+        if name.startswith(SCRATCH_PREFIX + mark + "-"):
+            remove_tree(os.path.join(root, name))
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

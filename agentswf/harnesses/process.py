@@ -37,7 +37,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..errors import HarnessError
 from .base import Confine
-from .keeper import MARK_VARIABLE, keep_command, kill_marked, remove_tree, watch_command
+from .keeper import MARK_VARIABLE, SCRATCH_PREFIX, keep_command, kill_marked, remove_tree, watch_command
 from .said import Said
 
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
@@ -49,7 +49,6 @@ SESSION_EXIT_SECONDS = 2.0  # for a session CLI to end once its standard input i
 LINES_WAITING = 64  # lines of a session CLI's output read ahead of its client
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer output line is not handed to the reader
 _READ_BYTES = 65536
-SCRATCH_PREFIX = "awf-tmp-"  # an unsandboxed attempt's TMPDIR, in the run's own
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +203,16 @@ def _confined(
     """The command and environment an attempt runs with: in its sandbox, or with a TMPDIR of its own (made here)."""
     if confine is not None:
         return (*confine(argv, cwd, env), None)
-    scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    scratch = scratch_directory(env)
     return argv, {**env, "TMPDIR": scratch}, scratch
+
+
+def scratch_directory(env: Mapping[str, str]) -> str:
+    """A new TMPDIR for an attempt whose environment is `env`, named with its run's mark, so that
+    the run's watchdog removes it too should the run die (`kill -9`) with its keeper."""
+    run = env.get(MARK_VARIABLE, "").split("/")[0]
+    named = run if run and all(char.isalnum() or char in "-_" for char in run) else ""
+    return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{named}-" if named else SCRATCH_PREFIX)
 
 
 async def _spawn(

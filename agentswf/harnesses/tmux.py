@@ -24,7 +24,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from ..errors import HarnessError
 from .keeper import KILL_PATIENCE_SECONDS, MARK_VARIABLE, PASS_PAUSE_SECONDS, keep_command, kill_marked, remove_tree
 from .pane_kept_check import children_of, listener, parent_of, started_at
-from .process import KILL_GRACE_SECONDS, SCRATCH_PREFIX, attempt_mark, lifeline, stop_group
+from .process import KILL_GRACE_SECONDS, attempt_mark, lifeline, scratch_directory, stop_group
 
 TMUX_INSTALL = "apt-get install -y tmux"
 SOCKET_WAIT_SECONDS = 10.0  # for the server to listen after it starts
@@ -101,7 +100,7 @@ class TmuxServer:
         """Start the server under a new keeper; the keeper's pid, once the server listens."""
         self.mark = attempt_mark(env)
         self.path = env.get("PATH", os.defpath)
-        scratch = self.scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+        scratch = self.scratch = scratch_directory(env)
         with anyio.CancelScope(shield=True):  # as in run_in_group: never lose a half-started keeper
             keeper = self.keeper = await anyio.open_process(
                 keep_command(sys.executable, lifeline(), KILL_GRACE_SECONDS, scratch, [self.tmux, *self._server_args(), "-D"]),

@@ -76,3 +76,27 @@ def test_the_keeper_removes_the_scratch_when_the_run_dies(tmp_path):
     os.close(write)  # as when the run is killed -9
     assert process.wait(5) == -signal.SIGKILL
     assert not scratch.exists() and (users / "kept").read_text() == "the user's"
+
+
+def test_the_watchdog_removes_a_dead_runs_scratch_directories_its_keepers_didnt(tmp_path):
+    """The run and its keepers killed at once (the watchdog SIGKILLs what carries the mark, keepers
+    too): the watchdog removes the scratch directories named with the run's mark, and only those,
+    following no link planted among them."""
+    temp, users = tmp_path / "temp", _users(tmp_path)
+    temp.mkdir()
+    run_dir = temp / "awf-deadrun1"
+    run_dir.mkdir()
+    ours = temp / f"{SCRATCH_PREFIX}awf-deadrun1-x1"
+    (ours / "cc-socks").mkdir(parents=True)
+    (temp / f"{SCRATCH_PREFIX}awf-deadrun1-link").symlink_to(users)
+    anothers = temp / f"{SCRATCH_PREFIX}awf-liverun2-x2"
+    anothers.mkdir()
+    read, write = os.pipe()
+    watchdog = subprocess.Popen(
+        keeper.watch_command(sys.executable, read, str(run_dir)), pass_fds=(read,), env={**os.environ, "TMPDIR": str(temp)}
+    )
+    os.close(read)
+    os.close(write)  # the run is gone
+    watchdog.wait(10)
+    assert not run_dir.exists() and not ours.exists()
+    assert anothers.is_dir() and (users / "kept").read_text() == "the user's"  # another run's, and a link's target, kept

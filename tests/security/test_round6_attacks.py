@@ -76,7 +76,8 @@ def obeyed(text: str) -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_awf_ls_shows_the_outcome_an_agent_wrote_in_a_record_not_obeys_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # what is attacked is awf reading a record: once is enough
+async def test_awf_ls_shows_the_outcome_an_agent_wrote_in_a_record_not_obeys_it(tmp_path: Path, anyio_backend: str) -> None:
     """An agent rewrites an earlier run's output.json (its outcome a clipboard-setting escape and a
     forged line) and run.json (its start a word): `awf ls` prints the outcome as its escapes, on
     its own row, and the start it can't read as unknown."""
@@ -199,7 +200,8 @@ def test_lines_of_the_wrong_shape_an_agent_appends_to_its_record_blind_no_view(t
 
 
 @pytest.mark.anyio
-async def test_a_record_file_an_agent_made_sparse_and_huge_is_not_read_into_memory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # what is attacked is awf reading a record: once is enough
+async def test_a_record_file_an_agent_made_sparse_and_huge_is_not_read_into_memory(tmp_path: Path, anyio_backend: str) -> None:
     """An agent grows its run's turns.jsonl and log.jsonl to 8 GiB with `truncate -s` (no disk
     used): `awf ls`, `awf tail`, `awf logs` and `awf continue` bounded to 1.5 GiB of address space
     say what they can and exit, none dies of memory."""
@@ -357,7 +359,8 @@ WIDEST_LINE_CHARS = 8192  # what awf prints on a line at most, here: a few scree
 
 
 @pytest.mark.anyio
-async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # what is attacked is awf reading a record: once is enough
+async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_path: Path, anyio_backend: str) -> None:
     """An agent answers with a MB on one line, and the workflow logs it (`wf.log("answered",
     said=turn.value)`, and as a message, `wf.log(turn.value)`), as workflows do with their agents'
     words: `awf logs`, `awf tail` and `awf run`'s lines cut each (`awf tail` printed the message whole)."""
@@ -392,7 +395,8 @@ async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_
 
 
 @pytest.mark.anyio
-async def test_a_failed_turns_reason_and_a_tools_error_of_60_kb_are_cut_in_awf_logs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # what is attacked is awf reading a record: once is enough
+async def test_a_failed_turns_reason_and_a_tools_error_of_60_kb_are_cut_in_awf_logs(tmp_path: Path, anyio_backend: str) -> None:
     """A tool that raises with the 60 KB an agent gave it, and a shell agent that fails with them
     on one line of its standard error (its turn's reason quotes it): `awf logs` prints neither whole."""
 
