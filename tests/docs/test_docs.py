@@ -1,6 +1,7 @@
 """Every code block of the documentation runs, so the docs can't rot.
 
-Each page of docs/ is one test, on asyncio and on trio. Its blocks run in order, in one
+Each page of docs/ is one test, on asyncio and on trio (a page that runs no Python here but
+its files, through `sh` blocks, once: what it starts is the same on either). Its blocks run in order, in one
 namespace (`__name__` is `"__main__"`, as in a script), in a fresh directory that is also
 on `sys.path`:
 
@@ -43,9 +44,9 @@ def _page_id(page: Path) -> str:
     return str(page.relative_to(DOCS)) if page.is_relative_to(DOCS) else str(page)
 
 
-def _page(page: Path) -> object:
+def _marks(page: Path) -> list[pytest.MarkDecorator]:
     needed = NEEDS.get(_page_id(page), ())
-    return pytest.param(page, id=_page_id(page), marks=[pytest.mark.needs(*needed)] if needed else [])
+    return [pytest.mark.needs(*needed)] if needed else []
 
 
 def _run_shell(block: Block, page: Path, where: Path) -> None:
@@ -118,8 +119,17 @@ def run_page(page: Path, backend: str, where: Path, monkeypatch: pytest.MonkeyPa
                 del sys.modules[name]
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("page", [_page(page) for page in PAGES])
+def _runs_python(page: Path) -> bool:
+    """Whether a block of `page` runs Python in the test's process, where the backend is the test's:
+    a page of files and `sh` blocks alone starts `awf`, whose backend is its own flag, the same on both."""
+    return any(block.language == "python" and block.title is None and block.skip is None for block in blocks(page.read_text()))
+
+
+@pytest.mark.parametrize(
+    "page, backend",
+    [pytest.param(page, backend, id=f"{_page_id(page)}-{backend}", marks=_marks(page))
+     for page in PAGES for backend in (("asyncio", "trio") if _runs_python(page) else ("asyncio",))],
+)  # fmt: skip
 def test_the_page_runs(page: Path, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_page(page, backend, tmp_path, monkeypatch)
 
