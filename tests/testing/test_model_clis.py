@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,12 +163,14 @@ def _parent_env() -> dict[str, str]:
 
 
 async def _run(setup: Setup, exe: str, prompt: str, session: str | None, env: dict[str, str], cwd: Path):
-    with anyio.fail_after(RUN_TIMEOUT_SECONDS):
+    # Run here, not by a harness, the CLI gets a TMPDIR of its own as an attempt does (claude's
+    # `claude-<uid>` and `cc-socks/` go there), short enough for its sockets, and removed after.
+    with tempfile.TemporaryDirectory(prefix="awf-cli-") as scratch, anyio.fail_after(RUN_TIMEOUT_SECONDS):
         done = await anyio.run_process(
             setup.argv(exe, prompt, session),
             input=prompt.encode() if setup.prompt_on_stdin else None,
             stdin=None if setup.prompt_on_stdin else subprocess.DEVNULL,
-            env=env,
+            env={**env, "TMPDIR": scratch},
             cwd=cwd,
             check=False,
         )
