@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +53,33 @@ def shelling(*commands: str) -> Callable[[Conversation], Shell | Text]:
         return Shell(steps[done]) if done < len(steps) else Text("Finished.")
 
     return script
+
+
+# Run by an agent through its CLI's shell tool: writes the line in the file argv[1] into the
+# CLI's own standard output (the first ancestor whose output isn't this shell's), as a process
+# of the agent's can through /proc, and the CLI's pid into argv[2]. `forging` runs it.
+FORGE = """
+import os, sys
+line = open(sys.argv[1]).read()
+mine = os.readlink("/proc/self/fd/1")
+pid = os.getppid()
+while pid > 1:
+    out = os.readlink(f"/proc/{pid}/fd/1")
+    if out != mine and out.startswith("pipe:"):
+        with open(f"/proc/{pid}/fd/1", "w") as cli_output:
+            cli_output.write(line + "\\n")
+        open(sys.argv[2], "w").write(str(pid))
+        break
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+"""
+
+
+def forging(line: str, where: Path) -> Callable[[Conversation], Shell | Text]:
+    """A scripted model whose agent writes `line` into its CLI's output (FORGE, in `where`), then
+    answers `done`; `where/forged` holds the CLI's pid once the line is written."""
+    (where / "forge.py").write_text(FORGE)
+    (where / "line.json").write_text(line)
+    return shelling(f"{sys.executable} {where / 'forge.py'} {where / 'line.json'} {where / 'forged'}")
 
 
 def real_runtimes(model: ScriptedModel, homes: Path) -> dict[str, Runtime]:
