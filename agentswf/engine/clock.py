@@ -10,10 +10,11 @@ time is the virtual clock's own: the wall time at its first reading plus the vir
 so a turn of "20m" is recorded as twenty minutes long and every timestamp of the run agrees. Out
 of virtual time (no clock ever marked in this process) `wall()` is `time.time()`, read at once.
 
-The record's writes and fsyncs in worker threads go through `on_disk`, which holds a virtual
-clock's jumps while one runs: their time is the disk's, real, and on a loaded machine an fsync
-outlasts the clock's threshold of idleness, after which the clock would jump to the run's next
-deadline (its timeout, twenty minutes on) with the write still under way.
+Work whose time is real goes through `in_real_time`, which holds a virtual clock's jumps while it
+runs in a worker thread: the record's writes and fsyncs (the disk's time), the wait for the run's
+watchdog to exit (a process's). On a loaded machine an fsync or a process's exit outlasts the
+clock's threshold of idleness, after which the clock would jump to the run's next deadline (its
+timeout, twenty minutes on) with the work still under way.
 """
 
 from __future__ import annotations
@@ -41,16 +42,16 @@ T = TypeVar("T")
 
 def keep_virtual(timekeeper: object, hold: Callable[[bool], None]) -> None:
     """Mark a trio `Clock` or an asyncio loop as virtual: its wall time runs with its own time, and
-    `hold(True)` stops its jumps while the record is on disk (`on_disk`), `hold(False)` lets them go."""
+    `hold(True)` stops its jumps while work in real time runs (`in_real_time`), `hold(False)` lets them go."""
     global _any_virtual
     _virtual[timekeeper] = None
     _holds[timekeeper] = (hold, 0)
     _any_virtual = True
 
 
-async def on_disk(work: Callable[[], T], limiter: anyio.CapacityLimiter | None = None) -> T:
-    """`work` (the record's writes, fsyncs) in a worker thread, the running virtual clock's jumps held
-    while it runs."""
+async def in_real_time(work: Callable[[], T], limiter: anyio.CapacityLimiter | None = None) -> T:
+    """`work` (the record's writes and fsyncs, a wait for a process) in a worker thread, the running
+    virtual clock's jumps held while it runs."""
     keeper = _timekeeper() if _any_virtual else None
     if keeper not in _holds:
         return await anyio.to_thread.run_sync(work, limiter=limiter)

@@ -6,7 +6,7 @@ RouteActor per route); stopping goes in reverse, so
 agents (and their CLIs) are gone before the run stops answering and the Recorder
 writes last. The RunActor knows
 every agent and every call id of the run, which is what `wrong-agent` needs. The run's
-directory of sockets has a watchdog (`process.watched`) for as long as the run lives, so
+directory of sockets has a watchdog (`engine.watchdog`) for as long as the run lives, so
 that a run killed with `kill -9` leaves no process carrying its mark and no directory.
 
 A run leaves the process's cyclic garbage collector as it found it: the process is its
@@ -41,7 +41,6 @@ from ..actors import Actor, ActorRef, Supervisor, Tracer, handler
 from ..harnesses.base import Harness
 from ..harnesses.keeper import MARK_VARIABLE
 from ..harnesses.pane_keep import RUN_PANES, PanesToKeep
-from ..harnesses.process import watched
 from ..harnesses.said import Said
 from ..launcher.identity import LiveAttempts
 from ..launcher.listener import ConnectionBudget, connection_limit, listen
@@ -60,6 +59,7 @@ from .tell import tell
 from .tools.approvals import ApprovalDesk
 from .tools.broker import Replay, ToolBroker, ToolCalls
 from .tools.policy import Policy
+from .watchdog import watched
 
 RUN_GC_YOUNG_THRESHOLD = 100_000
 """Allocations (less deallocations) between two collections of the youngest generation, paced (Python's: 700)."""

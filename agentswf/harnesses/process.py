@@ -37,12 +37,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..errors import HarnessError
 from .base import Confine
-from .keeper import MARK_VARIABLE, SCRATCH_PREFIX, keep_command, kill_marked, remove_tree, watch_command
+from .keeper import MARK_VARIABLE, SCRATCH_PREFIX, keep_command, kill_marked, remove_tree
 from .said import Said
 
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
 KEEPER_GRACE_SECONDS = 1.0  # past KILL_GRACE_SECONDS, for a keeper to kill and reap its tree
-WATCHDOG_GRACE_SECONDS = 5.0  # for the run's watchdog to sweep and exit once the run ends
 DRAIN_GRACE_SECONDS = 1.0  # for output pipes held open by an escaped grandchild
 OUTPUT_TAIL_BYTES = 64 * 1024  # of standard output and of standard error, each
 SESSION_EXIT_SECONDS = 2.0  # for a session CLI to end once its standard input is closed
@@ -402,32 +401,3 @@ async def open_in_group(
         raise failure
 
 
-@asynccontextmanager
-async def watched(run_dir: Path) -> AsyncIterator[None]:
-    """A watchdog for the run whose directory is `run_dir` (its name is the run's mark): when
-    the block ends, or the process dies (`kill -9`), it kills what carries the mark and
-    removes the directory. The block's end waits for it."""
-    read, write = os.pipe()
-    try:
-        with anyio.CancelScope(shield=True):
-            watchdog = await anyio.open_process(
-                watch_command(sys.executable, read, str(run_dir)),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=None,
-                env={key: value for key, value in os.environ.items() if key != MARK_VARIABLE},
-                start_new_session=True,
-                pass_fds=(read,),
-            )
-    finally:
-        os.close(read)
-    try:
-        yield
-    finally:
-        os.close(write)
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(WATCHDOG_GRACE_SECONDS):
-                await watchdog.wait()
-            if watchdog.returncode is None:
-                watchdog.kill()
-            await watchdog.aclose()

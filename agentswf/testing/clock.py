@@ -23,8 +23,9 @@ cycles rather than a real idleness, and so jumps while anyio's worker threads (w
 see: they don't go through `run_in_executor`) are still writing; its pytest plugin also fails
 every test's setup where pytest-asyncio isn't installed. Both clocks are marked virtual for the
 engine (`engine.clock.keep_virtual`), whose every timestamp then reads the virtual clock's wall,
-and neither jumps while the record is on disk in a worker thread (`engine.clock.on_disk`): on a
-loaded machine an fsync outlasted the threshold, and the clock jumped to the run's timeout.
+and neither jumps while work in real time runs in a worker thread (`engine.clock.in_real_time`: the
+record's fsyncs, the wait for the run's watchdog to exit): on a loaded machine an fsync outlasted
+the threshold, and the clock jumped to the run's timeout.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class _JumpingSelector(selectors.DefaultSelector):
         super().__init__()
         self.virtual_time = time.monotonic()  # where a real loop's clock would start: no zero to mistake for "never"
         self.autojump_threshold = autojump_threshold
-        self.held = False  # while the record is on disk (engine.clock.on_disk): no jump
+        self.held = False  # while work in real time runs (engine.clock.in_real_time): no jump
 
     def hold(self, held: bool) -> None:
         self.held = held

@@ -27,7 +27,7 @@ import msgspec
 
 from ..actors import ActorRef
 from ..engine.accounting import Ledger, RunUsage
-from ..engine.clock import on_disk, wall
+from ..engine.clock import in_real_time, wall
 from ..engine.outcomes import Answered, Turn, Usage, add_usage
 from ..engine.record.attempts import (
     INTERRUPTED,
@@ -431,7 +431,7 @@ class Durable:
     async def _write(self, write: Callable[..., None], *args: Any, what: str) -> None:
         with anyio.CancelScope(shield=True):  # a record half-decided is worse than a late one
             try:
-                await on_disk(lambda: write(*args))
+                await in_real_time(lambda: write(*args))
             except OSError as error:
                 raise WorkflowError(f"{what} can't be written: {error.strerror or error}") from None
 

@@ -154,3 +154,30 @@ async def test_the_clock_doesnt_jump_while_the_record_is_on_disk(tmp_path, monke
     run = await run_workflow(slow_disk, agents={"a": answer("done")}, run_root=tmp_path, timeout="30m")
     assert run.value == "done"
     assert anyio.current_time() - started < 60  # the clock never jumped to a deadline
+
+
+SLOW_WATCHDOG_SECONDS = 5 * AUTOJUMP_THRESHOLD_SECONDS  # for the run's watchdog to sweep and exit on a loaded machine
+
+
+@pytest.mark.virtual_time
+async def test_the_clock_doesnt_jump_while_the_runs_watchdog_ends(tmp_path, monkeypatch):
+    """The run's end waits for its watchdog, a real process, in real time: on CI's loaded machine
+    it took longer than the threshold to sweep and exit, and the clock jumped its whole grace."""
+    from agentswf.engine import watchdog
+
+    watch_command = watchdog.watch_command
+    monkeypatch.setattr(
+        watchdog,
+        "watch_command",
+        lambda *args: ["sh", "-c", f'"$@"; sleep {SLOW_WATCHDOG_SECONDS}', "sh", *watch_command(*args)],
+    )
+
+    @workflow(name="slow-watchdog", description="One turn, its run's watchdog slow to end.")
+    async def slow_watchdog(wf: Workflow) -> str:
+        agent = await wf.agents.open("a", runtime="claude")
+        return (await agent.run("Answer.", timeout="20m")).value
+
+    started = anyio.current_time()
+    run = await run_workflow(slow_watchdog, agents={"a": answer("done")}, run_root=tmp_path, timeout="30m")
+    assert run.value == "done"
+    assert anyio.current_time() - started < watchdog.WATCHDOG_GRACE_SECONDS  # waited for, not jumped over

@@ -30,7 +30,7 @@ from ...actors.backend import current_time
 from ...actors.mailbox import Mailbox
 from ...progress import progress
 from ..accounting import Ledger
-from ..clock import on_disk, virtual
+from ..clock import in_real_time, virtual
 from ..outcomes import Turn
 from .attempts import SESSIONS_FILE
 from .layout import (
@@ -491,7 +491,7 @@ class Recorder(Actor):
     async def _fsync(self, fds: Sequence[int]) -> list[OSError | None]:
         """fsync `fds` in one of the Recorder's own threads: only that, the rest of a file's syscalls
         stay on the loop's thread (records.fsync_each says why)."""
-        return await on_disk(lambda: fsync_each(fds), limiter=self._threads)
+        return await in_real_time(lambda: fsync_each(fds), limiter=self._threads)
 
     def _write_beside(self, path: Path, record: Any, *, exclusive: bool = False) -> None:
         """Queue `path` to be written whole beside the Recorder's other work, answering the ask
