@@ -23,40 +23,45 @@ Errors all derive from AgentswfError. Policies are in `agentswf.policy`; test he
 (scripted agents and participants, the pytest plugin) in `agentswf.testing`.
 """
 
+from typing import TYPE_CHECKING
+
 from .__about__ import __version__
-from .engine.accounting import RunUsage
-from .engine.mail.words import Mail
-from .engine.outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, Usage
-from .engine.record.lines import ApprovalRequest
-from .engine.tools.call import ToolCall
-from .errors import (
-    AgentClosed,
-    AgentswfError,
-    DeadlineExceeded,
-    DefinitionError,
-    HarnessError,
-    MessageRefused,
-    StopRequested,
-    TurnNotAnswered,
-    WorkflowError,
-)
-from .harnesses.acp_rpc import Permissions
-from .harnesses.pane_liveness import CheckIns
-from .harnesses.prices import Price, Prices
-from .harnesses.runtime import Runtime
-from .progress import show_progress
-from .replay.played import ReplayDiverged
-from .workflow.agents import Agent, Agents
-from .workflow.budgets import Budget, Spending, Spent
-from .workflow.context import Approvals, Workflow
-from .workflow.definition import WorkflowDefinition, workflow
-from .workflow.forking import ContinueFrom
-from .workflow.loading import load_workflow
-from .workflow.messaging import Participant, Participants, Route
-from .workflow.running import RunResult, run
-from .workflow.sandboxes import Sandbox, Sandboxes, SandboxSpec
-from .workflow.tools import Tool, tool
-from .workflow.worktrees import Worktree, WorktreeEnd
+from .lazy import public as _public
+
+if TYPE_CHECKING:  # each imported when first named (agentswf/lazy.py): `awf ls` needs none of them
+    from .engine.accounting import RunUsage
+    from .engine.mail.words import Mail
+    from .engine.outcomes import Answered, Blocked, Cancelled, Failed, Outcome, TimedOut, Turn, Unanswered, Usage
+    from .engine.record.lines import ApprovalRequest
+    from .engine.tools.call import ToolCall
+    from .errors import (
+        AgentClosed,
+        AgentswfError,
+        DeadlineExceeded,
+        DefinitionError,
+        HarnessError,
+        MessageRefused,
+        StopRequested,
+        TurnNotAnswered,
+        WorkflowError,
+    )
+    from .harnesses.acp_rpc import Permissions
+    from .harnesses.pane_liveness import CheckIns
+    from .harnesses.prices import Price, Prices
+    from .harnesses.runtime import Runtime
+    from .progress import show_progress
+    from .replay.played import ReplayDiverged
+    from .workflow.agents import Agent, Agents
+    from .workflow.budgets import Budget, Spending, Spent
+    from .workflow.context import Approvals, Workflow
+    from .workflow.definition import WorkflowDefinition, workflow
+    from .workflow.forking import ContinueFrom
+    from .workflow.loading import load_workflow
+    from .workflow.messaging import Participant, Participants, Route
+    from .workflow.running import RunResult, run
+    from .workflow.sandboxes import Sandbox, Sandboxes, SandboxSpec
+    from .workflow.tools import Tool, tool
+    from .workflow.worktrees import Worktree, WorktreeEnd
 
 __all__ = [
     "Agent",
@@ -113,3 +118,5 @@ __all__ = [
     "tool",
     "workflow",
 ]
+
+_public(__name__, __file__)

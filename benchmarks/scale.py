@@ -43,7 +43,7 @@ from typing import Any
 
 import anyio
 
-from agentswf.engine.run import pace_collector
+from agentswf.engine.collector import pace_collector
 
 SIZES = (10, 100, 1000)
 BIG_SIZES = (3000, 10_000)

@@ -7,13 +7,18 @@ child opts into a restart policy; messages no handler will see become dead lette
 mailbox event of an actor system can be traced, per supervisor (`tracing`).
 """
 
-from .actor import Actor, handler, in_askers_task, write_through
-from .cell import Restart
-from .mailbox import DeadLetter, Mailbox, MailboxStatistics, Overflow
-from .ref import ActorRef
-from .reply import Reply
-from .supervisor import DEAD_LETTERS_KEPT, Supervisor, SupervisorStatistics
-from .tracing import Tracer, capture_trace
+from typing import TYPE_CHECKING
+
+from ..lazy import public
+
+if TYPE_CHECKING:  # each imported when first named (agentswf/lazy.py)
+    from .actor import Actor, handler, in_askers_task, write_through
+    from .cell import Restart
+    from .mailbox import DeadLetter, Mailbox, MailboxStatistics, Overflow
+    from .ref import ActorRef
+    from .reply import Reply
+    from .supervisor import DEAD_LETTERS_KEPT, Supervisor, SupervisorStatistics
+    from .tracing import Tracer, capture_trace
 
 __all__ = [
     "DEAD_LETTERS_KEPT",
@@ -33,3 +38,5 @@ __all__ = [
     "in_askers_task",
     "write_through",
 ]
+
+public(__name__, __file__)

@@ -9,7 +9,7 @@ import msgspec
 
 from ..engine.actor_trace import TRACE_EVENTS_FILE, TRACE_SUMMARY_FILE
 from ..engine.record.layout import read_json, read_lines
-from .runs import UsageFailure
+from .failures import UsageFailure
 from .shown import shown
 
 

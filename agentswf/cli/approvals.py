@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..engine.operator import Approve, Pending, Reject
+from ..engine.operator_wire import Approve, Pending, Reject
 from ..engine.record.layout import DEFAULT_RUN_ROOT
 from ..engine.record.lines import ApprovalRequest
 from . import temporal

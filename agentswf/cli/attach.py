@@ -22,14 +22,11 @@ from ..harnesses.pane import pane_socket
 from ..harnesses.pane_keep import KeptPane, close_kept, kept_directory, kept_panes, kept_socket
 from ..harnesses.pane_kept_check import kept_pane_server, live_pane_server
 from ..harnesses.tmux import TMUX_INSTALL, WINDOW
+from .failures import AttachFailure
 from .shown import shown
 
 SCREEN_TIMEOUT_SECONDS = 10.0  # for tmux to print a pane's screen
 MAX_SCREEN_CHARS = 64 * 1024  # of it printed
-
-
-class AttachFailure(Exception):
-    """Why there is nothing to attach to; `awf` prints it and exits 2."""
 
 
 def attach_argv(tmux: str, socket: Path, *, write: bool) -> list[str]:
@@ -130,7 +127,7 @@ def print_kept(run_root: Path) -> None:
         print(line)
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = commands.add_parser(
         "attach", help="watch an agent's pane (read-only; --write to type into it)", usage="awf attach [RUN] [AGENT]"
     )

@@ -16,8 +16,8 @@ from ..workflow.checking import KINDS, Checked, check_file
 from ..workflow.durations import to_seconds
 from ..workflow.loading import load_workflow
 from ..workflow.running import decode_args
+from .failures import UsageFailure
 from .run import parse_args  # the args as `awf run` reads them
-from .runs import UsageFailure
 from .shown import shown
 
 EXIT_FOUND = 2
@@ -26,7 +26,7 @@ KIND_NAMES = {"runtime": ("runtime", "runtimes"), "sandbox": ("sandbox", "sandbo
               "call": ("call of an agent's method", "calls of agents' methods")}  # fmt: skip
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = commands.add_parser(
         "check", help="check a workflow's file before running it: its runtimes, schemas, tools, args",
         usage="awf check FILE [--workflow NAME] [--timeout DURATION] [-- args…]",

@@ -17,15 +17,15 @@ from typing import Any, TextIO
 
 import msgspec
 
-from ..engine.operator import Status, Stop
+from ..engine.operator_wire import Status, Stop
 from ..engine.record.attempts import INTERRUPTED, RecordRefused, read_attempts
 from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
 from . import temporal
 from .attach import print_kept
+from .failures import UsageFailure
 from .follow import Event, Follower, Tally, events_of, run_cost, run_ended, turn_started
 from .runs import (
     RunStanding,
-    UsageFailure,
     all_runs,
     answered,
     ask_live_run,
@@ -298,7 +298,7 @@ def command_tail(options: argparse.Namespace) -> int:
         time.sleep(TAIL_POLL_SECONDS)
 
 
-def add_commands(commands: Any) -> None:
+def add_parsers(commands: Any) -> None:
     """Add ls, status, stop and tail to `awf`'s subcommands."""
     root_help = f"where records are (default {DEFAULT_RUN_ROOT})"
     ls_parser = commands.add_parser(

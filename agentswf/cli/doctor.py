@@ -153,7 +153,7 @@ def command_doctor(options: argparse.Namespace) -> int:
     return 1 if too_old else 0
 
 
-def add_parser(commands: Any) -> None:
+def add_parsers(commands: Any) -> None:
     """`awf doctor`, on awf's subcommands."""
     parser = commands.add_parser(
         "doctor", help="the agent CLIs found, their versions and logins; bubblewrap, tmux and Temporal",

@@ -30,7 +30,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..engine.operator import OPERATOR_TIMEOUT_SECONDS, Status, ask_run
+from ..engine.operator_wire import OPERATOR_TIMEOUT_SECONDS, Status, ask_run
 from ..engine.record.layout import read_json
 from ..workflow.budgets import Budget, Spent
 from ..workflow.continuing import attempt_budget

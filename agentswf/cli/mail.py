@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 from ..engine.mail.words import Mail
-from ..engine.operator import PostAs, ReadInbox
+from ..engine.operator_wire import PostAs, ReadInbox
 from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run
 from ..errors import DefinitionError
 from ..workflow.durations import to_seconds
 from . import temporal
-from .runs import LIVE_RUN_HELP, UsageFailure, answered, ask_live_run, value_of
+from .failures import UsageFailure
+from .runs import LIVE_RUN_HELP, answered, ask_live_run, value_of
 from .shown import quoted, shown
 
 

@@ -9,44 +9,43 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import os
 import shlex
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
 from ..__about__ import __version__
-from ..engine.run import pace_collector
+from ..engine.collector import pace_collector
 from ..errors import PayloadKeyError
 from ..launcher.place import sweep_dead_runs
-from . import approvals, attach, check, control, doctor, mail, record, replay, run, temporal, worktrees
-from .attach import AttachFailure
-from .runs import EXIT_REFUSED, Refused, UsageFailure
+from .failures import EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_USAGE, AttachFailure, Refused, UsageFailure
 from .shown import shown
 
-EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its reader stopped reading
 
 
-GROUPS: tuple[Callable[[Any], None], ...] = (
-    run.add_parsers,  # run, continue
-    approvals.add_parsers,  # approve, reject, pending
-    mail.add_parsers,  # inbox, send, reply
-    record.add_parsers,  # trace, logs
-    replay.add_parsers,  # replay, export
-    worktrees.add_parser,
-    check.add_parser,
-    temporal.add_parser,  # worker, codec-server
-    doctor.add_parser,
-    control.add_commands,  # ls, status, stop, tail
-    attach.add_parser,
-)
-"""Each command group's module, adding its commands' parsers (and handlers) in the order `awf --help` lists them."""
+GROUPS: dict[str, tuple[str, ...]] = {
+    "run": ("run", "continue"),
+    "approvals": ("approve", "reject", "pending"),
+    "mail": ("inbox", "send", "reply"),
+    "record": ("trace", "logs"),
+    "replay": ("replay", "export"),
+    "worktrees": ("worktrees",),
+    "check": ("check",),
+    "temporal": ("worker", "codec-server"),
+    "doctor": ("doctor",),
+    "control": ("ls", "status", "stop", "tail"),
+    "attach": ("attach",),
+}
+"""Each command group's module (`agentswf.cli.<module>`, whose `add_parsers` adds its commands and
+their handlers) with its commands, in the order `awf --help` lists them. Only the module of the
+command given is imported: most import the engine, which `awf ls` would otherwise wait for (a
+third of a second); `awf --help`, or a word that is no command, imports them all."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="awf",
         description="Run workflows of coding agents.",
@@ -54,9 +53,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"awf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in GROUPS:
-        add(commands)
+    for module, names in GROUPS.items():
+        if command in names or command is None:
+            importlib.import_module(f"{__package__}.{module}").add_parsers(commands)
     return parser
+
+
+def _command(words: list[str]) -> str | None:
+    """The command of `words` (awf's own flags take no value): its first word that is no flag, or
+    "" for `awf --version` alone, which needs no command's module; None, all of them: for `--help`,
+    for a word that is no command (argparse lists them, and names the nearest)."""
+    if words == ["--version"]:
+        return ""
+    word = next((word for word in words if not word.startswith("-")), None)
+    return word if any(word in names for names in GROUPS.values()) else None
 
 
 ABANDONED_THREAD_JOIN_SECONDS = 0.2  # for worker threads to finish before awf exits without them
@@ -115,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     pace_collector()  # awf owns its process: its runs' collector is paced for many agents
     words = list(sys.argv[1:] if argv is None else argv)
     split = words.index("--") if "--" in words else len(words)
-    parser = _parser()
+    parser = _parser(_command(words[:split]))
     options, extras = parser.parse_known_args(words[:split])
     options.args = words[split + 1 :]
     try:
@@ -125,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     sweep_dead_runs()  # what a run killed with -9 (and its watchdog with it) left
     code = _handle(options)
-    return temporal.exit_now(code) if temporal.used_temporal(options) else _exit_past_abandoned_threads(code)
+    if getattr(options, "talked_to_temporal", False):  # set by what talked to it, which imported cli/temporal
+        from .temporal import exit_now
+
+        return exit_now(code)
+    return _exit_past_abandoned_threads(code)
 
 
 def _handle(options: argparse.Namespace) -> int:
@@ -141,7 +155,7 @@ def _handle(options: argparse.Namespace) -> int:
         return EXIT_REFUSED
     except KeyboardInterrupt:  # before a run's signals are caught, or after
         print("awf: interrupted", file=sys.stderr)
-        return run.EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `awf logs | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush doesn't fail again
         return EXIT_BROKEN_PIPE

@@ -16,8 +16,9 @@ import msgspec
 from ..engine.record.layout import DEFAULT_RUN_ROOT
 from . import temporal
 from .actors import print_actors
+from .failures import UsageFailure
 from .logs import ATTEMPT_LINES_SHOWN, print_run, print_trace
-from .runs import UsageFailure, run_dir_of
+from .runs import run_dir_of
 
 
 def command_logs(options: argparse.Namespace) -> int:

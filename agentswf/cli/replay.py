@@ -27,7 +27,8 @@ from ..workflow.definition import WorkflowDefinition
 from ..workflow.forking import ContinueFrom, parse_turn
 from ..workflow.loading import load_workflow
 from ..workflow.running import RunResult, run
-from .runs import UsageFailure, recorded_file, run_dir_of
+from .failures import UsageFailure
+from .runs import recorded_file, run_dir_of
 from .shown import quoted, shown
 
 EXIT_DIVERGED = 1  # the workflow did something the record doesn't have

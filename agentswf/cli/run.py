@@ -40,11 +40,11 @@ from ..workflow.loading import load_workflow
 from ..workflow.running import CANCEL_CLEANUP_SECONDS, RunResult, run
 from ..workflow.sandboxes import read_run_sandbox
 from . import replay, temporal, worktrees
-from .attach import AttachFailure, find_kept
+from .attach import find_kept
+from .failures import EXIT_INTERRUPTED, AttachFailure, UsageFailure
 from .live import RECORDED_SOURCES, RunView, ViewKind
 from .runs import (
-    TEMPORAL_RECORD,
-    UsageFailure,
+    TEMPORAL_FILE,
     latest_run_of,
     recorded_file,
     run_dir_of,
@@ -54,7 +54,6 @@ from .runs import (
 from .shown import BODY_INDENT, shown, shown_json, shown_lines
 
 EXIT_BY_OUTCOME = {"completed": 0, "failed": 1, "timed-out": 1, "stopped": 3, "cancelled": 130}
-EXIT_INTERRUPTED = 130
 MAX_PROGRESS_LINE_CHARS = 2000  # of one progress line of awf run's, as printed: its fields can carry what agents wrote
 BACKEND_HELP = "the event loop the run's engine runs on (default asyncio)"
 RUN_EPILOG = (
@@ -488,12 +487,12 @@ def _temporal_engine(run_dir: Path, options: argparse.Namespace) -> dict[str, An
         if given is not None:
             raise UsageFailure(f"run {run_dir.name} ran on Temporal, where awf continue takes no {flag}: {why}")
     try:
-        info = read_json(run_dir / TEMPORAL_RECORD)
+        info = read_json(run_dir / TEMPORAL_FILE)
         address, namespace, queue = info["address"], info["namespace"], info["task_queue"]
     except (OSError, msgspec.DecodeError, KeyError, TypeError):
-        raise UsageFailure(f"run {run_dir.name} ran on Temporal, and its {TEMPORAL_RECORD} doesn't say where") from None
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, and its {TEMPORAL_FILE} doesn't say where") from None
     if not all(isinstance(value, str) and value for value in (address, namespace, queue)):
-        raise UsageFailure(f"run {run_dir.name} ran on Temporal, and its {TEMPORAL_RECORD} doesn't say where")
+        raise UsageFailure(f"run {run_dir.name} ran on Temporal, and its {TEMPORAL_FILE} doesn't say where")
     print(shown(f"awf: on Temporal at {address}, namespace {namespace}, task queue {queue} (the record's)"), file=sys.stderr)
     given = argparse.Namespace(engine="temporal", address=address, namespace=namespace, task_queue=queue,
                                no_turns_here=info.get("run_turns") is False)

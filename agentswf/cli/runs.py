@@ -14,24 +14,15 @@ from typing import TypeVar
 
 import msgspec
 
-from ..engine.operator import NOT_A_PARTICIPANT, OperatorRequest, OperatorResponse, ask_run
+from ..engine.operator_wire import NOT_A_PARTICIPANT, OperatorRequest, OperatorResponse, ask_run
 from ..engine.record.attempts import RecordRefused, read_attempts
-from ..engine.record.layout import DEFAULT_RUN_ROOT, find_run, read_json
+from ..engine.record.layout import DEFAULT_RUN_ROOT, TEMPORAL_FILE, find_run, read_json
 from ..engine.record.lines import ApprovalRequest
-from ..temporal.messages import RECORD_FILE as TEMPORAL_RECORD
+from .failures import Refused, UsageFailure
 from .shown import shown
 
-EXIT_REFUSED = 1  # the run refused what was asked, or answered what isn't an answer
 LIVE_RUN_HELP = "the run's id or directory (default: the one live run)"  # a command's RUN, of a live run
 T = TypeVar("T")
-
-
-class UsageFailure(Exception):
-    """What `awf` prints before exiting 2."""
-
-
-class Refused(Exception):
-    """The run's refusal, in its words: what `awf` prints (one line) before exiting EXIT_REFUSED."""
 
 
 def answered(response: OperatorResponse) -> OperatorResponse:
@@ -128,7 +119,7 @@ def is_live(run_dir: Path) -> bool:
 
 def was_on_temporal(run_dir: Path) -> bool:
     """The run was started on Temporal (`awf run --engine temporal`), whether it has ended or not."""
-    return (run_dir / TEMPORAL_RECORD).exists()
+    return (run_dir / TEMPORAL_FILE).exists()
 
 
 def on_temporal(run_dir: Path) -> bool:

@@ -29,23 +29,22 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
-from ..engine.record.layout import read_json
+from ..engine.record.layout import TEMPORAL_FILE, read_json
 from ..engine.record.lines import ApprovalRequest
 from ..errors import DefinitionError, PayloadKeyError, RunKeyError
-from ..harnesses.environment import PAYLOAD_KEY_VARIABLE
+from ..harnesses.environment import KEY_VARIABLE, KEY_VARIABLES, PAYLOAD_KEY_VARIABLE
 from ..harnesses.keeper import MARK_VARIABLE
 from ..launcher.identity import INIT_PID, MAX_ANCESTRY_DEPTH
 from ..launcher.peer import environment_value, parent_of
-from ..temporal.keys import KEY_VARIABLE, KEY_VARIABLES, RunKey, default_key_file, held, load_key
-from ..temporal.messages import LINES_QUERY, OPERATOR_UPDATE, RECORD_FILE
-from ..workflow.loading import load_workflow
-from .runs import UsageFailure, live_run_dir, pending_line, run_dir_of
+from .failures import UsageFailure
+from .runs import live_run_dir, pending_line, run_dir_of
 from .shown import shown, shown_json
 
 if TYPE_CHECKING:
     from temporalio.client import Client
 
     from ..temporal.codec import PayloadKeys
+    from ..temporal.keys import RunKey
 
 NEEDS_EXTRA = "the Temporal engine needs agentswf[temporal]: pip install 'agentswf[temporal]'"
 NO_PAYLOAD_KEY = (
@@ -69,14 +68,11 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def used_temporal(options: argparse.Namespace) -> bool:
-    """Whether this command talked to Temporal (so it ends with `exit_now`)."""
-    return bool(getattr(options, "talked_to_temporal", False))
-
-
 def run_key(*, create: bool) -> RunKey:
     """This command's run key (made in the default file if `create` and none is given), out of its
     environment; the process becomes non-dumpable. Raises UsageFailure saying what to give."""
+    from ..temporal.keys import default_key_file, held, load_key  # here: a local run's commands need no key
+
     made = create and not any(os.environ.get(name) for name in KEY_VARIABLES) and not default_key_file().exists()
     try:
         key = load_key(create=create)
@@ -157,7 +153,7 @@ def engine_options(options: argparse.Namespace) -> dict[str, Any]:
     return {"engine": engine}
 
 
-def add_parser(commands: Any) -> None:
+def add_parsers(commands: Any) -> None:
     worker = commands.add_parser("worker", help="run agents' turns (and workflows) from a Temporal task queue")
     worker.add_argument("--address", required=True, help="the Temporal frontend, HOST:PORT")
     worker.add_argument("--task-queue", required=True, help="the queue whose turns this worker runs")
@@ -179,6 +175,8 @@ def command_worker(options: argparse.Namespace) -> int:
         import temporalio  # noqa: F401
     except ImportError:
         raise UsageFailure(NEEDS_EXTRA) from None
+    from ..workflow.loading import load_workflow  # here: the other commands of this module only read a run's files
+
     if payload_keys().current_id is None:
         print(NO_PAYLOAD_KEY, file=sys.stderr, flush=True)
     try:
@@ -280,7 +278,7 @@ def temporal_run(options: argparse.Namespace) -> dict[str, Any] | None:
 
 def temporal_record(run_dir: Path) -> dict[str, Any] | None:
     """What the directory of a live run on Temporal says of it, or None for a local run."""
-    path = run_dir / RECORD_FILE
+    path = run_dir / TEMPORAL_FILE
     if not path.exists():
         return None
     if (run_dir / "output.json").exists():
@@ -309,7 +307,7 @@ def ask_person(options: argparse.Namespace, request: Any) -> Any:
     run = temporal_run(options)
     if run is None:
         return None
-    from ..engine.operator import OperatorResponse
+    from ..engine.operator_wire import OperatorResponse
     from ..temporal.messages import OPERATOR_UPDATE
 
     options.talked_to_temporal = True
@@ -382,7 +380,7 @@ async def _same_payload_key(client: Client, workflow_id: str, run_id: str) -> No
 def settle_record(options: argparse.Namespace) -> None:
     """Before `awf logs` reads a Temporal run whose host is gone: its record, from Temporal, once it ended."""
     run_dir = run_dir_of(options, options.run)
-    if not (run_dir / RECORD_FILE).exists() or (run_dir / "output.json").exists():
+    if not (run_dir / TEMPORAL_FILE).exists() or (run_dir / "output.json").exists():
         return
     try:
         import anyio
@@ -461,7 +459,8 @@ def command_stop(options: argparse.Namespace, run: dict[str, Any], run_dir: Path
     """`awf stop` of a Temporal run: a person's sealed operator update, answered as the local socket
     answers (the run ends `stopped by NAME: reason`); then the wait for its record, written from
     Temporal here when the process that started the run is gone."""
-    from ..engine.operator import OperatorResponse, Stop
+    from ..engine.operator_wire import OperatorResponse, Stop
+    from ..temporal.messages import OPERATOR_UPDATE
 
     options.talked_to_temporal = True
     stop = Stop(options.reason or "", options.by)
@@ -518,7 +517,7 @@ async def _tail(run: dict[str, Any], show: Shown, *, follow: bool) -> None:
     from temporalio.client import WorkflowFailureError
 
     from ..temporal.engine import connect
-    from ..temporal.messages import RunEnding
+    from ..temporal.messages import LINES_QUERY, RunEnding
 
     offsets: dict[str, int] = {}
 

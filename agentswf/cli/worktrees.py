@@ -34,9 +34,8 @@ from ..workflow.worktrees import (
     run_worktrees,
     write_manifest,
 )
+from .failures import EXIT_USAGE
 from .shown import shown
-
-EXIT_USAGE = 2
 
 
 def closing_lines(ends: Iterable[WorktreeEnd]) -> list[str]:
@@ -144,7 +143,7 @@ def _one(run_dir: Path, manifest: Manifest, clean: bool, out: TextIO) -> int:
     return 1
 
 
-def add_parser(commands: Any) -> None:
+def add_parsers(commands: Any) -> None:
     """`awf worktrees`, on awf's subcommands."""
     parser = commands.add_parser("worktrees", help="list the worktrees runs left; --clean removes the unchanged ones")
     parser.add_argument("run", nargs="?", help="a run's id or directory (default: every run)")

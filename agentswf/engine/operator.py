@@ -1,4 +1,4 @@
-"""The run's operator socket: how `awf approve`, `awf reject`, `awf inbox`, `awf send`,
+"""The run's operator socket (its side: what it says is operator_wire.py): how `awf approve`, `awf reject`, `awf inbox`, `awf send`,
 `awf reply`, `awf status` and `awf stop` reach a live run.
 
 One socket per run, beside the agents' sockets, answering one JSON line with one JSON
@@ -19,10 +19,8 @@ from __future__ import annotations
 import math
 import re
 import shlex
-import socket
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -37,69 +35,26 @@ from ..launcher.peer import NOBODY, Peer
 from ..wire.nesting import too_deep
 from .mail.switchboard import Inbox, Participants, Receive, Standing
 from .mail.words import Post, Posted
+from .operator_wire import (
+    MAX_INBOX_WAIT_SECONDS,
+    NOT_A_PARTICIPANT,
+    OPERATOR_TIMEOUT_SECONDS,
+    Approve,
+    OperatorRequest,
+    OperatorResponse,
+    Pending,
+    PostAs,
+    ReadInbox,
+    Status,
+    Stop,
+)
 from .record.lines import ApprovalDecision, ApprovalRequest
 from .rules import Refusal
 from .tools.approvals import AwaitPending, Decide, ListPending
 
 _log = structlog.get_logger("agentswf.operator")
-OPERATOR_SOCKET_NAME = "op.sock"
 MAX_OPERATOR_REQUEST_BYTES = 64 * 1024
-OPERATOR_TIMEOUT_SECONDS = 30.0
-MAX_INBOX_WAIT_SECONDS = 3600.0  # awf inbox --wait and a wait for a call to approve, the long requests
 MAX_OPERATOR_CONNECTIONS = 16  # open at once on the operator socket; it has no share in the agents'
-
-
-class _Operator(msgspec.Struct, tag_field="command", forbid_unknown_fields=True, frozen=True):
-    pass
-
-
-class Approve(_Operator, tag="approve", frozen=True):
-    call_id: str
-    reason: str = ""
-    by: str = "operator"
-
-
-class Reject(_Operator, tag="reject", frozen=True):
-    call_id: str
-    reason: str = ""
-    by: str = "operator"
-
-
-class Pending(_Operator, tag="pending", frozen=True):
-    """The calls waiting for approval; with `wait_ms`, wait that long for one `known` doesn't name."""
-
-    wait_ms: int = 0
-    known: tuple[str, ...] = ()
-
-
-class ReadInbox(_Operator, tag="inbox", frozen=True):
-    """A participant's unread messages; with `wait_ms`, wait that long for one if there are none."""
-
-    key: str
-    wait_ms: int = 0
-
-
-class PostAs(_Operator, tag="post", frozen=True):
-    """A participant sends (or replies to) `peer`."""
-
-    key: str
-    peer: str
-    text: str
-    reply: bool = False
-
-
-class Status(_Operator, tag="status", frozen=True):
-    """How the live run stands: its agents, which are in a turn now, what each owes or awaits."""
-
-
-class Stop(_Operator, tag="stop", frozen=True):
-    """End the run `stopped`: the workflow is cancelled, its agents stopped, the record closed."""
-
-    reason: str = ""
-    by: str = "operator"
-
-
-OperatorRequest = Approve | Reject | Pending | ReadInbox | PostAs | Status | Stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +69,6 @@ class RunControl:
     stop: Callable[[str], bool]  # False when the run is already stopping
     tools: Callable[[], Mapping[str, list[str]]] = dict  # agent -> the tools its calls run now (handlers running)
     said: Callable[[], Mapping[str, Said | None]] = dict  # agent -> its latest attempt's output (harnesses/said.py)
-
-
-class OperatorResponse(msgspec.Struct, frozen=True):
-    ok: bool
-    message: str
-    value: Any = None
 
 
 _decoder = msgspec.json.Decoder(OperatorRequest)
@@ -216,9 +165,6 @@ async def _inbox(request: ReadInbox, board: ActorRef) -> OperatorResponse:
         with anyio.move_on_after(request.wait_ms / 1000):
             mail = [await board.ask(Receive(request.key))]
     return OperatorResponse(True, f"{len(mail)} message(s)", msgspec.to_builtins(mail))
-
-
-NOT_A_PARTICIPANT = "not-a-participant"  # the code of a `--as KEY` that names no participant
 
 
 def posted(request: PostAs, answer: Posted | Refusal) -> OperatorResponse:
@@ -325,27 +271,3 @@ async def serve_operator(
     async with listener, anyio.create_task_group() as connections:
         while True:
             connections.start_soon(_answer, await accept(listener, budget), desk, board, admit, budget, control)
-
-
-def ask_run(socket_path: str | Path, request: OperatorRequest, *, timeout: float | None = None) -> OperatorResponse:
-    """Send one operator request to a live run (blocking); raises OSError if it isn't live, or
-    doesn't answer within `timeout` (by default the run's own bound on its answer)."""
-    wait = request.wait_ms / 1000 if isinstance(request, ReadInbox | Pending) else 0.0
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.settimeout(OPERATOR_TIMEOUT_SECONDS + wait if timeout is None else timeout)
-        connection.connect(str(socket_path))
-        try:
-            connection.sendall(msgspec.json.encode(request) + b"\n")
-            connection.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # refused before it was read (over the budget): the answer says why
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = connection.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    try:
-        return msgspec.json.decode(data, type=OperatorResponse)
-    except msgspec.DecodeError:
-        raise ConnectionError("the run closed the connection without answering") from None

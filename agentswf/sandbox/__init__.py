@@ -6,7 +6,14 @@ line (pure), `homes` makes each agent's harness home, `proxy` (outside) and `for
 The author's surface is `wf.sandboxes` (agentswf.workflow.sandboxes).
 """
 
-from .runner import Sandbox
-from .spec import SandboxSpec
+from typing import TYPE_CHECKING
+
+from ..lazy import public
+
+if TYPE_CHECKING:  # each imported when first named (agentswf/lazy.py): `spec` alone is light, `runner` is not
+    from .runner import Sandbox
+    from .spec import SandboxSpec
 
 __all__ = ["Sandbox", "SandboxSpec"]
+
+public(__name__, __file__)

@@ -12,27 +12,21 @@ seals what the workflow takes and what its workers run, and may hold a payload k
 makes a client with it.
 
 `messages`, `keys` and `devserver` import no temporalio: `awf` reads a Temporal run's files without
-the extra; the rest is imported when first named.
+the extra. Every public name is imported when first named.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .devserver import DevServer
-from .keys import RunKey, load_key
+from ..lazy import public
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each imported when first named (agentswf/lazy.py)
+    from .devserver import DevServer
     from .engine import PayloadKeys, TemporalEngine, connect, on_asyncio, turn_worker, workflow_queue
+    from .keys import RunKey, load_key
 
 __all__ = [
     "DevServer", "PayloadKeys", "RunKey", "TemporalEngine", "connect", "load_key", "on_asyncio", "turn_worker",
     "workflow_queue",
 ]
-_LAZY = ("PayloadKeys", "TemporalEngine", "connect", "on_asyncio", "turn_worker", "workflow_queue")
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from . import engine
-
-        return getattr(engine, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+public(__name__, __file__)

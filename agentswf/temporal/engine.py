@@ -36,7 +36,7 @@ from ..engine.accounting import Ledger, RunUsage
 from ..engine.mail.words import Mail
 from ..engine.outcomes import Turn
 from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts
-from ..engine.record.layout import DEFAULT_RUN_ROOT, make_run_record_dir, read_json
+from ..engine.record.layout import DEFAULT_RUN_ROOT, TEMPORAL_FILE, make_run_record_dir, read_json
 from ..engine.record.lines import (
     AttemptOutput,
     CallOpened,
@@ -66,7 +66,7 @@ from .codec import PayloadKeys, data_converter, held_keys, hosting
 from .driver import KeyHolder
 from .flow import AgentswfWorkflow, register
 from .keys import RunKey, held, load_key, seal
-from .messages import RECORD_FILE, WORKFLOW_TYPE, RunEnding, RunRequest
+from .messages import WORKFLOW_TYPE, RunEnding, RunRequest
 from .turns import Resolve, TurnActivities, TurnWorker, say_refused
 
 T = TypeVar("T")
@@ -164,7 +164,7 @@ class TemporalEngine:
         )
         workflow_id = attempt_workflow_id(definition.name, run_id, durable.attempt.n)
         started = durable.attempt.started_at
-        (record_dir / RECORD_FILE).write_bytes(msgspec.json.encode(
+        (record_dir / TEMPORAL_FILE).write_bytes(msgspec.json.encode(
             {"workflow_id": workflow_id, "address": self._address(), "namespace": self.namespace,
              "task_queue": self.task_queue, "started_at": started, "run_turns": self.run_turns}
         ))  # the attempt's: what `awf status`, `awf approve` and the next `awf continue` reach
@@ -257,7 +257,7 @@ async def _pass_on_cancellation(work: anyio.CancelScope) -> None:
 async def settle_record(run_dir: Path) -> str:
     """Write the record of a Temporal run whose host ended before it could (killed, say), from the
     workflow's result on Temporal, once the workflow has ended. What happened, in a line."""
-    info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
+    info = msgspec.json.decode((run_dir / TEMPORAL_FILE).read_bytes())
     if not await _settle(run_dir, info):
         return f"run {run_dir.name} is still running on Temporal (workflow {info['workflow_id']})"
     return f"run {run_dir.name}'s record was written from Temporal: its host ended before it could"
@@ -268,7 +268,7 @@ async def settled(run_dir: Path) -> None:
     before it could (its stages and id'd turns with it); raises DefinitionError while it still runs there."""
     if (run_dir / "output.json").exists():
         return
-    info = msgspec.json.decode((run_dir / RECORD_FILE).read_bytes())
+    info = msgspec.json.decode((run_dir / TEMPORAL_FILE).read_bytes())
     if not await _settle(run_dir, info):
         raise DefinitionError(f"continue {run_dir.name}: it is still running on Temporal (workflow {info['workflow_id']}); "
                               "awf stop it, or wait for it to end")

@@ -36,15 +36,8 @@ from temporalio.exceptions import ApplicationError
 
 from ..engine.accounting import Ledger
 from ..engine.mail.switchboard import WORKFLOW_KEY, Mail, Posted
-from ..engine.operator import (
-    MAX_INBOX_WAIT_SECONDS,
-    NOT_A_PARTICIPANT,
-    OperatorResponse,
-    PostAs,
-    ReadInbox,
-    Stop,
-    posted,
-)
+from ..engine.operator import posted
+from ..engine.operator_wire import MAX_INBOX_WAIT_SECONDS, NOT_A_PARTICIPANT, OperatorResponse, PostAs, ReadInbox, Stop
 from ..engine.outcomes import Turn
 from ..engine.record.lines import ApprovalDecision, ApprovalRequest, ToolCalled
 from ..engine.rules import Refusal

@@ -24,7 +24,6 @@ LINES_QUERY = "agentswf.lines"  # the record's lines so far, from given offsets:
 DECIDE_UPDATE = "agentswf.decide"
 MAIL_UPDATE = "agentswf.mail"  # an agent's wfa send/reply/peers and its mail, from its worker
 OPERATOR_UPDATE = "agentswf.operator"  # a person's awf inbox / send / reply --as KEY: an operator request
-RECORD_FILE = "temporal.json"  # beside a Temporal run's record: its workflow id, address, namespace, task queue
 
 
 class Sealed(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from ..engine.operator import MAX_INBOX_WAIT_SECONDS, Approve, Pending, Reject
+from ..engine.operator_wire import MAX_INBOX_WAIT_SECONDS, Approve, Pending, Reject
 from ..engine.record.layout import read_json
 from ..engine.record.lines import ApprovalRequest
 from ..errors import TestScriptError

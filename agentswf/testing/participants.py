@@ -25,7 +25,7 @@ import msgspec
 
 from ..engine import clock
 from ..engine.mail.words import Mail
-from ..engine.operator import (
+from ..engine.operator_wire import (
     MAX_INBOX_WAIT_SECONDS,
     OPERATOR_TIMEOUT_SECONDS,
     OperatorRequest,

@@ -28,13 +28,13 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
+from ..engine.record.layout import TEMPORAL_FILE
 from ..errors import HarnessError
 from ..temporal.codec import PayloadKeys, data_converter
 from ..temporal.driver import KeyHolder
 from ..temporal.engine import TemporalEngine, on_asyncio, turn_worker
 from ..temporal.flow import AgentswfWorkflow
 from ..temporal.keys import RunKey
-from ..temporal.messages import RECORD_FILE
 from ..workflow.definition import WorkflowDefinition
 from ..workflow.durations import Duration
 from ..workflow.running import RunResult, run
@@ -104,7 +104,7 @@ def _quiet_runtime() -> Runtime:
 
 async def _replay(client: Client, result: RunResult, key: RunKey) -> None:
     """Replay the run's history with Temporal's Replayer; NotDeterministic, saying why, if it decides otherwise."""
-    workflow_id = msgspec.json.decode((result.run_dir / RECORD_FILE).read_bytes())["workflow_id"]
+    workflow_id = msgspec.json.decode((result.run_dir / TEMPORAL_FILE).read_bytes())["workflow_id"]
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     replayer = Replayer(workflows=[AgentswfWorkflow], workflow_runner=UnsandboxedWorkflowRunner(), data_converter=IN_ORDER,
                         interceptors=[KeyHolder(key)])  # a replay reseals what the run sealed

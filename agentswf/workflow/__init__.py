@@ -1,9 +1,2 @@
-"""The author surface: @workflow, the Workflow context, agents and turns."""
-
-from .agents import Agent, Agents
-from .context import Workflow
-from .definition import WorkflowDefinition, workflow
-from .durations import to_seconds
-from .running import RunResult, run
-
-__all__ = ["Agent", "Agents", "RunResult", "Workflow", "WorkflowDefinition", "run", "to_seconds", "workflow"]
+"""The author surface: @workflow, the Workflow context, agents and turns (each module's; the public
+names are `agentswf`'s). Nothing is imported here: `awf` reads `durations` without the rest."""

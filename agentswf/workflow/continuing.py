@@ -19,7 +19,7 @@ import msgspec
 
 from ..engine.accounting import RunUsage
 from ..engine.record.attempts import AttemptRecord, RecordRefused, read_attempts
-from ..engine.record.layout import find_run, read_json
+from ..engine.record.layout import TEMPORAL_FILE, find_run, read_json
 from ..errors import DefinitionError
 from ..sandbox.spec import RunSandboxFile
 from . import stages as plan
@@ -27,7 +27,6 @@ from .budgets import Budget, Spent, carried, raised, ran_seconds, spent_before
 from .definition import WorkflowDefinition
 
 USAGE_FILE = "usage.json"  # the run's spend, across its attempts (engine/accounting.py)
-TEMPORAL_FILE = "temporal.json"  # beside the record of a run on Temporal (temporal/messages.RECORD_FILE)
 
 
 class Continued(NamedTuple):

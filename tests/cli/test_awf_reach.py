@@ -267,7 +267,7 @@ def test_send_words_are_run_peer_message_when_the_first_names_a_run(tmp_path, mo
     monkeypatch.chdir(tmp_path)
 
     def words(*given: str) -> tuple[str | None, str, str | None]:
-        options = _parser().parse_args(["send", *given, "--as", "human"])
+        options = _parser("send").parse_args(["send", *given, "--as", "human"])
         _post_words(options)
         return options.run, options.peer, options.message
 

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from agentswf import Mail, Workflow, workflow
-from agentswf.engine.operator import Status, ask_run
+from agentswf.engine.operator_wire import Status, ask_run
 from agentswf.engine.record.layout import read_json
 from agentswf.testing import answer, respond, run_workflow
 from agentswf.testing.scripted import ScriptedTurn

@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 from agentswf import workflow
+from agentswf.cli.failures import UsageFailure
 from agentswf.cli.run import parse_args
-from agentswf.cli.runs import UsageFailure
 from agentswf.testing import run_workflow
 from agentswf.workflow.running import decode_args
 

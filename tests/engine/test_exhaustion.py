@@ -16,14 +16,8 @@ import anyio
 import pytest
 
 from agentswf import tool, workflow
-from agentswf.engine.operator import (
-    MAX_INBOX_WAIT_SECONDS,
-    MAX_OPERATOR_CONNECTIONS,
-    OPERATOR_SOCKET_NAME,
-    Pending,
-    ReadInbox,
-    ask_run,
-)
+from agentswf.engine.operator import MAX_OPERATOR_CONNECTIONS
+from agentswf.engine.operator_wire import MAX_INBOX_WAIT_SECONDS, OPERATOR_SOCKET_NAME, Pending, ReadInbox, ask_run
 from agentswf.launcher.place import SOCKET_NAME
 from agentswf.testing import ToolResult, answer, hang, run_workflow, silent
 from agentswf.wire import EXIT_TOOL_UNCERTAIN, MAX_OPEN_CONNECTIONS, decode_response

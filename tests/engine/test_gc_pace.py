@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from agentswf import Workflow, workflow
-from agentswf.engine.run import (
+from agentswf.engine.collector import (
     RUN_GC_OLDER_THRESHOLD,
     RUN_GC_OLDEST_THRESHOLD,
     RUN_GC_YOUNG_THRESHOLD,

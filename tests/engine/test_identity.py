@@ -15,7 +15,7 @@ import pytest
 
 from agentswf import tool
 from agentswf.cli.logs import print_run
-from agentswf.engine.operator import Pending, ask_run
+from agentswf.engine.operator_wire import Pending, ask_run
 from agentswf.engine.record.layout import read_lines
 
 from ..harnesses.kit import WAIT_FOR, N, candidates, lines, operator_attack, rc, run_wf, shell_agent, text
@@ -85,7 +85,7 @@ async def test_a_sibling_running_anothers_launcher_is_refused_and_recorded(tmp_p
 
 OPERATOR_ATTEMPTS = """
 import json, sys
-from agentswf.engine.operator import Approve, Pending, PostAs, ReadInbox, ask_run
+from agentswf.engine.operator_wire import Approve, Pending, PostAs, ReadInbox, ask_run
 control, call_id = sys.argv[1], sys.argv[2]
 for request in (
     Approve(call_id, reason="looks fine", by="alice (security team)"),
@@ -98,7 +98,7 @@ for request in (
 """
 
 
-PERSON = "import sys; from agentswf.engine.operator import Pending, ask_run; print(ask_run(sys.argv[1], Pending()).ok)"
+PERSON = "import sys; from agentswf.engine.operator_wire import Pending, ask_run; print(ask_run(sys.argv[1], Pending()).ok)"
 
 
 async def test_an_agent_at_the_operator_socket_is_refused_every_request(tmp_path):

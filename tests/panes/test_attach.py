@@ -16,7 +16,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agentswf.cli.attach import AttachFailure, attach_argv, find_pane
+from agentswf.cli.attach import attach_argv, find_pane
+from agentswf.cli.failures import AttachFailure
 from agentswf.cli.main import main
 from agentswf.errors import HarnessError
 from agentswf.harnesses.pane import pane_socket

@@ -28,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 
 import agentswf
 from agentswf import tool, workflow
+from agentswf.engine.record.layout import TEMPORAL_FILE
 from agentswf.harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE
 from agentswf.temporal import TemporalEngine, codec, on_asyncio
 from agentswf.temporal.codec import (
@@ -43,7 +44,7 @@ from agentswf.temporal.codec import (
 )
 from agentswf.temporal.engine import connect
 from agentswf.temporal.keys import load_key, seal
-from agentswf.temporal.messages import DECIDE_UPDATE, RECORD_FILE, DecideRequest
+from agentswf.temporal.messages import DECIDE_UPDATE, DecideRequest
 from agentswf.workflow.definition import WorkflowDefinition
 
 AWF = [sys.executable, "-m", "agentswf"]
@@ -215,7 +216,7 @@ async def test_a_host_rejects_an_update_it_cant_read_at_once_and_the_run_goes_on
     run = hosting(temporal_address, tmp_path, runs, results)
 
     async def update(run_dir: Path, call: str) -> BaseException:
-        workflow_id = json.loads((run_dir / RECORD_FILE).read_text())["workflow_id"]
+        workflow_id = json.loads((run_dir / TEMPORAL_FILE).read_text())["workflow_id"]
         client = await connect(temporal_address, keys=sender)
         run_id = (await client.get_workflow_handle(workflow_id).describe()).run_id
         sealed = seal(load_key(create=False), DecideRequest(call, True, "", "operator"), kind="update",

@@ -21,7 +21,7 @@ pytest.importorskip("temporalio", reason="agentswf[temporal] is not installed (p
 
 import agentswf
 from agentswf import workflow
-from agentswf.engine.operator import Stop
+from agentswf.engine.operator_wire import Stop
 from agentswf.harnesses.keeper import MARK_VARIABLE
 from agentswf.temporal import TemporalEngine, on_asyncio
 from agentswf.temporal.keys import RunKey, load_key, seal

@@ -267,5 +267,5 @@ async def _result(address: str, workflow_id: str) -> Any:
 def test_a_workers_run_root_is_given_as_awfs_other_commands_give_it(flag: str) -> None:
     from agentswf.cli.main import _parser
 
-    options = _parser().parse_args(["worker", "--address", "127.0.0.1:1", "--task-queue", "q", flag, "/tmp/w"])
+    options = _parser("worker").parse_args(["worker", "--address", "127.0.0.1:1", "--task-queue", "q", flag, "/tmp/w"])
     assert options.run_root == "/tmp/w"  # --root, its first name, is the same flag

@@ -29,10 +29,10 @@ pytest.importorskip("cryptography", reason="agentswf[temporal] is not installed 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from agentswf.engine.record.layout import TEMPORAL_FILE
 from agentswf.harnesses.environment import PAYLOAD_KEY_VARIABLE, PAYLOAD_OLD_KEYS_VARIABLE
 from agentswf.temporal import TemporalEngine, codec
 from agentswf.temporal.codec import payload_key_id
-from agentswf.temporal.messages import RECORD_FILE
 
 AWF = [sys.executable, "-m", "agentswf"]
 SAID_SECONDS = 60.0  # for the worker to be sent the turn and refuse it, at most
@@ -151,7 +151,7 @@ def test_a_host_that_cant_read_its_workers_answer_ends_the_run_failed_in_a_line(
     [run_dir] = [path.parent for path in (tmp_path / "runs" / "keyed").glob("*/output.json")]
     output = json.loads((run_dir / "output.json").read_text())
     assert (output["outcome"], output["reason"]) == ("failed", why)
-    workflow_id = json.loads((run_dir / RECORD_FILE).read_text())["workflow_id"]
+    workflow_id = json.loads((run_dir / TEMPORAL_FILE).read_text())["workflow_id"]
     assert asyncio.run(_status(temporal_address, workflow_id)) == WorkflowExecutionStatus.FAILED  # nothing left running
 
 
@@ -207,7 +207,7 @@ def test_a_worker_hosting_runs_ends_the_one_it_cant_read_and_goes_on(temporal_ad
             said.append(starter.stderr.readline())
             assert said[-1], f"the run never started: {''.join(said)}"
         [run_dir] = (tmp_path / "runs" / "hosted").iterdir()
-        workflow_id = json.loads((run_dir / RECORD_FILE).read_text())["workflow_id"]
+        workflow_id = json.loads((run_dir / TEMPORAL_FILE).read_text())["workflow_id"]
         asyncio.run(asyncio.wait_for(_started_on(temporal_address, workflow_id), SAID_SECONDS))
         os.killpg(starter.pid, signal.SIGKILL)  # its starter gone, the run is the hosting worker's
         while not said[-1].startswith("awf: a run's workflow failed:"):

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from agentswf import ToolCall, tool, workflow
-from agentswf.engine.operator import Approve, Pending, Reject, ask_run
+from agentswf.engine.operator_wire import Approve, Pending, Reject, ask_run
 from agentswf.engine.record.layout import read_json, read_lines
 from agentswf.engine.tools.policy import allow, deny, log, redact, require_approval
 from agentswf.testing import ToolFailed, ToolRefused, ToolResult, answer, run_workflow

@@ -12,7 +12,7 @@ import pytest
 import agentswf
 from agentswf import DefinitionError, workflow
 from agentswf.testing import answer, hang, run_workflow
-from agentswf.workflow import to_seconds
+from agentswf.workflow.durations import to_seconds
 
 from ..harnesses.kit import output, run_wf
 

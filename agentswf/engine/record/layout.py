@@ -18,6 +18,8 @@
           result.json                the accepted answer (created once, exclusively)
         output.json                  how the run ended, and its value; when the workflow raised,
                                      `where` (file:line) and its whole `traceback`
+        temporal.json                a run on Temporal's: its workflow id, address, namespace,
+                                     task queue (`TEMPORAL_FILE`)
 
 Private: every directory the record creates is 0700 and every file 0600, whatever the
 umask (an agent's prompt, its launcher path and call id are nobody else's business).
@@ -96,6 +98,7 @@ import msgspec
 
 RECORD_VERSION = 1
 DEFAULT_RUN_ROOT = Path(".awf") / "runs"
+TEMPORAL_FILE = "temporal.json"  # in a Temporal run's record: where its workflow is (temporal/engine.py writes it)
 _encoder = msgspec.json.Encoder()
 GROUP_COMMIT_SECONDS = 1.0  # the longest an appended line waits for its fsync
 BATCH_MAX_BYTES = 1 << 20  # a batch is written once it holds this much, even with more queued
