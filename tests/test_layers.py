@@ -38,7 +38,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     ),  # continue_from=ContinueFrom(...): a fork plays what came before its turn
     "temporal": frozenset({"errors", "lazy", "progress", "wire", "actors", "harnesses", "sandbox", "engine", "workflow"}),
     "testing": frozenset(
-        {"errors", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal", "replay"}
+        {"errors", "lazy", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal", "replay"}
     ),  # engine="temporal"; fork: the sandbox kept; replay: agents played from a record
     "cli": frozenset(
         {"__about__", "errors", "progress", "wire", "harnesses", "launcher", "sandbox", "engine", "workflow", "temporal",

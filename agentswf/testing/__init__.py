@@ -18,29 +18,34 @@ has the fixtures `run_root` and `run_record`, and the mark `virtual_time`, which
 virtual clock (see `agentswf.testing.pytest_plugin`; `virtual_clock` does the same outside pytest).
 """
 
-from ..errors import TestScriptError
-from ..replay.recorded import RecordUnreadable
-from ..wire import Response
-from .approvals import Decision, approve, reject
-from .clock import virtual_clock
-from .fork import fork
-from .participants import ParticipantScript, respond
-from .record import Record, RunRecord, read_record
-from .replay import ReplayDiverged, replay
-from .runs import TestRun, run_workflow
-from .scripted import (
-    Script,
-    ScriptedTurn,
-    ToolFailed,
-    ToolRefused,
-    ToolResult,
-    answer,
-    blocked,
-    failed,
-    hang,
-    silent,
-    timed_out,
-)
+from typing import TYPE_CHECKING
+
+from ..lazy import public
+
+if TYPE_CHECKING:  # each imported when first named (agentswf/lazy.py)
+    from ..errors import TestScriptError
+    from ..replay.recorded import RecordUnreadable
+    from ..wire import Response
+    from .approvals import Decision, approve, reject
+    from .clock import virtual_clock
+    from .fork import fork
+    from .participants import ParticipantScript, respond
+    from .record import Record, RunRecord, read_record
+    from .replay import ReplayDiverged, replay
+    from .runs import TestRun, run_workflow
+    from .scripted import (
+        Script,
+        ScriptedTurn,
+        ToolFailed,
+        ToolRefused,
+        ToolResult,
+        answer,
+        blocked,
+        failed,
+        hang,
+        silent,
+        timed_out,
+    )
 
 __all__ = [
     "Decision",
@@ -72,3 +77,5 @@ __all__ = [
     "timed_out",
     "virtual_clock",
 ]
+
+public(__name__, __file__)

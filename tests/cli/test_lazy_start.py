@@ -77,6 +77,9 @@ def test_a_public_name_is_imported_when_first_named() -> None:
         "assert set(agentswf.__all__) <= set(dir(agentswf))\n"
         "from agentswf.actors import Supervisor; from agentswf.sandbox import SandboxSpec\n"
         "from agentswf.temporal import DevServer\n"
+        "import agentswf.testing.replay, agentswf.testing.fork\n"  # submodules named as two of its functions
+        "from agentswf.testing import replay, fork\n"
+        "assert callable(replay) and callable(fork)\n"
         "try:\n    agentswf.nothing\nexcept AttributeError as error:\n    print(error)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -87,7 +90,7 @@ def test_a_public_name_is_imported_when_first_named() -> None:
 TEMPORAL_WITHOUT_THE_EXTRA = ("DevServer", "RunKey", "load_key")  # agentswf.temporal's names that import no temporalio
 
 
-@pytest.mark.parametrize("package", ["agentswf", "agentswf.actors", "agentswf.sandbox", "agentswf.temporal"])
+@pytest.mark.parametrize("package", ["agentswf", "agentswf.actors", "agentswf.sandbox", "agentswf.temporal", "agentswf.testing"])
 def test_every_public_name_of_a_lazy_package_is_there(package: str) -> None:
     module = importlib.import_module(package)
     extra = package != "agentswf.temporal" or importlib.util.find_spec("temporalio") is not None
