@@ -133,6 +133,12 @@ async def test_a_run_moves_the_clock_only_for_its_own_deadlines(tmp_path):
 SLOW_DISK_SECONDS = 1.5 * AUTOJUMP_THRESHOLD_SECONDS  # an fsync on a loaded machine (real time): past the threshold
 
 
+@workflow(name="one-turn", description="One turn, twenty minutes at most, in a run of thirty.")
+async def one_turn(wf: Workflow) -> str:
+    agent = await wf.agents.open("a", runtime="claude")
+    return (await agent.run("Answer.", timeout="20m")).value
+
+
 @pytest.mark.virtual_time
 async def test_the_clock_doesnt_jump_while_the_record_is_on_disk(tmp_path, monkeypatch):
     """An fsync longer than the threshold of idleness (CI's disk under four test workers) doesn't let
@@ -144,14 +150,8 @@ async def test_the_clock_doesnt_jump_while_the_record_is_on_disk(tmp_path, monke
         return [None for _ in fds]
 
     monkeypatch.setattr(recorder, "fsync_each", slow_fsyncs)
-
-    @workflow(name="slow-disk", description="One turn, on a slow disk.")
-    async def slow_disk(wf: Workflow) -> str:
-        agent = await wf.agents.open("a", runtime="claude")
-        return (await agent.run("Answer.", timeout="20m")).value
-
     started = anyio.current_time()
-    run = await run_workflow(slow_disk, agents={"a": answer("done")}, run_root=tmp_path, timeout="30m")
+    run = await run_workflow(one_turn, agents={"a": answer("done")}, run_root=tmp_path, timeout="30m")
     assert run.value == "done"
     assert anyio.current_time() - started < 60  # the clock never jumped to a deadline
 
@@ -171,13 +171,7 @@ async def test_the_clock_doesnt_jump_while_the_runs_watchdog_ends(tmp_path, monk
         "watch_command",
         lambda *args: ["sh", "-c", f'"$@"; sleep {SLOW_WATCHDOG_SECONDS}', "sh", *watch_command(*args)],
     )
-
-    @workflow(name="slow-watchdog", description="One turn, its run's watchdog slow to end.")
-    async def slow_watchdog(wf: Workflow) -> str:
-        agent = await wf.agents.open("a", runtime="claude")
-        return (await agent.run("Answer.", timeout="20m")).value
-
     started = anyio.current_time()
-    run = await run_workflow(slow_watchdog, agents={"a": answer("done")}, run_root=tmp_path, timeout="30m")
+    run = await run_workflow(one_turn, agents={"a": answer("done")}, run_root=tmp_path, timeout="30m")
     assert run.value == "done"
     assert anyio.current_time() - started < watchdog.WATCHDOG_GRACE_SECONDS  # waited for, not jumped over
