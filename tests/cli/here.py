@@ -32,6 +32,9 @@ def awf_here(cwd: Path, *words: str, monkeypatch: pytest.MonkeyPatch, capsys: py
         patched.setattr(awf_main, "pace_collector", lambda: None)
         patched.setattr(awf_main, "_exit_past_abandoned_threads", lambda code: code)
         capsys.readouterr()
-        code = awf_main.main(list(words))
+        try:
+            code = awf_main.main(list(words))
+        except SystemExit as exit:  # argparse's, after --help
+            code = exit.code if isinstance(exit.code, int) else 1
         out, err = capsys.readouterr()
     return Said(code, out, err)
