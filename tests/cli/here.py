@@ -9,12 +9,14 @@ a thread it finds (pytest's own, here).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from agentswf.cli import main as awf_main
+from agentswf.cli.worktrees import command_worktrees
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ def awf_here(cwd: Path, *words: str, monkeypatch: pytest.MonkeyPatch, capsys: py
         patched.chdir(cwd)
         patched.setattr(awf_main, "pace_collector", lambda: None)
         patched.setattr(awf_main, "_exit_past_abandoned_threads", lambda code: code)
+        # `awf worktrees` writes to the sys.stdout it found when imported (its `out`): this test's instead
+        patched.setattr(command_worktrees, "__defaults__", (sys.stdout,))
         capsys.readouterr()
         try:
             code = awf_main.main(list(words))
