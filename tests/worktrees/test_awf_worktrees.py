@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from agentswf import Workflow
-from agentswf.cli.worktrees import command_worktrees
 from agentswf.workflow.worktrees import SUBMODULES_KEEP
 
 from ..cli.here import Said, awf_here
@@ -137,8 +136,6 @@ def worktrees_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtur
     record and the repository: the tests above run it as a process, against a live run and after."""
 
     def worktrees(cwd: Path, *args: str) -> Said:
-        # its `out` is the sys.stdout it found when imported: this test's instead
-        monkeypatch.setattr(command_worktrees, "__defaults__", (sys.stdout,))
         return awf_here(cwd, "worktrees", *args, monkeypatch=monkeypatch, capsys=capsys)
 
     return worktrees
