@@ -3,8 +3,8 @@ process: its words, exit status and what it prints, without the 0.4 CPU-s of a n
 
 What only a process shows (a traceback at exit, the exit status the interpreter gives, signals)
 is for those subprocess tests; here, what `main` takes from the process is held off: it leaves the
-collector's pacing as the test process has it, and returns its status rather than `os._exit` past
-a thread it finds (pytest's own, here).
+collector's pacing and where progress lines go as the test process has them, and returns its status
+rather than `os._exit` past a thread it finds (pytest's own, here).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import structlog
 
+from agentswf import progress
 from agentswf.cli import main as awf_main
 from agentswf.cli.worktrees import command_worktrees
 
@@ -35,10 +37,16 @@ def awf_here(cwd: Path, *words: str, monkeypatch: pytest.MonkeyPatch, capsys: py
         patched.setattr(awf_main, "_exit_past_abandoned_threads", lambda code: code)
         # `awf worktrees` writes to the sys.stdout it found when imported (its `out`): this test's instead
         patched.setattr(command_worktrees, "__defaults__", (sys.stdout,))
+        # `awf run` and `awf continue` set where progress lines go (to this test's stderr): as it was after
+        patched.setattr(progress, "_shown", progress._shown)
+        patched.setattr(progress, "_hidden_sources", progress._hidden_sources)
+        logging = structlog.get_config()
         capsys.readouterr()
         try:
             code = awf_main.main(list(words))
         except SystemExit as exit:  # argparse's, after --help
             code = exit.code if isinstance(exit.code, int) else 1
+        finally:
+            structlog.configure(**logging)
         out, err = capsys.readouterr()
     return Said(code, out, err)
