@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .here import awf_here
+
 AWF = [sys.executable, "-m", "agentswf"]
 
 WORKFLOWS = '''
@@ -102,8 +104,10 @@ def test_a_bad_schema_is_named_as_written_not_by_the_module_the_file_is_loaded_a
         (["ls", "--zzz"], "awf: awf ls has no flag --zzz; awf ls --help lists them\n"),
     ],
 )
-def test_a_typo_in_a_flag_names_the_flag_it_looks_like(tmp_path, flows, args, said):
-    done = awf(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args])
+def test_a_typo_in_a_flag_names_the_flag_it_looks_like(tmp_path, flows, args, said, monkeypatch, capsys):
+    """In the test's process: test_exit_2_on_usage_errors_with_a_message runs `awf run` with a typo'd
+    flag as a process, as tests/cli/test_check.py does `awf check` and test_control.py `awf ls`."""
+    done = awf_here(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args], monkeypatch=monkeypatch, capsys=capsys)
     assert (done.returncode, done.stderr) == (2, said.replace("{flows}", str(flows)))
 
 
@@ -113,22 +117,27 @@ def test_exit_3_when_it_stops(tmp_path, flows):
     assert "stopped: nothing to do" in done.stderr
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["run", "missing.py"],
-        ["run", "{flows}"],  # several workflows, none named
-        ["run", "{flows}", "--workflow", "ok", "--", "--n", "many"],
-        ["run", "{flows}", "--workflow", "boom", "--", "--n", "1"],
-        ["run", "{flows}", "--workflow", "ok", "--timeout", "soon"],
-        ["logs", "no-such-run"],
-        ["approve", "no-such-run", "c1"],
-        ["run", "{flows}", "--workflow", "ok", "--timout", "5m"],  # a typo'd flag
-        ["logs", "--zzz"],
-    ],
-)
-def test_exit_2_on_usage_errors_with_a_message(tmp_path, flows, args):
-    done = awf(tmp_path, *[arg.replace("{flows}", str(flows)) for arg in args])
+USAGE_ERRORS = [
+    ["run", "{flows}", "--workflow", "ok", "--timout", "5m"],  # a typo'd flag
+    ["run", "missing.py"],
+    ["run", "{flows}"],  # several workflows, none named
+    ["run", "{flows}", "--workflow", "ok", "--", "--n", "many"],
+    ["run", "{flows}", "--workflow", "boom", "--", "--n", "1"],
+    ["run", "{flows}", "--workflow", "ok", "--timeout", "soon"],
+    ["logs", "no-such-run"],
+    ["approve", "no-such-run", "c1"],
+    ["logs", "--zzz"],
+]
+AS_PROCESS = 2  # the first two run as a process: a usage error found before the command, and one its handler finds
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS)
+def test_exit_2_on_usage_errors_with_a_message(tmp_path, flows, args, monkeypatch, capsys):
+    words = [arg.replace("{flows}", str(flows)) for arg in args]
+    if USAGE_ERRORS.index(args) < AS_PROCESS:
+        done = awf(tmp_path, *words)
+    else:  # in the test's process: the same command, exit 2 as a process shown by the first two
+        done = awf_here(tmp_path, *words, monkeypatch=monkeypatch, capsys=capsys)
     assert done.returncode == 2, done.stdout
     assert done.stderr.startswith("awf: ") and "Traceback" not in done.stderr
 

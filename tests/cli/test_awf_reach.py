@@ -14,6 +14,8 @@ import pytest
 from agentswf.cli.mail import _post_words
 from agentswf.cli.main import _parser
 
+from .here import Said, awf_here
+
 AWF = [sys.executable, "-m", "agentswf"]
 
 FLOWS = '''
@@ -229,34 +231,39 @@ def _stop(process: subprocess.Popen[str]) -> None:
     process.wait(timeout=30)
 
 
-def test_operator_commands_find_the_one_live_run(tmp_path, flows):
-    none = awf(tmp_path, "pending")
+def test_operator_commands_find_the_one_live_run(tmp_path, flows, monkeypatch, capsys):
+    """Each command in the test's process (tests/security/test_operator_refusals.py runs each as a process
+    against a live run); the runs it finds are processes."""
+    def ask(cwd: Path, *words: str) -> Said:
+        return awf_here(cwd, *words, monkeypatch=monkeypatch, capsys=capsys)
+
+    none = ask(tmp_path, "pending")
     assert none.returncode == 2 and none.stderr.startswith("awf: no run is live under")
     pids = tmp_path / "pids"
     first = _start_waiting(tmp_path, flows, pids)
     try:
-        pending = awf(tmp_path, "pending")
+        pending = ask(tmp_path, "pending")
         assert pending.returncode == 0, pending.stderr
         assert pending.stderr == "awf: 0 call(s) waiting for approval\n"
-        unknown = awf(tmp_path, "approve", "no-such-call")  # reaches the run, which refuses the call
+        unknown = ask(tmp_path, "approve", "no-such-call")  # reaches the run, which refuses the call
         assert (unknown.returncode, unknown.stderr) == (1, "awf: no call no-such-call is waiting for approval\n")
-        inbox = awf(tmp_path, "inbox", "--as", "nobody")
+        inbox = ask(tmp_path, "inbox", "--as", "nobody")
         assert "no run is live" not in inbox.stderr and "live runs" not in inbox.stderr
         second = _start_waiting(tmp_path, flows, pids)
         try:
-            several = awf(tmp_path, "pending")
+            several = ask(tmp_path, "pending")
             assert several.returncode == 2
             assert several.stderr.startswith("awf: 2 live runs under") and "name one" in several.stderr
             [run_id, _] = sorted(path.name for path in (tmp_path / ".awf/runs/waits").iterdir())
-            named = awf(tmp_path, "pending", run_id)
+            named = ask(tmp_path, "pending", run_id)
             assert named.returncode == 0, named.stderr
-            named_approve = awf(tmp_path, "approve", run_id, "no-such-call")
+            named_approve = ask(tmp_path, "approve", run_id, "no-such-call")
             assert "no call no-such-call" in named_approve.stderr
         finally:
             _stop(second)
     finally:
         _stop(first)
-    ended = awf(tmp_path, "pending")
+    ended = ask(tmp_path, "pending")
     assert ended.returncode == 2 and ended.stderr.startswith("awf: no run is live under")
 
 

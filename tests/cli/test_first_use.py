@@ -26,6 +26,7 @@ from agentswf.testing.models import CLI_DIR_VARIABLE, find_cli
 from agentswf.workflow.running import RunResult
 
 from ..panes.kit import needs, needs_tmux
+from .here import awf_here
 
 AWF = [sys.executable, "-m", "agentswf"]
 RUN_ID = "20261201-120000-ab12"
@@ -142,9 +143,10 @@ def test_continue_of_what_is_neither_a_file_nor_a_run_says_both(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["run", "continue"])
-def test_backend_of_run_and_continue_says_what_it_chooses(command):
-    said = subprocess.run([*AWF, command, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
-    assert "the event loop the run's engine runs on" in said
+def test_backend_of_run_and_continue_says_what_it_chooses(command, monkeypatch, capsys):
+    # in the test's process: test_awf_help_says_where_to_start_and_where_each_commands_flags_are prints help as a process
+    said = awf_here(Path.cwd(), command, "--help", monkeypatch=monkeypatch, capsys=capsys)
+    assert said.returncode == 0 and "the event loop the run's engine runs on" in said.stdout
 
 
 KEEPING = """

@@ -16,6 +16,8 @@ from agentswf.errors import DefinitionError
 from agentswf.workflow.budgets import Budget
 from agentswf.workflow.durations import to_seconds
 
+from .here import awf_here
+
 AWF = [sys.executable, "-m", "agentswf"]
 
 LOOP = '''
@@ -99,8 +101,10 @@ def test_a_refused_continue_says_only_why(tmp_path, loop):
 
 
 @pytest.mark.parametrize("command", ["logs", "ls", "status", "stop", "tail", "check"])
-def test_each_help_page_describes_its_command(command):
-    done = awf(Path.cwd(), command, "--help")
+def test_each_help_page_describes_its_command(command, monkeypatch, capsys):
+    # in the test's process: test_first_use prints `awf --help` and test_awf_reach `awf run FILE --help` as processes
+    done = awf_here(Path.cwd(), command, "--help", monkeypatch=monkeypatch, capsys=capsys)
+    assert done.returncode == 0, done.stderr
     usage, _, rest = done.stdout.partition("\n\n")
     description = rest.split("\n\n")[0]
     assert not description.startswith(("positional arguments", "options")), done.stdout

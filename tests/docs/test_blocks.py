@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from .blocks import PageError, blocks
-from .test_docs import run_page
+from .test_docs import run_page, run_page_on
 
 PAGE = """\
 # A page
@@ -116,3 +116,44 @@ def test_a_shell_block_must_exit_as_it_says(tmp_path, monkeypatch):
     page.write_text("<!-- docs-test: run, exit 3 -->\n```sh\nexit 4\n```\n")
     with pytest.raises(AssertionError, match="exited 4, not 3"):
         run_page(page, "asyncio", tmp_path, monkeypatch)
+
+
+SHELL_ONCE = """\
+```python
+from pathlib import Path
+Path("gone.txt").write_text("made by Python")
+```
+
+<!-- docs-test: run -->
+```sh
+echo ran >> "$COUNT"
+rm gone.txt
+mkdir -p made/deeper && echo "by sh" > made/deeper/file.txt && ln -s deeper/file.txt made/link
+echo "$PWD" > where.txt
+```
+
+```python
+import sniffio
+assert not Path("gone.txt").exists()
+assert Path("made/link").read_text() == "by sh\\n" and Path("made/link").is_symlink()
+assert Path("where.txt").read_text() == f"{Path.cwd()}\\n"
+
+
+async def test_after_the_shell(tmp_path):
+    with open("seen.txt", "a") as seen:
+        seen.write(sniffio.current_async_library())
+```
+"""
+
+
+def test_a_page_of_python_and_shell_runs_its_shell_once_and_each_backend_sees_what_it_did(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text(SHELL_ONCE)
+    count = tmp_path / "count"
+    monkeypatch.setenv("COUNT", str(count))
+    run = tmp_path / "run"
+    run.mkdir()
+    run_page_on(page, ("asyncio", "trio"), run, monkeypatch)
+    assert count.read_text() == "ran\n"  # once, on asyncio
+    assert (run / "page-asyncio" / "seen.txt").read_text() == "asyncio"
+    assert (run / "page" / "seen.txt").read_text() == "trio"  # ran again after the block's effects, in the same place

@@ -8,6 +8,7 @@ import signal
 
 import pytest
 
+from ..cli.here import awf_here
 from .kit import attempts, awf, counts, marks, stages, start_hanging, the_run, write_flows
 
 BACKENDS = ["asyncio", "trio"]
@@ -15,7 +16,7 @@ BACKENDS = ["asyncio", "trio"]
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("how", ["kill -9", "ctrl-c"])
-def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
+def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how, monkeypatch, capsys):
     run = start_hanging(tmp_path, backend)
     if how == "kill -9":
         run.send_signal(signal.SIGKILL)
@@ -39,11 +40,12 @@ def test_a_run_ended_mid_stage_2_continues_from_stage_2(tmp_path, backend, how):
     assert ("found_interrupted_at" in first) == (how == "kill -9")
     assert second["stages"] == {"plan": "reused", "build": "ran", "check": "ran"}
     assert second["outcome"] == "completed"
-    logs = awf(tmp_path, "logs", "--run-root", "runs")
+    # `awf logs` and `awf ls` read the record in the test's process, as tests/cli/test_control.py runs them as processes
+    logs = awf_here(tmp_path, "logs", "--run-root", "runs", monkeypatch=monkeypatch, capsys=capsys)
     assert "attempt 1, started" in logs.stdout and f": {first['outcome']} in stage build" in logs.stdout
     assert "attempt 2 (continues 1)" in logs.stdout and "plan reused (attempt 1), build ran, check ran; 2 turns run, 2 id'd turns given back" in logs.stdout
     assert "— attempt 2 —" in logs.stdout
-    [_, row] = awf(tmp_path, "ls", "--run-root", "runs").stdout.split("\n\n")[0].splitlines()
+    [_, row] = awf_here(tmp_path, "ls", "--run-root", "runs", monkeypatch=monkeypatch, capsys=capsys).stdout.split("\n\n")[0].splitlines()
     assert "completed  2 (1 interrupted)" in row if how == "kill -9" else row.split()[2:4] == ["completed", "2"]
 
 
@@ -58,11 +60,12 @@ def test_a_live_attempt_is_not_continued_beside_it(tmp_path):
         run.communicate(timeout=60)
 
 
-def test_rerun_runs_a_stage_again_and_a_changed_file_is_said_so(tmp_path):
+def test_rerun_runs_a_stage_again_and_a_changed_file_is_said_so(tmp_path, monkeypatch, capsys):
     flows = write_flows(tmp_path)
     done = awf(tmp_path, "run", "flows.py", "--run-root", "runs", "--", "--dir", str(marks(tmp_path)))
     assert done.returncode == 0, done.stderr
-    refused = awf(tmp_path, "continue", "flows.py", "--run-root", "runs")
+    # refused in the test's process: test_a_live_attempt_is_not_continued_beside_it refuses as a process
+    refused = awf_here(tmp_path, "continue", "flows.py", "--run-root", "runs", monkeypatch=monkeypatch, capsys=capsys)
     assert refused.returncode == 2 and "there is nothing to continue" in refused.stderr
     flows.write_text(flows.read_text().replace('"checked-$n"', '"rechecked-$n"'))
     again = awf(tmp_path, "continue", "flows.py", "--run-root", "runs", "--rerun", "check")

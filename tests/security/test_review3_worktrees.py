@@ -87,15 +87,18 @@ def test_where_an_agent_says_its_worktree_went_is_shown_not_obeyed(tmp_path: Pat
 
 
 @pytest.mark.parametrize("field", ["repository", "git_dir", "common_dir"])
-def test_a_manifest_with_a_nul_in_a_path_is_not_read(tmp_path: Path, field: str) -> None:
+def test_a_manifest_with_a_nul_in_a_path_is_not_read(
+    tmp_path: Path, field: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`awf worktrees` goes by the manifests; one an agent wrote with a NUL in a path names no
-    worktree, and crashes no command (git's cwd or `--git-dir` would raise ValueError)."""
+    worktree, and crashes no command (git's cwd or `--git-dir` would raise ValueError). In the
+    test's process: a raise would fail it as well; the FIFO test below runs it as a process."""
     import json
-    import subprocess
-    import sys
     from dataclasses import replace
 
     from agentswf.workflow.worktrees import read_manifest
+
+    from ..cli.here import awf_here
 
     directory, own = run_manifest(tmp_path)
     runs = tmp_path / "runs"
@@ -104,10 +107,7 @@ def test_a_manifest_with_a_nul_in_a_path_is_not_read(tmp_path: Path, field: str)
     (directory / "w.json").write_text(json.dumps(forged))
     assert read_manifest(directory / "w.json") is None
     for args in ([], ["--clean"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "agentswf", "worktrees", "--run-root", str(runs), *args],
-            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+        done = awf_here(tmp_path, "worktrees", "--run-root", str(runs), *args, monkeypatch=monkeypatch, capsys=capsys)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
 
 

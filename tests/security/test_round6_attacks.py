@@ -30,6 +30,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ import agentswf
 from agentswf import tool, workflow
 from agentswf.testing.models import ScriptedModel
 
+from ..cli.here import Said, awf_here
 from ..clis import forging, needs_clis, real_runtimes
 from ..harnesses.kit import run_wf, shell_agent
 
@@ -63,6 +65,18 @@ def awf(cwd: Path, *args: str, memory: int | None = None, timeout: float = 60) -
     )
 
 
+@pytest.fixture
+def awf_read(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., Said]:
+    """`awf ls`, `tail`, `logs` or `trace` of a finished run's record, in the test's process: what is
+    attacked is what they read and print, and a raise fails the test as a traceback did. The
+    sparse-file tests run each of them as a process, its address space bounded."""
+
+    def read(cwd: Path, *args: str) -> Said:
+        return awf_here(cwd, *args, monkeypatch=monkeypatch, capsys=capsys)
+
+    return read
+
+
 def forged_lines(text: str) -> list[str]:
     return [line for line in text.split("\n") if line.lstrip().startswith("FORGED")]
 
@@ -77,7 +91,7 @@ def obeyed(text: str) -> list[str]:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # what is attacked is awf reading a record: once is enough
-async def test_awf_ls_shows_the_outcome_an_agent_wrote_in_a_record_not_obeys_it(tmp_path: Path, anyio_backend: str) -> None:
+async def test_awf_ls_shows_the_outcome_an_agent_wrote_in_a_record_not_obeys_it(tmp_path: Path, anyio_backend: str, awf_read: Callable[..., Said]) -> None:
     """An agent rewrites an earlier run's output.json (its outcome a clipboard-setting escape and a
     forged line) and run.json (its start a word): `awf ls` prints the outcome as its escapes, on
     its own row, and the start it can't read as unknown."""
@@ -107,7 +121,7 @@ async def test_awf_ls_shows_the_outcome_an_agent_wrote_in_a_record_not_obeys_it(
     result = await run_wf(fn, tmp_path)
     assert result.outcome == "completed", result.reason
     assert "\x1b]52" in output.read_text() or "\\u001b]52" in output.read_text()
-    listed = awf(tmp_path, "ls", "--run-root", "runs")
+    listed = awf_read(tmp_path, "ls", "--run-root", "runs")
     assert listed.returncode == 0, listed.stderr
     assert earlier.run_dir.name in listed.stdout and "done\\nFORGED" in listed.stdout, listed.stdout
     assert obeyed(listed.stdout) == [] and forged_lines(listed.stdout) == [], listed.stdout
@@ -136,6 +150,7 @@ LATER_LINE = "the agent's later tool call"
 FLOW = """
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from agentswf import tool, workflow
 
@@ -173,7 +188,7 @@ def _appending_agent(tmp_path: Path, lines: dict[str, list[dict[str, Any]]]) -> 
     shell_agent(tmp_path, "a", body)
 
 
-def test_lines_of_the_wrong_shape_an_agent_appends_to_its_record_blind_no_view(tmp_path: Path) -> None:
+def test_lines_of_the_wrong_shape_an_agent_appends_to_its_record_blind_no_view(tmp_path: Path, awf_read: Callable[..., Said]) -> None:
     """`awf run`'s view goes on past the agent's lines (its tool call after them is shown, and the
     run's last wf.log line); `awf tail` and `awf ls` pass them over; `awf logs` and `awf trace` say
     in a line that they can't read the record (they printed a traceback)."""
@@ -185,13 +200,13 @@ def test_lines_of_the_wrong_shape_an_agent_appends_to_its_record_blind_no_view(t
     assert [line for line in done.stderr.split("\n") if "tool called" in line and "label" in line], done.stderr
     assert [line for line in done.stderr.split("\n") if "after the forgery" in line], done.stderr
     run_id = Path((tmp_path / "run_dir").read_text()).name
-    listed = awf(tmp_path, "ls", "--run-root", "runs")
+    listed = awf_read(tmp_path, "ls", "--run-root", "runs")
     assert listed.returncode == 0 and run_id in listed.stdout, listed.stdout + listed.stderr
-    tail = awf(tmp_path, "tail", run_id, "--no-follow", "--run-root", "runs")
+    tail = awf_read(tmp_path, "tail", run_id, "--no-follow", "--run-root", "runs")
     assert tail.returncode == 0 and "Traceback" not in tail.stderr, tail.stderr
     assert "tool label" in tail.stdout and LATER_LINE in tail.stdout, tail.stdout
     for command in ("logs", "trace"):  # whole, or nothing: it says why in a line
-        printed = awf(tmp_path, command, run_id, "--run-root", "runs")
+        printed = awf_read(tmp_path, command, run_id, "--run-root", "runs")
         assert printed.returncode == 2 and printed.stdout == "", (command, printed.stdout)
         assert "record can't be read" in printed.stderr and printed.stderr.count("\n") == 1, (command, printed.stderr)
 
@@ -360,7 +375,7 @@ WIDEST_LINE_CHARS = 8192  # what awf prints on a line at most, here: a few scree
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # what is attacked is awf reading a record: once is enough
-async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_path: Path, anyio_backend: str) -> None:
+async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_path: Path, anyio_backend: str, awf_read: Callable[..., Said]) -> None:
     """An agent answers with a MB on one line, and the workflow logs it (`wf.log("answered",
     said=turn.value)`, and as a message, `wf.log(turn.value)`), as workflows do with their agents'
     words: `awf logs`, `awf tail` and `awf run`'s lines cut each (`awf tail` printed the message whole)."""
@@ -384,19 +399,19 @@ async def test_an_answer_of_a_mebibyte_a_workflow_logs_is_not_printed_whole(tmp_
     done = awf(tmp_path, "run", "flow.py", "--run-root", "runs", "--plain", timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert max(len(line) for line in done.stderr.split("\n")) < WIDEST_LINE_CHARS, "a line of awf run's is a MiB"
-    logs = awf(tmp_path, "logs", "--run-root", "runs")
+    logs = awf_read(tmp_path, "logs", "--run-root", "runs")
     assert logs.returncode == 0, logs.stderr
     assert "answered" in logs.stdout
     assert max(len(line) for line in logs.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf logs is a MiB"
     [run_dir] = (tmp_path / "runs" / "w").iterdir()
-    tail = awf(tmp_path, "tail", run_dir.name, "--no-follow", "--run-root", "runs")
+    tail = awf_read(tmp_path, "tail", run_dir.name, "--no-follow", "--run-root", "runs")
     assert tail.returncode == 0 and "answered" in tail.stdout, tail.stderr
     assert max(len(line) for line in tail.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf tail is a MiB"
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # what is attacked is awf reading a record: once is enough
-async def test_a_failed_turns_reason_and_a_tools_error_of_60_kb_are_cut_in_awf_logs(tmp_path: Path, anyio_backend: str) -> None:
+async def test_a_failed_turns_reason_and_a_tools_error_of_60_kb_are_cut_in_awf_logs(tmp_path: Path, anyio_backend: str, awf_read: Callable[..., Said]) -> None:
     """A tool that raises with the 60 KB an agent gave it, and a shell agent that fails with them
     on one line of its standard error (its turn's reason quotes it): `awf logs` prints neither whole."""
 
@@ -418,7 +433,7 @@ async def test_a_failed_turns_reason_and_a_tools_error_of_60_kb_are_cut_in_awf_l
 
     result = await run_wf(fn, tmp_path)
     assert result.outcome == "completed", result.reason
-    logs = awf(tmp_path, "logs", result.run_dir.name, "--run-root", "runs")
+    logs = awf_read(tmp_path, "logs", result.run_dir.name, "--run-root", "runs")
     assert logs.returncode == 0, logs.stderr
     assert "yyyy" in logs.stdout
     assert max(len(line) for line in logs.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf logs is a MiB"
@@ -430,7 +445,7 @@ MODEL_CHARS = 100_000  # a model's name, as the forged line gives it
 @needs_clis
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a real CLI: once is enough
-async def test_a_model_name_an_agent_writes_into_its_clis_output_is_shown_cut(tmp_path: Path, anyio_backend: str) -> None:
+async def test_a_model_name_an_agent_writes_into_its_clis_output_is_shown_cut(tmp_path: Path, anyio_backend: str, awf_read: Callable[..., Said]) -> None:
     """claude's agent writes an init line naming a model of 100 KB, escapes and forged lines in it,
     into claude's own output: the turn's spend names it (the record keeps what the CLI said), and
     `awf logs` prints it escaped and cut (it printed the 100 KB on one line)."""
@@ -450,7 +465,7 @@ async def test_a_model_name_an_agent_writes_into_its_clis_output_is_shown_cut(tm
         result = await agentswf.run(flow, run_root=tmp_path / "runs", cwd=tmp_path)
     assert result.outcome == "completed", result.reason
     assert (tmp_path / "forged").exists(), "the forged line was not written"
-    logs = awf(tmp_path, "logs", result.run_dir.name, "--run-root", "runs")
+    logs = awf_read(tmp_path, "logs", result.run_dir.name, "--run-root", "runs")
     assert logs.returncode == 0, logs.stderr
     assert "on claude-x" in logs.stdout, logs.stdout[:3000]
     assert obeyed(logs.stdout) == [] and forged_lines(logs.stdout) == [], logs.stdout[:3000]
@@ -461,7 +476,7 @@ NAME_CHARS = 1_000_000  # a name in a line of the record an agent wrote: of the 
 LOG_FIELDS = 5_000  # the fields of a wf.log line an agent wrote
 
 
-def test_a_line_an_agent_appends_with_a_name_of_a_megabyte_or_thousands_of_fields_is_cut(tmp_path: Path) -> None:
+def test_a_line_an_agent_appends_with_a_name_of_a_megabyte_or_thousands_of_fields_is_cut(tmp_path: Path, awf_read: Callable[..., Said]) -> None:
     """Lines of the record's own shape, with a tool's name of a MB and a wf.log line of 5,000
     fields: `awf run`'s plain lines and `awf tail` cut each line (they printed it whole)."""
     (tmp_path / "flow.py").write_text(FLOW)
@@ -474,6 +489,6 @@ def test_a_line_an_agent_appends_with_a_name_of_a_megabyte_or_thousands_of_field
     assert [line for line in done.stderr.split("\n") if "tool called" in line and "label" in line], done.stderr[-2000:]
     assert max(len(line) for line in done.stderr.split("\n")) < WIDEST_LINE_CHARS, "a line of awf run's is a MB"
     run_id = Path((tmp_path / "run_dir").read_text()).name
-    tail = awf(tmp_path, "tail", run_id, "--no-follow", "--run-root", "runs")
+    tail = awf_read(tmp_path, "tail", run_id, "--no-follow", "--run-root", "runs")
     assert tail.returncode == 0 and LATER_LINE in tail.stdout, tail.stderr
     assert max(len(line) for line in tail.stdout.split("\n")) < WIDEST_LINE_CHARS, "a line of awf tail is a MB"

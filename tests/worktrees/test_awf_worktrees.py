@@ -1,6 +1,7 @@
 """`awf run` lists the worktrees it kept; `awf worktrees` lists those a run killed with -9
 left, as live while the run lives (and `--clean` leaves them alone then), and `--clean`
-removes only those in which nothing changed. Real `awf run` subprocesses, real git."""
+removes only those in which nothing changed. Real `awf run` subprocesses, real git; `awf worktrees`
+as a process in the first tests, in the test's process (`worktrees_here`) in the later ones."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 from agentswf import Workflow
 from agentswf.workflow.worktrees import SUBMODULES_KEEP
 
+from ..cli.here import Said, awf_here
 from .kit import agent, branches, git, make_repo, registered, run_in, snapshot
 
 AWF = [sys.executable, "-m", "agentswf"]
@@ -127,6 +130,17 @@ def test_awf_run_lists_the_worktrees_it_kept(tmp_path: Path) -> None:
     assert listed(repo, run_dir.name) == {"c": "changed: 1 commit on its branch"}
 
 
+@pytest.fixture
+def worktrees_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., Said]:
+    """`awf worktrees` in the test's process, for the tests whose subject is what it reads of a run's
+    record and the repository: the tests above run it as a process, against a live run and after."""
+
+    def worktrees(cwd: Path, *args: str) -> Said:
+        return awf_here(cwd, "worktrees", *args, monkeypatch=monkeypatch, capsys=capsys)
+
+    return worktrees
+
+
 def test_an_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     done = awf(tmp_path, "worktrees", "no-such-run")
     assert done.returncode == 2 and "no record of run 'no-such-run'" in done.stderr
@@ -134,7 +148,7 @@ def test_an_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     assert nothing.returncode == 0 and "no worktrees under" in nothing.stderr
 
 
-async def test_a_worktree_whose_repository_went_away_is_listed_and_left(tmp_path: Path) -> None:
+async def test_a_worktree_whose_repository_went_away_is_listed_and_left(tmp_path: Path, worktrees_here: Callable[..., Said]) -> None:
     repo = make_repo(tmp_path)
 
     async def leaves(wf: Workflow) -> None:
@@ -144,15 +158,15 @@ async def test_a_worktree_whose_repository_went_away_is_listed_and_left(tmp_path
     assert [end.state for end in result.worktrees] == ["kept"]
     repo.rename(tmp_path / "elsewhere")
     for clean in ((), ("--clean",)):
-        done = awf(tmp_path, "worktrees", "--run-root", str(tmp_path / "records"), *clean)
+        done = worktrees_here(tmp_path, "--run-root", str(tmp_path / "records"), *clean)
         assert done.returncode == 0, done.stderr
         assert f"w  {'kept' if clean else 'changed'}: it couldn't be checked ({repo} is not there)" in done.stdout
     assert (result.worktrees[0].path / "mine.txt").read_text() == "mine\n"
 
 
-def lines_of(repo: Path, *args: str) -> list[tuple[str, str, str]]:
+def lines_of(worktrees: Callable[..., Said], repo: Path, *args: str) -> list[tuple[str, str, str]]:
     """`awf worktrees`' lines: run, name, status and detail (a name may be two runs')."""
-    done = awf(repo, "worktrees", *args)
+    done = worktrees(repo, *args)
     assert done.returncode == 0, done.stderr
     return [tuple(line.split("  ", 2)) for line in done.stdout.splitlines() if not line.startswith(" ")]  # type: ignore[misc]
 
@@ -174,7 +188,9 @@ COMMITS = "echo new > new.txt && git add new.txt && git commit -qm new"
 
 
 @pytest.mark.anyio
-async def test_a_name_a_later_run_reuses_is_that_runs_and_the_earlier_removed_one_stays_removed(tmp_path: Path) -> None:
+async def test_a_name_a_later_run_reuses_is_that_runs_and_the_earlier_removed_one_stays_removed(
+    tmp_path: Path, worktrees_here: Callable[..., Said]
+) -> None:
     """Git names a worktree's entry after its directory, so a later run's `look` takes the entry
     an earlier run's removed `look` had: the earlier one was listed as moved to the later one's
     place, and `--clean` rewrote its record from removed to kept."""
@@ -184,25 +200,27 @@ async def test_a_name_a_later_run_reuses_is_that_runs_and_the_earlier_removed_on
     second, second_run = await one_look(repo, tmp_path, COMMITS)
     assert second.state == "kept" and second.path != first.path
     expected = [(second_run.name, "look", "changed: 1 commit on its branch")]
-    assert lines_of(repo) == expected
-    assert lines_of(repo, "--clean") == [(second_run.name, "look", "kept: 1 commit on its branch")]
+    assert lines_of(worktrees_here, repo) == expected
+    assert lines_of(worktrees_here, repo, "--clean") == [(second_run.name, "look", "kept: 1 commit on its branch")]
     manifest = json.loads((first_run / "worktrees" / "look.json").read_text())
     assert manifest["state"] == "ended" and manifest["ended"]["state"] == "removed"  # still removed
-    assert lines_of(repo) == expected
+    assert lines_of(worktrees_here, repo) == expected
 
 
 @pytest.mark.anyio
-async def test_a_kept_worktree_you_removed_is_not_the_later_one_in_its_place(tmp_path: Path) -> None:
+async def test_a_kept_worktree_you_removed_is_not_the_later_one_in_its_place(tmp_path: Path, worktrees_here: Callable[..., Said]) -> None:
     repo = make_repo(tmp_path)
     first, _ = await one_look(repo, tmp_path, COMMITS)
     git(repo, "worktree", "remove", str(first.path))  # merged, say, then removed as the docs say
     git(repo, "branch", "-D", first.branch)
     _, second_run = await one_look(repo, tmp_path, COMMITS)
-    assert lines_of(repo) == [(second_run.name, "look", "changed: 1 commit on its branch")]
+    assert lines_of(worktrees_here, repo) == [(second_run.name, "look", "changed: 1 commit on its branch")]
 
 
 @pytest.mark.anyio
-async def test_a_worktree_with_submodules_checked_out_is_listed_as_kept_saying_why_not_as_clean(tmp_path: Path) -> None:
+async def test_a_worktree_with_submodules_checked_out_is_listed_as_kept_saying_why_not_as_clean(
+    tmp_path: Path, worktrees_here: Callable[..., Said]
+) -> None:
     """`git worktree remove` won't remove one: it was listed `clean … (--clean removes it)` before
     and after every `--clean`, which couldn't."""
     library = make_repo(tmp_path, "library")
@@ -213,5 +231,5 @@ async def test_a_worktree_with_submodules_checked_out_is_listed_as_kept_saying_w
     end, run_dir = await one_look(repo, tmp_path, "git -c protocol.file.allow=always submodule update --init -q")
     assert (end.state, end.reason) == ("kept", SUBMODULES_KEEP)
     for args in ((), ("--clean",), ()):
-        assert lines_of(repo, *args) == [(run_dir.name, "look", f"kept: {SUBMODULES_KEEP}")]
+        assert lines_of(worktrees_here, repo, *args) == [(run_dir.name, "look", f"kept: {SUBMODULES_KEEP}")]
     assert (end.path / "lib" / "README").exists()
