@@ -90,7 +90,8 @@ def _line(run_dir: Path, worktree: Worktree, status: str, detail: str) -> str:
     return f"{head}\n    {shown(f'{worktree.path}  branch {worktree.branch}')}"
 
 
-def command_worktrees(options: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def command_worktrees(options: argparse.Namespace) -> int:
+    out = sys.stdout  # as it is now: a caller may have put another in its place
     root = Path(options.run_root) if options.run_root else DEFAULT_RUN_ROOT
     runs = _runs(root, options.run)
     if isinstance(runs, str):

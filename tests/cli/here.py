@@ -9,7 +9,6 @@ rather than `os._exit` past a thread it finds (pytest's own, here).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import structlog
 
 from agentswf import progress
 from agentswf.cli import main as awf_main
-from agentswf.cli.worktrees import command_worktrees
 
 
 @dataclass(frozen=True)
@@ -35,8 +33,6 @@ def awf_here(cwd: Path, *words: str, monkeypatch: pytest.MonkeyPatch, capsys: py
         patched.chdir(cwd)
         patched.setattr(awf_main, "pace_collector", lambda: None)
         patched.setattr(awf_main, "_exit_past_abandoned_threads", lambda code: code)
-        # `awf worktrees` writes to the sys.stdout it found when imported (its `out`): this test's instead
-        patched.setattr(command_worktrees, "__defaults__", (sys.stdout,))
         # `awf run` and `awf continue` set where progress lines go (to this test's stderr): as it was after
         patched.setattr(progress, "_shown", progress._shown)
         patched.setattr(progress, "_hidden_sources", progress._hidden_sources)
