@@ -29,13 +29,16 @@ async def bad(wf, n: int = 1) -> str:
     return "ok"
 '''
 
-FINE = '''
+VERDICT = '''
 import msgspec
 from agentswf import workflow
 
 class Verdict(msgspec.Struct):
     ok: bool
+'''
+"""A workflow file's start: its imports and the schema its turns take."""
 
+FINE = VERDICT + '''
 @workflow(name="fine", description="No mistake.")
 async def fine(wf) -> bool:
     a = await wf.agents.open("a", runtime="shell:true")
@@ -98,13 +101,7 @@ def test_a_tool_whose_handler_cant_take_its_input_is_refused_where_it_is_defined
     assert tool(fine, description="Close.", input=Item).input is Item
 
 
-RUN_TIME_MISTAKES = '''
-import msgspec
-from agentswf import workflow
-
-class Verdict(msgspec.Struct):
-    ok: bool
-
+RUN_TIME_MISTAKES = VERDICT + '''
 @workflow(name="late", description="Mistakes a run meets at once.")
 async def late(wf) -> None:
     reviewer = await wf.agents.open("r", runtime="shell:true")
