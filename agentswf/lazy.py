@@ -21,17 +21,20 @@ def public(package: str, source: str) -> None:
     module = sys.modules[package]
     homes: dict[str, str] = {}
 
-    def __getattr__(name: str) -> Any:
-        if not homes:
+    def names() -> dict[str, str]:
+        if not homes:  # read once, at the first name asked for
             homes.update(_homes(source))
-        if name not in homes:
+        return homes
+
+    def __getattr__(name: str) -> Any:
+        if name not in names():
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(homes[name], package), name)
         setattr(module, name, value)
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*vars(module), *_homes(source)})
+        return sorted({*vars(module), *names()})
 
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
     module.__dir__ = __dir__  # type: ignore[method-assign]
